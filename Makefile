@@ -1,0 +1,61 @@
+# LJ RuntimeKit — developer entry points. `make demo` and `make test` work on a fresh machine.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+PROTO_OUT := src/runtimekit/api
+PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
+STUBS_STAMP := $(PROTO_OUT)/.stubs-stamp
+PYTEST_ARGS ?=
+
+.PHONY: help venv proto demo test test-slow test-all lint bench build docker deploy tools clean
+
+help:
+	@echo "make demo       create .venv, install, run the demo on the embedded default"
+	@echo "make test       unit and integration tests (slow and e2e suites: make test-all)"
+	@echo "make lint       ruff, mypy --strict, import-linter"
+	@echo "make bench      run every benchmark under benchmarks/ (prints JSON)"
+	@echo "make proto      regenerate gRPC stubs from proto/"
+
+venv: $(STAMP)
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[dev]'
+	@touch $(STAMP)
+
+$(STUBS_STAMP): $(STAMP) $(PROTOS) scripts/gen_proto.py
+	$(BIN)/python scripts/gen_proto.py
+	@touch $(STUBS_STAMP)
+
+proto: $(STAMP)
+	$(BIN)/python scripts/gen_proto.py
+	@touch $(STUBS_STAMP)
+
+demo: $(STUBS_STAMP)
+	$(BIN)/runtimekit demo
+
+test: $(STUBS_STAMP)
+	$(BIN)/python -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
+
+test-slow: $(STUBS_STAMP)
+	$(BIN)/python -m pytest -m "slow or e2e" $(PYTEST_ARGS)
+
+test-all: $(STUBS_STAMP)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: $(STUBS_STAMP)
+	$(BIN)/ruff check src tests benchmarks examples scripts
+	$(BIN)/mypy
+	$(BIN)/lint-imports
+
+bench: $(STUBS_STAMP)
+	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
+
+build: $(STUBS_STAMP)
+	$(BIN)/python -m pip install -q build
+	$(BIN)/python -m build --sdist --wheel --outdir dist .
+
+clean:
+	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache $(PROTO_OUT)/v1beta1 $(PROTO_OUT)/podresources $(PROTO_OUT)/runtimekit $(STUBS_STAMP)

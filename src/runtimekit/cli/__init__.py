@@ -1,0 +1,1 @@
+"""`runtimekit <component>` entry points. The only layer that may wire components together."""

@@ -1,0 +1,55 @@
+"""The `runtimekit` command: one subcommand per component. Subcommand modules are imported only
+when used, so `runtimekit protocol show` does not pay for gRPC or numpy."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+from runtimekit import __version__
+
+# name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "protocol": ("runtimekit.cli.protocol_cmd", "show or compare protocol.yaml files"),
+    "simulate": ("runtimekit.cli.simulate", "replay a cluster trace through the scheduler"),
+    "demo": ("runtimekit.cli.demo", "the quick-start demo on the embedded default"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="runtimekit", description="LJ RuntimeKit: GPU sharing for Kubernetes")
+    parser.add_argument("--version", action="version", version=f"runtimekit {__version__}")
+    parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (_module, help_text) in COMMANDS.items():
+        sub.add_parser(name, help=help_text, add_help=False)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    top, rest = parser.parse_known_args(args_list)
+    if top.command is None:
+        parser.print_help()
+        return 2
+    module = importlib.import_module(COMMANDS[top.command][0])
+    sub = argparse.ArgumentParser(prog=f"runtimekit {top.command}", description=COMMANDS[top.command][1])
+    module.add_arguments(sub)
+    args = sub.parse_args(rest)
+    logging.basicConfig(
+        level=getattr(logging, str(top.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    try:
+        code: int = module.run(args)
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

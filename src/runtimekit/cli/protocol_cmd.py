@@ -1,0 +1,42 @@
+"""`runtimekit protocol show [FILE]` and `runtimekit protocol check FILE...`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from runtimekit.protocol import ProtocolError, compare_protocols, load_protocol, load_protocol_sources
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
+    show = sub.add_parser("show", help="print the effective protocol (defaults merged with FILE)")
+    show.add_argument("file", nargs="?", help="a protocol.yaml (default: the built-in defaults)")
+    check = sub.add_parser("check", help="compare protocol files or ConfigMap manifests holding protocol.yaml")
+    check.add_argument("files", nargs="+", help="protocol.yaml files and/or manifests with ConfigMaps")
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.action == "show":
+            protocol = load_protocol(args.file)
+            sys.stdout.write(protocol.to_yaml())
+            sys.stdout.write(f"# fingerprint: {protocol.fingerprint}\n")
+            return 0
+        found = [item for path in args.files for item in load_protocol_sources(path)]
+    except ProtocolError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if len(found) < 2:
+        print(f"error: need at least two protocols to compare, found {len(found)}", file=sys.stderr)
+        return 2
+    diffs = compare_protocols(found)
+    for label, protocol in found:
+        print(f"{protocol.fingerprint}  {label}")
+    if not diffs:
+        print(f"ok: {len(found)} protocols agree")
+        return 0
+    for diff in diffs:
+        values = ", ".join(f"{label}={value!r}" for label, value in diff.values.items())
+        print(f"differs: {diff.key}: {values}", file=sys.stderr)
+    return 1

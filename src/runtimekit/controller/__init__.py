@@ -1,0 +1,1 @@
+"""The node-label controller, job cleanup and the job-agent."""

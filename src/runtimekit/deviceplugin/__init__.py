@@ -1,0 +1,1 @@
+"""The kubelet device plugin: registration, ListAndWatch, Allocate forwarding to the runtime."""

@@ -1,0 +1,1 @@
+"""The Prometheus exporter: collectors computed at scrape time and health detection."""

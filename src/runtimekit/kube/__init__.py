@@ -1,0 +1,1 @@
+"""The only code that talks to a Kubernetes API server: client, informers, leases."""

@@ -1,0 +1,75 @@
+"""Kubernetes resource quantities (`500m`, `2`, `1.5Gi`, `1e3`) as exact fractions.
+
+Pure functions used to read pod specs and node capacity. Raise `ValueError` with the text quoted.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from fractions import Fraction
+
+_QUANTITY_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
+_SUFFIX: dict[str, Fraction] = {
+    "": Fraction(1),
+    "n": Fraction(1, 10**9),
+    "u": Fraction(1, 10**6),
+    "m": Fraction(1, 1000),
+    "k": Fraction(10**3),
+    "M": Fraction(10**6),
+    "G": Fraction(10**9),
+    "T": Fraction(10**12),
+    "P": Fraction(10**15),
+    "E": Fraction(10**18),
+    "Ki": Fraction(1 << 10),
+    "Mi": Fraction(1 << 20),
+    "Gi": Fraction(1 << 30),
+    "Ti": Fraction(1 << 40),
+    "Pi": Fraction(1 << 50),
+    "Ei": Fraction(1 << 60),
+}
+_MIB = 1 << 20
+
+
+def parse_quantity(value: object) -> Fraction:
+    """Parse a quantity given as a string or a number. Raises ValueError naming the bad text."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a quantity")
+    if isinstance(value, int):
+        return Fraction(value)
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            raise ValueError(f"{value!r} is not a quantity")
+        return Fraction(value)
+    if not isinstance(value, str):
+        raise ValueError(f"{value!r} is not a quantity")
+    match = _QUANTITY_RE.match(value.strip())
+    if not match:
+        raise ValueError(f"{value!r} is not a quantity such as 500m, 2, 1Gi or 1e3")
+    sign, number, suffix = match.group(1), match.group(2), match.group(3) or ""
+    amount = Fraction(number)
+    if suffix[:1] in ("e", "E"):
+        amount *= Fraction(10) ** int(suffix[1:])
+    else:
+        amount *= _SUFFIX[suffix]
+    return -amount if sign == "-" else amount
+
+
+def cpu_milli(value: object) -> int:
+    """CPU in milli-cores, rounded up as Kubernetes does for sub-milli amounts."""
+    amount = parse_quantity(value) * 1000
+    return -((-amount.numerator) // amount.denominator)
+
+
+def memory_mib(value: object) -> int:
+    """Memory in MiB, rounded up."""
+    amount = parse_quantity(value) / _MIB
+    return -((-amount.numerator) // amount.denominator)
+
+
+def whole_number(value: object) -> int:
+    """An integer count (extended resources); rejects fractions such as 1.5 or 500m."""
+    amount = parse_quantity(value)
+    if amount.denominator != 1:
+        raise ValueError(f"{value!r} is not a whole number")
+    return int(amount)

@@ -1,0 +1,213 @@
+"""What a pod asks for: CPU, memory and, per container, GPUs (whole, shares or a MIG slice).
+
+`parse_pod_request` reads a pod manifest (a dict as the API server returns it) with the protocol's
+resource names and returns a `PodRequest`, or raises `RequestError` with a reason a user can act on.
+Rules (docs/user-guide/requests.md):
+- `resources.gpu: N` alone: N whole GPUs.
+- `resources.core: P` and/or `resources.memory: M` (memory units): one shared GPU with P % of its
+  compute and M units of its memory. With `resources.gpu: N` as well: N GPUs, each with P % and M.
+  Core missing means no compute share (memory-only); memory missing means memory in proportion
+  to the compute share (P % of the chosen GPU's memory, rounded down).
+- `<migPrefix><profile>: N`: N MIG slices of that profile. It cannot be mixed with the others.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.protocol import Protocol
+
+MILLI_PER_GPU = 1000
+
+
+class RequestError(ValueError):
+    """A pod's resource request cannot be honoured as written; the message says why."""
+
+
+class GpuKind(StrEnum):
+    WHOLE = "whole"
+    SHARE = "share"
+    MIG = "mig"
+
+
+@dataclass(frozen=True)
+class GpuRequest:
+    """The GPU demand of one container. Amounts are per GPU."""
+
+    kind: GpuKind
+    count: int
+    core_milli: int = MILLI_PER_GPU
+    memory_mib: int | None = None  # None: whole GPU memory (whole) or in proportion to core (share)
+    mig_profile: str = ""
+
+    def __post_init__(self) -> None:
+        if self.count < 1:
+            raise RequestError(f"GPU count must be at least 1, got {self.count}")
+        if not 0 <= self.core_milli <= MILLI_PER_GPU:
+            raise RequestError(f"a GPU share must be 0-100 %, got {self.core_milli / 10:g} %")
+        if self.memory_mib is not None and self.memory_mib < 0:
+            raise RequestError(f"GPU memory must not be negative, got {self.memory_mib} MiB")
+        if self.kind is GpuKind.MIG and not self.mig_profile:
+            raise RequestError("a MIG request needs a profile")
+
+    @property
+    def is_whole(self) -> bool:
+        return self.kind is GpuKind.WHOLE
+
+    def memory_on(self, gpu_memory_mib: int) -> int:
+        """MiB this request takes on a GPU with `gpu_memory_mib` of memory."""
+        if self.kind is GpuKind.WHOLE:
+            return gpu_memory_mib
+        if self.memory_mib is not None:
+            return self.memory_mib
+        return self.core_milli * gpu_memory_mib // MILLI_PER_GPU
+
+    @property
+    def total_milli(self) -> int:
+        return self.count * self.core_milli if self.kind is not GpuKind.MIG else 0
+
+
+@dataclass(frozen=True)
+class ContainerGpuRequest:
+    container: str
+    gpu: GpuRequest
+
+
+@dataclass(frozen=True)
+class PodRequest:
+    """A pod's effective request, as the scheduler accounts it."""
+
+    cpu_milli: int
+    memory_mib: int
+    gpus: tuple[ContainerGpuRequest, ...] = ()
+
+    @property
+    def gpu_milli(self) -> int:
+        return sum(c.gpu.total_milli for c in self.gpus)
+
+    @property
+    def uses_gpu(self) -> bool:
+        return bool(self.gpus)
+
+
+def _requests_limits(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise RequestError(f"container {container.get('name')!r}: resources must be an object")
+    requests = resources.get("requests") or {}
+    limits = resources.get("limits") or {}
+    if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
+        raise RequestError(f"container {container.get('name')!r}: requests and limits must be objects")
+    return requests, limits
+
+
+def _count(name: str, container: str, value: object) -> int:
+    try:
+        amount = whole_number(value)
+    except ValueError as exc:
+        raise RequestError(f"container {container!r}: {name} must be a whole number: {exc}") from None
+    if amount < 0:
+        raise RequestError(f"container {container!r}: {name} must not be negative, got {amount}")
+    return amount
+
+
+def parse_container_gpu(
+    container: Mapping[str, Any], protocol: Protocol, limits: Mapping[str, Any] | None = None
+) -> GpuRequest | None:
+    """The GPU request of one container, None when it asks for no GPU."""
+    name = str(container.get("name", "?"))
+    res = protocol.resources
+    amounts = dict(limits) if limits is not None else _limits_first(container)
+    gpus = _count(res.gpu, name, amounts[res.gpu]) if res.gpu in amounts else None
+    core = _count(res.core, name, amounts[res.core]) if res.core in amounts else None
+    units = _count(res.memory, name, amounts[res.memory]) if res.memory in amounts else None
+    migs = {k: v for k, v in amounts.items() if k.startswith(res.mig_prefix)}
+    if migs:
+        if gpus or core or units:
+            raise RequestError(f"container {name!r}: a MIG slice cannot be combined with GPU shares or whole GPUs")
+        if len(migs) > 1:
+            raise RequestError(f"container {name!r}: ask for one MIG profile per container, got {sorted(migs)}")
+        ((key, value),) = migs.items()
+        count = _count(key, name, value)
+        profile = key[len(res.mig_prefix) :]
+        return GpuRequest(GpuKind.MIG, count, 0, None, profile) if count else None
+    if gpus == 0 and not core and not units:
+        return None
+    if core is None and units is None:
+        return GpuRequest(GpuKind.WHOLE, gpus) if gpus else None
+    if core is not None and core > 100:
+        raise RequestError(
+            f"container {name!r}: {res.core} is {core}, above 100 % of one GPU; ask for whole GPUs with "
+            f"{res.gpu} instead, or for {res.gpu}: N with a per-GPU share"
+        )
+    if (core or 0) == 0 and (units or 0) == 0:
+        raise RequestError(f"container {name!r}: {res.core} and {res.memory} are both 0")
+    memory = None if units is None else units * protocol.memory_unit_mib
+    return GpuRequest(GpuKind.SHARE, gpus or 1, (core or 0) * 10, memory)
+
+
+def _limits_first(container: Mapping[str, Any]) -> dict[str, Any]:
+    """Extended resources as kubelet reads them: limits, falling back to requests."""
+    requests, limits = _requests_limits(container)
+    return {**requests, **limits}
+
+
+def _container_cpu_mem(container: Mapping[str, Any]) -> tuple[int, int]:
+    amounts = _amounts_requests_first(container)
+    name = container.get("name", "?")
+    try:
+        cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
+        mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
+    except ValueError as exc:
+        raise RequestError(f"container {name!r}: {exc}") from None
+    if cpu < 0 or mem < 0:
+        raise RequestError(f"container {name!r}: cpu and memory must not be negative")
+    return cpu, mem
+
+
+def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
+    """CPU and memory as the scheduler accounts them: requests, defaulting to limits."""
+    requests, limits = _requests_limits(container)
+    return {**limits, **requests}
+
+
+def parse_pod_request(pod: Mapping[str, Any], protocol: Protocol) -> PodRequest:
+    """The effective request of a pod manifest. Raises RequestError with the reason."""
+    spec = pod.get("spec")
+    if not isinstance(spec, Mapping):
+        raise RequestError("pod has no spec")
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise RequestError("pod has no containers")
+    init = spec.get("initContainers") or []
+    if not isinstance(init, list):
+        raise RequestError("spec.initContainers must be a list")
+    cpu = mem = 0
+    gpus: list[ContainerGpuRequest] = []
+    for container in containers:
+        if not isinstance(container, Mapping):
+            raise RequestError("every container must be an object")
+        c_cpu, c_mem = _container_cpu_mem(container)
+        cpu, mem = cpu + c_cpu, mem + c_mem
+        gpu = parse_container_gpu(container, protocol)
+        if gpu is not None:
+            gpus.append(ContainerGpuRequest(str(container.get("name", "")), gpu))
+    for container in init:
+        if not isinstance(container, Mapping):
+            raise RequestError("every init container must be an object")
+        if parse_container_gpu(container, protocol) is not None:
+            raise RequestError(f"init container {container.get('name')!r} asks for GPUs; only app containers may")
+        i_cpu, i_mem = _container_cpu_mem(container)
+        cpu, mem = max(cpu, i_cpu), max(mem, i_mem)
+    overhead = spec.get("overhead") or {}
+    if isinstance(overhead, Mapping):
+        try:
+            cpu += cpu_milli(overhead["cpu"]) if "cpu" in overhead else 0
+            mem += memory_mib(overhead["memory"]) if "memory" in overhead else 0
+        except ValueError as exc:
+            raise RequestError(f"spec.overhead: {exc}") from None
+    return PodRequest(cpu, mem, tuple(gpus))

@@ -1,0 +1,1 @@
+"""The node runtime daemon: GPU backends, allocation, isolation, checkpoint, gRPC service."""

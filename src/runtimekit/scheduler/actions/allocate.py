@@ -1,0 +1,115 @@
+"""The `allocate` action: queues in order (skipping overused ones), their jobs in order, each job's
+pending tasks in order; every task goes through predicates, scores and device allocation inside
+one statement per job, which commits when the job is ready (gang), stays held when it is
+pipelined, and is discarded otherwise. A job that became ready with tasks left goes back in line
+so that other jobs get a turn (Volcano's allocate)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtimekit.model import LedgerError
+from runtimekit.scheduler.actions.ordering import OrderedQueue
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.status import Code, FitErrors, Status
+
+
+class Allocate:
+    name = "allocate"
+
+    def execute(self, ssn: Session) -> None:
+        by_queue = eligible_jobs(ssn)
+        queues = OrderedQueue(ssn.queue_order, [ssn.queues[q] for q in by_queue])
+        job_heaps = {q: OrderedQueue(ssn.job_order, jobs) for q, jobs in by_queue.items()}
+        while queues:
+            queue = queues.pop()
+            if ssn.overused(queue):
+                continue
+            jobs = job_heaps[queue.name]
+            if not jobs:
+                continue
+            job = jobs.pop()
+            if allocate_job(ssn, queue, job):
+                jobs.push(job)
+            if jobs:
+                queues.push(queue)
+
+
+def eligible_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
+    """Jobs with pending tasks that may be scheduled now, grouped by queue."""
+    wait_for_enqueue = "enqueue" in ssn.enabled_actions
+    grouped: dict[str, list[JobInfo]] = {}
+    for job in ssn.jobs.values():
+        if not job.pending:
+            continue
+        if wait_for_enqueue and job.phase == "Pending":
+            continue
+        if job.queue not in ssn.queues:
+            _fail_all(ssn, job, Status(Code.UNSCHEDULABLE, (f"queue {job.queue!r} does not exist",), "allocate"))
+            continue
+        status = ssn.job_valid(job)
+        if not status.ok:
+            _fail_all(ssn, job, status)
+            continue
+        grouped.setdefault(job.queue, []).append(job)
+    return grouped
+
+
+def _fail_all(ssn: Session, job: JobInfo, status: Status) -> None:
+    ssn.touched_jobs.add(job.key)
+    for task in job.pending:
+        job.fit_errors[task.key] = FitErrors(status=status)
+
+
+def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
+    """Place what can be placed of one job; True when the job should get another turn."""
+    ssn.touched_jobs.add(job.key)
+    stmt = ssn.statement()
+    tasks = ssn.sorted_tasks(job.pending)
+    again = False
+    for i, task in enumerate(tasks):
+        if not ssn.allocatable(queue, task):
+            job.fit_errors[task.key] = FitErrors(
+                status=Status(Code.UNSCHEDULABLE, (f"queue {queue.name} is full",), "allocate")
+            )
+            continue
+        row, errors = ssn.select(task)
+        if row is None:
+            if ssn.explain:
+                errors.reasons  # noqa: B018 -- explain now, while the table still shows why
+            job.fit_errors[task.key] = errors
+            break
+        choice = ssn.allocate_devices(task, row)
+        if isinstance(choice, Status):
+            job.fit_errors[task.key] = FitErrors(nodes=errors.nodes, status=choice)
+            break
+        try:
+            stmt.allocate(task, row, choice)
+        except LedgerError as exc:
+            job.fit_errors[task.key] = FitErrors(nodes=errors.nodes, status=Status(Code.ERROR, (str(exc),), "allocate"))
+            break
+        job.fit_errors.pop(task.key, None)
+        if ssn.job_ready(job) and i + 1 < len(tasks):
+            again = True
+            break
+    if ssn.job_ready(job):
+        stmt.commit()
+    elif not ssn.job_pipelined(job):
+        stmt.discard()
+        again = False
+    return again
+
+
+def build(arguments: Mapping[str, Any], context: BuildContext) -> Allocate:
+    del context
+    if arguments:
+        from runtimekit.scheduler.framework.arguments import ArgumentError
+
+        known = {"predicateErrorCacheEnable"}
+        unknown = sorted(set(arguments) - known)
+        if unknown:
+            raise ArgumentError(f"allocate: unknown argument {unknown[0]!r}")
+    return Allocate()

@@ -1,0 +1,110 @@
+"""A cache over a fixed set of nodes with jobs added by the caller: trace replay and tests.
+
+With `share_table=True` a session works on the cache's own node table instead of a copy (nothing
+else writes to it), so a commit only records the booking; a discarded statement has already
+given everything back. Decisions are recorded, not sent anywhere.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+import numpy as np
+
+from runtimekit.model import (
+    Ledger,
+    NodeCapacity,
+    NodeInventory,
+    NodeName,
+    PodKey,
+)
+from runtimekit.model.ledger import IntArray
+from runtimekit.scheduler.framework.info import (
+    DEFAULT_QUEUE,
+    JobInfo,
+    JobKey,
+    NodeMeta,
+    QueueInfo,
+    Snapshot,
+    TaskInfo,
+    TaskStatus,
+)
+from runtimekit.scheduler.framework.interfaces import DeviceChoice
+from runtimekit.scheduler.framework.status import FitErrors
+
+
+class StaticCache:
+    def __init__(
+        self,
+        nodes: Iterable[tuple[NodeInventory, NodeCapacity, NodeMeta]],
+        queues: Iterable[QueueInfo] = (),
+        rank: Mapping[str, int] | None = None,
+        share_table: bool = False,
+    ) -> None:
+        self.ledger = Ledger()
+        self.meta: list[NodeMeta | None] = []
+        for inventory, capacity, meta in nodes:
+            row = self.ledger.table.add_node(inventory, capacity)
+            self.meta.extend([None] * (row + 1 - len(self.meta)))
+            self.meta[row] = meta
+        table = self.ledger.table
+        names = table.names()
+        self.model_names = sorted({m.gpu_model for m in self.meta if m is not None and m.gpu_model})
+        index = {name: i for i, name in enumerate(self.model_names)}
+        self.model_ids: IntArray = np.array(
+            [index.get(m.gpu_model, -1) if m is not None else -1 for m in self.meta], np.int64
+        )
+        order = rank or {name: i for i, name in enumerate(sorted(n for n in names if n is not None))}
+        self.rank: IntArray = np.array(
+            [order.get(n, len(order)) if n is not None else len(order) for n in names], np.int64
+        )
+        self.queues = {q.name: q for q in queues} or {DEFAULT_QUEUE: QueueInfo(DEFAULT_QUEUE)}
+        self.jobs: dict[JobKey, JobInfo] = {}
+        self.share_table = share_table
+        self.bound: dict[PodKey, TaskInfo] = {}
+        self.choices: dict[PodKey, DeviceChoice] = {}
+        self.evicted: list[tuple[PodKey, str]] = []
+        self.unschedulable: dict[PodKey, FitErrors] = {}
+        self.now = 0.0
+
+    def add_job(self, job: JobInfo) -> None:
+        self.jobs[job.key] = job
+
+    def remove_job(self, key: JobKey) -> None:
+        self.jobs.pop(key, None)
+
+    def node(self, name: str) -> NodeName:
+        return NodeName(name)
+
+    # -- Cache -----------------------------------------------------------------------------
+    def snapshot(self) -> Snapshot:
+        table = self.ledger.table if self.share_table else self.ledger.table.copy()
+        jobs = self.jobs if self.share_table else {k: j.clone() for k, j in self.jobs.items()}
+        queues = self.queues if self.share_table else {k: q.clone() for k, q in self.queues.items()}
+        return Snapshot(table, self.meta, jobs, queues, self.rank, self.model_ids, self.model_names, self.now)
+
+    def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
+        assert task.placement is not None
+        if self.share_table:
+            self.ledger.record(task.key, task.placement)
+        else:
+            self.ledger.reserve(task.key, task.placement)
+        task.status = TaskStatus.BOUND
+        self.bound[task.key] = task
+        self.choices[task.key] = choice
+        job = self.jobs.get(task.job)
+        if job is not None and task.key in job.tasks and job.tasks[task.key] is not task:
+            job.tasks[task.key].status = TaskStatus.BOUND
+            job.tasks[task.key].node = task.node
+            job.tasks[task.key].placement = task.placement
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.evicted.append((task.key, reason))
+        if not self.share_table:
+            self.ledger.release(task.key)
+        else:
+            self.ledger.forget(task.key)
+        self.bound.pop(task.key, None)
+
+    def job_updated(self, job: JobInfo) -> None:
+        self.unschedulable.update(job.fit_errors)

@@ -1,0 +1,27 @@
+"""What a session needs from the scheduler cache: a snapshot to work on and a way to carry out
+committed decisions. The live cache (informers + API server) and the trace-replay cache both
+implement it; see `runtimekit.scheduler.cache`."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
+from runtimekit.scheduler.framework.interfaces import DeviceChoice
+
+
+class Cache(Protocol):
+    def snapshot(self) -> Snapshot:
+        """A private copy of the cluster for one session."""
+
+    def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
+        """Carry out a committed allocation: book it and bind the pod to `task.node`.
+
+        `task.placement` holds what it takes. Failures are the cache's to handle (unreserve and
+        requeue); the session has already moved on."""
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Carry out a committed eviction (delete the pod)."""
+
+    def job_updated(self, job: JobInfo) -> None:
+        """Told at session close about every job the session looked at (status, fit errors)."""

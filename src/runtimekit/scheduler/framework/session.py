@@ -1,0 +1,301 @@
+"""A scheduling session: one cycle's private snapshot, the plugins of the configured tiers, and the
+rules that combine their answers (Volcano's `session_plugins.go`):
+
+- ordering (job, task, queue): tiers then plugins in order; the first non-zero answer wins;
+- predicates: all must pass, the first failure per node is the reason reported;
+- node order: scores are summed over every plugin of every tier;
+- best node: the first plugin with an opinion decides; else the top score, ties to the lowest rank;
+- job ready, allocatable, preemptive: every plugin must agree;  overused: any plugin suffices;
+- job pipelined and enqueueable: any Reject refuses; a tier with a Permit decides; else permit;
+- job starving: the first tier with any plugin decides, all of that tier must agree;
+- preemptable and reclaimable: per tier, abstainers are skipped and the victim lists intersected;
+  the first tier with an answer decides.
+Callers: the actions. All state changes go through a `Statement` (or `allocate` for backfill).
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import numpy as np
+
+from runtimekit.model import Placement, PodKey
+from runtimekit.scheduler.framework.info import (
+    JobInfo,
+    QueueInfo,
+    Snapshot,
+    TaskInfo,
+)
+from runtimekit.scheduler.framework.interfaces import (
+    DeviceChoice,
+    Rows,
+    Scores,
+    Verdict,
+    Vote,
+)
+from runtimekit.scheduler.framework.status import SUCCESS, Code, Explain, FitErrors, Status, error
+
+if TYPE_CHECKING:
+    from runtimekit.scheduler.framework.cache import Cache
+    from runtimekit.scheduler.framework.framework import Framework
+    from runtimekit.scheduler.framework.statement import Statement
+
+T = TypeVar("T")
+_session_ids = itertools.count(1)
+
+
+class Session:
+    def __init__(self, framework: Framework, cache: Cache, snapshot: Snapshot) -> None:
+        self.uid = next(_session_ids)
+        self.framework = framework
+        self.cache = cache
+        self.snapshot = snapshot
+        self.table = snapshot.table
+        self.jobs = snapshot.jobs
+        self.queues = snapshot.queues
+        self.now = snapshot.now
+        self.state: dict[str, Any] = {}  # per-cycle state shared by plugins, keyed by plugin name
+        self.enabled_actions = frozenset(framework.action_names)
+        self._points = framework.points
+        self._flat = framework.flat_points
+        self.touched_jobs: set[str] = set()
+        self.explain = framework.explain  # work out why unschedulable tasks fit nowhere
+
+    # -- plugin lists ----------------------------------------------------------------------
+    def tiers_of(self, point: str) -> list[list[Any]]:
+        """The plugins implementing a built-in point, per tier, in configured order."""
+        return self._points.get(point, [])
+
+    def implementing(self, interface: type[T]) -> list[list[T]]:
+        """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
+        return [[p for p in tier if isinstance(p, interface)] for tier in self.framework.plugins_by_tier]
+
+    def _all(self, point: str) -> list[Any]:
+        return self._flat.get(point, [])
+
+    # -- ordering --------------------------------------------------------------------------
+    def _compare(self, point: str, method: str, left: Any, right: Any) -> int:
+        for plugin in self._all(point):
+            result: int = getattr(plugin, method)(left, right)
+            if result:
+                return result
+        return 0
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        result = self._compare("job_order", "job_order", left, right)
+        return result or _fallback(left.created, right.created, left.key, right.key)
+
+    def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
+        result = self._compare("task_order", "task_order", left, right)
+        return result or _fallback(left.created, right.created, left.key, right.key)
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        result = self._compare("queue_order", "queue_order", left, right)
+        return result or _fallback(0, 0, left.name, right.name)
+
+    def sorted_jobs(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
+        return sorted(jobs, key=functools.cmp_to_key(self.job_order))
+
+    def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
+        return sorted(tasks, key=functools.cmp_to_key(self.task_order))
+
+    def sorted_queues(self, queues: Iterable[QueueInfo]) -> list[QueueInfo]:
+        return sorted(queues, key=functools.cmp_to_key(self.queue_order))
+
+    # -- validity and fit ------------------------------------------------------------------
+    def job_valid(self, job: JobInfo) -> Status:
+        for plugin in self._all("job_valid"):
+            status: Status = plugin.job_valid(job)
+            if not status.ok:
+                return status.stamped(plugin.name)
+        return SUCCESS
+
+    def pre_predicate(self, task: TaskInfo) -> Status:
+        if task.invalid:
+            return Status(Code.UNRESOLVABLE, (task.invalid,), "request")
+        for plugin in self._all("pre_predicate"):
+            status: Status = plugin.pre_predicate(task)
+            if not status.ok:
+                return status.stamped(plugin.name)
+        return SUCCESS
+
+    def candidate_rows(self) -> Rows:
+        return self.table.active_rows()
+
+    def resource_fit(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
+        """Rows with room for the task's CPU, memory and one more pod (Volcano's idle check)."""
+        table, req = self.table, task.request
+        if table.all_active(rows):  # every row: compare views instead of gathering copies
+            n = rows.size
+            cpu_ok = table.cpu_free[:n] >= req.cpu_milli
+            mem_ok = table.mem_free[:n] >= req.memory_mib
+            pods_ok = table.pods_free[:n] >= 1
+        else:
+            cpu_ok = table.cpu_free[rows] >= req.cpu_milli
+            mem_ok = table.mem_free[rows] >= req.memory_mib
+            pods_ok = table.pods_free[rows] >= 1
+        passed = cpu_ok & mem_ok & pods_ok
+        if passed.all():
+            return rows
+        errors.defer(
+            "Too many pods", ~passed, lambda: [("Insufficient cpu", ~cpu_ok), ("Insufficient memory", ~mem_ok)]
+        )
+        return rows[passed]
+
+    def predicate(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
+        """Rows that pass every predicate plugin; failures are counted per reason in `errors`."""
+        for plugin in self._all("predicate"):
+            if rows.size == 0:
+                break
+            verdict: Verdict = plugin.predicate(task, rows, self)
+            passed = verdict.passed
+            if passed.all():
+                continue
+            errors.defer(f"rejected by {plugin.name}", ~passed, _explainer(verdict))
+            rows = rows[passed]
+        return rows
+
+    def feasible(self, task: TaskInfo) -> tuple[Rows, FitErrors]:
+        """Rows that can take the task now, with the reasons the others cannot."""
+        rows = self.candidate_rows()
+        errors = FitErrors(nodes=int(rows.size))
+        status = self.pre_predicate(task)
+        if not status.ok:
+            errors.status = status
+            return rows[:0], errors
+        rows = self.resource_fit(task, rows, errors)
+        return self.predicate(task, rows, errors), errors
+
+    def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
+        total = np.zeros(rows.size, np.float64)
+        for plugin in self._all("node_order"):
+            total += plugin.node_order(task, rows, self)
+        return total
+
+    def best_node(self, task: TaskInfo, rows: Rows, scores: Scores) -> int:
+        """The chosen row: a plugin's override, else the top score with ties to the lowest rank."""
+        for plugin in self._all("best_node"):
+            chosen: int | None = plugin.best_node(task, rows, scores)
+            if chosen is not None:
+                return int(chosen)
+        top = rows[scores == scores.max()]
+        if top.size == 1:
+            return int(top[0])
+        return int(top[np.argmin(self.snapshot.rank[top])])
+
+    def select(self, task: TaskInfo) -> tuple[int | None, FitErrors]:
+        """Predicates, then scores, then the best node: the row for the task, or None."""
+        rows, errors = self.feasible(task)
+        if rows.size == 0:
+            return None, errors
+        if rows.size == 1:
+            # As kube-scheduler: a single feasible node is taken without scoring.
+            return int(rows[0]), errors
+        return self.best_node(task, rows, self.node_order(task, rows)), errors
+
+    def allocate_devices(self, task: TaskInfo, row: int) -> DeviceChoice | Status:
+        for plugin in self._all("allocate_devices"):
+            answer: DeviceChoice | Status | None = plugin.allocate_devices(task, row, self)
+            if isinstance(answer, Status):
+                return answer.stamped(plugin.name)
+            if answer is not None:
+                return answer
+        if task.request.uses_gpu:
+            return error("no plugin allocates GPUs; enable gpushare (or mig) in the scheduler conf")
+        return DeviceChoice()
+
+    def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement:
+        node = self.table.names()[row]
+        assert node is not None, "placement on a removed node"
+        return Placement(node, task.request.cpu_milli, task.request.memory_mib, choice.slots)
+
+    # -- jobs ------------------------------------------------------------------------------
+    def job_ready(self, job: JobInfo) -> bool:
+        return all(p.job_ready(job) for p in self._all("job_ready"))
+
+    def _vote(self, point: str, method: str, job: JobInfo) -> bool:
+        for tier in self.tiers_of(point):
+            permitted = False
+            for plugin in tier:
+                vote: Vote = getattr(plugin, method)(job)
+                if vote is Vote.REJECT:
+                    return False
+                permitted |= vote is Vote.PERMIT
+            if permitted:
+                return True
+        return True
+
+    def job_pipelined(self, job: JobInfo) -> bool:
+        return self._vote("job_pipelined", "job_pipelined", job)
+
+    def job_enqueueable(self, job: JobInfo) -> bool:
+        return self._vote("job_enqueueable", "job_enqueueable", job)
+
+    def job_enqueued(self, job: JobInfo) -> None:
+        for plugin in self._all("job_enqueued"):
+            plugin.job_enqueued(job)
+
+    def job_starving(self, job: JobInfo) -> bool:
+        for tier in self.tiers_of("job_starving"):
+            if tier:
+                return all(p.job_starving(job) for p in tier)
+        return False
+
+    def _victims(self, point: str, method: str, actor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        for tier in self.tiers_of(point):
+            chosen: dict[PodKey, TaskInfo] | None = None
+            for plugin in tier:
+                victims: list[TaskInfo] | None = getattr(plugin, method)(actor, candidates)
+                if victims is None:
+                    continue
+                keyed = {v.key: v for v in victims}
+                chosen = keyed if chosen is None else {k: v for k, v in chosen.items() if k in keyed}
+                if not chosen:
+                    break
+            if chosen is not None:
+                return list(chosen.values())
+        return []
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("preemptable", "preemptable", preemptor, candidates)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
+        return self._victims("reclaimable", "reclaimable", reclaimer, candidates)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        return any(p.overused(queue) for p in self._all("overused"))
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(p.allocatable(queue, task) for p in self._all("allocatable"))
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        return all(p.preemptive(queue, task) for p in self._all("preemptive"))
+
+    # -- events and statements -------------------------------------------------------------
+    def fire(self, allocated: bool, task: TaskInfo) -> None:
+        for plugin in self._all("event_handler"):
+            (plugin.on_allocate if allocated else plugin.on_deallocate)(task)
+
+    def statement(self) -> Statement:
+        from runtimekit.scheduler.framework.statement import Statement
+
+        return Statement(self)
+
+    def each_task(self, predicate: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
+        return [t for job in self.jobs.values() for t in job.tasks.values() if predicate(t)]
+
+
+def _explainer(verdict: Verdict) -> Explain:
+    reasons = verdict.reasons
+    if callable(reasons):
+        return reasons
+    return lambda: list(reasons)
+
+
+def _fallback(left_time: float, right_time: float, left_key: str, right_key: str) -> int:
+    if left_time != right_time:
+        return -1 if left_time < right_time else 1
+    return (left_key > right_key) - (left_key < right_key)

@@ -1,0 +1,91 @@
+"""A statement: changes to the session that commit or discard as a unit (gangs and multi-GPU
+placement need this). Each operation changes the session's table and task at once; the cache work
+(bind, evict) waits for `commit`, and `discard` undoes the operations in reverse order.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from runtimekit.model import LedgerError, NodeName, Placement
+from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.interfaces import DeviceChoice
+
+if TYPE_CHECKING:
+    from runtimekit.scheduler.framework.session import Session
+
+
+@dataclass
+class _Op:
+    kind: str  # allocate | pipeline | evict
+    task: TaskInfo
+    choice: DeviceChoice | None
+    reason: str
+    prior_status: TaskStatus
+    prior_node: NodeName | None
+    prior_placement: Placement | None
+
+
+class Statement:
+    def __init__(self, ssn: Session) -> None:
+        self.ssn = ssn
+        self.ops: list[_Op] = []
+        self.done = False
+
+    def _take(self, kind: str, task: TaskInfo, row: int, choice: DeviceChoice, status: TaskStatus) -> None:
+        placement = self.ssn.placement(task, row, choice)
+        self.ssn.table.take(placement)  # raises LedgerError and changes nothing if it does not fit
+        self.ops.append(_Op(kind, task, choice, "", task.status, task.node, task.placement))
+        task.status, task.node, task.placement = status, placement.node, placement
+        self.ssn.fire(True, task)
+
+    def allocate(self, task: TaskInfo, row: int, choice: DeviceChoice) -> None:
+        """Give the task its placement now; it is bound on commit. Raises LedgerError if it does not fit."""
+        self._take("allocate", task, row, choice, TaskStatus.ALLOCATED)
+
+    def pipeline(self, task: TaskInfo, row: int, choice: DeviceChoice) -> None:
+        """Hold the placement for the task until resources being released arrive (not bound)."""
+        self._take("pipeline", task, row, choice, TaskStatus.PIPELINED)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        """Give back the task's placement in this session; the pod is deleted on commit."""
+        if task.placement is None:
+            raise LedgerError(f"task {task.key} holds nothing to evict")
+        self.ssn.table.give(task.placement)
+        self.ops.append(_Op("evict", task, None, reason, task.status, task.node, task.placement))
+        task.status = TaskStatus.RELEASING
+        self.ssn.fire(False, task)
+
+    def commit(self) -> None:
+        """Carry out every operation through the cache (bind, evict)."""
+        self.done = True
+        for op in self.ops:
+            if op.kind == "allocate" and op.choice is not None:
+                op.task.status = TaskStatus.BINDING
+                self.ssn.cache.bind(op.task, op.choice)
+            elif op.kind == "evict":
+                self.ssn.cache.evict(op.task, op.reason)
+        self.ops.clear()
+
+    def discard(self) -> None:
+        """Undo every operation, newest first."""
+        self.done = True
+        table = self.ssn.table
+        for op in reversed(self.ops):
+            task = op.task
+            if op.kind == "evict":
+                assert op.prior_placement is not None
+                table.take(op.prior_placement, allow_unusable=True)
+                task.status = op.prior_status
+                self.ssn.fire(True, task)
+            else:
+                assert task.placement is not None
+                table.give(task.placement)
+                task.status, task.node, task.placement = op.prior_status, op.prior_node, op.prior_placement
+                self.ssn.fire(False, task)
+        self.ops.clear()
+
+    @property
+    def empty(self) -> bool:
+        return not self.ops

@@ -1,0 +1,100 @@
+"""Outcomes of plugin calls as values: a code that says what the scheduler does next, reasons,
+and the name of the plugin that said it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from enum import IntEnum
+from typing import Any
+
+import numpy as np
+
+
+class Code(IntEnum):
+    SUCCESS = 0
+    ERROR = 1  # broken infrastructure or a bug; the pod is retried later
+    UNSCHEDULABLE = 2  # may fit once something changes (a pod leaves, a node is added)
+    UNRESOLVABLE = 3  # will not fit however the cluster changes (UnschedulableAndUnresolvable)
+    WAIT = 4
+    SKIP = 5
+
+
+@dataclass(frozen=True)
+class Status:
+    code: Code = Code.SUCCESS
+    reasons: tuple[str, ...] = ()
+    plugin: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.code is Code.SUCCESS
+
+    @property
+    def message(self) -> str:
+        text = "; ".join(self.reasons) or self.code.name.lower()
+        return f"{self.plugin}: {text}" if self.plugin else text
+
+    def stamped(self, plugin: str) -> Status:
+        return self if self.plugin else replace(self, plugin=plugin)
+
+
+SUCCESS = Status()
+
+
+def unschedulable(*reasons: str) -> Status:
+    return Status(Code.UNSCHEDULABLE, reasons)
+
+
+def unresolvable(*reasons: str) -> Status:
+    return Status(Code.UNRESOLVABLE, reasons)
+
+
+def error(*reasons: str) -> Status:
+    return Status(Code.ERROR, reasons)
+
+
+Explain = Callable[[], list[tuple[str, Any]]]
+
+
+@dataclass
+class FitErrors:
+    """Why a task fits on no node: a count of nodes per reason, as kube-scheduler reports it.
+
+    Predicates may explain their failures lazily (`defer`); the counts are worked out the first
+    time `reasons` is read, so a decision nobody reports costs nothing to explain."""
+
+    nodes: int = 0
+    counts: dict[str, int] = field(default_factory=dict)
+    status: Status | None = None  # a node-independent failure (pre-predicate, invalid request)
+    _deferred: list[tuple[str, Any, Explain]] = field(default_factory=list)
+
+    def add(self, reason: str, count: int = 1) -> None:
+        self.counts[reason] = self.counts.get(reason, 0) + count
+
+    def defer(self, fallback: str, failed: Any, explain: Explain) -> None:
+        """Count the rows of `failed` (a mask) by the reasons `explain()` gives, when asked."""
+        self._deferred.append((fallback, failed, explain))
+
+    @property
+    def reasons(self) -> dict[str, int]:
+        for fallback, failed, explain in self._deferred:
+            left = failed.copy()
+            for reason, mask in explain():
+                hit = left & mask
+                count = int(np.count_nonzero(hit))
+                if count:
+                    self.add(reason, count)
+                left &= ~hit
+            rest = int(np.count_nonzero(left))
+            if rest:
+                self.add(fallback, rest)
+        self._deferred.clear()
+        return self.counts
+
+    @property
+    def message(self) -> str:
+        if self.status is not None and not self.status.ok:
+            return self.status.message
+        parts = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items(), key=lambda kv: (-kv[1], kv[0])))
+        return f"0/{self.nodes} nodes are available" + (f": {parts}." if parts else ".")

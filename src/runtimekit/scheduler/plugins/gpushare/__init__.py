@@ -1,0 +1,1 @@
+"""GPU sharing plugin and its placement policies."""

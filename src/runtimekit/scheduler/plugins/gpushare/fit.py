@@ -1,0 +1,111 @@
+"""GPU fit as plain functions over the node table: which rows can take a container's GPU request,
+why the others cannot, and which GPUs of a row could hold it. Used by the gpushare plugin in the
+live scheduler and in trace replay, and by the tests."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable, Slot
+from runtimekit.model.ledger import BoolArray, IntArray
+
+REASON_NO_GPU = "no usable GPU"
+REASON_CORE = "insufficient gpu-core"
+REASON_MEMORY = "insufficient gpu-memory"
+REASON_WHOLE = "too few whole free GPUs"
+REASON_MODEL = "GPU model mismatch"
+REASON_TOO_BIG = "gpu-memory request larger than the GPU"
+
+
+def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest) -> tuple[BoolArray, BoolArray]:
+    """Per (row, GPU): can this GPU hold one unit of the request; and is the memory the only problem."""
+    usable = table.usable[rows]
+    core = table.core_free[rows]
+    free_mem = table.gmem_free[rows]
+    total_mem = table.gmem_total[rows]
+    if req.kind is GpuKind.WHOLE:
+        core_ok = usable & (core == MILLI)
+        mem_ok = free_mem == total_mem
+    else:
+        need = req.memory_mib if req.memory_mib is not None else (req.core_milli * total_mem) // MILLI
+        core_ok = usable & (core >= req.core_milli)
+        mem_ok = free_mem >= need
+    return core_ok & mem_ok, core_ok & ~mem_ok
+
+
+def fit_rows(
+    table: NodeTable, rows: IntArray, req: GpuRequest
+) -> tuple[BoolArray, Callable[[], list[tuple[str, BoolArray]]]]:
+    """Which rows have `req.count` GPUs that can each hold the request, and (lazily) why the rest
+    do not. Whole GPUs and single shares without a memory request use the table's per-node
+    summaries; other requests look at every GPU."""
+    if req.kind is GpuKind.WHOLE:
+        passed = table.gpu_whole[rows] >= req.count
+    elif req.count == 1 and req.memory_mib == 0:
+        passed = table.gpu_max[rows] >= req.core_milli
+    else:
+        ok, _ = gpu_ok(table, rows, req)
+        passed = ok.sum(axis=1) >= req.count
+    return passed, lambda: explain_misfit(table, rows, req)
+
+
+def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest) -> list[tuple[str, BoolArray]]:
+    """Reasons, as masks over `rows`, why a request does not fit (see `fit_rows`)."""
+    ok, mem_only = gpu_ok(table, rows, req)
+    counts = ok.sum(axis=1)
+    failed = counts < req.count
+    any_usable = table.usable[rows].any(axis=1)
+    reasons = [(REASON_NO_GPU, failed & ~any_usable)]
+    if req.kind is GpuKind.SHARE and req.memory_mib is not None:
+        too_big = (table.gmem_total[rows] < req.memory_mib).all(axis=1)
+        reasons.append((REASON_TOO_BIG, failed & too_big))
+    memory_blocked = (counts + mem_only.sum(axis=1)) >= req.count
+    reasons.append((REASON_MEMORY, failed & memory_blocked))
+    reasons.append((REASON_WHOLE if req.kind is GpuKind.WHOLE else REASON_CORE, failed))
+    return reasons
+
+
+def fitting_gpus(table: NodeTable, row: int, req: GpuRequest) -> IntArray:
+    """Columns of the GPUs of one row that can each hold one unit of the request."""
+    usable, core = table.usable[row], table.core_free[row]
+    free_mem, total_mem = table.gmem_free[row], table.gmem_total[row]
+    if req.kind is GpuKind.WHOLE:
+        ok = usable & (core == MILLI) & (free_mem == total_mem)
+    elif req.memory_mib == 0:
+        ok = usable & (core >= req.core_milli)
+    else:
+        need = req.memory_mib if req.memory_mib is not None else (req.core_milli * total_mem) // MILLI
+        ok = usable & (core >= req.core_milli) & (free_mem >= need)
+    return np.flatnonzero(ok)
+
+
+def slots_for(table: NodeTable, row: int, req: GpuRequest, columns: Sequence[int]) -> tuple[Slot, ...]:
+    """The slots a request takes on the given GPU columns of a row."""
+    out = []
+    for col in columns:
+        total = int(table.gmem_total[row, col])
+        out.append(Slot(int(col), req.core_milli if req.kind is GpuKind.SHARE else MILLI, req.memory_on(total)))
+    return tuple(out)
+
+
+def sequential_fit(table: NodeTable, row: int, requests: Sequence[GpuRequest]) -> bool:
+    """Whether several containers' requests fit one row together (first-fit, largest first)."""
+    scratch = table.core_free[row].copy(), table.gmem_free[row].copy()
+    usable, total = table.usable[row], table.gmem_total[row]
+    for req in sorted(requests, key=lambda r: -r.core_milli * r.count):
+        core, mem = scratch
+        if req.kind is GpuKind.WHOLE:
+            ok = usable & (core == MILLI) & (mem == total)
+            take_core, take_mem = np.full_like(core, MILLI), total
+        else:
+            need = req.memory_mib if req.memory_mib is not None else (req.core_milli * total) // MILLI
+            ok = usable & (core >= req.core_milli) & (mem >= need)
+            take_core, take_mem = np.full_like(core, req.core_milli), need * np.ones_like(mem)
+        cols = np.flatnonzero(ok)[: req.count]
+        if cols.size < req.count:
+            return False
+        core[cols] -= take_core[cols]
+        mem[cols] -= take_mem[cols]
+    return True

@@ -1,0 +1,196 @@
+"""The `gpushare` plugin: time-division GPU sharing (core percent + memory on one GPU), whole GPUs
+and multi-GPU pods, with a choice of placement policies.
+
+Implements: PrePredicate (request sanity), Predicate (GPU fit and the allowed GPU models, over all
+nodes at once), NodeOrder (the policy's score x weight) and DeviceAllocate (the GPUs inside the
+chosen node). A pod may pick another policy with the protocol's `annotations.policy` annotation.
+
+Arguments (Volcano style, the `gpushare.` prefix optional):
+    gpushare.policy: fgd          # random, dotprod, gpuclustering, gpupacking, bestfit, fgd, binpack, spread
+    gpushare.weight: 1            # multiplies the policy's 0-100 score
+    gpushare.workload: ""         # FGD target workload: a pod-list CSV; empty: learn from arriving pods
+    gpushare.allowPodPolicy: true # honour the per-pod policy annotation
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from runtimekit.model import GpuKind, Slot
+from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.info import TaskInfo
+from runtimekit.scheduler.framework.interfaces import (
+    DeviceAllocate,
+    DeviceChoice,
+    NodeOrder,
+    Plugin,
+    Predicate,
+    PrePredicate,
+    Rows,
+    Scores,
+    Verdict,
+)
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.status import SUCCESS, Status, unresolvable, unschedulable
+from runtimekit.scheduler.plugins.gpushare.fit import REASON_MODEL, fit_rows, fitting_gpus, sequential_fit, slots_for
+from runtimekit.scheduler.plugins.gpushare.policies import (
+    DEFAULT_POLICY,
+    POLICIES,
+    FgdPolicy,
+    PodShape,
+    PodType,
+    Policy,
+    PolicyContext,
+    TargetWorkload,
+)
+
+NAME = "gpushare"
+
+
+@dataclass(frozen=True)
+class GpuShareArgs:
+    policy: str = DEFAULT_POLICY
+    weight: float = 1.0
+    workload: str = ""
+    allow_pod_policy: bool = True
+    learn_every: int = 256
+
+    def __post_init__(self) -> None:
+        if self.policy not in POLICIES:
+            raise ArgumentError(f"{NAME}: unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
+        if self.weight < 0:
+            raise ArgumentError(f"{NAME}: weight must not be negative, got {self.weight}")
+        if self.learn_every < 1:
+            raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
+
+
+class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
+    name = NAME
+
+    def __init__(self, args: GpuShareArgs, context: BuildContext, workload: TargetWorkload | None = None) -> None:
+        self.args = args
+        self.rng = context.rng
+        self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
+        fgd = self.policies["fgd"]
+        assert isinstance(fgd, FgdPolicy)
+        self.fgd = fgd
+        if workload is not None:
+            self.set_workload(workload)
+        self._pod_policy_key = context.protocol.annotations.policy
+
+    def set_workload(self, workload: TargetWorkload) -> None:
+        """Fix FGD's target workload (otherwise it is learned from the pods it sees)."""
+        fgd = FgdPolicy(workload)
+        self.policies["fgd"] = self.fgd = fgd
+
+    def policy_for(self, task: TaskInfo) -> Policy:
+        if self.args.allow_pod_policy and task.policy in self.policies:
+            return self.policies[task.policy]
+        return self.policies[self.args.policy]
+
+    def _gpu_requests(self, task: TaskInfo) -> list[Any]:
+        return [c.gpu for c in task.request.gpus if c.gpu.kind is not GpuKind.MIG]
+
+    # -- PrePredicate ----------------------------------------------------------------------
+    def pre_predicate(self, task: TaskInfo) -> Status:
+        if task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
+            return unresolvable(f"unknown placement policy {task.policy!r} in annotation {self._pod_policy_key}")
+        return SUCCESS
+
+    # -- Predicate -------------------------------------------------------------------------
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: Session) -> Verdict:
+        requests = self._gpu_requests(task)
+        if not requests:
+            return Verdict.all(rows.size)
+        checks: list[tuple[np.ndarray, Any]] = []
+        if task.gpu_models is not None:
+            model_ok = ssn.snapshot.model_mask(task.gpu_models)[rows]
+            checks.append((model_ok, [(REASON_MODEL, ~model_ok)]))
+        for req in requests:
+            checks.append(fit_rows(ssn.table, rows, req))
+        passed = checks[0][0] if len(checks) == 1 else np.logical_and.reduce([c[0] for c in checks])
+        if len(requests) > 1 and passed.any():
+            together = np.array(
+                [sequential_fit(ssn.table, int(r), requests) if p else False for r, p in zip(rows, passed, strict=True)]
+            )
+            checks.append((together, [("GPUs fit each container but not all together", ~together)]))
+            passed = passed & together
+
+        def explain() -> list[tuple[str, np.ndarray]]:
+            out: list[tuple[str, np.ndarray]] = []
+            for _, why in checks:
+                out.extend(why() if callable(why) else why)
+            return out
+
+        return Verdict(passed, explain)
+
+    # -- NodeOrder -------------------------------------------------------------------------
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
+        shape = PodShape.of(task.request)
+        policy = self.policy_for(task)
+        if isinstance(policy, FgdPolicy):
+            policy.observe(_pod_type(task, shape))
+            if policy.workload is None:
+                return np.zeros(rows.size)
+        scores = policy.score(PolicyContext(ssn.table, self.rng), shape, rows)
+        return scores.astype(np.float64) * self.args.weight
+
+    # -- DeviceAllocate --------------------------------------------------------------------
+    def allocate_devices(self, task: TaskInfo, row: int, ssn: Session) -> DeviceChoice | Status | None:
+        requests = [c for c in task.request.gpus if c.gpu.kind is not GpuKind.MIG]
+        if not requests:
+            return None
+        policy = self.policy_for(task)
+        shape = PodShape.of(task.request)
+        ctx = PolicyContext(ssn.table.copy() if len(requests) > 1 else ssn.table, self.rng)
+        chosen: list[tuple[str, tuple[Slot, ...]]] = []
+        for container in requests:
+            fitting = fitting_gpus(ctx.table, row, container.gpu)
+            if fitting.size < container.gpu.count:
+                return unschedulable(f"container {container.container}: GPUs no longer fit on the chosen node")
+            if isinstance(policy, FgdPolicy) and policy.workload is None:
+                columns = POLICIES["bestfit"]().choose(ctx, shape, container.gpu, row, fitting)
+            else:
+                columns = policy.choose(ctx, shape, container.gpu, row, fitting)
+            taken = slots_for(ctx.table, row, container.gpu, columns)
+            chosen.append((container.container, taken))
+            if len(requests) > 1:
+                _take_scratch(ctx, row, taken)
+        return DeviceChoice(tuple(chosen), policy.name)
+
+
+def _take_scratch(ctx: PolicyContext, row: int, slots: tuple[Slot, ...]) -> None:
+    for slot in slots:
+        ctx.table.core_free[row, slot.gpu] -= slot.core_milli
+        ctx.table.gmem_free[row, slot.gpu] -= slot.memory_mib
+
+
+def _pod_type(task: TaskInfo, shape: PodShape) -> PodType:
+    models = "|".join(sorted(task.gpu_models)) if task.gpu_models else ""
+    return PodType(shape.cpu_milli, shape.milli if shape.gpu else 0, shape.count, models if shape.gpu else "")
+
+
+def workload_from_file(path: str) -> TargetWorkload:
+    """FGD's target workload from a pod-list CSV in the openb format."""
+    from runtimekit.model.trace import TraceError, read_pod_list
+
+    try:
+        pods = read_pod_list(path)
+    except TraceError as exc:
+        raise ArgumentError(f"{NAME}: workload: {exc}") from exc
+    return TargetWorkload.from_types(
+        PodType(p.cpu_milli, p.gpu_milli if p.num_gpu else 0, p.num_gpu, p.gpu_spec if p.num_gpu else "") for p in pods
+    )
+
+
+def build(arguments: Mapping[str, Any], context: BuildContext) -> GpuShare:
+    args = parse_arguments(GpuShareArgs, NAME, arguments)
+    workload = None
+    if args.workload:
+        workload = workload_from_file(args.workload)
+    return GpuShare(args, context, workload)

@@ -1,0 +1,42 @@
+"""Placement policies for the gpushare plugin, by name."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, Policy, PolicyContext
+from runtimekit.scheduler.plugins.gpushare.policies.baseline import (
+    BestFitPolicy,
+    BinpackPolicy,
+    DotProdPolicy,
+    GpuClusteringPolicy,
+    GpuPackingPolicy,
+    RandomPolicy,
+    SpreadPolicy,
+)
+from runtimekit.scheduler.plugins.gpushare.policies.fgd import FgdPolicy, Fragmentation
+from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
+
+POLICIES: dict[str, Callable[[], Policy]] = {
+    "random": RandomPolicy,
+    "dotprod": DotProdPolicy,
+    "gpuclustering": GpuClusteringPolicy,
+    "gpupacking": GpuPackingPolicy,
+    "bestfit": BestFitPolicy,
+    "fgd": FgdPolicy,
+    "binpack": BinpackPolicy,
+    "spread": SpreadPolicy,
+}
+DEFAULT_POLICY = "fgd"
+
+__all__ = [
+    "DEFAULT_POLICY",
+    "POLICIES",
+    "FgdPolicy",
+    "Fragmentation",
+    "PodShape",
+    "PodType",
+    "Policy",
+    "PolicyContext",
+    "TargetWorkload",
+]

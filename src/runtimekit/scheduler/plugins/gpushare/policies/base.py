@@ -1,0 +1,99 @@
+"""What a placement policy sees and answers.
+
+A policy scores candidate nodes for a pod (an integer 0-100 per node, higher is better; the
+framework breaks ties by the session's node rank) and chooses the GPUs inside the chosen node.
+Scores use GPU compute shares (milli) and CPU, as the FGD paper's policies do; GPU memory only
+limits which GPUs fit. Pure functions of the node table; callers: the gpushare plugin.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable, PodRequest
+from runtimekit.model.ledger import IntArray
+
+MAX_SPEC_CPU = 128_000  # the paper's normalisation constants (MaxSpecCpu, MaxSpecGpu)
+MAX_SPEC_GPU = 8_000
+
+
+@dataclass(frozen=True)
+class PodShape:
+    """A pod as policies see it: CPU milli and its GPU demand (per-GPU milli x count)."""
+
+    cpu_milli: int
+    milli: int = 0  # per GPU; 0 for a CPU-only pod
+    count: int = 0  # number of GPUs; 0 for a CPU-only pod
+    whole: bool = False
+
+    @property
+    def total_milli(self) -> int:
+        return self.milli * self.count
+
+    @property
+    def gpu(self) -> bool:
+        return self.count > 0
+
+    @property
+    def tag(self) -> int:
+        """GPU-pod class for clustering: 0 for a share pod, k for a pod of k whole GPUs."""
+        return self.count if self.whole else 0
+
+    @classmethod
+    def of(cls, request: PodRequest) -> PodShape:
+        """The shape of a pod; a pod with several GPU containers is scored by its largest one."""
+        gpus = [c.gpu for c in request.gpus if c.gpu.kind is not GpuKind.MIG]
+        if not gpus:
+            return cls(request.cpu_milli)
+        main = max(gpus, key=lambda g: g.core_milli * g.count)
+        return cls(request.cpu_milli, main.core_milli, main.count, main.kind is GpuKind.WHOLE)
+
+
+@dataclass
+class PolicyContext:
+    """The node table and the tools a policy may use for one decision."""
+
+    table: NodeTable
+    rng: random.Random
+
+    def free(self, rows: IntArray) -> IntArray:
+        """Free milli per (row, GPU) counting usable GPUs only; -1 where there is no usable GPU."""
+        return np.where(self.table.usable[rows], self.table.core_free[rows], -1)
+
+
+class Policy(Protocol):
+    name: str
+
+    def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
+        """An integer score (0-100) per row; every row can hold the pod."""
+
+    def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
+        """GPU columns for one container: `req.count` of `fitting` (the columns that can hold it)."""
+
+
+def best_fit_gpus(ctx: PolicyContext, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
+    """Whole GPUs: the lowest-index fitting ones. Shares: the least free that fit, lowest index on ties."""
+    columns: list[int] = fitting.tolist()
+    if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI:
+        return columns[: req.count]
+    free = ctx.table.core_free[row].tolist()
+    return sorted(columns, key=lambda c: (free[c], c))[: req.count]
+
+
+def worst_fit_gpus(ctx: PolicyContext, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
+    """The most free GPUs first, lowest index on ties (spread inside a node)."""
+    columns: list[int] = fitting.tolist()
+    if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI:
+        return columns[: req.count]
+    free = ctx.table.core_free[row].tolist()
+    return sorted(columns, key=lambda c: (-free[c], c))[: req.count]
+
+
+def gpu_totals(free: IntArray) -> tuple[IntArray, IntArray, IntArray]:
+    """Per row: total free milli G, usable GPU count N, fully free GPU count f."""
+    valid = free >= 0
+    return np.where(valid, free, 0).sum(axis=1), valid.sum(axis=1), (free == MILLI).sum(axis=1)

@@ -1,0 +1,269 @@
+"""FGD, fragmentation gradient descent (Weng et al., USENIX ATC'23; docs/fgd-method.md §6).
+
+The fragmentation of a node for a target workload is F = sum_t p_t F(t), where F(t) is the node's
+free GPU milli that pod type t could not use: everything when t cannot run there (CPU-only type,
+GPU model not allowed, too little CPU, too few GPUs with enough free share), else the free milli
+on the GPUs too small for t. A pod goes to the node, and the GPU, whose fragmentation grows least:
+score = floor(100 * sigmoid((F_before - F_after) / 1000)), ties to the lowest node rank and the
+lowest GPU index.
+
+Speed: F depends on a node only through its GPU model, the sorted free milli of its usable GPUs,
+and which typical CPU requests its free CPU meets, so F values are memoised on that key, scores
+on (pod shape, key before, key after), and per (pod shape, node) until the node's version changes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from runtimekit.model import MILLI, GpuKind, GpuRequest
+from runtimekit.model.ledger import IntArray
+from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext
+from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
+
+FloatArray = npt.NDArray[np.float64]
+StateKey = tuple[str, tuple[int, ...], int]  # (GPU model, sorted free milli, CPU bucket)
+
+
+class Fragmentation:
+    """Memoised F(model, free milli multiset, CPU bucket) for one target workload."""
+
+    def __init__(self, workload: TargetWorkload) -> None:
+        self.workload = workload
+        types = workload.types
+        self.thresholds = np.array(sorted({t.cpu_milli for t in types}), np.int64)
+        demands = sorted({(t.milli, t.count) for t in types if not t.cpu_only})
+        self.demand_milli = np.array([d[0] for d in demands], np.int64)
+        self.demand_count = np.array([d[1] for d in demands], np.int64)
+        self._demand_of = [demands.index((t.milli, t.count)) if not t.cpu_only else -1 for t in types]
+        self._cpu_index = np.searchsorted(self.thresholds, [t.cpu_milli for t in types])
+        self._weights: dict[tuple[str, int], FloatArray] = {}
+        self.memo: dict[StateKey, float] = {}
+
+    def bucket(self, cpu: int | IntArray) -> IntArray:
+        """How many typical CPU requests a free CPU amount meets."""
+        return np.searchsorted(self.thresholds, cpu, side="right")
+
+    def weights(self, model: str, bucket: int) -> FloatArray:
+        """Per GPU demand, the probability mass of types that could run on such a node if GPUs allowed."""
+        key = (model, bucket)
+        found = self._weights.get(key)
+        if found is None:
+            found = np.zeros(self.demand_milli.size, np.float64)
+            for t, (pod_type, p) in enumerate(zip(self.workload.types, self.workload.probabilities, strict=True)):
+                demand = self._demand_of[t]
+                allowed = pod_type.allowed()
+                if demand >= 0 and self._cpu_index[t] < bucket and (allowed is None or model in allowed):
+                    found[demand] += p
+            self._weights[key] = found
+        return found
+
+    def values(self, keys: Iterable[StateKey]) -> list[float]:
+        """F for each key, computing the unknown ones in one batch."""
+        wanted = list(keys)
+        memo = self.memo
+        missing = list({k: None for k in wanted if k not in memo})
+        if missing:
+            self._compute(missing)
+        return [memo[k] for k in wanted]
+
+    def _compute(self, keys: list[StateKey]) -> None:
+        width = max(1, *(len(k[1]) for k in keys))
+        free = np.full((len(keys), width), -1, np.int64)
+        for i, (_, ms, _) in enumerate(keys):
+            free[i, : len(ms)] = ms
+        weights = np.stack([self.weights(model, bucket) for model, _, bucket in keys])
+        valid = free >= 0
+        total = np.where(valid, free, 0).sum(axis=1).astype(np.float64)
+        if self.demand_milli.size:
+            g = free[:, None, :]
+            enough = g >= self.demand_milli[None, :, None]
+            fits = enough.sum(axis=2) >= self.demand_count[None, :]
+            below = np.where(valid[:, None, :] & ~enough, g, 0).sum(axis=2)
+            usable = (weights * fits * (total[:, None] - below)).sum(axis=1)
+        else:
+            usable = np.zeros(len(keys))
+        for key, value in zip(keys, total - usable, strict=True):
+            self.memo[key] = float(value)
+
+
+def _sigmoid_score(delta: float) -> int:
+    return int(100.0 / (1.0 + math.exp(-delta / 1000.0)))
+
+
+@dataclass
+class _ShapeCache:
+    """Per pod shape: each row's score at a row version, and scores by node-state key."""
+
+    version: IntArray = field(default_factory=lambda: np.full(0, -1, np.int64))
+    score: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
+    by_state: dict[tuple[str, tuple[int, ...], int, int], int] = field(default_factory=dict)
+
+    def fit(self, capacity: int) -> None:
+        if self.version.size < capacity:
+            version = np.full(capacity, -1, np.int64)
+            version[: self.version.size] = self.version
+            score = np.zeros(capacity, np.int64)
+            score[: self.score.size] = self.score
+            self.version, self.score = version, score
+
+
+class FgdPolicy:
+    name = "fgd"
+
+    def __init__(self, workload: TargetWorkload | None = None, learn_every: int = 256) -> None:
+        self._fixed = workload is not None
+        self._seen: dict[PodType, int] = {}
+        self._seen_total = 0
+        self._learn_every = learn_every
+        self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
+        self._row_version = np.full(0, -1, np.int64)
+        self._row_state: list[tuple[str, tuple[int, ...]] | None] = []
+        self._shapes: dict[PodShape, _ShapeCache] = {}
+
+    # -- the target workload ---------------------------------------------------------------
+    @property
+    def workload(self) -> TargetWorkload | None:
+        return self._frag.workload if self._frag else None
+
+    def set_workload(self, workload: TargetWorkload) -> None:
+        self._frag = Fragmentation(workload)
+        self._shapes.clear()
+
+    def observe(self, pod_type: PodType) -> None:
+        """Learn the target workload from arriving pods when none was given."""
+        if self._fixed:
+            return
+        self._seen[pod_type] = self._seen.get(pod_type, 0) + 1
+        self._seen_total += 1
+        if self._frag is None or self._seen_total % self._learn_every == 0:
+            expanded = [t for t, n in self._seen.items() for _ in range(n)]
+            self.set_workload(TargetWorkload.from_types(expanded))
+
+    def _fragmentation(self) -> Fragmentation:
+        if self._frag is None:
+            raise RuntimeError("FGD has no target workload yet")
+        return self._frag
+
+    # -- node states -----------------------------------------------------------------------
+    def _refresh_rows(self, ctx: PolicyContext, rows: IntArray) -> None:
+        """Remember (GPU model, sorted free milli of usable GPUs) of rows that changed."""
+        table = ctx.table
+        capacity = table.core_free.shape[0]
+        if self._row_version.size < capacity:
+            grown = np.full(capacity, -1, np.int64)
+            grown[: self._row_version.size] = self._row_version
+            self._row_version = grown
+            self._row_state.extend([None] * (capacity - len(self._row_state)))
+        stale = rows[self._row_version[rows] != table.version[rows]]
+        if stale.size == 0:
+            return
+        names = table.names()
+        for row in stale.tolist():
+            node = names[row]
+            model = table.inventory(node).model if node is not None else ""
+            free = table.core_free[row][table.usable[row]].tolist()
+            self._row_state[row] = (model, tuple(sorted(free)))
+            self._row_version[row] = table.version[row]
+
+    @staticmethod
+    def _after_states(shape: PodShape, ms: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+        """(free value of the GPU used, free multiset after) for each distinct way to place the pod."""
+        if not shape.gpu:
+            return [(-1, ms)]
+        if shape.whole or shape.milli >= MILLI:
+            out = list(ms)
+            for _ in range(shape.count):
+                out.remove(MILLI)
+            return [(MILLI, tuple(sorted([*out, *([0] * shape.count)])))]
+        if shape.count > 1:
+            fit = [v for v in ms if v >= shape.milli][: shape.count]
+            out = list(ms)
+            for v in fit:
+                out.remove(v)
+            return [(fit[0], tuple(sorted(out + [v - shape.milli for v in fit])))]
+        afters = []
+        previous = -1
+        for i, v in enumerate(ms):
+            if v >= shape.milli and v != previous:
+                after = list(ms)
+                after[i] = v - shape.milli
+                afters.append((v, tuple(sorted(after))))
+            previous = v
+        return afters
+
+    def _value_scores(
+        self, shape: PodShape, model: str, ms: tuple[int, ...], b0: int, b1: int
+    ) -> list[tuple[int, int]]:
+        """(score, free value of the GPU used) for each distinct placement on a node state."""
+        afters = self._after_states(shape, ms)
+        values = self._fragmentation().values([(model, ms, b0), *((model, after, b1) for _, after in afters)])
+        return [(_sigmoid_score(values[0] - f), v) for (v, _), f in zip(afters, values[1:], strict=True)]
+
+    # -- the policy ------------------------------------------------------------------------
+    def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
+        table = ctx.table
+        self._refresh_rows(ctx, rows)
+        cache = self._shapes.get(shape)
+        if cache is None:
+            cache = self._shapes[shape] = _ShapeCache()
+        cache.fit(table.core_free.shape[0])
+        stale = rows[cache.version[rows] != table.version[rows]]
+        if stale.size:
+            self._rescore(shape, cache, table.cpu_free[stale], stale)
+            cache.version[stale] = table.version[stale]
+        return cache.score[rows]
+
+    def _rescore(self, shape: PodShape, cache: _ShapeCache, cpu: IntArray, rows: IntArray) -> None:
+        frag = self._fragmentation()
+        before = frag.bucket(cpu).tolist()
+        after = frag.bucket(cpu - shape.cpu_milli).tolist()
+        missing: list[tuple[int, tuple[str, tuple[int, ...], int, int]]] = []
+        for row, b0, b1 in zip(rows.tolist(), before, after, strict=True):
+            state = self._row_state[row]
+            assert state is not None
+            key = (state[0], state[1], b0, b1)
+            found = cache.by_state.get(key)
+            if found is None:
+                missing.append((row, key))
+            else:
+                cache.score[row] = found
+        if not missing:
+            return
+        # Work out every F value the missing states need in one batch, then score them.
+        plans = []
+        wanted: list[StateKey] = []
+        for row, key in missing:
+            model, ms, b0, b1 = key
+            afters = [(model, a, b1) for _, a in self._after_states(shape, ms)]
+            plans.append((row, key, (model, ms, b0), afters))
+            wanted.append((model, ms, b0))
+            wanted.extend(afters)
+        frag.values(wanted)
+        memo = frag.memo
+        for row, key, before, afters in plans:
+            found = cache.by_state.get(key)
+            if found is None:
+                f0 = memo[before]
+                found = max(_sigmoid_score(f0 - memo[a]) for a in afters)
+                cache.by_state[key] = found
+            cache.score[row] = found
+
+    def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
+        if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:
+            return [int(c) for c in fitting[: req.count]]
+        self._refresh_rows(ctx, np.array([row]))
+        state = self._row_state[row]
+        assert state is not None
+        frag = self._fragmentation()
+        cpu = int(ctx.table.cpu_free[row])
+        b0, b1 = int(frag.bucket(cpu)), int(frag.bucket(cpu - shape.cpu_milli))
+        by_value = {v: s for s, v in self._value_scores(shape, state[0], state[1], b0, b1)}
+        free = ctx.table.core_free[row]
+        best = max(by_value.get(int(free[c]), -1) for c in fitting)
+        return [next(int(c) for c in fitting if by_value.get(int(free[c]), -1) == best)]

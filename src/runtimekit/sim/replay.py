@@ -1,0 +1,159 @@
+"""Replay one arrival sequence through the scheduling framework with one placement policy.
+
+Every pod arrives alone and is scheduled in a session of its own (actions: allocate; plugins:
+gpushare with the policy), exactly as the live scheduler would schedule it; a pod that fits
+nowhere is dropped but counted as arrived; pods never leave. Callers: `runtimekit simulate`,
+benchmarks, tests.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from runtimekit.model import (
+    ContainerGpuRequest,
+    GpuKind,
+    GpuRequest,
+    NodeCapacity,
+    NodeInventory,
+    NodeName,
+    PodKey,
+    PodRequest,
+)
+from runtimekit.model.trace import TraceNode, TracePod
+from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.cache import StaticCache
+from runtimekit.scheduler.framework import BuildContext, Framework, JobInfo, NodeMeta, TaskInfo, TaskStatus, parse_conf
+from runtimekit.scheduler.framework.info import JobKey
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
+from runtimekit.scheduler.plugins.gpushare.policies import PodType, TargetWorkload
+from runtimekit.sim.arrivals import Arrivals
+from runtimekit.sim.columns import bucket_columns
+
+NODE_POD_LIMIT = 1001  # the artifact's pod-count filter
+
+
+@dataclass
+class ReplayResult:
+    policy: str
+    seed: int
+    columns: dict[str, float | None]
+    arrived_pods: int
+    failed_pods: int
+    total_gpus: int
+    seconds: float
+    arrived_milli: list[int] = field(default_factory=list, repr=False)
+    used_milli: list[int] = field(default_factory=list, repr=False)
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "policy": self.policy,
+            "seed": self.seed,
+            "columns": self.columns,
+            "arrived_pods": self.arrived_pods,
+            "failed_pods": self.failed_pods,
+            "total_gpus": self.total_gpus,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def sim_conf_text(policy: str) -> str:
+    return (
+        f'actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n    arguments: {{gpushare.policy: {policy}}}\n'
+    )
+
+
+def target_workload(pods: Sequence[TracePod]) -> TargetWorkload:
+    """FGD's target workload: the pod types of the original (untuned) list."""
+    return TargetWorkload.from_types(_pod_type(p) for p in pods)
+
+
+def _pod_type(pod: TracePod) -> PodType:
+    if not pod.num_gpu:
+        return PodType(pod.cpu_milli, 0, 0, "")
+    return PodType(pod.cpu_milli, pod.gpu_milli, pod.num_gpu, pod.gpu_spec)
+
+
+def pod_request(pod: TracePod) -> PodRequest:
+    """A trace pod as a request: whole GPUs when the share is 1000, else shares; no GPU memory."""
+    if not pod.num_gpu or not pod.gpu_milli:
+        return PodRequest(pod.cpu_milli, pod.memory_mib)
+    if pod.gpu_milli >= 1000:
+        gpu = GpuRequest(GpuKind.WHOLE, pod.num_gpu)
+    else:
+        gpu = GpuRequest(GpuKind.SHARE, pod.num_gpu, pod.gpu_milli, 0)
+    return PodRequest(pod.cpu_milli, pod.memory_mib, (ContainerGpuRequest("main", gpu),))
+
+
+def node_entries(nodes: Sequence[TraceNode]) -> list[tuple[NodeInventory, NodeCapacity, NodeMeta]]:
+    out = []
+    for node in nodes:
+        if node.gpus:
+            inventory = NodeInventory.simulated(node.name, node.model, node.gpus)
+        else:
+            inventory = NodeInventory(NodeName(node.name))
+        meta = NodeMeta(inventory.node, {}, (), False, node.model if node.gpus else "")
+        out.append((inventory, NodeCapacity(node.cpu_milli, node.memory_mib, NODE_POD_LIMIT), meta))
+    return out
+
+
+def replay(
+    nodes: Sequence[TraceNode],
+    arrivals: Arrivals,
+    policy: str,
+    seed: int,
+    workload: TargetWorkload | None,
+    progress: Callable[[int], None] | None = None,
+) -> ReplayResult:
+    """Schedule the arrivals in order with one policy and report the allocation columns."""
+    started = time.perf_counter()
+    cache = StaticCache(node_entries(nodes), rank=arrivals.node_rank, share_table=True)
+    context = BuildContext(rng=random.Random(seed))
+    framework = Framework(parse_conf(sim_conf_text(policy), "<simulate>"), builtin_registry(), context, explain=False)
+    plugin = framework.plugin("gpushare")
+    if workload is not None and isinstance(plugin, GpuShare):
+        plugin.set_workload(workload)
+    total_gpus = sum(n.gpus for n in nodes)
+    requests: dict[tuple[int, int, int, int], PodRequest] = {}
+    arrived = used = failed = 0
+    arrived_series: list[int] = []
+    used_series: list[int] = []
+    for i, pod in enumerate(arrivals.pods):
+        shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli)
+        request = requests.get(shape)
+        if request is None:
+            request = requests[shape] = pod_request(pod)
+        key = PodKey(pod.name)
+        task = TaskInfo(
+            key, "default", pod.name, JobKey(pod.name), request, created=float(i), gpu_models=pod.allowed_models()
+        )
+        job = JobInfo(JobKey(pod.name), "default", pod.name, created=float(i))
+        job.add(task)
+        cache.add_job(job)
+        arrived += pod.total_gpu_milli
+        framework.run_once(cache)
+        if task.status is TaskStatus.BOUND:
+            used += pod.total_gpu_milli
+        else:
+            failed += 1
+        cache.remove_job(job.key)
+        arrived_series.append(arrived)
+        used_series.append(used)
+        if progress is not None and i % 256 == 255:
+            progress(256)
+    if progress is not None:
+        progress(len(arrivals.pods) % 256)
+    return ReplayResult(
+        policy,
+        seed,
+        bucket_columns(arrived_series, used_series, total_gpus),
+        len(arrivals.pods),
+        failed,
+        total_gpus,
+        time.perf_counter() - started,
+        arrived_series,
+        used_series,
+    )

@@ -1,0 +1,24 @@
+"""Shared fixtures: the protocol, small node and pod sets, paths to the shared openb traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtimekit.protocol import Protocol
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_TRACES = ROOT.parent / "shared" / "traces" / "openb"
+BUNDLED = ROOT / "src" / "runtimekit" / "data"
+
+
+@pytest.fixture
+def protocol() -> Protocol:
+    return Protocol.default()
+
+
+@pytest.fixture
+def openb_dir() -> Path:
+    """The shared openb traces, else the bundled copies (node list and default pod list only)."""
+    return SHARED_TRACES if SHARED_TRACES.is_dir() else BUNDLED
