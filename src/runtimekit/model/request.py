@@ -94,12 +94,16 @@ class PodRequest:
         return bool(self.gpus)
 
 
+def _or_empty(value: object) -> object:
+    return {} if value is None else value
+
+
 def _requests_limits(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
-    resources = container.get("resources") or {}
+    resources = _or_empty(container.get("resources"))
     if not isinstance(resources, Mapping):
         raise RequestError(f"container {container.get('name')!r}: resources must be an object")
-    requests = resources.get("requests") or {}
-    limits = resources.get("limits") or {}
+    requests = _or_empty(resources.get("requests"))
+    limits = _or_empty(resources.get("limits"))
     if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
         raise RequestError(f"container {container.get('name')!r}: requests and limits must be objects")
     return requests, limits

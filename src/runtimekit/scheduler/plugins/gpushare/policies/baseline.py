@@ -114,7 +114,7 @@ class BinpackPolicy(BestFitChoice):
             return np.zeros(rows.size, np.int64)
         total, count = ctx.table.gpu_sum[rows], ctx.table.gpu_usable[rows]
         capacity = np.maximum(count * MILLI, 1)
-        return np.floor(100 * (1 - (total - shape.total_milli) / capacity)).astype(np.int64)
+        return (100 * (capacity - total + shape.total_milli)) // capacity
 
 
 class SpreadPolicy:
@@ -125,7 +125,7 @@ class SpreadPolicy:
             return np.zeros(rows.size, np.int64)
         total, count = ctx.table.gpu_sum[rows], ctx.table.gpu_usable[rows]
         capacity = np.maximum(count * MILLI, 1)
-        return np.floor(100 * (total - shape.total_milli) / capacity).astype(np.int64)
+        return (100 * (total - shape.total_milli)) // capacity
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         del shape

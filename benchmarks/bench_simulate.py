@@ -1,0 +1,56 @@
+"""Wall time of one trace replay on the default openb list (seed 42, tune 1.3) for fgd and bestfit.
+
+Prints JSON. Each policy runs `--repeat` times in this process (after one warm-up of the imports);
+min and median are reported. Targets on a 2-core machine: fgd <= 3 s, bestfit <= 1 s.
+Usage: .venv/bin/python benchmarks/bench_simulate.py [--repeat 3] [--pods FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+
+from runtimekit.model.trace import read_node_list, read_pod_list
+from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.sim.replay import replay, target_workload
+from runtimekit.sim.runner import DEFAULT_NODES, DEFAULT_PODS, bundled
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--pods", default=str(bundled(DEFAULT_PODS)))
+    parser.add_argument("--nodes", default=str(bundled(DEFAULT_NODES)))
+    parser.add_argument("--policies", default="fgd,bestfit")
+    args = parser.parse_args()
+    nodes, pods = read_node_list(args.nodes), read_pod_list(args.pods)
+    started = time.perf_counter()
+    arrivals = build_arrivals(pods, nodes, 42, 1.3)
+    workload = target_workload(pods)
+    prepare = time.perf_counter() - started
+    out: dict[str, object] = {
+        "pods_file": args.pods,
+        "seed": 42,
+        "tune": 1.3,
+        "events": len(arrivals.pods),
+        "prepare_seconds": round(prepare, 3),
+    }
+    for policy in args.policies.split(","):
+        times = []
+        for _ in range(args.repeat):
+            started = time.perf_counter()
+            result = replay(nodes, arrivals, policy, 42, workload)
+            times.append(time.perf_counter() - started)
+        out[policy] = {
+            "min_seconds": round(min(times), 3),
+            "median_seconds": round(statistics.median(times), 3),
+            "runs": len(times),
+            "column_130": result.columns["130"],
+        }
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()

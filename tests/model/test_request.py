@@ -1,0 +1,143 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from runtimekit.model import GpuKind, GpuRequest, RequestError, parse_pod_request
+from runtimekit.model.quantity import cpu_milli, memory_mib, parse_quantity
+from runtimekit.protocol import Protocol
+
+P = Protocol.default()
+GPU, CORE, MEM, MIG = P.resources.gpu, P.resources.core, P.resources.memory, P.resources.mig_prefix
+
+
+def pod(*containers: dict[str, Any], init: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {"containers": list(containers)}
+    if init:
+        spec["initContainers"] = init
+    return {"metadata": {"name": "p"}, "spec": spec}
+
+
+def c(
+    name: str = "main", limits: dict[str, Any] | None = None, requests: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    return {"name": name, "resources": {"limits": limits or {}, "requests": requests or {}}}
+
+
+@pytest.mark.parametrize(
+    ("text", "milli", "mib"),
+    [
+        ("500m", 500, None),
+        ("2", 2000, None),
+        ("1.5", 1500, None),
+        ("1Gi", None, 1024),
+        ("512Mi", None, 512),
+        ("1e3", 1_000_000, None),
+        ("1G", None, 954),
+    ],
+)
+def test_quantities(text: str, milli: int | None, mib: int | None) -> None:
+    if milli is not None:
+        assert cpu_milli(text) == milli
+    if mib is not None:
+        assert memory_mib(text) == mib
+
+
+@pytest.mark.parametrize("bad", ["abc", "1.2.3", "", "5Xi", True, None])
+def test_bad_quantities(bad: object) -> None:
+    with pytest.raises(ValueError, match="quantity"):
+        parse_quantity(bad)
+
+
+@pytest.mark.parametrize(
+    ("limits", "expected"),
+    [
+        pytest.param({GPU: 2}, GpuRequest(GpuKind.WHOLE, 2), id="whole"),
+        pytest.param({CORE: 30, MEM: 4}, GpuRequest(GpuKind.SHARE, 1, 300, 4096), id="share"),
+        pytest.param({CORE: 50}, GpuRequest(GpuKind.SHARE, 1, 500, None), id="share-proportional-memory"),
+        pytest.param({MEM: 8}, GpuRequest(GpuKind.SHARE, 1, 0, 8192), id="memory-only"),
+        pytest.param({GPU: 2, CORE: 50, MEM: 10}, GpuRequest(GpuKind.SHARE, 2, 500, 10240), id="multi-gpu-share"),
+        pytest.param({f"{MIG}1g.10gb": 1}, GpuRequest(GpuKind.MIG, 1, 0, None, "1g.10gb"), id="mig"),
+        pytest.param({GPU: "1"}, GpuRequest(GpuKind.WHOLE, 1), id="string-count"),
+    ],
+)
+def test_container_requests(limits: dict[str, Any], expected: GpuRequest) -> None:
+    request = parse_pod_request(pod(c(limits=limits, requests={"cpu": "1", "memory": "2Gi"})), P)
+    assert request.cpu_milli == 1000
+    assert request.memory_mib == 2048
+    assert [g.gpu for g in request.gpus] == [expected]
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        pytest.param({CORE: 150}, "above 100 %", id="core-over-100"),
+        pytest.param({CORE: -5}, "must not be negative", id="negative"),
+        pytest.param({CORE: "12.5"}, "whole number", id="fraction"),
+        pytest.param({GPU: "500m"}, "whole number", id="milli-gpu"),
+        pytest.param({GPU: 1, f"{MIG}1g.10gb": 1}, "MIG slice cannot be combined", id="mig-and-whole"),
+        pytest.param({CORE: 10, f"{MIG}1g.10gb": 1}, "MIG slice cannot be combined", id="mig-and-share"),
+        pytest.param({f"{MIG}1g.10gb": 1, f"{MIG}2g.20gb": 1}, "one MIG profile", id="two-mig-profiles"),
+        pytest.param({CORE: 0, MEM: 0}, "both 0", id="zero-share"),
+    ],
+)
+def test_invalid_requests_say_why(limits: dict[str, Any], reason: str) -> None:
+    with pytest.raises(RequestError, match=reason):
+        parse_pod_request(pod(c(limits=limits)), P)
+
+
+def test_limits_win_for_extended_resources_and_requests_for_cpu() -> None:
+    request = parse_pod_request(pod(c(limits={"cpu": "4", CORE: 20}, requests={"cpu": "2", CORE: 20})), P)
+    assert request.cpu_milli == 2000
+    assert request.gpus[0].gpu.core_milli == 200
+
+
+def test_several_containers_and_init_containers() -> None:
+    request = parse_pod_request(
+        pod(
+            c("a", limits={CORE: 20, "cpu": "1"}),
+            c("b", limits={GPU: 1, "cpu": "500m"}),
+            c("side", limits={"cpu": 1}),
+            init=[c("init", limits={"cpu": "3", "memory": "1Gi"})],
+        ),
+        P,
+    )
+    assert request.cpu_milli == 3000  # max(sum of app containers, largest init container)
+    assert [(g.container, g.gpu.kind) for g in request.gpus] == [("a", GpuKind.SHARE), ("b", GpuKind.WHOLE)]
+    assert request.gpu_milli == 1200
+
+
+def test_gpu_in_init_container_is_refused() -> None:
+    with pytest.raises(RequestError, match="init container"):
+        parse_pod_request(pod(c(), init=[c("init", limits={GPU: 1})]), P)
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {},
+        {"spec": {}},
+        {"spec": {"containers": []}},
+        {"spec": {"containers": ["x"]}},
+        {"spec": {"containers": [{"name": "a", "resources": []}]}},
+    ],
+)
+def test_malformed_pods(bad: dict[str, Any]) -> None:
+    with pytest.raises(RequestError):
+        parse_pod_request(bad, P)
+
+
+def test_memory_unit_comes_from_the_protocol() -> None:
+    from runtimekit.protocol import parse_protocol_text
+
+    small = parse_protocol_text("memoryUnit: 256Mi")
+    request = parse_pod_request(pod(c(limits={CORE: 10, MEM: 3})), small)
+    assert request.gpus[0].gpu.memory_mib == 768
+
+
+def test_memory_on_a_gpu() -> None:
+    assert GpuRequest(GpuKind.WHOLE, 1).memory_on(16384) == 16384
+    assert GpuRequest(GpuKind.SHARE, 1, 250, None).memory_on(16384) == 4096
+    assert GpuRequest(GpuKind.SHARE, 1, 333, None).memory_on(1000) == 333
+    assert GpuRequest(GpuKind.SHARE, 1, 500, 100).memory_on(16384) == 100

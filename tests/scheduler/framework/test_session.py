@@ -1,0 +1,168 @@
+"""How a session combines plugin answers across tiers (Volcano's rules), and statements."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+from runtimekit.model import LedgerError, NodeCapacity, NodeInventory
+from runtimekit.scheduler.actions import allocate
+from runtimekit.scheduler.cache import StaticCache
+from runtimekit.scheduler.framework import BuildContext, Framework, Registry, TaskStatus, parse_conf
+from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
+from runtimekit.scheduler.framework.interfaces import (
+    JobOrder,
+    JobPipelined,
+    NodeOrder,
+    Plugin,
+    Predicate,
+    Preemptable,
+    Rows,
+    Scores,
+    Verdict,
+    Vote,
+)
+from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
+from scheduler.helpers import job_of, meta, share, whole
+
+
+class Toy(Plugin, JobOrder, Predicate, NodeOrder, JobPipelined, Preemptable):
+    """A configurable plugin: its answers come from its arguments."""
+
+    def __init__(self, name: str, args: Mapping[str, Any]) -> None:
+        self.name = name
+        self.args = args
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        order: list[str] = self.args.get("order", [])
+        if left.name in order and right.name in order:
+            return order.index(left.name) - order.index(right.name)
+        return 0
+
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: Session) -> Verdict:
+        banned = set(self.args.get("ban", []))
+        names = ssn.table.names()
+        passed = np.array([names[r] not in banned for r in rows], np.bool_)
+        return Verdict(passed, [(f"banned by {self.name}", ~passed)])
+
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
+        bonus: dict[str, float] = self.args.get("bonus", {})
+        names = ssn.table.names()
+        return np.array([bonus.get(names[r] or "", 0.0) for r in rows])
+
+    def job_pipelined(self, job: JobInfo) -> Vote:
+        return Vote(self.args.get("vote", 0))
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        allowed = self.args.get("victims")
+        return None if allowed is None else [c for c in candidates if c.name in allowed]
+
+
+def registry() -> Registry:
+    reg = Registry()
+    reg.register_action("allocate", allocate.build)
+    reg.register_plugin("gpushare", gpushare.build)
+    for name in ("t1", "t2", "t3"):
+        reg.register_plugin(name, lambda args, ctx, n=name: Toy(n, args))
+    return reg
+
+
+def cache(*names: str, gpus: int = 2) -> StaticCache:
+    return StaticCache(
+        [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6, 110), meta(n)) for n in names]
+    )
+
+
+def session(conf: str, c: StaticCache) -> Session:
+    return Framework(parse_conf(conf), registry(), BuildContext()).open_session(c)
+
+
+TWO_TIERS = """
+actions: "allocate"
+tiers:
+- plugins:
+  - name: t1
+    arguments: {order: [b, a], ban: [n1], bonus: {n2: 5}, vote: 0, victims: [v1, v2]}
+  - name: t2
+    arguments: {order: [a, b], ban: [n3], bonus: {n2: 1, n4: 7}, vote: 1, victims: [v2, v3]}
+- plugins:
+  - name: t3
+    arguments: {vote: -1, victims: [v3]}
+  - name: gpushare
+    enableNodeOrder: false
+"""
+
+
+def test_first_decisive_order_wins() -> None:
+    ssn = session(TWO_TIERS, cache("n1"))
+    a, b, c = (job_of(n, share(100)) for n in "abc")
+    assert [j.name for j in ssn.sorted_jobs([a, b, c])] == ["b", "a", "c"]
+
+
+def test_predicates_must_all_pass_and_failures_are_counted() -> None:
+    ssn = session(TWO_TIERS, cache("n1", "n2", "n3", "n4"))
+    task = job_of("a", share(100)).tasks["a-0"]  # type: ignore[index]
+    rows, errors = ssn.feasible(task)
+    assert sorted(ssn.table.names()[r] for r in rows) == ["n2", "n4"]
+    assert errors.reasons == {"banned by t1": 1, "banned by t2": 1}
+    assert errors.message == "0/4 nodes are available: 1 banned by t1, 1 banned by t2."
+
+
+def test_scores_are_summed_and_ties_go_to_the_lowest_rank() -> None:
+    ssn = session(TWO_TIERS, cache("n1", "n2", "n3", "n4"))
+    task = job_of("a", share(100)).tasks["a-0"]  # type: ignore[index]
+    row, _ = ssn.select(task)
+    assert ssn.table.names()[row] == "n4"  # n4: 7 beats n2: 5 + 1
+    tie = session(TWO_TIERS.replace("n4: 7", "n4: 6"), cache("n1", "n2", "n3", "n4"))
+    row, _ = tie.select(task)
+    assert tie.table.names()[row] == "n2"  # 6 == 6: n2 has the lower rank
+
+
+def test_pipelined_votes_and_victim_intersection() -> None:
+    ssn = session(TWO_TIERS, cache("n1"))
+    job = job_of("a", share(100))
+    assert ssn.job_pipelined(job)  # tier 1 permits, so tier 2's Reject is never asked
+    same_tier = session(TWO_TIERS.replace("vote: 0", "vote: -1"), cache("n1"))
+    assert not same_tier.job_pipelined(job)  # a Reject in the deciding tier refuses
+    abstain = session(TWO_TIERS.replace("vote: 1", "vote: 0").replace("vote: -1", "vote: 0"), cache("n1"))
+    assert abstain.job_pipelined(job)  # everyone abstains: permitted
+    candidates = [TaskInfo(f"v{i}", "d", f"v{i}", job.key, share(100)) for i in (1, 2, 3)]  # type: ignore[arg-type]
+    assert [v.name for v in ssn.preemptable(candidates[0], candidates)] == ["v2"]  # tier 1 intersects to v2
+
+
+def test_statement_discard_restores_table_and_tasks() -> None:
+    c = cache("n1", gpus=1)
+    ssn = session('actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n', c)
+    job = job_of("a", share(600), share(600))
+    before = ssn.table.copy()
+    stmt = ssn.statement()
+    first, second = job.tasks.values()
+    row = ssn.table.row("n1")
+    choice = ssn.allocate_devices(first, row)
+    assert not isinstance(choice, type(None))
+    stmt.allocate(first, row, choice)  # type: ignore[arg-type]
+    assert first.status is TaskStatus.ALLOCATED
+    with pytest.raises(LedgerError):
+        stmt.allocate(second, row, choice)  # type: ignore[arg-type]
+    stmt.discard()
+    assert first.status is TaskStatus.PENDING
+    assert first.placement is None
+    np.testing.assert_array_equal(ssn.table.core_free, before.core_free)
+    np.testing.assert_array_equal(ssn.table.cpu_free, before.cpu_free)
+
+
+def test_allocate_action_binds_what_fits_and_reports_the_rest() -> None:
+    c = cache("n1", "n2", gpus=1)
+    conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n    arguments: {gpushare.policy: bestfit}\n'
+    framework = Framework(parse_conf(conf), registry())
+    for i, (name, request) in enumerate((("big", whole(2)), ("s1", share(600)), ("s2", share(300)), ("w", whole(1)))):
+        c.add_job(job_of(name, request, created=float(i)))
+    framework.run_once(c)
+    assert sorted(c.bound) == ["s1-0", "s2-0", "w-0"]
+    assert c.unschedulable["big-0"].message == "0/2 nodes are available: 2 too few whole free GPUs."
+    held = sorted((str(p.node), p.slots[0].core_milli) for p in c.ledger.bookings().values())
+    assert held == [("n1", 300), ("n1", 600), ("n2", 1000)]  # best fit packs both shares on n1
