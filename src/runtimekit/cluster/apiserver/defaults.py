@@ -1,0 +1,193 @@
+"""Defaults the real API server (defaulting plus the default admission plugins) fills in on create.
+
+Clients see these fields in what they read back: a pod gets `schedulerName: default-scheduler`,
+`restartPolicy`, container `imagePullPolicy`, requests defaulted from limits, the default
+not-ready/unreachable tolerations and a `Pending` status with its QoS class; a namespace gets its
+`kubernetes.io/metadata.name` label. `apply_defaults` mutates the object it is given (a fresh copy
+owned by the caller). Pure functions; called by `operations.py` on create.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, MutableMapping
+from typing import Any
+
+Obj = MutableMapping[str, Any]
+
+DEFAULT_SCHEDULER = "default-scheduler"
+_NOT_READY_TOLERATIONS = (
+    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
+)
+
+
+def _image_pull_policy(image: str) -> str:
+    name = image.rsplit("/", 1)[-1]
+    if "@" in name:
+        return "IfNotPresent"
+    tag = name.partition(":")[2]
+    return "Always" if tag in ("", "latest") else "IfNotPresent"
+
+
+def _container(container: Obj) -> None:
+    if isinstance(container.get("image"), str):
+        container.setdefault("imagePullPolicy", _image_pull_policy(container["image"]))
+    container.setdefault("terminationMessagePath", "/dev/termination-log")
+    container.setdefault("terminationMessagePolicy", "File")
+    resources = container.setdefault("resources", {})
+    if isinstance(resources, MutableMapping):
+        limits = resources.get("limits") or {}
+        if limits:
+            requests = resources.setdefault("requests", {})
+            for name, amount in limits.items():
+                requests.setdefault(name, amount)
+    for port in container.get("ports") or []:
+        if isinstance(port, MutableMapping):
+            port.setdefault("protocol", "TCP")
+
+
+def pod_spec(spec: Obj) -> None:
+    """Defaulting of a PodSpec (also inside workload templates)."""
+    spec.setdefault("restartPolicy", "Always")
+    spec.setdefault("dnsPolicy", "ClusterFirst")
+    spec.setdefault("terminationGracePeriodSeconds", 30)
+    spec.setdefault("securityContext", {})
+    spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
+    for field in ("containers", "initContainers"):
+        for container in spec.get(field) or []:
+            if isinstance(container, MutableMapping):
+                _container(container)
+
+
+def qos_class(spec: Obj) -> str:
+    """Guaranteed, Burstable or BestEffort, from cpu and memory requests and limits."""
+    containers = [c for f in ("containers", "initContainers") for c in spec.get(f) or [] if isinstance(c, dict)]
+    any_set = False
+    guaranteed = True
+    for container in containers:
+        resources = container.get("resources") or {}
+        requests = {k: v for k, v in (resources.get("requests") or {}).items() if k in ("cpu", "memory")}
+        limits = {k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")}
+        any_set = any_set or bool(requests or limits)
+        if set(limits) != {"cpu", "memory"} or any(str(requests.get(k)) != str(v) for k, v in limits.items()):
+            guaranteed = False
+    if not any_set:
+        return "BestEffort"
+    return "Guaranteed" if guaranteed else "Burstable"
+
+
+def _pod(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    pod_spec(spec)
+    spec.setdefault("serviceAccountName", "default")
+    spec["serviceAccount"] = spec["serviceAccountName"]
+    spec.setdefault("enableServiceLinks", True)
+    spec.setdefault("preemptionPolicy", "PreemptLowerPriority")
+    spec.setdefault("priority", 0)
+    tolerations = spec.setdefault("tolerations", [])
+    keys = {t.get("key") for t in tolerations if isinstance(t, dict)}
+    tolerations.extend(dict(t) for t in _NOT_READY_TOLERATIONS if t["key"] not in keys)
+    obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
+
+
+def _template(obj: Obj) -> None:
+    template = obj.setdefault("spec", {}).setdefault("template", {})
+    if isinstance(template.get("spec"), MutableMapping):
+        pod_spec(template["spec"])
+
+
+def _deployment(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("progressDeadlineSeconds", 600)
+    spec.setdefault(
+        "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
+    )
+    _template(obj)
+
+
+def _daemonset(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("revisionHistoryLimit", 10)
+    spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
+    _template(obj)
+
+
+def _job(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("parallelism", 1)
+    spec.setdefault("completions", 1)
+    spec.setdefault("backoffLimit", 6)
+    spec.setdefault("completionMode", "NonIndexed")
+    spec.setdefault("suspend", False)
+    uid = obj["metadata"]["uid"]
+    name = obj["metadata"]["name"]
+    if not spec.get("manualSelector"):
+        spec.setdefault("selector", {"matchLabels": {"batch.kubernetes.io/controller-uid": uid}})
+        labels = spec.setdefault("template", {}).setdefault("metadata", {}).setdefault("labels", {})
+        for key, value in (
+            ("batch.kubernetes.io/controller-uid", uid),
+            ("batch.kubernetes.io/job-name", name),
+            ("controller-uid", uid),
+            ("job-name", name),
+        ):
+            labels.setdefault(key, value)
+    _template(obj)
+    spec["template"].setdefault("spec", {}).setdefault("restartPolicy", "Never")
+
+
+def _namespace(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+    obj["status"] = {"phase": "Active"}
+    obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
+
+
+def _service(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    if spec["type"] != "ExternalName" and not spec.get("clusterIP"):
+        digest = hashlib.sha1(obj["metadata"]["uid"].encode()).digest()
+        spec["clusterIP"] = f"10.96.{digest[0]}.{max(1, digest[1] % 255)}"
+    if spec.get("clusterIP"):
+        spec.setdefault("clusterIPs", [spec["clusterIP"]])
+    spec.setdefault("ipFamilies", ["IPv4"])
+    spec.setdefault("ipFamilyPolicy", "SingleStack")
+    spec.setdefault("internalTrafficPolicy", "Cluster")
+    for port in spec.get("ports") or []:
+        if isinstance(port, MutableMapping):
+            port.setdefault("protocol", "TCP")
+            port.setdefault("targetPort", port.get("port"))
+    obj["status"] = {"loadBalancer": {}}
+
+
+def _secret(obj: Obj) -> None:
+    obj.setdefault("type", "Opaque")
+
+
+def _priority_class(obj: Obj) -> None:
+    obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
+
+
+_BY_KIND: dict[str, Callable[[Obj], None]] = {
+    "Pod": _pod,
+    "Deployment": _deployment,
+    "DaemonSet": _daemonset,
+    "StatefulSet": _template,
+    "ReplicaSet": _template,
+    "Job": _job,
+    "Namespace": _namespace,
+    "Service": _service,
+    "Secret": _secret,
+    "PriorityClass": _priority_class,
+}
+
+
+def apply_defaults(group: str, kind: str, obj: Obj) -> None:
+    """Fill in server defaults for a new object of a built-in kind (custom kinds get none)."""
+    if group in ("", "apps", "batch", "scheduling.k8s.io"):
+        defaulter = _BY_KIND.get(kind)
+        if defaulter is not None:
+            defaulter(obj)

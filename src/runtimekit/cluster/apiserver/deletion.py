@@ -1,0 +1,187 @@
+"""Deletion semantics: preconditions, finalizers, graceful pod deletion and the cascades.
+
+- An object with finalizers gets `deletionTimestamp` (and `deletionGracePeriodSeconds: 0`) and stays
+  until an update removes the last finalizer; then it is deleted.
+- A pod is deleted at once, unless a registered `KubeletHook` manages its node, it is not finished
+  and the grace period (DeleteOptions, else `spec.terminationGracePeriodSeconds`) is above 0: then
+  it is only marked, and the kubelet deletes it with grace period 0 when its containers stop.
+- A namespace turns `Terminating`, its objects are deleted, and it goes once it is empty;
+  `default`, `kube-system` and `kube-public` cannot be deleted.
+- Deleting a CustomResourceDefinition deletes its objects and stops serving the resource.
+`propagationPolicy` is accepted; there is no garbage collector for owner references.
+Called by the HTTP handlers and by `operations.Api` (an update that removes the last finalizer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from runtimekit.cluster.apiserver.errors import bad_request, conflict, forbidden
+from runtimekit.cluster.apiserver.operations import Api, Obj
+from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.cluster.apiserver.store import Stored
+
+PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+
+
+@dataclass(frozen=True)
+class DeleteOptions:
+    grace_period: int | None = None
+    uid: str | None = None
+    resource_version: str | None = None
+    dry_run: bool = False
+
+    @classmethod
+    def parse(cls, body: Any, query: Mapping[str, str]) -> DeleteOptions:
+        """From a `DeleteOptions` body (may be empty) and the query (`gracePeriodSeconds`, `dryRun`)."""
+        body = body or {}
+        if not isinstance(body, Mapping):
+            raise bad_request("DeleteOptions must be a JSON object")
+        grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+        pre = body.get("preconditions") or {}
+        dry = body.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
+        try:
+            grace_value = None if grace is None else int(grace)
+        except (TypeError, ValueError):
+            raise bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
+        return cls(grace_value, pre.get("uid"), pre.get("resourceVersion"), "All" in dry)
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """The outcome: the object's last state, and whether it is gone (else only marked)."""
+
+    stored: Stored
+    gone: bool
+
+
+def delete(api: Api, info: ResourceInfo, namespace: str, name: str, options: DeleteOptions) -> Deleted:
+    storage = api.storage_of(info)
+    with api.store.lock:
+        current = api.get(storage, namespace, name)
+        obj = current.obj()
+        _preconditions(info, current, obj, options)
+        if storage.group == "" and storage.kind == "Namespace" and name in PROTECTED_NAMESPACES:
+            raise forbidden("namespaces", name, "this namespace may not be deleted")
+        if options.dry_run:
+            return Deleted(current, gone=True)
+        meta = obj["metadata"]
+        if meta.get("finalizers"):
+            return Deleted(_mark(api, storage, current, obj, 0), gone=False)
+        if storage.group == "" and storage.kind == "Namespace":
+            return _delete_namespace(api, storage, current, obj)
+        grace = _pod_grace(api, storage, obj, options)
+        if grace:
+            return Deleted(_mark(api, storage, current, obj, grace), gone=False)
+        return Deleted(finish_deletion(api, storage, current, None), gone=True)
+
+
+def _preconditions(info: ResourceInfo, current: Stored, obj: Obj, options: DeleteOptions) -> None:
+    uid = obj["metadata"].get("uid")
+    if options.uid and options.uid != uid:
+        why = f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {uid}"
+        raise conflict(info.plural, current.name, why, info.group)
+    if options.resource_version and options.resource_version != str(current.rv):
+        why = (
+            f"the ResourceVersion in the precondition ({options.resource_version}) does not match the "
+            f"ResourceVersion in record ({current.rv}). The object might have been modified"
+        )
+        raise conflict(info.plural, current.name, why, info.group)
+
+
+def _mark(api: Api, storage: ResourceInfo, current: Stored, obj: Obj, grace: int) -> Stored:
+    """Set deletionTimestamp (once; a shorter grace period moves it earlier)."""
+    meta = obj["metadata"]
+    previous = meta.get("deletionGracePeriodSeconds")
+    if meta.get("deletionTimestamp") and previous is not None and int(previous) <= grace:
+        return current
+    meta["deletionTimestamp"] = _later(api, grace)
+    meta["deletionGracePeriodSeconds"] = grace
+    return api.store.put(storage, obj, current)
+
+
+def _later(api: Api, seconds: int) -> str:
+    from runtimekit.cluster.apiserver.operations import now_rfc3339
+
+    return now_rfc3339(lambda: api.clock() + seconds)
+
+
+def _pod_grace(api: Api, storage: ResourceInfo, pod: Obj, options: DeleteOptions) -> int:
+    """The grace period a pod deletion waits for its kubelet, 0 for an immediate delete."""
+    if storage.group != "" or storage.kind != "Pod":
+        return 0
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    grace = options.grace_period
+    if grace is None:
+        grace = int(spec.get("terminationGracePeriodSeconds", 30) or 0)
+    node = spec.get("nodeName")
+    if grace <= 0 or not node or status.get("phase") in ("Succeeded", "Failed"):
+        return 0
+    return grace if any(hook.manages(node) for hook in api.kubelets) else 0
+
+
+def finish_deletion(api: Api, storage: ResourceInfo, current: Stored, final: Obj | None) -> Stored:
+    """Remove the object (as `final` when given: an update that cleared the last finalizer)."""
+    with api.store.lock:
+        if final is not None:
+            current = api.store.put(storage, final, current)
+        gone = api.store.remove(storage, current)
+        if storage.group == "apiextensions.k8s.io":
+            _drop_custom_resources(api, gone.obj())
+        if storage.group == "" and storage.kind == "Namespace":
+            api.terminating.discard(gone.name)
+        elif storage.namespaced and gone.namespace in api.terminating:
+            _finish_namespace_if_empty(api, gone.namespace)
+        return gone
+
+
+def _drop_custom_resources(api: Api, crd: Obj) -> None:
+    spec = crd.get("spec") or {}
+    group, plural = spec.get("group", ""), (spec.get("names") or {}).get("plural", "")
+    served = api.table.by_storage(f"{group}/{plural}")
+    storage = next((i for i in served if i.custom and not i.view), None)
+    if storage is None or storage.storage_key == "":
+        return
+    for stored in api.store.objects(storage):
+        api.store.remove(storage, stored)
+    api.table.remove(group, plural)
+    api.store.drop_bucket(storage.storage)
+
+
+def _namespaced_storages(api: Api) -> list[ResourceInfo]:
+    seen: dict[str, ResourceInfo] = {}
+    for info in api.table.all():
+        if info.namespaced and not info.view and "create" in info.verbs:
+            seen.setdefault(info.storage, api.storage_of(info))
+    return list(seen.values())
+
+
+def _delete_namespace(api: Api, storage: ResourceInfo, current: Stored, obj: Obj) -> Deleted:
+    name = current.name
+    if name not in api.terminating:
+        obj["metadata"]["deletionTimestamp"] = api.now()
+        obj["metadata"]["deletionGracePeriodSeconds"] = 0
+        obj.setdefault("status", {})["phase"] = "Terminating"
+        current = api.store.put(storage, obj, current)
+        api.terminating.add(name)
+        for info in _namespaced_storages(api):
+            for stored in api.store.objects(info, name):
+                if api.store.get(info, stored.namespace, stored.name) is not None:
+                    delete(api, info, stored.namespace, stored.name, DeleteOptions())
+    if _namespace_empty(api, name):
+        return Deleted(api.store.remove(storage, api.get(storage, "", name)), gone=True)
+    return Deleted(api.get(storage, "", name), gone=False)
+
+
+def _namespace_empty(api: Api, namespace: str) -> bool:
+    return all(api.store.count(info, namespace) == 0 for info in _namespaced_storages(api))
+
+
+def _finish_namespace_if_empty(api: Api, namespace: str) -> None:
+    ns_info = api.resource("", "v1", "namespaces")
+    current = api.store.get(ns_info, "", namespace)
+    if current is not None and _namespace_empty(api, namespace):
+        api.store.remove(ns_info, current)
+        api.terminating.discard(namespace)

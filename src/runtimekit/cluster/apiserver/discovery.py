@@ -1,0 +1,119 @@
+"""Discovery documents (`/version`, `/api`, `/apis`, `/apis/<g>`, `/apis/<g>/<v>`) built from the table.
+
+kubectl and every client library read these before anything else; kubectl needs name, kind,
+namespaced, verbs and shortNames per resource. The plain (non-aggregated) form is served to every
+client: kubectl 1.27+ asks for aggregated discovery first and falls back to it. Pure functions,
+called by the HTTP layer.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
+
+_SUBRESOURCE_VERBS = {
+    "status": ("get", "patch", "update"),
+    "finalize": ("update",),
+    "binding": ("create",),
+}
+_SUBRESOURCE_KIND = {"binding": "Binding"}
+
+
+@dataclass(frozen=True)
+class KubernetesVersion:
+    """The version `/version` reports; `parse("1.31")` is v1.31.0."""
+
+    major: int
+    minor: int
+    patch: int = 0
+
+    @classmethod
+    def parse(cls, text: str) -> KubernetesVersion:
+        match = re.fullmatch(r"v?(\d+)\.(\d+)(?:\.(\d+))?", text.strip())
+        if not match:
+            raise ValueError(f"kubernetes version must look like 1.31 or v1.31.2, got {text!r}")
+        return cls(int(match.group(1)), int(match.group(2)), int(match.group(3) or 0))
+
+    @property
+    def git_version(self) -> str:
+        return f"v{self.major}.{self.minor}.{self.patch}"
+
+
+def version_info(version: KubernetesVersion) -> dict[str, Any]:
+    return {
+        "major": str(version.major),
+        "minor": str(version.minor),
+        "gitVersion": version.git_version,
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2024-01-01T00:00:00Z",
+        "goVersion": "go1.22.0",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    }
+
+
+def api_versions(server_address: str) -> dict[str, Any]:
+    """`GET /api`: the legacy core group's versions."""
+    return {
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+    }
+
+
+def _group(name: str, versions: tuple[str, ...]) -> dict[str, Any]:
+    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+    return {"name": name, "versions": entries, "preferredVersion": entries[0]}
+
+
+def api_group_list(table: ResourceTable) -> dict[str, Any]:
+    """`GET /apis`."""
+    groups = [_group(g.name, g.versions) for g in table.groups()]
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(table: ResourceTable, name: str) -> dict[str, Any] | None:
+    """`GET /apis/<group>`, None when the group is not served."""
+    for group in table.groups():
+        if group.name == name:
+            return {"kind": "APIGroup", "apiVersion": "v1", **_group(group.name, group.versions)}
+    return None
+
+
+def _entries(info: ResourceInfo) -> list[dict[str, Any]]:
+    main: dict[str, Any] = {
+        "name": info.plural,
+        "singularName": info.singular,
+        "namespaced": info.namespaced,
+        "kind": info.kind,
+        "verbs": list(info.verbs),
+    }
+    if info.short_names:
+        main["shortNames"] = list(info.short_names)
+    if info.categories:
+        main["categories"] = list(info.categories)
+    subs = [
+        {
+            "name": f"{info.plural}/{sub}",
+            "singularName": "",
+            "namespaced": info.namespaced,
+            "kind": _SUBRESOURCE_KIND.get(sub, info.kind),
+            "verbs": list(_SUBRESOURCE_VERBS[sub]),
+        }
+        for sub in sorted(info.subresources)
+    ]
+    return [main, *subs]
+
+
+def api_resource_list(table: ResourceTable, group: str, version: str) -> dict[str, Any] | None:
+    """`GET /api/v1` or `GET /apis/<group>/<version>`, None when that group/version is not served."""
+    infos = table.resources(group, version)
+    if not infos:
+        return None
+    resources = [entry for info in sorted(infos, key=lambda i: i.plural) for entry in _entries(info)]
+    group_version = f"{group}/{version}" if group else version
+    return {"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources}

@@ -1,0 +1,398 @@
+"""HTTP glue: turns aiohttp requests into calls on `Api`, `Store` and the encoders, and back.
+
+`Handlers.handle` is the one aiohttp handler. Every `ApiError` becomes its `Status` response, and any
+other exception a logged 500 `InternalError` Status, so the server keeps serving after any bad
+request. Discovery, health and openapi stubs are answered here too. No semantics live here.
+Called by `server.ApiServer`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from runtimekit.cluster.apiserver import discovery
+from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
+from runtimekit.cluster.apiserver.errors import (
+    ApiError,
+    bad_request,
+    field_forbidden,
+    internal,
+    invalid,
+    method_not_allowed,
+    resource_not_found,
+    success_status,
+    unsupported_media_type,
+)
+from runtimekit.cluster.apiserver.listing import (
+    Filter,
+    TableRequest,
+    list_bytes,
+    partial_list_bytes,
+    partial_object,
+    table_bytes,
+)
+from runtimekit.cluster.apiserver.operations import Api, decode_body
+from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.cluster.apiserver.routing import (
+    GroupVersionPath,
+    Output,
+    Rendering,
+    Target,
+    decode_continue,
+    encode_continue,
+    negotiate,
+    parse_bool,
+    parse_int,
+    parse_path,
+    parse_resource_version,
+)
+from runtimekit.cluster.apiserver.store import Stored, dumps
+from runtimekit.cluster.apiserver.tables import TableMaker
+from runtimekit.cluster.apiserver.watch import Waker, WatchRequest, WatchStream, pods_on_node
+
+log = logging.getLogger(__name__)
+_HEALTH = ("/healthz", "/readyz", "/livez")
+_BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json")
+_METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
+
+
+def _json(body: bytes, status: int = 200) -> web.Response:
+    return web.Response(body=body, status=status, content_type="application/json")
+
+
+def status_response(error: ApiError) -> web.Response:
+    return _json(dumps(error.status()), error.code)
+
+
+@dataclass
+class Handlers:
+    api: Api
+    maker: TableMaker
+    version: discovery.KubernetesVersion
+    waker: Callable[[], Waker]
+    bookmark_interval: float
+    watch_timeout: float
+    address: Callable[[], str]
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            return await self._route(request)
+        except ApiError as exc:
+            return status_response(exc)
+        except (ConnectionResetError, web.HTTPException):
+            raise
+        except Exception as exc:
+            log.exception("%s %s failed", request.method, request.path_qs)
+            return status_response(internal(f"{type(exc).__name__}: {exc}"))
+
+    async def _route(self, request: web.Request) -> web.StreamResponse:
+        path = request.path
+        trimmed = path.rstrip("/") or "/"
+        if trimmed in _HEALTH or any(path.startswith(h + "/") for h in _HEALTH):
+            return web.Response(text="ok")
+        if trimmed == "/version":
+            return _json(dumps(discovery.version_info(self.version)))
+        if trimmed == "/openapi/v2":
+            return web.Response(body=b"", content_type="application/octet-stream")
+        parsed = parse_path(path)
+        if parsed is None:
+            return web.Response(status=404, text="404 page not found\n")
+        if isinstance(parsed, GroupVersionPath):
+            return self._discovery(request, parsed)
+        return await self._resource(request, parsed)
+
+    def _discovery(self, request: web.Request, where: GroupVersionPath) -> web.Response:
+        if request.method != "GET":
+            raise method_not_allowed()
+        table = self.api.table
+        body: dict[str, Any] | None
+        if where.legacy:
+            body = discovery.api_versions(self.address()) if not where.version else None
+            if where.version:
+                body = discovery.api_resource_list(table, "", where.version)
+        elif not where.group:
+            body = discovery.api_group_list(table)
+        elif not where.version:
+            body = discovery.api_group(table, where.group)
+        else:
+            body = discovery.api_resource_list(table, where.group, where.version)
+        if body is None:
+            raise resource_not_found()
+        return _json(dumps(body))
+
+    # resources ------------------------------------------------------------------------------------
+
+    def _info(self, target: Target) -> ResourceInfo:
+        info = self.api.table.lookup(target.group, target.version, target.plural)
+        if info is None or (target.subresource and target.subresource not in info.subresources):
+            raise resource_not_found()
+        if not info.namespaced and target.namespace is not None:
+            raise resource_not_found()
+        if info.namespaced and target.name is not None and target.namespace is None:
+            raise resource_not_found()
+        return info
+
+    async def _resource(self, request: web.Request, target: Target) -> web.StreamResponse:
+        info = self._info(target)
+        query = {key: request.query.get(key, "") for key in request.query}
+        method = request.method
+        if method == "GET" and (target.watch or (target.name is None and parse_bool(query, "watch"))):
+            self._allow(info, "watch")
+            return await self._watch(request, info, target, query)
+        if method == "GET":
+            self._allow(info, "get" if target.name is not None else "list")
+            return (
+                self._get(request, info, target, query)
+                if target.name is not None
+                else self._list(request, info, target, query)
+            )
+        if method == "DELETE" and target.name is None:
+            self._allow(info, "deletecollection")
+            return await self._delete_collection(request, info, target, query)
+        if method not in _METHOD_VERBS:
+            raise method_not_allowed()
+        if target.subresource == "binding" and method == "POST":
+            return await self._bind(request, target, target.name)
+        if method == "POST" and target.name is None and target.subresource == "":
+            if info.namespaced and target.namespace is None:
+                raise method_not_allowed()
+            self._allow(info, "create")
+            if info.plural == "bindings" and info.group == "":
+                return await self._bind(request, target, None)
+            return await self._create(request, info, target, query)
+        if target.name is None or method == "POST":
+            raise method_not_allowed()
+        self._allow(info, _METHOD_VERBS[method])
+        if method == "PUT":
+            return await self._update(request, info, target, query)
+        if method == "PATCH":
+            return await self._patch(request, info, target, query)
+        return await self._delete(request, info, target, query)
+
+    @staticmethod
+    def _allow(info: ResourceInfo, verb: str) -> None:
+        if verb not in info.verbs:
+            raise method_not_allowed()
+
+    async def _body(self, request: web.Request, kind: str) -> Any:
+        content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
+        if content_type not in _BODY_TYPES and content_type not in ("", "*/*", "text/plain"):
+            raise unsupported_media_type(content_type, ["application/json", "application/yaml"])
+        return decode_body(await request.read(), content_type, kind)
+
+    def _one(self, request: web.Request, info: ResourceInfo, stored: Stored, status: int = 200) -> web.Response:
+        """A single object in the requested rendering (kubectl asks for a one-row Table)."""
+        served = self.api.served(info, stored)
+        rendering = negotiate(request.headers.get("Accept", ""))
+        if rendering.output is Output.TABLE:
+            body = table_bytes(
+                self.maker,
+                info,
+                [(stored, served)],
+                self._table_request(rendering, request.query),
+                rv=stored.rv,
+                pods_on_node=self._pods_on_node,
+            )
+            return _json(body, status)
+        if rendering.output is Output.PARTIAL:
+            return _json(dumps(partial_object(served, rendering.version)), status)
+        return _json(served, status)
+
+    def _pods_on_node(self, node: str) -> Any:
+        return pods_on_node(self.api, node)
+
+    @staticmethod
+    def _table_request(rendering: Rendering, query: Mapping[str, str]) -> TableRequest:
+        include = query.get("includeObject", "") or "Metadata"
+        if include not in ("None", "Metadata", "Object"):
+            raise bad_request(f"includeObject must be None, Metadata or Object, got {include!r}")
+        return TableRequest(rendering.version, include)
+
+    def _get(self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]) -> web.Response:
+        assert target.name is not None
+        stored = self.api.get(self.api.storage_of(info), target.namespace or "", target.name)
+        return self._one(request, info, stored)
+
+    def _list(self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]) -> web.Response:
+        flt = Filter.compile(info, target.namespace, query)
+        at_rv, start = self._list_position(query)
+        limit = parse_int(query, "limit") or 0
+        if limit < 0:
+            raise bad_request("limit must not be negative")
+        store = self.api.store
+        page = store.page(info, flt.namespace, flt.matches, pinned=flt.pinned, start=start, limit=limit, at_rv=at_rv)
+        token = encode_continue(page.rv, page.next_start) if page.next_start is not None else ""
+        rendering = negotiate(request.headers.get("Accept", ""))
+        served = [self.api.served(info, stored) for stored in page.items]
+        if rendering.output is Output.TABLE:
+            rows = list(zip(page.items, served, strict=True))
+            table = self._table_request(rendering, request.query)
+            return _json(
+                table_bytes(
+                    self.maker, info, rows, table, rv=page.rv, continue_token=token, pods_on_node=self._pods_on_node
+                )
+            )
+        if rendering.output is Output.PARTIAL:
+            return _json(partial_list_bytes(page.rv, token, served, rendering.version))
+        return _json(list_bytes(info, page.rv, token, served))
+
+    def _list_position(self, query: Mapping[str, str]) -> tuple[int | None, Any]:
+        """(resourceVersion to list at, key to start after) from continue / resourceVersionMatch."""
+        token = query.get("continue", "")
+        rv_text = query.get("resourceVersion", "")
+        match = query.get("resourceVersionMatch", "")
+        if token:
+            if rv_text not in ("", "0"):
+                raise bad_request("specifying resource version is not allowed when using continue")
+            return decode_continue(token)
+        if match not in ("", "NotOlderThan", "Exact"):
+            raise bad_request(f'resourceVersionMatch "{match}" is not supported: use Exact or NotOlderThan')
+        if match == "Exact":
+            rv = parse_resource_version(rv_text)
+            if rv is None:
+                raise bad_request("resourceVersionMatch=Exact needs a resourceVersion other than 0")
+            return min(rv, self.api.store.rv), None
+        return None, None
+
+    async def _create(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
+    ) -> web.Response:
+        body = await self._body(request, info.kind)
+        stored = self.api.create(info, target.namespace or "", body, dry_run=_dry_run(request))
+        return self._one(request, info, stored, 201)
+
+    async def _update(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
+    ) -> web.Response:
+        assert target.name is not None
+        body = await self._body(request, info.kind)
+        stored = self.api.update(
+            info, target.namespace or "", target.name, body, subresource=target.subresource, dry_run=_dry_run(request)
+        )
+        return self._one(request, info, stored)
+
+    async def _patch(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
+    ) -> web.Response:
+        assert target.name is not None
+        stored = self.api.patch(
+            info,
+            target.namespace or "",
+            target.name,
+            request.headers.get("Content-Type", ""),
+            await request.read(),
+            subresource=target.subresource,
+            dry_run=_dry_run(request),
+        )
+        return self._one(request, info, stored)
+
+    async def _delete(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
+    ) -> web.Response:
+        assert target.name is not None
+        raw = await request.read()
+        options = DeleteOptions.parse(
+            decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
+        )
+        result = delete(self.api, info, target.namespace or "", target.name, options)
+        if result.gone and not info.returns_deleted_object:
+            details = {"name": result.stored.name, "kind": info.plural}
+            if info.group:
+                details["group"] = info.group
+            details["uid"] = str(result.stored.obj()["metadata"].get("uid", ""))
+            return _json(dumps(success_status(200, details)))
+        return _json(self.api.served(info, result.stored))
+
+    async def _delete_collection(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
+    ) -> web.Response:
+        if info.namespaced and target.namespace is None:
+            raise method_not_allowed()
+        raw = await request.read()
+        options = DeleteOptions.parse(
+            decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
+        )
+        flt = Filter.compile(info, target.namespace, query)
+        page = self.api.store.page(info, flt.namespace, flt.matches, pinned=flt.pinned)
+        results = []
+        for stored in page.items:
+            if self.api.store.get(info, stored.namespace, stored.name) is not None:
+                results.append(delete(self.api, info, stored.namespace, stored.name, options).stored)
+        return _json(list_bytes(info, self.api.store.rv, "", [self.api.served(info, s) for s in results]))
+
+    async def _bind(self, request: web.Request, target: Target, name: str | None) -> web.Response:
+        if target.namespace is None:
+            raise method_not_allowed()
+        body = await self._body(request, "Binding")
+        self.api.bind(target.namespace, name, body)
+        return _json(dumps(success_status(201)), 201)
+
+    # watch ------------------------------------------------------------------------------------------
+
+    async def _watch(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: dict[str, str]
+    ) -> web.StreamResponse:
+        if target.name is not None:
+            selector = query.get("fieldSelector", "")
+            query["fieldSelector"] = f"metadata.name={target.name}" + (f",{selector}" if selector else "")
+        flt = Filter.compile(info, target.namespace, query)
+        send_initial = parse_bool(query, "sendInitialEvents")
+        bookmarks = parse_bool(query, "allowWatchBookmarks")
+        if send_initial:
+            _check_initial_events(query, bookmarks)
+        timeout = parse_int(query, "timeoutSeconds")
+        rendering = negotiate(request.headers.get("Accept", ""))
+        watch = WatchRequest(
+            info,
+            flt,
+            parse_resource_version(query.get("resourceVersion", "")),
+            send_initial=send_initial,
+            bookmarks=bookmarks,
+            timeout=float(timeout) if timeout else self.watch_timeout,
+            table=self._table_request(rendering, request.query) if rendering.output is Output.TABLE else None,
+        )
+        response = web.StreamResponse(
+            status=200, headers={"Content-Type": "application/json", "Cache-Control": "no-cache, private"}
+        )
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        stream = WatchStream(self.api, self.maker, self.waker(), watch, response.write, self.bookmark_interval)
+        try:
+            await stream.run()
+            await response.write_eof()
+        except (ConnectionResetError, ConnectionError):
+            pass
+        except Exception:
+            log.exception("watch %s failed", request.path_qs)
+        return response
+
+
+def _dry_run(request: web.Request) -> bool:
+    values = request.query.getall("dryRun", [])
+    if any(v != "All" for v in values):
+        raise bad_request(f"unsupported dryRun value(s) {values}: only All is supported")
+    return bool(values)
+
+
+def _check_initial_events(query: Mapping[str, str], bookmarks: bool) -> None:
+    causes = []
+    if query.get("resourceVersionMatch") != "NotOlderThan":
+        causes.append(
+            field_forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+            )
+        )
+    if not bookmarks:
+        causes.append(
+            field_forbidden(
+                "allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is specified"
+            )
+        )
+    if causes:
+        raise invalid("ListOptions", "", causes, "meta.k8s.io")

@@ -1,0 +1,33 @@
+"""A kubeconfig for the embedded API server: one cluster (plain http, no TLS), one user without
+credentials, one context. kubectl and client libraries accept it as is.
+Called by tests, the `runtimekit apiserver --kubeconfig-out` command and `ApiServer.write_kubeconfig`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import yaml
+
+CONTEXT = "runtimekit"
+
+
+def kubeconfig(server_url: str, namespace: str = "default") -> dict[str, object]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": CONTEXT, "cluster": {"server": server_url}}],
+        "users": [{"name": CONTEXT, "user": {}}],
+        "contexts": [{"name": CONTEXT, "context": {"cluster": CONTEXT, "user": CONTEXT, "namespace": namespace}}],
+        "current-context": CONTEXT,
+        "preferences": {},
+    }
+
+
+def write_kubeconfig(path: str | Path, server_url: str, namespace: str = "default") -> Path:
+    """Write the kubeconfig (mode 0600, as kubectl writes its own) and return its path."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(kubeconfig(server_url, namespace), sort_keys=False), encoding="utf-8")
+    target.chmod(0o600)
+    return target

@@ -1,0 +1,473 @@
+"""The API's write semantics, independent of HTTP: create, update, patch, status, binding.
+
+`Api` checks a request the way kube-apiserver does (type and name checks, validation, namespace
+existence, resourceVersion and UID preconditions), fills in system metadata and defaults, keeps the
+status of kinds with a status subresource apart from their main resource, bumps `generation` on spec
+changes, skips no-op writes, and registers CustomResourceDefinitions. Deletion (finalizers, graceful
+pod deletion, namespace and CRD cascades) is in `deletion.py`. Every refusal is an `ApiError`.
+Callers: the HTTP handlers, and in-process code that wants to seed objects quickly.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
+
+import yaml
+
+from runtimekit.cluster.apiserver import conversion, crds, validation
+from runtimekit.cluster.apiserver.defaults import apply_defaults
+from runtimekit.cluster.apiserver.errors import (
+    ApiError,
+    Cause,
+    already_exists,
+    bad_request,
+    conflict,
+    forbidden,
+    invalid,
+    not_found,
+    server_side_apply_unsupported,
+    stale,
+    unprocessable,
+    unsupported_media_type,
+)
+from runtimekit.cluster.apiserver.patch import (
+    PatchApplyError,
+    PatchFormatError,
+    json_patch,
+    merge_patch,
+    strategic_merge,
+)
+from runtimekit.cluster.apiserver.patchschema import schema_for
+from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
+from runtimekit.cluster.apiserver.store import Store, Stored
+
+JSON_PATCH = "application/json-patch+json"
+MERGE_PATCH = "application/merge-patch+json"
+STRATEGIC_PATCH = "application/strategic-merge-patch+json"
+APPLY_PATCH = "application/apply-patch+yaml"
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH)
+_NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+_SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
+
+Obj = dict[str, Any]
+
+
+class KubeletHook(Protocol):
+    """A simulated kubelet taking part in pod deletion (see `deletion.py`)."""
+
+    def manages(self, node_name: str) -> bool:
+        """True when this kubelet runs the node's pods: deleting one of them with a grace period then
+        only marks it (deletionTimestamp, deletionGracePeriodSeconds) and the kubelet finishes the
+        deletion with a DELETE of grace period 0 once the containers are stopped."""
+        ...
+
+
+def decode_body(body: bytes, content_type: str, kind: str) -> Any:
+    """JSON (or YAML) request body; malformed bodies are 400 as the real decoder words them."""
+    try:
+        if "yaml" in content_type:
+            return yaml.safe_load(body)
+        return json.loads(body)
+    except (ValueError, yaml.YAMLError) as exc:
+        summary = body[:30].decode(errors="replace")
+        raise bad_request(
+            f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; "
+            f"json parse error: {exc} ({summary})"
+        ) from None
+
+
+def now_rfc3339(clock: Callable[[], float]) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+
+
+def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
+
+
+class Api:
+    """Write semantics over a `Store` and a `ResourceTable`; `clock` and `rng` are injected."""
+
+    def __init__(
+        self,
+        table: ResourceTable,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.table = table
+        self.store = store
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.kubelets: list[KubeletHook] = []
+        self.terminating: set[str] = set()  # namespaces being deleted
+
+    # lookups --------------------------------------------------------------------------------------
+
+    def resource(self, group: str, version: str, plural: str) -> ResourceInfo:
+        info = self.table.lookup(group, version, plural)
+        if info is None:
+            raise not_found(plural, "", group)
+        return info
+
+    def storage_of(self, info: ResourceInfo) -> ResourceInfo:
+        return self.table.storage_resource(info.storage) or info
+
+    def get(self, info: ResourceInfo, namespace: str, name: str) -> Stored:
+        found = self.store.get(info, namespace if info.namespaced else "", name)
+        if found is None:
+            raise not_found(info.plural, name, info.group)
+        return found
+
+    def served(self, info: ResourceInfo, stored: Stored) -> bytes:
+        return conversion.served_bytes(info, self.storage_of(info), stored)
+
+    def served_obj(self, info: ResourceInfo, stored: Stored) -> Obj:
+        return (
+            conversion.to_served(info, stored.obj())
+            if conversion.needs_conversion(info, self.storage_of(info))
+            else stored.obj()
+        )
+
+    def now(self) -> str:
+        return now_rfc3339(self.clock)
+
+    # request checks -------------------------------------------------------------------------------
+
+    def check_type(self, info: ResourceInfo, body: Any) -> Obj:
+        if not isinstance(body, dict):
+            raise bad_request(f"the object provided is unrecognized (must be of type {info.kind}): not a JSON object")
+        api_version = body.setdefault("apiVersion", info.api_version)
+        kind = body.setdefault("kind", info.kind)
+        if api_version != info.api_version and kind == info.kind:
+            expected = info.api_version
+            raise bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version ({expected})"
+            )
+        if kind != info.kind:
+            version = str(api_version).rpartition("/")[2]
+            raise bad_request(
+                f'{kind} in version "{version}" cannot be handled as a {info.kind}: '
+                f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
+            )
+        meta = body.setdefault("metadata", {})
+        ordered = {"kind": kind, "apiVersion": api_version, "metadata": meta}
+        ordered.update(body)
+        body.clear()
+        body.update(ordered)
+        if not isinstance(meta, dict):
+            raise bad_request(
+                f"the object provided is unrecognized (must be of type {info.kind}): metadata must be an object"
+            )
+        return body
+
+    def _check_namespace(self, info: ResourceInfo, obj: Obj, namespace: str) -> None:
+        meta = obj["metadata"]
+        if not info.namespaced:
+            meta.pop("namespace", None)
+            return
+        given = meta.get("namespace") or namespace
+        if namespace and given != namespace:
+            raise bad_request("the namespace of the provided object does not match the namespace sent on the request")
+        if not given:
+            raise bad_request("the namespace of the object is required")
+        meta["namespace"] = given
+
+    def _check_name(self, obj: Obj, name: str) -> None:
+        given = obj["metadata"].get("name", "")
+        if given != name:
+            raise bad_request(f"the name of the object ({given}) does not match the name on the URL ({name})")
+
+    def _namespace_ready(self, info: ResourceInfo, namespace: str, name: str) -> None:
+        if not info.namespaced:
+            return
+        ns_info = self.resource("", "v1", "namespaces")
+        found = self.store.get(ns_info, "", namespace)
+        if found is None:
+            raise not_found("namespaces", namespace)
+        if namespace in self.terminating:
+            why = f"unable to create new content in namespace {namespace} because it is being terminated"
+            raise forbidden(info.plural, name, why, info.group)
+
+    def validate(self, info: ResourceInfo, obj: Obj, old: Obj | None) -> None:
+        meta = obj["metadata"]
+        causes: list[Cause] = []
+        if old is None:
+            causes += validation.check_name(meta.get("name"), info.name_rule)
+        causes += validation.check_metadata(meta)
+        if info.group == "" and info.kind == "Pod":
+            causes += validation.check_pod(obj) if old is None else validation.check_pod_update(old, obj)
+        if info.group == "apiextensions.k8s.io":
+            causes += crds.check_crd(obj)
+        if causes:
+            raise invalid(info.kind, str(meta.get("name", "")), causes, info.group)
+
+    # create ---------------------------------------------------------------------------------------
+
+    def create(self, info: ResourceInfo, namespace: str, body: Any, *, dry_run: bool = False) -> Stored:
+        obj = self.check_type(info, body)
+        self._check_namespace(info, obj, namespace)
+        storage = self.storage_of(info)
+        obj = conversion.to_stored(info, storage, obj) if conversion.needs_conversion(info, storage) else obj
+        meta = obj["metadata"]
+        with self.store.lock:
+            if not meta.get("name") and meta.get("generateName"):
+                meta["name"] = self._generate_name(storage, meta)
+            self.validate(info, obj, None)
+            self._namespace_ready(info, meta.get("namespace", ""), meta["name"])
+            if self.store.get(storage, meta.get("namespace", ""), meta["name"]) is not None:
+                raise _already_exists(info, meta["name"])
+            self._init_metadata(storage, obj)
+            if dry_run:
+                return self.store.make(storage, obj, self.store.rv)
+            stored = self.store.put(storage, obj, None)
+            if storage.group == "apiextensions.k8s.io":
+                self.table.add(crds.crd_resources(obj))
+            return stored
+
+    def _generate_name(self, storage: ResourceInfo, meta: Mapping[str, Any]) -> str:
+        base = str(meta["generateName"])[:58]
+        for _ in range(8):
+            name = base + "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
+            if self.store.get(storage, meta.get("namespace", ""), name) is None:
+                return name
+        return name
+
+    def _init_metadata(self, storage: ResourceInfo, obj: Obj) -> None:
+        meta = obj["metadata"]
+        for key in (*_SYSTEM_META, "resourceVersion", "selfLink", "managedFields"):
+            meta.pop(key, None)
+        meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
+        meta["creationTimestamp"] = self.now()
+        if storage.tracks_generation:
+            meta["generation"] = 1
+        if storage.has_status and not storage.create_keeps_status:
+            obj.pop("status", None)
+        apply_defaults(storage.group, storage.kind, obj)
+        if storage.group == "" and storage.kind == "Pod":
+            self._pod_priority(obj)
+        if storage.group == "apiextensions.k8s.io":
+            obj["status"] = crds.crd_status(obj, self.now())
+
+    def _pod_priority(self, pod: Obj) -> None:
+        spec = pod["spec"]
+        name = spec.get("priorityClassName")
+        if not name:
+            return
+        found = self.store.get(self.resource("scheduling.k8s.io", "v1", "priorityclasses"), "", name)
+        if found is None:
+            raise forbidden("pods", pod["metadata"]["name"], f"no PriorityClass with name {name} was found")
+        pc = found.obj()
+        spec["priority"] = int(pc.get("value", 0))
+        spec["preemptionPolicy"] = pc.get("preemptionPolicy", "PreemptLowerPriority")
+
+    # update and patch -----------------------------------------------------------------------------
+
+    def update(
+        self, info: ResourceInfo, namespace: str, name: str, body: Any, *, subresource: str = "", dry_run: bool = False
+    ) -> Stored:
+        obj = self.check_type(info, body)
+        self._check_name(obj, name)
+        self._check_namespace(info, obj, namespace)
+        storage = self.storage_of(info)
+        obj = conversion.to_stored(info, storage, obj) if conversion.needs_conversion(info, storage) else obj
+        with self.store.lock:
+            current = self.get(storage, namespace, name)
+            return self._write(info, storage, current, obj, subresource, dry_run)
+
+    def patch(
+        self,
+        info: ResourceInfo,
+        namespace: str,
+        name: str,
+        content_type: str,
+        body: bytes,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+    ) -> Stored:
+        patch_type = content_type.split(";", maxsplit=1)[0].strip().lower()
+        if patch_type == APPLY_PATCH:
+            raise server_side_apply_unsupported()
+        if patch_type not in PATCH_TYPES or (patch_type == STRATEGIC_PATCH and not info.strategic_merge):
+            accepted = [t for t in PATCH_TYPES if info.strategic_merge or t != STRATEGIC_PATCH]
+            raise unsupported_media_type(patch_type, accepted)
+        try:
+            document = json.loads(body)
+        except ValueError as exc:
+            raise bad_request(f"error decoding patch: {exc}") from None
+        storage = self.storage_of(info)
+        with self.store.lock:
+            current = self.get(storage, namespace, name)
+            original = self.served_obj(info, current)
+            patched = self._apply_patch(info, patch_type, original, document)
+            patched = self.check_type(info, patched)
+            self._check_name(patched, name)
+            if info.namespaced and patched["metadata"].get("namespace", namespace) != namespace:
+                raise bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
+            if conversion.needs_conversion(info, storage):
+                patched = conversion.to_stored(info, storage, patched)
+            return self._write(info, storage, current, patched, subresource, dry_run)
+
+    @staticmethod
+    def _apply_patch(info: ResourceInfo, patch_type: str, original: Obj, document: Any) -> Any:
+        try:
+            if patch_type == JSON_PATCH:
+                return json_patch(original, document)
+            if not isinstance(document, dict):
+                raise PatchFormatError("a merge patch must be a JSON object")
+            if patch_type == MERGE_PATCH:
+                return merge_patch(original, document)
+            return strategic_merge(original, document, schema_for(info.kind))
+        except PatchFormatError as exc:
+            raise bad_request(str(exc)) from None
+        except PatchApplyError as exc:
+            raise unprocessable(str(exc)) from None
+
+    def _write(
+        self, info: ResourceInfo, storage: ResourceInfo, current: Stored, obj: Obj, subresource: str, dry_run: bool
+    ) -> Stored:
+        old = current.obj()
+        self._preconditions(info, current, old, obj)
+        new = self._merge_update(storage, old, obj, subresource)
+        self.validate(info, new, old)
+        if storage.tracks_generation and _spec_part(new) != _spec_part(old):
+            new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
+        new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+        if new == old or dry_run:
+            return current if new == old else self.store.make(storage, new, current.rv)
+        if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
+            if _graceful_pending(storage, new):
+                return self.store.put(storage, new, current)
+            from runtimekit.cluster.apiserver.deletion import finish_deletion
+
+            return finish_deletion(self, storage, current, new)
+        stored = self.store.put(storage, new, current)
+        if storage.group == "apiextensions.k8s.io" and not subresource:
+            self.table.add(crds.crd_resources(new))
+        return stored
+
+    def _preconditions(self, info: ResourceInfo, current: Stored, old: Obj, obj: Obj) -> None:
+        meta = obj["metadata"]
+        wanted = meta.get("resourceVersion")
+        if wanted not in (None, "") and str(wanted) != str(current.rv):
+            raise stale(info.plural, current.name, info.group)
+        uid = meta.get("uid")
+        if uid and uid != old["metadata"].get("uid"):
+            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {old['metadata'].get('uid')}"
+            raise conflict(info.plural, current.name, why, info.group)
+
+    @staticmethod
+    def _merge_update(storage: ResourceInfo, old: Obj, obj: Obj, subresource: str) -> Obj:
+        """The object to store: status-only for /status, status kept for the main resource."""
+        if subresource == "status":
+            new: Obj = json.loads(json.dumps(old))
+            if "status" in obj:
+                new["status"] = obj["status"]
+            else:
+                new.pop("status", None)
+            return new
+        if subresource == "finalize":
+            new = json.loads(json.dumps(old))
+            new.setdefault("spec", {})["finalizers"] = (obj.get("spec") or {}).get("finalizers") or []
+            return new
+        new = obj
+        if storage.has_status:
+            if "status" in old:
+                new["status"] = old["status"]
+            else:
+                new.pop("status", None)
+        meta = new["metadata"]
+        for key in _SYSTEM_META:
+            if key in old["metadata"]:
+                meta[key] = old["metadata"][key]
+            else:
+                meta.pop(key, None)
+        meta.pop("selfLink", None)
+        if storage.namespaced:
+            meta["namespace"] = old["metadata"].get("namespace")
+        added = set(meta.get("finalizers") or []) - set(old["metadata"].get("finalizers") or [])
+        if old["metadata"].get("deletionTimestamp") and added:
+            raise invalid(
+                storage.kind,
+                str(meta.get("name")),
+                [
+                    Cause(
+                        "FieldValueForbidden",
+                        "Forbidden: no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers {sorted(added)}",
+                        "metadata.finalizers",
+                    )
+                ],
+                storage.group,
+            )
+        return new
+
+    # binding --------------------------------------------------------------------------------------
+
+    def bind(self, namespace: str, name: str | None, body: Any) -> None:
+        """`POST pods/{name}/binding` (or `POST bindings`): assign an unbound pod to a node."""
+        binding_info = self.resource("", "v1", "bindings")
+        binding = self.check_type(binding_info, body)
+        meta = binding["metadata"]
+        if name is not None and meta.get("name") != name:
+            raise bad_request("name in URL does not match name in Binding object")
+        name = str(meta.get("name") or "")
+        causes = validation.check_binding(binding)
+        if causes:
+            raise invalid("Binding", name, causes)
+        pods = self.resource("", "v1", "pods")
+        with self.store.lock:
+            current = self.get(pods, namespace, name)
+            pod = current.obj()
+            self._check_bindable(pod, name, meta.get("uid"))
+            pod["spec"]["nodeName"] = binding["target"]["name"]
+            annotations = meta.get("annotations") or {}
+            if annotations:
+                pod["metadata"].setdefault("annotations", {}).update(annotations)
+            _set_condition(pod, "PodScheduled", "True", self.now())
+            self.store.put(pods, pod, current)
+
+    @staticmethod
+    def _check_bindable(pod: Obj, name: str, uid: object) -> None:
+        if uid and uid != pod["metadata"].get("uid"):
+            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}"
+            raise conflict("pods/binding", name, why)
+        if pod["metadata"].get("deletionTimestamp"):
+            raise conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
+        node = pod.get("spec", {}).get("nodeName")
+        if node:
+            raise conflict("pods/binding", name, f'pod {name} is already assigned to node "{node}"')
+        if pod.get("spec", {}).get("schedulingGates"):
+            raise conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
+
+
+def _set_condition(pod: Obj, kind: str, status: str, now: str) -> None:
+    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
+    for condition in conditions:
+        if condition.get("type") == kind:
+            if condition.get("status") != status:
+                condition["lastTransitionTime"] = now
+            condition["status"] = status
+            return
+    conditions.append({"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now})
+
+
+def _graceful_pending(storage: ResourceInfo, obj: Obj) -> bool:
+    """A pod whose graceful deletion a kubelet is carrying out stays until it deletes it."""
+    return (
+        storage.group == ""
+        and storage.kind == "Pod"
+        and int(obj["metadata"].get("deletionGracePeriodSeconds") or 0) > 0
+    )
+
+
+def _already_exists(info: ResourceInfo, name: str) -> ApiError:
+    return already_exists(info.plural, name, info.group)

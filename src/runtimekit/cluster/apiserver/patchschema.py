@@ -1,0 +1,106 @@
+"""Patch strategies of the built-in kinds: which lists merge by which key in a strategic merge patch.
+
+This is the subset of the Go struct tags (`patchStrategy:"merge" patchMergeKey:"name"`,
+`patchStrategy:"retainKeys"`) that kubectl apply exercises on the kinds this server stores. A list
+not named here is replaced whole, as in Kubernetes (tolerations, taints, args, command...).
+Pure data; read by `patch.strategic_merge`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TypeAlias
+
+
+@dataclass(frozen=True)
+class Struct:
+    """An object's fields that have a non-default strategy; `retain_keys` honours `$retainKeys`."""
+
+    fields: Mapping[str, Node] = field(default_factory=dict)
+    retain_keys: bool = False
+
+
+@dataclass(frozen=True)
+class MergeList:
+    """A list merged element-wise: by `key` for lists of objects, by value when `key` is None."""
+
+    key: str | None
+    item: Struct = field(default_factory=Struct)
+
+
+Node: TypeAlias = Struct | MergeList
+
+EMPTY = Struct()
+
+METADATA = Struct({"finalizers": MergeList(None), "ownerReferences": MergeList("uid")})
+CONDITIONS = MergeList("type")
+
+CONTAINER = Struct(
+    {
+        "env": MergeList("name"),
+        "ports": MergeList("containerPort"),
+        "volumeMounts": MergeList("mountPath"),
+        "volumeDevices": MergeList("devicePath"),
+        "resizePolicy": MergeList("resourceName"),
+    }
+)
+POD_SPEC = Struct(
+    {
+        "containers": MergeList("name", CONTAINER),
+        "initContainers": MergeList("name", CONTAINER),
+        "ephemeralContainers": MergeList("name", CONTAINER),
+        "volumes": MergeList("name", Struct(retain_keys=True)),
+        "imagePullSecrets": MergeList("name"),
+        "hostAliases": MergeList("ip"),
+        "topologySpreadConstraints": MergeList("topologyKey"),
+        "resourceClaims": MergeList("name"),
+        "schedulingGates": MergeList("name"),
+    }
+)
+POD_TEMPLATE = Struct({"metadata": METADATA, "spec": POD_SPEC})
+POD_STATUS = Struct(
+    {
+        "conditions": CONDITIONS,
+        "podIPs": MergeList("ip"),
+        "hostIPs": MergeList("ip"),
+    }
+)
+
+
+def _workload(strategy_field: str) -> Struct:
+    return Struct(
+        {
+            "metadata": METADATA,
+            "spec": Struct({"template": POD_TEMPLATE, strategy_field: Struct(retain_keys=True)}),
+            "status": Struct({"conditions": CONDITIONS}),
+        }
+    )
+
+
+SCHEMAS: Mapping[str, Struct] = {
+    "Pod": Struct({"metadata": METADATA, "spec": POD_SPEC, "status": POD_STATUS}),
+    "Node": Struct(
+        {
+            "metadata": METADATA,
+            "spec": Struct({"podCIDRs": MergeList(None)}),
+            "status": Struct({"conditions": CONDITIONS, "addresses": MergeList("type")}),
+        }
+    ),
+    "Namespace": Struct({"metadata": METADATA, "status": Struct({"conditions": CONDITIONS})}),
+    "Service": Struct({"metadata": METADATA, "spec": Struct({"ports": MergeList("port")})}),
+    "Deployment": _workload("strategy"),
+    "DaemonSet": _workload("updateStrategy"),
+    "StatefulSet": _workload("updateStrategy"),
+    "ReplicaSet": _workload("unused"),
+    "Job": Struct(
+        {"metadata": METADATA, "spec": Struct({"template": POD_TEMPLATE}), "status": Struct({"conditions": CONDITIONS})}
+    ),
+    "ServiceAccount": Struct({"metadata": METADATA, "secrets": MergeList("name")}),
+}
+DEFAULT = Struct({"metadata": METADATA})
+
+
+def schema_for(kind: str) -> Struct:
+    """The strategy tree of a built-in kind (metadata rules only for kinds not listed)."""
+    return SCHEMAS.get(kind, DEFAULT)

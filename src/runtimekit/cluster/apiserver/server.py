@@ -1,0 +1,204 @@
+"""`ApiServer`: the embedded Kubernetes-compatible API server, in-process or standalone.
+
+`ApiServer(...).start()` runs an aiohttp server on its own event loop in a background thread and
+returns once it accepts connections; `url` is then set (port 0 picks a free port) and `stop()` shuts
+it down. At start it restores objects from `state_dir` (when given) and creates the namespaces every
+cluster has (`default`, `kube-system`, `kube-public`, `kube-node-lease`). In-process code may also
+use `api` (write semantics) and `store` directly; both are thread-safe.
+Callers: test fixtures (`tests/fixtures/apiserver.py`), the embedded cluster, `runtimekit apiserver`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+
+from aiohttp import web
+
+from runtimekit.cluster.apiserver.discovery import KubernetesVersion
+from runtimekit.cluster.apiserver.handlers import Handlers
+from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
+from runtimekit.cluster.apiserver.operations import Api, KubeletHook
+from runtimekit.cluster.apiserver.persist import SqlitePersistence
+from runtimekit.cluster.apiserver.resources import ResourceTable
+from runtimekit.cluster.apiserver.store import Store
+from runtimekit.cluster.apiserver.tables import TableMaker
+from runtimekit.cluster.apiserver.watch import Waker
+from runtimekit.protocol import Protocol
+
+log = logging.getLogger(__name__)
+
+SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
+DEFAULT_VERSION = "1.31"
+MAX_BODY = 64 << 20
+
+
+class ApiServer:
+    """A started server serves `url`; `stop()` is idempotent."""
+
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        kubernetes_version: str = DEFAULT_VERSION,
+        state_dir: str | Path | None = None,
+        history_size: int = 100_000,
+        bookmark_interval: float = 60.0,
+        watch_timeout: float = 1800.0,
+        protocol: Protocol | None = None,
+        clock: Callable[[], float] = time.time,
+        seed: int | None = None,
+    ) -> None:
+        if not 0 <= port <= 65535:
+            raise ValueError(f"port must be 0-65535, got {port}")
+        if bookmark_interval <= 0 or watch_timeout <= 0:
+            raise ValueError("bookmark_interval and watch_timeout must be positive")
+        self.host, self.port = host, port
+        self.version = KubernetesVersion.parse(kubernetes_version)
+        self.bookmark_interval, self.watch_timeout = bookmark_interval, watch_timeout
+        self.table = ResourceTable.builtin()
+        self.maker = TableMaker(protocol or Protocol.default(), clock)
+        self._persistence = SqlitePersistence(state_dir) if state_dir is not None else None
+        start_rv = self._persistence.rv if self._persistence is not None else 0
+        self.store = Store(
+            facts=self.maker.facts, history_size=history_size, start_rv=start_rv, persistence=self._persistence
+        )
+        self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed))
+        self._restore()
+        self._bootstrap()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._runner: web.AppRunner | None = None
+        self._waker: Waker | None = None
+        self._ready = threading.Event()
+        self._failure: BaseException | None = None
+        self.url = ""
+
+    # state ------------------------------------------------------------------------------------
+
+    def _restore(self) -> None:
+        if self._persistence is None:
+            return
+        restored = 0
+        for storage, raw in self._persistence.load():
+            info = self.table.storage_resource(storage)
+            if info is None:
+                log.warning("state: skipping an object of %s, a kind this server no longer serves", storage)
+                continue
+            stored = self.store.load(info, raw)
+            restored += 1
+            if info.group == "apiextensions.k8s.io":
+                from runtimekit.cluster.apiserver.crds import crd_resources
+
+                self.table.add(crd_resources(stored.obj()))
+            elif info.kind == "Namespace" and stored.obj()["metadata"].get("deletionTimestamp"):
+                self.api.terminating.add(stored.name)
+        log.info("state: restored %d objects, resourceVersion %d", restored, self.store.rv)
+
+    def _bootstrap(self) -> None:
+        namespaces = self.api.resource("", "v1", "namespaces")
+        for name in SYSTEM_NAMESPACES:
+            if self.store.get(namespaces, "", name) is None:
+                self.api.create(namespaces, "", {"metadata": {"name": name}})
+
+    def add_kubelet_hook(self, hook: KubeletHook) -> None:
+        """Let a simulated kubelet carry out graceful deletion of the pods on the nodes it manages."""
+        self.api.kubelets.append(hook)
+
+    def remove_kubelet_hook(self, hook: KubeletHook) -> None:
+        if hook in self.api.kubelets:
+            self.api.kubelets.remove(hook)
+
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+        if not self.url:
+            raise RuntimeError("start the server before writing a kubeconfig for it")
+        return write_kubeconfig(path, self.url, namespace)
+
+    # lifecycle --------------------------------------------------------------------------------
+
+    def start(self, timeout: float = 30.0) -> ApiServer:
+        if self._thread is not None:
+            raise RuntimeError("the API server is already started")
+        self._thread = threading.Thread(target=self._run, name="runtimekit-apiserver", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout):
+            raise TimeoutError(f"the API server did not start within {timeout} s")
+        if self._failure is not None:
+            self._thread.join()
+            raise RuntimeError(f"the API server failed to start: {self._failure}") from self._failure
+        return self
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        asyncio.set_event_loop(loop)
+        try:
+            loop.run_until_complete(self._serve())
+        except BaseException as exc:  # reported to start()
+            self._failure = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            loop.run_forever()
+        finally:
+            loop.run_until_complete(self._shutdown())
+            loop.close()
+
+    async def _serve(self) -> None:
+        waker = Waker(asyncio.get_running_loop())
+        self._waker = waker
+        self.store.add_listener(waker.notify)
+        handlers = Handlers(
+            self.api,
+            self.maker,
+            self.version,
+            lambda: waker,
+            self.bookmark_interval,
+            self.watch_timeout,
+            lambda: f"{self.host}:{self.port}",
+        )
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{tail:.*}", handlers.handle)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.host, self.port)
+        await site.start()
+        server = site._server
+        sockets = getattr(server, "sockets", None) or []
+        if sockets:
+            self.port = sockets[0].getsockname()[1]
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        self.url = f"http://{host}:{self.port}"
+        log.info("API server (Kubernetes %s) serving on %s", self.version.git_version, self.url)
+
+    async def _shutdown(self) -> None:
+        if self._waker is not None:
+            self._waker.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    def stop(self) -> None:
+        loop, thread = self._loop, self._thread
+        if loop is not None and thread is not None and thread.is_alive():
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
+        self._thread = None
+        if self._persistence is not None:
+            self._persistence.close()
+            self._persistence = None
+
+    def __enter__(self) -> ApiServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

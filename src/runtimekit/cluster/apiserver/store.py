@@ -1,0 +1,359 @@
+"""Object storage: buckets of serialised objects, the global resourceVersion and the event history.
+
+Every object version is serialised once, when it is written: `Stored.raw` is the JSON served by get,
+list and watch, shared by every reader (a list is the stored bytes joined; a watch event is a prefix,
+the bytes and a suffix). Each write takes the next global resourceVersion and appends exactly one
+event to a bounded ring, so resourceVersion N is the N-th event: a watch resumes by reading the ring
+from its cursor, and a continue token can be served from a consistent snapshot by rolling the
+events since its resourceVersion back. Older resourceVersions raise `errors.expired` (410).
+
+Semantics (validation, defaults, finalizers) live in `operations.py`; this module only stores,
+indexes (by namespace through key order, and by a few selectable fields such as `spec.nodeName`)
+and notifies. It is thread-safe (one re-entrant lock); callers that read-check-write hold `lock`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtimekit.cluster.apiserver.errors import ApiError, expired, too_old_resource_version
+from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.cluster.apiserver.selectors import field_value
+
+Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+INDEXED_FIELDS = frozenset({"spec.nodeName", "involvedObject.name"})
+
+ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+
+
+def dumps(obj: Any) -> bytes:
+    """The one JSON encoding the server uses for objects it stores and serves."""
+    return json.dumps(obj, separators=(",", ":")).encode()
+
+
+@dataclass(slots=True, eq=False)
+class Stored:
+    """One version of one object. Immutable once stored, except the cache of converted views."""
+
+    namespace: str
+    name: str
+    rv: int
+    raw: bytes
+    labels: Mapping[str, str]
+    fields: Mapping[str, str]
+    facts: tuple[object, ...]
+    views: dict[str, bytes] = field(default_factory=dict)
+
+    @property
+    def key(self) -> Key:
+        return (self.namespace, self.name)
+
+    def obj(self) -> dict[str, Any]:
+        """A fresh, mutable copy of the object."""
+        value: dict[str, Any] = json.loads(self.raw)
+        return value
+
+
+class Facts(Protocol):
+    """Per-version values computed once at write time for tables (see `tables.TableMaker.facts`)."""
+
+    def __call__(self, info: ResourceInfo, obj: Mapping[str, Any]) -> tuple[object, ...]: ...
+
+
+class Persistence(Protocol):
+    """Durable storage of the current objects (`persist.SqlitePersistence`)."""
+
+    def put(self, storage: str, key: Key, raw: bytes, rv: int) -> None: ...
+
+    def delete(self, storage: str, key: Key, rv: int) -> None: ...
+
+
+class Event:
+    """One change: `new` is the version written (for DELETED, the last state at the deletion's RV),
+    `old` the version before it (None for ADDED). `cache` holds per-view encodings built on demand."""
+
+    __slots__ = ("cache", "new", "old", "rv", "storage", "type")
+
+    def __init__(self, rv: int, storage: str, type_: str, new: Stored, old: Stored | None) -> None:
+        self.rv = rv
+        self.storage = storage
+        self.type = type_
+        self.new = new
+        self.old = old
+        self.cache: dict[Any, Any] = {}
+
+
+class History:
+    """The last `size` events, indexed by resourceVersion (consecutive, one event per RV)."""
+
+    def __init__(self, size: int, first_rv: int) -> None:
+        if size < 1:
+            raise ValueError(f"history size must be at least 1, got {size}")
+        self.size = size
+        self._ring: list[Event | None] = [None] * size
+        self.first = first_rv  # the first RV this process records (older ones are gone after a restart)
+        self.last = first_rv - 1
+
+    def append(self, event: Event) -> None:
+        self._ring[event.rv % self.size] = event
+        self.last = event.rv
+
+    @property
+    def oldest(self) -> int:
+        return max(self.first, self.last - self.size + 1)
+
+    def after(self, rv: int, limit: int | None = None) -> list[Event]:
+        """Events with resourceVersion > rv, at most `limit`. Raises 410 when some are gone."""
+        if rv < self.oldest - 1:
+            raise too_old_resource_version(rv, self.oldest - 1)
+        end = self.last if limit is None else min(self.last, rv + limit)
+        ring, size = self._ring, self.size
+        return [ring[r % size] for r in range(rv + 1, end + 1)]  # type: ignore[misc]
+
+
+class Bucket:
+    """The objects of one storage key: a dict, a lazily sorted key list and field indexes."""
+
+    def __init__(self, info: ResourceInfo) -> None:
+        self.info = info
+        self.objects: dict[Key, Stored] = {}
+        self._keys: list[Key] = []
+        self._sorted = True
+        paths = {path for _, path in info.fields}
+        self.indexes: dict[str, dict[str, dict[Key, Stored]]] = {p: {} for p in INDEXED_FIELDS & paths}
+
+    def sorted_keys(self) -> list[Key]:
+        if not self._sorted:
+            self._keys = sorted(self.objects)
+            self._sorted = True
+        return self._keys
+
+    def insert(self, stored: Stored, previous: Stored | None) -> None:
+        key = stored.key
+        if previous is None:
+            if self._sorted and (not self._keys or key > self._keys[-1]):
+                self._keys.append(key)
+            else:
+                self._sorted = False
+        for path, index in self.indexes.items():
+            if previous is not None:
+                self._unindex(index, previous.fields.get(path, ""), key)
+            index.setdefault(stored.fields.get(path, ""), {})[key] = stored
+        self.objects[key] = stored
+
+    def discard(self, stored: Stored) -> None:
+        key = stored.key
+        self.objects.pop(key, None)
+        if self._sorted and self._keys and self._keys[-1] == key:
+            self._keys.pop()
+        else:
+            self._sorted = False
+        for path, index in self.indexes.items():
+            self._unindex(index, stored.fields.get(path, ""), key)
+
+    @staticmethod
+    def _unindex(index: dict[str, dict[Key, Stored]], value: str, key: Key) -> None:
+        entries = index.get(value)
+        if entries is not None:
+            entries.pop(key, None)
+            if not entries:
+                del index[value]
+
+    def candidates(self, namespace: str | None, pinned: tuple[str, str] | None) -> list[Key]:
+        """Sorted keys that may match: from a field index, a namespace range, or all."""
+        if pinned is not None and pinned[0] in self.indexes:
+            keys = sorted(self.indexes[pinned[0]].get(pinned[1], {}))
+            return keys if namespace is None else [k for k in keys if k[0] == namespace]
+        keys = self.sorted_keys()
+        if namespace is None:
+            return keys
+        lo = bisect.bisect_left(keys, (namespace, ""))
+        hi = bisect.bisect_left(keys, (namespace + "\x00", ""))
+        return keys[lo:hi]
+
+
+@dataclass(frozen=True)
+class Page:
+    items: list[Stored]
+    rv: int
+    next_start: Key | None  # the last key returned when more items match, else None
+
+
+class Store:
+    def __init__(
+        self,
+        *,
+        facts: Facts,
+        history_size: int = 100_000,
+        start_rv: int = 0,
+        persistence: Persistence | None = None,
+    ) -> None:
+        self.lock = threading.RLock()
+        self._facts = facts
+        self._rv = start_rv
+        self.history = History(history_size, start_rv + 1)
+        self._buckets: dict[str, Bucket] = {}
+        self._persistence = persistence
+        self._listeners: list[Callable[[], None]] = []
+
+    @property
+    def rv(self) -> int:
+        return self._rv
+
+    def add_listener(self, listener: Callable[[], None]) -> None:
+        """Call `listener()` after every write (from the writing thread, with the lock held)."""
+        self._listeners.append(listener)
+
+    def bucket(self, info: ResourceInfo) -> Bucket:
+        found = self._buckets.get(info.storage)
+        if found is None:
+            found = self._buckets[info.storage] = Bucket(info)
+        return found
+
+    def has_bucket(self, storage: str) -> bool:
+        return storage in self._buckets
+
+    def get(self, info: ResourceInfo, namespace: str, name: str) -> Stored | None:
+        found = self._buckets.get(info.storage)
+        return None if found is None else found.objects.get((namespace, name))
+
+    def count(self, info: ResourceInfo, namespace: str | None = None) -> int:
+        found = self._buckets.get(info.storage)
+        if found is None:
+            return 0
+        return len(found.objects) if namespace is None else len(found.candidates(namespace, None))
+
+    def make(self, info: ResourceInfo, obj: Mapping[str, Any], rv: int) -> Stored:
+        """Serialise one version (its metadata.resourceVersion must already be `rv`)."""
+        meta = obj.get("metadata") or {}
+        return Stored(
+            namespace=meta.get("namespace", "") if info.namespaced else "",
+            name=meta.get("name", ""),
+            rv=rv,
+            raw=dumps(obj),
+            labels=meta.get("labels") or {},
+            fields={path: field_value(obj, path) for _, path in info.fields},
+            facts=self._facts(info, obj),
+        )
+
+    def _commit(self, event: Event) -> None:
+        self.history.append(event)
+        for listener in self._listeners:
+            listener()
+
+    def put(self, info: ResourceInfo, obj: dict[str, Any], previous: Stored | None) -> Stored:
+        """Write a new version (ADDED when `previous` is None, else MODIFIED) with the next RV."""
+        with self.lock:
+            rv = self._rv + 1
+            obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+            stored = self.make(info, obj, rv)
+            self.bucket(info).insert(stored, previous)
+            self._rv = rv
+            if self._persistence is not None:
+                self._persistence.put(info.storage, stored.key, stored.raw, rv)
+            self._commit(Event(rv, info.storage, MODIFIED if previous else ADDED, stored, previous))
+            return stored
+
+    def remove(self, info: ResourceInfo, previous: Stored) -> Stored:
+        """Delete an object; the DELETED event carries its last state at the deletion's RV."""
+        with self.lock:
+            rv = self._rv + 1
+            obj = previous.obj()
+            obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
+            final = self.make(info, obj, rv)
+            self.bucket(info).discard(previous)
+            self._rv = rv
+            if self._persistence is not None:
+                self._persistence.delete(info.storage, previous.key, rv)
+            self._commit(Event(rv, info.storage, DELETED, final, previous))
+            return final
+
+    def load(self, info: ResourceInfo, raw: bytes) -> Stored:
+        """Restore a persisted object without an event (start-up only)."""
+        obj = json.loads(raw)
+        rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
+        stored = self.make(info, obj, rv)
+        self.bucket(info).insert(stored, self.get(info, stored.namespace, stored.name))
+        return stored
+
+    def objects(self, info: ResourceInfo, namespace: str | None = None) -> list[Stored]:
+        """The current objects in key order (a snapshot list)."""
+        with self.lock:
+            found = self._buckets.get(info.storage)
+            if found is None:
+                return []
+            return [found.objects[k] for k in found.candidates(namespace, None)]
+
+    def drop_bucket(self, storage: str) -> None:
+        with self.lock:
+            self._buckets.pop(storage, None)
+
+    def events_after(self, rv: int, limit: int) -> list[Event]:
+        with self.lock:
+            return self.history.after(rv, limit)
+
+    def _state_at(self, storage: str, rv: int) -> dict[Key, Stored | None]:
+        """For keys changed after `rv`: their version at `rv` (None when they did not exist)."""
+        overlay: dict[Key, Stored | None] = {}
+        try:
+            events = self.history.after(rv)
+        except ApiError:
+            raise expired(CONTINUE_TOO_OLD) from None
+        for event in events:
+            if event.storage == storage:
+                key = event.new.key
+                if key not in overlay:
+                    overlay[key] = event.old
+        return overlay
+
+    def page(
+        self,
+        info: ResourceInfo,
+        namespace: str | None,
+        match: Callable[[Stored], bool],
+        *,
+        pinned: tuple[str, str] | None = None,
+        start: Key | None = None,
+        limit: int = 0,
+        at_rv: int | None = None,
+    ) -> Page:
+        """Matching objects in key order after `start`, at most `limit` (0: all), as of `at_rv`
+        (None: now). `pinned` (path, value) lets a field index narrow the scan."""
+        with self.lock:
+            bucket = self._buckets.get(info.storage)
+            rv = self._rv if at_rv is None else at_rv
+            overlay = self._state_at(info.storage, at_rv) if at_rv is not None and at_rv < self._rv else {}
+            if bucket is None and not overlay:
+                return Page([], rv, None)
+            keys = bucket.candidates(namespace, pinned) if bucket is not None else []
+            current = bucket.objects if bucket is not None else {}
+            if overlay:
+                extra = [k for k in overlay if namespace is None or k[0] == namespace]
+                keys = sorted(set(keys).union(extra))
+            position = 0 if start is None else bisect.bisect_right(keys, start)
+            items: list[Stored] = []
+            for key in _slice(keys, position):
+                stored = overlay[key] if key in overlay else current.get(key)
+                if stored is None or not match(stored):
+                    continue
+                if limit and len(items) == limit:
+                    return Page(items, rv, items[-1].key)
+                items.append(stored)
+            return Page(items, rv, None)
+
+
+def _slice(keys: list[Key], start: int) -> Iterable[Key]:
+    return (keys[i] for i in range(start, len(keys)))
+
+
+CONTINUE_TOO_OLD = (
+    "The provided continue parameter is too old to display a consistent list result. You can start a new list "
+    "without the continue parameter, or use the continue token in this response to retrieve the remainder of the "
+    "results. Continuing with the provided token results in an inconsistent list - objects that were created, "
+    "modified, or deleted between the time the first chunk was returned and now may show up in the list."
+)

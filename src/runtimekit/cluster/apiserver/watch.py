@@ -1,0 +1,226 @@
+"""Watch streams: initial events, resuming from a resourceVersion, bookmarks, selector transitions.
+
+A `WatchStream` follows the store's event history from a cursor (`resourceVersion`), so a watch
+resumes exactly where a list or an earlier watch left off; nothing is queued per watcher and each
+object version's JSON is shared by all watchers (a line is a prefix, the stored bytes and a suffix).
+A cursor older than the retained history ends the stream with an ERROR event carrying a 410
+`Expired` Status, as the real server does. With selectors, an object that starts or stops matching
+is sent as ADDED or DELETED. `Waker` wakes all streams of the event loop after a write in any thread.
+Called by the HTTP layer with a `write` coroutine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimekit.cluster.apiserver.errors import ApiError
+from runtimekit.cluster.apiserver.listing import Filter, TableRequest, table_bytes
+from runtimekit.cluster.apiserver.operations import Api
+from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.cluster.apiserver.store import ADDED, DELETED, MODIFIED, Event, Stored, dumps
+from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
+
+INITIAL_EVENTS_END = "k8s.io/initial-events-end"
+_BATCH = 2000
+
+
+class Waker:
+    """One asyncio.Event per generation: a write sets the current one and starts the next."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._thread = threading.get_ident()
+        self._event = asyncio.Event()
+        self._pending = False
+        self.closing = False
+
+    def current(self) -> asyncio.Event:
+        return self._event
+
+    def notify(self) -> None:
+        """Store listener; safe from any thread, coalesces wake-ups from other threads."""
+        if threading.get_ident() == self._thread:
+            self._wake()
+        elif not self._pending:
+            self._pending = True
+            self._loop.call_soon_threadsafe(self._wake)
+
+    def _wake(self) -> None:
+        self._pending = False
+        event, self._event = self._event, asyncio.Event()
+        event.set()
+
+    def close(self) -> None:
+        self.closing = True
+        self._wake()
+
+
+@dataclass(frozen=True)
+class WatchRequest:
+    info: ResourceInfo
+    filter: Filter
+    start_rv: int | None  # None: begin with the current state as ADDED events
+    send_initial: bool = False  # sendInitialEvents=true: current state, then the initial-events-end bookmark
+    bookmarks: bool = False
+    timeout: float | None = None
+    table: TableRequest | None = None  # None: plain objects
+
+
+@dataclass
+class WatchStream:
+    api: Api
+    maker: TableMaker
+    waker: Waker
+    request: WatchRequest
+    write: Callable[[bytes], Awaitable[None]]
+    bookmark_interval: float = 60.0
+    clock: Callable[[], float] = time.monotonic
+    cursor: int = 0
+    _headers_sent: bool = field(default=False)
+
+    async def run(self) -> None:
+        deadline = None if self.request.timeout is None else self.clock() + self.request.timeout
+        try:
+            await self._start()
+            next_bookmark = self.clock() + self.bookmark_interval
+            while not self.waker.closing and (deadline is None or self.clock() < deadline):
+                if await self._pump():
+                    continue
+                now = self.clock()
+                if self.request.bookmarks and now >= next_bookmark:
+                    await self.write(self._bookmark(initial_end=False))
+                    next_bookmark = now + self.bookmark_interval
+                limit = next_bookmark if self.request.bookmarks else None
+                if deadline is not None:
+                    limit = deadline if limit is None else min(limit, deadline)
+                await self._wait(None if limit is None else max(0.0, limit - now))
+        except ApiError as exc:
+            await self.write(b'{"type":"ERROR","object":' + dumps(exc.status()) + b"}\n")
+
+    async def _start(self) -> None:
+        store = self.api.store
+        start = self.request.start_rv
+        if start is not None and start > store.rv:
+            raise _too_large(start, store.rv)
+        if start is not None and not self.request.send_initial:
+            store.events_after(start, 0)  # 410 now when the history no longer reaches back to it
+            self.cursor = start
+            return
+        with store.lock:
+            page = store.page(
+                self.request.info,
+                self.request.filter.namespace,
+                self.request.filter.matches,
+                pinned=self.request.filter.pinned,
+            )
+        self.cursor = page.rv
+        for chunk in _chunks(page.items, _BATCH):
+            await self.write(b"".join(self._line(ADDED, stored) for stored in chunk))
+        if self.request.send_initial:
+            await self.write(self._bookmark(initial_end=True))
+
+    async def _pump(self) -> bool:
+        """Send what happened after the cursor; False when there was nothing new."""
+        events = self.api.store.events_after(self.cursor, _BATCH)
+        if not events:
+            return False
+        out: list[bytes] = []
+        for event in events:
+            self.cursor = event.rv
+            if event.storage == self.request.info.storage:
+                line = self._render(event)
+                if line:
+                    out.append(line)
+        if out:
+            await self.write(b"".join(out))
+        return True
+
+    async def _wait(self, timeout: float | None) -> None:
+        event = self.waker.current()
+        if self.api.store.rv > self.cursor or self.waker.closing:
+            return
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(event.wait(), timeout)
+
+    def _render(self, event: Event) -> bytes | None:
+        flt = self.request.filter
+        if flt.namespace is not None and event.new.namespace != flt.namespace:
+            return None
+        if flt.everything:
+            return self._line(event.type, event.new)
+        now = event.type != DELETED and flt.matches(event.new)
+        before = event.old is not None and flt.matches(event.old)
+        if event.type == DELETED:
+            return self._line(DELETED, event.new) if before else None
+        if now:
+            return self._line(MODIFIED if before else ADDED, event.new)
+        if before and event.old is not None:
+            return self._line(DELETED, _old_at(self.api, self.request.info, event, event.old))
+        return None
+
+    def _line(self, kind: str, stored: Stored) -> bytes:
+        served = self.api.served(self.request.info, stored)
+        prefix = b'{"type":"' + kind.encode() + b'","object":'
+        if self.request.table is None:
+            return prefix + served + b"}\n"
+        table = TableRequest(self.request.table.version, self.request.table.include_object, not self._headers_sent)
+        self._headers_sent = True
+        body = table_bytes(
+            self.maker,
+            self.request.info,
+            [(stored, served)],
+            table,
+            rv=stored.rv,
+            pods_on_node=lambda node: pods_on_node(self.api, node),
+        )
+        return prefix + body + b"}\n"
+
+    def _bookmark(self, *, initial_end: bool) -> bytes:
+        info = self.request.info
+        meta: dict[str, Any] = {"resourceVersion": str(self.cursor), "creationTimestamp": None}
+        if initial_end:
+            meta["annotations"] = {INITIAL_EVENTS_END: "true"}
+        obj = {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}
+        return b'{"type":"BOOKMARK","object":' + dumps(obj) + b"}\n"
+
+
+def _chunks(items: list[Stored], size: int) -> list[list[Stored]]:
+    return [items[i : i + size] for i in range(0, len(items), size)]
+
+
+def _old_at(api: Api, info: ResourceInfo, event: Event, old: Stored) -> Stored:
+    """The previous content at the event's resourceVersion (what a watcher that stops matching gets)."""
+    cached = event.cache.get("old-at-rv")
+    if cached is None:
+        obj = old.obj()
+        obj["metadata"]["resourceVersion"] = str(event.rv)
+        cached = event.cache["old-at-rv"] = api.store.make(api.storage_of(info), obj, event.rv)
+    result: Stored = cached
+    return result
+
+
+def pods_on_node(api: Api, node: str) -> list[PodGpu]:
+    """What each pod bound to `node` adds to its GPU ALLOCATED cell."""
+    pods = api.table.lookup("", "v1", "pods")
+    if pods is None:
+        return []
+    page = api.store.page(pods, None, lambda _s: True, pinned=("spec.nodeName", node))
+    return [s.facts[1] for s in page.items if isinstance(s.facts[1], PodGpu)]
+
+
+def _too_large(requested: int, current: int) -> ApiError:
+    return ApiError(
+        504,
+        "Timeout",
+        f"Too large resource version: {requested}, current: {current}",
+        {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        },
+    )
