@@ -1,0 +1,245 @@
+"""The runtime's own per-GPU ledger of container allocations: it never over-commits a GPU.
+
+`AllocationBook` books shares of GPUs in a `runtimekit.model.Ledger` (one node, one column per GPU,
+all or nothing per container) and MIG devices exclusively by UUID. Booking the same shares again for
+the same (pod uid, container) returns the existing allocation (Allocate is idempotent); different
+shares are refused until the old ones are released. `restore` books allocations read back from a
+checkpoint or rebuilt from pods, reporting (not hiding) any that no longer fit. Not thread-safe: the
+runtime service serialises calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+
+from runtimekit.model import Gpu, Ledger, LedgerError, MigMode, NodeCapacity, NodeInventory, NodeName, Placement, PodKey
+from runtimekit.model.ledger import Slot
+from runtimekit.runtime.backend import DeviceInfo
+from runtimekit.runtime.errors import Code, ServiceError
+
+_UNLIMITED = NodeCapacity(cpu_milli=1 << 40, memory_mib=1 << 40, pods=1 << 30)
+
+
+@dataclass(frozen=True)
+class PodRef:
+    namespace: str
+    name: str
+    uid: str
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} ({self.uid})"
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A share of one GPU (or one MIG device, with its parent GPU) held by a container."""
+
+    uuid: str
+    index: int
+    core_milli: int
+    memory_mib: int
+    parent_uuid: str = ""
+
+    @property
+    def gpu_uuid(self) -> str:
+        """The physical GPU this grant is on."""
+        return self.parent_uuid or self.uuid
+
+
+@dataclass(frozen=True)
+class Allocation:
+    pod: PodRef
+    container: str
+    grants: tuple[Grant, ...]
+    created_unix_ms: int
+    device_ids: tuple[str, ...] = ()
+    resource_names: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return self.pod.uid, self.container
+
+    def same_grants(self, other: Allocation) -> bool:
+        return _amounts(self.grants) == _amounts(other.grants)
+
+
+@dataclass(frozen=True)
+class Requested:
+    """One share as a client asked for it (before validation)."""
+
+    uuid: str
+    core_milli: int
+    memory_mib: int
+
+
+def _amounts(grants: Iterable[Grant]) -> list[tuple[str, int, int]]:
+    return sorted((g.uuid, g.core_milli, g.memory_mib) for g in grants)
+
+
+def _pod_key(key: tuple[str, str]) -> PodKey:
+    return PodKey(f"{key[0]}/{key[1]}")
+
+
+class AllocationBook:
+    """See the module docstring."""
+
+    def __init__(self, node: str, devices: Sequence[DeviceInfo]) -> None:
+        self._node = NodeName(node)
+        self._devices: dict[str, DeviceInfo] = {d.uuid: d for d in devices}
+        self._migs = {m.uuid: (d, m) for d in devices for m in d.mig_devices}
+        self._positions: dict[str, int] = {d.uuid: i for i, d in enumerate(devices)}
+        self._ledger = Ledger()
+        inventory = NodeInventory(
+            self._node, tuple(Gpu(d.index, d.uuid, d.model, d.memory_mib, True, d.mig_mode) for d in devices)
+        )
+        self._ledger.table.set_node(inventory, _UNLIMITED)
+        self._allocations: dict[tuple[str, str], Allocation] = {}
+        self._mig_holders: dict[str, tuple[str, str]] = {}
+
+    def all(self) -> list[Allocation]:
+        return sorted(self._allocations.values(), key=lambda a: (a.created_unix_ms, a.key))
+
+    def get(self, uid: str, container: str) -> Allocation | None:
+        return self._allocations.get((uid, container))
+
+    def __len__(self) -> int:
+        return len(self._allocations)
+
+    def grants_for(self, requested: Sequence[Requested]) -> tuple[Grant, ...]:
+        """Validate requested shares against the devices; raises ServiceError (INVALID_ARGUMENT/NOT_FOUND)."""
+        if not requested:
+            raise ServiceError(Code.INVALID_ARGUMENT, "an allocation needs at least one GPU share")
+        grants = [self._grant(r) for r in requested]
+        return tuple(sorted(grants, key=lambda g: (self._devices[g.gpu_uuid].index, g.uuid)))
+
+    def _grant(self, share: Requested) -> Grant:
+        if share.core_milli < 0 or share.memory_mib < 0:
+            raise ServiceError(
+                Code.INVALID_ARGUMENT,
+                f"GPU {share.uuid}: amounts must not be negative (core {share.core_milli} milli, "
+                f"memory {share.memory_mib} MiB)",
+            )
+        if share.core_milli > 1000:
+            raise ServiceError(Code.INVALID_ARGUMENT, f"GPU {share.uuid}: {share.core_milli} milli is above one GPU")
+        device = self._devices.get(share.uuid)
+        if device is not None:
+            if share.memory_mib > device.memory_mib:
+                raise ServiceError(
+                    Code.INVALID_ARGUMENT,
+                    f"GPU {share.uuid}: asks {share.memory_mib} MiB of a {device.memory_mib} MiB GPU",
+                )
+            return Grant(share.uuid, device.index, share.core_milli, share.memory_mib)
+        if share.uuid in self._migs:
+            parent, mig = self._migs[share.uuid]
+            return Grant(share.uuid, parent.index, share.core_milli, min(share.memory_mib, mig.memory_mib), parent.uuid)
+        raise ServiceError(Code.NOT_FOUND, f"this node has no GPU or MIG device {share.uuid!r}")
+
+    def book(self, allocation: Allocation) -> tuple[Allocation, bool]:
+        """Book an allocation; returns (the allocation held, whether anything changed).
+
+        Raises ServiceError: FAILED_PRECONDITION when the container holds different shares or a GPU is
+        in MIG mode, RESOURCE_EXHAUSTED when a GPU or MIG device does not have room.
+        """
+        held = self._allocations.get(allocation.key)
+        if held is not None:
+            if not held.same_grants(allocation):
+                raise ServiceError(
+                    Code.FAILED_PRECONDITION,
+                    f"container {allocation.container!r} of pod {allocation.pod} already holds a different "
+                    "allocation; release it first",
+                )
+            merged = _merge_info(held, allocation)
+            self._allocations[allocation.key] = merged
+            return merged, merged != held
+        self._take(allocation, allow_unusable=False)
+        self._allocations[allocation.key] = allocation
+        return allocation, True
+
+    def _take(self, allocation: Allocation, allow_unusable: bool) -> None:
+        migs = [g for g in allocation.grants if g.parent_uuid]
+        for grant in migs:
+            holder = self._mig_holders.get(grant.uuid)
+            if holder is not None and holder != allocation.key:
+                raise ServiceError(Code.RESOURCE_EXHAUSTED, f"MIG device {grant.uuid} is held by another container")
+        gpus = [g for g in allocation.grants if not g.parent_uuid]
+        if not allow_unusable:
+            for grant in gpus:
+                if self._devices[grant.uuid].mig_mode is not MigMode.OFF:
+                    raise ServiceError(
+                        Code.FAILED_PRECONDITION,
+                        f"GPU {grant.uuid} is in MIG mode; ask for one of its MIG devices instead",
+                    )
+        slots = tuple(Slot(self._positions[g.uuid], g.core_milli, g.memory_mib) for g in gpus)
+        if slots:
+            try:
+                self._ledger.reserve(_pod_key(allocation.key), Placement(self._node, slots=slots), allow_unusable)
+            except LedgerError as exc:
+                raise ServiceError(Code.RESOURCE_EXHAUSTED, f"would over-commit: {exc}; {self._free(gpus)}") from None
+        for grant in migs:
+            self._mig_holders[grant.uuid] = allocation.key
+
+    def _free(self, grants: Iterable[Grant]) -> str:
+        free = self._ledger.table.free_gpus(self._node)
+        parts = []
+        for uuid in dict.fromkeys(g.uuid for g in grants):
+            core, mem = free[self._positions[uuid]]
+            parts.append(f"GPU {uuid} has {core} milli and {mem} MiB free")
+        return ", ".join(parts)
+
+    def release(self, uid: str, container: str = "") -> list[Allocation]:
+        """Release one container's allocation, or every one of the pod when `container` is empty."""
+        keys = [k for k in self._allocations if k[0] == uid and (not container or k[1] == container)]
+        released = []
+        for key in keys:
+            allocation = self._allocations.pop(key)
+            self._ledger.release(_pod_key(key))
+            for grant in allocation.grants:
+                if self._mig_holders.get(grant.uuid) == key:
+                    del self._mig_holders[grant.uuid]
+            released.append(allocation)
+        return released
+
+    def restore(self, allocations: Iterable[Allocation]) -> list[tuple[Allocation, str]]:
+        """Book allocations read back from a checkpoint or from pods, even on unhealthy GPUs.
+
+        Returns the ones that could not be booked (GPU gone, would over-commit) with the reason.
+        """
+        problems: list[tuple[Allocation, str]] = []
+        for allocation in allocations:
+            if allocation.key in self._allocations:
+                problems.append((allocation, "duplicate allocation for this container"))
+                continue
+            missing = [g.gpu_uuid for g in allocation.grants if g.gpu_uuid not in self._devices]
+            if missing:
+                problems.append((allocation, f"GPU {missing[0]} is not on this node any more"))
+                continue
+            try:
+                fixed = replace(allocation, grants=tuple(_reindex(g, self._devices) for g in allocation.grants))
+                self._take(fixed, allow_unusable=True)
+            except ServiceError as exc:
+                problems.append((allocation, exc.message))
+                continue
+            self._allocations[fixed.key] = fixed
+        return problems
+
+    def used(self) -> dict[str, tuple[int, int]]:
+        """Granted (core milli, memory MiB) per physical GPU UUID."""
+        out: dict[str, tuple[int, int]] = {}
+        for allocation in self._allocations.values():
+            for grant in allocation.grants:
+                core, mem = out.get(grant.gpu_uuid, (0, 0))
+                out[grant.gpu_uuid] = (core + grant.core_milli, mem + grant.memory_mib)
+        return out
+
+
+def _merge_info(held: Allocation, again: Allocation) -> Allocation:
+    """The held allocation with the device IDs and resource names of a repeated request added."""
+    ids = held.device_ids + tuple(i for i in again.device_ids if i not in held.device_ids)
+    names = held.resource_names + tuple(n for n in again.resource_names if n not in held.resource_names)
+    return replace(held, device_ids=ids, resource_names=names)
+
+
+def _reindex(grant: Grant, devices: dict[str, DeviceInfo]) -> Grant:
+    """A grant with the current index of its GPU (indexes may change between boots; UUIDs do not)."""
+    return replace(grant, index=devices[grant.gpu_uuid].index)

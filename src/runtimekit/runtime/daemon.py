@@ -1,0 +1,113 @@
+"""Assemble and run the node runtime: backend + isolation + service + gRPC server + reconcile loop.
+
+`build_runtime(options, pods, kubelet)` makes a `NodeRuntime` from typed options (the CLI fills them
+from flags; tests fill them directly); `RuntimeDaemon` starts it, serves it on its socket, runs the
+reconciliation loop every `reconcile_interval_s`, and stops it all cleanly (`stop()`, idempotent).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import grpc
+
+from runtimekit.protocol import Protocol
+from runtimekit.runtime.backend import FaultInjector, GpuBackend
+from runtimekit.runtime.grpc_api import serve
+from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
+from runtimekit.runtime.mps import MpsDaemon
+from runtimekit.runtime.nvml import NvmlBackend
+from runtimekit.runtime.pods import PodResourcesSource, PodSource
+from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+
+log = logging.getLogger(__name__)
+
+BACKENDS = ("nvml", "simulated")
+
+
+@dataclass(frozen=True)
+class RuntimeOptions:
+    backend: str
+    socket_path: str
+    state_dir: Path
+    node_name: str
+    protocol: Protocol = field(default_factory=Protocol.default)
+    isolation: str = "none"
+    simulate_gpus: str = "8xH200"
+    seed: int = 0
+    mps_pipe_dir: str = DEFAULT_MPS_PIPE_DIR
+    mps_log_dir: str = DEFAULT_MPS_LOG_DIR
+    hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR
+    reconcile_interval_s: float = 30.0
+    reconcile_grace_s: float = 30.0
+
+
+def build_backend(options: RuntimeOptions) -> tuple[GpuBackend, FaultInjector | None]:
+    """The GPU backend named by the options. Raises ValueError or BackendError with the reason."""
+    if options.backend == "simulated":
+        simulated = SimulatedBackend(options.node_name, parse_gpu_spec(options.simulate_gpus), seed=options.seed)
+        return simulated, simulated
+    if options.backend == "nvml":
+        nvml = NvmlBackend()
+        nvml.open()
+        return nvml, None
+    raise ValueError(f"unknown backend {options.backend!r}; choose one of {', '.join(BACKENDS)}")
+
+
+def build_runtime(
+    options: RuntimeOptions, pods: PodSource | None = None, kubelet: PodResourcesSource | None = None
+) -> NodeRuntime:
+    isolation = make_isolation(options.isolation, options.mps_pipe_dir, options.hami_lib_dir)
+    backend, injector = build_backend(options)
+    mps = MpsDaemon(options.mps_pipe_dir, options.mps_log_dir) if options.isolation == "mps" else None
+    settings = RuntimeSettings(
+        node_name=options.node_name,
+        state_dir=options.state_dir,
+        protocol=options.protocol,
+        reconcile_grace_s=options.reconcile_grace_s,
+    )
+    return NodeRuntime(settings, backend, isolation, mps=mps, pods=pods, kubelet=kubelet, injector=injector)
+
+
+class RuntimeDaemon:
+    """A started runtime serving on its socket, with its reconciliation loop."""
+
+    def __init__(self, runtime: NodeRuntime, socket_path: str, reconcile_interval_s: float = 30.0) -> None:
+        self.runtime = runtime
+        self.socket_path = socket_path
+        self._interval = reconcile_interval_s
+        self._stop = threading.Event()
+        self._server: grpc.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> RuntimeDaemon:
+        self.runtime.start()
+        self._server = serve(self.runtime, self.socket_path)
+        log.info("runtime serving on %s", self.socket_path)
+        if self._interval > 0:
+            self._thread = threading.Thread(target=self._reconcile_loop, name="runtime-reconcile", daemon=True)
+            self._thread.start()
+        return self
+
+    def _reconcile_loop(self) -> None:
+        while not self._stop.wait(self._interval):
+            try:
+                self.runtime.reconcile()
+            except Exception:  # the loop must outlive one bad round; the next one retries
+                log.exception("reconciliation failed")
+
+    def stop(self, grace_s: float = 1.0) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self.runtime.close()
+        if self._server is not None:
+            self._server.stop(grace_s).wait()
+        if self._thread is not None:
+            self._thread.join(timeout=5.0)
+        Path(self.socket_path).unlink(missing_ok=True)
+        log.info("runtime stopped")

@@ -1,0 +1,142 @@
+"""Isolation backends: what a container gets (env, mounts, device nodes, CDI names) for its grants.
+
+Every backend makes the granted GPUs visible: `NVIDIA_VISIBLE_DEVICES` (UUIDs, in the order of the
+container's device ordinals), CDI names `nvidia.com/gpu=<uuid>` and the `/dev/nvidia*` nodes. Then:
+- `mps`: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the smallest compute share, in percent, at least 1),
+  `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` (`0=<N>M,1=<N>M`, MiB per ordinal as the container sees it),
+  `CUDA_MPS_PIPE_DIRECTORY` and a mount of the host pipe folder (protocols.md §5.1);
+- `hami-core`: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<N>m` per ordinal and `CUDA_DEVICE_SM_LIMIT` (percent),
+  with HAMi-core's library folder mounted and preloaded;
+- `none`: visibility only.
+Pure: no I/O. Callers: the runtime service's Allocate.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from runtimekit.runtime.allocations import Grant
+from runtimekit.runtime.backend import DeviceInfo
+
+CDI_KIND = "nvidia.com/gpu"
+CONTROL_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
+DEFAULT_MPS_PIPE_DIR = "/run/lj-runtimekit/mps/pipe"
+DEFAULT_MPS_LOG_DIR = "/run/lj-runtimekit/mps/log"
+DEFAULT_HAMI_LIB_DIR = "/usr/local/vgpu"
+HAMI_LIBRARY = "libvgpu.so"
+
+
+@dataclass(frozen=True)
+class MountSpec:
+    container_path: str
+    host_path: str
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class DeviceNodeSpec:
+    container_path: str
+    host_path: str
+    permissions: str = "rw"
+
+
+@dataclass(frozen=True)
+class ContainerEdits:
+    envs: Mapping[str, str] = field(default_factory=dict)
+    mounts: tuple[MountSpec, ...] = ()
+    devices: tuple[DeviceNodeSpec, ...] = ()
+    cdi_devices: tuple[str, ...] = ()
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+
+class Isolation(Protocol):
+    """Turns a container's grants into container edits."""
+
+    @property
+    def name(self) -> str: ...
+
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+        """Edits for grants (ordered as the container's device ordinals); `devices` maps GPU UUIDs."""
+        ...
+
+
+def visibility(grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+    """What every backend returns: the granted GPUs (or MIG devices) and their device nodes."""
+    uuids = [g.uuid for g in grants]
+    minors = sorted({devices[g.gpu_uuid].minor for g in grants})
+    nodes = tuple(DeviceNodeSpec(f"/dev/nvidia{m}", f"/dev/nvidia{m}") for m in minors)
+    nodes += tuple(DeviceNodeSpec(path, path) for path in CONTROL_DEVICES)
+    return ContainerEdits(
+        envs={"NVIDIA_VISIBLE_DEVICES": ",".join(uuids)},
+        devices=nodes,
+        cdi_devices=tuple(f"{CDI_KIND}={u}" for u in uuids),
+    )
+
+
+def percent(core_milli: int) -> int:
+    """A compute share in whole percent, at least 1 (MPS and HAMi-core reject 0)."""
+    return max(1, min(100, core_milli // 10))
+
+
+def _memory_mib(grant: Grant, devices: Mapping[str, DeviceInfo]) -> int:
+    """The memory limit of a grant: what was granted, or the whole GPU when no memory was named."""
+    return grant.memory_mib or devices[grant.gpu_uuid].memory_mib
+
+
+def _with(base: ContainerEdits, envs: Mapping[str, str], mounts: tuple[MountSpec, ...] = ()) -> ContainerEdits:
+    return ContainerEdits({**base.envs, **envs}, base.mounts + mounts, base.devices, base.cdi_devices, base.annotations)
+
+
+class NoIsolation:
+    name = "none"
+
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+        return visibility(grants, devices)
+
+
+class MpsIsolation:
+    name = "mps"
+
+    def __init__(self, pipe_dir: str = DEFAULT_MPS_PIPE_DIR) -> None:
+        self.pipe_dir = pipe_dir
+
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+        limits = ",".join(f"{i}={_memory_mib(g, devices)}M" for i, g in enumerate(grants))
+        envs = {
+            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(min(percent(g.core_milli) for g in grants)),
+            "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": limits,
+            "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
+        }
+        return _with(visibility(grants, devices), envs, (MountSpec(self.pipe_dir, self.pipe_dir),))
+
+
+class HamiCoreIsolation:
+    name = "hami-core"
+
+    def __init__(self, lib_dir: str = DEFAULT_HAMI_LIB_DIR) -> None:
+        self.lib_dir = lib_dir
+
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+        envs = {f"CUDA_DEVICE_MEMORY_LIMIT_{i}": f"{_memory_mib(g, devices)}m" for i, g in enumerate(grants)}
+        envs["CUDA_DEVICE_SM_LIMIT"] = str(min(percent(g.core_milli) for g in grants))
+        envs["LD_PRELOAD"] = f"{DEFAULT_HAMI_LIB_DIR}/{HAMI_LIBRARY}"
+        mounts = (MountSpec(DEFAULT_HAMI_LIB_DIR, self.lib_dir, read_only=True),)
+        return _with(visibility(grants, devices), envs, mounts)
+
+
+ISOLATIONS = ("mps", "hami-core", "none")
+
+
+def make_isolation(
+    name: str, mps_pipe_dir: str = DEFAULT_MPS_PIPE_DIR, hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR
+) -> Isolation:
+    """The isolation backend called `name`; ValueError lists the known ones."""
+    if name == "mps":
+        return MpsIsolation(mps_pipe_dir)
+    if name == "hami-core":
+        return HamiCoreIsolation(hami_lib_dir)
+    if name == "none":
+        return NoIsolation()
+    raise ValueError(f"unknown isolation {name!r}; choose one of {', '.join(ISOLATIONS)}")

@@ -1,0 +1,282 @@
+"""The NVML GPU backend: real GPUs through `pynvml` (PyPI `nvidia-ml-py`), read-only.
+
+Enumerates index, UUID, model, memory, minor number, NUMA node, MIG mode and MIG devices; samples
+utilisation, memory, temperature, power and volatile ECC counts; watches XID and ECC events in a
+thread on an NVML event set (protocols.md §5.2: register XidCritical|DoubleBitEcc|SingleBitEcc masked
+by what the GPU supports, wait with a timeout, loop on Timeout). It never changes MIG mode, compute
+mode or clocks. The `pynvml` module is injectable so tests run its code paths with patched functions.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from runtimekit.model import GPU_MODELS, GpuUUID, MigMode
+from runtimekit.runtime.backend import (
+    BackendError,
+    DeviceInfo,
+    EventKind,
+    GpuLoad,
+    GpuSample,
+    HealthEvent,
+    HealthListener,
+    MigDeviceInfo,
+    label_safe_model,
+)
+
+log = logging.getLogger(__name__)
+
+NVML_ERROR_NOT_SUPPORTED = 3
+NVML_ERROR_NOT_FOUND = 6
+NVML_ERROR_TIMEOUT = 10
+NVML_ERROR_GPU_IS_LOST = 15
+EVENT_SINGLE_BIT_ECC = 0x1
+EVENT_DOUBLE_BIT_ECC = 0x2
+EVENT_XID_CRITICAL = 0x8
+WANTED_EVENTS = EVENT_XID_CRITICAL | EVENT_DOUBLE_BIT_ECC | EVENT_SINGLE_BIT_ECC
+_MIG_NAME_RE = re.compile(r"((?:\d+c\.)?\d+g\.\d+gb)")
+_MIB = 1 << 20
+_PRODUCT_TO_MODEL = {spec.product: spec.name for spec in GPU_MODELS.values()}
+
+
+def nvml_error_code(exc: BaseException) -> int | None:
+    """The NVML return code carried by an NVMLError (its `.value`), else None."""
+    value = getattr(exc, "value", None)
+    return value if isinstance(value, int) else None
+
+
+def short_model(product: str) -> str:
+    """The scheduler's model name for an NVML product name (`NVIDIA H200` -> `H200`)."""
+    return _PRODUCT_TO_MODEL.get(product) or label_safe_model(product.removeprefix("NVIDIA "))
+
+
+class NvmlBackend:
+    """Real GPUs through NVML; see the module docstring. `open()` must succeed before use."""
+
+    def __init__(self, nvml: Any | None = None, event_timeout_ms: int = 1000, clock: Callable[[], float] = time.time):
+        if nvml is None:
+            import pynvml
+
+            nvml = pynvml
+        self._nvml = nvml
+        self._timeout_ms = event_timeout_ms
+        self._clock = clock
+        self._handles: dict[GpuUUID, Any] = {}
+        self._devices: list[DeviceInfo] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._opened = False
+
+    @property
+    def name(self) -> str:
+        return "nvml"
+
+    def open(self) -> None:
+        """Load the driver library and enumerate the GPUs. Raises BackendError with the reason."""
+        n = self._nvml
+        try:
+            n.nvmlInit()
+        except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ... all mean: no usable GPU
+            raise BackendError(f"NVML cannot start (no NVIDIA driver or library?): {exc}") from exc
+        self._opened = True
+        try:
+            count = n.nvmlDeviceGetCount()
+            self._devices = [self._read_device(i) for i in range(count)]
+        except BackendError:
+            raise
+        except Exception as exc:
+            raise BackendError(f"NVML cannot enumerate the GPUs: {exc}") from exc
+
+    def _read_device(self, index: int) -> DeviceInfo:
+        n = self._nvml
+        handle = n.nvmlDeviceGetHandleByIndex(index)
+        uuid = GpuUUID(_text(n.nvmlDeviceGetUUID(handle)))
+        product = _text(n.nvmlDeviceGetName(handle))
+        memory = n.nvmlDeviceGetMemoryInfo(handle)
+        mig_mode = self._mig_mode(handle)
+        self._handles[uuid] = handle
+        return DeviceInfo(
+            index=index,
+            uuid=uuid,
+            model=short_model(product),
+            product=product,
+            memory_mib=int(memory.total) // _MIB,
+            minor=self._optional(n.nvmlDeviceGetMinorNumber, handle, default=index),
+            numa_node=self._optional(n.nvmlDeviceGetNumaNodeId, handle, default=-1),
+            mig_mode=mig_mode,
+            mig_devices=tuple(self._mig_devices(handle)) if mig_mode is not MigMode.OFF else (),
+        )
+
+    def _optional(self, read: Callable[..., Any], *args: Any, default: int) -> int:
+        """`int(read(*args))`, or `default` when NVML says no (NotSupported, NoPermission, ...)."""
+        try:
+            return int(read(*args))
+        except Exception as exc:
+            if nvml_error_code(exc) is None and not isinstance(exc, AttributeError):
+                raise
+            return default
+
+    def _mig_mode(self, handle: Any) -> MigMode:
+        try:
+            current, _pending = self._nvml.nvmlDeviceGetMigMode(handle)
+        except Exception as exc:
+            if nvml_error_code(exc) is None:
+                raise
+            return MigMode.OFF  # NotSupported: a GPU without MIG
+        return MigMode.STATIC if current == 1 else MigMode.OFF
+
+    def _mig_devices(self, handle: Any) -> list[MigDeviceInfo]:
+        n = self._nvml
+        out: list[MigDeviceInfo] = []
+        for slot in range(n.nvmlDeviceGetMaxMigDeviceCount(handle)):
+            try:
+                mig = n.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
+            except Exception as exc:
+                if nvml_error_code(exc) == NVML_ERROR_NOT_FOUND:
+                    continue  # an empty slot
+                raise
+            memory_mib = int(n.nvmlDeviceGetMemoryInfo(mig).total) // _MIB
+            match = _MIG_NAME_RE.search(_text(n.nvmlDeviceGetName(mig)))
+            profile = match.group(1) if match else f"{memory_mib // 1024}gb"
+            out.append(
+                MigDeviceInfo(
+                    uuid=_text(n.nvmlDeviceGetUUID(mig)),
+                    profile=profile,
+                    gpu_instance_id=self._optional(n.nvmlDeviceGetGpuInstanceId, mig, default=0),
+                    compute_instance_id=self._optional(n.nvmlDeviceGetComputeInstanceId, mig, default=0),
+                    memory_mib=memory_mib,
+                )
+            )
+        return out
+
+    def devices(self) -> Sequence[DeviceInfo]:
+        if not self._opened:
+            raise BackendError("NVML backend used before open()")
+        return list(self._devices)
+
+    # -- samples -------------------------------------------------------------------------------
+    def sample(self, load: Mapping[GpuUUID, GpuLoad]) -> Sequence[GpuSample]:
+        return [self._sample_one(info) for info in self._devices]
+
+    def _sample_one(self, info: DeviceInfo) -> GpuSample:
+        n = self._nvml
+        handle = self._handles[info.uuid]
+        try:
+            util = n.nvmlDeviceGetUtilizationRates(handle)
+            memory = n.nvmlDeviceGetMemoryInfo(handle)
+            temperature = float(n.nvmlDeviceGetTemperature(handle, 0))  # NVML_TEMPERATURE_GPU
+        except Exception as exc:
+            code = nvml_error_code(exc)
+            if code is None:
+                raise
+            log.warning("GPU %s (%s) cannot be read: %s", info.index, info.uuid, exc)
+            return GpuSample(info.uuid, 0.0, 0.0, 0, info.memory_mib, 0.0, 0.0, 0.0, 0, 0, info.mig_mode, lost=True)
+        power = self._optional(n.nvmlDeviceGetPowerUsage, handle, default=0) / 1000.0
+        limit = self._optional(n.nvmlDeviceGetEnforcedPowerLimit, handle, default=0) / 1000.0
+        return GpuSample(
+            uuid=info.uuid,
+            utilization_percent=float(util.gpu),
+            memory_utilization_percent=float(util.memory),
+            memory_used_mib=int(memory.used) // _MIB,
+            memory_total_mib=int(memory.total) // _MIB,
+            temperature_celsius=temperature,
+            power_watts=power,
+            power_limit_watts=limit,
+            ecc_corrected=self._ecc(handle, 0),
+            ecc_uncorrected=self._ecc(handle, 1),
+            mig_mode=self._mig_mode(handle),
+        )
+
+    def _ecc(self, handle: Any, error_type: int) -> int:
+        # NVML_MEMORY_ERROR_TYPE_{CORRECTED=0,UNCORRECTED=1}, NVML_VOLATILE_ECC=0; consumer GPUs: NotSupported.
+        return self._optional(self._nvml.nvmlDeviceGetTotalEccErrors, handle, error_type, 0, default=0)
+
+    # -- events --------------------------------------------------------------------------------
+    def start_events(self, listener: HealthListener) -> None:
+        if self._thread is not None:
+            raise RuntimeError("start_events called twice")
+        event_set = self._nvml.nvmlEventSetCreate()
+        for info in self._devices:
+            self._register(event_set, info)
+        self._thread = threading.Thread(
+            target=self._event_loop, args=(event_set, listener), name="nvml-events", daemon=True
+        )
+        self._thread.start()
+
+    def _register(self, event_set: Any, info: DeviceInfo) -> None:
+        n = self._nvml
+        handle = self._handles[info.uuid]
+        try:
+            mask = WANTED_EVENTS & int(n.nvmlDeviceGetSupportedEventTypes(handle))
+            if mask:
+                n.nvmlDeviceRegisterEvents(handle, mask, event_set)
+        except Exception as exc:
+            if nvml_error_code(exc) is None:
+                raise
+            log.warning("GPU %s (%s): no health events (too old for health checks?): %s", info.index, info.uuid, exc)
+
+    def _event_loop(self, event_set: Any, listener: HealthListener) -> None:
+        n = self._nvml
+        try:
+            while not self._stop.is_set():
+                try:
+                    data = n.nvmlEventSetWait(event_set, self._timeout_ms)
+                except Exception as exc:
+                    if nvml_error_code(exc) == NVML_ERROR_TIMEOUT:
+                        continue
+                    if nvml_error_code(exc) is None:
+                        raise
+                    log.error("NVML event wait failed, marking every GPU unhealthy: %s", exc)
+                    listener(HealthEvent(EventKind.ERROR, None, self._now_ms(), detail=f"NVML event wait: {exc}"))
+                    self._stop.wait(1.0)
+                    continue
+                for event in self._translate(data):
+                    listener(event)
+        finally:
+            try:
+                n.nvmlEventSetFree(event_set)
+            except Exception as exc:  # shutting down; nothing left to do with the error
+                log.debug("nvmlEventSetFree: %s", exc)
+
+    def _translate(self, data: Any) -> list[HealthEvent]:
+        try:
+            uuid: GpuUUID | None = GpuUUID(_text(self._nvml.nvmlDeviceGetUUID(data.device)))
+        except Exception as exc:
+            if nvml_error_code(exc) is None:
+                raise
+            uuid = None
+        kind = int(data.eventType)
+        now = self._now_ms()
+        events = []
+        if kind & EVENT_XID_CRITICAL:
+            events.append(HealthEvent(EventKind.XID, uuid, now, xid=int(data.eventData)))
+        if kind & EVENT_DOUBLE_BIT_ECC:
+            events.append(HealthEvent(EventKind.ECC, uuid, now, uncorrectable=True, detail="double-bit ECC"))
+        if kind & EVENT_SINGLE_BIT_ECC:
+            events.append(HealthEvent(EventKind.ECC, uuid, now, detail="single-bit ECC"))
+        return events
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def close(self) -> None:
+        self._stop.set()
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.join(timeout=self._timeout_ms / 1000.0 + 2.0)
+        if self._opened:
+            self._opened = False
+            try:
+                self._nvml.nvmlShutdown()
+            except Exception as exc:
+                log.debug("nvmlShutdown: %s", exc)
+
+
+def _text(value: object) -> str:
+    """NVML strings are str in Python 3 (convertStrBytes); older bindings gave bytes."""
+    return value.decode() if isinstance(value, bytes) else str(value)

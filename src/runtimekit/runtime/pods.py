@@ -1,0 +1,156 @@
+"""Where the runtime learns which pods live on its node, and what follows from them.
+
+Two sources, both optional: `PodSource` (the API server: pods bound to this node, as manifests; the
+real one is `runtimekit.kube.nodeapi.KubeNodeApi`, tests pass a list) and `PodResourcesSource`
+(kubelet's PodResources API: the (namespace, name) of the pods kubelet runs).
+- `allocations_from_pods` rebuilds allocations from the assignment annotations when the checkpoint
+  is corrupt.
+- `stale_allocations` decides which allocations to release: a pod is gone when every available
+  source says so (absent, or finished), and only after a grace period, so a pod admitted a moment
+  ago is never released by a list taken before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import grpc
+
+from runtimekit.api.kubelet import unix_target
+from runtimekit.api.podresources.v1 import podresources_pb2 as pr
+from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
+from runtimekit.model import Assignment, AssignmentError
+from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.runtime.allocations import Allocation, Grant, PodRef
+
+FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
+
+
+class PodSource(Protocol):
+    """The pods bound to a node, as the API server returns them."""
+
+    def list_node_pods(self, node: str) -> Sequence[Mapping[str, Any]]:
+        """Every pod whose spec.nodeName is `node`. Raises on any failure (never a partial list)."""
+        ...
+
+
+class PodResourcesSource(Protocol):
+    """The pods kubelet runs on this node."""
+
+    def running_pods(self) -> set[tuple[str, str]]:
+        """(namespace, name) of every pod kubelet lists. Raises on failure."""
+        ...
+
+
+@dataclass(frozen=True)
+class StaticPods:
+    """A PodSource over a fixed list (tests, and the embedded cluster before it has an API server)."""
+
+    pods: Sequence[Mapping[str, Any]]
+
+    def list_node_pods(self, node: str) -> list[Mapping[str, Any]]:
+        return [p for p in self.pods if (p.get("spec") or {}).get("nodeName") == node]
+
+
+class KubeletPodResources:
+    """The PodResources API client on kubelet's socket."""
+
+    def __init__(self, socket_path: str, timeout_s: float = 5.0) -> None:
+        self.socket_path = socket_path
+        self._timeout = timeout_s
+
+    def running_pods(self) -> set[tuple[str, str]]:
+        with grpc.insecure_channel(unix_target(self.socket_path)) as channel:
+            stub = pr_grpc.PodResourcesListerStub(channel)  # type: ignore[no-untyped-call]
+            reply: pr.ListPodResourcesResponse = stub.List(pr.ListPodResourcesRequest(), timeout=self._timeout)
+        return {(p.namespace, p.name) for p in reply.pod_resources}
+
+
+def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = pod.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def pod_ref(pod: Mapping[str, Any]) -> PodRef:
+    meta = _meta(pod)
+    return PodRef(str(meta.get("namespace", "default")), str(meta.get("name", "")), str(meta.get("uid", "")))
+
+
+def is_finished(pod: Mapping[str, Any]) -> bool:
+    status = pod.get("status")
+    return isinstance(status, Mapping) and status.get("phase") in FINISHED_PHASES
+
+
+def allocations_from_pods(
+    pods: Iterable[Mapping[str, Any]], node: str, protocol: KitProtocol, now_ms: int
+) -> tuple[list[Allocation], list[str]]:
+    """Allocations of the live pods of `node` that carry an assignment for it, and what was skipped why."""
+    found: list[Allocation] = []
+    skipped: list[str] = []
+    key = protocol.annotations.assignment
+    for pod in pods:
+        ref = pod_ref(pod)
+        annotations = _meta(pod).get("annotations") or {}
+        text = annotations.get(key) if isinstance(annotations, Mapping) else None
+        if text is None or is_finished(pod) or (pod.get("spec") or {}).get("nodeName") != node:
+            continue
+        try:
+            assignment = Assignment.from_annotation(str(text))
+        except AssignmentError as exc:
+            skipped.append(f"pod {ref}: {exc}")
+            continue
+        if assignment.node != node:
+            skipped.append(f"pod {ref}: assigned to node {assignment.node}, not {node}")
+            continue
+        for container, shares in assignment.containers.items():
+            grants = tuple(Grant(s.uuid, s.index, s.core_milli, s.memory_mib, s.parent_uuid or "") for s in shares)
+            if grants:
+                found.append(Allocation(ref, container, grants, now_ms, resource_names=("recovered-from-pods",)))
+    return found, skipped
+
+
+def stale_allocations(
+    allocations: Iterable[Allocation],
+    api_pods: Sequence[Mapping[str, Any]] | None,
+    kubelet_pods: set[tuple[str, str]] | None,
+    now_ms: int,
+    grace_ms: int,
+) -> list[tuple[Allocation, str]]:
+    """The allocations whose pod is gone, with why. None for a source means it could not be asked."""
+    if api_pods is None and kubelet_pods is None:
+        return []
+    live_uids = {pod_ref(p).uid: p for p in api_pods} if api_pods is not None else None
+    api_names = {(pod_ref(p).namespace, pod_ref(p).name) for p in api_pods} if api_pods is not None else set()
+    stale = []
+    for allocation in allocations:
+        if now_ms - allocation.created_unix_ms < grace_ms:
+            continue
+        pod = allocation.pod
+        if live_uids is not None and pod.uid not in live_uids and (pod.namespace, pod.name) in api_names:
+            stale.append((allocation, "replaced by a new pod of the same name"))
+            continue
+        reason = _gone(pod, live_uids, kubelet_pods)
+        if reason:
+            stale.append((allocation, reason))
+    return stale
+
+
+def _gone(
+    pod: PodRef, live_uids: Mapping[str, Mapping[str, Any]] | None, kubelet_pods: set[tuple[str, str]] | None
+) -> str:
+    """Why the pod counts as gone, or "" while any source still shows it running."""
+    reasons = []
+    if live_uids is not None:
+        manifest = live_uids.get(pod.uid)
+        if manifest is not None and is_finished(manifest):
+            return f"pod is {manifest['status']['phase']}"
+        if manifest is not None:
+            return ""
+        reasons.append("not on this node in the API server")
+    if kubelet_pods is not None:
+        if (pod.namespace, pod.name) in kubelet_pods:
+            return ""
+        reasons.append("not listed by kubelet's PodResources")
+    return "; ".join(reasons)

@@ -1,0 +1,451 @@
+"""The node runtime as a plain service: devices and health, allocations, the on/off switch, raw data.
+
+`NodeRuntime` holds the logic behind every RPC of `runtimekit.v1` (the gRPC adapters in
+`grpc_api.py` only translate messages). Guarantees:
+- it never over-commits a GPU, whatever it is asked (`AllocationBook`), and refuses with a
+  `ServiceError` whose code says why;
+- Allocate is idempotent per (pod uid, container); Release is idempotent;
+- every change of the allocations is in the checkpoint before the call returns; a corrupt
+  checkpoint is reported (log + status) and rebuilt from the node's pods, never silently emptied:
+  until it is rebuilt, new allocations are refused with UNAVAILABLE;
+- Disable refuses new allocations and keeps running ones; the switch persists across restarts.
+Thread-safe: one lock around allocation state; device health has its own (see `DeviceTable`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from runtimekit import __version__
+from runtimekit.api.runtime_features import API_LEVEL, FEATURES
+from runtimekit.model import GpuUUID
+from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.runtime.allocations import Allocation, AllocationBook, PodRef, Requested
+from runtimekit.runtime.backend import (
+    DeviceInfo,
+    EventKind,
+    Fault,
+    FaultInjector,
+    GpuBackend,
+    GpuLoad,
+    GpuSample,
+    HealthEvent,
+)
+from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, XidRecord
+from runtimekit.runtime.errors import Code, ServiceError
+from runtimekit.runtime.isolation import ContainerEdits, Isolation
+from runtimekit.runtime.mps import MpsDaemon, MpsState
+from runtimekit.runtime.pods import PodResourcesSource, PodSource, allocations_from_pods, stale_allocations
+from runtimekit.runtime.state import CheckpointCorrupt, ConfigState, StateDir
+
+log = logging.getLogger(__name__)
+
+
+class CheckpointStatus(StrEnum):
+    OK = "ok"
+    RECOVERED = "recovered"
+    UNRECOVERED = "unrecovered"
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    node_name: str
+    state_dir: Path
+    protocol: KitProtocol
+    runtime_version: str = __version__
+    reconcile_grace_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    runtime_version: str
+    api_level: int
+    features: tuple[str, ...]
+    backend: str
+    isolation: str
+    node_name: str
+    protocol_fingerprint: str
+
+
+@dataclass(frozen=True)
+class AllocateInput:
+    pod: PodRef
+    container: str
+    shares: tuple[Requested, ...]
+    resource_name: str = ""
+    device_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AllocateResult:
+    allocation: Allocation
+    edits: ContainerEdits
+
+
+@dataclass(frozen=True)
+class RuntimeStatus:
+    enabled: bool
+    reason: str
+    changed_unix_ms: int
+    isolation: str
+    mps_state: MpsState
+    mps_message: str
+    checkpoint: CheckpointStatus
+    checkpoint_message: str
+    allocation_count: int
+    version: VersionInfo
+    last_reconcile_unix_ms: int
+    last_reconcile_message: str
+
+
+@dataclass(frozen=True)
+class GpuData:
+    view: DeviceView
+    sample: GpuSample
+    xids: tuple[XidRecord, ...]
+    xid_count: int
+
+
+@dataclass(frozen=True)
+class ExporterData:
+    node_name: str
+    unix_ms: int
+    gpus: tuple[GpuData, ...]
+    allocations: tuple[Allocation, ...]
+
+
+class NodeRuntime:
+    """See the module docstring. Call `start()` once before anything else, `close()` at the end."""
+
+    def __init__(
+        self,
+        settings: RuntimeSettings,
+        backend: GpuBackend,
+        isolation: Isolation,
+        mps: MpsDaemon | None = None,
+        pods: PodSource | None = None,
+        kubelet: PodResourcesSource | None = None,
+        injector: FaultInjector | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self._backend = backend
+        self._isolation = isolation
+        self._mps = mps
+        self._pods = pods
+        self._kubelet = kubelet
+        self._injector = injector
+        self._clock = clock
+        self._state = StateDir(settings.state_dir)
+        self._lock = threading.RLock()
+        self._config = ConfigState()
+        self._checkpoint = CheckpointStatus.OK
+        self._checkpoint_message = ""
+        self._reconciled = (0, "not yet")
+        self.devices = DeviceTable(())
+        self._book = AllocationBook(settings.node_name, ())
+        self._infos: dict[str, DeviceInfo] = {}
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        devices = list(self._backend.devices())
+        self._infos = {d.uuid: d for d in devices}
+        self.devices = DeviceTable(devices)
+        self.devices.on_health_change(self._log_health)
+        self._book = AllocationBook(self.settings.node_name, devices)
+        with self._lock:
+            self._load_config()
+            self._load_allocations()
+        if self._mps is not None and self._config.enabled:
+            self._mps.start()
+        self._backend.start_events(self._on_event)
+        log.info(
+            "runtime %s on node %s: %d GPUs, backend %s, isolation %s, protocol %s, %s, %d allocations (%s)",
+            self.settings.runtime_version,
+            self.settings.node_name,
+            len(devices),
+            self._backend.name,
+            self._isolation.name,
+            self.settings.protocol.fingerprint,
+            "enabled" if self._config.enabled else "disabled",
+            len(self._book),
+            self._checkpoint_message,
+        )
+
+    def close(self) -> None:
+        self.devices.close()
+        self._backend.close()
+
+    def _now_ms(self) -> int:
+        return int(self._clock() * 1000)
+
+    def _load_config(self) -> None:
+        try:
+            self._config = self._state.load_config()
+        except CheckpointCorrupt as exc:
+            log.error("the on/off state is unreadable, so the node stays disabled until enabled again: %s", exc)
+            self._config = ConfigState(False, f"on/off state unreadable: {exc}", self._now_ms())
+
+    def _load_allocations(self) -> None:
+        try:
+            loaded = self._state.load_allocations()
+        except CheckpointCorrupt as exc:
+            self._checkpoint = CheckpointStatus.UNRECOVERED
+            self._checkpoint_message = f"checkpoint {self._state.checkpoint} is corrupt ({exc})"
+            log.error("%s; rebuilding the allocations from the pods of node %s", self._checkpoint_message, self.node)
+            self._recover(None)
+            return
+        if loaded is None:
+            self._checkpoint_message = "no checkpoint yet"
+            return
+        node, allocations = loaded
+        if node != self.node:
+            log.warning("checkpoint was written for node %s, this is node %s; using it anyway", node, self.node)
+        problems = self._book.restore(allocations)
+        for allocation, why in problems:
+            log.error("checkpointed allocation of %s/%s not restored: %s", allocation.pod, allocation.container, why)
+        self._checkpoint_message = f"restored {len(self._book)} allocations" + (
+            f", {len(problems)} could not be restored (see the log)" if problems else ""
+        )
+
+    def _recover(self, pods: Sequence[Mapping[str, Any]] | None) -> None:
+        """Rebuild the allocations from the node's pods (the checkpoint is corrupt). Holds the lock."""
+        if pods is None:
+            if self._pods is None:
+                self._checkpoint_message += "; no pod source to rebuild from: new allocations are refused"
+                log.error("no pod source (API server) configured; allocations stay refused until one answers")
+                return
+            try:
+                pods = self._pods.list_node_pods(self.node)
+            except Exception as exc:
+                log.error("cannot list the pods of node %s to rebuild the allocations: %s", self.node, exc)
+                return
+        allocations, skipped = allocations_from_pods(pods, self.node, self.settings.protocol, self._now_ms())
+        for why in skipped:
+            log.warning("while rebuilding: %s", why)
+        problems = self._book.restore(allocations)
+        for allocation, why in problems:
+            log.error("rebuilt allocation of %s/%s not booked: %s", allocation.pod, allocation.container, why)
+        aside = self._state.set_aside_checkpoint(self._now_ms())
+        self._save()
+        self._checkpoint = CheckpointStatus.RECOVERED
+        self._checkpoint_message += f"; rebuilt {len(self._book)} allocations from the node's pods (old file: {aside})"
+        log.warning("%s", self._checkpoint_message)
+
+    def _save(self) -> None:
+        self._state.save_allocations(self.node, self._book.all())
+
+    @property
+    def node(self) -> str:
+        return self.settings.node_name
+
+    # -- events and health ---------------------------------------------------------------------
+    def _on_event(self, event: HealthEvent) -> None:
+        log.info(
+            "GPU event %s on %s%s", event.kind, event.uuid or "every GPU", f" XID {event.xid}" if event.xid else ""
+        )
+        self.devices.apply(event)
+
+    def _log_health(self, view: DeviceView) -> None:
+        state = "healthy" if view.healthy else "UNHEALTHY"
+        log.warning("GPU %d (%s) is %s: %s", view.info.index, view.info.uuid, state, view.reason)
+
+    def device_snapshot(self) -> DeviceSnapshot:
+        return self.devices.snapshot()
+
+    def set_device_health(self, uuid: str, healthy: bool, reason: str, source: str) -> DeviceView:
+        if not uuid:
+            raise ServiceError(Code.INVALID_ARGUMENT, "SetDeviceHealth needs a GPU UUID")
+        text = (reason or ("healthy" if healthy else "unhealthy")) + (f" (by {source})" if source else "")
+        try:
+            return self.devices.set_health(uuid, healthy, text)
+        except KeyError:
+            raise ServiceError(Code.NOT_FOUND, f"this node has no GPU {uuid!r}") from None
+
+    def inject_fault(self, fault: Fault) -> DeviceView:
+        if self._injector is None:
+            raise ServiceError(
+                Code.FAILED_PRECONDITION,
+                f"fault injection needs the simulated backend; this runtime runs {self._backend.name}",
+            )
+        try:
+            event = self._injector.inject(fault)
+        except ValueError as exc:
+            raise ServiceError(Code.INVALID_ARGUMENT, str(exc)) from None
+        view = self.devices.get(event.uuid or "")
+        if view is None:  # cannot happen: the injector only reports this node's GPUs
+            raise ServiceError(Code.NOT_FOUND, f"no GPU {event.uuid}")
+        return view
+
+    # -- version -------------------------------------------------------------------------------
+    def version(self) -> VersionInfo:
+        features = tuple(f for f in FEATURES if f != "fault-injection" or self._injector is not None)
+        return VersionInfo(
+            self.settings.runtime_version,
+            API_LEVEL,
+            features,
+            self._backend.name,
+            self._isolation.name,
+            self.node,
+            self.settings.protocol.fingerprint,
+        )
+
+    # -- allocations ---------------------------------------------------------------------------
+    def allocate(self, request: AllocateInput) -> AllocateResult:
+        pod = request.pod
+        if not (pod.uid and pod.name and pod.namespace and request.container):
+            raise ServiceError(
+                Code.INVALID_ARGUMENT, "Allocate needs the pod's namespace, name and uid and a container"
+            )
+        with self._lock:
+            if self._checkpoint is CheckpointStatus.UNRECOVERED:
+                raise ServiceError(Code.UNAVAILABLE, f"allocation state not recovered yet: {self._checkpoint_message}")
+            grants = self._book.grants_for(request.shares)
+            names = (request.resource_name,) if request.resource_name else ()
+            wanted = Allocation(pod, request.container, grants, self._now_ms(), request.device_ids, names)
+            held = self._book.get(pod.uid, request.container)
+            if held is None or not held.same_grants(wanted):
+                self._admit(wanted)
+            allocation, changed = self._book.book(wanted)
+            if changed:
+                self._persist(allocation, new=held is None)
+        edits = self._isolation.edits(allocation.grants, self._infos)
+        if held is None:
+            log.info("allocated %s to %s/%s", _describe(allocation), pod, request.container)
+        return AllocateResult(allocation, edits)
+
+    def _admit(self, wanted: Allocation) -> None:
+        """Refusals that apply to new allocations only (a repeated one is always answered)."""
+        if not self._config.enabled:
+            raise ServiceError(
+                Code.FAILED_PRECONDITION,
+                f"the runtime on node {self.node} is disabled ({self._config.reason or 'no reason given'}): "
+                "new GPU allocations are refused; running containers keep theirs",
+            )
+        for grant in wanted.grants:
+            view = self.devices.get(grant.gpu_uuid)
+            if view is not None and not view.healthy:
+                raise ServiceError(Code.FAILED_PRECONDITION, f"GPU {grant.gpu_uuid} is unhealthy: {view.reason}")
+
+    def _persist(self, allocation: Allocation, new: bool) -> None:
+        try:
+            self._save()
+        except OSError as exc:
+            if new:
+                self._book.release(allocation.pod.uid, allocation.container)
+            raise ServiceError(Code.UNAVAILABLE, f"cannot write the checkpoint: {exc}") from None
+
+    def release(self, uid: str, container: str = "") -> list[Allocation]:
+        if not uid:
+            raise ServiceError(Code.INVALID_ARGUMENT, "Release needs the pod's uid")
+        with self._lock:
+            released = self._book.release(uid, container)
+            if released:
+                self._save()
+        for allocation in released:
+            log.info("released %s of %s/%s", _describe(allocation), allocation.pod, allocation.container)
+        return released
+
+    def allocations(self) -> list[Allocation]:
+        with self._lock:
+            return self._book.all()
+
+    # -- exporter data -------------------------------------------------------------------------
+    def exporter_data(self) -> ExporterData:
+        with self._lock:
+            allocations = tuple(self._book.all())
+            used = self._book.used()
+        load = {GpuUUID(u): GpuLoad(core, mem) for u, (core, mem) in used.items()}
+        samples = self._backend.sample(load)
+        gpus = []
+        for sample in samples:
+            view = self.devices.get(sample.uuid)
+            if view is None:
+                continue
+            if sample.lost and view.healthy:
+                self.devices.apply(HealthEvent(EventKind.LOST, sample.uuid, self._now_ms(), detail="cannot be read"))
+                view = self.devices.get(sample.uuid) or view
+            xids, count = self.devices.xids(sample.uuid)
+            gpus.append(GpuData(view, sample, xids, count))
+        return ExporterData(self.node, self._now_ms(), tuple(gpus), allocations)
+
+    # -- the switch ----------------------------------------------------------------------------
+    def enable(self, reason: str) -> RuntimeStatus:
+        return self._switch(True, reason)
+
+    def disable(self, reason: str) -> RuntimeStatus:
+        return self._switch(False, reason)
+
+    def _switch(self, enabled: bool, reason: str) -> RuntimeStatus:
+        with self._lock:
+            self._config = ConfigState(enabled, reason, self._now_ms())
+            try:
+                self._state.save_config(self._config)
+            except OSError as exc:
+                raise ServiceError(Code.UNAVAILABLE, f"cannot write the on/off state: {exc}") from None
+            log.warning("runtime %s: %s", "enabled" if enabled else "disabled", reason or "no reason given")
+            if self._mps is not None and enabled:
+                self._mps.start()
+            elif self._mps is not None:
+                self._mps.stop()
+        return self.status()
+
+    def status(self) -> RuntimeStatus:
+        with self._lock:
+            return RuntimeStatus(
+                enabled=self._config.enabled,
+                reason=self._config.reason,
+                changed_unix_ms=self._config.changed_unix_ms,
+                isolation=self._isolation.name,
+                mps_state=self._mps.state if self._mps is not None else MpsState.NOT_USED,
+                mps_message=self._mps.message if self._mps is not None else "",
+                checkpoint=self._checkpoint,
+                checkpoint_message=self._checkpoint_message,
+                allocation_count=len(self._book),
+                version=self.version(),
+                last_reconcile_unix_ms=self._reconciled[0],
+                last_reconcile_message=self._reconciled[1],
+            )
+
+    # -- reconciliation ------------------------------------------------------------------------
+    def reconcile(self) -> list[tuple[Allocation, str]]:
+        """Release the allocations of pods that are gone; retry a pending rebuild. Returns what it released."""
+        notes: list[str] = []
+        api_pods = None
+        kubelet_pods = None
+        if self._pods is not None:
+            try:
+                api_pods = self._pods.list_node_pods(self.node)
+            except Exception as exc:
+                notes.append(f"API server: {exc}")
+        if self._kubelet is not None:
+            try:
+                kubelet_pods = self._kubelet.running_pods()
+            except Exception as exc:
+                notes.append(f"PodResources: {exc}")
+        with self._lock:
+            if self._checkpoint is CheckpointStatus.UNRECOVERED and api_pods is not None:
+                self._recover(api_pods)
+            stale = stale_allocations(
+                self._book.all(), api_pods, kubelet_pods, self._now_ms(), int(self.settings.reconcile_grace_s * 1000)
+            )
+            for allocation, _why in stale:
+                self._book.release(allocation.pod.uid, allocation.container)
+            if stale:
+                self._save()
+            message = f"released {len(stale)}" + (f"; could not ask {', '.join(notes)}" if notes else "")
+            self._reconciled = (self._now_ms(), message)
+        for allocation, why in stale:
+            log.info("released %s of %s/%s: %s", _describe(allocation), allocation.pod, allocation.container, why)
+        return stale
+
+
+def _describe(allocation: Allocation) -> str:
+    return ", ".join(f"{g.uuid} ({g.core_milli} milli, {g.memory_mib} MiB)" for g in allocation.grants)

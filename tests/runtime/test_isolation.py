@@ -1,0 +1,120 @@
+"""What each isolation backend puts in a container, as tables."""
+
+from __future__ import annotations
+
+import pytest
+
+from runtimekit.model import GpuUUID, MigMode
+from runtimekit.runtime.allocations import Grant
+from runtimekit.runtime.backend import DeviceInfo
+from runtimekit.runtime.isolation import ContainerEdits, make_isolation
+
+DEVICES = {
+    f"GPU-{i}": DeviceInfo(i, GpuUUID(f"GPU-{i}"), "H200", "NVIDIA H200", 143771, minor=i, mig_mode=MigMode.OFF)
+    for i in range(3)
+}
+SHARE = (Grant("GPU-1", 1, 300, 8192),)
+TWO = (Grant("GPU-0", 0, 500, 4096), Grant("GPU-2", 2, 250, 2048))
+WHOLE = (Grant("GPU-2", 2, 1000, 143771),)
+NO_MEMORY = (Grant("GPU-0", 0, 5, 0),)
+
+
+def edits(isolation: str, grants: tuple[Grant, ...]) -> ContainerEdits:
+    return make_isolation(isolation, mps_pipe_dir="/run/mps", hami_lib_dir="/opt/vgpu").edits(grants, DEVICES)
+
+
+@pytest.mark.parametrize(
+    ("isolation", "grants", "expected"),
+    [
+        pytest.param("none", SHARE, {"NVIDIA_VISIBLE_DEVICES": "GPU-1"}, id="none"),
+        pytest.param(
+            "mps",
+            SHARE,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "30",
+                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=8192M",
+                "CUDA_MPS_PIPE_DIRECTORY": "/run/mps",
+            },
+            id="mps-share",
+        ),
+        pytest.param(
+            "mps",
+            TWO,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-0,GPU-2",
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "25",
+                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=4096M,1=2048M",
+                "CUDA_MPS_PIPE_DIRECTORY": "/run/mps",
+            },
+            id="mps-two-gpus-ordinals-as-the-container-sees-them",
+        ),
+        pytest.param(
+            "mps",
+            NO_MEMORY,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-0",
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "1",
+                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=143771M",
+                "CUDA_MPS_PIPE_DIRECTORY": "/run/mps",
+            },
+            id="mps-tiny-share-no-memory",
+        ),
+        pytest.param(
+            "hami-core",
+            TWO,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-0,GPU-2",
+                "CUDA_DEVICE_MEMORY_LIMIT_0": "4096m",
+                "CUDA_DEVICE_MEMORY_LIMIT_1": "2048m",
+                "CUDA_DEVICE_SM_LIMIT": "25",
+                "LD_PRELOAD": "/usr/local/vgpu/libvgpu.so",
+            },
+            id="hami-core-two-gpus",
+        ),
+        pytest.param(
+            "hami-core",
+            WHOLE,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-2",
+                "CUDA_DEVICE_MEMORY_LIMIT_0": "143771m",
+                "CUDA_DEVICE_SM_LIMIT": "100",
+                "LD_PRELOAD": "/usr/local/vgpu/libvgpu.so",
+            },
+            id="hami-core-whole",
+        ),
+    ],
+)
+def test_env_per_backend(isolation: str, grants: tuple[Grant, ...], expected: dict[str, str]) -> None:
+    assert dict(edits(isolation, grants).envs) == expected
+
+
+@pytest.mark.parametrize("isolation", ["none", "mps", "hami-core"])
+def test_every_backend_returns_cdi_names_and_device_nodes(isolation: str) -> None:
+    result = edits(isolation, TWO)
+    assert result.cdi_devices == ("nvidia.com/gpu=GPU-0", "nvidia.com/gpu=GPU-2")
+    assert [d.host_path for d in result.devices] == [
+        "/dev/nvidia0",
+        "/dev/nvidia2",
+        "/dev/nvidiactl",
+        "/dev/nvidia-uvm",
+        "/dev/nvidia-uvm-tools",
+    ]
+    assert {d.permissions for d in result.devices} == {"rw"}
+
+
+@pytest.mark.parametrize(
+    ("isolation", "mounts"),
+    [
+        ("none", []),
+        ("mps", [("/run/mps", "/run/mps", False)]),
+        ("hami-core", [("/usr/local/vgpu", "/opt/vgpu", True)]),
+    ],
+)
+def test_mounts_per_backend(isolation: str, mounts: list[tuple[str, str, bool]]) -> None:
+    assert [(m.container_path, m.host_path, m.read_only) for m in edits(isolation, SHARE).mounts] == mounts
+
+
+def test_unknown_isolation_is_refused() -> None:
+    with pytest.raises(ValueError, match="choose one of mps, hami-core, none"):
+        make_isolation("cgpu")

@@ -1,0 +1,235 @@
+"""The NVML backend's code paths with `pynvml` functions patched (no GPU needed)."""
+
+from __future__ import annotations
+
+import queue
+import threading
+from types import SimpleNamespace
+from typing import Any
+
+import pynvml
+import pytest
+
+from runtimekit.model import MigMode
+from runtimekit.runtime.backend import BackendError, EventKind, HealthEvent
+from runtimekit.runtime.nvml import NvmlBackend, short_model
+
+MIB = 1 << 20
+
+
+def err(code: int) -> pynvml.NVMLError:
+    return pynvml.NVMLError(code)
+
+
+class FakeGpu:
+    def __init__(self, index: int, name: str, memory_mib: int, mig: bool = False, ecc: bool = True) -> None:
+        self.index, self.name, self.memory_mib, self.mig, self.ecc = index, name, memory_mib, mig, ecc
+        self.uuid = f"GPU-0000000{index}-aaaa-bbbb-cccc-dddddddddddd"
+        self.lost = False
+        self.migs = (
+            [SimpleNamespace(uuid=f"MIG-{index}-{i}", name=f"{name} MIG 3g.71gb", memory_mib=72448) for i in (0, 1)]
+            if mig
+            else []
+        )
+
+
+class FakeNvml:
+    """Patches the functions the backend calls on the real pynvml module."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, gpus: list[FakeGpu]) -> None:
+        self.gpus = gpus
+        self.events: queue.Queue[Any] = queue.Queue()
+        self.registered: list[tuple[int, int]] = []
+        self.calls: list[str] = []
+        for name in dir(self):
+            if name.startswith("nvml"):
+                monkeypatch.setattr(pynvml, name, getattr(self, name))
+
+    def _gpu(self, handle: Any) -> FakeGpu:
+        if isinstance(handle, FakeGpu) and handle.lost:
+            raise err(pynvml.NVML_ERROR_GPU_IS_LOST)
+        return handle  # type: ignore[no-any-return]
+
+    def nvmlInit(self) -> None:
+        self.calls.append("init")
+
+    def nvmlShutdown(self) -> None:
+        self.calls.append("shutdown")
+
+    def nvmlDeviceGetCount(self) -> int:
+        return len(self.gpus)
+
+    def nvmlDeviceGetHandleByIndex(self, i: int) -> FakeGpu:
+        return self.gpus[i]
+
+    def nvmlDeviceGetUUID(self, h: Any) -> str:
+        return str(h.uuid)
+
+    def nvmlDeviceGetName(self, h: Any) -> str:
+        return str(h.name)
+
+    def nvmlDeviceGetMemoryInfo(self, h: Any) -> Any:
+        gpu = self._gpu(h)
+        total = gpu.memory_mib * MIB
+        return SimpleNamespace(total=total, used=total // 4, free=total - total // 4)
+
+    def nvmlDeviceGetMinorNumber(self, h: Any) -> int:
+        return int(h.index) + 10
+
+    def nvmlDeviceGetNumaNodeId(self, h: Any) -> int:
+        raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+
+    def nvmlDeviceGetMigMode(self, h: Any) -> list[int]:
+        if h.name.startswith("Tesla"):
+            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [1, 1] if h.mig else [0, 0]
+
+    def nvmlDeviceGetMaxMigDeviceCount(self, h: Any) -> int:
+        return 7
+
+    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: Any, i: int) -> Any:
+        if i >= len(h.migs):
+            raise err(pynvml.NVML_ERROR_NOT_FOUND)
+        return h.migs[i]
+
+    def nvmlDeviceGetGpuInstanceId(self, m: Any) -> int:
+        return 1 + int(m.uuid[-1])
+
+    def nvmlDeviceGetComputeInstanceId(self, m: Any) -> int:
+        return 0
+
+    def nvmlDeviceGetUtilizationRates(self, h: Any) -> Any:
+        self._gpu(h)
+        return SimpleNamespace(gpu=42, memory=17)
+
+    def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
+        assert sensor == pynvml.NVML_TEMPERATURE_GPU
+        return 55
+
+    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
+        return 312_500
+
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
+        return 700_000
+
+    def nvmlDeviceGetTotalEccErrors(self, h: Any, error_type: int, counter: int) -> int:
+        assert counter == pynvml.NVML_VOLATILE_ECC
+        if not h.ecc:
+            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return 2 if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED else 7
+
+    def nvmlEventSetCreate(self) -> str:
+        return "event-set"
+
+    def nvmlDeviceGetSupportedEventTypes(self, h: Any) -> int:
+        if h.name.startswith("Tesla"):
+            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return pynvml.nvmlEventTypeAll
+
+    def nvmlDeviceRegisterEvents(self, h: Any, mask: int, event_set: str) -> None:
+        self.registered.append((h.index, mask))
+
+    def nvmlEventSetWait(self, event_set: str, timeout_ms: int) -> Any:
+        try:
+            item = self.events.get(timeout=timeout_ms / 1000)
+        except queue.Empty:
+            raise err(pynvml.NVML_ERROR_TIMEOUT) from None
+        if isinstance(item, Exception):
+            raise item
+        return item
+
+    def nvmlEventSetFree(self, event_set: str) -> None:
+        self.calls.append("free")
+
+
+@pytest.fixture
+def fake(monkeypatch: pytest.MonkeyPatch) -> FakeNvml:
+    gpus = [FakeGpu(0, "NVIDIA H200", 143771), FakeGpu(1, "NVIDIA A100-SXM4-80GB", 81920, mig=True)]
+    gpus.append(FakeGpu(2, "Tesla T4", 15360, ecc=False))
+    return FakeNvml(monkeypatch, gpus)
+
+
+def open_backend(timeout_ms: int = 20) -> NvmlBackend:
+    backend = NvmlBackend(event_timeout_ms=timeout_ms, clock=lambda: 3.0)
+    backend.open()
+    return backend
+
+
+def test_enumerates_devices_and_mig(fake: FakeNvml) -> None:
+    backend = open_backend()
+    h200, a100, t4 = backend.devices()
+    assert (h200.model, h200.product, h200.memory_mib, h200.minor, h200.numa_node) == (
+        "H200",
+        "NVIDIA H200",
+        143771,
+        10,
+        -1,
+    )
+    assert (h200.mig_mode, t4.mig_mode, t4.model) == (MigMode.OFF, MigMode.OFF, "T4")
+    assert a100.mig_mode is MigMode.STATIC
+    assert [(m.uuid, m.profile, m.gpu_instance_id, m.memory_mib) for m in a100.mig_devices] == [
+        ("MIG-1-0", "3g.71gb", 1, 72448),
+        ("MIG-1-1", "3g.71gb", 2, 72448),
+    ]
+    backend.close()
+    assert fake.calls == ["init", "shutdown"]
+
+
+def test_samples(fake: FakeNvml) -> None:
+    backend = open_backend()
+    h200, _, t4 = backend.sample({})
+    assert (h200.utilization_percent, h200.memory_utilization_percent, h200.temperature_celsius) == (42.0, 17.0, 55.0)
+    assert (h200.power_watts, h200.power_limit_watts) == (312.5, 700.0)
+    assert (h200.memory_used_mib, h200.memory_total_mib) == (143771 // 4, 143771)
+    assert (h200.ecc_corrected, h200.ecc_uncorrected) == (7, 2)
+    assert (t4.ecc_corrected, t4.ecc_uncorrected) == (0, 0)  # consumer GPU: NotSupported
+    fake.gpus[0].lost = True
+    lost = backend.sample({})[0]
+    assert lost.lost
+    assert lost.memory_total_mib == 143771
+
+
+def test_library_missing_is_a_backend_error(fake: FakeNvml, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_library() -> None:
+        raise err(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", no_library)
+    with pytest.raises(BackendError, match="NVML cannot start"):
+        NvmlBackend().open()
+
+
+def test_product_names() -> None:
+    assert short_model("NVIDIA H200") == "H200"
+    assert short_model("NVIDIA H200 NVL") == "H200-NVL"
+    assert short_model("NVIDIA GeForce RTX 4090") == "GeForce-RTX-4090"
+
+
+def test_events_thread_reports_xid_and_ecc(fake: FakeNvml) -> None:
+    backend = open_backend()
+    got: list[HealthEvent] = []
+    done = threading.Event()
+
+    def listener(event: HealthEvent) -> None:
+        got.append(event)
+        if len(got) == 4:
+            done.set()
+
+    backend.start_events(listener)
+    mask = pynvml.nvmlEventTypeXidCriticalError | pynvml.nvmlEventTypeDoubleBitEccError
+    mask |= pynvml.nvmlEventTypeSingleBitEccError
+    assert fake.registered == [(0, mask), (1, mask)]  # the T4 cannot report events: logged, skipped
+    gpu0, gpu1 = fake.gpus[0], fake.gpus[1]
+    fake.events.put(SimpleNamespace(device=gpu0, eventType=pynvml.nvmlEventTypeXidCriticalError, eventData=79))
+    fake.events.put(SimpleNamespace(device=gpu1, eventType=pynvml.nvmlEventTypeDoubleBitEccError, eventData=0))
+    fake.events.put(SimpleNamespace(device=gpu1, eventType=pynvml.nvmlEventTypeSingleBitEccError, eventData=0))
+    fake.events.put(err(pynvml.NVML_ERROR_UNKNOWN))
+    assert done.wait(5.0)
+    backend.close()
+    assert [(e.kind, e.uuid, e.xid, e.uncorrectable) for e in got] == [
+        (EventKind.XID, gpu0.uuid, 79, False),
+        (EventKind.ECC, gpu1.uuid, 0, True),
+        (EventKind.ECC, gpu1.uuid, 0, False),
+        (EventKind.ERROR, None, 0, False),
+    ]
+    assert got[0].unix_ms == 3000
+    assert fake.calls[-2:] == ["free", "shutdown"]

@@ -1,0 +1,79 @@
+"""Pods as the runtime sees them: rebuilding allocations from assignments, and deciding what is stale."""
+
+from __future__ import annotations
+
+import pytest
+from runtime_helpers import NODE, pod_manifest
+
+from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
+from runtimekit.protocol import Protocol
+from runtimekit.runtime.allocations import Allocation, Grant, PodRef
+from runtimekit.runtime.pods import allocations_from_pods, stale_allocations
+
+
+def test_allocations_from_pods() -> None:
+    assignment = Assignment(
+        NodeName(NODE),
+        {
+            "a": (GpuShare(GpuUUID("GPU-1"), 1, 300, 512),),
+            "b": (GpuShare(GpuUUID("MIG-1"), 0, 0, 0, "1g.10gb", GpuUUID("GPU-0"), 0),),
+            "c": (),
+        },
+    ).to_annotation()
+    pods = [
+        pod_manifest("p", "u1", assignment),
+        pod_manifest("bad", "u2", "{not json"),
+        pod_manifest("other", "u3", Assignment(NodeName("node-b"), {"a": ()}).to_annotation()),
+        pod_manifest("finished", "u4", assignment, phase="Succeeded"),
+    ]
+    found, skipped = allocations_from_pods(pods, NODE, Protocol.default(), 99)
+    assert [(a.pod.uid, a.container, a.grants, a.created_unix_ms) for a in found] == [
+        ("u1", "a", (Grant("GPU-1", 1, 300, 512),), 99),
+        ("u1", "b", (Grant("MIG-1", 0, 0, 0, "GPU-0"),), 99),
+    ]
+    assert len(skipped) == 2
+    assert "not JSON" in skipped[0]
+    assert "assigned to node node-b" in skipped[1]
+
+
+def _alloc(uid: str, name: str | None = None, created: int = 0) -> Allocation:
+    return Allocation(PodRef("default", name or f"pod-{uid}", uid), "main", (Grant("GPU-0", 0, 1, 1),), created)
+
+
+LIVE = [pod_manifest("pod-live", "live"), pod_manifest("pod-done", "done", phase="Succeeded")]
+
+
+@pytest.mark.parametrize(
+    ("api", "kubelet", "expected"),
+    [
+        pytest.param(None, None, {}, id="no-source-no-release"),
+        pytest.param(
+            LIVE,
+            None,
+            {"gone": "not on this node in the API server", "done": "pod is Succeeded"},
+            id="api-only",
+        ),
+        pytest.param(
+            None,
+            {("default", "pod-live")},
+            {
+                "gone": "not listed by kubelet's PodResources",
+                "done": "not listed by kubelet's PodResources",
+            },
+            id="kubelet-only",
+        ),
+        pytest.param(LIVE, {("default", "pod-gone")}, {"done": "pod is Succeeded"}, id="kubelet-still-runs-it"),
+        pytest.param(
+            [*LIVE, pod_manifest("pod-gone", "new-uid")],
+            None,
+            {"gone": "replaced by a new pod of the same name", "done": "pod is Succeeded"},
+            id="same-name-new-uid",
+        ),
+    ],
+)
+def test_stale_allocations(
+    api: list[dict[str, object]] | None, kubelet: set[tuple[str, str]] | None, expected: dict[str, str]
+) -> None:
+    allocations = [_alloc("live"), _alloc("gone"), _alloc("done"), _alloc("young", created=990)]
+    stale = stale_allocations(allocations, api, kubelet, now_ms=1000, grace_ms=100)
+    assert {a.pod.uid: why for a, why in stale} == expected
