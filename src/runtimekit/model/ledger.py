@@ -84,6 +84,8 @@ class NodeTable:
     def _alloc(self, rows: int, width: int) -> None:
         self.cpu_free: IntArray = np.zeros(rows, np.int64)
         self.mem_free: IntArray = np.zeros(rows, np.int64)
+        self.cpu_total: IntArray = np.zeros(rows, np.int64)
+        self.mem_total: IntArray = np.zeros(rows, np.int64)
         self.pods_free: IntArray = np.zeros(rows, np.int64)
         self.core_free: IntArray = np.full((rows, width), NO_GPU, np.int64)
         self.gmem_free: IntArray = np.zeros((rows, width), np.int64)
@@ -104,6 +106,8 @@ class NodeTable:
         "cpu_free",
         "mem_free",
         "pods_free",
+        "cpu_total",
+        "mem_total",
         "gpu_count",
         "active",
         "version",
@@ -260,6 +264,7 @@ class NodeTable:
         if min(checks) < 0 or (free_core[:count] < 0).any() or (free_gmem < 0).any() or used_core[count:].any():
             raise LedgerError(f"node {inventory.node!r}: new capacity is below what is booked on it")
         self.cpu_free[row], self.mem_free[row], self.pods_free[row] = checks
+        self.cpu_total[row], self.mem_total[row] = capacity.cpu_milli, capacity.memory_mib
         self.core_free[row], self.gmem_free[row], self.gmem_total[row], self.usable[row] = (
             free_core,
             free_gmem,
@@ -308,6 +313,7 @@ class NodeTable:
         self._active_rows = None
         self.active[row] = False
         self.cpu_free[row] = self.mem_free[row] = self.pods_free[row] = 0
+        self.cpu_total[row] = self.mem_total[row] = 0
         self.core_free[row] = NO_GPU
         self.gmem_free[row] = self.gmem_total[row] = 0
         self.usable[row] = False

@@ -11,7 +11,7 @@ from typing import Any
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
-from runtimekit.scheduler.framework.info import JobInfo, QueueInfo
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.status import Code, FitErrors, Status
@@ -68,12 +68,15 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
     """Place what can be placed of one job; True when the job should get another turn."""
     ssn.touched_jobs.add(job.key)
     stmt = ssn.statement()
-    tasks = ssn.sorted_tasks(job.pending)
+    pending = job.pending
+    if "backfill" in ssn.enabled_actions:  # best-effort tasks are backfill's
+        pending = [t for t in pending if not _best_effort(t)]
+    tasks = ssn.sorted_tasks(pending) if len(pending) > 1 else pending
     again = False
     for i, task in enumerate(tasks):
         if not ssn.allocatable(queue, task):
             job.fit_errors[task.key] = FitErrors(
-                status=Status(Code.UNSCHEDULABLE, (f"queue {queue.name} is full",), "allocate")
+                status=Status(Code.UNSCHEDULABLE, (f"queue {queue.name} would exceed its capability",), "allocate")
             )
             continue
         row, errors = ssn.select(task)
@@ -101,6 +104,11 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         stmt.discard()
         again = False
     return again
+
+
+def _best_effort(task: TaskInfo) -> bool:
+    req = task.request
+    return req.cpu_milli == 0 and req.memory_mib == 0 and not req.gpus and not task.invalid
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Allocate:

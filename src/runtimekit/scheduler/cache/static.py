@@ -25,6 +25,7 @@ from runtimekit.scheduler.framework.info import (
     JobKey,
     NodeMeta,
     QueueInfo,
+    Resources,
     Snapshot,
     TaskInfo,
     TaskStatus,
@@ -81,7 +82,24 @@ class StaticCache:
         table = self.ledger.table if self.share_table else self.ledger.table.copy()
         jobs = self.jobs if self.share_table else {k: j.clone() for k, j in self.jobs.items()}
         queues = self.queues if self.share_table else {k: q.clone() for k, q in self.queues.items()}
-        return Snapshot(table, self.meta, jobs, queues, self.rank, self.model_ids, self.model_names, self.now)
+        capacity = Resources(int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000)
+        allocated: dict[str, Resources] = {}
+        if not self.share_table:
+            for job in self.jobs.values():
+                allocated[job.queue] = allocated.get(job.queue, Resources()) + job.allocated()
+        return Snapshot(
+            table,
+            self.meta,
+            jobs,
+            queues,
+            self.rank,
+            self.model_ids,
+            self.model_names,
+            self.now,
+            0,
+            capacity,
+            allocated,
+        )
 
     def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
         assert task.placement is not None
@@ -99,12 +117,16 @@ class StaticCache:
             job.tasks[task.key].placement = task.placement
 
     def evict(self, task: TaskInfo, reason: str) -> None:
+        """The pod is deleted at once (its resources come back)."""
         self.evicted.append((task.key, reason))
         if not self.share_table:
             self.ledger.release(task.key)
         else:
             self.ledger.forget(task.key)
         self.bound.pop(task.key, None)
+        job = self.jobs.get(task.job)
+        if job is not None:
+            job.tasks.pop(task.key, None)
 
     def job_updated(self, job: JobInfo) -> None:
         self.unschedulable.update(job.fit_errors)

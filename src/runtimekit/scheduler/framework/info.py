@@ -77,6 +77,74 @@ class Resources:
         return cls(request.cpu_milli, request.memory_mib, request.gpu_milli)
 
 
+@dataclass(frozen=True)
+class Toleration:
+    key: str = ""
+    operator: str = "Equal"  # Equal or Exists
+    value: str = ""
+    effect: str = ""  # "" matches every effect
+
+    def tolerates(self, taint: Taint) -> bool:
+        if self.effect and self.effect != taint.effect:
+            return False
+        if self.operator == "Exists":
+            return not self.key or self.key == taint.key
+        return self.key == taint.key and self.value == taint.value
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """A node selector requirement: key In/NotIn/Exists/DoesNotExist/Gt/Lt values."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        op = self.operator
+        if op == "In":
+            return value is not None and value in self.values
+        if op == "NotIn":
+            return value is None or value not in self.values
+        if op == "Exists":
+            return value is not None
+        if op == "DoesNotExist":
+            return value is None
+        if op in ("Gt", "Lt") and value is not None and self.values:
+            try:
+                left, right = int(value), int(self.values[0])
+            except ValueError:
+                return False
+            return left > right if op == "Gt" else left < right
+        return False
+
+
+@dataclass(frozen=True)
+class Constraints:
+    """Where a pod may run: nodeSelector, required node affinity (terms ORed, requirements ANDed)
+    and the taints it tolerates. Hashable, so fit masks can be cached per distinct constraint."""
+
+    node_selector: tuple[tuple[str, str], ...] = ()
+    affinity_terms: tuple[tuple[Requirement, ...], ...] = ()
+    tolerations: tuple[Toleration, ...] = ()
+    node_name: str = ""  # spec.nodeName asked for up front is honoured by the binder, not here
+
+    def fits(self, node: NodeMeta) -> str | None:
+        """Why the node is not allowed, or None."""
+        for key, value in self.node_selector:
+            if node.labels.get(key) != value:
+                return "node(s) didn't match Pod's node affinity/selector"
+        if self.affinity_terms:
+            labels = {**node.labels, "field:metadata.name": node.name}
+            if not any(all(r.matches(labels) for r in term) for term in self.affinity_terms):
+                return "node(s) didn't match Pod's node affinity/selector"
+        for taint in node.taints:
+            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in self.tolerations):
+                return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+        return None
+
+
 @dataclass
 class TaskInfo:
     """One pod as the scheduler sees it."""
@@ -95,8 +163,11 @@ class TaskInfo:
     gpu_models: frozenset[str] | None = None  # allowed GPU models (None = any)
     invalid: str = ""  # why the request cannot be honoured ("" = valid)
     preemptable: bool = True
-    pod: Mapping[str, Any] | None = None  # the manifest, for predicates; None in trace replay
+    pod: Mapping[str, Any] | None = None  # the manifest; None in trace replay
     nominated: NodeName | None = None
+    constraints: Constraints = field(default_factory=Constraints)
+    uid: str = ""
+    critical: bool = False  # a system-critical pod (conformance never evicts it)
 
     @property
     def resources(self) -> Resources:
@@ -205,6 +276,9 @@ class Snapshot:
     model_ids: IntArray  # per row, index into model_names (-1 for no GPU model)
     model_names: list[str]
     now: float = 0.0
+    meta_version: int = 0  # changes whenever any node's labels, taints or schedulability change
+    capacity: Resources = field(default_factory=Resources)  # of all schedulable nodes
+    queue_allocated: dict[str, Resources] = field(default_factory=dict)  # held by running pods, per queue
 
     def tasks(self) -> Iterator[TaskInfo]:
         for job in self.jobs.values():

@@ -1,0 +1,84 @@
+"""`runtimekit scheduler`: the GPU-sharing scheduler as a secondary scheduler (docs/user-guide/scheduler.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from runtimekit.protocol import Protocol
+    from runtimekit.scheduler.framework import Framework
+    from runtimekit.scheduler.server import SchedulerOptions
+
+log = logging.getLogger("runtimekit.scheduler")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    parser.add_argument("--config", help="scheduler conf in Volcano's format (default: the built-in conf)")
+    parser.add_argument("--plugins-dir", help="load actions and plugins from the Python modules in this folder")
+    parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
+    parser.add_argument("--leader-elect", action="store_true", help="hold a Lease; only the holder schedules")
+    parser.add_argument("--lease-namespace", default="kube-system")
+    parser.add_argument("--lease-name", default="lj-runtimekit-scheduler")
+    parser.add_argument("--identity", help="leader-election identity (default: host name and pid)")
+    parser.add_argument("--period", type=float, default=0.05, help="shortest time between sessions, seconds")
+    parser.add_argument("--bind-workers", type=int, default=8, help="concurrent bind requests")
+    parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and node tie order")
+
+
+def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptions]:
+    """Protocol, framework and options from the arguments; raises with a message naming what is wrong."""
+    import random
+
+    from runtimekit.protocol import load_protocol
+    from runtimekit.scheduler.builtin import builtin_registry
+    from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+    from runtimekit.scheduler.server import SchedulerOptions
+
+    protocol = load_protocol(args.protocol)
+    registry = builtin_registry()
+    registry.load_entry_points()
+    if args.plugins_dir:
+        loaded = registry.load_directory(args.plugins_dir)
+        log.info("loaded from %s: %s", args.plugins_dir, ", ".join(loaded) or "nothing")
+    conf = load_conf(args.config)
+    framework = Framework(conf, registry, BuildContext(protocol=protocol, rng=random.Random(args.seed)))
+    options = SchedulerOptions(
+        period=args.period,
+        bind_workers=args.bind_workers,
+        leader_elect=args.leader_elect,
+        lease_name=args.lease_name,
+        lease_namespace=args.lease_namespace,
+    )
+    if args.identity:
+        options.identity = args.identity
+    return protocol, framework, options
+
+
+def run(args: argparse.Namespace) -> int:
+    from runtimekit.kube.http import KubeHttp
+    from runtimekit.protocol import ProtocolError
+    from runtimekit.scheduler.framework import ConfError, RegistryError
+    from runtimekit.scheduler.framework.arguments import ArgumentError
+    from runtimekit.scheduler.server import Scheduler
+
+    try:
+        protocol, framework, options = build(args)
+    except (ProtocolError, ConfError, RegistryError, ArgumentError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    http = KubeHttp.connect(args.kubeconfig, user_agent=f"runtimekit-scheduler/{protocol.scheduler_name}")
+    scheduler = Scheduler(http, framework, protocol, options)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    scheduler.start()
+    stop.wait()
+    log.info("stopping")
+    scheduler.stop()
+    return 0

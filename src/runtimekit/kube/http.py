@@ -1,0 +1,224 @@
+"""Raw JSON access to a Kubernetes API server over the connection lightkube configures.
+
+lightkube reads the kubeconfig (or the in-cluster service account) and builds an HTTP client with
+the server URL, TLS and credentials; `KubeHttp` sends plain requests through it and returns dicts.
+The informers, the scheduler's binder and the controller use it where typed models would only be
+converted back to dicts (list and watch of thousands of pods). Errors are `KubeApiError` with the
+server's `Status` code and reason, so callers can tell a conflict from a missing object.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx2 as httpx
+from lightkube.config import client_adapter
+from lightkube.config.kubeconfig import KubeConfig, SingleConfig
+from lightkube.config.models import Cluster, User
+
+JSON = dict[str, Any]
+PATCH_TYPES = {
+    "merge": "application/merge-patch+json",
+    "strategic": "application/strategic-merge-patch+json",
+    "json": "application/json-patch+json",
+}
+
+
+class KubeApiError(Exception):
+    """A request the API server refused (with its Status) or could not be reached (code 0)."""
+
+    def __init__(self, code: int, reason: str, message: str) -> None:
+        super().__init__(f"{code} {reason}: {message}")
+        self.code, self.reason, self.message = code, reason, message
+
+    @property
+    def retryable(self) -> bool:
+        """Worth another try later: unreachable, throttled, or a server-side failure."""
+        return self.code in (0, 429) or self.code >= 500
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> KubeApiError:
+        try:
+            status = response.json()
+            return cls(
+                int(status.get("code", response.status_code)),
+                str(status.get("reason", "")),
+                str(status.get("message", response.text)),
+            )
+        except (ValueError, AttributeError):
+            return cls(response.status_code, response.reason_phrase, response.text[:500])
+
+
+def load_config(kubeconfig: str | os.PathLike[str] | None = None, server: str | None = None) -> SingleConfig:
+    """The connection config: an explicit server URL, a kubeconfig file, `$KUBECONFIG`, the in-cluster
+    service account, or `~/.kube/config`, in that order."""
+    if server:
+        return _single(KubeConfig.from_one(cluster=Cluster(server=server), user=User()))
+    path = kubeconfig or os.environ.get("KUBECONFIG")
+    if path:
+        config = _single(KubeConfig.from_file(Path(path)))
+    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        config = _single(KubeConfig.from_service_account())
+    else:
+        config = _single(KubeConfig.from_file(Path.home() / ".kube" / "config"))
+    if config.user is None:  # a kubeconfig without credentials (e.g. the embedded cluster's)
+        config = _single(KubeConfig.from_one(cluster=config.cluster, user=User(), namespace=config.namespace))
+    return config
+
+
+def _single(config: KubeConfig) -> SingleConfig:
+    single = config.get()
+    if single is None:
+        raise ValueError("the kubeconfig has no current context")
+    return single
+
+
+@dataclass(frozen=True)
+class WatchEvent:
+    type: str  # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
+    object: JSON
+
+
+class KubeHttp:
+    """Thread-safe: one pooled HTTP client shared by every caller."""
+
+    def __init__(self, config: SingleConfig, timeout: float = 30.0, user_agent: str = "runtimekit") -> None:
+        params = client_adapter.ConnectionParams(timeout=httpx.Timeout(timeout), trust_env=False)
+        self._client = client_adapter.Client(config, params)
+        self._client.headers["User-Agent"] = user_agent
+        self.server = str(config.cluster.server)
+        self.namespace = config.namespace or "default"
+
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, server: str | None = None, **kwargs: Any) -> KubeHttp:
+        return cls(load_config(kubeconfig, server), **kwargs)
+
+    def close(self) -> None:
+        self._client.close()
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        params: Mapping[str, Any] | None = None,
+        body: Any = None,
+        content_type: str = "application/json",
+        timeout: float | None = None,
+    ) -> httpx.Response:
+        headers = {"Accept": "application/json"}
+        content = None
+        if body is not None:
+            content = json.dumps(body).encode()
+            headers["Content-Type"] = content_type
+        try:
+            response = self._client.request(
+                method,
+                path,
+                params=_params(params),
+                content=content,
+                headers=headers,
+                timeout=httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT,
+            )
+        except httpx.HTTPError as exc:
+            raise KubeApiError(0, "Unreachable", f"{method} {path}: {exc}") from exc
+        if response.status_code >= 400:
+            raise KubeApiError.from_response(response)
+        return response
+
+    def get(self, path: str, params: Mapping[str, Any] | None = None) -> JSON:
+        result: JSON = self._send("GET", path, params).json()
+        return result
+
+    def post(self, path: str, body: JSON, params: Mapping[str, Any] | None = None) -> JSON:
+        result: JSON = self._send("POST", path, params, body).json()
+        return result
+
+    def put(self, path: str, body: JSON) -> JSON:
+        result: JSON = self._send("PUT", path, None, body).json()
+        return result
+
+    def patch(self, path: str, body: Any, kind: str = "merge", params: Mapping[str, Any] | None = None) -> JSON:
+        result: JSON = self._send("PATCH", path, params, body, PATCH_TYPES[kind]).json()
+        return result
+
+    def delete(self, path: str, body: JSON | None = None) -> JSON:
+        result: JSON = self._send("DELETE", path, None, body).json()
+        return result
+
+    def list(self, path: str, params: Mapping[str, Any] | None = None, page: int = 500) -> tuple[list[JSON], str]:
+        """Every item of a collection (paged), and the list's resourceVersion."""
+        items: list[JSON] = []
+        query = dict(params or {}, limit=page)
+        while True:
+            body = self.get(path, query)
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion", ""))
+            query["continue"] = token
+
+    def watch(
+        self, path: str, resource_version: str, params: Mapping[str, Any] | None = None, timeout_seconds: int = 300
+    ) -> Iterator[WatchEvent]:
+        """Stream watch events from `resource_version`, with bookmarks, until the server ends it.
+        An ERROR event (e.g. 410 Gone) is raised as KubeApiError."""
+        query = dict(
+            params or {},
+            watch="true",
+            resourceVersion=resource_version,
+            allowWatchBookmarks="true",
+            timeoutSeconds=timeout_seconds,
+        )
+        request = self._client.build_request(
+            "GET", path, params=_params(query), timeout=httpx.Timeout(10.0, read=timeout_seconds + 30.0)
+        )
+        try:
+            response = self._client.send(request, stream=True)
+        except httpx.HTTPError as exc:
+            raise KubeApiError(0, "Unreachable", f"watch {path}: {exc}") from exc
+        try:
+            if response.status_code >= 400:
+                response.read()
+                raise KubeApiError.from_response(response)
+            for line in response.iter_lines():
+                if not line:
+                    continue
+                event = json.loads(line)
+                kind, obj = event.get("type", ""), event.get("object") or {}
+                if kind == "ERROR":
+                    raise KubeApiError(
+                        int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", ""))
+                    )
+                yield WatchEvent(kind, obj)
+        except httpx.HTTPError as exc:
+            raise KubeApiError(0, "Unreachable", f"watch {path} broke: {exc}") from exc
+        finally:
+            response.close()
+
+
+def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
+    if not params:
+        return {}
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items() if v is not None}
+
+
+def object_path(
+    api_version: str, plural: str, namespace: str | None = None, name: str | None = None, subresource: str | None = None
+) -> str:
+    """The REST path of a collection or an object: ('v1', 'pods', 'ns', 'p', 'binding')."""
+    base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
+    parts = [base]
+    if namespace is not None:
+        parts.append(f"namespaces/{namespace}")
+    parts.append(plural)
+    if name is not None:
+        parts.append(name)
+    if subresource is not None:
+        parts.append(subresource)
+    return "/".join(parts)

@@ -1,0 +1,160 @@
+"""List + watch for one kind of object, delivered to a handler as ADDED, MODIFIED and DELETED.
+
+The loop lists (paged), then watches from the list's resourceVersion with bookmarks (so a
+reconnect resumes from a recent version), re-lists on `410 Gone` and reconciles: objects that
+vanished while the watch was down are delivered as DELETED, changed ones as MODIFIED. Errors back
+off exponentially (with jitter, capped). One thread per informer; the handler is called on it.
+Callers: the scheduler cache, the controller.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from runtimekit.kube.http import JSON, KubeApiError, KubeHttp
+
+log = logging.getLogger(__name__)
+
+
+class Handler(Protocol):
+    def __call__(self, kind: str, obj: JSON) -> None:
+        """kind is ADDED, MODIFIED or DELETED. Must not block for long; exceptions are logged."""
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    meta = obj.get("metadata") or {}
+    namespace = meta.get("namespace")
+    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
+
+
+@dataclass
+class Backoff:
+    initial: float = 0.2
+    maximum: float = 30.0
+    factor: float = 2.0
+    current: float = field(default=0.0, init=False)
+
+    def next(self) -> float:
+        self.current = self.initial if self.current == 0 else min(self.maximum, self.current * self.factor)
+        return self.current * random.uniform(0.8, 1.2)
+
+    def reset(self) -> None:
+        self.current = 0.0
+
+
+class Informer:
+    def __init__(
+        self,
+        http: KubeHttp,
+        path: str,
+        handler: Handler,
+        params: Mapping[str, str] | None = None,
+        name: str = "",
+        watch_timeout: int = 300,
+        on_relist: Callable[[], None] | None = None,
+        optional: bool = False,
+    ) -> None:
+        self.http, self.path, self.handler = http, path, handler
+        self.params = dict(params or {})
+        self.name = name or path
+        self.watch_timeout = watch_timeout
+        self.on_relist = on_relist
+        self.optional = optional  # a kind the server may not serve (e.g. a CRD not installed)
+        self.served = True
+        self.synced = threading.Event()
+        self.resource_version = ""
+        self.relists = 0
+        self._known: dict[str, str] = {}  # key -> resourceVersion of what the handler last saw
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.backoff = Backoff()
+
+    def start(self) -> Informer:
+        self._thread = threading.Thread(target=self.run, name=f"informer {self.name}", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                if not self.resource_version:
+                    self._relist()
+                self._watch()
+                self.backoff.reset()
+            except KubeApiError as exc:
+                if exc.code == 410:
+                    log.info("%s: resourceVersion %s expired, listing again", self.name, self.resource_version)
+                    self.resource_version = ""
+                    continue
+                if exc.code == 404 and self.optional:
+                    if self.served:
+                        log.info("%s: not served by the API server; will look again every minute", self.name)
+                    self.served = False
+                    self.synced.set()
+                    self._stop.wait(60.0)
+                    continue
+                delay = self.backoff.next()
+                log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay)
+                self._stop.wait(delay)
+            except Exception:
+                delay = self.backoff.next()
+                log.exception("%s: unexpected error; retrying in %.1f s", self.name, delay)
+                self._stop.wait(delay)
+
+    def _deliver(self, kind: str, obj: JSON) -> None:
+        try:
+            self.handler(kind, obj)
+        except Exception:
+            log.exception("%s: handler failed on %s %s", self.name, kind, object_key(obj))
+
+    def _relist(self) -> None:
+        items, version = self.http.list(self.path, self.params)
+        self.relists += 1
+        seen: dict[str, str] = {}
+        for obj in items:
+            key = object_key(obj)
+            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            seen[key] = rv
+            previous = self._known.get(key)
+            if previous is None:
+                self._deliver("ADDED", obj)
+            elif previous != rv:
+                self._deliver("MODIFIED", obj)
+        for key in set(self._known) - set(seen):
+            namespace, _, name = key.rpartition("/")
+            stub: JSON = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+            self._deliver("DELETED", stub)
+        self._known = seen
+        self.resource_version = version
+        self.served = True
+        self.synced.set()
+        if self.on_relist is not None:
+            self.on_relist()
+
+    def _watch(self) -> None:
+        for event in self.http.watch(self.path, self.resource_version, self.params, self.watch_timeout):
+            if self._stop.is_set():
+                return
+            meta = event.object.get("metadata") or {}
+            rv = str(meta.get("resourceVersion", ""))
+            if event.type == "BOOKMARK":
+                self.resource_version = rv or self.resource_version
+                continue
+            key = object_key(event.object)
+            if event.type == "DELETED":
+                self._known.pop(key, None)
+            else:
+                self._known[key] = rv
+            if rv:
+                self.resource_version = rv
+            self._deliver(event.type, event.object)

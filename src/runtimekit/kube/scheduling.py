@@ -1,0 +1,101 @@
+"""What a scheduler writes to the API server: bindings (with the assignment annotations), events,
+the PodScheduled condition, pod deletions for preemption, and PodGroup status.
+Callers: the live scheduler's cache (through its Binder interface)."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
+
+
+class PodRef(Protocol):
+    namespace: str
+    name: str
+    uid: str
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class KubeBinder:
+    def __init__(self, http: KubeHttp, component: str) -> None:
+        self.http, self.component = http, component
+
+    def bind(self, task: PodRef, node: str, annotations: Mapping[str, str]) -> None:
+        """POST pods/binding; the API server merges the annotations and sets spec.nodeName."""
+        body: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": task.name, "namespace": task.namespace, "annotations": dict(annotations)},
+            "target": {"apiVersion": "v1", "kind": "Node", "name": node},
+        }
+        if task.uid:
+            body["metadata"]["uid"] = task.uid
+        self.http.post(object_path("v1", "pods", task.namespace, task.name, "binding"), body)
+
+    def evict(self, task: PodRef, reason: str) -> None:
+        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        if task.uid:
+            options["preconditions"] = {"uid": task.uid}
+        try:
+            self.http.delete(object_path("v1", "pods", task.namespace, task.name), options)
+        except KubeApiError as exc:
+            if exc.code not in (404, 409):
+                raise
+        self.event(
+            task, "Normal" if reason != "preempt" else "Warning", "Preempted", f"Evicted by {self.component}: {reason}"
+        )
+
+    def event(self, task: PodRef, kind: str, reason: str, message: str) -> None:
+        now = _now()
+        body = {
+            "apiVersion": "v1",
+            "kind": "Event",
+            "metadata": {"name": f"{task.name}.{uuid.uuid4().hex[:16]}", "namespace": task.namespace},
+            "involvedObject": {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "namespace": task.namespace,
+                "name": task.name,
+                "uid": task.uid,
+            },
+            "reason": reason,
+            "message": message[:1024],
+            "type": kind,
+            "source": {"component": self.component},
+            "reportingComponent": self.component,
+            "firstTimestamp": now,
+            "lastTimestamp": now,
+            "count": 1,
+        }
+        self.http.post(object_path("v1", "events", task.namespace), body)
+
+    def report(self, task: PodRef, scheduled: bool, reason: str, message: str) -> None:
+        self.event(task, "Normal" if scheduled else "Warning", reason, message)
+        if scheduled:
+            return  # the binding itself sets PodScheduled=True
+        condition = {
+            "type": "PodScheduled",
+            "status": "False",
+            "reason": "Unschedulable",
+            "message": message[:1024],
+            "lastTransitionTime": _now(),
+        }
+        try:
+            self.http.patch(
+                object_path("v1", "pods", task.namespace, task.name, "status"),
+                {"status": {"conditions": [condition]}},
+                "strategic",
+            )
+        except KubeApiError as exc:
+            if exc.code != 404:
+                raise
+
+    def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+        path = object_path("scheduling.volcano.sh/v1beta1", "podgroups", namespace, name, "status")
+        self.http.patch(path, {"status": dict(status)}, "merge")

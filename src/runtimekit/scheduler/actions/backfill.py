@@ -1,0 +1,52 @@
+"""The `backfill` action: place best-effort tasks (no CPU, memory or GPU request) of admitted
+jobs on any node that passes the predicates, without gang checks (Volcano's backfill). While
+backfill is configured, allocate leaves these tasks to it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from runtimekit.model import LedgerError
+from runtimekit.scheduler.framework.info import TaskInfo
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.status import Status
+from runtimekit.scheduler.plugins.common import no_arguments
+
+
+def best_effort(task: TaskInfo) -> bool:
+    req = task.request
+    return req.cpu_milli == 0 and req.memory_mib == 0 and not req.gpus and not task.invalid
+
+
+class Backfill:
+    name = "backfill"
+
+    def execute(self, ssn: Session) -> None:
+        for job in ssn.sorted_jobs(ssn.jobs.values()):
+            if job.phase == "Pending" and "enqueue" in ssn.enabled_actions:
+                continue
+            if not ssn.job_valid(job).ok:
+                continue
+            for task in ssn.sorted_tasks(t for t in job.pending if best_effort(t)):
+                ssn.touched_jobs.add(job.key)
+                row, errors = ssn.select(task)
+                if row is None:
+                    job.fit_errors[task.key] = errors
+                    continue
+                choice = ssn.allocate_devices(task, row)
+                if isinstance(choice, Status):
+                    continue
+                stmt = ssn.statement()
+                try:
+                    stmt.allocate(task, row, choice)
+                except LedgerError:
+                    continue
+                stmt.commit()
+                job.fit_errors.pop(task.key, None)
+
+
+def build(arguments: Mapping[str, Any], context: BuildContext) -> Backfill:
+    no_arguments("backfill", arguments)
+    return Backfill()

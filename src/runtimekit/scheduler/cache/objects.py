@@ -1,0 +1,249 @@
+"""Kubernetes objects (as dicts) turned into what the scheduler works with: tasks, jobs, queues and
+node metadata. Pure functions; callers: the live cache and tests.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runtimekit.model import (
+    Assignment,
+    AssignmentError,
+    InventoryError,
+    NodeCapacity,
+    NodeInventory,
+    NodeName,
+    PodKey,
+    PodRequest,
+    RequestError,
+    parse_pod_request,
+)
+from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.protocol import Protocol
+from runtimekit.scheduler.framework.info import (
+    DEFAULT_QUEUE,
+    Constraints,
+    JobKey,
+    NodeMeta,
+    QueueInfo,
+    Requirement,
+    Resources,
+    Taint,
+    TaskInfo,
+    Toleration,
+)
+
+GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
+QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
+PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+TERMINAL_PHASES = ("Succeeded", "Failed")
+CRITICAL_PRIORITY = 2_000_000_000
+
+
+def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    value = obj.get("metadata")
+    return value if isinstance(value, Mapping) else {}
+
+
+def key_of(obj: Mapping[str, Any]) -> str:
+    m = meta(obj)
+    return f"{m.get('namespace', '')}/{m.get('name', '')}" if m.get("namespace") else str(m.get("name", ""))
+
+
+def timestamp(text: object) -> float:
+    if not isinstance(text, str) or not text:
+        return 0.0
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return 0.0
+
+
+# -- nodes -----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NodeState:
+    meta: NodeMeta
+    inventory: NodeInventory
+    capacity: NodeCapacity
+    problem: str = ""  # why the GPU inventory could not be read ("" = fine)
+
+
+def node_state(node: Mapping[str, Any], protocol: Protocol) -> NodeState:
+    m = meta(node)
+    name = NodeName(str(m.get("name", "")))
+    labels = {str(k): str(v) for k, v in (m.get("labels") or {}).items()}
+    annotations = m.get("annotations") or {}
+    spec = node.get("spec") or {}
+    status = node.get("status") or {}
+    allocatable = status.get("allocatable") or status.get("capacity") or {}
+    problem = ""
+    try:
+        capacity = NodeCapacity(
+            cpu_milli(allocatable.get("cpu", 0)),
+            memory_mib(allocatable.get("memory", 0)),
+            whole_number(allocatable.get("pods", 110)),
+        )
+    except ValueError as exc:
+        capacity, problem = NodeCapacity(0, 0, 0), f"unreadable allocatable: {exc}"
+    text = annotations.get(protocol.annotations.node_devices)
+    inventory = NodeInventory(name)
+    if text:
+        try:
+            inventory = NodeInventory.from_annotation(name, str(text))
+        except InventoryError as exc:
+            problem = str(exc)
+    taints = tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "NoSchedule")))
+        for t in spec.get("taints") or []
+        if isinstance(t, Mapping)
+    )
+    ready = True
+    for condition in status.get("conditions") or []:
+        if isinstance(condition, Mapping) and condition.get("type") == "Ready":
+            ready = condition.get("status") == "True"
+    model = inventory.model or labels.get(protocol.labels.gpu_model, "")
+    node_meta = NodeMeta(name, labels, taints, bool(spec.get("unschedulable")), model, ready)
+    return NodeState(node_meta, inventory, capacity, problem)
+
+
+# -- pods ------------------------------------------------------------------------------------------
+def is_terminated(pod: Mapping[str, Any]) -> bool:
+    return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+
+
+def is_deleting(pod: Mapping[str, Any]) -> bool:
+    return bool(meta(pod).get("deletionTimestamp"))
+
+
+def job_key(pod: Mapping[str, Any]) -> tuple[JobKey, bool]:
+    """The job a pod belongs to: its PodGroup (namespace/name) or itself; and whether a PodGroup."""
+    m = meta(pod)
+    annotations = m.get("annotations") or {}
+    for key in GROUP_ANNOTATIONS:
+        group = annotations.get(key)
+        if group:
+            return JobKey(f"{m.get('namespace', 'default')}/{group}"), True
+    return JobKey(f"pod:{m.get('namespace', 'default')}/{m.get('name', '')}"), False
+
+
+def constraints(spec: Mapping[str, Any]) -> Constraints:
+    selector = tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items()))
+    terms: list[tuple[Requirement, ...]] = []
+    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+        "requiredDuringSchedulingIgnoredDuringExecution"
+    ) or {}
+    for term in affinity.get("nodeSelectorTerms") or []:
+        reqs = tuple(
+            Requirement(
+                str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or ())
+            )
+            for e in (term or {}).get("matchExpressions") or []
+        )
+        reqs += tuple(
+            Requirement(
+                f"field:{e.get('key')}", str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or ())
+            )
+            for e in (term or {}).get("matchFields") or []
+        )
+        terms.append(reqs)
+    tolerations = tuple(
+        Toleration(
+            str(t.get("key", "")), str(t.get("operator", "Equal")), str(t.get("value", "")), str(t.get("effect", ""))
+        )
+        for t in spec.get("tolerations") or []
+        if isinstance(t, Mapping)
+    )
+    return Constraints(selector, tuple(terms), tolerations)
+
+
+def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
+    """A pod as a task. An unreadable request does not raise: the task carries the reason in
+    `invalid`, so the scheduler reports it on the pod instead of dropping the pod."""
+    m = meta(pod)
+    spec = pod.get("spec") or {}
+    annotations = m.get("annotations") or {}
+    invalid = ""
+    try:
+        request = parse_pod_request(pod, protocol)
+    except RequestError as exc:
+        request, invalid = PodRequest(0, 0), f"invalid request: {exc}"
+    models_text = str(annotations.get(protocol.annotations.gpu_models, "")).strip()
+    models = frozenset(m for m in models_text.replace(",", "|").split("|") if m) if models_text else None
+    job, _ = job_key(pod)
+    priority = spec.get("priority")
+    priority = priority if isinstance(priority, int) else 0
+    return TaskInfo(
+        key=PodKey(str(m.get("uid") or key_of(pod))),
+        namespace=str(m.get("namespace", "default")),
+        name=str(m.get("name", "")),
+        job=job,
+        request=request,
+        priority=priority,
+        created=timestamp(m.get("creationTimestamp")),
+        policy=str(annotations.get(protocol.annotations.policy, "")),
+        gpu_models=models,
+        invalid=invalid,
+        preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
+        pod=pod,
+        constraints=constraints(spec),
+        uid=str(m.get("uid", "")),
+        critical=priority >= CRITICAL_PRIORITY
+        or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
+    )
+
+
+def assignment_of(pod: Mapping[str, Any], protocol: Protocol) -> Assignment | None:
+    """The scheduler's assignment annotation of a pod, None when absent or unreadable."""
+    text = (meta(pod).get("annotations") or {}).get(protocol.annotations.assignment)
+    if not text:
+        return None
+    try:
+        return Assignment.from_annotation(str(text))
+    except AssignmentError:
+        return None
+
+
+def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None) -> str:
+    if group is not None:
+        queue = (group.get("spec") or {}).get("queue")
+        if queue:
+            return str(queue)
+    return str((meta(pod).get("annotations") or {}).get(QUEUE_ANNOTATION) or DEFAULT_QUEUE)
+
+
+# -- queues ----------------------------------------------------------------------------------------
+def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resources | None:
+    """A ResourceList (cpu, memory, GPUs as whole count or core percent) as a resource vector."""
+    if not amounts:
+        return None
+    try:
+        gpu = whole_number(amounts.get(protocol.resources.gpu, 0)) * 1000
+        gpu += whole_number(amounts.get(protocol.resources.core, 0)) * 10
+        return Resources(cpu_milli(amounts.get("cpu", 0)), memory_mib(amounts.get("memory", 0)), gpu)
+    except ValueError:
+        return None
+
+
+def queue_info(queue: Mapping[str, Any], protocol: Protocol) -> QueueInfo:
+    spec = queue.get("spec") or {}
+    status = queue.get("status") or {}
+    weight = spec.get("weight", 1)
+    priority = spec.get("priority")
+    guarantee = resources_of((spec.get("guarantee") or {}).get("resource"), protocol)
+    return QueueInfo(
+        name=str(meta(queue).get("name", "")),
+        weight=weight if isinstance(weight, int) and weight > 0 else 1,
+        capability=resources_of(spec.get("capability"), protocol),
+        guarantee=guarantee or Resources(),
+        reclaimable=spec.get("reclaimable") is not False,
+        priority=priority if isinstance(priority, int) else 0,
+        state=str(status.get("state") or "Open"),
+    )
+
+
+def dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -1,0 +1,60 @@
+"""`drf`: dominant resource fairness between jobs. A job's share is its largest fraction of the
+cluster's CPU, memory or GPU; jobs with the smaller share go first, and a task may preempt tasks of
+jobs whose share stays above its own. Shares follow allocations within the session.
+
+Implements JobOrder, Preemptable and EventHandler. Volcano's `enableHierarchy` (hierarchical
+DRF across namespaces) is not supported and refused at start-up."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runtimekit.scheduler.framework.info import JobInfo, Resources, TaskInfo
+from runtimekit.scheduler.framework.interfaces import EventHandler, JobOrder, Plugin, Preemptable
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.plugins.common import no_arguments
+
+
+def dominant_share(used: Resources, total: Resources) -> float:
+    return max((u / t for (_, u), (_, t) in zip(used.items(), total.items(), strict=True) if t > 0), default=0.0)
+
+
+class Drf(Plugin, JobOrder, Preemptable, EventHandler):
+    name = "drf"
+
+    def __init__(self) -> None:
+        self.total = Resources()
+        self.allocated: dict[str, Resources] = {}
+
+    def on_session_open(self, ssn: Any) -> None:
+        self.total = ssn.snapshot.capacity
+        self.allocated = {key: job.allocated() for key, job in ssn.jobs.items()}
+
+    def share(self, job: str) -> float:
+        return dominant_share(self.allocated.get(job, Resources()), self.total)
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        a, b = self.share(left.key), self.share(right.key)
+        return -1 if a < b else (1 if a > b else 0)
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        mine = self.allocated.get(preemptor.job, Resources()) + preemptor.resources
+        own_share = dominant_share(mine, self.total)
+        victims = []
+        for task in candidates:
+            theirs = self.allocated.get(task.job, Resources()) - task.resources
+            if own_share < dominant_share(theirs, self.total) or task.job == preemptor.job:
+                victims.append(task)
+        return victims
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        self.allocated[task.job] = self.allocated.get(task.job, Resources()) + task.resources
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        self.allocated[task.job] = self.allocated.get(task.job, Resources()) - task.resources
+
+
+def build(arguments: Mapping[str, Any], context: BuildContext) -> Drf:
+    no_arguments("drf", arguments)
+    return Drf()

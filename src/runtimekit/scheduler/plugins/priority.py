@@ -1,0 +1,53 @@
+"""`priority`: higher-priority jobs and tasks first; lower-priority pods may be preempted.
+
+Implements JobOrder, TaskOrder, Preemptable and JobStarving (a job is starving while some of its
+tasks are neither placed nor waiting). Priority is the pod's `spec.priority` (from its
+PriorityClass); a job's priority is its highest task's."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
+from runtimekit.scheduler.framework.interfaces import JobOrder, JobStarving, Plugin, Preemptable, TaskOrder
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.plugins.common import no_arguments
+
+
+class Priority(Plugin, JobOrder, TaskOrder, Preemptable, JobStarving):
+    name = "priority"
+
+    def __init__(self) -> None:
+        self._jobs: dict[str, JobInfo] = {}
+
+    def on_session_open(self, ssn: Any) -> None:
+        self._jobs = ssn.jobs
+
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        return right.priority - left.priority
+
+    def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
+        return right.priority - left.priority
+
+    def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        mine = self._jobs.get(preemptor.job)
+        own_priority = mine.priority if mine else preemptor.priority
+        victims = []
+        for task in candidates:
+            if task.job == preemptor.job:
+                if task.priority < preemptor.priority:
+                    victims.append(task)
+                continue
+            job = self._jobs.get(task.job)
+            if (job.priority if job else task.priority) < own_priority:
+                victims.append(task)
+        return victims
+
+    def job_starving(self, job: JobInfo) -> bool:
+        return job.ready_count() + job.waiting_count() < len(job.tasks)
+
+
+def build(arguments: Mapping[str, Any], context: BuildContext) -> Priority:
+    no_arguments("priority", arguments)
+    return Priority()

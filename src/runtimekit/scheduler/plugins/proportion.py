@@ -1,0 +1,179 @@
+"""`proportion`: queues share the cluster by weight. Each queue's `deserved` share is filled by
+weight (water-filling), capped by its `capability` and by what its jobs ask for, and never below
+its `guarantee`. Queues with the smaller allocated/deserved share go first; a queue that holds its
+share is `overused` and gets nothing more this session; a queue may not exceed its capability;
+other queues may reclaim what a queue holds beyond its share (if that queue is reclaimable).
+
+Implements QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued and
+EventHandler."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimekit.scheduler.framework.info import QueueInfo, Resources, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.interfaces import (
+    Allocatable,
+    EventHandler,
+    JobEnqueueable,
+    JobEnqueued,
+    Overused,
+    Plugin,
+    QueueOrder,
+    Reclaimable,
+    Vote,
+)
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.plugins.common import no_arguments
+
+DIMS = ("cpu", "memory", "gpu")
+
+
+def _get(r: Resources, dim: str) -> int:
+    return int(getattr(r, dim))
+
+
+def _min(a: Resources, b: Resources) -> Resources:
+    return Resources(*(min(_get(a, d), _get(b, d)) for d in DIMS))
+
+
+def _max(a: Resources, b: Resources) -> Resources:
+    return Resources(*(max(_get(a, d), _get(b, d)) for d in DIMS))
+
+
+@dataclass
+class QueueAttr:
+    queue: QueueInfo
+    allocated: Resources = field(default_factory=Resources)
+    request: Resources = field(default_factory=Resources)
+    inqueue: Resources = field(default_factory=Resources)
+    deserved: Resources = field(default_factory=Resources)
+    capability: Resources = field(default_factory=Resources)
+
+    def share(self) -> float:
+        shares = [_get(self.allocated, d) / _get(self.deserved, d) for d in DIMS if _get(self.deserved, d) > 0]
+        return max(shares, default=0.0)
+
+
+def water_fill(attrs: Sequence[QueueAttr], total: Resources) -> None:
+    """Give each queue its deserved resources: by weight, capped by capability and request."""
+    for attr in attrs:
+        attr.deserved = _min(attr.queue.guarantee, attr.capability)
+    remaining = total - Resources(*(sum(_get(a.deserved, d) for a in attrs) for d in DIMS))
+    for _ in range(32):
+        hungry = [a for a in attrs if any(_get(a.deserved, d) < _get(_min(a.request, a.capability), d) for d in DIMS)]
+        if not hungry or all(_get(remaining, d) <= 0 for d in DIMS):
+            break
+        weight = sum(a.queue.weight for a in hungry)
+        given = Resources()
+        for attr in hungry:
+            offer = Resources(*(max(0, _get(remaining, d)) * attr.queue.weight // weight for d in DIMS))
+            target = _min(attr.deserved + offer, _min(attr.request, attr.capability))
+            target = _max(target, attr.deserved)
+            given = given + (target - attr.deserved)
+            attr.deserved = target
+        if all(_get(given, d) == 0 for d in DIMS):
+            break
+        remaining = remaining - given
+
+
+class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued, EventHandler):
+    name = "proportion"
+
+    def __init__(self) -> None:
+        self.attrs: dict[str, QueueAttr] = {}
+        self.jobs: dict[str, Any] = {}
+
+    def on_session_open(self, ssn: Any) -> None:
+        total: Resources = ssn.snapshot.capacity
+        self.jobs = ssn.jobs
+        self.attrs = {
+            name: QueueAttr(
+                q,
+                ssn.snapshot.queue_allocated.get(name, Resources()),
+                capability=_min(q.capability, total) if q.capability else total,
+            )
+            for name, q in ssn.queues.items()
+        }
+        for attr in self.attrs.values():
+            attr.request = attr.allocated
+        for job in ssn.jobs.values():
+            owner = self.attrs.get(job.queue)
+            if owner is None:
+                continue
+            for task in job.tasks.values():
+                if task.status is TaskStatus.PENDING:
+                    owner.request = owner.request + task.resources
+            if job.phase == "Inqueue" and job.min_resources is not None:
+                owner.inqueue = owner.inqueue + job.min_resources
+        water_fill(list(self.attrs.values()), total)
+
+    def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
+        if left.priority != right.priority:
+            return right.priority - left.priority
+        a, b = self.attrs.get(left.name), self.attrs.get(right.name)
+        sa, sb = (a.share() if a else 0.0), (b.share() if b else 0.0)
+        return -1 if sa < sb else (1 if sa > sb else 0)
+
+    def overused(self, queue: QueueInfo) -> bool:
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return False
+        return all(_get(attr.deserved, d) <= _get(attr.allocated, d) for d in DIMS)
+
+    def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        attr = self.attrs.get(queue.name)
+        if attr is None or queue.capability is None:  # no capability: the nodes decide
+            return True
+        return (attr.allocated + task.resources).fits_in(attr.capability)
+
+    def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
+        victims = []
+        taken: dict[str, Resources] = {}
+        for task in candidates:
+            job = self.jobs.get(task.job)
+            attr = self.attrs.get(job.queue if job else "")
+            if attr is None or not attr.queue.reclaimable:
+                continue
+            left = attr.allocated - taken.get(attr.queue.name, Resources())
+            if any(_get(left, d) > _get(attr.deserved, d) for d in DIMS):
+                taken[attr.queue.name] = taken.get(attr.queue.name, Resources()) + task.resources
+                victims.append(task)
+        return victims
+
+    def job_enqueueable(self, job: Any) -> Vote:
+        attr = self.attrs.get(job.queue)
+        if attr is None:
+            return Vote.ABSTAIN
+        if attr.queue.state != "Open":
+            return Vote.REJECT
+        if job.min_resources is None:
+            return Vote.PERMIT
+        fits = (job.min_resources + attr.allocated + attr.inqueue).fits_in(attr.capability)
+        return Vote.PERMIT if fits else Vote.REJECT
+
+    def job_enqueued(self, job: Any) -> None:
+        attr = self.attrs.get(job.queue)
+        if attr is not None and job.min_resources is not None:
+            attr.inqueue = attr.inqueue + job.min_resources
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        attr = self._attr_of(task)
+        if attr is not None:
+            attr.allocated = attr.allocated + task.resources
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        attr = self._attr_of(task)
+        if attr is not None:
+            attr.allocated = attr.allocated - task.resources
+
+    def _attr_of(self, task: TaskInfo) -> QueueAttr | None:
+        job = self.jobs.get(task.job)
+        return self.attrs.get(job.queue) if job is not None else None
+
+
+def build(arguments: Mapping[str, Any], context: BuildContext) -> Proportion:
+    no_arguments("proportion", arguments)
+    return Proportion()

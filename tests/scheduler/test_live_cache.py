@@ -1,0 +1,221 @@
+"""The live cache against a fake API server: bookings follow pods, restarts rebuild exactly what is
+booked, failed binds give their booking back, and random create/delete/fail sequences never leave
+the ledger different from a recomputation from the pod objects."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
+
+from runtimekit.model import Ledger, NodeName, Placement, placement_from_assignment
+from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.cache.live import LiveCache
+from runtimekit.scheduler.cache.objects import assignment_of, node_state, task_from_pod
+from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+from scheduler.fake_api import FakeApi, P, node_object, pod_object
+
+GPU, CORE, MEM = P.resources.gpu, P.resources.core, P.resources.memory
+
+
+def make(api: FakeApi, conf: str | None = None) -> tuple[LiveCache, Framework]:
+    cache = LiveCache(P, P.scheduler_name, api, bind_workers=2, retry_seconds=0.0)
+    api.attach(cache)
+    for node in api.nodes.values():
+        cache.on_node("ADDED", node)
+    for pod in api.pods.values():
+        cache.on_pod("ADDED", pod)
+    framework = Framework(load_conf(conf), builtin_registry(), BuildContext(protocol=P))
+    return cache, framework
+
+
+def schedule(cache: LiveCache, framework: Framework, sessions: int = 2) -> None:
+    for _ in range(sessions):
+        framework.run_once(cache)
+        assert cache.drain()
+
+
+def expected(api: FakeApi) -> Ledger:
+    """The ledger a scheduler must hold, computed from the API objects alone."""
+    nodes = [node_state(n, P) for n in api.nodes.values()]
+    by_name = {s.meta.name: s for s in nodes}
+    pods = []
+    for pod in api.pods.values():
+        node = pod["spec"].get("nodeName")
+        if not node or pod["status"]["phase"] in ("Succeeded", "Failed"):
+            continue
+        task = task_from_pod(pod, P)
+        assignment = assignment_of(pod, P)
+        if assignment is not None:
+            placement = placement_from_assignment(
+                assignment, by_name[node].inventory, task.request.cpu_milli, task.request.memory_mib
+            )
+        else:
+            placement = Placement(NodeName(node), task.request.cpu_milli, task.request.memory_mib)
+        pods.append((task.key, placement))
+    ledger, conflicts = Ledger.rebuild(((s.inventory, s.capacity) for s in nodes), pods)
+    assert conflicts == [], conflicts
+    return ledger
+
+
+def same(a: Ledger, b: Ledger) -> None:
+    assert sorted(a.table.node_names()) == sorted(b.table.node_names())
+    for node in a.table.node_names():
+        assert a.table.free_gpus(node) == b.table.free_gpus(node), node
+        ra, rb = a.table.row(node), b.table.row(node)
+        assert (a.table.cpu_free[ra], a.table.pods_free[ra]) == (b.table.cpu_free[rb], b.table.pods_free[rb]), node
+    assert set(a.bookings()) == set(b.bookings())
+
+
+def test_pods_are_bound_with_an_assignment_and_booked() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1"))
+    cache, framework = make(api)
+    api.add_pod(pod_object("share", {CORE: 30, MEM: 4}))
+    api.add_pod(pod_object("whole", {GPU: 1}))
+    schedule(cache, framework)
+    share, whole = api.pods["default/share"], api.pods["default/whole"]
+    assert share["spec"]["nodeName"] == whole["spec"]["nodeName"] == "n1"
+    assignment = assignment_of(share, P)
+    assert assignment is not None
+    (gpu,) = assignment.containers["main"]
+    assert (gpu.core_milli, gpu.memory_mib) == (300, 4096)
+    assert P.annotations.assume_time in share["metadata"]["annotations"]
+    same(cache.ledger, expected(api))
+    assert [e[1] for e in api.events] == ["Scheduled", "Scheduled"]
+
+
+def test_a_restarted_scheduler_books_exactly_what_is_bound() -> None:
+    api = FakeApi()
+    for name in ("n1", "n2"):
+        api.add_node(node_object(name))
+    cache, framework = make(api)
+    for i in range(6):
+        api.add_pod(pod_object(f"p{i}", {CORE: 40, MEM: 2}))
+    schedule(cache, framework)
+    cache.close()
+    # a new scheduler sees the pods before the nodes, as an informer race may deliver them
+    restarted = LiveCache(P, P.scheduler_name, api)
+    api.attach(restarted)
+    for pod in api.pods.values():
+        restarted.on_pod("ADDED", pod)
+    for node in api.nodes.values():
+        restarted.on_node("ADDED", node)
+    same(restarted.ledger, expected(api))
+    assert not restarted.pending
+
+
+def test_a_failed_bind_gives_its_booking_back_and_is_retried() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1", gpus=1))
+    cache, framework = make(api)
+    api.fail_next_binds = 1
+    api.add_pod(pod_object("p", {GPU: 1}))
+    framework.run_once(cache)
+    assert cache.drain()
+    assert cache.ledger.bookings() == {}
+    assert "binding rejected" in api.events[-1][2]
+    entry = cache.pending[next(iter(cache.pending))]
+    entry.not_before = 0.0  # skip the backoff
+    schedule(cache, framework, 1)
+    assert api.pods["default/p"]["spec"]["nodeName"] == "n1"
+    same(cache.ledger, expected(api))
+
+
+def test_unschedulable_pods_get_a_reason_and_wait_for_a_change() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1", gpus=1))
+    cache, framework = make(api)
+    cache.retry_seconds = 3600
+    api.add_pod(pod_object("big", {GPU: 2}))
+    schedule(cache, framework, 1)
+    assert api.events[-1][1] == "FailedScheduling"
+    assert api.events[-1][2] == "0/1 nodes are available: 1 too few whole free GPUs."
+    assert not cache.has_work()  # nothing changed: no busy loop
+    api.add_node(node_object("n2", gpus=2))
+    assert cache.has_work()
+    schedule(cache, framework, 1)
+    assert api.pods["default/big"]["spec"]["nodeName"] == "n2"
+
+
+def test_pods_of_other_schedulers_hold_resources_but_are_not_scheduled() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1", gpus=1))
+    pending_other = pod_object("waiting", {}, cpu="1", scheduler="default-scheduler")
+    other = pod_object("other", {}, cpu="30", scheduler="default-scheduler")
+    other["spec"]["nodeName"] = "n1"
+    api.add_pod(pending_other)
+    api.add_pod(other)
+    cache, framework = make(api)
+    api.add_pod(pod_object("mine", {CORE: 10}, cpu="4"))
+    schedule(cache, framework, 1)
+    assert "nodeName" not in pending_other["spec"]  # not ours to schedule
+    assert "nodeName" not in api.pods["default/mine"]["spec"]  # 30 + 4 CPUs do not fit 32
+    api.delete_pod("default/other")
+    schedule(cache, framework, 1)
+    assert api.pods["default/mine"]["spec"]["nodeName"] == "n1"
+
+
+class LiveCacheMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.api = FakeApi()
+        for name, gpus in (("n1", 2), ("n2", 4), ("n3", 1)):
+            self.api.add_node(node_object(name, gpus, cpu="16"))
+        self.cache, self.framework = make(self.api)
+        self.count = 0
+
+    @rule(kind=st.sampled_from(["share", "share-mem", "whole", "two", "cpu"]), cpu=st.sampled_from(["1", "4", "10"]))
+    def create(self, kind: str, cpu: str) -> None:
+        limits: dict[str, Any] = {
+            "share": {CORE: 35},
+            "share-mem": {CORE: 20, MEM: 6},
+            "whole": {GPU: 1},
+            "two": {GPU: 2},
+            "cpu": {},
+        }[kind]
+        self.count += 1
+        self.api.add_pod(pod_object(f"p{self.count}", limits, cpu=cpu))
+
+    @rule(data=st.data())
+    def delete(self, data: st.DataObject) -> None:
+        if self.api.pods:
+            self.api.delete_pod(data.draw(st.sampled_from(sorted(self.api.pods))))
+
+    @rule(data=st.data())
+    def finish(self, data: st.DataObject) -> None:
+        bound = sorted(k for k, p in self.api.pods.items() if p["spec"].get("nodeName"))
+        if bound:
+            self.api.finish_pod(data.draw(st.sampled_from(bound)))
+
+    @rule(failures=st.integers(0, 2))
+    def session(self, failures: int) -> None:
+        self.api.fail_next_binds = failures
+        for entry in self.cache.pending.values():
+            entry.not_before = 0.0
+        self.framework.run_once(self.cache)
+        assert self.cache.drain()
+
+    @rule(seed=st.integers(0, 100))
+    def restart(self, seed: int) -> None:
+        self.cache.close()
+        self.cache = LiveCache(P, P.scheduler_name, self.api, bind_workers=2, retry_seconds=0.0)
+        self.api.attach(self.cache)
+        events = [("node", n) for n in self.api.nodes.values()] + [("pod", p) for p in self.api.pods.values()]
+        random.Random(seed).shuffle(events)
+        for kind, obj in events:
+            (self.cache.on_node if kind == "node" else self.cache.on_pod)("ADDED", obj)
+
+    @invariant()
+    def ledger_matches_the_pods(self) -> None:
+        same(self.cache.ledger, expected(self.api))
+
+    def teardown(self) -> None:
+        self.cache.close()
+
+
+TestLiveCacheMachine = LiveCacheMachine.TestCase
+TestLiveCacheMachine.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
