@@ -1,0 +1,35 @@
+"""The device plugin's access to the API server, as a small interface.
+
+The real implementation is `runtimekit.kube.nodeapi.KubeNodeApi` (wired by the CLI); tests pass a
+fake. Objects are plain dicts shaped like the API server's JSON. Failures raise the exceptions of
+`runtimekit.kube.errors` (ConflictError when a resourceVersion precondition fails, NotFoundError,
+UnavailableError, KubeError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+
+class NodeApi(Protocol):
+    def list_node_pods(self, node: str) -> Sequence[Mapping[str, Any]]:
+        """Every pod bound to `node`, all namespaces; raises rather than return a partial list."""
+        ...
+
+    def get_pod(self, namespace: str, name: str) -> Mapping[str, Any]:
+        """One pod; NotFoundError when it is gone."""
+        ...
+
+    def patch_pod_annotations(
+        self, namespace: str, name: str, annotations: Mapping[str, str | None], resource_version: str | None
+    ) -> Mapping[str, Any]:
+        """Merge the annotations (None deletes a key). With `resource_version`, the patch applies only if
+        the pod is still at that version (else ConflictError). Returns the patched pod."""
+        ...
+
+    def patch_node_metadata(
+        self, node: str, labels: Mapping[str, str | None], annotations: Mapping[str, str | None]
+    ) -> None:
+        """Merge labels and annotations into the node (None deletes a key)."""
+        ...

@@ -1,0 +1,238 @@
+"""Which pod is kubelet's Allocate for? The scheduler → node handoff of ARCHITECTURE §4, as pure functions.
+
+kubelet's Allocate names only device IDs. The container it is for is the one that is
+- in a pod bound to this node, neither finished nor being deleted, with an assignment annotation
+  for this node and shares for that container,
+- asking (limits, else requests) exactly as many devices of this resource as kubelet passes,
+- not yet allocated for this resource (the `annotations.allocated` record, plus what this plugin
+  allocated moments ago and the API server may not show yet);
+and when several fit, the pod with the oldest assume time wins (kubelet admits pods in creation
+order, the scheduler assumes them in the same order), then containers in spec order.
+`preferred_ids` answers GetPreferredAllocation with device IDs on the matched container's assigned
+GPUs, so PodResources reports the GPUs the pod really uses. The codec of the allocated annotation
+lives here too: `{"version":1,"containers":{"<container>":["<resource>", ...]}}`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of
+from runtimekit.model import Assignment, AssignmentError, GpuShare
+from runtimekit.model.quantity import whole_number
+from runtimekit.protocol import Protocol
+
+FINISHED = frozenset({"Succeeded", "Failed"})
+AllocatedKey = tuple[str, str, str]  # (pod uid, container, resource)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A container that is waiting for this resource."""
+
+    namespace: str
+    name: str
+    uid: str
+    resource_version: str
+    container: str
+    shares: tuple[GpuShare, ...]
+    assume_time: float
+    allocated: Mapping[str, tuple[str, ...]]  # the pod's allocated record as read
+
+    def __str__(self) -> str:
+        return f"{self.namespace}/{self.name} container {self.container}"
+
+
+@dataclass(frozen=True)
+class NoMatch:
+    reason: str
+
+
+def parse_allocated(text: str | None) -> dict[str, tuple[str, ...]]:
+    """The allocated record of a pod: container -> resources already allocated. Bad text reads as empty."""
+    if not text:
+        return {}
+    try:
+        data = json.loads(text)
+        containers = data["containers"]
+        return {str(c): tuple(str(r) for r in rs) for c, rs in containers.items()}
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return {}
+
+
+def encode_allocated(record: Mapping[str, Iterable[str]]) -> str:
+    body = {"version": 1, "containers": {c: sorted(set(rs)) for c, rs in sorted(record.items())}}
+    return json.dumps(body, separators=(",", ":"), sort_keys=True)
+
+
+def parse_assume_time(text: object) -> float:
+    """Seconds since the epoch from Unix seconds, ms, µs or ns, or RFC 3339; +inf when unreadable."""
+    if text is None:
+        return math.inf
+    raw = str(text).strip()
+    try:
+        value = float(raw)
+    except ValueError:
+        try:
+            return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return math.inf
+    for scale in (1e9, 1e6, 1e3):
+        if value > scale * 1e8:  # beyond year 5138 in seconds: a finer unit
+            return value / scale
+    return value
+
+
+def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
+    meta = pod.get("metadata")
+    return meta if isinstance(meta, Mapping) else {}
+
+
+def container_amount(container: Mapping[str, Any], resource: str) -> int:
+    """How many devices of `resource` a container asks for (limits, else requests); 0 when none or unreadable."""
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        return 0
+    amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    if resource not in amounts:
+        return 0
+    try:
+        return max(0, whole_number(amounts[resource]))
+    except ValueError:
+        return 0
+
+
+def _assignment(pod: Mapping[str, Any], node: str, protocol: Protocol) -> Assignment | str:
+    meta = _meta(pod)
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName") != node:
+        return "not bound to this node"
+    if (pod.get("status") or {}).get("phase") in FINISHED or meta.get("deletionTimestamp"):
+        return "finished or being deleted"
+    text = (meta.get("annotations") or {}).get(protocol.annotations.assignment)
+    if text is None:
+        return "not assigned by the scheduler"
+    try:
+        assignment = Assignment.from_annotation(str(text))
+    except AssignmentError as exc:
+        return f"unreadable assignment: {exc}"
+    if assignment.node != node:
+        return f"assigned to node {assignment.node}"
+    return assignment
+
+
+def candidates(
+    pods: Iterable[Mapping[str, Any]],
+    node: str,
+    resource: str,
+    protocol: Protocol,
+    recently_allocated: Collection[AllocatedKey] = (),
+) -> tuple[list[tuple[Candidate, int]], list[str]]:
+    """Containers waiting for `resource` with how many devices each asks, oldest assume time first;
+    and notes on near misses (for error messages)."""
+    found: list[tuple[tuple[float, str, str, str, int], Candidate, int]] = []
+    notes: list[str] = []
+    for pod in pods:
+        meta = _meta(pod)
+        namespace, name = str(meta.get("namespace", "default")), str(meta.get("name", ""))
+        containers = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
+        asking = [(i, c) for i, c in enumerate(containers) if container_amount(c, resource) > 0]
+        if not asking:
+            continue
+        assignment = _assignment(pod, node, protocol)
+        if isinstance(assignment, str):
+            notes.append(f"{namespace}/{name}: {assignment}")
+            continue
+        annotations = meta.get("annotations") or {}
+        record = parse_allocated(annotations.get(protocol.annotations.allocated))
+        assume = parse_assume_time(annotations.get(protocol.annotations.assume_time))
+        uid = str(meta.get("uid", ""))
+        for position, container in asking:
+            cname = str(container.get("name", ""))
+            if resource in record.get(cname, ()) or (uid, cname, resource) in recently_allocated:
+                notes.append(f"{namespace}/{name} container {cname}: already allocated")
+                continue
+            shares = assignment.containers.get(cname, ())
+            if not shares:
+                notes.append(f"{namespace}/{name} container {cname}: no GPU shares in its assignment")
+                continue
+            candidate = Candidate(
+                namespace, name, uid, str(meta.get("resourceVersion", "")), cname, shares, assume, record
+            )
+            key = (assume, str(meta.get("creationTimestamp", "")), namespace, name, position)
+            found.append((key, candidate, container_amount(container, resource)))
+    found.sort(key=lambda item: item[0])
+    return [(c, n) for _, c, n in found], notes
+
+
+def match(
+    pods: Iterable[Mapping[str, Any]],
+    node: str,
+    resource: str,
+    size: int,
+    protocol: Protocol,
+    recently_allocated: Collection[AllocatedKey] = (),
+) -> Candidate | NoMatch:
+    """The container kubelet's Allocate of `size` devices of `resource` is for, or why there is none."""
+    waiting, notes = candidates(pods, node, resource, protocol, recently_allocated)
+    for candidate, amount in waiting:
+        if amount == size:
+            return candidate
+    misses = [f"{c} asks {n}" for c, n in waiting] + notes
+    detail = f": {'; '.join(misses[:5])}" + (f" (and {len(misses) - 5} more)" if len(misses) > 5 else "")
+    return NoMatch(
+        f"no pod bound to node {node} is waiting for {size} {resource} (assigned by the scheduler and not yet "
+        f"allocated){detail if misses else ''}"
+    )
+
+
+def _replica_key(device_id: str) -> tuple[str, int, str]:
+    gpu, _, replica = device_id.partition("::")
+    return gpu, int(replica) if replica.isdigit() else -1, device_id
+
+
+def preferred_ids(
+    kind: ResourceKind,
+    shares: Sequence[GpuShare],
+    available: Sequence[str],
+    must_include: Sequence[str],
+    size: int,
+) -> list[str]:
+    """`size` IDs from `available` (every `must_include` first) on the GPUs of `shares` where possible.
+
+    With no shares (no matching pod) the IDs are packed onto as few GPUs as possible.
+    """
+    pool = sorted(set(available) | set(must_include), key=_replica_key)
+    chosen = list(dict.fromkeys(must_include))
+    taken = set(chosen)
+    targets = [s.uuid for s in shares]
+    if kind in (ResourceKind.GPU, ResourceKind.MIG):
+        quotas = dict.fromkeys(targets, 1)
+    else:
+        quotas = {t: size // len(targets) + (1 if i < size % len(targets) else 0) for i, t in enumerate(targets)}
+    groups = by_gpu(pool)
+    for target, quota in quotas.items():
+        have = sum(1 for i in chosen if gpu_of(i) == target)
+        for device_id in groups.get(target, []):
+            if have >= quota or len(chosen) >= size:
+                break
+            if device_id not in taken:
+                chosen.append(device_id)
+                taken.add(device_id)
+                have += 1
+    if len(chosen) < size:  # fill: GPUs already in use first, then the fullest GPUs (packing)
+        used = {gpu_of(i) for i in chosen}
+        order = sorted(groups, key=lambda g: (g not in used, -len(groups[g]), g))
+        for gpu in order:
+            for device_id in groups[gpu]:
+                if len(chosen) >= size:
+                    break
+                if device_id not in taken:
+                    chosen.append(device_id)
+                    taken.add(device_id)
+    return chosen[: max(size, len(must_include))]

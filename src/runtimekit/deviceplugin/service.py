@@ -1,0 +1,244 @@
+"""The device plugin as a plain service: device lists per resource, preferred allocations, Allocate.
+
+`DeviceState` mirrors the runtime's WatchDevices (a generation and a condition, so ListAndWatch
+streams follow a health change within milliseconds). `DevicePluginService.allocate` finds the pod
+(`matching.match`), forwards its assigned shares to the runtime, and marks the pod allocated with a
+resourceVersion-guarded patch of `annotations.allocated`, re-reading and retrying on a conflict. Every
+refusal is a `PluginError` whose message kubelet shows on the pod; nothing here raises anything else
+for a bad request. Allocate calls are serialised (one lock), as kubelet itself does.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NoReturn, Protocol
+
+from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
+from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
+from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.deviceplugin.kubeapi import NodeApi
+from runtimekit.deviceplugin.matching import (
+    AllocatedKey,
+    Candidate,
+    NoMatch,
+    encode_allocated,
+    match,
+    parse_allocated,
+    preferred_ids,
+)
+from runtimekit.deviceplugin.resources import AdvertisedDevice, ResourceSpec, advertised, gpu_of, resource_specs
+from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
+from runtimekit.protocol import Protocol as KitProtocol
+
+log = logging.getLogger(__name__)
+
+PATCH_ATTEMPTS = 4
+
+
+class RuntimeApi(Protocol):
+    """The runtime calls the plugin makes (`runtimekit.api.runtime_client.RuntimeClient` has them)."""
+
+    def allocate(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        container: str,
+        shares: Sequence[Share],
+        resource_name: str = "",
+        device_ids: Sequence[str] = (),
+    ) -> pb.AllocateResponse: ...
+
+    def release(self, uid: str, container: str = "", namespace: str = "", name: str = "") -> int: ...
+
+
+class DeviceState:
+    """The runtime's devices as last seen. Thread-safe; `wait_change` wakes on every update."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._devices: tuple[pb.Device, ...] = ()
+        self._generation = 0
+        self._closed = False
+
+    def update(self, devices: Sequence[pb.Device]) -> bool:
+        """Replace the device list; True when it changed."""
+        with self._cond:
+            new = tuple(devices)
+            if new == self._devices and self._generation:
+                return False
+            self._devices = new
+            self._generation += 1
+            self._cond.notify_all()
+            return True
+
+    def mark_all_unhealthy(self, reason: str) -> bool:
+        with self._cond:
+            devices = [self._unhealthy(d, reason) for d in self._devices]
+        return self.update(devices)
+
+    @staticmethod
+    def _unhealthy(device: pb.Device, reason: str) -> pb.Device:
+        copy = pb.Device()
+        copy.CopyFrom(device)
+        copy.health = pb.HEALTH_UNHEALTHY
+        copy.health_reason = reason
+        return copy
+
+    def snapshot(self) -> tuple[int, tuple[pb.Device, ...]]:
+        with self._cond:
+            return self._generation, self._devices
+
+    def wait_change(self, after: int, timeout_s: float) -> tuple[int, tuple[pb.Device, ...]] | None:
+        """The devices once the generation is past `after`; None on timeout or close."""
+        with self._cond:
+            if not self._cond.wait_for(lambda: self._generation > after or self._closed, timeout_s):
+                return None
+            return None if self._closed else (self._generation, self._devices)
+
+    def wake(self) -> None:
+        with self._cond:
+            self._cond.notify_all()
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._cond:
+            self._closed = True
+            self._cond.notify_all()
+
+
+@dataclass(frozen=True)
+class PluginSettings:
+    node_name: str
+    protocol: KitProtocol
+
+    @property
+    def memory_unit_mib(self) -> int:
+        return self.protocol.memory_unit_mib
+
+
+class DevicePluginService:
+    """See the module docstring."""
+
+    def __init__(self, settings: PluginSettings, runtime: RuntimeApi, kube: NodeApi, state: DeviceState) -> None:
+        self.settings = settings
+        self.state = state
+        self._runtime = runtime
+        self._kube = kube
+        self._lock = threading.Lock()
+        self._recent: set[AllocatedKey] = set()
+
+    @property
+    def node(self) -> str:
+        return self.settings.node_name
+
+    def specs(self) -> list[ResourceSpec]:
+        return resource_specs(self.state.snapshot()[1], self.settings.protocol)
+
+    def spec(self, resource: str) -> ResourceSpec:
+        found = next((s for s in self.specs() if s.name == resource), None)
+        if found is None:
+            raise PluginError(Code.NOT_FOUND, f"this plugin does not serve resource {resource!r}")
+        return found
+
+    def devices(self, spec: ResourceSpec, devices: Sequence[pb.Device]) -> list[AdvertisedDevice]:
+        return advertised(spec, devices, self.settings.memory_unit_mib)
+
+    def _pods(self) -> Sequence[Mapping[str, Any]]:
+        try:
+            return self._kube.list_node_pods(self.node)
+        except KubeError as exc:
+            raise PluginError(Code.UNAVAILABLE, f"cannot list the pods of node {self.node}: {exc}") from None
+
+    # -- GetPreferredAllocation ----------------------------------------------------------------
+    def preferred(self, resource: str, available: Sequence[str], must_include: Sequence[str], size: int) -> list[str]:
+        """Advice only: IDs on the GPUs assigned to the container kubelet is about to allocate."""
+        spec = self.spec(resource)
+        with self._lock:
+            try:
+                pods = self._pods()
+            except PluginError as exc:
+                log.warning("preferred allocation without pods: %s", exc.message)
+                pods = []
+            found = match(pods, self.node, resource, size, self.settings.protocol, self._recent)
+        shares = found.shares if isinstance(found, Candidate) else ()
+        return preferred_ids(spec.kind, shares, available, must_include, size)
+
+    # -- Allocate ------------------------------------------------------------------------------
+    def allocate(self, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
+        """The runtime's answer for the container this Allocate is for. Raises PluginError with why not."""
+        self.spec(resource)
+        with self._lock:
+            pods = self._pods()
+            live = {str((p.get("metadata") or {}).get("uid", "")) for p in pods}
+            self._recent = {key for key in self._recent if key[0] in live}
+            found = match(pods, self.node, resource, len(device_ids), self.settings.protocol, self._recent)
+            if isinstance(found, NoMatch):
+                raise PluginError(Code.FAILED_PRECONDITION, found.reason)
+            self._check_devices(found, resource, device_ids)
+            answer = self._forward(found, resource, device_ids)
+            self._mark_allocated(found, resource)
+            self._recent.add((found.uid, found.container, resource))
+        log.info("allocated %s for %s: %s", resource, found, ", ".join(s.uuid for s in found.shares))
+        return answer
+
+    def _check_devices(self, found: Candidate, resource: str, device_ids: Sequence[str]) -> None:
+        assigned = {s.uuid for s in found.shares}
+        stray = sorted({gpu_of(i) for i in device_ids} - assigned)
+        if stray:  # kubelet's IDs are only bookkeeping; the assignment decides. Say so for PodResources readers.
+            log.warning("kubelet chose %s devices on %s for %s, assigned %s", resource, stray, found, sorted(assigned))
+
+    def _forward(self, found: Candidate, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
+        shares = [Share(s.uuid, s.core_milli, s.memory_mib) for s in found.shares]
+        try:
+            return self._runtime.allocate(
+                found.namespace, found.name, found.uid, found.container, shares, resource, device_ids
+            )
+        except RuntimeCallError as exc:
+            code = Code.__members__.get(exc.code.name, Code.UNAVAILABLE)
+            raise PluginError(code, f"the node runtime refused {resource} for {found}: {exc.details}") from None
+        except FeatureUnavailable as exc:
+            raise PluginError(Code.FAILED_PRECONDITION, str(exc)) from None
+
+    def _mark_allocated(self, found: Candidate, resource: str) -> None:
+        key = self.settings.protocol.annotations.allocated
+        record = dict(found.allocated)
+        version = found.resource_version or None
+        for _ in range(PATCH_ATTEMPTS):
+            record[found.container] = (*record.get(found.container, ()), resource)
+            try:
+                self._kube.patch_pod_annotations(found.namespace, found.name, {key: encode_allocated(record)}, version)
+                return
+            except ConflictError:
+                pod = self._reread(found, resource)
+                record = parse_allocated((pod.get("metadata") or {}).get("annotations", {}).get(key))
+                version = str((pod.get("metadata") or {}).get("resourceVersion", "")) or None
+            except KubeError as exc:
+                self._undo(found, resource, f"cannot mark the pod allocated: {exc}", Code.UNAVAILABLE)
+        self._undo(found, resource, "cannot mark the pod allocated: it keeps changing", Code.UNAVAILABLE)
+
+    def _reread(self, found: Candidate, resource: str) -> Mapping[str, Any]:
+        try:
+            pod = self._kube.get_pod(found.namespace, found.name)
+        except NotFoundError:
+            self._undo(found, resource, "the pod was deleted while it was being allocated", Code.FAILED_PRECONDITION)
+        except KubeError as exc:
+            self._undo(found, resource, f"cannot re-read the pod: {exc}", Code.UNAVAILABLE)
+        if str((pod.get("metadata") or {}).get("uid", "")) != found.uid:
+            self._undo(found, resource, "the pod was replaced while it was being allocated", Code.FAILED_PRECONDITION)
+        return pod
+
+    def _undo(self, found: Candidate, resource: str, why: str, code: Code) -> NoReturn:
+        """Give the runtime allocation back (best effort) and refuse with `why`."""
+        if not found.allocated.get(found.container):
+            try:
+                self._runtime.release(found.uid, found.container, found.namespace, found.name)
+            except (RuntimeCallError, FeatureUnavailable) as exc:
+                log.warning("could not release %s after a failed Allocate: %s", found, exc)
+        raise PluginError(code, f"{resource} for {found}: {why}")
