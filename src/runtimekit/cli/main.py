@@ -16,6 +16,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "protocol": ("runtimekit.cli.protocol_cmd", "show or compare protocol.yaml files"),
     "simulate": ("runtimekit.cli.simulate", "replay a cluster trace through the scheduler"),
     "demo": ("runtimekit.cli.demo", "the quick-start demo on the embedded default"),
+    "runtime": ("runtimekit.cli.runtime", "the node runtime daemon (GPUs, allocation, isolation, gRPC API)"),
+    "runtime-admin": ("runtimekit.cli.runtime_admin", "query a runtime, switch it, inject faults (simulated)"),
+    "device-plugin": ("runtimekit.cli.device_plugin", "the kubelet device plugin (forwards Allocate to the runtime)"),
 }
 
 

@@ -1,0 +1,94 @@
+"""`runtimekit device-plugin`: the kubelet device plugin, forwarding Allocate to the node runtime.
+
+Registers `resources.gpu`, `resources.core`, `resources.memory` (and a resource per MIG profile)
+with kubelet through `<plugin-dir>/kubelet.sock`, publishes the node's GPU inventory, and runs until
+SIGINT/SIGTERM. Exits 2 for bad flags, a runtime that does not answer, or a `--memory-unit` that
+disagrees with the protocol (the scheduler counts memory units with the protocol's value).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+from pathlib import Path
+
+from runtimekit.api import kubelet
+from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
+from runtimekit.cli.signals import wait_for_stop_signal
+from runtimekit.deviceplugin.manager import DevicePluginManager
+from runtimekit.deviceplugin.publisher import NodePublisher
+from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
+from runtimekit.protocol import Protocol, ProtocolError, load_protocol
+from runtimekit.protocol.names import memory_unit_mib
+
+log = logging.getLogger("runtimekit.deviceplugin")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runtime-socket", help="the runtime's socket (default: sockets.runtime of the protocol)")
+    parser.add_argument("--plugin-dir", default=kubelet.DEVICE_PLUGIN_PATH, help="kubelet's device plugin folder")
+    parser.add_argument("--node-name", default=os.environ.get("NODE_NAME") or socket.gethostname())
+    parser.add_argument("--kubeconfig", help="a kubeconfig file or an API server URL (default: in-cluster)")
+    parser.add_argument("--memory-unit", help="size of one gpu-memory device (default: memoryUnit of the protocol)")
+    parser.add_argument("--protocol", help="protocol.yaml (default: built-in defaults)")
+    parser.add_argument("--startup-timeout", type=float, default=60.0, help="seconds to wait for the runtime")
+
+
+def check_memory_unit(protocol: Protocol, flag: str | None) -> str | None:
+    """Why `--memory-unit` cannot be used with this protocol, or None."""
+    if flag is None:
+        return None
+    try:
+        size = memory_unit_mib(flag)
+    except ValueError as exc:
+        return f"--memory-unit: {exc}"
+    if size != protocol.memory_unit_mib:
+        return (
+            f"--memory-unit {flag} differs from the protocol's memoryUnit {protocol.memory_unit}; the scheduler "
+            "counts gpu-memory in the protocol's unit, so set memoryUnit in protocol.yaml instead"
+        )
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        protocol = load_protocol(args.protocol)
+    except ProtocolError as exc:
+        log.error("%s", exc)
+        return 2
+    problem = check_memory_unit(protocol, args.memory_unit)
+    if problem:
+        log.error("%s", problem)
+        return 2
+    log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
+    from runtimekit.kube.client import make_client
+    from runtimekit.kube.nodeapi import KubeNodeApi
+
+    kube = KubeNodeApi(make_client(args.kubeconfig))
+    client = RuntimeClient(args.runtime_socket or protocol.sockets.runtime)
+    try:
+        if not client.wait_ready(args.startup_timeout):
+            log.error("the runtime at %s did not answer within %g s", client.socket_path, args.startup_timeout)
+            return 2
+        version = client.require("devices", "watch-devices", "allocate")
+        if version.protocol_fingerprint != protocol.fingerprint:
+            log.warning(
+                "protocol mismatch: the runtime runs %s, this plugin %s",
+                version.protocol_fingerprint,
+                protocol.fingerprint,
+            )
+        service = DevicePluginService(PluginSettings(args.node_name, protocol), client, kube, DeviceState())
+        manager = DevicePluginManager(
+            service, client.watch_devices, Path(args.plugin_dir), NodePublisher(kube, args.node_name, protocol)
+        ).start(first_devices_timeout_s=args.startup_timeout)
+    except (RuntimeCallError, FeatureUnavailable, TimeoutError, OSError) as exc:
+        log.error("cannot start the device plugin: %s", exc)
+        client.close()
+        return 2
+    signum = wait_for_stop_signal()
+    log.info("signal %d: stopping", signum)
+    manager.stop()
+    client.close()
+    return 0

@@ -1,0 +1,101 @@
+"""`runtimekit runtime`: the node runtime daemon (GPU discovery, health, allocation, isolation, gRPC API).
+
+Runs until SIGINT/SIGTERM, then stops serving and exits 0. Exits 2 for bad flags or a backend that
+cannot start (e.g. `--backend nvml` without a driver).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import socket
+from pathlib import Path
+
+from runtimekit.api.kubelet import POD_RESOURCES_SOCKET
+from runtimekit.cli.signals import wait_for_stop_signal
+from runtimekit.protocol import ProtocolError, load_protocol
+from runtimekit.runtime.backend import BackendError
+from runtimekit.runtime.daemon import BACKENDS, RuntimeDaemon, RuntimeOptions, build_runtime
+from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, ISOLATIONS
+from runtimekit.runtime.pods import KubeletPodResources, PodResourcesSource, PodSource
+
+log = logging.getLogger("runtimekit.runtime")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--backend", choices=BACKENDS, required=True, help="real GPUs (nvml) or simulated ones")
+    parser.add_argument("--socket", help="unix socket to serve on (default: sockets.runtime of the protocol)")
+    parser.add_argument("--state-dir", default="/var/lib/lj-runtimekit/runtime", help="checkpoint and on/off state")
+    parser.add_argument("--isolation", choices=ISOLATIONS, default="none", help="how shares are enforced")
+    parser.add_argument("--simulate-gpus", default="8xH200", help="simulated GPUs, e.g. 8xH200 or 4xA100-80GB,4xT4")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the simulated metrics")
+    parser.add_argument("--node-name", default=os.environ.get("NODE_NAME") or socket.gethostname())
+    parser.add_argument("--protocol", help="protocol.yaml (default: built-in defaults)")
+    parser.add_argument(
+        "--kubeconfig",
+        help="API server access for reconciliation and checkpoint recovery: a kubeconfig file or a URL "
+        "(default: in-cluster when running in a pod, else none)",
+    )
+    parser.add_argument(
+        "--pod-resources-socket",
+        default=POD_RESOURCES_SOCKET,
+        help="kubelet's PodResources socket, used when it exists ('' to ignore)",
+    )
+    parser.add_argument("--reconcile-interval", type=float, default=30.0, help="seconds between reconciliations")
+    parser.add_argument("--reconcile-grace", type=float, default=30.0, help="never release an allocation younger")
+    parser.add_argument("--mps-pipe-dir", default=DEFAULT_MPS_PIPE_DIR)
+    parser.add_argument("--mps-log-dir", default=DEFAULT_MPS_LOG_DIR)
+    parser.add_argument("--hami-lib-dir", default=DEFAULT_HAMI_LIB_DIR, help="host folder holding libvgpu.so")
+
+
+def _pod_source(kubeconfig: str | None) -> PodSource | None:
+    if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        log.warning("no --kubeconfig and not in a cluster: no reconciliation against the API server")
+        return None
+    from runtimekit.kube.client import make_client
+    from runtimekit.kube.nodeapi import KubeNodeApi
+
+    return KubeNodeApi(make_client(kubeconfig))
+
+
+def _kubelet(path: str) -> PodResourcesSource | None:
+    if path and Path(path).exists():
+        return KubeletPodResources(path)
+    if path:
+        log.info("no PodResources socket at %s; reconciling against the API server only", path)
+    return None
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        protocol = load_protocol(args.protocol)
+    except ProtocolError as exc:
+        log.error("%s", exc)
+        return 2
+    options = RuntimeOptions(
+        backend=args.backend,
+        socket_path=args.socket or protocol.sockets.runtime,
+        state_dir=Path(args.state_dir),
+        node_name=args.node_name,
+        protocol=protocol,
+        isolation=args.isolation,
+        simulate_gpus=args.simulate_gpus,
+        seed=args.seed,
+        mps_pipe_dir=args.mps_pipe_dir,
+        mps_log_dir=args.mps_log_dir,
+        hami_lib_dir=args.hami_lib_dir,
+        reconcile_interval_s=args.reconcile_interval,
+        reconcile_grace_s=args.reconcile_grace,
+    )
+    log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
+    try:
+        runtime = build_runtime(options, _pod_source(args.kubeconfig), _kubelet(args.pod_resources_socket))
+        daemon = RuntimeDaemon(runtime, options.socket_path, options.reconcile_interval_s).start()
+    except (ValueError, BackendError, OSError) as exc:
+        log.error("cannot start the runtime: %s", exc)
+        return 2
+    signum = wait_for_stop_signal()
+    log.info("signal %d: stopping", signum)
+    daemon.stop()
+    return 0
