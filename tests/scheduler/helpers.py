@@ -20,6 +20,7 @@ from runtimekit.model import (
     PodRequest,
     Slot,
 )
+from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
 
 
@@ -69,3 +70,10 @@ def job_of(
 
 def meta(name: str, model: str = "T4") -> NodeMeta:
     return NodeMeta(NodeName(name), gpu_model=model)
+
+
+def static_cache(*names: str, gpus: int = 2) -> StaticCache:
+    """Nodes of `gpus` T4s each, 64 CPUs, plenty of memory."""
+    return StaticCache(
+        [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6, 110), meta(n)) for n in names]
+    )

@@ -11,8 +11,7 @@ owner serialises access.
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import NewType
 
@@ -69,8 +68,7 @@ class NodeCapacity:
 class NodeTable:
     """Free and total resources of every node as arrays; see the module docstring."""
 
-    def __init__(self, width: int = 8, clock: Iterator[int] | None = None) -> None:
-        self._clock = clock if clock is not None else itertools.count(1)
+    def __init__(self, width: int = 8) -> None:
         self._rows: dict[NodeName, int] = {}
         self._names: list[NodeName | None] = []
         self._inventories: dict[NodeName, NodeInventory] = {}
@@ -147,7 +145,6 @@ class NodeTable:
     def copy(self) -> NodeTable:
         """A snapshot: arrays are copied, node maps are shared until either side adds a node."""
         other = NodeTable.__new__(NodeTable)
-        other._clock = self._clock
         for name in self._ROW_ARRAYS + self._GPU_ARRAYS:
             setattr(other, name, getattr(self, name).copy())
         other._rows, other._names = self._rows, self._names
@@ -202,10 +199,20 @@ class NodeTable:
         return self._capacity[NodeName(node)]
 
     def _bump(self, row: int) -> None:
-        """Record a change of a row: a new version and fresh summaries."""
-        self.version[row] = next(self._clock)
+        """Record a change of a row: fresh summaries and a new version.
+
+        The version is a hash of the row's content (and its node's GPU model), so two tables that
+        reached the same state — a session's copy and the cache it commits to — agree on it, and
+        caches keyed by version (FGD's scores) stay valid across snapshots."""
         usable = self.usable[row].tolist()
         core = self.core_free[row].tolist()
+        gmem = self.gmem_free[row].tolist()
+        name = self._names[row] if row < len(self._names) else None
+        model = self._inventories[name].model if name is not None and name in self._inventories else ""
+        self.version[row] = hash((
+            model, name, int(self.cpu_free[row]), int(self.mem_free[row]), int(self.pods_free[row]),
+            tuple(core), tuple(gmem), tuple(usable), bool(self.active[row]),
+        )) & 0x7FFF_FFFF_FFFF_FFFF
         whole = (self.gmem_free[row] == self.gmem_total[row]).tolist()
         free = [c for c, u in zip(core, usable, strict=True) if u]
         self.gpu_sum[row] = sum(free)

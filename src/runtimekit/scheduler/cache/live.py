@@ -347,7 +347,7 @@ class LiveCache:
         return self._rank_cache[1]
 
     def _eligible(self, entry: _Pending, now: float) -> bool:
-        if now < entry.not_before:
+        if now < entry.not_before or entry.task.key in self.assumed:  # backing off, or its bind is in flight
             return False
         return entry.failed_generation != self.generation or now - entry.failed_at >= self.retry_seconds
 
@@ -362,7 +362,7 @@ class LiveCache:
             table = self.ledger.table.copy()
             jobs: dict[JobKey, JobInfo] = {}
             for job in self.jobs.values():
-                waiting = [self.pending[m] for m in job.members if m in self.pending]
+                waiting = [self.pending[m] for m in job.members if m in self.pending and m not in self.assumed]
                 if not any(self._eligible(e, now) for e in waiting) and not (self.include_running and job.members):
                     continue
                 info = self._job_info(job)
@@ -371,6 +371,12 @@ class LiveCache:
                 for member in job.members:
                     if member in self.running:
                         info.add(self.running[member].clone())
+                    elif member in self.assumed and member in self.pending:  # bound by us, not yet confirmed
+                        held = self.ledger.booking(member)
+                        inflight = self.pending[member].task.clone()
+                        inflight.status = TaskStatus.BINDING
+                        inflight.placement, inflight.node = held, held.node if held else None
+                        info.add(inflight)
                 jobs[job.key] = info
             queues = {name: q.clone() for name, q in self.queues.items()}
             if not queues:
@@ -444,7 +450,7 @@ class LiveCache:
         assert task.node is not None
         with self.lock:
             entry = self.pending.get(task.key)
-            if entry is None:  # deleted or bound meanwhile
+            if entry is None or task.key in self.assumed:  # deleted, bound meanwhile, or a bind in flight
                 return
             try:
                 self.ledger.reserve(task.key, task.placement)

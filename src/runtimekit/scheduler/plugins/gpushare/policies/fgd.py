@@ -15,6 +15,7 @@ on (pod shape, key before, key after), and per (pod shape, node) until the node'
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -28,6 +29,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, Tar
 
 FloatArray = npt.NDArray[np.float64]
 StateKey = tuple[str, tuple[int, ...], int]  # (GPU model, sorted free milli, CPU bucket)
+MEMO_LIMIT = 2_000_000
 
 
 class Fragmentation:
@@ -67,6 +69,8 @@ class Fragmentation:
         """F for each key, computing the unknown ones in one batch."""
         wanted = list(keys)
         memo = self.memo
+        if len(memo) > MEMO_LIMIT:  # a long-running scheduler sees endless states: start afresh
+            memo.clear()
         missing = list({k: None for k in wanted if k not in memo})
         if missing:
             self._compute(missing)
@@ -188,13 +192,18 @@ class FgdPolicy:
                 out.remove(v)
             return [(fit[0], tuple(sorted(out + [v - shape.milli for v in fit])))]
         afters = []
+        milli = shape.milli
+        start = bisect_left(ms, milli)
         previous = -1
-        for i, v in enumerate(ms):
-            if v >= shape.milli and v != previous:
-                after = list(ms)
-                after[i] = v - shape.milli
-                afters.append((v, tuple(sorted(after))))
+        for i in range(start, len(ms)):
+            v = ms[i]
+            if v == previous:
+                continue
             previous = v
+            rest = ms[:i] + ms[i + 1 :]
+            left = v - milli
+            at = bisect_left(rest, left)
+            afters.append((v, rest[:at] + (left,) + rest[at:]))
         return afters
 
     def _value_scores(
@@ -249,6 +258,8 @@ class FgdPolicy:
         for row, key, before, afters in plans:
             found = cache.by_state.get(key)
             if found is None:
+                if len(cache.by_state) > MEMO_LIMIT // 4:
+                    cache.by_state.clear()
                 f0 = memo[before]
                 found = max(_sigmoid_score(f0 - memo[a]) for a in afters)
                 cache.by_state[key] = found

@@ -1,0 +1,203 @@
+"""The live scheduler against the embedded API server, over HTTP: informers, binding with the
+assignment annotation, events and conditions, gang scheduling with PodGroups, a restart
+mid-stream that books nothing twice, and leader election between two schedulers."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.kube.http import KubeHttp
+from runtimekit.model import NodeInventory
+from runtimekit.protocol import Protocol
+from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.cache.objects import assignment_of
+from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
+from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+
+P = Protocol.default()
+CONF = """
+actions: "enqueue, allocate, backfill"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: conformance
+- plugins:
+  - name: drf
+  - name: predicates
+  - name: proportion
+  - name: nodeorder
+  - name: gpushare
+    arguments: {gpushare.policy: bestfit}
+"""
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def node(name: str, gpus: int, model: str = "H200") -> dict[str, Any]:
+    inventory = NodeInventory.simulated(name, model, gpus)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {P.labels.gpu_model: model},
+            "annotations": {P.annotations.node_devices: inventory.to_annotation()},
+        },
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }
+
+
+def pod(name: str, limits: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default", "annotations": annotations or {}},
+        "spec": {
+            "schedulerName": P.scheduler_name,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"limits": limits, "requests": {"cpu": "1", "memory": "1Gi"}},
+                }
+            ],
+        },
+    }
+
+
+@pytest.fixture
+def http(apiserver: ApiServer) -> Iterator[KubeHttp]:
+    client = KubeHttp.connect(server=apiserver.url)
+    yield client
+    client.close()
+
+
+def start(http: KubeHttp, **options: Any) -> Scheduler:
+    framework = Framework(parse_conf(CONF), builtin_registry(), BuildContext(protocol=P))
+    scheduler = Scheduler(http, framework, P, SchedulerOptions(period=0.02, **options)).start()
+    assert scheduler.synced(10)
+    return scheduler
+
+
+def bound(http: KubeHttp, name: str) -> str | None:
+    return http.get(f"/api/v1/namespaces/default/pods/{name}")["spec"].get("nodeName")
+
+
+def test_pods_bind_with_assignments_events_and_conditions(http: KubeHttp) -> None:
+    http.post("/api/v1/nodes", node("n1", 2))
+    scheduler = start(http)
+    try:
+        http.post("/api/v1/namespaces/default/pods", pod("frac", {P.resources.core: 25, P.resources.memory: 20}))
+        http.post("/api/v1/namespaces/default/pods", pod("whole", {P.resources.gpu: 1}))
+        http.post("/api/v1/namespaces/default/pods", pod("toobig", {P.resources.gpu: 4}))
+        wait_for(lambda: bound(http, "frac") and bound(http, "whole"), what="binding")
+        frac = http.get("/api/v1/namespaces/default/pods/frac")
+        assignment = assignment_of(frac, P)
+        assert assignment is not None
+        (share,) = assignment.containers["main"]
+        assert (share.core_milli, share.memory_mib) == (250, 20 * 1024)
+        conditions = {c["type"]: c["status"] for c in frac["status"].get("conditions", [])}
+        assert conditions.get("PodScheduled") == "True"
+
+        def failed() -> list[dict[str, Any]]:
+            events = http.get("/api/v1/namespaces/default/events", {"fieldSelector": "involvedObject.name=toobig"})[
+                "items"
+            ]
+            return [e for e in events if e["reason"] == "FailedScheduling"]
+
+        (event,) = wait_for(failed, what="FailedScheduling event")
+        assert event["message"] == "0/1 nodes are available: 1 too few whole free GPUs."
+        big = http.get("/api/v1/namespaces/default/pods/toobig")
+        cond = [c for c in big["status"]["conditions"] if c["type"] == "PodScheduled"][0]
+        assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
+        events = http.get("/api/v1/namespaces/default/events")["items"]
+        assert {e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled"} == {"frac", "whole"}
+    finally:
+        scheduler.stop()
+
+
+def test_gang_binds_all_or_nothing(http: KubeHttp) -> None:
+    http.post("/api/v1/nodes", node("n1", 2))
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 3},
+    }
+    http.post("/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups", group)
+    scheduler = start(http)
+    try:
+        member = {"scheduling.k8s.io/group-name": "g"}
+        for i in range(3):
+            http.post("/api/v1/namespaces/default/pods", pod(f"g{i}", {P.resources.gpu: 1}, member))
+        time.sleep(1.0)
+        assert [bound(http, f"g{i}") for i in range(3)] == [None, None, None]
+        http.post("/api/v1/nodes", node("n2", 2))
+        wait_for(lambda: all(bound(http, f"g{i}") for i in range(3)), what="the gang")
+    finally:
+        scheduler.stop()
+
+
+def test_restart_mid_stream_books_nothing_twice(http: KubeHttp) -> None:
+    for name in ("n1", "n2"):
+        http.post("/api/v1/nodes", node(name, 2))
+    first = start(http)
+    for i in range(12):
+        http.post("/api/v1/namespaces/default/pods", pod(f"p{i}", {P.resources.core: 30}))
+    wait_for(lambda: sum(1 for i in range(12) if bound(http, f"p{i}")) >= 4, what="some binds")
+    first.stop()
+    second = start(http)
+    try:
+        for i in range(12, 16):
+            http.post("/api/v1/namespaces/default/pods", pod(f"p{i}", {P.resources.core: 30}))
+        wait_for(lambda: all(bound(http, f"p{i}") for i in range(12)), what="all that fit")
+        time.sleep(0.5)
+        pods = http.list("/api/v1/namespaces/default/pods")[0]
+        per_gpu: dict[str, int] = {}
+        for item in pods:
+            assignment = assignment_of(item, P)
+            if item["spec"].get("nodeName") and assignment is not None:
+                for share in assignment.shares():
+                    per_gpu[share.uuid] = per_gpu.get(share.uuid, 0) + share.core_milli
+        assert per_gpu and max(per_gpu.values()) <= 1000  # never over-booked
+        assert sum(1 for item in pods if item["spec"].get("nodeName")) == 12  # 4 GPUs x 3 shares of 30 %
+        booked = second.cache.booked()
+        assert len(booked) == 12
+    finally:
+        second.stop()
+
+
+def test_only_the_leader_binds_and_a_standby_takes_over(http: KubeHttp) -> None:
+    http.post("/api/v1/nodes", node("n1", 4))
+    a = start(http, leader_elect=True, identity="a", lease_seconds=2.0, renew_every=0.3, lease_namespace="default")
+    wait_for(a.elector.leading.is_set, what="a leads")  # type: ignore[union-attr]
+    b = start(http, leader_elect=True, identity="b", lease_seconds=2.0, renew_every=0.3, lease_namespace="default")
+    try:
+        http.post("/api/v1/namespaces/default/pods", pod("x", {P.resources.gpu: 1}))
+        wait_for(lambda: bound(http, "x"), what="x")
+        assert not b.leading
+        assert b.sessions == 0
+        a.stop()  # releases the lease
+        wait_for(b.elector.leading.is_set, timeout=5, what="b takes over")  # type: ignore[union-attr]
+        http.post("/api/v1/namespaces/default/pods", pod("y", {P.resources.gpu: 1}))
+        wait_for(lambda: bound(http, "y"), what="y")
+    finally:
+        b.stop()
