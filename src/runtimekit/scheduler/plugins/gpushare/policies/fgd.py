@@ -203,7 +203,7 @@ class FgdPolicy:
             rest = ms[:i] + ms[i + 1 :]
             left = v - milli
             at = bisect_left(rest, left)
-            afters.append((v, rest[:at] + (left,) + rest[at:]))
+            afters.append((v, (*rest[:at], left, *rest[at:])))
         return afters
 
     def _value_scores(
