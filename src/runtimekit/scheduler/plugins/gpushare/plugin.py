@@ -82,6 +82,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         if workload is not None:
             self.set_workload(workload)
         self._pod_policy_key = context.protocol.annotations.policy
+        self._observed: set[str] = set()
 
     def set_workload(self, workload: TargetWorkload) -> None:
         """Fix FGD's target workload (otherwise it is learned from the pods it sees)."""
@@ -133,7 +134,10 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
     def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
         shape = PodShape.of(task.request)
         policy = self.policy_for(task)
-        if isinstance(policy, FgdPolicy):
+        if isinstance(policy, FgdPolicy) and task.key not in self._observed:
+            if len(self._observed) > 100_000:
+                self._observed.clear()
+            self._observed.add(task.key)  # each pod counts once, however often it is retried
             policy.observe(_pod_type(task, shape))
             if policy.workload is None:
                 return np.zeros(rows.size)

@@ -15,6 +15,7 @@ on (pod shape, key before, key after), and per (pod shape, node) until the node'
 from __future__ import annotations
 
 import math
+from collections import deque
 from bisect import bisect_left
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -96,6 +97,13 @@ class Fragmentation:
             self.memo[key] = float(value)
 
 
+def _distance(a: TargetWorkload, b: TargetWorkload) -> float:
+    """Total variation distance between two workloads' type distributions."""
+    pa = dict(zip(a.types, a.probabilities.tolist(), strict=True))
+    pb = dict(zip(b.types, b.probabilities.tolist(), strict=True))
+    return float(0.5 * sum(abs(pa.get(t, 0.0) - pb.get(t, 0.0)) for t in pa.keys() | pb.keys()))
+
+
 def _sigmoid_score(delta: float) -> int:
     return int(100.0 / (1.0 + math.exp(-delta / 1000.0)))
 
@@ -120,9 +128,9 @@ class _ShapeCache:
 class FgdPolicy:
     name = "fgd"
 
-    def __init__(self, workload: TargetWorkload | None = None, learn_every: int = 256) -> None:
+    def __init__(self, workload: TargetWorkload | None = None, learn_every: int = 256, window: int = 4096) -> None:
         self._fixed = workload is not None
-        self._seen: dict[PodType, int] = {}
+        self._recent: deque[PodType] = deque(maxlen=window)  # the pod types seen last, for online learning
         self._seen_total = 0
         self._learn_every = learn_every
         self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
@@ -140,14 +148,18 @@ class FgdPolicy:
         self._shapes.clear()
 
     def observe(self, pod_type: PodType) -> None:
-        """Learn the target workload from arriving pods when none was given."""
+        """Learn the target workload from arriving pods when none was given: the types of the last
+        `window` pods. It is rebuilt (and every cache dropped) only when it has drifted: checked every
+        `learn_every` pods, rebuilt when the total variation distance to the current one exceeds 0.05."""
         if self._fixed:
             return
-        self._seen[pod_type] = self._seen.get(pod_type, 0) + 1
+        self._recent.append(pod_type)
         self._seen_total += 1
-        if self._frag is None or self._seen_total % self._learn_every == 0:
-            expanded = [t for t, n in self._seen.items() for _ in range(n)]
-            self.set_workload(TargetWorkload.from_types(expanded))
+        if self._frag is not None and self._seen_total % self._learn_every:
+            return
+        candidate = TargetWorkload.from_types(self._recent)
+        if self._frag is None or _distance(self._frag.workload, candidate) > 0.05:
+            self.set_workload(candidate)
 
     def _fragmentation(self) -> Fragmentation:
         if self._frag is None:

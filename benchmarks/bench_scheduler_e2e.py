@@ -1,0 +1,174 @@
+"""End-to-end scheduling throughput and latency on the embedded cluster.
+
+Starts the embedded API server and `runtimekit scheduler` as separate processes, registers N nodes
+of 8 simulated H200 GPUs, then creates share pods (sizes from the openb trace) from several client
+threads at a target rate, and watches them: a pod's arrival is when the API server acknowledged its
+creation, its binding is when the watch shows `spec.nodeName`. Prints JSON with pods bound per
+second (from the first arrival to the last binding) and the p50/p99 arrival-to-binding latency.
+Targets (1,000 nodes, 10,000 pods): >= 300 pods/s, p99 <= 1 s.
+Usage: .venv/bin/python benchmarks/bench_scheduler_e2e.py [--nodes 1000] [--pods 10000] [--rate 400] [--policy fgd]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from runtimekit.kube.http import KubeHttp
+from runtimekit.model import NodeInventory
+from runtimekit.model.trace import read_pod_list
+from runtimekit.protocol import Protocol
+from runtimekit.sim.runner import DEFAULT_PODS, bundled
+
+P = Protocol.default()
+SERVER = """
+import signal, sys, threading
+from runtimekit.cluster.apiserver import ApiServer
+server = ApiServer(port=int(sys.argv[1]), bookmark_interval=5.0).start()
+print("ready", flush=True)
+stop = threading.Event()
+signal.signal(signal.SIGTERM, lambda *_: stop.set())
+stop.wait()
+server.stop()
+"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def node(name: str) -> dict[str, object]:
+    inventory = NodeInventory.simulated(name, "H200", 8)
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": {P.labels.gpu_model: "H200", P.labels.gpu_count: "8"},
+                     "annotations": {P.annotations.node_devices: inventory.to_annotation()}},
+        "status": {"allocatable": {"cpu": "192", "memory": "2Ti", "pods": "256"},
+                   "capacity": {"cpu": "192", "memory": "2Ti", "pods": "256"},
+                   "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+
+
+def pod(name: str, core: int, cpu_milli: int) -> dict[str, object]:
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedulerName": P.scheduler_name, "containers": [{
+            "name": "main", "image": "busybox",
+            "resources": {"limits": {P.resources.core: core},
+                          "requests": {"cpu": f"{cpu_milli}m", "memory": "1Gi"}}}]},
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--nodes", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=10000)
+    parser.add_argument("--rate", type=float, default=400.0, help="pod creations per second (0 = as fast as possible)")
+    parser.add_argument("--policy", default="fgd")
+    parser.add_argument("--clients", type=int, default=8)
+    args = parser.parse_args()
+    port = free_port()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], stdout=subprocess.PIPE, text=True, env=env)
+    assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+    url = f"http://127.0.0.1:{port}"
+    http = KubeHttp.connect(server=url, timeout=60)
+    with tempfile.TemporaryDirectory() as tmp:
+        conf = Path(tmp) / "scheduler.conf"
+        conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gpushare\n'
+                        f"    arguments: {{gpushare.policy: {args.policy}}}\n")
+        kubeconfig = Path(tmp) / "kubeconfig"
+        kubeconfig.write_text(
+            f"apiVersion: v1\nkind: Config\nclusters: [{{name: e, cluster: {{server: '{url}'}}}}]\n"
+            "users: [{name: e, user: {}}]\ncontexts: [{name: e, context: {cluster: e, user: e}}]\n"
+            "current-context: e\n")
+        started = time.perf_counter()
+        with ThreadPoolExecutor(args.clients) as pool:
+            list(pool.map(lambda i: http.post("/api/v1/nodes", node(f"node-{i:05d}")), range(args.nodes)))
+        nodes_seconds = time.perf_counter() - started
+        scheduler = subprocess.Popen(
+            [sys.executable, "-m", "runtimekit.cli.main", "--log-level", "WARNING", "scheduler",
+             "--kubeconfig", str(kubeconfig), "--config", str(conf)], env=env)
+        try:
+            return measure(args, http, url, nodes_seconds)
+        finally:
+            scheduler.send_signal(signal.SIGTERM)
+            scheduler.wait(30)
+            server.send_signal(signal.SIGTERM)
+            server.wait(30)
+
+
+def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: float) -> int:
+    trace = [p for p in read_pod_list(bundled(DEFAULT_PODS)) if p.num_gpu == 1 and 0 < p.gpu_milli < 1000]
+    rng = random.Random(7)
+    shapes = [(max(1, p.gpu_milli // 10), p.cpu_milli) for p in rng.choices(trace, k=args.pods)]
+    arrived: dict[str, float] = {}
+    bound: dict[str, float] = {}
+    done = threading.Event()
+    _, rv = http.list("/api/v1/namespaces/default/pods")
+
+    def watch() -> None:
+        watcher = KubeHttp.connect(server=url, timeout=60)
+        version = rv
+        while not done.is_set():
+            for event in watcher.watch("/api/v1/namespaces/default/pods", version, timeout_seconds=60):
+                meta = event.object.get("metadata") or {}
+                version = meta.get("resourceVersion", version)
+                name = meta.get("name", "")
+                if event.type == "MODIFIED" and (event.object.get("spec") or {}).get("nodeName") and name not in bound:
+                    bound[name] = time.perf_counter()
+                    if len(bound) >= args.pods:
+                        done.set()
+                        return
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    time.sleep(3.0)  # let the scheduler list and sync 1,000 nodes before the clock starts
+    first = time.perf_counter()
+    interval = 1.0 / args.rate if args.rate > 0 else 0.0
+
+    def create(i: int) -> None:
+        if interval:
+            delay = first + i * interval - time.perf_counter()
+            if delay > 0:
+                time.sleep(delay)
+        core, cpu = shapes[i]
+        http.post("/api/v1/namespaces/default/pods", pod(f"p{i:05d}", core, cpu))
+        arrived[f"p{i:05d}"] = time.perf_counter()
+
+    with ThreadPoolExecutor(args.clients) as pool:
+        list(pool.map(create, range(args.pods)))
+    created = time.perf_counter()
+    done.wait(max(60.0, args.pods / 50))
+    last = max(bound.values()) if bound else time.perf_counter()
+    latencies = sorted(bound[n] - arrived[n] for n in bound if n in arrived)
+
+    def pct(q: float) -> float:
+        return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 3) if latencies else -1.0
+
+    print(json.dumps({
+        "nodes": args.nodes, "gpus": args.nodes * 8, "pods": args.pods, "policy": args.policy,
+        "target_rate": args.rate, "created_per_second": round(args.pods / (created - first), 1),
+        "bound": len(bound), "bound_per_second": round(len(bound) / (last - first), 1),
+        "latency_p50_seconds": pct(0.50), "latency_p99_seconds": pct(0.99), "latency_max_seconds": pct(1.0),
+        "register_nodes_seconds": round(nodes_seconds, 2),
+    }, indent=2))
+    return 0 if len(bound) == args.pods else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
