@@ -48,13 +48,13 @@ def test_health_change_reaches_listandwatch_within_a_second(make_stack: StackFac
     assert kl.wait_for(lambda _: listed(stack))
     started = time.perf_counter()
     stack.client.inject_fault(pb.FAULT_KIND_XID, 1, xid=79)
-    assert kl.wait_for(lambda k: k.allocatable().get(RES.core) == 100, timeout_s=1.0)
+    degraded = {RES.gpu: 1, RES.core: 100, RES.memory: UNITS}
+    assert kl.wait_for(lambda k: k.allocatable() == degraded, timeout_s=1.0)  # every resource's stream
     assert time.perf_counter() - started < 1.0
     assert kl.devices(RES.gpu)[stack.gpus[1]] == kubelet.UNHEALTHY
-    assert kl.allocatable() == {RES.gpu: 1, RES.core: 100, RES.memory: UNITS}
     assert kl.capacity() == {RES.gpu: 2, RES.core: 200, RES.memory: 2 * UNITS}
     stack.client.inject_fault(pb.FAULT_KIND_GPU_BACK, 1)
-    assert kl.wait_for(lambda k: k.allocatable().get(RES.core) == 200, timeout_s=1.0)
+    assert kl.wait_for(lambda k: k.allocatable() == k.capacity(), timeout_s=1.0)
 
 
 def test_node_inventory_and_labels_follow_health(make_stack: StackFactory) -> None:

@@ -63,10 +63,9 @@ def run(args: argparse.Namespace) -> int:
         log.error("%s", problem)
         return 2
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
-    from runtimekit.kube.client import make_client
     from runtimekit.kube.nodeapi import KubeNodeApi
 
-    kube = KubeNodeApi(make_client(args.kubeconfig))
+    kube = KubeNodeApi.connect(args.kubeconfig)
     client = RuntimeClient(args.runtime_socket or protocol.sockets.runtime)
     try:
         if not client.wait_ready(args.startup_timeout):

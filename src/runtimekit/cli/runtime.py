@@ -53,10 +53,9 @@ def _pod_source(kubeconfig: str | None) -> PodSource | None:
     if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         log.warning("no --kubeconfig and not in a cluster: no reconciliation against the API server")
         return None
-    from runtimekit.kube.client import make_client
     from runtimekit.kube.nodeapi import KubeNodeApi
 
-    return KubeNodeApi(make_client(kubeconfig))
+    return KubeNodeApi.connect(kubeconfig)
 
 
 def _kubelet(path: str) -> PodResourcesSource | None:

@@ -2,22 +2,19 @@
 
 `KubeNodeApi` implements, structurally, the small interfaces the device plugin
 (`runtimekit.deviceplugin.kubeapi.NodeApi`) and the runtime (`runtimekit.runtime.pods.PodSource`)
-declare. Objects come back as plain dicts shaped like the API server's JSON. Every failure is
-raised as a `runtimekit.kube.errors` exception (ConflictError for a failed resourceVersion
-precondition, NotFoundError, UnavailableError, KubeError).
+declare. It sends raw JSON through `KubeHttp` (lightkube's connection config, no typed models), so
+objects come back exactly as the server wrote them, fields a model would not know included. Every
+failure is raised as a `runtimekit.kube.errors` exception: ConflictError for a failed
+resourceVersion precondition, NotFoundError, UnavailableError (unreachable, 429, 5xx), KubeError.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
-
-import httpx2
-from lightkube import ALL_NS, ApiError, Client
-from lightkube.resources.core_v1 import Node, Pod
-from lightkube.types import PatchType
+from typing import TypeVar
 
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError, UnavailableError
+from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 
 T = TypeVar("T")
 
@@ -25,27 +22,24 @@ T = TypeVar("T")
 def _translate(call: Callable[[], T], what: str) -> T:
     try:
         return call()
-    except ApiError as exc:
-        code = exc.status.code or 0
-        message = f"{what}: {code} {exc.status.message or ''}".strip()
-        if code == 409:
+    except KubeApiError as exc:
+        message = f"{what}: {exc}"
+        if exc.code == 409:
             raise ConflictError(message) from exc
-        if code == 404:
+        if exc.code == 404:
             raise NotFoundError(message) from exc
-        if code >= 500 or code == 429:
+        if exc.retryable:
             raise UnavailableError(message) from exc
         raise KubeError(message) from exc
-    except httpx2.TransportError as exc:
-        raise UnavailableError(f"{what}: {exc}") from exc
 
 
 def metadata_patch(
     labels: Mapping[str, str | None] | None,
     annotations: Mapping[str, str | None] | None,
     resource_version: str | None,
-) -> dict[str, Any]:
+) -> JSON:
     """A JSON merge patch of metadata; a None value deletes the key; a resourceVersion makes it conditional."""
-    meta: dict[str, Any] = {}
+    meta: JSON = {}
     if labels:
         meta["labels"] = dict(labels)
     if annotations:
@@ -56,43 +50,45 @@ def metadata_patch(
 
 
 class KubeNodeApi:
-    """See the module docstring."""
+    """See the module docstring. Thread-safe (KubeHttp is)."""
 
-    def __init__(self, client: Client) -> None:
-        self._client = client
+    def __init__(self, http: KubeHttp) -> None:
+        self._http = http
 
-    def list_node_pods(self, node: str) -> list[dict[str, Any]]:
+    @classmethod
+    def connect(cls, kubeconfig: str | None = None, timeout_s: float = 10.0) -> KubeNodeApi:
+        """A kubeconfig file, an `http(s)://` server URL, or None for in-cluster / the default kubeconfig."""
+        if kubeconfig is not None and kubeconfig.startswith(("http://", "https://")):
+            return cls(KubeHttp.connect(server=kubeconfig, timeout=timeout_s, user_agent="runtimekit-node"))
+        return cls(KubeHttp.connect(kubeconfig=kubeconfig, timeout=timeout_s, user_agent="runtimekit-node"))
+
+    def close(self) -> None:
+        self._http.close()
+
+    def list_node_pods(self, node: str) -> list[JSON]:
         """Every pod bound to `node`, in all namespaces."""
+        params = {"fieldSelector": f"spec.nodeName={node}"}
+        return _translate(lambda: self._http.list(object_path("v1", "pods"), params)[0], f"list pods of node {node}")
 
-        def call() -> list[dict[str, Any]]:
-            pods = self._client.list(Pod, namespace=ALL_NS, fields={"spec.nodeName": node})
-            return [pod.to_dict() for pod in pods]
-
-        return _translate(call, f"list pods of node {node}")
-
-    def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
+    def get_pod(self, namespace: str, name: str) -> JSON:
         return _translate(
-            lambda: self._client.get(Pod, name, namespace=namespace).to_dict(), f"get pod {namespace}/{name}"
+            lambda: self._http.get(object_path("v1", "pods", namespace, name)), f"get pod {namespace}/{name}"
         )
 
     def patch_pod_annotations(
         self, namespace: str, name: str, annotations: Mapping[str, str | None], resource_version: str | None
-    ) -> dict[str, Any]:
+    ) -> JSON:
         """Merge-patch a pod's annotations; with `resource_version`, only if the pod is still at it."""
         body = metadata_patch(None, annotations, resource_version)
+        path = object_path("v1", "pods", namespace, name)
+        return _translate(lambda: self._http.patch(path, body), f"patch pod {namespace}/{name}")
 
-        def call() -> dict[str, Any]:
-            pod = self._client.patch(Pod, name, body, namespace=namespace, patch_type=PatchType.MERGE)
-            return pod.to_dict()
-
-        return _translate(call, f"patch pod {namespace}/{name}")
-
-    def get_node(self, node: str) -> dict[str, Any]:
-        return _translate(lambda: self._client.get(Node, node).to_dict(), f"get node {node}")
+    def get_node(self, node: str) -> JSON:
+        return _translate(lambda: self._http.get(object_path("v1", "nodes", name=node)), f"get node {node}")
 
     def patch_node_metadata(
         self, node: str, labels: Mapping[str, str | None], annotations: Mapping[str, str | None]
     ) -> None:
         """Merge-patch a node's labels and annotations."""
         body = metadata_patch(labels, annotations, None)
-        _translate(lambda: self._client.patch(Node, node, body, patch_type=PatchType.MERGE), f"patch node {node}")
+        _translate(lambda: self._http.patch(object_path("v1", "nodes", name=node), body), f"patch node {node}")
