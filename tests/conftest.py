@@ -8,6 +8,8 @@ import pytest
 
 from runtimekit.protocol import Protocol
 
+pytest_plugins = ["fixtures.apiserver"]
+
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_TRACES = ROOT.parent / "shared" / "traces" / "openb"
 BUNDLED = ROOT / "src" / "runtimekit" / "data"

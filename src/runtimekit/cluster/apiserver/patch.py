@@ -64,7 +64,7 @@ def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Struc
     if directive == "delete":
         return _DELETE
     if directive == "replace":
-        return _clean(patch, schema)
+        return _clean({k: v for k, v in patch.items() if k != "$patch"}, schema)
     if directive not in (None, "merge"):
         raise PatchFormatError(f"unknown patch directive {directive!r} in a map")
     result = dict(original)

@@ -146,9 +146,9 @@ def _init_reason(pod: Obj) -> tuple[str | None, int]:
         restarts += int(status.get("restartCount") or 0)
         state = status.get("state") or {}
         terminated, waiting = state.get("terminated"), state.get("waiting")
-        if terminated and terminated.get("exitCode", 0) == 0:
+        if terminated is not None and terminated.get("exitCode", 0) == 0:
             continue
-        if terminated:
+        if terminated is not None:
             return _exit_reason("Init:", terminated), restarts
         if waiting and waiting.get("reason") and waiting["reason"] != "PodInitializing":
             return f"Init:{waiting['reason']}", restarts
@@ -172,9 +172,9 @@ def pod_status(pod: Obj) -> tuple[str, int, int, int]:
             waiting, terminated = state.get("waiting"), state.get("terminated")
             if waiting and waiting.get("reason"):
                 reason = str(waiting["reason"])
-            elif terminated:
+            elif terminated is not None:
                 reason = _exit_reason("", terminated)
-            elif status.get("ready") and state.get("running"):
+            elif status.get("ready") and state.get("running") is not None:
                 running = True
                 ready += 1
         if reason == "Completed" and running:
