@@ -19,6 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runtime": ("runtimekit.cli.runtime", "the node runtime daemon (GPUs, allocation, isolation, gRPC API)"),
     "runtime-admin": ("runtimekit.cli.runtime_admin", "query a runtime, switch it, inject faults (simulated)"),
     "device-plugin": ("runtimekit.cli.device_plugin", "the kubelet device plugin (forwards Allocate to the runtime)"),
+    "apiserver": ("runtimekit.cli.apiserver", "run the embedded Kubernetes API server alone"),
 }
 
 
