@@ -15,6 +15,9 @@ from runtimekit import __version__
 COMMANDS: dict[str, tuple[str, str]] = {
     "protocol": ("runtimekit.cli.protocol_cmd", "show or compare protocol.yaml files"),
     "simulate": ("runtimekit.cli.simulate", "replay a cluster trace through the scheduler"),
+    "scheduler": ("runtimekit.cli.scheduler", "run the GPU-sharing scheduler against a cluster"),
+    "controller": ("runtimekit.cli.controller", "switch nodes' runtimes on or off from a node label, via Jobs"),
+    "job-agent": ("runtimekit.cli.job_agent", "enable or disable this node's runtime (run by controller Jobs)"),
     "demo": ("runtimekit.cli.demo", "the quick-start demo on the embedded default"),
     "runtime": ("runtimekit.cli.runtime", "the node runtime daemon (GPUs, allocation, isolation, gRPC API)"),
     "runtime-admin": ("runtimekit.cli.runtime_admin", "query a runtime, switch it, inject faults (simulated)"),
