@@ -74,7 +74,7 @@ def _call(client: RuntimeClient, args: argparse.Namespace) -> Any:
 
 
 def _dict(message: Message) -> dict[str, Any]:
-    return MessageToDict(message, preserving_proto_field_name=True)
+    return MessageToDict(message, preserving_proto_field_name=True, always_print_fields_with_no_presence=True)
 
 
 def run(args: argparse.Namespace) -> int:
