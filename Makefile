@@ -16,6 +16,7 @@ help:
 	@echo "make lint       ruff, mypy --strict, import-linter"
 	@echo "make bench      run every benchmark under benchmarks/ (prints JSON)"
 	@echo "make proto      regenerate gRPC stubs from proto/"
+	@echo "make tools      fetch prometheus/promtool and helm into .tools/ (integration tests use them)"
 
 venv: $(STAMP)
 
@@ -49,6 +50,9 @@ lint: $(STUBS_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples scripts
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+
+tools: $(STAMP)
+	scripts/fetch_tools.sh
 
 bench: $(STUBS_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done

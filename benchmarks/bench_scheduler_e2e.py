@@ -84,7 +84,8 @@ def main() -> int:
     port = free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], stdout=subprocess.PIPE, text=True, env=env)
-    assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+    assert server.stdout is not None
+    assert server.stdout.readline().strip() == "ready"
     url = f"http://127.0.0.1:{port}"
     http = KubeHttp.connect(server=url, timeout=60)
     with tempfile.TemporaryDirectory() as tmp:

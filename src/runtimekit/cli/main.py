@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "protocol": ("runtimekit.cli.protocol_cmd", "show or compare protocol.yaml files"),
     "simulate": ("runtimekit.cli.simulate", "replay a cluster trace through the scheduler"),
     "scheduler": ("runtimekit.cli.scheduler", "run the GPU-sharing scheduler against a cluster"),
+    "exporter": ("runtimekit.cli.exporter", "Prometheus metrics and GPU health detection for one node"),
     "controller": ("runtimekit.cli.controller", "switch nodes' runtimes on or off from a node label, via Jobs"),
     "job-agent": ("runtimekit.cli.job_agent", "enable or disable this node's runtime (run by controller Jobs)"),
     "demo": ("runtimekit.cli.demo", "the quick-start demo on the embedded default"),

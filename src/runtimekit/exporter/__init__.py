@@ -1,1 +1,2 @@
-"""The Prometheus exporter: collectors computed at scrape time and health detection."""
+"""The Prometheus exporter: collectors computed at scrape time from the runtime's raw samples,
+GPU health detection that marks GPUs unhealthy in the runtime, and custom collectors."""

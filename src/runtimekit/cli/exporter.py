@@ -1,0 +1,74 @@
+"""`runtimekit exporter`: Prometheus metrics and GPU health detection for one node (docs/user-guide/exporter.md)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+
+log = logging.getLogger("runtimekit.exporter")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--runtime-socket", help="the node runtime's socket (default: the protocol's sockets.runtime)")
+    parser.add_argument("--listen", default="0.0.0.0:9445", help="host:port for /metrics and /healthz")
+    parser.add_argument("--config", help="exporter config file (see etc/exporter.yaml)")
+    parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
+    parser.add_argument("--node-name", default="", help="node label on metrics (default: what the runtime reports)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from prometheus_client import CollectorRegistry
+
+    from runtimekit.api.runtime_client import RuntimeClient
+    from runtimekit.exporter.collector import RuntimeCollector
+    from runtimekit.exporter.config import ConfigError, load_config
+    from runtimekit.exporter.extensions import ExtensionContext, ExtensionError, load_collectors
+    from runtimekit.exporter.health import HealthCollector, HealthDetector
+    from runtimekit.exporter.server import MetricsServer
+    from runtimekit.protocol import ProtocolError, load_protocol
+
+    try:
+        protocol = load_protocol(args.protocol)
+        config = load_config(args.config)
+        host, _, port = args.listen.rpartition(":")
+        listen = (host or "0.0.0.0", int(port))
+    except (ProtocolError, ConfigError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    socket = args.runtime_socket or protocol.sockets.runtime
+    node = args.node_name or config.node_name
+    client = RuntimeClient(socket, timeout_s=config.runtime_timeout_seconds)
+    registry = CollectorRegistry()
+    registry.register(RuntimeCollector(client, protocol, node))
+    detector = HealthDetector(client, config.health, node)
+    registry.register(HealthCollector(detector))  # type: ignore[arg-type]
+    try:
+        for collector in load_collectors(ExtensionContext(client, protocol, config, node)):
+            registry.register(collector)
+    except ExtensionError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        server = MetricsServer(registry, *listen).start()
+    except OSError as exc:
+        print(f"error: cannot listen on {args.listen}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    if config.health.enabled:
+        detector.start()
+    log.info(
+        "exporter serving http://%s/metrics for runtime %s (protocol fingerprint %s)",
+        server.address,
+        socket,
+        protocol.fingerprint,
+    )
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    stop.wait()
+    detector.stop()
+    server.stop()
+    client.close()
+    return 0

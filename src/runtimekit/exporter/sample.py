@@ -1,0 +1,138 @@
+"""One reading of the runtime (`ExporterGetDataList`), cleaned into plain values.
+
+The runtime's data is not trusted to be well formed: NaN or negative readings become "unknown"
+(the metric is left out), missing fields take their zero value, allocations on a GPU the node does
+not list are kept but labelled with the UUID only. `read_sample` never raises for bad data; it
+raises `SampleError` only when the runtime cannot be reached in time.
+Callers: the metrics collector and the health detector.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
+
+HEALTH_NAMES = {0: "unknown", 1: "healthy", 2: "unhealthy"}
+MIG_NAMES = {0: "unknown", 1: "off", 2: "static", 3: "dynamic"}
+
+
+class SampleError(Exception):
+    """The runtime did not answer (or refused); the message says why."""
+
+
+def _number(value: float) -> float | None:
+    return None if value is None or math.isnan(value) or math.isinf(value) or value < 0 else float(value)
+
+
+@dataclass(frozen=True)
+class Xid:
+    xid: int
+    unix_ms: int
+
+
+@dataclass(frozen=True)
+class GpuReading:
+    index: int
+    uuid: str
+    model: str
+    utilization: float | None  # ratio 0..1
+    memory_utilization: float | None
+    memory_used_bytes: float | None
+    memory_total_bytes: float | None
+    temperature_celsius: float | None
+    power_watts: float | None
+    power_limit_watts: float | None
+    ecc_corrected: int
+    ecc_uncorrected: int
+    xid_count: int
+    xids: tuple[Xid, ...]
+    healthy: bool | None
+    health_reason: str
+    mig_mode: str
+
+
+@dataclass(frozen=True)
+class AllocationReading:
+    namespace: str
+    pod: str
+    container: str
+    gpu_uuid: str
+    gpu_index: str  # "" when the GPU is unknown to the node
+    core_ratio: float
+    memory_bytes: float
+
+
+@dataclass(frozen=True)
+class Sample:
+    node: str
+    gpus: tuple[GpuReading, ...] = ()
+    allocations: tuple[AllocationReading, ...] = ()
+    seconds: float = 0.0
+    dropped: int = 0  # readings left out as malformed
+    extra: dict[str, str] = field(default_factory=dict)
+
+
+def _ratio(percent: float) -> float | None:
+    value = _number(percent)
+    return None if value is None else min(value, 100.0) / 100.0
+
+
+def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
+    started = time.perf_counter()
+    try:
+        msg = client.exporter_data()
+    except (RuntimeCallError, FeatureUnavailable) as exc:
+        raise SampleError(str(exc)) from exc
+    mib = 1024.0 * 1024.0
+    gpus = []
+    dropped = 0
+    seen: dict[str, int] = {}
+    for g in msg.gpus:
+        if not g.uuid or g.uuid in seen:
+            dropped += 1
+            continue
+        seen[g.uuid] = g.index
+        used, total = _number(float(g.memory_used_mib)), _number(float(g.memory_total_mib))
+        gpus.append(
+            GpuReading(
+                index=int(g.index),
+                uuid=g.uuid,
+                model=g.model or "unknown",
+                utilization=_ratio(g.utilization_percent),
+                memory_utilization=_ratio(g.memory_utilization_percent),
+                memory_used_bytes=None if used is None else used * mib,
+                memory_total_bytes=None if not total else total * mib,
+                temperature_celsius=_number(g.temperature_celsius),
+                power_watts=_number(g.power_watts),
+                power_limit_watts=_number(g.power_limit_watts) or None,
+                ecc_corrected=int(g.ecc_corrected),
+                ecc_uncorrected=int(g.ecc_uncorrected),
+                xid_count=int(g.xid_event_count),
+                xids=tuple(Xid(int(x.xid), int(x.unix_ms)) for x in g.xid_events),
+                healthy={1: True, 2: False}.get(int(g.health)),
+                health_reason=g.health_reason,
+                mig_mode=MIG_NAMES.get(int(g.mig_mode), "unknown"),
+            )
+        )
+    allocations = []
+    for a in msg.allocations:
+        if not a.pod or not a.gpu_uuid or a.core_milli < 0 or a.memory_mib < 0:
+            dropped += 1
+            continue
+        index = str(seen[a.gpu_uuid]) if a.gpu_uuid in seen else ""
+        allocations.append(
+            AllocationReading(
+                a.namespace,
+                a.pod,
+                a.container,
+                a.gpu_uuid,
+                index,
+                min(a.core_milli, 1000) / 1000.0,
+                float(a.memory_mib) * mib,
+            )
+        )
+    node = node_name or msg.node_name or "unknown"
+    return Sample(node, tuple(gpus), tuple(allocations), time.perf_counter() - started, dropped)

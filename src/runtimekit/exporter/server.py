@@ -1,0 +1,53 @@
+"""The exporter's HTTP endpoint: `/metrics` (Prometheus text format from a registry of its own) and
+`/healthz` for probes. Handlers only translate; the work is in the collectors."""
+
+from __future__ import annotations
+
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry
+from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+
+
+def make_handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            path = self.path.split("?", 1)[0]
+            if path == "/metrics":
+                body, kind, code = generate_latest(registry), CONTENT_TYPE_LATEST, 200
+            elif path in ("/healthz", "/readyz", "/livez"):
+                body, kind, code = b"ok\n", "text/plain; charset=utf-8", 200
+            else:
+                body, kind, code = b"not found: try /metrics or /healthz\n", "text/plain; charset=utf-8", 404
+            self.send_response(code)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    return Handler
+
+
+class MetricsServer:
+    def __init__(self, registry: CollectorRegistry, host: str = "0.0.0.0", port: int = 9445) -> None:
+        self.httpd = ThreadingHTTPServer((host, port), make_handler(registry))
+        self.httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self.httpd.serve_forever, name="metrics-http", daemon=True)
+
+    @property
+    def address(self) -> str:
+        host, port = self.httpd.server_address[:2]
+        return f"{host!s}:{port}" if isinstance(host, str) else f"{host.decode()}:{port}"
+
+    def start(self) -> MetricsServer:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._thread.join(5)
