@@ -25,6 +25,14 @@ ALLOCATIONS = [
 
 def test_round_trip() -> None:
     assert decode_checkpoint(encode_checkpoint("n1", ALLOCATIONS)) == ("n1", ALLOCATIONS)
+    assert decode_checkpoint(encode_checkpoint('n"2', [])) == ('n"2', [])
+
+
+def test_body_is_canonical_json() -> None:
+    doc = json.loads(encode_checkpoint("n1", ALLOCATIONS))
+    assert (
+        json.dumps(doc["data"], sort_keys=True, separators=(",", ":")) in encode_checkpoint("n1", ALLOCATIONS).decode()
+    )
 
 
 def _edit(raw: bytes) -> bytes:
@@ -41,7 +49,7 @@ def _edit(raw: bytes) -> bytes:
         pytest.param(lambda raw: b"\xff\xfe", "not JSON", id="binary"),
         pytest.param(lambda raw: b"[]", "not a RuntimeCheckpoint", id="wrong-shape"),
         pytest.param(_edit, "checksum mismatch", id="edited"),
-        pytest.param(lambda raw: raw.replace(b'"version": 1', b'"version": 9'), "unsupported version", id="version"),
+        pytest.param(lambda raw: raw.replace(b'"version":1', b'"version":9'), "unsupported version", id="version"),
     ],
 )
 def test_damage_is_detected(damage: object, reason: str) -> None:

@@ -15,6 +15,7 @@ lives here too: `{"version":1,"containers":{"<container>":["<resource>", ...]}}`
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
@@ -55,14 +56,17 @@ class NoMatch:
 
 def parse_allocated(text: str | None) -> dict[str, tuple[str, ...]]:
     """The allocated record of a pod: container -> resources already allocated. Bad text reads as empty."""
-    if not text:
-        return {}
+    return dict(_parse_allocated(text)) if text else {}
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_allocated(text: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     try:
         data = json.loads(text)
         containers = data["containers"]
-        return {str(c): tuple(str(r) for r in rs) for c, rs in containers.items()}
+        return tuple((str(c), tuple(str(r) for r in rs)) for c, rs in containers.items())
     except (ValueError, KeyError, TypeError, AttributeError):
-        return {}
+        return ()
 
 
 def encode_allocated(record: Mapping[str, Iterable[str]]) -> str:
@@ -101,10 +105,22 @@ def container_amount(container: Mapping[str, Any], resource: str) -> int:
     amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
     if resource not in amounts:
         return 0
+    value = amounts[resource]
+    if isinstance(value, str) and value.isdigit():  # the usual case, without the general quantity parser
+        return int(value)
     try:
-        return max(0, whole_number(amounts[resource]))
+        return max(0, whole_number(value))
     except ValueError:
         return 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_assignment(text: str) -> Assignment | str:
+    """The assignment in an annotation, or why it is unreadable (cached: running pods are listed on every call)."""
+    try:
+        return Assignment.from_annotation(text)
+    except AssignmentError as exc:
+        return f"unreadable assignment: {exc}"
 
 
 def _assignment(pod: Mapping[str, Any], node: str, protocol: Protocol) -> Assignment | str:
@@ -117,10 +133,9 @@ def _assignment(pod: Mapping[str, Any], node: str, protocol: Protocol) -> Assign
     text = (meta.get("annotations") or {}).get(protocol.annotations.assignment)
     if text is None:
         return "not assigned by the scheduler"
-    try:
-        assignment = Assignment.from_annotation(str(text))
-    except AssignmentError as exc:
-        return f"unreadable assignment: {exc}"
+    assignment = _parse_assignment(str(text))
+    if isinstance(assignment, str):
+        return assignment
     if assignment.node != node:
         return f"assigned to node {assignment.node}"
     return assignment

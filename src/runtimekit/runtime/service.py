@@ -313,9 +313,9 @@ class NodeRuntime:
             held = self._book.get(pod.uid, request.container)
             if held is None or not held.same_grants(wanted):
                 self._admit(wanted)
-            allocation, changed = self._book.book(wanted)
-            if changed:
-                self._persist(allocation, new=held is None)
+            allocation, _ = self._book.book(wanted)
+            if held is None:  # a repeat only adds device IDs and resource names: not worth an fsync
+                self._persist(allocation)
         edits = self._isolation.edits(allocation.grants, self._infos)
         if held is None:
             log.info("allocated %s to %s/%s", _describe(allocation), pod, request.container)
@@ -334,12 +334,12 @@ class NodeRuntime:
             if view is not None and not view.healthy:
                 raise ServiceError(Code.FAILED_PRECONDITION, f"GPU {grant.gpu_uuid} is unhealthy: {view.reason}")
 
-    def _persist(self, allocation: Allocation, new: bool) -> None:
+    def _persist(self, allocation: Allocation) -> None:
+        """Checkpoint a new allocation; if that fails it is given back, so memory never runs ahead of disk."""
         try:
             self._save()
         except OSError as exc:
-            if new:
-                self._book.release(allocation.pod.uid, allocation.container)
+            self._book.release(allocation.pod.uid, allocation.container)
             raise ServiceError(Code.UNAVAILABLE, f"cannot write the checkpoint: {exc}") from None
 
     def release(self, uid: str, container: str = "") -> list[Allocation]:

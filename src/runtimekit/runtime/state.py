@@ -8,6 +8,7 @@ never read as "no allocations". Callers: the runtime service at start and after 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -49,15 +50,29 @@ def write_atomic(path: Path, data: bytes) -> None:
         os.close(dir_fd)
 
 
-def _checksum(body: Mapping[str, Any]) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"))
+def _canonical(body: Mapping[str, Any]) -> str:
+    return json.dumps(body, sort_keys=True, separators=(",", ":"))
+
+
+def _checksum(canonical: str) -> str:
     return "sha256:" + hashlib.sha256(canonical.encode()).hexdigest()
 
 
+@functools.lru_cache(maxsize=8192)
+def _allocation_text(allocation: Allocation) -> str:
+    """One allocation's canonical JSON (cached: an allocation is written again on every later change)."""
+    return _canonical(_allocation_json(allocation))
+
+
 def encode_checkpoint(node: str, allocations: Iterable[Allocation]) -> bytes:
-    body = {"node": node, "allocations": [_allocation_json(a) for a in allocations]}
-    doc = {"kind": _KIND, "version": _VERSION, "checksum": _checksum(body), "data": body}
-    return json.dumps(doc, indent=1, sort_keys=True).encode()
+    """The file's bytes: the body is serialised once, canonically, and its checksum is of those bytes.
+
+    The body is assembled from per-allocation texts; it equals `_canonical` of the whole body
+    ("allocations" sorts before "node"), which is what `decode_checkpoint` checks.
+    """
+    body = f'{{"allocations":[{",".join(_allocation_text(a) for a in allocations)}],"node":{json.dumps(node)}}}'
+    head = json.dumps({"kind": _KIND, "version": _VERSION, "checksum": _checksum(body)}, separators=(",", ":"))
+    return f'{head[:-1]},"data":{body}}}'.encode()
 
 
 def decode_checkpoint(raw: bytes) -> tuple[str, list[Allocation]]:
@@ -71,7 +86,7 @@ def decode_checkpoint(raw: bytes) -> tuple[str, list[Allocation]]:
     if doc.get("version") != _VERSION:
         raise CheckpointCorrupt(f"unsupported version {doc.get('version')!r}")
     body = doc.get("data")
-    if not isinstance(body, dict) or doc.get("checksum") != _checksum(body):
+    if not isinstance(body, dict) or doc.get("checksum") != _checksum(_canonical(body)):
         raise CheckpointCorrupt("checksum mismatch (the file was truncated or changed)")
     try:
         return str(body["node"]), [_allocation_from(item) for item in body["allocations"]]
