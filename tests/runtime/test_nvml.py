@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+import sys
 import threading
 from types import SimpleNamespace
 from typing import Any
@@ -233,3 +234,34 @@ def test_events_thread_reports_xid_and_ecc(fake: FakeNvml) -> None:
     ]
     assert got[0].unix_ms == 3000
     assert fake.calls[-2:] == ["free", "shutdown"]
+
+
+def test_gpu_check_script_runs_on_patched_nvml(
+    fake: FakeNvml, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import importlib.util
+    import json
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "check_nvml.py"
+    spec = importlib.util.spec_from_file_location("check_nvml", path)
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    monkeypatch.setattr(pynvml, "nvmlSystemGetDriverVersion", lambda: "560.35.03")
+
+    def profile(handle: Any, index: int) -> Any:
+        if index > 1:
+            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return SimpleNamespace(name="MIG 1g.18gb", id=19, sliceCount=1, memorySizeMB=16384)
+
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuInstanceProfileInfo", profile)
+    monkeypatch.setattr(sys, "argv", ["check_nvml.py", "--events-s", "0"])
+    assert script.main() == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["result"] == "ok"
+    assert [d["uuid_type"] for d in report["devices"]] == ["str", "str", "str"]
+    assert report["devices"][0]["gpu_instance_profiles"]["0"].startswith("MIG 1g.18gb id=19")
+    assert "NVMLError_NotSupported" in report["devices"][0]["gpu_instance_profiles"]["2"]
+    assert report["runtime_allocate_env"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
