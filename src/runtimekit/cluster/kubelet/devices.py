@@ -1,0 +1,115 @@
+"""Where a simulated kubelet's extended resources come from, and how a pod's devices are allocated.
+
+Two implementations of `NodeDevices`:
+- `PluginDevices`: the real path. Resources are what device plugins registered with the kubelet's
+  `DeviceManager` advertise (capacity = all devices, allocatable = healthy ones); admission calls
+  the plugins' Allocate per container and resource, as kubelet does, and hands the container the
+  plugin's environment. The device plugin publishes the node's GPU inventory itself.
+- `DirectDevices`: no runtime and no plugin. The kubelet advertises a fixed simulated inventory
+  (the counts the device plugin would advertise: one `resources.gpu` device per GPU, 100
+  `resources.core` devices per GPU, one `resources.memory` device per memory unit) and writes the
+  node devices annotation and GPU labels itself; admission allocates nothing and gives a container
+  `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from runtimekit.cluster.kubelet.devicemanager import DeviceManager
+from runtimekit.model import Assignment, AssignmentError, NodeInventory
+from runtimekit.protocol import Protocol as KitProtocol
+
+CORE_DEVICES_PER_GPU = 100  # what the device plugin advertises per GPU for resources.core
+ContainerEnv = dict[str, dict[str, str]]  # container name -> environment the runtime would set
+
+
+class NodeDevices(Protocol):
+    def capacity(self) -> dict[str, int]:
+        """Every advertised device, per extended resource."""
+        ...
+
+    def allocatable(self) -> dict[str, int]:
+        """The healthy devices, per extended resource."""
+        ...
+
+    def node_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Labels and annotations the kubelet itself writes on its Node (empty when a plugin publishes)."""
+        ...
+
+    def admit(self, pod: Mapping[str, Any]) -> ContainerEnv:
+        """Allocate the devices of every container; the environment per container. Raises AdmissionError
+        with kubelet's reason and message; a pod that fails holds nothing afterwards."""
+        ...
+
+    def release(self, pod_uid: str) -> None:
+        """Free the devices of a pod that ended or was deleted; idempotent."""
+        ...
+
+
+class PluginDevices:
+    """See the module docstring."""
+
+    def __init__(self, manager: DeviceManager) -> None:
+        self.manager = manager
+
+    def capacity(self) -> dict[str, int]:
+        return self.manager.capacity()
+
+    def allocatable(self) -> dict[str, int]:
+        return self.manager.allocatable()
+
+    def node_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
+        return {}, {}
+
+    def admit(self, pod: Mapping[str, Any]) -> ContainerEnv:
+        options = self.manager.admit_pod(pod)
+        return {name: dict(opts.envs) for name, opts in options.items() if opts.envs}
+
+    def release(self, pod_uid: str) -> None:
+        self.manager.remove_pod(pod_uid)
+
+
+class DirectDevices:
+    """See the module docstring."""
+
+    def __init__(self, inventory: NodeInventory, protocol: KitProtocol) -> None:
+        self.inventory = inventory
+        self.protocol = protocol
+
+    def capacity(self) -> dict[str, int]:
+        names, gpus = self.protocol.resources, self.inventory.gpus
+        unit = self.protocol.memory_unit_mib
+        return {
+            names.gpu: len(gpus),
+            names.core: CORE_DEVICES_PER_GPU * len(gpus),
+            names.memory: sum(g.memory_mib // unit for g in gpus),
+        }
+
+    def allocatable(self) -> dict[str, int]:
+        return self.capacity()
+
+    def node_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
+        labels = {
+            self.protocol.labels.gpu_model: self.inventory.model,
+            self.protocol.labels.gpu_count: str(len(self.inventory.gpus)),
+        }
+        return labels, {self.protocol.annotations.node_devices: self.inventory.to_annotation()}
+
+    def admit(self, pod: Mapping[str, Any]) -> ContainerEnv:
+        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(self.protocol.annotations.assignment)
+        if not text:
+            return {}
+        try:
+            assignment = Assignment.from_annotation(str(text))
+        except AssignmentError:
+            return {}
+        return {
+            name: {"NVIDIA_VISIBLE_DEVICES": ",".join(s.uuid for s in shares)}
+            for name, shares in assignment.containers.items()
+            if shares
+        }
+
+    def release(self, pod_uid: str) -> None:
+        return None

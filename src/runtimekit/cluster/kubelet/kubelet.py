@@ -1,0 +1,391 @@
+"""The simulated kubelet of one embedded-cluster node: it registers the Node and runs its pods.
+
+`SimulatedKubelet(http, devices, options).start()`:
+- registers and keeps current the Node object (`NodeReporter`: Ready condition, capacity and
+  allocatable for cpu, memory, pods and the extended resources of `devices`, the node Lease);
+- watches the pods bound to the node (`fieldSelector=spec.nodeName=<node>`, through
+  `runtimekit.kube.informer`) and admits new ones in creation order, as kubelet does: the resource
+  fit check (`OutOf<resource>`), then the devices (`NodeDevices.admit`: the device plugins'
+  Allocate, per container and resource); an admitted pod turns Running (every container running
+  and ready) and the environment its containers would get is recorded on it as the annotation
+  `ENV_ANNOTATION` (`{"<container>": {"NVIDIA_VISIBLE_DEVICES": …}}`); a rejected pod turns
+  Failed with kubelet's reason and message and a Warning Event;
+- finishes pods: after the protocol's `annotations.simulatedRuntime`, or when a container runner
+  returns for each of the pod's `runtimekit …` containers (see `runner.py`);
+- frees a pod's devices when it ends or is deleted, then calls `on_pod_stopped` listeners (the
+  embedded cluster uses one to let the node runtime reconcile at once);
+- carries out graceful deletion: it implements the API server's `KubeletHook` (`manages(node)`),
+  so deleting one of its pods only marks it; the kubelet stops it and deletes it with grace 0;
+- lists its running pods for the PodResources API (`running_pods()`).
+All pod handling happens on one worker thread (informer events, runner results and timers are
+queued to it), so pod records need no locks beyond the queue's.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from runtimekit.cluster.events import record_event
+from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_by
+from runtimekit.cluster.kubelet.devicemanager import AdmissionError, PodIdentity
+from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
+from runtimekit.cluster.kubelet.nodestatus import NodeReporter, NodeShape
+from runtimekit.cluster.kubelet.runner import (
+    ContainerRunner,
+    NodeContext,
+    parse_duration,
+    run_safely,
+    runtimekit_argv,
+)
+from runtimekit.cluster.kubelet.status import (
+    Terminated,
+    container_names,
+    phase_of,
+    rejected_status,
+    rfc3339,
+    running_status,
+    terminated_status,
+)
+from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.informer import Informer
+from runtimekit.protocol import Protocol
+
+log = logging.getLogger(__name__)
+ENV_ANNOTATION = "runtimekit.aliyun.com/simulated-env"
+COMPONENT = "kubelet"
+FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+@dataclass(frozen=True)
+class KubeletOptions:
+    shape: NodeShape
+    protocol: Protocol = field(default_factory=Protocol.default)
+    runtime_socket: str | None = None  # the node runtime's socket, for container runners
+    work_dir: Path = Path("/tmp")  # container runners' folder (termination logs)
+    node_index: int = 0  # pod IPs are 10.244.<index>.<n>
+    heartbeat_s: float = 10.0
+    report_s: float = 60.0
+    poll_s: float = 0.25
+
+
+@dataclass
+class _Pod:
+    """A pod this kubelet admitted (or rejected, `finished` from the start)."""
+
+    identity: PodIdentity
+    manifest: JSON
+    requests: dict[str, int]
+    started: str
+    finished: bool = False
+    ends: dict[str, Terminated] = field(default_factory=dict)
+
+
+def _identity(pod: Mapping[str, Any]) -> PodIdentity:
+    meta = pod.get("metadata") or {}
+    return PodIdentity(str(meta.get("namespace", "default")), str(meta.get("name", "")), str(meta.get("uid", "")))
+
+
+class SimulatedKubelet:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        http: KubeHttp,
+        devices: NodeDevices,
+        options: KubeletOptions,
+        runner: ContainerRunner | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.http, self.devices, self.options, self.runner = http, devices, options, runner
+        self.node = options.shape.name
+        self.clock = clock
+        self.reporter = NodeReporter(
+            http, options.shape, devices, options.heartbeat_s, options.report_s, options.poll_s, clock
+        )
+        self.informer = Informer(
+            http,
+            "/api/v1/pods",
+            self._on_pod,
+            {"fieldSelector": f"spec.nodeName={self.node}"},
+            name=f"{self.node} pods",
+        )
+        self.on_pod_stopped: list[Callable[[PodIdentity], None]] = []
+        self._cond = threading.Condition()
+        self._queue: list[tuple[str, Any]] = []
+        self._timers: list[tuple[float, int, str]] = []  # (monotonic due, seq, pod uid)
+        self._seq = itertools.count()
+        self._pods: dict[str, _Pod] = {}
+        self._deleting: set[str] = set()
+        self._ips = itertools.count(2)
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+
+    # -- life cycle ----------------------------------------------------------------------------
+    def start(self) -> SimulatedKubelet:
+        """Register the Node (raises KubeApiError when refused), then watch and run pods."""
+        self.reporter.register()
+        self.informer.start()
+        for name, target in (("pods", self._work), ("status", lambda: self.reporter.run(self._stop))):
+            thread = threading.Thread(target=target, name=f"kubelet {self.node} {name}", daemon=True)
+            thread.start()
+            self._threads.append(thread)
+        return self
+
+    def stop(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        with self._cond:
+            self._cond.notify_all()
+        self.informer.stop(1.0)
+        for thread in self._threads:
+            thread.join(5.0)
+
+    def synced(self, timeout_s: float) -> bool:
+        return self.informer.synced.wait(timeout_s)
+
+    def manages(self, node_name: str) -> bool:
+        """The API server's KubeletHook: this kubelet finishes graceful deletion of the node's pods."""
+        return node_name == self.node and not self._stop.is_set()
+
+    def running_pods(self) -> list[tuple[PodIdentity, Sequence[str]]]:
+        """The pods this kubelet runs, with their container names (the PodResources API's view)."""
+        with self._cond:
+            return [(p.identity, container_names(p.manifest)) for p in self._pods.values() if not p.finished]
+
+    # -- the queue -----------------------------------------------------------------------------
+    def _on_pod(self, kind: str, obj: JSON) -> None:
+        self._put(kind, obj)
+
+    def _put(self, kind: str, item: Any) -> None:
+        with self._cond:
+            self._queue.append((kind, item))
+            self._cond.notify_all()
+
+    def _next_wait(self) -> float:
+        return max(0.0, self._timers[0][0] - time.monotonic()) if self._timers else 1.0
+
+    def _work(self) -> None:
+        while True:
+            with self._cond:
+                self._cond.wait_for(lambda: self._queue or self._stop.is_set(), timeout=self._next_wait())
+                if self._stop.is_set():
+                    return
+                batch, self._queue = self._queue, []
+            try:
+                self._handle(batch)
+                self._fire_timers()
+            except Exception:  # one bad pod must not stop the node
+                log.exception("kubelet %s: pod handling failed", self.node)
+
+    def _handle(self, batch: list[tuple[str, Any]]) -> None:
+        new: dict[str, JSON] = {}
+        for kind, item in batch:
+            if kind == "container-done":
+                self._container_done(*item)
+            elif kind == "DELETED":
+                new.pop(str((item.get("metadata") or {}).get("uid", "")), None)
+                self._forget(item)
+            else:
+                self._observe(item, new)
+        arrival = {uid: n for n, uid in enumerate(new)}
+        for uid in sorted(new, key=lambda u: (str(new[u]["metadata"].get("creationTimestamp", "")), arrival[u])):
+            self._admit(new[uid])
+
+    def _observe(self, pod: JSON, new: dict[str, JSON]) -> None:
+        identity = _identity(pod)
+        known = self._pods.get(identity.uid)
+        if pod["metadata"].get("deletionTimestamp"):
+            new.pop(identity.uid, None)
+            self._delete(pod, known)
+        elif known is not None:
+            known.manifest = pod
+        elif phase_of(pod) == "Running":
+            self._adopt(pod)
+        elif phase_of(pod) not in FINISHED:
+            new[identity.uid] = pod
+
+    # -- admission -----------------------------------------------------------------------------
+    def _admit(self, pod: JSON) -> None:
+        identity = _identity(pod)
+        now = rfc3339(self.clock())
+        try:
+            requests = pod_requests(pod)
+        except ValueError as exc:
+            self._reject(pod, AdmissionError("UnexpectedAdmissionError", f"bad resource quantity: {exc}"), now)
+            return
+        active = [p.requests for p in self._pods.values() if not p.finished]
+        problem = check_fit(requests, self.reporter.allocatable(), used_by(active), len(active))
+        env: ContainerEnv = {}
+        try:
+            if problem is not None:
+                raise problem
+            env = self.devices.admit(pod)
+        except AdmissionError as exc:
+            self._reject(pod, exc, now)
+            return
+        record = _Pod(identity, pod, requests, now)
+        with self._cond:
+            self._pods[identity.uid] = record
+        if env:
+            self._patch(identity, {"metadata": {"annotations": {ENV_ANNOTATION: json.dumps(env, sort_keys=True)}}})
+        ip = f"10.244.{self.options.node_index}.{next(self._ips)}"
+        self._patch_status(identity, running_status(pod, now, self.options.shape.address, ip))
+        log.info("kubelet %s: pod %s/%s running", self.node, identity.namespace, identity.name)
+        self._start_containers(record)
+
+    def _reject(self, pod: JSON, error: AdmissionError, now: str) -> None:
+        identity = _identity(pod)
+        with self._cond:
+            self._pods[identity.uid] = _Pod(identity, pod, {}, now, finished=True)
+        log.info("kubelet %s: pod %s/%s rejected: %s", self.node, identity.namespace, identity.name, error.message)
+        self._patch_status(identity, rejected_status(error.reason, error.message, now))
+        involved = {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}}
+        record_event(self.http, involved, "Warning", error.reason, error.message, COMPONENT, self.node)
+
+    def _adopt(self, pod: JSON) -> None:
+        """A pod already Running when first seen (the kubelet restarted): keep running it, devices held."""
+        identity = _identity(pod)
+        started = str((pod.get("status") or {}).get("startTime") or rfc3339(self.clock()))
+        record = _Pod(identity, pod, pod_requests(pod), started)
+        with self._cond:
+            self._pods[identity.uid] = record
+        self._start_containers(record)
+
+    # -- running and finishing -----------------------------------------------------------------
+    def _start_containers(self, record: _Pod) -> None:
+        pod = record.manifest
+        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(
+            self.options.protocol.annotations.simulated_runtime
+        )
+        if text:
+            try:
+                seconds = parse_duration(str(text))
+            except ValueError as exc:
+                log.warning("pod %s/%s: ignoring %s", record.identity.namespace, record.identity.name, exc)
+            else:
+                heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._seq), record.identity.uid))
+        if self.runner is None:
+            return
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            if runtimekit_argv(container) is not None:
+                threading.Thread(
+                    target=self._run_container,
+                    args=(pod, container),
+                    name=f"container {record.identity.name}/{container.get('name')}",
+                    daemon=True,
+                ).start()
+
+    def _context(self) -> NodeContext:
+        return NodeContext(
+            self.node,
+            self.options.runtime_socket,
+            self.options.protocol.sockets.runtime,
+            self.options.work_dir,
+            self.http.server,
+        )
+
+    def _run_container(self, pod: JSON, container: Mapping[str, Any]) -> None:
+        assert self.runner is not None
+        code, message = run_safely(self.runner, pod, container, self._context())
+        self._put("container-done", (_identity(pod).uid, str(container.get("name", "")), Terminated(code, message)))
+
+    def _container_done(self, uid: str, container: str, end: Terminated) -> None:
+        record = self._pods.get(uid)
+        if record is None or record.finished:
+            return
+        record.ends[container] = end
+        self._end(record)
+
+    def _fire_timers(self) -> None:
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, uid = heapq.heappop(self._timers)
+            record = self._pods.get(uid)
+            if record is None or record.finished:
+                continue
+            for name in container_names(record.manifest):
+                record.ends.setdefault(name, Terminated(0))
+            self._end(record)
+
+    def _end(self, record: _Pod) -> None:
+        """Write the containers' ends; when every container has ended the pod is done and its devices go."""
+        status = terminated_status(record.manifest, record.ends, record.started, rfc3339(self.clock()))
+        self._patch_status(record.identity, status)
+        if "phase" in status:
+            log.info(
+                "kubelet %s: pod %s/%s %s", self.node, record.identity.namespace, record.identity.name, status["phase"]
+            )
+            self._stopped(record)
+
+    def _stopped(self, record: _Pod) -> None:
+        with self._cond:
+            record.finished = True
+        self.devices.release(record.identity.uid)
+        for listener in self.on_pod_stopped:
+            try:
+                listener(record.identity)
+            except Exception:
+                log.exception("kubelet %s: pod-stopped listener failed", self.node)
+
+    def _delete(self, pod: JSON, record: _Pod | None) -> None:
+        """Graceful deletion: the containers stop at once; then delete the pod with grace 0."""
+        identity = _identity(pod)
+        if record is not None and not record.finished:
+            self._stopped(record)
+        if identity.uid in self._deleting:
+            return
+        self._deleting.add(identity.uid)
+        options = {
+            "apiVersion": "v1",
+            "kind": "DeleteOptions",
+            "gracePeriodSeconds": 0,
+            "preconditions": {"uid": identity.uid},
+        }
+        try:
+            self.http.delete(object_path("v1", "pods", identity.namespace, identity.name), options)
+        except KubeApiError as exc:
+            if exc.code not in (404, 409):
+                log.warning(
+                    "kubelet %s: cannot delete pod %s/%s: %s", self.node, identity.namespace, identity.name, exc
+                )
+
+    def _forget(self, pod: JSON) -> None:
+        identity = _identity(pod)
+        uid = identity.uid or next(
+            (
+                u
+                for u, p in self._pods.items()
+                if (p.identity.namespace, p.identity.name) == (identity.namespace, identity.name)
+            ),
+            "",
+        )
+        record = self._pods.get(uid)
+        if record is not None and not record.finished:
+            self._stopped(record)
+        with self._cond:
+            self._pods.pop(uid, None)
+        self._deleting.discard(uid)
+
+    # -- API writes ----------------------------------------------------------------------------
+    def _patch(self, identity: PodIdentity, body: JSON) -> None:
+        try:
+            self.http.patch(object_path("v1", "pods", identity.namespace, identity.name), body)
+        except KubeApiError as exc:
+            log.info("kubelet %s: cannot patch pod %s/%s: %s", self.node, identity.namespace, identity.name, exc)
+
+    def _patch_status(self, identity: PodIdentity, status: JSON) -> None:
+        path = object_path("v1", "pods", identity.namespace, identity.name, "status")
+        try:
+            self.http.patch(path, {"metadata": {"uid": identity.uid}, "status": status}, "strategic")
+        except KubeApiError as exc:
+            log.info("kubelet %s: cannot update pod %s/%s: %s", self.node, identity.namespace, identity.name, exc)

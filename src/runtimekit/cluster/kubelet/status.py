@@ -1,0 +1,220 @@
+"""The Node and Pod status a simulated kubelet writes, as pure functions over plain dicts.
+
+Shapes follow what a real kubelet reports, so kubectl, the scheduler and the controller read them
+unchanged: node conditions (Ready plus the three pressure conditions) with heartbeat times,
+capacity and allocatable, addresses and nodeInfo; pod phase, conditions (Initialized, Ready,
+ContainersReady, PodScheduled kept), container statuses with `running` or `terminated` states,
+and the rejection status of a pod that failed admission (`reason`, `Pod was rejected: …`).
+Callers: `SimulatedKubelet` (sends them as strategic merge patches of the status subresource).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtimekit.cluster.kubelet.admission import REJECTED
+
+JSON = dict[str, Any]
+KUBELET_VERSION = "v1.31.0-runtimekit"
+CONTAINER_RUNTIME = "simulated://0.1.0"
+
+
+def rfc3339(epoch_s: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))
+
+
+# -- nodes ---------------------------------------------------------------------------------------
+def node_conditions(now: str, ready: bool = True) -> list[JSON]:
+    def condition(kind: str, status: bool, reason: str, message: str) -> JSON:
+        return {
+            "type": kind,
+            "status": "True" if status else "False",
+            "reason": reason,
+            "message": message,
+            "lastHeartbeatTime": now,
+            "lastTransitionTime": now,
+        }
+
+    return [
+        condition("MemoryPressure", False, "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
+        condition("DiskPressure", False, "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
+        condition("PIDPressure", False, "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
+        condition(
+            "Ready",
+            ready,
+            "KubeletReady" if ready else "KubeletNotReady",
+            "kubelet is posting ready status" if ready else "kubelet is stopping",
+        ),
+    ]
+
+
+def node_status(
+    capacity: Mapping[str, str], allocatable: Mapping[str, str], now: str, address: str, hostname: str
+) -> JSON:
+    return {
+        "capacity": dict(capacity),
+        "allocatable": dict(allocatable),
+        "conditions": node_conditions(now),
+        "addresses": [{"type": "InternalIP", "address": address}, {"type": "Hostname", "address": hostname}],
+        "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+        "nodeInfo": {
+            "machineID": hostname,
+            "systemUUID": hostname,
+            "bootID": hostname,
+            "kernelVersion": "simulated",
+            "osImage": "LJ RuntimeKit simulated node",
+            "containerRuntimeVersion": CONTAINER_RUNTIME,
+            "kubeletVersion": KUBELET_VERSION,
+            "kubeProxyVersion": KUBELET_VERSION,
+            "operatingSystem": "linux",
+            "architecture": "amd64",
+        },
+    }
+
+
+def node_manifest(name: str, labels: Mapping[str, str], annotations: Mapping[str, str], status: JSON) -> JSON:
+    base_labels = {
+        "kubernetes.io/hostname": name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "node.kubernetes.io/instance-type": "simulated",
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {**base_labels, **labels},
+            "annotations": {"node.alpha.kubernetes.io/ttl": "0", **annotations},
+        },
+        "spec": {},
+        "status": status,
+    }
+
+
+# -- pods ----------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Terminated:
+    """How one container ended."""
+
+    exit_code: int
+    message: str = ""
+    reason: str = ""
+
+    def as_state(self, started: str, finished: str, container_id: str) -> JSON:
+        state: JSON = {
+            "exitCode": self.exit_code,
+            "reason": self.reason or ("Completed" if self.exit_code == 0 else "Error"),
+            "startedAt": started,
+            "finishedAt": finished,
+            "containerID": container_id,
+        }
+        if self.message:
+            state["message"] = self.message
+        return state
+
+
+def _condition(kind: str, status: bool, now: str, reason: str = "") -> JSON:
+    out: JSON = {
+        "type": kind,
+        "status": "True" if status else "False",
+        "lastProbeTime": None,
+        "lastTransitionTime": now,
+    }
+    if reason:
+        out["reason"] = reason
+    return out
+
+
+def container_id(pod_uid: str, container: str) -> str:
+    return f"simulated://{pod_uid[:8]}-{container}"
+
+
+def running_status(pod: Mapping[str, Any], now: str, host_ip: str, pod_ip: str) -> JSON:
+    """Every container running and ready."""
+    uid = str((pod.get("metadata") or {}).get("uid", ""))
+    statuses = [
+        {
+            "name": c.get("name", ""),
+            "image": c.get("image", ""),
+            "imageID": "",
+            "containerID": container_id(uid, str(c.get("name", ""))),
+            "ready": True,
+            "started": True,
+            "restartCount": 0,
+            "state": {"running": {"startedAt": now}},
+        }
+        for c in (pod.get("spec") or {}).get("containers") or []
+    ]
+    return {
+        "phase": "Running",
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "podIP": pod_ip,
+        "podIPs": [{"ip": pod_ip}],
+        "startTime": now,
+        "conditions": [
+            _condition("PodReadyToStartContainers", True, now),
+            _condition("Initialized", True, now),
+            _condition("Ready", True, now),
+            _condition("ContainersReady", True, now),
+        ],
+        "containerStatuses": statuses,
+    }
+
+
+def terminated_status(pod: Mapping[str, Any], ends: Mapping[str, Terminated], started: str, now: str) -> JSON:
+    """Containers in `ends` terminated, the others still running; the phase once all have ended
+    (Succeeded when every exit code is 0, else Failed), Running before that."""
+    uid = str((pod.get("metadata") or {}).get("uid", ""))
+    statuses = []
+    for c in (pod.get("spec") or {}).get("containers") or []:
+        name = str(c.get("name", ""))
+        end = ends.get(name)
+        cid = container_id(uid, name)
+        state = (
+            {"terminated": end.as_state(started, now, cid)} if end is not None else {"running": {"startedAt": started}}
+        )
+        statuses.append(
+            {
+                "name": name,
+                "image": c.get("image", ""),
+                "imageID": "",
+                "containerID": cid,
+                "ready": end is None,
+                "started": end is None,
+                "restartCount": 0,
+                "state": state,
+            }
+        )
+    done = len(ends) >= len(statuses)
+    status: JSON = {"containerStatuses": statuses}
+    if done:
+        succeeded = all(e.exit_code == 0 for e in ends.values())
+        status["phase"] = "Succeeded" if succeeded else "Failed"
+        status["conditions"] = [
+            _condition("Ready", False, now, "PodCompleted"),
+            _condition("ContainersReady", False, now, "PodCompleted"),
+        ]
+    elif ends:
+        status["conditions"] = [
+            _condition("Ready", False, now, "ContainersNotReady"),
+            _condition("ContainersReady", False, now, "ContainersNotReady"),
+        ]
+    return status
+
+
+def rejected_status(reason: str, message: str, now: str) -> JSON:
+    """A pod that failed admission: Failed, with kubelet's reason and message."""
+    return {"phase": "Failed", "reason": reason, "message": REJECTED + message, "startTime": now}
+
+
+def phase_of(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def container_names(pod: Mapping[str, Any]) -> Sequence[str]:
+    return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or []]
