@@ -1,0 +1,346 @@
+"""A minimal batch/v1 Job controller for the embedded cluster (the API server otherwise only stores Jobs).
+
+For every Job in every namespace, level-based and idempotent:
+- sets `status.startTime` and creates pods from `spec.template` (`generateName: <job>-`, an owner
+  reference to the Job, labels `job-name` and `controller-uid` and their `batch.kubernetes.io/`
+  forms) until `parallelism` pods are active, never more than are still needed for `completions`;
+  a suspended Job (`spec.suspend`) gets no new pods;
+- counts its pods into `status.active`, `ready`, `succeeded` and `failed` (counts never go down, so
+  a finished pod that is deleted later is still counted);
+- `Complete` (with `completionTime`) when `succeeded` reaches `completions`; `Failed` with reason
+  `BackoffLimitExceeded` when `failed` exceeds `backoffLimit` (default 6), or `DeadlineExceeded`
+  when `activeDeadlineSeconds` have passed since `startTime` — its active pods are deleted then;
+- when a Job is deleted, deletes its pods, as the garbage collector does for Background
+  propagation (Orphan propagation is not honoured: the controller cannot see the delete options).
+A failed pod is never restarted in place (restartPolicy OnFailure behaves as Never): it counts
+against `backoffLimit` and a new pod replaces it at once, without kube's exponential delay.
+Not supported: indexed completion, pod failure and success policies, `ttlSecondsAfterFinished`.
+Informers on Jobs and on pods labelled `controller-uid` feed a queue of Job keys; one worker syncs.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from runtimekit.cluster.events import record_event
+from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.informer import Informer
+
+log = logging.getLogger(__name__)
+COMPONENT = "job-controller"
+UID_LABEL = "controller-uid"
+NAME_LABEL = "job-name"
+FINISHED = frozenset({"Succeeded", "Failed"})
+
+
+def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
+    return obj.get("metadata") or {}
+
+
+def _key(obj: Mapping[str, Any]) -> str:
+    return f"{_meta(obj).get('namespace', 'default')}/{_meta(obj).get('name', '')}"
+
+
+def _now(clock: Callable[[], float]) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
+
+
+def _epoch(text: object) -> float | None:
+    if not isinstance(text, str) or not text:
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def finished_condition(job: Mapping[str, Any]) -> str | None:
+    """`Complete` or `Failed` when the Job has that condition True, else None."""
+    for condition in (job.get("status") or {}).get("conditions") or []:
+        if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
+            return str(condition["type"])
+    return None
+
+
+def pod_for(job: Mapping[str, Any]) -> JSON:
+    """A new pod from the Job's template."""
+    meta, spec = _meta(job), job.get("spec") or {}
+    template = spec.get("template") or {}
+    template_meta = template.get("metadata") or {}
+    uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
+    labels = {
+        **(template_meta.get("labels") or {}),
+        UID_LABEL: uid,
+        NAME_LABEL: name,
+        f"batch.kubernetes.io/{UID_LABEL}": uid,
+        f"batch.kubernetes.io/{NAME_LABEL}": name,
+    }
+    owner = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "name": name,
+        "uid": uid,
+        "controller": True,
+        "blockOwnerDeletion": True,
+    }
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "generateName": f"{name}-",
+            "namespace": meta.get("namespace", "default"),
+            "labels": labels,
+            "annotations": dict(template_meta.get("annotations") or {}),
+            "ownerReferences": [owner],
+        },
+        "spec": dict(template.get("spec") or {}),
+    }
+
+
+class _DelayQueue:
+    """Keys to sync, each at most once in the queue; `add_after` for timed work (deadlines)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._ready: dict[str, None] = {}
+        self._later: list[tuple[float, str]] = []
+        self.closed = False
+
+    def add(self, key: str) -> None:
+        with self._cond:
+            self._ready[key] = None
+            self._cond.notify_all()
+
+    def add_after(self, key: str, delay_s: float) -> None:
+        with self._cond:
+            heapq.heappush(self._later, (time.monotonic() + max(0.0, delay_s), key))
+            self._cond.notify_all()
+
+    def get(self) -> str | None:
+        """The next key; None once closed."""
+        with self._cond:
+            while not self.closed:
+                now = time.monotonic()
+                while self._later and self._later[0][0] <= now:
+                    self._ready[heapq.heappop(self._later)[1]] = None
+                if self._ready:
+                    key = next(iter(self._ready))
+                    del self._ready[key]
+                    return key
+                wait = self._later[0][0] - now if self._later else None
+                self._cond.wait(wait)
+            return None
+
+    def close(self) -> None:
+        with self._cond:
+            self.closed = True
+            self._cond.notify_all()
+
+
+class JobController:
+    """See the module docstring. `start()`, `synced(timeout)`, `stop()`."""
+
+    def __init__(self, http: KubeHttp, clock: Callable[[], float] = time.time) -> None:
+        self.http, self.clock = http, clock
+        self.jobs: dict[str, JSON] = {}
+        self.pods: dict[str, JSON] = {}  # pod uid -> pod, pods labelled controller-uid
+        self._lock = threading.Lock()
+        self.queue = _DelayQueue()
+        self.informers = [
+            Informer(http, "/apis/batch/v1/jobs", self._on_job, name="jobs"),
+            Informer(http, "/api/v1/pods", self._on_pod, {"labelSelector": UID_LABEL}, name="job pods"),
+        ]
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> JobController:
+        for informer in self.informers:
+            informer.start()
+        self._thread = threading.Thread(target=self._work, name="job-controller", daemon=True)
+        self._thread.start()
+        return self
+
+    def synced(self, timeout_s: float) -> bool:
+        return all(i.synced.wait(timeout_s) for i in self.informers)
+
+    def stop(self) -> None:
+        self.queue.close()
+        for informer in self.informers:
+            informer.stop(1.0)
+        if self._thread is not None:
+            self._thread.join(5.0)
+
+    # -- events --------------------------------------------------------------------------------
+    def _on_job(self, kind: str, obj: JSON) -> None:
+        key = _key(obj)
+        with self._lock:
+            if kind == "DELETED":
+                old = self.jobs.pop(key, None)
+                uid = str(_meta(obj).get("uid") or _meta(old or {}).get("uid") or "")
+            else:
+                self.jobs[key] = obj
+                uid = ""
+        if uid:
+            threading.Thread(target=self._collect, args=(uid,), name="job-gc", daemon=True).start()
+        else:
+            self.queue.add(key)
+
+    def _on_pod(self, kind: str, obj: JSON) -> None:
+        uid = str(_meta(obj).get("uid", ""))
+        with self._lock:
+            if kind == "DELETED":
+                self.pods.pop(uid, None)
+            else:
+                self.pods[uid] = obj
+        namespace = _meta(obj).get("namespace", "default")
+        job = (_meta(obj).get("labels") or {}).get(NAME_LABEL)
+        if job:
+            self.queue.add(f"{namespace}/{job}")
+
+    def _work(self) -> None:
+        while (key := self.queue.get()) is not None:
+            try:
+                self.sync(key)
+            except KubeApiError as exc:
+                log.info("job %s: %s; again in 1 s", key, exc)
+                self.queue.add_after(key, 1.0)
+            except Exception:
+                log.exception("job %s: sync failed; again in 5 s", key)
+                self.queue.add_after(key, 5.0)
+
+    # -- sync ----------------------------------------------------------------------------------
+    def _owned(self, job_uid: str) -> list[JSON]:
+        with self._lock:
+            return [p for p in self.pods.values() if (_meta(p).get("labels") or {}).get(UID_LABEL) == job_uid]
+
+    def sync(self, key: str) -> None:
+        with self._lock:
+            job = self.jobs.get(key)
+        if job is None:
+            return
+        finished = finished_condition(job)
+        pods = self._owned(str(_meta(job).get("uid", "")))
+        active = [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED]
+        if finished == "Failed":
+            self._delete_pods([p for p in active if not _meta(p).get("deletionTimestamp")])
+        if finished:
+            return
+        status = dict(job.get("status") or {})
+        spec = job.get("spec") or {}
+        now = self.clock()
+        start = _epoch(status.get("startTime")) or now
+        status["startTime"] = status.get("startTime") or _now(lambda: start)
+        succeeded = max(int(status.get("succeeded") or 0), sum(1 for p in pods if _phase(p) == "Succeeded"))
+        failed = max(int(status.get("failed") or 0), sum(1 for p in pods if _phase(p) == "Failed"))
+        outcome = self._outcome(spec, succeeded, failed, start, now)
+        if outcome is None:
+            active += self._create_pods(job, spec, active, succeeded)
+        else:
+            self._delete_pods(active)
+            active = []
+        status |= {"active": len(active), "succeeded": succeeded, "failed": failed}
+        status["ready"] = sum(1 for p in active if _ready(p))
+        if outcome is not None:
+            status |= self._finish(job, status, outcome, now)
+        elif spec.get("activeDeadlineSeconds") is not None:
+            self.queue.add_after(key, start + float(spec["activeDeadlineSeconds"]) - now + 0.05)
+        if status != (job.get("status") or {}):
+            self._write_status(job, status)
+
+    @staticmethod
+    def _outcome(
+        spec: Mapping[str, Any], succeeded: int, failed: int, start: float, now: float
+    ) -> tuple[str, str, str] | None:
+        """(condition type, reason, message) when the Job is done, else None."""
+        if succeeded >= int(spec.get("completions") or 1):
+            return "Complete", "", ""
+        if failed > int(spec.get("backoffLimit", 6)):
+            return "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit"
+        deadline = spec.get("activeDeadlineSeconds")
+        if deadline is not None and now - start >= float(deadline):
+            return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
+        return None
+
+    def _finish(self, job: JSON, status: Mapping[str, Any], outcome: tuple[str, str, str], now: float) -> JSON:
+        kind, reason, message = outcome
+        stamp = _now(lambda: now)
+        condition: JSON = {
+            "type": kind,
+            "status": "True",
+            "lastProbeTime": stamp,
+            "lastTransitionTime": stamp,
+        }
+        if reason:
+            condition |= {"reason": reason, "message": message}
+        others = [c for c in status.get("conditions") or [] if c.get("type") != kind]
+        change: JSON = {"conditions": [*others, condition]}
+        if kind == "Complete":
+            change["completionTime"] = stamp
+            record_event(self.http, _involved(job), "Normal", "Completed", "Job completed", COMPONENT)
+        else:
+            record_event(self.http, _involved(job), "Warning", reason, message, COMPONENT)
+        log.info("job %s: %s %s", _key(job), kind, reason)
+        return change
+
+    def _create_pods(self, job: JSON, spec: Mapping[str, Any], active: list[JSON], succeeded: int) -> list[JSON]:
+        if spec.get("suspend"):
+            return []
+        wanted = min(int(spec.get("parallelism", 1)), int(spec.get("completions") or 1) - succeeded) - len(active)
+        made = []
+        namespace = str(_meta(job).get("namespace", "default"))
+        for _ in range(max(0, wanted)):
+            created = self.http.post(object_path("v1", "pods", namespace), pod_for(job))
+            with self._lock:  # seen at once, so the next sync does not create it again
+                self.pods[str(_meta(created).get("uid", ""))] = created
+            made.append(created)
+            name = _meta(created).get("name")
+            record_event(self.http, _involved(job), "Normal", "SuccessfulCreate", f"Created pod: {name}", COMPONENT)
+        return made
+
+    def _delete_pods(self, pods: list[JSON]) -> None:
+        for pod in pods:
+            meta = _meta(pod)
+            try:
+                self.http.delete(object_path("v1", "pods", str(meta.get("namespace")), str(meta.get("name"))))
+            except KubeApiError as exc:
+                if exc.code != 404:
+                    raise
+
+    def _write_status(self, job: JSON, status: JSON) -> None:
+        meta = _meta(job)
+        path = object_path("batch/v1", "jobs", str(meta.get("namespace")), str(meta.get("name")), "status")
+        try:
+            updated = self.http.patch(path, {"metadata": {"uid": meta.get("uid")}, "status": status}, "merge")
+        except KubeApiError as exc:
+            if exc.code in (404, 409):
+                return  # deleted or replaced meanwhile; its own events follow
+            raise
+        with self._lock:
+            if _key(updated) in self.jobs:
+                self.jobs[_key(updated)] = updated
+
+    def _collect(self, job_uid: str) -> None:
+        """Garbage collection of a deleted Job's pods (Background propagation)."""
+        try:
+            pods, _ = self.http.list("/api/v1/pods", {"labelSelector": f"{UID_LABEL}={job_uid}"})
+            self._delete_pods(pods)
+        except KubeApiError as exc:
+            log.warning("cannot delete the pods of deleted Job %s: %s", job_uid, exc)
+
+
+def _phase(pod: Mapping[str, Any]) -> str:
+    return str((pod.get("status") or {}).get("phase") or "Pending")
+
+
+def _ready(pod: Mapping[str, Any]) -> bool:
+    conditions = (pod.get("status") or {}).get("conditions") or []
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
+
+
+def _involved(job: Mapping[str, Any]) -> JSON:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job)}
