@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runtime-admin": ("runtimekit.cli.runtime_admin", "query a runtime, switch it, inject faults (simulated)"),
     "device-plugin": ("runtimekit.cli.device_plugin", "the kubelet device plugin (forwards Allocate to the runtime)"),
     "apiserver": ("runtimekit.cli.apiserver", "run the embedded Kubernetes API server alone"),
+    "up": ("runtimekit.cli.up", "a whole GPU cluster on this machine: API server, simulated nodes, components"),
 }
 
 

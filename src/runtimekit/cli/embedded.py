@@ -1,0 +1,495 @@
+"""The embedded cluster in one process: API server, simulated nodes and the kit's cluster components.
+
+`start_cluster(ClusterOptions(...))` returns a started `EmbeddedCluster` once every node is Ready with
+its GPU resources advertised and the scheduler has seen every node's GPUs; `stop()` (or `with`) ends
+it all. `runtimekit up`, `runtimekit demo` and the tests use it. Per node (`SimulatedNode`):
+- *plugin* mode (default): the kubelet's `DeviceManager` and PodResources server, the node runtime
+  (`runtimekit.runtime`, simulated backend) on a unix socket, the device plugin
+  (`runtimekit.deviceplugin`) registered with that kubelet, and the `SimulatedKubelet`;
+- *direct* mode: only the `SimulatedKubelet`, advertising the GPUs itself (`DirectDevices`).
+Cluster-wide, on threads: the Job controller, the scheduler (`examples/scheduler/gpushare.conf`
+when the repository is at hand, else the built-in conf) and the node controller. Pods whose
+container runs `runtimekit <subcommand>` (the controller's job-agent Jobs) are run in process by
+`run_runtimekit` against their node's runtime socket.
+The exporter does not exist yet: `ClusterOptions.exporter` is the hook where it plugs in — a
+factory called once per started node that returns something with `url` and `stop()`; its URL then
+appears in `cluster.json` (`exporter`, null until then).
+This module is the only place that wires components together; they never import each other.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import logging
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+from typing import Protocol as Interface
+
+from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.jobs import JobController
+from runtimekit.cluster.kubelet.devicemanager import DeviceManager
+from runtimekit.cluster.kubelet.devices import DirectDevices, PluginDevices
+from runtimekit.cluster.kubelet.kubelet import KubeletOptions, SimulatedKubelet
+from runtimekit.cluster.kubelet.nodestatus import NodeShape
+from runtimekit.cluster.kubelet.podresources import serve_pod_resources
+from runtimekit.cluster.kubelet.runner import (
+    ContainerRunner,
+    NodeContext,
+    capture_output,
+    map_paths,
+    runtimekit_argv,
+)
+from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.nodeapi import KubeNodeApi
+from runtimekit.model import NodeInventory, gpu_model
+from runtimekit.protocol import Protocol, load_protocol
+
+log = logging.getLogger(__name__)
+REPO_ROOT = Path(__file__).resolve().parents[3]
+EXAMPLE_CONF = REPO_ROOT / "examples" / "scheduler" / "gpushare.conf"
+SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; the longest socket name below is ~52
+SOCKET_NAME_ROOM = 60
+BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within it
+
+
+class StartedExporter(Interface):
+    """What an exporter factory returns: where it serves, and how to stop it."""
+
+    url: str
+
+    def stop(self) -> None: ...
+
+
+ExporterFactory = Callable[["SimulatedNode"], StartedExporter | None]
+
+
+@dataclass(frozen=True)
+class ClusterOptions:
+    nodes: int = 4
+    gpus_per_node: int = 8
+    gpu_model: str = "H200"
+    port: int = 0
+    state_dir: Path | None = None  # None: a temporary folder, removed at stop
+    direct: bool = False
+    isolation: str = "none"  # none | mps | hami-core (plugin mode)
+    scheduler: bool = True
+    scheduler_conf: str | None = None  # None: examples/scheduler/gpushare.conf, else the built-in conf
+    controller: bool = True
+    protocol_path: str | None = None
+    node_prefix: str = "gpu-node-"
+    node_cpu: str = "64"
+    node_memory: str = "512Gi"
+    runner: ContainerRunner | None = field(default_factory=lambda: run_runtimekit)
+    exporter: ExporterFactory | None = None
+    reconcile_s: float = 2.0  # the runtimes' reconcile interval (and, halved, their grace)
+    seed: int = 0
+
+    def validate(self) -> None:
+        """Raises ValueError naming the bad option."""
+        if self.nodes < 1 or self.gpus_per_node < 1:
+            raise ValueError("--nodes and --gpus-per-node must be at least 1")
+        if self.isolation not in ("none", "mps", "hami-core"):
+            raise ValueError(f"--isolation must be none, mps or hami-core, got {self.isolation!r}")
+        try:
+            gpu_model(self.gpu_model)
+        except KeyError as exc:
+            raise ValueError(str(exc.args[0])) from None
+
+
+@dataclass
+class SimulatedNode:
+    """One node's parts; `runtime_socket` is None in direct mode."""
+
+    name: str
+    index: int
+    folder: Path
+    kubelet: SimulatedKubelet
+    http: KubeHttp
+    runtime_socket: str | None = None
+    parts: list[Callable[[], None]] = field(default_factory=list)  # stop functions, in stop order
+    runtime: Any = None  # runtimekit.runtime.daemon.RuntimeDaemon in plugin mode
+    exporter: StartedExporter | None = None
+
+    def stop(self) -> None:
+        for stop in [self.kubelet.stop, *self.parts, self.http.close]:
+            try:
+                stop()
+            except Exception:  # stop the rest regardless
+                log.exception("node %s: stopping a part failed", self.name)
+
+
+class EmbeddedCluster:
+    """A started embedded cluster; see the module docstring."""
+
+    def __init__(self, options: ClusterOptions, protocol: Protocol, state_dir: Path, owns_state: bool) -> None:
+        self.options, self.protocol = options, protocol
+        self.state_dir, self._owns_state = state_dir, owns_state
+        self.api = ApiServer(
+            port=options.port,
+            state_dir=None if owns_state else state_dir / "apiserver",
+            protocol=protocol,
+            bookmark_interval=BOOKMARK_S,
+        )
+        self.url = ""
+        self.kubeconfig = state_dir / "kubeconfig"
+        self.info_path = state_dir / "cluster.json"
+        self.nodes: list[SimulatedNode] = []
+        self.components: list[tuple[str, Any]] = []  # (name, object with stop()), started order
+        self.scheduler: Any = None
+        self.controller: Any = None
+        self.jobs: JobController | None = None
+        self.socket_root = _socket_root(state_dir)
+        self._stopped = False
+
+    @property
+    def expected_gpus(self) -> int:
+        return self.options.gpus_per_node
+
+    def http(self, agent: str) -> KubeHttp:
+        return KubeHttp.connect(server=self.url, user_agent=agent)
+
+    # -- readiness -----------------------------------------------------------------------------
+    def not_ready(self) -> list[str]:
+        """What is not up yet (empty when everything is)."""
+        missing = [f"node {n.name}" for n in self.nodes if not self._node_ready(n)]
+        if self.scheduler is not None and not self._scheduler_ready():
+            missing.append("scheduler")
+        if self.jobs is not None and not self.jobs.synced(0):
+            missing.append("job controller")
+        if self.controller is not None and not self.controller.synced(0):
+            missing.append("controller")
+        return missing
+
+    def _node_ready(self, node: SimulatedNode) -> bool:
+        try:
+            obj = node.http.get(f"/api/v1/nodes/{node.name}")
+        except KubeApiError:
+            return False
+        status = obj.get("status") or {}
+        ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+        gpus = str((status.get("allocatable") or {}).get(self.protocol.resources.gpu, "0"))
+        annotated = self.protocol.annotations.node_devices in ((obj.get("metadata") or {}).get("annotations") or {})
+        return ready and gpus == str(self.expected_gpus) and annotated
+
+    def _scheduler_ready(self) -> bool:
+        if not self.scheduler.synced(0):
+            return False
+        cache = self.scheduler.cache
+        with cache.lock:
+            known = {name: len(state.inventory.gpus) for name, state in cache.nodes.items()}
+        return all(known.get(n.name) == self.expected_gpus for n in self.nodes)
+
+    def wait_ready(self, timeout_s: float = 60.0) -> None:
+        """Block until everything is up; TimeoutError names what is not."""
+        deadline = time.monotonic() + timeout_s
+        while missing := self.not_ready():
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"not ready after {timeout_s:g} s: {', '.join(missing)}")
+            time.sleep(0.1)
+
+    # -- the record ----------------------------------------------------------------------------
+    def info(self) -> dict[str, Any]:
+        """What `cluster.json` holds."""
+        return {
+            "api_server": self.url,
+            "kubeconfig": str(self.kubeconfig),
+            "nodes": [
+                {
+                    "name": n.name,
+                    "runtime_socket": n.runtime_socket,
+                    "exporter": n.exporter.url if n.exporter is not None else None,
+                }
+                for n in self.nodes
+            ],
+        }
+
+    def node(self, name: str) -> SimulatedNode:
+        return next(n for n in self.nodes if n.name == name)
+
+    # -- stop ----------------------------------------------------------------------------------
+    def stop(self) -> None:
+        """Stop everything, newest first; idempotent. A temporary state folder is removed."""
+        if self._stopped:
+            return
+        self._stopped = True
+        self._signal_informers()
+        for name, component in reversed(self.components):
+            try:
+                component.stop()
+            except Exception:
+                log.exception("stopping %s failed", name)
+        for node in reversed(self.nodes):
+            self.api.remove_kubelet_hook(node.kubelet)
+            node.stop()
+        self.api.stop()
+        if self.socket_root != self.state_dir:
+            shutil.rmtree(self.socket_root, ignore_errors=True)
+        if self._owns_state:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        log.info("embedded cluster stopped")
+
+    def _signal_informers(self, timeout_s: float = 3.0) -> None:
+        """Tell every informer to stop, then wait for them together: each leaves at its watch's next
+        bookmark (BOOKMARK_S), so the components' own stop() calls find them gone."""
+        informers = [n.kubelet.informer for n in self.nodes]
+        for component in (self.scheduler, self.controller, self.jobs):
+            if component is not None:
+                informers += component.informers
+        for informer in informers:
+            informer.stop(0)
+        deadline = time.monotonic() + timeout_s
+        for informer in informers:
+            informer.stop(max(0.0, deadline - time.monotonic()))
+
+    def __enter__(self) -> EmbeddedCluster:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+
+def _socket_root(state_dir: Path) -> Path:
+    """Where the unix sockets go: the state folder when its path is short enough, else a short temp folder."""
+    if len(str(state_dir / "n00" / "plugins")) + SOCKET_NAME_ROOM <= SOCKET_PATH_LIMIT:
+        return state_dir
+    return Path(tempfile.mkdtemp(prefix="rk-"))
+
+
+# -- nodes ---------------------------------------------------------------------------------------
+def _shape(cluster: EmbeddedCluster, name: str) -> NodeShape:
+    return NodeShape(name, cpu=cluster.options.node_cpu, memory=cluster.options.node_memory)
+
+
+def _kubelet_options(
+    cluster: EmbeddedCluster, name: str, index: int, folder: Path, socket: str | None
+) -> KubeletOptions:
+    return KubeletOptions(
+        _shape(cluster, name), cluster.protocol, runtime_socket=socket, work_dir=folder / "containers", node_index=index
+    )
+
+
+def start_direct_node(cluster: EmbeddedCluster, name: str, index: int) -> SimulatedNode:
+    """A node whose kubelet advertises the simulated GPUs itself (no runtime, no device plugin)."""
+    folder = cluster.state_dir / "nodes" / name
+    options = cluster.options
+    inventory = NodeInventory.simulated(name, gpu_model(options.gpu_model).name, options.gpus_per_node)
+    http = cluster.http(f"runtimekit-kubelet/{name}")
+    devices = DirectDevices(inventory, cluster.protocol)
+    kubelet = SimulatedKubelet(http, devices, _kubelet_options(cluster, name, index, folder, None), options.runner)
+    node = SimulatedNode(name, index, folder, kubelet, http)
+    cluster.api.add_kubelet_hook(kubelet)
+    kubelet.start()
+    return node
+
+
+def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> SimulatedNode:
+    """A node with the real node components: kubelet device manager, runtime, device plugin, kubelet."""
+    folder = cluster.state_dir / "nodes" / name
+    sockets = cluster.socket_root / f"n{index}"
+    sockets.mkdir(parents=True, exist_ok=True)
+    runtime_socket = str(sockets / "runtime.sock")
+    http = cluster.http(f"runtimekit-node/{name}")
+    manager = DeviceManager(sockets / "plugins").start()
+    options = _kubelet_options(cluster, name, index, folder, runtime_socket)
+    kubelet = SimulatedKubelet(http, PluginDevices(manager), options, cluster.options.runner)
+    node = SimulatedNode(name, index, folder, kubelet, http, runtime_socket, parts=[manager.stop])
+    try:
+        cluster.api.add_kubelet_hook(kubelet)
+        kubelet.start()
+        pod_resources = sockets / "pod-resources.sock"
+        server = serve_pod_resources(manager, pod_resources, kubelet.running_pods)
+        node.parts.insert(0, lambda: _stop_server(server))
+        node.runtime = _start_runtime(cluster, node, folder, str(pod_resources))
+        node.parts.insert(0, node.runtime.stop)
+        node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins"))
+        kubelet.on_pod_stopped.append(lambda _pod: _reconcile_soon(node))
+    except BaseException:
+        cluster.api.remove_kubelet_hook(kubelet)
+        node.stop()
+        raise
+    return node
+
+
+def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, pod_resources: str) -> Any:
+    from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
+    from runtimekit.runtime.pods import KubeletPodResources
+
+    options = cluster.options
+    assert node.runtime_socket is not None
+    runtime_options = RuntimeOptions(
+        backend="simulated",
+        socket_path=node.runtime_socket,
+        state_dir=folder / "runtime",
+        node_name=node.name,
+        protocol=cluster.protocol,
+        isolation=options.isolation,
+        simulate_gpus=f"{options.gpus_per_node}x{options.gpu_model}",
+        seed=options.seed + node.index,
+        mps_pipe_dir=str(folder / "mps" / "pipe"),
+        mps_log_dir=str(folder / "mps" / "log"),
+        reconcile_interval_s=options.reconcile_s,
+        reconcile_grace_s=options.reconcile_s / 2,
+    )
+    runtime = build_runtime(runtime_options, KubeNodeApi(node.http), KubeletPodResources(pod_resources))
+    return RuntimeDaemon(runtime, node.runtime_socket, options.reconcile_s).start()
+
+
+def _start_device_plugin(cluster: EmbeddedCluster, node: SimulatedNode, plugin_dir: Path) -> Callable[[], None]:
+    """Start the device plugin against the node's runtime; returns its stop function."""
+    from runtimekit.deviceplugin.manager import DevicePluginManager
+    from runtimekit.deviceplugin.publisher import NodePublisher
+    from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
+
+    assert node.runtime_socket is not None
+    client = RuntimeClient(node.runtime_socket)
+    try:
+        if not client.wait_ready(30.0):
+            raise TimeoutError(f"the runtime of node {node.name} did not answer on {node.runtime_socket}")
+        client.require("devices", "watch-devices", "allocate")
+        kube = KubeNodeApi(node.http)
+        service = DevicePluginService(PluginSettings(node.name, cluster.protocol), client, kube, DeviceState())
+        publisher = NodePublisher(kube, node.name, cluster.protocol)
+        manager = DevicePluginManager(service, client.watch_devices, plugin_dir, publisher).start(30.0)
+    except BaseException:
+        client.close()
+        raise
+
+    def stop() -> None:
+        manager.stop()
+        client.close()
+
+    return stop
+
+
+def _stop_server(server: Any) -> None:
+    server.stop(0).wait()
+
+
+def _reconcile_soon(node: SimulatedNode) -> None:
+    """Let the node runtime release a stopped pod's allocation now rather than at its next round."""
+
+    def reconcile() -> None:
+        try:
+            node.runtime.runtime.reconcile()
+        except Exception:
+            log.exception("node %s: runtime reconcile failed", node.name)
+
+    threading.Thread(target=reconcile, name=f"reconcile {node.name}", daemon=True).start()
+
+
+# -- cluster components --------------------------------------------------------------------------
+def _start_scheduler(cluster: EmbeddedCluster) -> Any:
+    from runtimekit.cli.scheduler import build
+    from runtimekit.scheduler.server import Scheduler
+
+    conf = cluster.options.scheduler_conf
+    if conf is None and EXAMPLE_CONF.is_file():
+        conf = str(EXAMPLE_CONF)
+    args = argparse.Namespace(
+        protocol=cluster.options.protocol_path,
+        config=conf,
+        plugins_dir=None,
+        period=0.05,
+        bind_workers=4,
+        leader_elect=False,
+        lease_name="lj-runtimekit-scheduler",
+        lease_namespace="kube-system",
+        identity="embedded",
+        seed=cluster.options.seed,
+    )
+    protocol, framework, options = build(args)
+    log.info("scheduler conf: %s", conf or "built-in")
+    return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
+
+
+def _start_controller(cluster: EmbeddedCluster) -> Any:
+    from runtimekit.controller.jobs import JobTemplate
+    from runtimekit.controller.reconciler import ControllerOptions, NodeController
+    from runtimekit.controller.server import ControllerServer
+    from runtimekit.controller.trigger import LabelTrigger
+
+    http = cluster.http("runtimekit-controller")
+    protocol = cluster.protocol
+    options = ControllerOptions(namespace="kube-system", image="runtimekit:embedded")
+    controller = NodeController(http, protocol, LabelTrigger(protocol), JobTemplate(), options)
+    return ControllerServer(http, controller, resync=30.0).start()
+
+
+def start_cluster(options: ClusterOptions | None = None, ready_timeout_s: float = 120.0) -> EmbeddedCluster:
+    """Start everything and wait until it is ready; on any failure, stop what started and raise."""
+    options = options or ClusterOptions()
+    options.validate()
+    protocol = load_protocol(options.protocol_path)
+    owns_state = options.state_dir is None
+    state_dir = Path(tempfile.mkdtemp(prefix="rk-up-")) if owns_state else Path(options.state_dir or ".").resolve()
+    state_dir.mkdir(parents=True, exist_ok=True)
+    cluster = EmbeddedCluster(options, protocol, state_dir, owns_state)
+    try:
+        _start_all(cluster)
+        cluster.wait_ready(ready_timeout_s)
+        cluster.info_path.write_text(json.dumps(cluster.info(), indent=2) + "\n")
+    except BaseException:
+        cluster.stop()
+        raise
+    return cluster
+
+
+def _start_all(cluster: EmbeddedCluster) -> None:
+    options = cluster.options
+    cluster.api.start()
+    cluster.url = cluster.api.url
+    cluster.api.write_kubeconfig(cluster.kubeconfig)
+    jobs = JobController(cluster.http("runtimekit-job-controller")).start()
+    cluster.jobs = jobs
+    cluster.components.append(("job controller", jobs))
+    start_node = start_direct_node if options.direct else start_plugin_node
+    for index in range(1, options.nodes + 1):
+        node = start_node(cluster, f"{options.node_prefix}{index}", index)
+        cluster.nodes.append(node)
+        if options.exporter is not None:
+            node.exporter = options.exporter(node)
+            if node.exporter is not None:
+                node.parts.insert(0, node.exporter.stop)
+    if options.scheduler:
+        cluster.scheduler = _start_scheduler(cluster)
+        cluster.components.append(("scheduler", cluster.scheduler))
+    if options.controller:
+        cluster.controller = _start_controller(cluster)
+        cluster.components.append(("controller", cluster.controller))
+
+
+# -- the container runner ------------------------------------------------------------------------
+def run_runtimekit(pod: Mapping[str, Any], container: Mapping[str, Any], node: NodeContext) -> tuple[int, str]:
+    """The default container runner: a `runtimekit <subcommand>` container run in process (see map_paths).
+    The message is the termination log when the command wrote one, else the tail of its output."""
+    from runtimekit.cli.main import COMMANDS
+
+    argv = runtimekit_argv(container) or []
+    if not argv or argv[0] not in COMMANDS:
+        return 127, f"runtimekit: unknown command {argv[0] if argv else ''!r}"
+    uid = str((pod.get("metadata") or {}).get("uid", "pod"))
+    termination = node.work_dir / f"{uid}-{container.get('name', 'c')}.log"
+    termination.parent.mkdir(parents=True, exist_ok=True)
+    argv = map_paths(argv, node, termination)
+    module = importlib.import_module(COMMANDS[argv[0]][0])
+    parser = argparse.ArgumentParser(prog=f"runtimekit {argv[0]}")
+    module.add_arguments(parser)
+    with capture_output() as output:
+        try:
+            code = int(module.run(parser.parse_args(argv[1:])))
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 2
+    message = termination.read_text(encoding="utf-8") if termination.exists() else output.getvalue()[-4096:]
+    return code, message.strip()

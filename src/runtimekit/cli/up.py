@@ -1,0 +1,64 @@
+"""`runtimekit up`: a whole GPU cluster on this machine (docs/user-guide/embedded-cluster.md).
+
+Starts the embedded API server, the simulated nodes (each with a runtime, the device plugin and a
+simulated kubelet, or with `--direct` only a kubelet advertising the GPUs itself), the Job
+controller, the scheduler and the node controller (`runtimekit.cli.embedded`), writes
+`DIR/kubeconfig` and `DIR/cluster.json`, and prints exactly one line on stdout,
+`ready: <kubeconfig>`, once nodes are Ready with their GPUs advertised and the scheduler has seen
+them. Runs until SIGINT/SIGTERM, then stops everything and exits 0. Exits 2 for bad options or a
+cluster that does not come up (the reason on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from pathlib import Path
+
+log = logging.getLogger("runtimekit.up")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--nodes", type=int, default=4, help="simulated GPU nodes (default 4)")
+    parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
+    parser.add_argument("--gpu-model", default="H200", help="GPU model of every node (default H200)")
+    parser.add_argument("--port", type=int, default=0, help="API server port (default: a free one)")
+    parser.add_argument(
+        "--state-dir", help="kubeconfig, cluster.json, API objects and node state (default: a temp folder)"
+    )
+    parser.add_argument("--direct", action="store_true", help="nodes advertise GPUs themselves: no runtime or plugin")
+    parser.add_argument("--isolation", choices=["none", "mps", "hami-core"], default="none", help="runtime isolation")
+    parser.add_argument("--scheduler-conf", help="scheduler conf (default: examples/scheduler/gpushare.conf)")
+    parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
+    parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
+
+
+def run(args: argparse.Namespace) -> int:
+    from runtimekit.cli.embedded import ClusterOptions, start_cluster
+    from runtimekit.cli.signals import wait_for_stop_signal
+    from runtimekit.protocol import ProtocolError
+
+    options = ClusterOptions(
+        nodes=args.nodes,
+        gpus_per_node=args.gpus_per_node,
+        gpu_model=args.gpu_model,
+        port=args.port,
+        state_dir=Path(args.state_dir) if args.state_dir else None,
+        direct=args.direct,
+        isolation=args.isolation,
+        scheduler_conf=args.scheduler_conf,
+        protocol_path=args.protocol,
+        exporter=None,  # the exporter's per-node factory plugs in here once runtimekit.exporter exists
+    )
+    try:
+        cluster = start_cluster(options, ready_timeout_s=args.ready_timeout)
+    except (ValueError, ProtocolError, TimeoutError, OSError, RuntimeError) as exc:
+        print(f"error: cannot start the embedded cluster: {exc}", file=sys.stderr)
+        return 2
+    log.info("API server %s, %d nodes; state in %s", cluster.url, len(cluster.nodes), cluster.state_dir)
+    print(f"ready: {cluster.kubeconfig}", flush=True)
+    signum = wait_for_stop_signal()
+    log.info("signal %d: stopping", signum)
+    cluster.stop()
+    return 0

@@ -1,0 +1,188 @@
+"""The simulated kubelet on a simulated node with the real node components: a runtime (simulated GPUs,
+MPS isolation) and the device plugin, registered with the kubelet's device manager. Pods are bound
+by hand with an assignment annotation, as the scheduler would write it; no scheduler runs here."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import pytest
+
+from runtimekit.api.kubelet import unix_target
+from runtimekit.api.podresources.v1 import podresources_pb2 as pr
+from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
+from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
+from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
+from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
+from runtimekit.protocol import Protocol
+
+P = Protocol.default()
+RES = P.resources
+NODE = "gpu-node-1"
+PODS = "/api/v1/namespaces/default/pods"
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[EmbeddedCluster]:
+    options = ClusterOptions(nodes=1, gpus_per_node=2, isolation="mps", scheduler=False, controller=False)
+    with start_cluster(options, ready_timeout_s=60) as started:
+        yield started
+
+
+@pytest.fixture
+def http(cluster: EmbeddedCluster) -> Iterator[KubeHttp]:
+    client = cluster.http("test")
+    yield client
+    for pod in client.list(PODS)[0]:
+        with contextlib.suppress(KubeApiError):
+            client.delete(f"{PODS}/{pod['metadata']['name']}", {"gracePeriodSeconds": 0})
+    wait_for(lambda: not client.list(PODS)[0], what="pods gone")
+    node = cluster.node(NODE)
+    assert node.runtime_socket is not None
+    with RuntimeClient(node.runtime_socket) as runtime:
+        wait_for(lambda: not runtime.list_allocations(), what="runtime allocations released")
+    client.close()
+
+
+def gpu_pod(
+    name: str, limits: dict[str, str], gpu: int | None = 0, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
+    extra = dict(annotations or {})
+    if gpu is not None:
+        share = GpuShare(simulated_uuid(NODE, gpu), gpu, 500, 20480)
+        extra[P.annotations.assignment] = Assignment(NodeName(NODE), {"main": (share,)}).to_annotation()
+        extra[P.annotations.assume_time] = str(time.time_ns())
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "annotations": extra},
+        "spec": {
+            "nodeName": NODE,
+            "containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": limits}}],
+        },
+    }
+
+
+def phase(http: KubeHttp, name: str, wanted: str) -> dict[str, Any]:
+    def check() -> dict[str, Any] | None:
+        pod = http.get(f"{PODS}/{name}")
+        return pod if pod.get("status", {}).get("phase") == wanted else None
+
+    return dict(wait_for(check, what=f"pod {name} {wanted}"))
+
+
+SHARE = {RES.core: "50", RES.memory: "20"}
+
+
+def test_the_node_registers_ready_with_its_gpu_resources(cluster: EmbeddedCluster, http: KubeHttp) -> None:
+    node = http.get(f"/api/v1/nodes/{NODE}")
+    status = node["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+    for key in ("capacity", "allocatable"):
+        assert status[key][RES.gpu] == "2"
+        assert status[key][RES.core] == "200"
+        assert status[key][RES.memory] == "280"  # 2 x 140 GiB units of an H200
+        assert {status[key]["cpu"], status[key]["memory"], status[key]["pods"]} == {"64", "512Gi", "110"}
+    assert node["metadata"]["labels"][P.labels.gpu_model] == "H200"
+    assert P.annotations.node_devices in node["metadata"]["annotations"]
+    lease = http.get(f"/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/{NODE}")
+    assert lease["spec"]["holderIdentity"] == NODE
+
+
+def test_a_pod_is_admitted_through_the_device_plugin_and_the_runtime(cluster: EmbeddedCluster, http: KubeHttp) -> None:
+    http.post(PODS, gpu_pod("trainer", SHARE, gpu=1))
+    pod = phase(http, "trainer", "Running")
+    env = json.loads(pod["metadata"]["annotations"][ENV_ANNOTATION])["main"]
+    assert env["NVIDIA_VISIBLE_DEVICES"] == simulated_uuid(NODE, 1)
+    assert env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
+    assert env["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=20480M"
+    statuses = pod["status"]["containerStatuses"]
+    assert [(s["name"], s["ready"], "running" in s["state"]) for s in statuses] == [("main", True, True)]
+    assert {c["type"]: c["status"] for c in pod["status"]["conditions"]}["Ready"] == "True"
+    node = cluster.node(NODE)
+    assert node.runtime_socket is not None
+    with RuntimeClient(node.runtime_socket) as runtime:
+        assert [(a.pod.name, a.shares[0].uuid) for a in runtime.list_allocations()] == [
+            ("trainer", simulated_uuid(NODE, 1))
+        ]
+    with grpc.insecure_channel(unix_target(str(cluster.socket_root / "n1" / "pod-resources.sock"))) as channel:
+        listed = pr_grpc.PodResourcesListerStub(channel).List(pr.ListPodResourcesRequest(), timeout=5)  # type: ignore[no-untyped-call]
+    devices = {
+        d.resource_name: list(d.device_ids) for p in listed.pod_resources for c in p.containers for d in c.devices
+    }
+    assert len(devices[RES.core]) == 50
+    assert {i.split("::")[0] for i in devices[RES.core]} == {simulated_uuid(NODE, 1)}
+
+
+def test_a_failed_allocate_fails_the_pod_with_kubelets_message(http: KubeHttp) -> None:
+    http.post(PODS, gpu_pod("stray", SHARE, gpu=None))  # no assignment: the plugin finds no pod to serve
+    pod = phase(http, "stray", "Failed")
+    assert pod["status"]["reason"] == "UnexpectedAdmissionError"
+    message = pod["status"]["message"]
+    assert message.startswith("Pod was rejected: Allocate failed due to rpc error: code = FAILED_PRECONDITION desc = ")
+    assert message.endswith(", which is unexpected")
+    events = http.list("/api/v1/namespaces/default/events")[0]
+    assert any(e["involvedObject"]["name"] == "stray" and e["reason"] == "UnexpectedAdmissionError" for e in events)
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason", "detail"),
+    [
+        ({RES.gpu: "3"}, f"OutOf{RES.gpu}", f"{RES.gpu}, requested: 3, used: 0, capacity: 2"),
+        ({"cpu": "65"}, "OutOfcpu", "cpu, requested: 65000, used: 0, capacity: 64000"),
+        ({"example.com/fpga": "1"}, "OutOfexample.com/fpga", "example.com/fpga, requested: 1, used: 0, capacity: 0"),
+    ],
+    ids=["more-gpus-than-the-node", "more-cpu-than-the-node", "a-resource-nobody-advertises"],
+)
+def test_a_pod_that_does_not_fit_is_rejected_out_of_the_resource(
+    http: KubeHttp, limits: dict[str, str], reason: str, detail: str
+) -> None:
+    http.post(PODS, gpu_pod("big", limits, gpu=None))
+    pod = phase(http, "big", "Failed")
+    assert pod["status"]["reason"] == reason
+    assert pod["status"]["message"] == f"Pod was rejected: Node didn't have enough resource: {detail}"
+
+
+def test_a_simulated_run_time_ends_in_success_and_frees_the_gpu(cluster: EmbeddedCluster, http: KubeHttp) -> None:
+    http.post(PODS, gpu_pod("short", SHARE, annotations={P.annotations.simulated_runtime: "300ms"}))
+    pod = phase(http, "short", "Succeeded")
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
+    node = cluster.node(NODE)
+    assert node.runtime_socket is not None
+    with RuntimeClient(node.runtime_socket) as runtime:
+        wait_for(lambda: not runtime.list_allocations(), what="the finished pod's allocation released")
+
+
+def test_deletion_is_graceful_through_the_kubelet_and_releases_the_runtime(
+    cluster: EmbeddedCluster, http: KubeHttp
+) -> None:
+    http.post(PODS, gpu_pod("server", SHARE))
+    phase(http, "server", "Running")
+    node = cluster.node(NODE)
+    assert node.runtime_socket is not None
+    with RuntimeClient(node.runtime_socket) as runtime:
+        assert len(runtime.list_allocations()) == 1
+        marked = http.delete(f"{PODS}/server")  # default grace period: the kubelet finishes it
+        assert marked["metadata"]["deletionTimestamp"]
+        assert marked["metadata"]["deletionGracePeriodSeconds"] == 30
+        wait_for(lambda: not http.list(PODS)[0], timeout=10, what="the pod deleted by its kubelet")
+        wait_for(lambda: not runtime.list_allocations(), what="the runtime allocation released")
+    assert not cluster.node(NODE).kubelet.running_pods()
