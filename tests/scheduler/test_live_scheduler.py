@@ -197,7 +197,7 @@ def test_only_the_leader_binds_and_a_standby_takes_over(http: KubeHttp) -> None:
         assert not b.leading
         assert b.sessions == 0
         a.stop()  # releases the lease
-        wait_for(b.elector.leading.is_set, timeout=5, what="b takes over")  # type: ignore[union-attr]
+        wait_for(b.elector.leading.is_set, timeout=20, what="b takes over")  # type: ignore[union-attr]
         http.post("/api/v1/namespaces/default/pods", pod("y", {P.resources.gpu: 1}))
         wait_for(lambda: bound(http, "y"), what="y")
     finally:

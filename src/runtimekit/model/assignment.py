@@ -111,7 +111,7 @@ def _share(where: str, item: object) -> GpuShare:
     if not isinstance(item, dict):
         raise AssignmentError(f"{where} must be an object")
     uuid = item.get("uuid")
-    if not isinstance(uuid, str) or not uuid:
+    if not isinstance(uuid, str) or not (uuid or item.get("migProfile")):
         raise AssignmentError(f"{where}.uuid must be a non-empty string")
     try:
         return GpuShare(

@@ -73,6 +73,18 @@ def gpu_model(name: str) -> GpuModelSpec:
 
 
 @dataclass(frozen=True)
+class MigInstance:
+    """A MIG device (GPU instance + compute instance) that exists on a GPU."""
+
+    uuid: str
+    profile: str
+    start: int  # first memory slice
+
+    def to_json(self) -> dict[str, Any]:
+        return {"uuid": self.uuid, "profile": self.profile, "start": self.start}
+
+
+@dataclass(frozen=True)
 class Gpu:
     """One physical GPU of a node. `index` is the NVML index on that node."""
 
@@ -82,9 +94,10 @@ class Gpu:
     memory_mib: int
     healthy: bool = True
     mig_mode: MigMode = MigMode.OFF
+    mig_devices: tuple[MigInstance, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "index": self.index,
             "uuid": self.uuid,
             "model": self.model,
@@ -92,6 +105,9 @@ class Gpu:
             "health": HEALTHY if self.healthy else UNHEALTHY,
             "migMode": self.mig_mode.value,
         }
+        if self.mig_devices:
+            out["migDevices"] = [m.to_json() for m in self.mig_devices]
+        return out
 
 
 class InventoryError(ValueError):
@@ -140,12 +156,14 @@ class NodeInventory:
         return cls(NodeName(node), tuple(sorted(gpus, key=lambda g: g.index)))
 
     @classmethod
-    def simulated(cls, node: str, model: str, count: int, memory_mib: int | None = None) -> NodeInventory:
+    def simulated(
+        cls, node: str, model: str, count: int, memory_mib: int | None = None, mig_mode: MigMode = MigMode.OFF
+    ) -> NodeInventory:
         """`count` GPUs of a model with deterministic UUIDs derived from the node name."""
         size = memory_mib if memory_mib is not None else gpu_model(model).memory_mib
         return cls(
             NodeName(node),
-            tuple(Gpu(i, simulated_uuid(node, i), model, size) for i in range(count)),
+            tuple(Gpu(i, simulated_uuid(node, i), model, size, mig_mode=mig_mode) for i in range(count)),
         )
 
 
@@ -178,4 +196,13 @@ def _gpu_from_json(node: str, position: int, item: object) -> Gpu:
         mig = MigMode(item.get("migMode", "off"))
     except ValueError:
         raise InventoryError(f"{where}.migMode must be off, static or dynamic") from None
-    return Gpu(index, GpuUUID(uuid), str(model), memory, health == HEALTHY, mig)
+    devices = []
+    for j, dev in enumerate(item.get("migDevices") or []):
+        if (
+            not isinstance(dev, dict)
+            or not isinstance(dev.get("profile"), str)
+            or not isinstance(dev.get("start"), int)
+        ):
+            raise InventoryError(f"{where}.migDevices[{j}] needs a profile and an integer start")
+        devices.append(MigInstance(str(dev.get("uuid", "")), dev["profile"], dev["start"]))
+    return Gpu(index, GpuUUID(uuid), str(model), memory, health == HEALTHY, mig, tuple(devices))

@@ -19,7 +19,8 @@ import numpy as np
 import numpy.typing as npt
 
 from runtimekit.model.assignment import Assignment, GpuShare
-from runtimekit.model.gpu import Gpu, MigMode, NodeInventory, NodeName
+from runtimekit.model.gpu import Gpu, GpuUUID, MigMode, NodeInventory, NodeName
+from runtimekit.model.migstate import MigGpuState
 
 PodKey = NewType("PodKey", str)
 MILLI = 1000
@@ -35,11 +36,18 @@ class LedgerError(Exception):
 
 @dataclass(frozen=True)
 class Slot:
-    """A share of one GPU. `gpu` is the GPU's position in the node's inventory (its column)."""
+    """A share of one GPU, or a MIG slice of it. `gpu` is the GPU's position in the node's inventory
+    (its column). A MIG slot names the profile and the first memory slice of the instance."""
 
     gpu: int
     core_milli: int
     memory_mib: int
+    mig_profile: str = ""
+    mig_start: int = -1
+
+    @property
+    def is_mig(self) -> bool:
+        return bool(self.mig_profile)
 
 
 @dataclass(frozen=True)
@@ -76,6 +84,7 @@ class NodeTable:
         self._free_rows: list[int] = []
         self._shared_maps = False
         self._active_rows: IntArray | None = None
+        self.mig: dict[int, dict[int, MigGpuState]] = {}  # row -> GPU column -> MIG state (GPUs in MIG mode)
         self._alloc(0, width)
 
     # -- storage ---------------------------------------------------------------------------
@@ -151,6 +160,7 @@ class NodeTable:
         other._inventories, other._capacity = self._inventories, self._capacity
         other._free_rows = self._free_rows
         other._active_rows = self._active_rows
+        other.mig = {row: {g: st.copy() for g, st in gpus.items()} for row, gpus in self.mig.items()}
         self._shared_maps = other._shared_maps = True
         return other
 
@@ -209,10 +219,23 @@ class NodeTable:
         gmem = self.gmem_free[row].tolist()
         name = self._names[row] if row < len(self._names) else None
         model = self._inventories[name].model if name is not None and name in self._inventories else ""
-        self.version[row] = hash((
-            model, name, int(self.cpu_free[row]), int(self.mem_free[row]), int(self.pods_free[row]),
-            tuple(core), tuple(gmem), tuple(usable), bool(self.active[row]),
-        )) & 0x7FFF_FFFF_FFFF_FFFF
+        self.version[row] = (
+            hash(
+                (
+                    model,
+                    name,
+                    int(self.cpu_free[row]),
+                    int(self.mem_free[row]),
+                    int(self.pods_free[row]),
+                    tuple(core),
+                    tuple(gmem),
+                    tuple(usable),
+                    bool(self.active[row]),
+                    tuple(sorted((g, st.occupied) for g, st in self.mig.get(row, {}).items())),
+                )
+            )
+            & 0x7FFF_FFFF_FFFF_FFFF
+        )
         whole = (self.gmem_free[row] == self.gmem_total[row]).tolist()
         free = [c for c, u in zip(core, usable, strict=True) if u]
         self.gpu_sum[row] = sum(free)
@@ -270,6 +293,7 @@ class NodeTable:
         )
         if min(checks) < 0 or (free_core[:count] < 0).any() or (free_gmem < 0).any() or used_core[count:].any():
             raise LedgerError(f"node {inventory.node!r}: new capacity is below what is booked on it")
+        mig = self._mig_states(row, inventory)
         self.cpu_free[row], self.mem_free[row], self.pods_free[row] = checks
         self.cpu_total[row], self.mem_total[row] = capacity.cpu_milli, capacity.memory_mib
         self.core_free[row], self.gmem_free[row], self.gmem_total[row], self.usable[row] = (
@@ -280,9 +304,32 @@ class NodeTable:
         )
         self.gpu_count[row] = count
         self.active[row] = True
+        if mig:
+            self.mig[row] = mig
+        else:
+            self.mig.pop(row, None)
         self._inventories[inventory.node] = inventory
         self._capacity[inventory.node] = capacity
         self._bump(row)
+
+    def _mig_states(self, row: int, inventory: NodeInventory) -> dict[int, MigGpuState]:
+        """MIG states for the GPUs in MIG mode, keeping the slices booked on GPUs that did not change
+        mode or model. Raises LedgerError when booked slices would be lost."""
+        old = self.mig.get(row, {})
+        states: dict[int, MigGpuState] = {}
+        for col, gpu in enumerate(inventory.gpus):
+            state = MigGpuState.of(gpu)
+            previous = old.get(col)
+            if previous is not None and previous.occupied:
+                if state is None or state.geometry != previous.geometry or state.mode is not previous.mode:
+                    raise LedgerError(f"node {inventory.node!r}: GPU {col} changed MIG mode with slices booked")
+                state.occupied = previous.occupied
+            if state is not None:
+                states[col] = state
+        for col, previous in old.items():
+            if col >= len(inventory.gpus) and previous.occupied:
+                raise LedgerError(f"node {inventory.node!r}: GPU {col} is gone with MIG slices booked")
+        return states
 
     def set_node(self, inventory: NodeInventory, capacity: NodeCapacity) -> int:
         """Add a node or change its inventory/capacity keeping what is booked on it.
@@ -326,6 +373,7 @@ class NodeTable:
         self.usable[row] = False
         self.gpu_count[row] = 0
         self.gpu_pods[row] = 0
+        self.mig.pop(row, None)
         self._bump(row)
 
     # -- placements ------------------------------------------------------------------------
@@ -336,6 +384,8 @@ class NodeTable:
         for slot in placement.slots:
             if not 0 <= slot.gpu < count:
                 raise LedgerError(f"node {placement.node!r} has no GPU at position {slot.gpu}")
+            if slot.is_mig:
+                continue  # MIG slices are booked in `mig`, not in the share arrays
             if slot.core_milli < 0 or slot.memory_mib < 0:
                 raise LedgerError("a slot's core and memory must not be negative")
             if slot.core_milli > MILLI:
@@ -363,6 +413,21 @@ class NodeTable:
                 return f"asks {mem} MiB on a {int(self.gmem_total[row, gpu])} MiB GPU"
             if core > self.core_free[row, gpu] or mem > self.gmem_free[row, gpu]:
                 return f"insufficient GPU share on GPU {gpu} of {placement.node}"
+        return self._mig_problem(placement, row)
+
+    def _mig_problem(self, placement: Placement, row: int) -> str | None:
+        migs = [s for s in placement.slots if s.is_mig]
+        if not migs:
+            return None
+        states = {g: st.copy() for g, st in self.mig.get(row, {}).items()}
+        for slot in migs:
+            state = states.get(slot.gpu)
+            if state is None:
+                return f"GPU {slot.gpu} of {placement.node} is not in MIG mode"
+            problem = state.check(slot.mig_profile, slot.mig_start)
+            if problem:
+                return f"GPU {slot.gpu} of {placement.node}: {problem}"
+            state.take(slot.mig_profile, slot.mig_start)
         return None
 
     def check(self, placement: Placement, allow_unusable: bool = False) -> str | None:
@@ -391,6 +456,9 @@ class NodeTable:
         for gpu, (core, mem) in per.items():
             self.core_free[row, gpu] -= core
             self.gmem_free[row, gpu] -= mem
+        for slot in placement.slots:
+            if slot.is_mig:
+                self.mig[row][slot.gpu].take(slot.mig_profile, slot.mig_start)
         if placement.slots:
             self.gpu_pods[row, self._tag(placement, row)] += 1
         self._bump(row)
@@ -417,6 +485,10 @@ class NodeTable:
         for gpu, (core, mem) in per.items():
             self.core_free[row, gpu] += core
             self.gmem_free[row, gpu] += mem
+        for slot in placement.slots:
+            state = self.mig.get(row, {}).get(slot.gpu) if slot.is_mig else None
+            if state is not None:
+                state.give(slot.mig_profile, slot.mig_start)
         if placement.slots:
             tag = self._tag(placement, row)
             self.gpu_pods[row, tag] = max(0, int(self.gpu_pods[row, tag]) - 1)
@@ -424,6 +496,8 @@ class NodeTable:
 
     def _tag(self, placement: Placement, row: int) -> int:
         """The GPU-pod class of a placement: k for k whole GPUs, else 0 (a share pod)."""
+        if any(s.is_mig for s in placement.slots):
+            return 0
         gpus = [s.gpu for s in placement.slots]
         whole = len(set(gpus)) == len(gpus) and all(
             s.core_milli == MILLI and s.memory_mib == self.gmem_total[row, s.gpu] for s in placement.slots
@@ -556,14 +630,24 @@ def placement_from_assignment(
         uuid = share.parent_uuid or share.uuid
         if uuid not in positions:
             raise LedgerError(f"node {inventory.node!r} has no GPU {uuid}")
-        slots.append(Slot(positions[uuid], share.core_milli, share.memory_mib))
+        slots.append(Slot(positions[uuid], share.core_milli, share.memory_mib, share.mig_profile, share.mig_start))
     return Placement(assignment.node, cpu_milli, memory_mib, tuple(slots))
 
 
 def shares_for(placement_slots: Iterable[Slot], inventory: NodeInventory) -> tuple[GpuShare, ...]:
-    """Assignment shares (with UUIDs and indexes) for slots on a node."""
+    """Assignment shares (with UUIDs and indexes) for slots on a node. A MIG slot names its GPU as
+    the parent; its own UUID is the existing instance's (static mode) or empty until the runtime
+    creates it (dynamic mode)."""
     out = []
     for slot in placement_slots:
         gpu = inventory.gpus[slot.gpu]
-        out.append(GpuShare(gpu.uuid, gpu.index, slot.core_milli, slot.memory_mib))
+        if slot.is_mig:
+            existing = next(
+                (d.uuid for d in gpu.mig_devices if d.start == slot.mig_start and d.profile == slot.mig_profile), ""
+            )
+            out.append(
+                GpuShare(GpuUUID(existing), gpu.index, 0, slot.memory_mib, slot.mig_profile, gpu.uuid, slot.mig_start)
+            )
+        else:
+            out.append(GpuShare(gpu.uuid, gpu.index, slot.core_milli, slot.memory_mib))
     return tuple(out)

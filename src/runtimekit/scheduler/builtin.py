@@ -10,6 +10,7 @@ from runtimekit.scheduler.plugins import (
     conformance,
     drf,
     gang,
+    mig,
     nodeorder,
     overcommit,
     predicates,
@@ -36,6 +37,7 @@ PLUGINS: dict[str, PluginBuilder] = {
     "nodeorder": nodeorder.build,
     "binpack": binpack.build,
     "gpushare": gpushare.build,
+    "mig": mig.build,
 }
 
 

@@ -104,6 +104,7 @@ tiers:
   - name: proportion
   - name: nodeorder
   - name: gpushare
+  - name: mig
 """
 
 

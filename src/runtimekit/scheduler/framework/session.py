@@ -197,15 +197,21 @@ class Session:
         return self.best_node(task, rows, self.node_order(task, rows)), errors
 
     def allocate_devices(self, task: TaskInfo, row: int) -> DeviceChoice | Status:
+        """The devices every device plugin chooses for the containers it manages (gpushare the
+        shares and whole GPUs, mig the slices), merged; the first failure wins."""
+        containers: list[Any] = []
+        policies: list[str] = []
         for plugin in self._all("allocate_devices"):
             answer: DeviceChoice | Status | None = plugin.allocate_devices(task, row, self)
             if isinstance(answer, Status):
                 return answer.stamped(plugin.name)
             if answer is not None:
-                return answer
-        if task.request.uses_gpu:
-            return error("no plugin allocates GPUs; enable gpushare (or mig) in the scheduler conf")
-        return DeviceChoice()
+                containers.extend(answer.containers)
+                policies.append(answer.policy)
+        placed = sum(1 for _, slots in containers if slots)
+        if task.request.uses_gpu and placed < len(task.request.gpus):
+            return error("no plugin allocates some of the GPUs asked for; enable gpushare (and mig) in the conf")
+        return DeviceChoice(tuple(containers), "+".join(p for p in policies if p))
 
     def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement:
         node = self.table.names()[row]

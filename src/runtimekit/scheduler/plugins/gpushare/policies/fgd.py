@@ -15,8 +15,8 @@ on (pod shape, key before, key after), and per (pod shape, node) until the node'
 from __future__ import annotations
 
 import math
-from collections import deque
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
