@@ -264,7 +264,8 @@ def _socket_root(state_dir: Path) -> Path:
     """Where the unix sockets go: the state folder when its path is short enough, else a short temp folder."""
     if len(str(state_dir / "n00" / "plugins")) + SOCKET_NAME_ROOM <= SOCKET_PATH_LIMIT:
         return state_dir
-    return Path(tempfile.mkdtemp(prefix="rk-"))
+    short = "/tmp" if Path("/tmp").is_dir() else None  # $TMPDIR may be as long as the state folder
+    return Path(tempfile.mkdtemp(prefix="rk-", dir=short))
 
 
 # -- nodes ---------------------------------------------------------------------------------------

@@ -1,0 +1,143 @@
+"""`runtimekit up` as a real process: the `ready:` line, what a real kubectl sees, `cluster.json`, and a
+clean stop on SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER
+from runtimekit.protocol import Protocol
+
+P = Protocol.default()
+
+
+@dataclass
+class Up:
+    process: subprocess.Popen[str]
+    lines: queue.Queue[str | None]
+
+    def next_line(self, timeout: float) -> str | None:
+        try:
+            return self.lines.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            return -9
+
+
+def start_up(*args: str, log: Path) -> Up:
+    process = subprocess.Popen(
+        [sys.executable, "-m", "runtimekit.cli.main", "up", *args],
+        stdout=subprocess.PIPE,
+        stderr=log.open("w"),
+        text=True,
+        env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
+    )
+    lines: queue.Queue[str | None] = queue.Queue()
+
+    def read() -> None:
+        assert process.stdout is not None
+        for line in process.stdout:
+            lines.put(line.rstrip("\n"))
+        lines.put(None)
+
+    threading.Thread(target=read, daemon=True).start()
+    return Up(process, lines)
+
+
+@pytest.fixture
+def state_dir() -> Iterator[Path]:
+    import shutil
+
+    path = Path(tempfile.mkdtemp(prefix="rk-t-", dir="/tmp"))
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
+
+
+def kubectl(kubeconfig: Path, home: Path, *args: str) -> str:
+    binary = KUBECTL_DISPATCHER or str(next(iter(KUBECTL_BINARIES.values())))
+    done = subprocess.run(
+        [binary, "--kubeconfig", str(kubeconfig), *args],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(home)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_up_serves_a_cluster_kubectl_sees_and_stops_on_sigterm(state_dir: Path, tmp_path: Path) -> None:
+    up = start_up("--nodes", "2", "--gpus-per-node", "2", "--state-dir", str(state_dir), log=tmp_path / "up.log")
+    try:
+        line = up.next_line(timeout=90)
+        assert line == f"ready: {state_dir / 'kubeconfig'}", (tmp_path / "up.log").read_text()[-3000:]
+        info = json.loads((state_dir / "cluster.json").read_text())
+        assert set(info) == {"api_server", "kubeconfig", "nodes"}
+        assert info["api_server"].startswith("http://127.0.0.1:")
+        assert info["kubeconfig"] == str(state_dir / "kubeconfig")
+        assert [set(n) for n in info["nodes"]] == [{"name", "runtime_socket", "exporter"}] * 2
+        assert [n["name"] for n in info["nodes"]] == ["gpu-node-1", "gpu-node-2"]
+        assert all(Path(n["runtime_socket"]).is_socket() and n["exporter"] is None for n in info["nodes"])
+        if KUBECTL_DISPATCHER is None and not KUBECTL_BINARIES:
+            pytest.skip("kubectl is not installed")
+        nodes = json.loads(kubectl(state_dir / "kubeconfig", tmp_path, "get", "nodes", "-o", "json"))["items"]
+        assert [n["metadata"]["name"] for n in nodes] == ["gpu-node-1", "gpu-node-2"]
+        for node in nodes:
+            status = node["status"]
+            assert {c["type"]: c["status"] for c in status["conditions"]}["Ready"] == "True"
+            assert status["allocatable"][P.resources.gpu] == "2"
+            assert status["allocatable"][P.resources.core] == "200"
+        table = kubectl(state_dir / "kubeconfig", tmp_path, "get", "nodes")
+        assert table.count(" Ready ") == 2
+    finally:
+        code = up.stop()
+    assert code == 0, (tmp_path / "up.log").read_text()[-3000:]
+    assert up.next_line(timeout=5) is None  # nothing but the ready line on stdout
+    assert "embedded cluster stopped" in (tmp_path / "up.log").read_text()
+
+
+def test_up_refuses_bad_options(tmp_path: Path) -> None:
+    up = start_up("--gpu-model", "Z80", log=tmp_path / "up.log")
+    assert up.process.wait(timeout=60) == 2
+    assert "unknown GPU model 'Z80'" in (tmp_path / "up.log").read_text()
+
+
+@pytest.mark.e2e
+def test_up_with_no_options_runs_four_nodes_of_eight_h200_and_cleans_up(tmp_path: Path) -> None:
+    up = start_up(log=tmp_path / "up.log")
+    try:
+        line = up.next_line(timeout=120)
+        assert line is not None
+        assert line.startswith("ready: "), (tmp_path / "up.log").read_text()[-3000:]
+        kubeconfig = Path(line.removeprefix("ready: "))
+        info = json.loads((kubeconfig.parent / "cluster.json").read_text())
+        assert [n["name"] for n in info["nodes"]] == [f"gpu-node-{i}" for i in range(1, 5)]
+        if KUBECTL_DISPATCHER or KUBECTL_BINARIES:
+            nodes = json.loads(kubectl(kubeconfig, tmp_path, "get", "nodes", "-o", "json"))["items"]
+            assert {n["status"]["allocatable"][P.resources.gpu] for n in nodes} == {"8"}
+            assert {n["metadata"]["labels"][P.labels.gpu_model] for n in nodes} == {"H200"}
+    finally:
+        code = up.stop(signal.SIGINT)
+    assert code == 0
+    assert not kubeconfig.parent.exists()  # the temporary state folder goes with the cluster
