@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from runtimekit.cluster.apiserver import discovery
+from runtimekit.cluster.apiserver import conversion, discovery
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -32,6 +32,7 @@ from runtimekit.cluster.apiserver.listing import (
     Filter,
     TableRequest,
     list_bytes,
+    list_parts,
     partial_list_bytes,
     partial_object,
     table_bytes,
@@ -58,6 +59,7 @@ from runtimekit.cluster.apiserver.watch import Waker, WatchRequest, WatchStream,
 log = logging.getLogger(__name__)
 _HEALTH = ("/healthz", "/readyz", "/livez")
 _BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json")
+_STREAM_ITEMS = 1000  # lists longer than this are streamed in chunks of this many items
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -146,11 +148,9 @@ class Handlers:
             return await self._watch(request, info, target, query)
         if method == "GET":
             self._allow(info, "get" if target.name is not None else "list")
-            return (
-                self._get(request, info, target, query)
-                if target.name is not None
-                else self._list(request, info, target, query)
-            )
+            if target.name is not None:
+                return self._get(request, info, target, query)
+            return await self._list(request, info, target, query)
         if method == "DELETE" and target.name is None:
             self._allow(info, "deletecollection")
             return await self._delete_collection(request, info, target, query)
@@ -197,6 +197,7 @@ class Handlers:
                 self._table_request(rendering, request.query),
                 rv=stored.rv,
                 pods_on_node=self._pods_on_node,
+                facts=self.api.store.facts,
             )
             return _json(body, status)
         if rendering.output is Output.PARTIAL:
@@ -218,28 +219,42 @@ class Handlers:
         stored = self.api.get(self.api.storage_of(info), target.namespace or "", target.name)
         return self._one(request, info, stored)
 
-    def _list(self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]) -> web.Response:
+    async def _list(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
+    ) -> web.StreamResponse:
         flt = Filter.compile(info, target.namespace, query)
         at_rv, start = self._list_position(query)
         limit = parse_int(query, "limit") or 0
         if limit < 0:
             raise bad_request("limit must not be negative")
         store = self.api.store
-        page = store.page(info, flt.namespace, flt.matches, pinned=flt.pinned, start=start, limit=limit, at_rv=at_rv)
+        page = store.page(info, flt.namespace, flt.matcher, pinned=flt.pinned, start=start, limit=limit, at_rv=at_rv)
         token = encode_continue(page.rv, page.next_start) if page.next_start is not None else ""
         rendering = negotiate(request.headers.get("Accept", ""))
-        served = [self.api.served(info, stored) for stored in page.items]
+        if conversion.needs_conversion(info, self.api.storage_of(info)):
+            served = [self.api.served(info, stored) for stored in page.items]
+        else:
+            served = [stored.raw for stored in page.items]
         if rendering.output is Output.TABLE:
             rows = list(zip(page.items, served, strict=True))
             table = self._table_request(rendering, request.query)
             return _json(
                 table_bytes(
-                    self.maker, info, rows, table, rv=page.rv, continue_token=token, pods_on_node=self._pods_on_node
+                    self.maker,
+                    info,
+                    rows,
+                    table,
+                    rv=page.rv,
+                    continue_token=token,
+                    pods_on_node=self._pods_on_node,
+                    facts=self.api.store.facts,
                 )
             )
         if rendering.output is Output.PARTIAL:
             return _json(partial_list_bytes(page.rv, token, served, rendering.version))
-        return _json(list_bytes(info, page.rv, token, served))
+        if len(served) <= _STREAM_ITEMS:
+            return _json(list_bytes(info, page.rv, token, served))
+        return await _stream_list(request, list_parts(info, page.rv, token), served)
 
     def _list_position(self, query: Mapping[str, str]) -> tuple[int | None, Any]:
         """(resourceVersion to list at, key to start after) from continue / resourceVersionMatch."""
@@ -318,7 +333,7 @@ class Handlers:
             decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
         )
         flt = Filter.compile(info, target.namespace, query)
-        page = self.api.store.page(info, flt.namespace, flt.matches, pinned=flt.pinned)
+        page = self.api.store.page(info, flt.namespace, flt.matcher, pinned=flt.pinned)
         results = []
         for stored in page.items:
             if self.api.store.get(info, stored.namespace, stored.name) is not None:
@@ -370,6 +385,20 @@ class Handlers:
         except Exception:
             log.exception("watch %s failed", request.path_qs)
         return response
+
+
+async def _stream_list(request: web.Request, parts: tuple[bytes, bytes], items: list[bytes]) -> web.StreamResponse:
+    """A large list, written in chunks as it is joined (no second copy of the whole body)."""
+    response = web.StreamResponse(headers={"Content-Type": "application/json"})
+    response.enable_chunked_encoding()
+    await response.prepare(request)
+    await response.write(parts[0])
+    for at in range(0, len(items), _STREAM_ITEMS):
+        chunk = b",".join(items[at : at + _STREAM_ITEMS])
+        await response.write(b"," + chunk if at else chunk)
+    await response.write(parts[1])
+    await response.write_eof()
+    return response
 
 
 def _dry_run(request: web.Request) -> bool:

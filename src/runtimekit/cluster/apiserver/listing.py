@@ -9,11 +9,11 @@ re-serialised for a plain list. Called by the list and watch handlers.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtimekit.cluster.apiserver import jsoncodec
 from runtimekit.cluster.apiserver.errors import bad_request
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.selectors import (
@@ -62,6 +62,11 @@ class Filter:
     def everything(self) -> bool:
         return self.labels.empty and self.fields.empty
 
+    @property
+    def matcher(self) -> Callable[[Stored], bool] | None:
+        """What the store must still test (None: the namespace range or index already selects)."""
+        return None if self.everything else self.matches
+
     def matches(self, stored: Stored) -> bool:
         if self.namespace is not None and stored.namespace != self.namespace:
             return False
@@ -79,16 +84,22 @@ class Filter:
         return True
 
 
-def list_bytes(info: ResourceInfo, rv: int, continue_token: str, items: Iterable[bytes]) -> bytes:
+def list_parts(info: ResourceInfo, rv: int, continue_token: str) -> tuple[bytes, bytes]:
+    """The bytes before and after the comma-joined items of a `<Kind>List`."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
     if continue_token:
         meta["continue"] = continue_token
     head = dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
-    return head[:-1] + b',"items":[' + b",".join(items) + b"]}"
+    return head[:-1] + b',"items":[', b"]}"
+
+
+def list_bytes(info: ResourceInfo, rv: int, continue_token: str, items: Iterable[bytes]) -> bytes:
+    head, tail = list_parts(info, rv, continue_token)
+    return b"".join((head, b",".join(items), tail))
 
 
 def _metadata(raw: bytes) -> dict[str, Any]:
-    meta: dict[str, Any] = json.loads(raw).get("metadata", {})
+    meta: dict[str, Any] = jsoncodec.loads(raw).get("metadata", {})
     meta.pop("managedFields", None)
     return meta
 
@@ -128,6 +139,7 @@ def table_bytes(
     rv: int,
     continue_token: str = "",
     pods_on_node: Callable[[str], Iterable[PodGpu]],
+    facts: Callable[[Stored], tuple[object, ...]],
 ) -> bytes:
     """A `Table`; each row is (stored version, its served JSON)."""
     meta: dict[str, Any] = {"resourceVersion": str(rv)}
@@ -142,18 +154,19 @@ def table_bytes(
             "columnDefinitions": columns,
         }
     )
-    encoded = [_row(maker, stored, raw, request, pods_on_node) for stored, raw in rows]
+    encoded = [_row(maker, facts(stored), stored.name, raw, request, pods_on_node) for stored, raw in rows]
     return head[:-1] + b',"rows":[' + b",".join(encoded) + b"]}"
 
 
 def _row(
     maker: TableMaker,
-    stored: Stored,
+    facts: tuple[object, ...],
+    name: str,
     raw: bytes,
     request: TableRequest,
     pods_on_node: Callable[[str], Iterable[PodGpu]],
 ) -> bytes:
-    cells = dumps(maker.cells(stored.facts, stored.name, pods_on_node))
+    cells = dumps(maker.cells(facts, name, pods_on_node))
     if request.include_object == "None":
         return b'{"cells":' + cells + b"}"
     embedded = raw if request.include_object == "Object" else dumps(partial_object(raw, request.version))

@@ -10,7 +10,6 @@ Callers: the HTTP handlers, and in-process code that wants to seed objects quick
 
 from __future__ import annotations
 
-import json
 import random
 import time
 import uuid
@@ -19,7 +18,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from runtimekit.cluster.apiserver import conversion, crds, validation
+from runtimekit.cluster.apiserver import conversion, crds, jsoncodec, validation
 from runtimekit.cluster.apiserver.defaults import apply_defaults
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -72,7 +71,7 @@ def decode_body(body: bytes, content_type: str, kind: str) -> Any:
     try:
         if "yaml" in content_type:
             return yaml.safe_load(body)
-        return json.loads(body)
+        return jsoncodec.loads(body)
     except (ValueError, yaml.YAMLError) as exc:
         summary = body[:30].decode(errors="replace")
         raise bad_request(
@@ -298,7 +297,7 @@ class Api:
             accepted = [t for t in PATCH_TYPES if info.strategic_merge or t != STRATEGIC_PATCH]
             raise unsupported_media_type(patch_type, accepted)
         try:
-            document = json.loads(body)
+            document = jsoncodec.loads(body)
         except ValueError as exc:
             raise bad_request(f"error decoding patch: {exc}") from None
         storage = self.storage_of(info)
@@ -368,14 +367,14 @@ class Api:
     def _merge_update(storage: ResourceInfo, old: Obj, obj: Obj, subresource: str) -> Obj:
         """The object to store: status-only for /status, status kept for the main resource."""
         if subresource == "status":
-            new: Obj = json.loads(json.dumps(old))
+            new: Obj = jsoncodec.loads(jsoncodec.dumps(old))
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
                 new.pop("status", None)
             return new
         if subresource == "finalize":
-            new = json.loads(json.dumps(old))
+            new = jsoncodec.loads(jsoncodec.dumps(old))
             new.setdefault("spec", {})["finalizers"] = (obj.get("spec") or {}).get("finalizers") or []
             return new
         new = obj

@@ -283,7 +283,15 @@ class ResourceTable:
     replace the lookup dicts, so a reader never sees a half-registered CRD."""
 
     _by_path: dict[tuple[str, str, str], ResourceInfo] = field(default_factory=dict)
+    _by_storage: dict[str, ResourceInfo] = field(default_factory=dict)  # storage -> the form it stores
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _replace(self, updated: dict[tuple[str, str, str], ResourceInfo]) -> None:
+        by_storage: dict[str, ResourceInfo] = {}
+        for info in updated.values():
+            if not info.view:
+                by_storage.setdefault(info.storage, info)
+        self._by_path, self._by_storage = updated, by_storage
 
     @classmethod
     def builtin(cls) -> ResourceTable:
@@ -297,13 +305,13 @@ class ResourceTable:
             updated = dict(self._by_path)
             for info in infos:
                 updated.setdefault((info.group, info.version, info.plural), info)
-            self._by_path = updated
+            self._replace(updated)
 
     def remove(self, group: str, plural: str) -> list[ResourceInfo]:
         """Unregister every version of group/plural; returns what was removed."""
         with self._lock:
             gone = [info for key, info in self._by_path.items() if key[0] == group and key[2] == plural]
-            self._by_path = {k: v for k, v in self._by_path.items() if not (k[0] == group and k[2] == plural)}
+            self._replace({k: v for k, v in self._by_path.items() if not (k[0] == group and k[2] == plural)})
         return gone
 
     def lookup(self, group: str, version: str, plural: str) -> ResourceInfo | None:
@@ -328,7 +336,7 @@ class ResourceTable:
 
     def storage_resource(self, storage: str) -> ResourceInfo | None:
         """The resource whose form the bucket stores (the one without a view)."""
-        return next((info for info in self.by_storage(storage) if not info.view), None)
+        return self._by_storage.get(storage)
 
 
 def _by_priority(versions: list[str]) -> list[str]:

@@ -15,12 +15,12 @@ and notifies. It is thread-safe (one re-entrant lock); callers that read-check-w
 from __future__ import annotations
 
 import bisect
-import json
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runtimekit.cluster.apiserver import jsoncodec
 from runtimekit.cluster.apiserver.errors import ApiError, expired, too_old_resource_version
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.selectors import field_value
@@ -33,7 +33,7 @@ ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
 
 def dumps(obj: Any) -> bytes:
     """The one JSON encoding the server uses for objects it stores and serves."""
-    return json.dumps(obj, separators=(",", ":")).encode()
+    return jsoncodec.dumps(obj)
 
 
 @dataclass(slots=True, eq=False)
@@ -46,7 +46,8 @@ class Stored:
     raw: bytes
     labels: Mapping[str, str]
     fields: Mapping[str, str]
-    facts: tuple[object, ...]
+    info: ResourceInfo  # the storage resource it was written as
+    facts: tuple[object, ...] | None = None  # table cells, computed on first use (`Store.facts`)
     views: dict[str, bytes] = field(default_factory=dict)
 
     @property
@@ -55,12 +56,12 @@ class Stored:
 
     def obj(self) -> dict[str, Any]:
         """A fresh, mutable copy of the object."""
-        value: dict[str, Any] = json.loads(self.raw)
+        value: dict[str, Any] = jsoncodec.loads(self.raw)
         return value
 
 
 class Facts(Protocol):
-    """Per-version values computed once at write time for tables (see `tables.TableMaker.facts`)."""
+    """Per-version values computed once, on first use, for tables (see `tables.TableMaker.facts`)."""
 
     def __call__(self, info: ResourceInfo, obj: Mapping[str, Any]) -> tuple[object, ...]: ...
 
@@ -238,8 +239,15 @@ class Store:
             raw=dumps(obj),
             labels=meta.get("labels") or {},
             fields={path: field_value(obj, path) for _, path in info.fields},
-            facts=self._facts(info, obj),
+            info=info,
         )
+
+    def facts(self, stored: Stored) -> tuple[object, ...]:
+        """The table facts of a version, computed once (most versions are never printed)."""
+        found = stored.facts
+        if found is None:
+            found = stored.facts = self._facts(stored.info, stored.obj())
+        return found
 
     def _commit(self, event: Event) -> None:
         self.history.append(event)
@@ -275,7 +283,7 @@ class Store:
 
     def load(self, info: ResourceInfo, raw: bytes) -> Stored:
         """Restore a persisted object without an event (start-up only)."""
-        obj = json.loads(raw)
+        obj = jsoncodec.loads(raw)
         rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
         stored = self.make(info, obj, rv)
         self.bucket(info).insert(stored, self.get(info, stored.namespace, stored.name))
@@ -315,15 +323,16 @@ class Store:
         self,
         info: ResourceInfo,
         namespace: str | None,
-        match: Callable[[Stored], bool],
+        match: Callable[[Stored], bool] | None,
         *,
         pinned: tuple[str, str] | None = None,
         start: Key | None = None,
         limit: int = 0,
         at_rv: int | None = None,
     ) -> Page:
-        """Matching objects in key order after `start`, at most `limit` (0: all), as of `at_rv`
-        (None: now). `pinned` (path, value) lets a field index narrow the scan."""
+        """Objects in key order after `start`, at most `limit` (0: all), as of `at_rv` (None: now),
+        in `namespace` (None: all) and passing `match` (None: all). `pinned` (path, value) lets a
+        field index narrow the scan."""
         with self.lock:
             bucket = self._buckets.get(info.storage)
             rv = self._rv if at_rv is None else at_rv
@@ -336,15 +345,31 @@ class Store:
                 extra = [k for k in overlay if namespace is None or k[0] == namespace]
                 keys = sorted(set(keys).union(extra))
             position = 0 if start is None else bisect.bisect_right(keys, start)
-            items: list[Stored] = []
-            for key in _slice(keys, position):
-                stored = overlay[key] if key in overlay else current.get(key)
-                if stored is None or not match(stored):
-                    continue
-                if limit and len(items) == limit:
-                    return Page(items, rv, items[-1].key)
-                items.append(stored)
-            return Page(items, rv, None)
+            if match is None and not overlay:
+                end = len(keys) if not limit else min(len(keys), position + limit)
+                items = [current[k] for k in keys[position:end]]
+                return Page(items, rv, items[-1].key if end < len(keys) and items else None)
+            return self._scan(keys, position, overlay, current, match, limit, rv)
+
+    @staticmethod
+    def _scan(
+        keys: list[Key],
+        position: int,
+        overlay: dict[Key, Stored | None],
+        current: dict[Key, Stored],
+        match: Callable[[Stored], bool] | None,
+        limit: int,
+        rv: int,
+    ) -> Page:
+        items: list[Stored] = []
+        for key in _slice(keys, position):
+            stored = overlay[key] if key in overlay else current.get(key)
+            if stored is None or (match is not None and not match(stored)):
+                continue
+            if limit and len(items) == limit:
+                return Page(items, rv, items[-1].key)
+            items.append(stored)
+        return Page(items, rv, None)
 
 
 def _slice(keys: list[Key], start: int) -> Iterable[Key]:

@@ -2,11 +2,12 @@
 
 kubectl asks for `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` and prints the columns the
 server chooses. Cells that do not depend on the time or on other objects are computed once per
-object version (`TableMaker.facts`, stored with the version); `TableMaker.table` fills in ages and the
-nodes' GPU ALLOCATED figure (from the pods on each node) when a table is requested.
+object version, the first time it is printed (`TableMaker.facts`, cached on the version);
+`TableMaker.cells` fills in ages and the nodes' GPU ALLOCATED figure (from the pods on each node)
+when a table is requested.
 Nodes show GPUS (count and model from the node devices annotation) and GPU ALLOCATED (core milli
 assigned to the node's non-terminated pods over its GPU capacity); pods show their GPU share.
-Called by the store (facts) and the HTTP layer (tables).
+Called through the store (facts) and by the list, get and watch encoders (cells).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 from typing import Any
 
 from runtimekit.cluster.apiserver.resources import PrinterColumn, ResourceInfo
@@ -117,7 +119,7 @@ def parse_time(text: str) -> float | None:
 
 def _get(obj: Any, *path: str) -> Any:
     for part in path:
-        if not isinstance(obj, Mapping):
+        if not isinstance(obj, dict):  # objects come from JSON: dicts (cheaper to test than Mapping)
             return None
         obj = obj.get(part)
     return obj
@@ -226,16 +228,7 @@ class TableMaker:
         """The GPU cell and the assigned core milli of a pod."""
         text = _get(pod, "metadata", "annotations", self.protocol.annotations.assignment)
         if isinstance(text, str):
-            try:
-                assignment = Assignment.from_annotation(text)
-            except AssignmentError:
-                return "<invalid>", 0
-            shares = list(assignment.shares())
-            cells = [
-                f"GPU{s.index}:{s.mig_profile}" if s.mig_profile else f"GPU{s.index}:{s.core_milli / 10:g}%"
-                for s in shares
-            ]
-            return ",".join(cells) or "<none>", sum(s.core_milli for s in shares if not s.mig_profile)
+            return _assignment_cell(text)
         try:
             request = parse_pod_request(pod, self.protocol)
         except RequestError:
@@ -270,12 +263,7 @@ class TableMaker:
         name = str(_get(node, "metadata", "name") or "")
         text = _get(node, "metadata", "annotations", self.protocol.annotations.node_devices)
         if isinstance(text, str):
-            try:
-                inventory = NodeInventory.from_annotation(name, text)
-            except InventoryError:
-                return "<invalid>", 0
-            count = len(inventory.gpus)
-            return (f"{count}x {inventory.model}" if count else "0"), count * 1000
+            return _inventory_cell(name, text)
         capacity = _get(node, "status", "capacity", self.protocol.resources.gpu)
         if capacity is not None and str(capacity).isdigit():
             return str(capacity), int(capacity) * 1000
@@ -311,6 +299,31 @@ class TableMaker:
             used = sum(p.milli for p in pods_on_node(cell.node) if not p.terminated)
             return f"{round(100 * used / cell.capacity_milli)}%"
         return cell
+
+
+@lru_cache(maxsize=8192)
+def _inventory_cell(node: str, text: str) -> tuple[str, int]:
+    """Cached by annotation text: node status updates rarely change the inventory."""
+    try:
+        inventory = NodeInventory.from_annotation(node, text)
+    except InventoryError:
+        return "<invalid>", 0
+    count = len(inventory.gpus)
+    return (f"{count}x {inventory.model}" if count else "0"), count * 1000
+
+
+@lru_cache(maxsize=8192)
+def _assignment_cell(text: str) -> tuple[str, int]:
+    """Cached by annotation text: a pod keeps its assignment through most of its updates."""
+    try:
+        assignment = Assignment.from_annotation(text)
+    except AssignmentError:
+        return "<invalid>", 0
+    shares = list(assignment.shares())
+    cells = [
+        f"GPU{s.index}:{s.mig_profile}" if s.mig_profile else f"GPU{s.index}:{s.core_milli / 10:g}%" for s in shares
+    ]
+    return ",".join(cells) or "<none>", sum(s.core_milli for s in shares if not s.mig_profile)
 
 
 def _requested(kind: GpuKind, count: int, milli: int, profile: str) -> str:

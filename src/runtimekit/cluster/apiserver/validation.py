@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from functools import lru_cache
 from typing import Any
 
 from runtimekit.cluster.apiserver.errors import (
@@ -50,6 +51,10 @@ LABEL_VALUE_MSG = (
 )
 
 
+# label and annotation keys repeat across objects: validate each distinct key once
+_key_problem = lru_cache(maxsize=16384)(check_qualified_name)
+
+
 def name_problems(name: str, rule: NameRule) -> list[str]:
     """Why `name` is not a valid name under `rule` (empty when it is)."""
     if rule is NameRule.PATH_SEGMENT:
@@ -81,7 +86,7 @@ def check_metadata(meta: Mapping[str, Any]) -> list[Cause]:
     if not isinstance(labels, Mapping):
         return [field_invalid("metadata.labels", labels, "must be a map of strings")]
     for key, value in labels.items():
-        if problem := check_qualified_name(str(key)):
+        if problem := _key_problem(str(key)):
             causes.append(field_invalid("metadata.labels", key, problem))
         if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE_RE.match(value):
             causes.append(field_invalid("metadata.labels", value, LABEL_VALUE_MSG))
@@ -90,7 +95,7 @@ def check_metadata(meta: Mapping[str, Any]) -> list[Cause]:
         return [*causes, field_invalid("metadata.annotations", annotations, "must be a map of strings")]
     size = 0
     for key, value in annotations.items():
-        if problem := check_qualified_name(str(key)):
+        if problem := _key_problem(str(key)):
             causes.append(field_invalid("metadata.annotations", key, problem))
         if not isinstance(value, str):
             causes.append(field_invalid(f"metadata.annotations[{key}]", value, "must be a string"))

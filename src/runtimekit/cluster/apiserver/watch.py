@@ -116,7 +116,7 @@ class WatchStream:
             page = store.page(
                 self.request.info,
                 self.request.filter.namespace,
-                self.request.filter.matches,
+                self.request.filter.matcher,
                 pinned=self.request.filter.pinned,
             )
         self.cursor = page.rv
@@ -178,6 +178,7 @@ class WatchStream:
             table,
             rv=stored.rv,
             pods_on_node=lambda node: pods_on_node(self.api, node),
+            facts=self.api.store.facts,
         )
         return prefix + body + b"}\n"
 
@@ -210,8 +211,9 @@ def pods_on_node(api: Api, node: str) -> list[PodGpu]:
     pods = api.table.lookup("", "v1", "pods")
     if pods is None:
         return []
-    page = api.store.page(pods, None, lambda _s: True, pinned=("spec.nodeName", node))
-    return [s.facts[1] for s in page.items if isinstance(s.facts[1], PodGpu)]
+    page = api.store.page(pods, None, None, pinned=("spec.nodeName", node))
+    facts = [api.store.facts(s)[1] for s in page.items]
+    return [f for f in facts if isinstance(f, PodGpu)]
 
 
 def _too_large(requested: int, current: int) -> ApiError:
