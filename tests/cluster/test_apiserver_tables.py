@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from runtimekit.cluster.apiserver.errors import ApiError
+from runtimekit.cluster.apiserver.printers import human_duration, json_path
 from runtimekit.cluster.apiserver.routing import (
     GroupVersionPath,
     Output,
@@ -18,7 +19,7 @@ from runtimekit.cluster.apiserver.routing import (
     parse_bool,
     parse_path,
 )
-from runtimekit.cluster.apiserver.tables import TableMaker, human_duration, json_path, pod_status
+from runtimekit.cluster.apiserver.tables import TableMaker, pod_status
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeInventory, NodeName
 from runtimekit.protocol import Protocol
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.cluster.apiserver.errors import bad_request, conflict, forbidden
-from runtimekit.cluster.apiserver.operations import Api, Obj
+from runtimekit.cluster.apiserver.operations import Api, Obj, now_rfc3339
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Stored
 
@@ -103,8 +103,6 @@ def _mark(api: Api, storage: ResourceInfo, current: Stored, obj: Obj, grace: int
 
 
 def _later(api: Api, seconds: int) -> str:
-    from runtimekit.cluster.apiserver.operations import now_rfc3339
-
     return now_rfc3339(lambda: api.clock() + seconds)
 
 

@@ -345,6 +345,7 @@ class Api:
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             if _graceful_pending(storage, new):
                 return self.store.put(storage, new, current)
+            # deletion.py builds on this module; importing it here, late, keeps the import graph acyclic
             from runtimekit.cluster.apiserver.deletion import finish_deletion
 
             return finish_deletion(self, storage, current, new)
