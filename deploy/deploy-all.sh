@@ -1,0 +1,161 @@
+#!/usr/bin/env bash
+# Install, remove or print the LJ RuntimeKit manifests under deploy/ (docs/install.md).
+#
+#   deploy/deploy-all.sh deploy|delete|render|restart [--components=a,b] [--image=REGISTRY/NAME:TAG]
+#                        [--namespace=NS] [--kubeconfig=FILE]
+#
+#   deploy   kubectl apply the manifests (idempotent: a second run changes nothing)
+#   delete   kubectl delete them (absent objects are fine); keeps the CRDs unless --components names crds
+#   render   print the manifests, with the image and namespace applied, without touching a cluster
+#   restart  kubectl rollout restart the DaemonSets and Deployments (after a ConfigMap edit)
+#
+# Components, in install order: crds runtime deviceplugin scheduler exporter controller (default: all;
+# device-plugin is accepted for deviceplugin). --image replaces the kit's image everywhere, including the
+# controller's --image for its job-agent Jobs; --namespace replaces kube-system everywhere, including
+# the RoleBindings' subjects and the components' --namespace/--lease-namespace flags. KUBECTL names the
+# kubectl binary (default: kubectl).
+set -euo pipefail
+
+HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+DEFAULT_IMAGE="ghcr.io/lj-runtimekit/runtimekit:0.1.0"
+DEFAULT_NAMESPACE="kube-system"
+ALL_COMPONENTS=(crds runtime deviceplugin scheduler exporter controller)
+KUBECTL="${KUBECTL:-kubectl}"
+
+usage() {
+  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+}
+
+die() {
+  echo "deploy-all.sh: $*" >&2
+  exit 2
+}
+
+action=""
+components=""
+image="$DEFAULT_IMAGE"
+namespace="$DEFAULT_NAMESPACE"
+kubeconfig=""
+
+for arg in "$@"; do
+  case "$arg" in
+    deploy | delete | render | restart)
+      [[ -z "$action" ]] || die "one action only (got '$action' and '$arg')"
+      action="$arg"
+      ;;
+    --components=*) components="${arg#*=}" ;;
+    --image=*) image="${arg#*=}" ;;
+    --namespace=*) namespace="${arg#*=}" ;;
+    --kubeconfig=*) kubeconfig="${arg#*=}" ;;
+    -h | --help)
+      usage
+      exit 0
+      ;;
+    *) die "unknown argument '$arg' (see --help)" ;;
+  esac
+done
+
+[[ -n "$action" ]] || die "give an action: deploy, delete, render or restart (see --help)"
+[[ "$image" =~ ^[A-Za-z0-9][A-Za-z0-9._/:@-]*$ ]] || die "--image '$image' is not an image reference (REGISTRY/NAME:TAG)"
+[[ "$image" == */* ]] || die "--image '$image' has no repository path (REGISTRY/NAME:TAG)"
+[[ ${#namespace} -le 63 && "$namespace" =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] ||
+  die "--namespace '$namespace' is not a valid namespace name (lower-case letters, digits, '-')"
+if [[ -n "$kubeconfig" && ! -r "$kubeconfig" ]]; then
+  die "--kubeconfig '$kubeconfig' cannot be read"
+fi
+
+# The selected components, in install order, each named once.
+selected=()
+if [[ -z "$components" ]]; then
+  for c in "${ALL_COMPONENTS[@]}"; do
+    if [[ "$action" == delete && "$c" == crds ]]; then
+      continue # deleting the CRDs deletes every PodGroup and Queue, Volcano's too: only when asked by name
+    fi
+    selected+=("$c")
+  done
+else
+  IFS=',' read -r -a wanted <<<"$components"
+  [[ ${#wanted[@]} -gt 0 ]] || die "--components is empty"
+  for w in "${wanted[@]}"; do
+    [[ "$w" == device-plugin ]] && w=deviceplugin
+    known=0
+    for c in "${ALL_COMPONENTS[@]}"; do [[ "$c" == "$w" ]] && known=1; done
+    [[ $known == 1 ]] || die "unknown component '$w' (known: ${ALL_COMPONENTS[*]})"
+  done
+  for c in "${ALL_COMPONENTS[@]}"; do
+    for w in "${wanted[@]}"; do
+      [[ "$w" == device-plugin ]] && w=deviceplugin
+      if [[ "$c" == "$w" ]]; then
+        selected+=("$c")
+        break
+      fi
+    done
+  done
+fi
+
+# Print the manifests of the given components (in the order given), image and namespace applied.
+render() {
+  local first=1 c f
+  for c in "$@"; do
+    for f in "$HERE/$c"/[0-9][0-9]-*.yaml; do
+      [[ -e "$f" ]] || die "no manifests in $HERE/$c"
+      [[ $first == 1 ]] || echo "---"
+      first=0
+      echo "# Source: deploy/$c/$(basename "$f")"
+      sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" "$f"
+    done
+  done
+}
+
+kube() {
+  if [[ -n "$kubeconfig" ]]; then
+    "$KUBECTL" --kubeconfig "$kubeconfig" "$@"
+  else
+    "$KUBECTL" "$@"
+  fi
+}
+
+workloads() {
+  local c
+  for c in "$@"; do
+    case "$c" in
+      runtime) echo daemonset/lj-runtimekit-runtime-ds ;;
+      deviceplugin) echo daemonset/lj-runtimekit-device-plugin-ds ;;
+      exporter) echo daemonset/lj-runtimekit-exporter-ds ;;
+      scheduler) echo deployment/lj-runtimekit-scheduler-framework ;;
+      controller) echo deployment/lj-runtimekit-controller ;;
+    esac
+  done
+}
+
+
+[[ ${#selected[@]} -gt 0 ]] || die "no component selected"
+case "$action" in
+  render)
+    render "${selected[@]}"
+    ;;
+  deploy)
+    command -v "$KUBECTL" >/dev/null || die "'$KUBECTL' not found: install kubectl or set KUBECTL"
+    if ! kube get namespace "$namespace" >/dev/null 2>&1; then
+      kube create namespace "$namespace"
+    fi
+    render "${selected[@]}" | kube apply -f -
+    echo "deploy-all.sh: applied ${selected[*]} in namespace $namespace with image $image" >&2
+    ;;
+  delete)
+    command -v "$KUBECTL" >/dev/null || die "'$KUBECTL' not found: install kubectl or set KUBECTL"
+    backwards=()
+    for ((i = ${#selected[@]} - 1; i >= 0; i--)); do backwards+=("${selected[i]}"); done
+    render "${backwards[@]}" | kube delete --ignore-not-found -f -
+    if [[ -z "$components" ]]; then
+      echo "deploy-all.sh: kept the CRDs (podgroups, queues); remove them with --components=crds" >&2
+    fi
+    ;;
+  restart)
+    command -v "$KUBECTL" >/dev/null || die "'$KUBECTL' not found: install kubectl or set KUBECTL"
+    targets=()
+    for target in $(workloads "${selected[@]}"); do targets+=("$target"); done
+    [[ ${#targets[@]} -gt 0 ]] || die "nothing to restart among: ${selected[*]}"
+    kube -n "$namespace" rollout restart "${targets[@]}"
+    ;;
+esac
