@@ -6,11 +6,13 @@ expects; every read has a timeout, so a missing event fails the test instead of 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import aiohttp
 import httpx2
 import pytest
 
@@ -235,3 +237,32 @@ def test_writes_from_other_threads_wake_watchers(apiserver: ApiServer, kube_http
     with watch(kube_http, resourceVersion=rv) as events:
         apiserver.api.create(pods, "default", make_pod("direct"))
         assert events.take(1) == [("ADDED", "direct")]
+
+
+def test_many_watchers_each_receive_every_event_in_order(apiserver: ApiServer) -> None:
+    pods = apiserver.api.resource("", "v1", "pods")
+    start = str(apiserver.store.rv)
+
+    async def follow(session: aiohttp.ClientSession, count: int) -> list[str]:
+        params = {"watch": "1", "resourceVersion": start}
+        names: list[str] = []
+        async with session.get(f"{apiserver.url}{PODS}", params=params) as response:
+            async for line in response.content:
+                names.append(json.loads(line)["object"]["metadata"]["name"])
+                if len(names) == count:
+                    break
+        return names
+
+    async def run() -> list[list[str]]:
+        timeout = aiohttp.ClientTimeout(total=30)
+        async with aiohttp.ClientSession(timeout=timeout) as session:
+            early = [asyncio.create_task(follow(session, 200)) for _ in range(10)]
+            await asyncio.sleep(0)
+            await asyncio.to_thread(
+                lambda: [apiserver.api.create(pods, "default", make_pod(f"p{i:03d}")) for i in range(200)]
+            )
+            late = [asyncio.create_task(follow(session, 200)) for _ in range(10)]
+            return list(await asyncio.gather(*early, *late))
+
+    expected = [f"p{i:03d}" for i in range(200)]
+    assert all(names == expected for names in asyncio.run(run()))
