@@ -266,3 +266,20 @@ def test_many_watchers_each_receive_every_event_in_order(apiserver: ApiServer) -
 
     expected = [f"p{i:03d}" for i in range(200)]
     assert all(names == expected for names in asyncio.run(run()))
+
+
+def test_stop_then_start_is_a_restart_that_keeps_objects_port_and_history(apiserver: ApiServer) -> None:
+    url = apiserver.url
+    with http_client(url) as http:
+        post(http, make_pod("before"))
+        rv = http.get(PODS).json()["metadata"]["resourceVersion"]
+    apiserver.stop()
+    with http_client(url) as http, pytest.raises(httpx2.ConnectError):
+        http.get(PODS)
+    apiserver.start()
+    assert apiserver.url == url
+    with http_client(url) as http:
+        assert [p["metadata"]["name"] for p in http.get(PODS).json()["items"]] == ["before"]
+        post(http, make_pod("after"))
+        with watch(http, resourceVersion=rv) as events:
+            assert events.take(1) == [("ADDED", "after")]

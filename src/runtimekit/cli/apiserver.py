@@ -49,5 +49,5 @@ def run(args: argparse.Namespace) -> int:
         print(server.url, flush=True)
         wait_for_stop_signal()
     finally:
-        server.stop()
+        server.close()
     return 0

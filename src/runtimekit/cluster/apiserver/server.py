@@ -1,10 +1,12 @@
 """`ApiServer`: the embedded Kubernetes-compatible API server, in-process or standalone.
 
 `ApiServer(...).start()` runs an aiohttp server on its own event loop in a background thread and
-returns once it accepts connections; `url` is then set (port 0 picks a free port) and `stop()` shuts
-it down. At start it restores objects from `state_dir` (when given) and creates the namespaces every
-cluster has (`default`, `kube-system`, `kube-public`, `kube-node-lease`). In-process code may also
-use `api` (write semantics) and `store` directly; both are thread-safe.
+returns once it accepts connections; `url` is then set (port 0 picks a free port). `stop()` ends
+serving but keeps the objects, so `start()` again looks like an API server restart to clients;
+`close()` (and leaving a `with` block) also closes the state database. When built, it restores
+objects from `state_dir` (when given) and creates the namespaces every cluster has (`default`,
+`kube-system`, `kube-public`, `kube-node-lease`). In-process code may also use `api` (write
+semantics) and `store` directly; both are thread-safe.
 Callers: test fixtures (`tests/fixtures/apiserver.py`), the embedded cluster, `runtimekit apiserver`.
 """
 
@@ -79,6 +81,7 @@ class ApiServer:
         self._waker: Waker | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
+        self._closed = False
         self.url = ""
 
     # state ------------------------------------------------------------------------------------
@@ -126,12 +129,15 @@ class ApiServer:
     def start(self, timeout: float = 30.0) -> ApiServer:
         if self._thread is not None:
             raise RuntimeError("the API server is already started")
+        if self._closed:
+            raise RuntimeError("the API server is closed; make a new one")
         self._thread = threading.Thread(target=self._run, name="runtimekit-apiserver", daemon=True)
         self._thread.start()
         if not self._ready.wait(timeout):
             raise TimeoutError(f"the API server did not start within {timeout} s")
         if self._failure is not None:
             self._thread.join()
+            self._thread = None
             raise RuntimeError(f"the API server failed to start: {self._failure}") from self._failure
         return self
 
@@ -181,16 +187,27 @@ class ApiServer:
 
     async def _shutdown(self) -> None:
         if self._waker is not None:
+            self.store.remove_listener(self._waker.notify)
             self._waker.close()
         if self._runner is not None:
             await self._runner.cleanup()
 
     def stop(self) -> None:
+        """Stop serving: connections and watches end, the objects and their history stay, and
+        `start()` serves them again on the same port (what clients see of an API server restart).
+        Idempotent."""
         loop, thread = self._loop, self._thread
         if loop is not None and thread is not None and thread.is_alive():
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout=30)
         self._thread = None
+        self._ready.clear()
+        self._failure = None
+
+    def close(self) -> None:
+        """Stop serving and close the state database; the server cannot be started again."""
+        self.stop()
+        self._closed = True
         if self._persistence is not None:
             self._persistence.close()
             self._persistence = None
@@ -201,4 +218,4 @@ class ApiServer:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self.stop()
+        self.close()

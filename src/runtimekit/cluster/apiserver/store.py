@@ -208,7 +208,12 @@ class Store:
 
     def add_listener(self, listener: Callable[[], None]) -> None:
         """Call `listener()` after every write (from the writing thread, with the lock held)."""
-        self._listeners.append(listener)
+        with self.lock:
+            self._listeners = [*self._listeners, listener]
+
+    def remove_listener(self, listener: Callable[[], None]) -> None:
+        with self.lock:
+            self._listeners = [known for known in self._listeners if known is not listener]
 
     def bucket(self, info: ResourceInfo) -> Bucket:
         found = self._buckets.get(info.storage)

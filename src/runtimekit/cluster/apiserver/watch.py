@@ -47,7 +47,7 @@ class Waker:
         """Store listener; safe from any thread, coalesces wake-ups from other threads."""
         if threading.get_ident() == self._thread:
             self._wake()
-        elif not self._pending:
+        elif not self._pending and not self._loop.is_closed():
             self._pending = True
             self._loop.call_soon_threadsafe(self._wake)
 
