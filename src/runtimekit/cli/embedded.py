@@ -25,7 +25,6 @@ import json
 import logging
 import shutil
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -59,6 +58,7 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_CONF = REPO_ROOT / "examples" / "scheduler" / "gpushare.conf"
 SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; the longest socket name below is ~52
 SOCKET_NAME_ROOM = 60
+RECONCILE_GRACE_S = 0.2  # a bound pod is always in the API server's list, so a short grace is safe
 BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within it
 
 
@@ -91,7 +91,7 @@ class ClusterOptions:
     node_memory: str = "512Gi"
     runner: ContainerRunner | None = field(default_factory=lambda: run_runtimekit)
     exporter: ExporterFactory | None = None
-    reconcile_s: float = 2.0  # the runtimes' reconcile interval (and, halved, their grace)
+    reconcile_s: float = 2.0  # the runtimes' reconcile interval
     seed: int = 0
 
     def validate(self) -> None:
@@ -315,7 +315,7 @@ def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
         node.runtime = _start_runtime(cluster, node, folder, str(pod_resources))
         node.parts.insert(0, node.runtime.stop)
         node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins"))
-        kubelet.on_pod_stopped.append(lambda _pod: _reconcile_soon(node))
+        kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
     except BaseException:
         cluster.api.remove_kubelet_hook(kubelet)
         node.stop()
@@ -341,7 +341,7 @@ def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, 
         mps_pipe_dir=str(folder / "mps" / "pipe"),
         mps_log_dir=str(folder / "mps" / "log"),
         reconcile_interval_s=options.reconcile_s,
-        reconcile_grace_s=options.reconcile_s / 2,
+        reconcile_grace_s=RECONCILE_GRACE_S,
     )
     runtime = build_runtime(runtime_options, KubeNodeApi(node.http), KubeletPodResources(pod_resources))
     return RuntimeDaemon(runtime, node.runtime_socket, options.reconcile_s).start()
@@ -378,16 +378,16 @@ def _stop_server(server: Any) -> None:
     server.stop(0).wait()
 
 
-def _reconcile_soon(node: SimulatedNode) -> None:
-    """Let the node runtime release a stopped pod's allocation now rather than at its next round."""
+def _reconcile_now(node: SimulatedNode) -> None:
+    """Let the node runtime release a stopped pod's allocation before the kubelet admits anything else.
 
-    def reconcile() -> None:
-        try:
-            node.runtime.runtime.reconcile()
-        except Exception:
-            log.exception("node %s: runtime reconcile failed", node.name)
-
-    threading.Thread(target=reconcile, name=f"reconcile {node.name}", daemon=True).start()
+    Runs on the kubelet's pod thread, as kubelet's device manager frees a terminated pod's devices
+    before the next admission: the scheduler books a deleted pod's GPU again at once, and the
+    runtime would refuse the next pod's Allocate while it still held the old allocation."""
+    try:
+        node.runtime.runtime.reconcile()
+    except Exception:
+        log.exception("node %s: runtime reconcile failed", node.name)
 
 
 # -- cluster components --------------------------------------------------------------------------
@@ -403,7 +403,7 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
         config=conf,
         plugins_dir=None,
         period=0.05,
-        bind_workers=4,
+        bind_workers=1,  # binds in assume order, so kubelets admit in the order the device plugin expects
         leader_elect=False,
         lease_name="lj-runtimekit-scheduler",
         lease_namespace="kube-system",
