@@ -177,9 +177,16 @@ class EmbeddedCluster:
             return False
         status = obj.get("status") or {}
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
-        gpus = str((status.get("allocatable") or {}).get(self.protocol.resources.gpu, "0"))
+        allocatable = status.get("allocatable") or {}
+        advertised = all(str(allocatable.get(k)) == str(v) for k, v in self.expected_resources(node.name).items())
         annotated = self.protocol.annotations.node_devices in ((obj.get("metadata") or {}).get("annotations") or {})
-        return ready and gpus == str(self.expected_gpus) and annotated
+        return ready and advertised and annotated
+
+    def expected_resources(self, node: str) -> dict[str, int]:
+        """What a node advertises once up: as many devices per resource as the device plugin offers."""
+        options = self.options
+        inventory = NodeInventory.simulated(node, gpu_model(options.gpu_model).name, options.gpus_per_node)
+        return DirectDevices(inventory, self.protocol).capacity()
 
     def _scheduler_ready(self) -> bool:
         if not self.scheduler.synced(0):
