@@ -182,11 +182,14 @@ class EmbeddedCluster:
         annotated = self.protocol.annotations.node_devices in ((obj.get("metadata") or {}).get("annotations") or {})
         return ready and advertised and annotated
 
+    def expected_inventory(self, node: str) -> NodeInventory:
+        """A node's simulated GPUs (the simulated backend derives the same UUIDs from the node name)."""
+        options = self.options
+        return NodeInventory.simulated(node, gpu_model(options.gpu_model).name, options.gpus_per_node)
+
     def expected_resources(self, node: str) -> dict[str, int]:
         """What a node advertises once up: as many devices per resource as the device plugin offers."""
-        options = self.options
-        inventory = NodeInventory.simulated(node, gpu_model(options.gpu_model).name, options.gpus_per_node)
-        return DirectDevices(inventory, self.protocol).capacity()
+        return DirectDevices(self.expected_inventory(node), self.protocol).capacity()
 
     def _scheduler_ready(self) -> bool:
         if not self.scheduler.synced(0):
@@ -292,9 +295,8 @@ def start_direct_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
     """A node whose kubelet advertises the simulated GPUs itself (no runtime, no device plugin)."""
     folder = cluster.state_dir / "nodes" / name
     options = cluster.options
-    inventory = NodeInventory.simulated(name, gpu_model(options.gpu_model).name, options.gpus_per_node)
     http = cluster.http(f"runtimekit-kubelet/{name}")
-    devices = DirectDevices(inventory, cluster.protocol)
+    devices = DirectDevices(cluster.expected_inventory(name), cluster.protocol)
     kubelet = SimulatedKubelet(http, devices, _kubelet_options(cluster, name, index, folder, None), options.runner)
     node = SimulatedNode(name, index, folder, kubelet, http)
     cluster.api.add_kubelet_hook(kubelet)
