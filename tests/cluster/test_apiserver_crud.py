@@ -463,3 +463,32 @@ def test_legacy_bindings_resource(kube_http: httpx2.Client) -> None:
     create(kube_http, PODS, make_pod("p"))
     assert kube_http.post("/api/v1/namespaces/default/bindings", json=binding("p", "n9")).status_code == 201
     assert kube_http.get(f"{PODS}/p").json()["spec"]["nodeName"] == "n9"
+
+
+def test_create_with_a_resource_version_is_refused_like_kube_apiserver(kube_http: httpx2.Client) -> None:
+    pod = create(kube_http, PODS, make_pod("p"))
+    kube_http.delete(f"{PODS}/p")
+    body = assert_status(kube_http.post(PODS, json=pod), 500, "InternalError")
+    assert body["message"] == "resourceVersion should not be set on objects to be created"
+
+
+def test_eviction_deletes_the_pod(kube_http: httpx2.Client) -> None:
+    create(kube_http, PODS, make_pod("p"))
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"}}
+    response = kube_http.post(f"{PODS}/p/eviction", json=eviction)
+    assert response.status_code == 201
+    assert response.json()["status"] == "Success"
+    assert_status(kube_http.get(f"{PODS}/p"), 404, "NotFound")
+    assert_status(kube_http.post(f"{PODS}/p/eviction", json=eviction), 404, "NotFound")
+    evictions = [r for r in kube_http.get("/api/v1").json()["resources"] if r["name"] == "pods/eviction"]
+    assert evictions == [
+        {
+            "name": "pods/eviction",
+            "singularName": "",
+            "namespaced": True,
+            "group": "policy",
+            "version": "v1",
+            "kind": "Eviction",
+            "verbs": ["create"],
+        }
+    ]

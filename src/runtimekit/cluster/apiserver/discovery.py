@@ -18,8 +18,10 @@ _SUBRESOURCE_VERBS = {
     "status": ("get", "patch", "update"),
     "finalize": ("update",),
     "binding": ("create",),
+    "eviction": ("create",),
 }
-_SUBRESOURCE_KIND = {"binding": "Binding"}
+_SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction"}
+_SUBRESOURCE_GROUP = {"eviction": ("policy", "v1")}  # subresources whose body is of another group
 
 
 @dataclass(frozen=True)
@@ -96,17 +98,16 @@ def _entries(info: ResourceInfo) -> list[dict[str, Any]]:
         main["shortNames"] = list(info.short_names)
     if info.categories:
         main["categories"] = list(info.categories)
-    subs = [
-        {
-            "name": f"{info.plural}/{sub}",
-            "singularName": "",
-            "namespaced": info.namespaced,
-            "kind": _SUBRESOURCE_KIND.get(sub, info.kind),
-            "verbs": list(_SUBRESOURCE_VERBS[sub]),
-        }
-        for sub in sorted(info.subresources)
-    ]
-    return [main, *subs]
+    return [main, *(_subresource(info, sub) for sub in sorted(info.subresources))]
+
+
+def _subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
+    if sub in _SUBRESOURCE_GROUP:
+        entry["group"], entry["version"] = _SUBRESOURCE_GROUP[sub]
+    entry["kind"] = _SUBRESOURCE_KIND.get(sub, info.kind)
+    entry["verbs"] = list(_SUBRESOURCE_VERBS[sub])
+    return entry
 
 
 def api_resource_list(table: ResourceTable, group: str, version: str) -> dict[str, Any] | None:

@@ -158,6 +158,8 @@ class Handlers:
             raise method_not_allowed()
         if target.subresource == "binding" and method == "POST":
             return await self._bind(request, target, target.name)
+        if target.subresource == "eviction" and method == "POST":
+            return await self._evict(request, info, target)
         if method == "POST" and target.name is None and target.subresource == "":
             if info.namespaced and target.namespace is None:
                 raise method_not_allowed()
@@ -345,6 +347,18 @@ class Handlers:
             raise method_not_allowed()
         body = await self._body(request, "Binding")
         self.api.bind(target.namespace, name, body)
+        return _json(dumps(success_status(201)), 201)
+
+    async def _evict(self, request: web.Request, info: ResourceInfo, target: Target) -> web.Response:
+        """`POST pods/{name}/eviction`: delete the pod with the Eviction's DeleteOptions (no disruption
+        budgets are checked)."""
+        assert target.name is not None
+        assert target.namespace is not None
+        eviction = await self._body(request, "Eviction")
+        if not isinstance(eviction, dict) or (eviction.get("metadata") or {}).get("name", target.name) != target.name:
+            raise bad_request("name in URL does not match name in Eviction object")
+        options = DeleteOptions.parse(eviction.get("deleteOptions"), {})
+        delete(self.api, info, target.namespace, target.name, options)
         return _json(dumps(success_status(201)), 201)
 
     # watch ------------------------------------------------------------------------------------------

@@ -219,6 +219,9 @@ class Api:
                 meta["name"] = self._generate_name(storage, meta)
             self.validate(info, obj, None)
             self._namespace_ready(info, meta.get("namespace", ""), meta["name"])
+            if _set_resource_version(meta.get("resourceVersion")):
+                # kube-apiserver's storage refuses this with a 500: a client must not re-create what it read
+                raise ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created", {})
             if self.store.get(storage, meta.get("namespace", ""), meta["name"]) is not None:
                 raise _already_exists(info, meta["name"])
             self._init_metadata(storage, obj)
@@ -447,6 +450,13 @@ class Api:
             raise conflict("pods/binding", name, f'pod {name} is already assigned to node "{node}"')
         if pod.get("spec", {}).get("schedulingGates"):
             raise conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
+
+
+def _set_resource_version(value: object) -> bool:
+    try:
+        return int(str(value or 0)) > 0
+    except ValueError:
+        return False
 
 
 def _set_condition(pod: Obj, kind: str, status: str, now: str) -> None:

@@ -163,7 +163,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
         True,
         ("po",),
         ("all",),
-        subresources=frozenset({"status", "binding"}),
+        subresources=frozenset({"status", "binding", "eviction"}),
         fields=_same(
             "spec.nodeName",
             "spec.restartPolicy",
