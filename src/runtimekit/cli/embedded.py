@@ -241,7 +241,7 @@ class EmbeddedCluster:
         for node in reversed(self.nodes):
             self.api.remove_kubelet_hook(node.kubelet)
             node.stop()
-        self.api.stop()
+        self.api.close()
         if self.socket_root != self.state_dir:
             shutil.rmtree(self.socket_root, ignore_errors=True)
         if self._owns_state:
