@@ -181,25 +181,29 @@ class SimulatedKubelet:
                 if self._stop.is_set():
                     return
                 batch, self._queue = self._queue, []
-            try:
-                self._handle(batch)
-                self._fire_timers()
-            except Exception:  # one bad pod must not stop the node
-                log.exception("kubelet %s: pod handling failed", self.node)
+            self._handle(batch)
+            self._guarded(self._fire_timers)
+
+    def _guarded(self, step: Callable[..., None], *args: Any) -> None:
+        """One event or pod at a time: a failure is logged and the others still go through."""
+        try:
+            step(*args)
+        except Exception:
+            log.exception("kubelet %s: pod handling failed", self.node)
 
     def _handle(self, batch: list[tuple[str, Any]]) -> None:
         new: dict[str, JSON] = {}
         for kind, item in batch:
             if kind == "container-done":
-                self._container_done(*item)
+                self._guarded(self._container_done, *item)
             elif kind == "DELETED":
                 new.pop(str((item.get("metadata") or {}).get("uid", "")), None)
-                self._forget(item)
+                self._guarded(self._forget, item)
             else:
-                self._observe(item, new)
+                self._guarded(self._observe, item, new)
         arrival = {uid: n for n, uid in enumerate(new)}
         for uid in sorted(new, key=lambda u: (str(new[u]["metadata"].get("creationTimestamp", "")), arrival[u])):
-            self._admit(new[uid])
+            self._guarded(self._admit, new[uid])
 
     def _observe(self, pod: JSON, new: dict[str, JSON]) -> None:
         identity = _identity(pod)
@@ -256,7 +260,11 @@ class SimulatedKubelet:
         """A pod already Running when first seen (the kubelet restarted): keep running it, devices held."""
         identity = _identity(pod)
         started = str((pod.get("status") or {}).get("startTime") or rfc3339(self.clock()))
-        record = _Pod(identity, pod, pod_requests(pod), started)
+        try:
+            requests = pod_requests(pod)
+        except ValueError:
+            requests = {}
+        record = _Pod(identity, pod, requests, started)
         with self._cond:
             self._pods[identity.uid] = record
         self._start_containers(record)
