@@ -61,5 +61,21 @@ build: $(STUBS_STAMP)
 	$(BIN)/python -m pip install -q build
 	$(BIN)/python -m build --sdist --wheel --outdir dist .
 
+# The kit's image (Dockerfile) and its installation with deploy/deploy-all.sh (docs/install.md).
+# `make docker IMAGE=registry.example.com/lj-runtimekit/runtimekit TAG=0.1.0`; `make deploy` with the same
+# IMAGE and TAG (DEPLOY_ARGS adds deploy-all.sh options, e.g. --namespace=gpu --kubeconfig=FILE).
+IMAGE  ?= ghcr.io/lj-runtimekit/runtimekit
+TAG    ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+DOCKER ?= docker
+DEPLOY_ARGS ?=
+
+docker:
+	@command -v $(DOCKER) >/dev/null 2>&1 || { echo "make docker: '$(DOCKER)' is not installed (set DOCKER=podman to use Podman)" >&2; exit 1; }
+	@$(DOCKER) info >/dev/null 2>&1 || { echo "make docker: no container engine answers ('$(DOCKER) info' failed): start the Docker daemon or point DOCKER_HOST at one" >&2; exit 1; }
+	$(DOCKER) build --build-arg VERSION=$(TAG) -t $(IMAGE):$(TAG) .
+
+deploy:
+	deploy/deploy-all.sh deploy --image=$(IMAGE):$(TAG) $(DEPLOY_ARGS)
+
 clean:
 	rm -rf $(VENV) build dist .pytest_cache .mypy_cache .ruff_cache $(PROTO_OUT)/v1beta1 $(PROTO_OUT)/podresources $(PROTO_OUT)/runtimekit $(STUBS_STAMP)
