@@ -1,0 +1,65 @@
+{{/* Shared names and snippets. Every template mirrors a file of deploy/ (same objects, same fields). */}}
+
+{{- define "lj-runtimekit.namespace" -}}
+{{- .Values.namespace | default .Release.Namespace -}}
+{{- end }}
+
+{{/* The kit's image; a component's own `image` value wins: include "lj-runtimekit.image" (list $ .Values.runtime.image) */}}
+{{- define "lj-runtimekit.image" -}}
+{{- $root := index . 0 -}}
+{{- $own := index . 1 -}}
+{{- if $own -}}
+{{- $own -}}
+{{- else -}}
+{{- printf "%s:%s" $root.Values.image.repository ($root.Values.image.tag | default $root.Chart.AppVersion) -}}
+{{- end -}}
+{{- end }}
+
+{{/* Labels every object carries: the selector labels plus Helm's own (metadata only). */}}
+{{- define "lj-runtimekit.labels" -}}
+{{- $root := index . 0 -}}
+{{- include "lj-runtimekit.selectorLabels" (index . 1) }}
+helm.sh/chart: {{ printf "%s-%s" $root.Chart.Name $root.Chart.Version }}
+app.kubernetes.io/managed-by: {{ $root.Release.Service }}
+app.kubernetes.io/instance: {{ $root.Release.Name }}
+{{- end }}
+
+{{/* The labels pods are selected by (fixed: they must not change on an upgrade). */}}
+{{- define "lj-runtimekit.selectorLabels" -}}
+app.kubernetes.io/name: lj-runtimekit
+app.kubernetes.io/component: {{ . }}
+{{- end }}
+
+{{/* protocol.yaml, dotted keys in the loader's order (runtimekit protocol show). */}}
+{{- define "lj-runtimekit.protocol" -}}
+{{- $p := .Values.protocol -}}
+resources.gpu: {{ $p.resources.gpu }}
+resources.core: {{ $p.resources.core }}
+resources.memory: {{ $p.resources.memory }}
+resources.migPrefix: {{ $p.resources.migPrefix }}
+memoryUnit: {{ $p.memoryUnit }}
+schedulerName: {{ $p.schedulerName }}
+labels.enable: {{ $p.labels.enable }}
+labels.state: {{ $p.labels.state }}
+labels.gpuModel: {{ $p.labels.gpuModel }}
+labels.gpuCount: {{ $p.labels.gpuCount }}
+labels.migMode: {{ $p.labels.migMode }}
+annotations.nodeDevices: {{ $p.annotations.nodeDevices }}
+annotations.assignment: {{ $p.annotations.assignment }}
+annotations.assumeTime: {{ $p.annotations.assumeTime }}
+annotations.allocated: {{ $p.annotations.allocated }}
+annotations.policy: {{ $p.annotations.policy }}
+annotations.gpuModels: {{ $p.annotations.gpuModels }}
+annotations.simulatedRuntime: {{ $p.annotations.simulatedRuntime }}
+sockets.runtime: {{ $p.sockets.runtime }}
+{{- end }}
+
+{{- define "lj-runtimekit.socketDir" -}}
+{{- dir .Values.protocol.sockets.runtime -}}
+{{- end }}
+
+{{/* A checksum of a component's ConfigMap on its pods, so `helm upgrade` with new config restarts them. */}}
+{{- define "lj-runtimekit.configChecksum" -}}
+{{- $root := index . 0 -}}
+checksum/config: {{ include (print $root.Template.BasePath (index . 1)) $root | sha256sum }}
+{{- end }}
