@@ -186,3 +186,21 @@ def test_deletion_is_graceful_through_the_kubelet_and_releases_the_runtime(
         wait_for(lambda: not http.list(PODS)[0], timeout=10, what="the pod deleted by its kubelet")
         wait_for(lambda: not runtime.list_allocations(), what="the runtime allocation released")
     assert not cluster.node(NODE).kubelet.running_pods()
+
+
+def test_allocatable_follows_device_health(cluster: EmbeddedCluster, http: KubeHttp) -> None:
+    node = cluster.node(NODE)
+    assert node.runtime_socket is not None
+
+    def resources(key: str) -> tuple[str, str]:
+        status = http.get(f"/api/v1/nodes/{NODE}")["status"][key]
+        return status[RES.gpu], status[RES.core]
+
+    with RuntimeClient(node.runtime_socket) as runtime:
+        runtime.set_device_health(simulated_uuid(NODE, 1), False, "test: XID 79")
+        try:
+            wait_for(lambda: resources("allocatable") == ("1", "100"), what="allocatable without the sick GPU")
+            assert resources("capacity") == ("2", "200")
+        finally:
+            runtime.set_device_health(simulated_uuid(NODE, 1), True, "test: recovered")
+        wait_for(lambda: resources("allocatable") == ("2", "200"), what="allocatable with the GPU back")
