@@ -85,11 +85,25 @@ class RuntimeVersion:
 
 @dataclass(frozen=True)
 class Share:
-    """A share to allocate: a GPU (or MIG device) UUID with core milli and memory MiB."""
+    """A share to allocate: a GPU (or MIG device) UUID with core milli and memory MiB. A MIG slot also
+    names its GPU, profile and start slice (the UUID is empty on a GPU in dynamic MIG mode)."""
 
     uuid: str
     core_milli: int
     memory_mib: int
+    parent_uuid: str = ""
+    mig_profile: str = ""
+    mig_start: int = -1
+
+    def message(self) -> pb.GpuShare:
+        return pb.GpuShare(
+            uuid=self.uuid,
+            core_milli=self.core_milli,
+            memory_mib=self.memory_mib,
+            parent_uuid=self.parent_uuid,
+            mig_profile=self.mig_profile,
+            mig_start=self.mig_start if self.mig_profile else 0,
+        )
 
 
 class RuntimeClient:
@@ -173,10 +187,13 @@ class RuntimeClient:
         device_ids: Sequence[str] = (),
     ) -> pb.AllocateResponse:
         self._need("allocate")
+        shares = list(shares)
+        if any(s.parent_uuid or s.mig_profile for s in shares):
+            self._need("mig-shares")  # an older runtime would drop the MIG fields without a word
         request = pb.AllocateRequest(
             pod=pb.PodIdentity(namespace=namespace, name=name, uid=uid),
             container=container,
-            shares=[pb.GpuShare(uuid=s.uuid, core_milli=s.core_milli, memory_mib=s.memory_mib) for s in shares],
+            shares=[s.message() for s in shares],
             resource_name=resource_name,
             device_ids=list(device_ids),
         )

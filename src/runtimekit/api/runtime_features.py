@@ -25,6 +25,8 @@ FEATURES: Final[Mapping[str, str]] = {
     "cdi": "0.1.0",  # CDI device names in AllocateResponse.cdi_devices
     "mig-devices": "0.1.0",  # Device.mig_devices and MIG UUIDs in Allocate
     "fault-injection": "0.1.0",  # AdminService.InjectFault (simulated backend only)
+    "mig-shares": "0.1.0",  # GpuShare.parent_uuid/mig_profile/mig_start, dynamic MIG devices, GrantedShare.mig_*
+    "mig-profiles": "0.1.0",  # Device.mig_profiles, MigDevice.dynamic
 }
 
 _NUMBERS = re.compile(r"^(\d+(?:\.\d+)*)")
