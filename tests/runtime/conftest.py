@@ -12,8 +12,9 @@ import pytest
 from runtime_helpers import NODE, FakeClock, RuntimeFactory
 
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.model import MigMode
 from runtimekit.protocol import Protocol
-from runtimekit.runtime.daemon import RuntimeDaemon
+from runtimekit.runtime.daemon import SIMULATED_MIG_STATE, RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mps import MpsDaemon
 from runtimekit.runtime.pods import PodResourcesSource, PodSource
@@ -49,8 +50,16 @@ def make_runtime(short_dir: Path, clock: FakeClock) -> Iterator[RuntimeFactory]:
         mig_layouts: Mapping[int, Sequence[str]] | None = None,
         start: bool = True,
         grace_s: float = 30.0,
+        mig_modes: Mapping[int, MigMode] | None = None,
     ) -> NodeRuntime:
-        backend = SimulatedBackend(NODE, parse_gpu_spec(gpus), mig_layouts=mig_layouts, clock=clock)
+        backend = SimulatedBackend(
+            NODE,
+            parse_gpu_spec(gpus),
+            mig_layouts=mig_layouts,
+            clock=clock,
+            mig_modes=mig_modes,
+            state_file=short_dir / "gpus" / SIMULATED_MIG_STATE,  # the simulated GPUs outlive a restart
+        )
         settings = RuntimeSettings(NODE, short_dir / "state", Protocol.default(), "0.1.0", grace_s)
         runtime = NodeRuntime(
             settings,
@@ -61,6 +70,7 @@ def make_runtime(short_dir: Path, clock: FakeClock) -> Iterator[RuntimeFactory]:
             kubelet=kubelet,
             injector=backend if injector else None,
             clock=clock,
+            mig=backend,
         )
         if start:
             runtime.start()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import queue
 import sys
 import threading
 from types import SimpleNamespace
@@ -10,137 +9,11 @@ from typing import Any
 
 import pynvml
 import pytest
+from nvml_fakes import FakeGpu, FakeNvml, err
 
 from runtimekit.model import MigMode
 from runtimekit.runtime.backend import BackendError, EventKind, HealthEvent
 from runtimekit.runtime.nvml import NvmlBackend, short_model
-
-MIB = 1 << 20
-
-
-def err(code: int) -> pynvml.NVMLError:
-    return pynvml.NVMLError(code)
-
-
-class FakeGpu:
-    def __init__(self, index: int, name: str, memory_mib: int, mig: bool = False, ecc: bool = True) -> None:
-        self.index, self.name, self.memory_mib, self.mig, self.ecc = index, name, memory_mib, mig, ecc
-        self.uuid = f"GPU-0000000{index}-aaaa-bbbb-cccc-dddddddddddd"
-        self.lost = False
-        self.migs = (
-            [SimpleNamespace(uuid=f"MIG-{index}-{i}", name=f"{name} MIG 3g.71gb", memory_mib=72448) for i in (0, 1)]
-            if mig
-            else []
-        )
-
-
-class FakeNvml:
-    """Patches the functions the backend calls on the real pynvml module."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, gpus: list[FakeGpu]) -> None:
-        self.gpus = gpus
-        self.events: queue.Queue[Any] = queue.Queue()
-        self.registered: list[tuple[int, int]] = []
-        self.calls: list[str] = []
-        for name in dir(self):
-            if name.startswith("nvml"):
-                monkeypatch.setattr(pynvml, name, getattr(self, name))
-
-    def _gpu(self, handle: Any) -> FakeGpu:
-        if isinstance(handle, FakeGpu) and handle.lost:
-            raise err(pynvml.NVML_ERROR_GPU_IS_LOST)
-        return handle  # type: ignore[no-any-return]
-
-    def nvmlInit(self) -> None:
-        self.calls.append("init")
-
-    def nvmlShutdown(self) -> None:
-        self.calls.append("shutdown")
-
-    def nvmlDeviceGetCount(self) -> int:
-        return len(self.gpus)
-
-    def nvmlDeviceGetHandleByIndex(self, i: int) -> FakeGpu:
-        return self.gpus[i]
-
-    def nvmlDeviceGetUUID(self, h: Any) -> str:
-        return str(h.uuid)
-
-    def nvmlDeviceGetName(self, h: Any) -> str:
-        return str(h.name)
-
-    def nvmlDeviceGetMemoryInfo(self, h: Any) -> Any:
-        gpu = self._gpu(h)
-        total = gpu.memory_mib * MIB
-        return SimpleNamespace(total=total, used=total // 4, free=total - total // 4)
-
-    def nvmlDeviceGetMinorNumber(self, h: Any) -> int:
-        return int(h.index) + 10
-
-    def nvmlDeviceGetNumaNodeId(self, h: Any) -> int:
-        raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
-
-    def nvmlDeviceGetMigMode(self, h: Any) -> list[int]:
-        if h.name.startswith("Tesla"):
-            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        return [1, 1] if h.mig else [0, 0]
-
-    def nvmlDeviceGetMaxMigDeviceCount(self, h: Any) -> int:
-        return 7
-
-    def nvmlDeviceGetMigDeviceHandleByIndex(self, h: Any, i: int) -> Any:
-        if i >= len(h.migs):
-            raise err(pynvml.NVML_ERROR_NOT_FOUND)
-        return h.migs[i]
-
-    def nvmlDeviceGetGpuInstanceId(self, m: Any) -> int:
-        return 1 + int(m.uuid[-1])
-
-    def nvmlDeviceGetComputeInstanceId(self, m: Any) -> int:
-        return 0
-
-    def nvmlDeviceGetUtilizationRates(self, h: Any) -> Any:
-        self._gpu(h)
-        return SimpleNamespace(gpu=42, memory=17)
-
-    def nvmlDeviceGetTemperature(self, h: Any, sensor: int) -> int:
-        assert sensor == pynvml.NVML_TEMPERATURE_GPU
-        return 55
-
-    def nvmlDeviceGetPowerUsage(self, h: Any) -> int:
-        return 312_500
-
-    def nvmlDeviceGetEnforcedPowerLimit(self, h: Any) -> int:
-        return 700_000
-
-    def nvmlDeviceGetTotalEccErrors(self, h: Any, error_type: int, counter: int) -> int:
-        assert counter == pynvml.NVML_VOLATILE_ECC
-        if not h.ecc:
-            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        return 2 if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED else 7
-
-    def nvmlEventSetCreate(self) -> str:
-        return "event-set"
-
-    def nvmlDeviceGetSupportedEventTypes(self, h: Any) -> int:
-        if h.name.startswith("Tesla"):
-            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        return pynvml.nvmlEventTypeAll
-
-    def nvmlDeviceRegisterEvents(self, h: Any, mask: int, event_set: str) -> None:
-        self.registered.append((h.index, mask))
-
-    def nvmlEventSetWait(self, event_set: str, timeout_ms: int) -> Any:
-        try:
-            item = self.events.get(timeout=timeout_ms / 1000)
-        except queue.Empty:
-            raise err(pynvml.NVML_ERROR_TIMEOUT) from None
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    def nvmlEventSetFree(self, event_set: str) -> None:
-        self.calls.append("free")
 
 
 @pytest.fixture
@@ -251,10 +124,10 @@ def test_gpu_check_script_runs_on_patched_nvml(
     spec.loader.exec_module(script)
     monkeypatch.setattr(pynvml, "nvmlSystemGetDriverVersion", lambda: "560.35.03")
 
-    def profile(handle: Any, index: int) -> Any:
+    def profile(handle: Any, index: int, version: int = 2) -> Any:
         if index > 1:
             raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
-        return SimpleNamespace(name="MIG 1g.18gb", id=19, sliceCount=1, memorySizeMB=16384)
+        return SimpleNamespace(name="MIG 1g.18gb", id=19, sliceCount=1, memorySizeMB=16384, instanceCount=7)
 
     monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuInstanceProfileInfo", profile)
     monkeypatch.setattr(sys, "argv", ["check_nvml.py", "--events-s", "0"])

@@ -29,7 +29,7 @@ def test_allocations_from_pods() -> None:
     found, skipped = allocations_from_pods(pods, NODE, Protocol.default(), 99)
     assert [(a.pod.uid, a.container, a.grants, a.created_unix_ms) for a in found] == [
         ("u1", "a", (Grant("GPU-1", 1, 300, 512),), 99),
-        ("u1", "b", (Grant("MIG-1", 0, 0, 0, "GPU-0"),), 99),
+        ("u1", "b", (Grant("MIG-1", 0, 0, 0, "GPU-0", "1g.10gb", 0),), 99),
     ]
     assert len(skipped) == 2
     assert "not JSON" in skipped[0]

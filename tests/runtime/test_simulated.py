@@ -6,7 +6,7 @@ import pytest
 
 from runtimekit.model import GPU_MODELS, MigMode, simulated_uuid
 from runtimekit.runtime.backend import EventKind, Fault, GpuLoad, HealthEvent
-from runtimekit.runtime.simulated import SimulatedBackend, mig_profile_memory_mib, parse_gpu_spec
+from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
 
 
 @pytest.mark.parametrize(
@@ -95,14 +95,13 @@ def test_bad_faults_are_refused(fault: Fault, message: str) -> None:
 
 
 def test_mig_layouts() -> None:
-    backend = SimulatedBackend("n1", [("A100-80GB", 2)], mig_layouts={1: ["1g.10gb", "2c.3g.40gb"]})
+    backend = SimulatedBackend("n1", [("A100-80GB", 2)], mig_layouts={1: ["1g.10gb", "3g.40gb"]})
     plain, mig = backend.devices()
     assert (plain.mig_mode, plain.mig_devices) == (MigMode.OFF, ())
     assert mig.mig_mode is MigMode.STATIC
-    assert [(m.profile, m.memory_mib) for m in mig.mig_devices] == [("1g.10gb", 10240), ("2c.3g.40gb", 40960)]
+    placed = [(m.profile, m.start, m.memory_mib) for m in mig.mig_devices]
+    assert placed == [("3g.40gb", 0, 40192), ("1g.10gb", 4, 9728)]
     assert len({m.uuid for m in mig.mig_devices}) == 2
     assert all(m.uuid.startswith("MIG-") for m in mig.mig_devices)
-    with pytest.raises(ValueError, match="bad MIG profile"):
-        mig_profile_memory_mib("big")
     with pytest.raises(ValueError, match="GPU index 4"):
         SimulatedBackend("n1", [("A100-80GB", 2)], mig_layouts={4: ["1g.10gb"]})

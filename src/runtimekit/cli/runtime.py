@@ -30,6 +30,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--isolation", choices=ISOLATIONS, default="none", help="how shares are enforced")
     parser.add_argument("--simulate-gpus", default="8xH200", help="simulated GPUs, e.g. 8xH200 or 4xA100-80GB,4xT4")
     parser.add_argument("--seed", type=int, default=0, help="seed of the simulated metrics")
+    parser.add_argument(
+        "--mig-mode",
+        default="",
+        help="MIG mode per GPU: off, static or dynamic for all, or INDEX:MODE,... with an optional bare default "
+        "(e.g. 0:dynamic,1:static or dynamic,0:off); real GPUs keep their hardware MIG setting, this picks "
+        "static (list) or dynamic (make on demand) for those with MIG enabled",
+    )
+    parser.add_argument(
+        "--mig-layout",
+        default="",
+        help="simulated static MIG layouts: PROFILES for every static GPU, or INDEX:PROFILES;... "
+        "(e.g. 3g.40gb,2g.20gb,1g.10gb,1g.10gb or 0:3g.40gb,3g.40gb;1:7g.80gb)",
+    )
     parser.add_argument("--node-name", default=os.environ.get("NODE_NAME") or socket.gethostname())
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in defaults)")
     parser.add_argument(
@@ -86,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
         hami_lib_dir=args.hami_lib_dir,
         reconcile_interval_s=args.reconcile_interval,
         reconcile_grace_s=args.reconcile_grace,
+        mig_mode=args.mig_mode,
+        mig_layout=args.mig_layout,
     )
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
     try:

@@ -1,9 +1,12 @@
 """The runtime's own per-GPU ledger of container allocations: it never over-commits a GPU.
 
 `AllocationBook` books shares of GPUs in a `runtimekit.model.Ledger` (one node, one column per GPU,
-all or nothing per container) and MIG devices exclusively by UUID. Booking the same shares again for
-the same (pod uid, container) returns the existing allocation (Allocate is idempotent); different
-shares are refused until the old ones are released. `restore` books allocations read back from a
+all or nothing per container) and MIG devices exclusively by UUID; a GPU in MIG mode is never shared
+by time. Booking the same shares again for the same (pod uid, container) returns the existing
+allocation (Allocate is idempotent); different shares are refused until the old ones are released.
+A MIG share is known by its GPU, profile and start slice: on a static GPU it resolves to the existing
+MIG device; on a dynamic GPU it stays a placeholder (empty UUID, `mig_dynamic`) until the service has
+made the device (`runtimekit.runtime.migdevices`). `restore` books allocations read back from a
 checkpoint or rebuilt from pods, reporting (not hiding) any that no longer fit. Not thread-safe: the
 runtime service serialises calls.
 """
@@ -15,7 +18,7 @@ from dataclasses import dataclass, replace
 
 from runtimekit.model import Gpu, Ledger, LedgerError, MigMode, NodeCapacity, NodeInventory, NodeName, Placement, PodKey
 from runtimekit.model.ledger import Slot
-from runtimekit.runtime.backend import DeviceInfo
+from runtimekit.runtime.backend import DeviceInfo, MigDeviceInfo
 from runtimekit.runtime.errors import Code, ServiceError
 
 _UNLIMITED = NodeCapacity(cpu_milli=1 << 40, memory_mib=1 << 40, pods=1 << 30)
@@ -40,11 +43,25 @@ class Grant:
     core_milli: int
     memory_mib: int
     parent_uuid: str = ""
+    mig_profile: str = ""
+    mig_start: int = -1
+    mig_dynamic: bool = False  # the runtime made this MIG device for the container and destroys it at release
 
     @property
     def gpu_uuid(self) -> str:
         """The physical GPU this grant is on."""
         return self.parent_uuid or self.uuid
+
+    @property
+    def is_mig(self) -> bool:
+        return bool(self.parent_uuid)
+
+    @property
+    def key(self) -> tuple[str, str, int, int, int]:
+        """What a request for this grant names: a MIG slot (GPU, profile, start) or a GPU share."""
+        if self.mig_profile:
+            return (self.gpu_uuid, self.mig_profile, self.mig_start, 0, 0)
+        return (self.uuid, "", -1, self.core_milli, self.memory_mib)
 
 
 @dataclass(frozen=True)
@@ -66,15 +83,23 @@ class Allocation:
 
 @dataclass(frozen=True)
 class Requested:
-    """One share as a client asked for it (before validation)."""
+    """One share as a client asked for it (before validation). A MIG share names its GPU
+    (`parent_uuid`), profile and start; `uuid` is its MIG device on a static GPU (or empty)."""
 
     uuid: str
     core_milli: int
     memory_mib: int
+    parent_uuid: str = ""
+    mig_profile: str = ""
+    mig_start: int = -1
+
+    @property
+    def is_mig(self) -> bool:
+        return bool(self.parent_uuid or self.mig_profile)
 
 
-def _amounts(grants: Iterable[Grant]) -> list[tuple[str, int, int]]:
-    return sorted((g.uuid, g.core_milli, g.memory_mib) for g in grants)
+def _amounts(grants: Iterable[Grant]) -> list[tuple[str, str, int, int, int]]:
+    return sorted(g.key for g in grants)
 
 
 def _pod_key(key: tuple[str, str]) -> PodKey:
@@ -86,8 +111,9 @@ class AllocationBook:
 
     def __init__(self, node: str, devices: Sequence[DeviceInfo]) -> None:
         self._node = NodeName(node)
-        self._devices: dict[str, DeviceInfo] = {d.uuid: d for d in devices}
-        self._migs = {m.uuid: (d, m) for d in devices for m in d.mig_devices}
+        self._devices: dict[str, DeviceInfo] = {}
+        self._migs: dict[str, tuple[DeviceInfo, MigDeviceInfo]] = {}
+        self.update_devices(devices)
         self._positions: dict[str, int] = {d.uuid: i for i, d in enumerate(devices)}
         self._ledger = Ledger()
         inventory = NodeInventory(
@@ -96,6 +122,18 @@ class AllocationBook:
         self._ledger.table.set_node(inventory, _UNLIMITED)
         self._allocations: dict[tuple[str, str], Allocation] = {}
         self._mig_holders: dict[str, tuple[str, str]] = {}
+
+    def update_devices(self, devices: Sequence[DeviceInfo]) -> None:
+        """Take the GPUs' current MIG devices (after one was made or destroyed); the GPUs stay the same."""
+        self._devices = {d.uuid: d for d in devices}
+        self._migs = {m.uuid: (d, m) for d in devices for m in d.mig_devices}
+
+    def mig_holder(self, mig_uuid: str) -> tuple[str, str] | None:
+        """The (pod uid, container) holding a MIG device, or None."""
+        return self._mig_holders.get(mig_uuid)
+
+    def held_migs(self) -> set[str]:
+        return set(self._mig_holders)
 
     def all(self) -> list[Allocation]:
         return sorted(self._allocations.values(), key=lambda a: (a.created_unix_ms, a.key))
@@ -110,8 +148,8 @@ class AllocationBook:
         """Validate requested shares against the devices; raises ServiceError (INVALID_ARGUMENT/NOT_FOUND)."""
         if not requested:
             raise ServiceError(Code.INVALID_ARGUMENT, "an allocation needs at least one GPU share")
-        grants = [self._grant(r) for r in requested]
-        return tuple(sorted(grants, key=lambda g: (self._devices[g.gpu_uuid].index, g.uuid)))
+        grants = [self._mig_grant(r) if r.is_mig or r.uuid in self._migs else self._grant(r) for r in requested]
+        return order_grants(grants)
 
     def _grant(self, share: Requested) -> Grant:
         if share.core_milli < 0 or share.memory_mib < 0:
@@ -130,10 +168,34 @@ class AllocationBook:
                     f"GPU {share.uuid}: asks {share.memory_mib} MiB of a {device.memory_mib} MiB GPU",
                 )
             return Grant(share.uuid, device.index, share.core_milli, share.memory_mib)
-        if share.uuid in self._migs:
-            parent, mig = self._migs[share.uuid]
-            return Grant(share.uuid, parent.index, share.core_milli, min(share.memory_mib, mig.memory_mib), parent.uuid)
         raise ServiceError(Code.NOT_FOUND, f"this node has no GPU or MIG device {share.uuid!r}")
+
+    def _mig_grant(self, share: Requested) -> Grant:
+        parent = self._devices.get(share.parent_uuid) if share.parent_uuid else None
+        if parent is None and share.uuid in self._migs:
+            parent = self._migs[share.uuid][0]
+        if parent is None:
+            missing = share.parent_uuid or share.uuid or "(none named)"
+            raise ServiceError(Code.NOT_FOUND, f"this node has no GPU {missing!r} for a MIG share")
+        if parent.mig_mode is MigMode.OFF:
+            raise ServiceError(
+                Code.FAILED_PRECONDITION,
+                f"GPU {parent.index} ({parent.uuid}) is not in MIG mode: it has no {share.mig_profile or 'MIG'} slices",
+            )
+        if parent.mig_mode is MigMode.STATIC or (share.uuid in self._migs and not share.mig_profile):
+            return _existing_grant(parent, share)
+        if not share.mig_profile:
+            raise ServiceError(
+                Code.INVALID_ARGUMENT,
+                f"a MIG share on GPU {parent.index} (dynamic MIG mode) needs its profile and start slice",
+            )
+        problem = mig_shape_problem(parent, share.mig_profile, share.mig_start)
+        if problem:
+            raise ServiceError(Code.INVALID_ARGUMENT, problem)
+        assert parent.mig_geometry is not None
+        profile = parent.mig_geometry.profile(share.mig_profile)
+        assert profile is not None
+        return Grant("", parent.index, 0, profile.memory_mib, parent.uuid, profile.name, share.mig_start, True)
 
     def book(self, allocation: Allocation) -> tuple[Allocation, bool]:
         """Book an allocation; returns (the allocation held, whether anything changed).
@@ -157,12 +219,14 @@ class AllocationBook:
         return allocation, True
 
     def _take(self, allocation: Allocation, allow_unusable: bool) -> None:
-        migs = [g for g in allocation.grants if g.parent_uuid]
+        migs = [g for g in allocation.grants if g.is_mig]
         for grant in migs:
+            if not grant.uuid:
+                raise ServiceError(Code.FAILED_PRECONDITION, f"{grant.mig_profile} MIG device not made yet")
             holder = self._mig_holders.get(grant.uuid)
             if holder is not None and holder != allocation.key:
                 raise ServiceError(Code.RESOURCE_EXHAUSTED, f"MIG device {grant.uuid} is held by another container")
-        gpus = [g for g in allocation.grants if not g.parent_uuid]
+        gpus = [g for g in allocation.grants if not g.is_mig]
         if not allow_unusable:
             for grant in gpus:
                 if self._devices[grant.uuid].mig_mode is not MigMode.OFF:
@@ -215,13 +279,35 @@ class AllocationBook:
                 problems.append((allocation, f"GPU {missing[0]} is not on this node any more"))
                 continue
             try:
-                fixed = replace(allocation, grants=tuple(_reindex(g, self._devices) for g in allocation.grants))
+                fixed = replace(allocation, grants=tuple(self._restored(g) for g in allocation.grants))
                 self._take(fixed, allow_unusable=True)
             except ServiceError as exc:
                 problems.append((allocation, exc.message))
                 continue
             self._allocations[fixed.key] = fixed
         return problems
+
+    def _restored(self, grant: Grant) -> Grant:
+        """A grant as it stands now: its GPU's current index (indexes may change between boots; UUIDs do
+        not) and, for MIG, the device that is there. Raises ServiceError when the MIG device is gone."""
+        parent = self._devices[grant.gpu_uuid]
+        grant = replace(grant, index=parent.index)
+        if not grant.is_mig:
+            return grant
+        found = next(
+            (
+                m
+                for m in parent.mig_devices
+                if m.uuid == grant.uuid
+                or (not grant.uuid and (m.profile, m.start) == (grant.mig_profile, grant.mig_start))
+            ),
+            None,
+        )
+        if found is None:
+            what = grant.uuid or f"{grant.mig_profile} at slice {grant.mig_start}"
+            raise ServiceError(Code.NOT_FOUND, f"no MIG device {what} on GPU {parent.index} (gone, or not made yet)")
+        dynamic = parent.mig_mode is MigMode.DYNAMIC
+        return replace(grant, uuid=found.uuid, mig_profile=found.profile, mig_start=found.start, mig_dynamic=dynamic)
 
     def used(self) -> dict[str, tuple[int, int]]:
         """Granted (core milli, memory MiB) per physical GPU UUID."""
@@ -240,6 +326,47 @@ def _merge_info(held: Allocation, again: Allocation) -> Allocation:
     return replace(held, device_ids=ids, resource_names=names)
 
 
-def _reindex(grant: Grant, devices: dict[str, DeviceInfo]) -> Grant:
-    """A grant with the current index of its GPU (indexes may change between boots; UUIDs do not)."""
-    return replace(grant, index=devices[grant.gpu_uuid].index)
+def order_grants(grants: Iterable[Grant]) -> tuple[Grant, ...]:
+    """Grants in the container's device-ordinal order: GPU index, then MIG start slice."""
+    return tuple(sorted(grants, key=lambda g: (g.index, g.mig_start, g.uuid)))
+
+
+def mig_shape_problem(gpu: DeviceInfo, profile_name: str, start: int) -> str:
+    """Why `profile_name` at `start` can never exist on `gpu` (unknown profile, invalid start), or ""."""
+    geo = gpu.mig_geometry
+    if geo is None:
+        return f"GPU {gpu.index}: no MIG profiles known for model {gpu.model}"
+    profile = geo.profile(profile_name)
+    if profile is None:
+        return f"{gpu.model} has no MIG profile {profile_name!r}; it has {', '.join(geo.names)}"
+    if start not in profile.starts:
+        valid = ", ".join(str(s) for s in profile.starts)
+        return f"MIG profile {profile_name} cannot start at slice {start} on {gpu.model}; valid starts: {valid}"
+    return ""
+
+
+def _existing_grant(parent: DeviceInfo, share: Requested) -> Grant:
+    """The grant of an existing MIG device, found by UUID or by profile and start."""
+    if share.uuid:
+        mig = next((m for m in parent.mig_devices if m.uuid == share.uuid), None)
+        if mig is None:
+            raise ServiceError(Code.NOT_FOUND, f"GPU {parent.index} has no MIG device {share.uuid!r}")
+        if share.mig_profile and (mig.profile, mig.start) != (share.mig_profile, share.mig_start):
+            raise ServiceError(
+                Code.INVALID_ARGUMENT,
+                f"MIG device {mig.uuid} is a {mig.profile} at slice {mig.start}, not a {share.mig_profile} at "
+                f"slice {share.mig_start}",
+            )
+    else:
+        mig = next(
+            (m for m in parent.mig_devices if (m.profile, m.start) == (share.mig_profile, share.mig_start)), None
+        )
+        if mig is None:
+            layout = ", ".join(f"{m.profile}@{m.start}" for m in parent.mig_devices) or "no MIG devices"
+            raise ServiceError(
+                Code.FAILED_PRECONDITION,
+                f"GPU {parent.index} ({parent.mig_mode.value} MIG mode) has no {share.mig_profile} MIG device at "
+                f"slice {share.mig_start}; it has {layout}",
+            )
+    dynamic = parent.mig_mode is MigMode.DYNAMIC
+    return Grant(mig.uuid, parent.index, 0, mig.memory_mib, parent.uuid, mig.profile, mig.start, dynamic)

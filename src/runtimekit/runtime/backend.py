@@ -4,7 +4,8 @@ Two implementations: `nvml.NvmlBackend` (real GPUs through `pynvml`) and
 `simulated.SimulatedBackend` (built-in models, plausible metrics, fault injection). The runtime
 service calls `devices()` once at start (and after a MIG change), `sample()` when the exporter asks,
 and `start_events()` once; a backend reports XID/ECC/lost/back events through the listener from
-any thread. Values here are plain frozen dataclasses; nothing here talks gRPC.
+any thread. Both also implement `MigControl`: making and destroying MIG devices on GPUs in dynamic
+MIG mode. Values here are plain frozen dataclasses; nothing here talks gRPC.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from enum import StrEnum
 from typing import Protocol
 
 from runtimekit.model import GpuUUID, MigMode
+from runtimekit.model.mig import MigGeometry
 
 
 class BackendError(Exception):
@@ -31,6 +33,8 @@ class MigDeviceInfo:
     compute_instance_id: int
     memory_mib: int
     start: int = -1
+    dynamic: bool = False  # made by the runtime (dynamic MIG mode), not by an operator
+    cap_paths: tuple[str, ...] = ()  # /dev/nvidia-caps/nvidia-cap<N> of its GPU and compute instance
 
 
 @dataclass(frozen=True)
@@ -46,6 +50,25 @@ class DeviceInfo:
     numa_node: int = -1
     mig_mode: MigMode = MigMode.OFF
     mig_devices: tuple[MigDeviceInfo, ...] = ()
+    mig_geometry: MigGeometry | None = None  # profiles and placements, for a MIG-capable GPU
+
+
+class MigFailure(StrEnum):
+    """Why a MIG device could not be made or destroyed."""
+
+    INVALID = "invalid"  # unknown profile for the GPU, or a start the profile cannot have
+    CONFLICT = "conflict"  # overlapping slices, GPU not in dynamic MIG mode, no such device
+    IN_USE = "in-use"  # processes still run on it (NVML_ERROR_IN_USE)
+    FAILED = "failed"  # anything else the driver says
+
+
+class MigError(Exception):
+    """A MIG create or destroy the backend refused; `failure` says which kind, the message why."""
+
+    def __init__(self, failure: MigFailure, message: str) -> None:
+        super().__init__(message)
+        self.failure = failure
+        self.message = message
 
 
 @dataclass(frozen=True)
@@ -130,6 +153,22 @@ class GpuBackend(Protocol):
 
     def close(self) -> None:
         """Stop event reporting and release the driver. Idempotent."""
+        ...
+
+
+class MigControl(Protocol):
+    """A backend that makes and destroys MIG devices (GPU instance + one full compute instance).
+
+    Both calls act only on GPUs in dynamic MIG mode, follow the GPU's MIG geometry (a profile it has,
+    a valid start, no overlap with an instance that exists) and leave `devices()` showing the change.
+    """
+
+    def create_mig_device(self, gpu: GpuUUID, profile: str, start: int) -> MigDeviceInfo:
+        """Make an instance of `profile` at memory slice `start`; raises MigError with the reason."""
+        ...
+
+    def destroy_mig_device(self, gpu: GpuUUID, mig_uuid: str) -> None:
+        """Destroy the compute instance, then the GPU instance; raises MigError (IN_USE while processes run)."""
         ...
 
 

@@ -1,8 +1,10 @@
 """Assemble and run the node runtime: backend + isolation + service + gRPC server + reconcile loop.
 
 `build_runtime(options, pods, kubelet)` makes a `NodeRuntime` from typed options (the CLI fills them
-from flags; tests fill them directly); `RuntimeDaemon` starts it, serves it on its socket, runs the
-reconciliation loop every `reconcile_interval_s`, and stops it all cleanly (`stop()`, idempotent).
+from flags; `runtimekit up` and tests fill them directly; `mig_mode` and `mig_layout` take the
+`--mig-mode` and `--mig-layout` strings, see `runtimekit.runtime.mig`); `RuntimeDaemon` starts it,
+serves it on its socket, runs the reconciliation loop every `reconcile_interval_s`, and stops it all
+cleanly (`stop()`, idempotent).
 """
 
 from __future__ import annotations
@@ -15,14 +17,15 @@ from pathlib import Path
 import grpc
 
 from runtimekit.protocol import Protocol
-from runtimekit.runtime.backend import FaultInjector, GpuBackend
+from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
 from runtimekit.runtime.grpc_api import serve
 from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
+from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.mps import MpsDaemon
 from runtimekit.runtime.nvml import NvmlBackend
 from runtimekit.runtime.pods import PodResourcesSource, PodSource
 from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
-from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.simulated import SimulatedBackend, gpu_count, parse_gpu_spec
 
 log = logging.getLogger(__name__)
 
@@ -44,17 +47,37 @@ class RuntimeOptions:
     hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR
     reconcile_interval_s: float = 30.0
     reconcile_grace_s: float = 30.0
+    mig_mode: str = ""  # --mig-mode: off|static|dynamic, or INDEX:MODE,... (runtimekit.runtime.mig)
+    mig_layout: str = ""  # --mig-layout: static layouts, simulated backend only
 
 
-def build_backend(options: RuntimeOptions) -> tuple[GpuBackend, FaultInjector | None]:
+SIMULATED_MIG_STATE = "simulated-mig.json"  # the simulated GPUs' dynamic MIG devices, in the state dir
+
+
+def build_backend(options: RuntimeOptions) -> tuple[GpuBackend, FaultInjector | None, MigControl]:
     """The GPU backend named by the options. Raises ValueError or BackendError with the reason."""
+    mig = parse_mig_config(options.mig_mode, options.mig_layout)
     if options.backend == "simulated":
-        simulated = SimulatedBackend(options.node_name, parse_gpu_spec(options.simulate_gpus), seed=options.seed)
-        return simulated, simulated
+        groups = parse_gpu_spec(options.simulate_gpus)
+        modes, layouts = mig.expand(gpu_count(groups))
+        simulated = SimulatedBackend(
+            options.node_name,
+            groups,
+            seed=options.seed,
+            mig_layouts=layouts,
+            mig_modes=modes,
+            state_file=options.state_dir / SIMULATED_MIG_STATE,
+        )
+        return simulated, simulated, simulated
     if options.backend == "nvml":
-        nvml = NvmlBackend()
+        if mig.default_layout or mig.layouts:
+            raise ValueError(
+                "--mig-layout is for the simulated backend; partition real GPUs with nvidia-smi mig, or let the "
+                "runtime make MIG devices on demand with --mig-mode dynamic"
+            )
+        nvml = NvmlBackend(mig_config=mig)
         nvml.open()
-        return nvml, None
+        return nvml, None, nvml
     raise ValueError(f"unknown backend {options.backend!r}; choose one of {', '.join(BACKENDS)}")
 
 
@@ -62,7 +85,7 @@ def build_runtime(
     options: RuntimeOptions, pods: PodSource | None = None, kubelet: PodResourcesSource | None = None
 ) -> NodeRuntime:
     isolation = make_isolation(options.isolation, options.mps_pipe_dir, options.hami_lib_dir)
-    backend, injector = build_backend(options)
+    backend, injector, mig = build_backend(options)
     mps = MpsDaemon(options.mps_pipe_dir, options.mps_log_dir) if options.isolation == "mps" else None
     settings = RuntimeSettings(
         node_name=options.node_name,
@@ -70,7 +93,7 @@ def build_runtime(
         protocol=options.protocol,
         reconcile_grace_s=options.reconcile_grace_s,
     )
-    return NodeRuntime(settings, backend, isolation, mps=mps, pods=pods, kubelet=kubelet, injector=injector)
+    return NodeRuntime(settings, backend, isolation, mps=mps, pods=pods, kubelet=kubelet, injector=injector, mig=mig)
 
 
 class RuntimeDaemon:

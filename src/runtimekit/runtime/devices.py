@@ -3,8 +3,9 @@
 `DeviceTable` turns health events into health (NVIDIA's policy: a critical XID, an uncorrectable
 ECC error, a lost GPU or a failed event source mark a GPU unhealthy; the application XIDs 13, 31, 43,
 45, 68, 109 and corrected ECC errors are only recorded; `GPU back` and `SetDeviceHealth(healthy)` make
-it healthy again; the latest word wins). Every change bumps a generation and wakes watchers, which
-is how WatchDevices streams follow within milliseconds. Thread-safe.
+it healthy again; the latest word wins). Every change (health, or MIG devices made and destroyed)
+bumps a generation and wakes watchers, which is how WatchDevices streams follow within
+milliseconds. Thread-safe.
 """
 
 from __future__ import annotations
@@ -132,6 +133,21 @@ class DeviceTable:
                 if change is not None and self._set(uuid, *change):
                     changed.append(self._views[uuid])
         self._notify(changed)
+        return changed
+
+    def update_infos(self, devices: Sequence[DeviceInfo]) -> bool:
+        """Take the GPUs' current properties (their MIG devices after one was made or destroyed),
+        keeping health; True when anything changed (watchers are woken)."""
+        with self._cond:
+            changed = False
+            for info in devices:
+                old = self._views.get(info.uuid)
+                if old is not None and old.info != info:
+                    self._views[info.uuid] = replace(old, info=info)
+                    changed = True
+            if changed:
+                self._generation += 1
+                self._cond.notify_all()
         return changed
 
     def set_health(self, uuid: str, healthy: bool, reason: str) -> DeviceView:

@@ -22,9 +22,10 @@ from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
 from runtimekit.model import MigMode
 from runtimekit.runtime.allocations import Allocation, PodRef, Requested
-from runtimekit.runtime.backend import EventKind, Fault
+from runtimekit.runtime.backend import DeviceInfo, EventKind, Fault
 from runtimekit.runtime.devices import DeviceView
 from runtimekit.runtime.errors import Code, ServiceError
+from runtimekit.runtime.mig import max_instances
 from runtimekit.runtime.mps import MpsState
 from runtimekit.runtime.service import AllocateInput, CheckpointStatus, NodeRuntime, RuntimeStatus
 
@@ -104,12 +105,31 @@ def device_message(view: DeviceView) -> pb.Device:
                 memory_mib=m.memory_mib,
                 start=m.start,
                 health=health,
+                dynamic=m.dynamic,
             )
             for m in info.mig_devices
         ],
         minor=info.minor,
         numa_node=info.numa_node,
+        mig_profiles=mig_profiles_message(info),
     )
+
+
+def mig_profiles_message(info: DeviceInfo) -> list[pb.MigProfile]:
+    geo = info.mig_geometry
+    if geo is None:
+        return []
+    return [
+        pb.MigProfile(
+            name=p.name,
+            compute_slices=p.compute_slices,
+            memory_mib=p.memory_mib,
+            size=p.size,
+            starts=list(p.starts),
+            max_instances=max_instances(geo, p),
+        )
+        for p in geo.profiles
+    ]
 
 
 def allocation_message(a: Allocation) -> pb.Allocation:
@@ -118,7 +138,14 @@ def allocation_message(a: Allocation) -> pb.Allocation:
         container=a.container,
         shares=[
             pb.GrantedShare(
-                uuid=g.uuid, index=g.index, core_milli=g.core_milli, memory_mib=g.memory_mib, parent_uuid=g.parent_uuid
+                uuid=g.uuid,
+                index=g.index,
+                core_milli=g.core_milli,
+                memory_mib=g.memory_mib,
+                parent_uuid=g.parent_uuid,
+                mig_profile=g.mig_profile,
+                mig_start=g.mig_start if g.mig_profile else 0,
+                mig_dynamic=g.mig_dynamic,
             )
             for g in a.grants
         ],
@@ -126,6 +153,12 @@ def allocation_message(a: Allocation) -> pb.Allocation:
         device_ids=list(a.device_ids),
         resource_names=list(a.resource_names),
     )
+
+
+def requested(share: pb.GpuShare) -> Requested:
+    """A requested share; `mig_start` counts only with a profile (proto3 cannot tell 0 from unset)."""
+    start = share.mig_start if share.mig_profile else -1
+    return Requested(share.uuid, share.core_milli, share.memory_mib, share.parent_uuid, share.mig_profile, start)
 
 
 def status_message(s: RuntimeStatus) -> pb.GetStatusResponse:
@@ -193,7 +226,7 @@ class RuntimeServicer(pb_grpc.RuntimeServiceServicer):
             AllocateInput(
                 pod=PodRef(request.pod.namespace, request.pod.name, request.pod.uid),
                 container=request.container,
-                shares=tuple(Requested(s.uuid, s.core_milli, s.memory_mib) for s in request.shares),
+                shares=tuple(requested(s) for s in request.shares),
                 resource_name=request.resource_name,
                 device_ids=tuple(request.device_ids),
             )

@@ -1,7 +1,10 @@
 """Isolation backends: what a container gets (env, mounts, device nodes, CDI names) for its grants.
 
 Every backend makes the granted GPUs visible: `NVIDIA_VISIBLE_DEVICES` (UUIDs, in the order of the
-container's device ordinals), CDI names `nvidia.com/gpu=<uuid>` and the `/dev/nvidia*` nodes. Then:
+container's device ordinals), CDI names `nvidia.com/gpu=<uuid>` and the `/dev/nvidia*` nodes; a MIG
+device is its `MIG-…` UUID, its GPU's node and its `/dev/nvidia-caps` nodes, and is isolated by the
+hardware, so the limits below apply to the container's GPU shares only (none when it has only MIG
+devices). Then:
 - `mps`: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the smallest compute share, in percent, at least 1),
   `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` (`0=<N>M,1=<N>M`, MiB per ordinal as the container sees it),
   `CUDA_MPS_PIPE_DIRECTORY` and a mount of the host pipe folder (protocols.md §5.1);
@@ -68,6 +71,15 @@ def visibility(grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> Co
     minors = sorted({devices[g.gpu_uuid].minor for g in grants})
     nodes = tuple(DeviceNodeSpec(f"/dev/nvidia{m}", f"/dev/nvidia{m}") for m in minors)
     nodes += tuple(DeviceNodeSpec(path, path) for path in CONTROL_DEVICES)
+    caps = [
+        path
+        for g in grants
+        if g.is_mig
+        for m in devices[g.gpu_uuid].mig_devices
+        if m.uuid == g.uuid
+        for path in m.cap_paths
+    ]
+    nodes += tuple(DeviceNodeSpec(path, path) for path in dict.fromkeys(caps))
     return ContainerEdits(
         envs={"NVIDIA_VISIBLE_DEVICES": ",".join(uuids)},
         devices=nodes,
@@ -96,6 +108,11 @@ class NoIsolation:
         return visibility(grants, devices)
 
 
+def _shares(grants: Sequence[Grant]) -> list[tuple[int, Grant]]:
+    """(device ordinal, grant) of the GPU shares (not MIG devices) among a container's grants."""
+    return [(i, g) for i, g in enumerate(grants) if not g.is_mig]
+
+
 class MpsIsolation:
     name = "mps"
 
@@ -103,9 +120,12 @@ class MpsIsolation:
         self.pipe_dir = pipe_dir
 
     def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
-        limits = ",".join(f"{i}={_memory_mib(g, devices)}M" for i, g in enumerate(grants))
+        shares = _shares(grants)
+        if not shares:
+            return visibility(grants, devices)
+        limits = ",".join(f"{i}={_memory_mib(g, devices)}M" for i, g in shares)
         envs = {
-            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(min(percent(g.core_milli) for g in grants)),
+            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(min(percent(g.core_milli) for _, g in shares)),
             "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": limits,
             "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
         }
@@ -119,8 +139,11 @@ class HamiCoreIsolation:
         self.lib_dir = lib_dir
 
     def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
-        envs = {f"CUDA_DEVICE_MEMORY_LIMIT_{i}": f"{_memory_mib(g, devices)}m" for i, g in enumerate(grants)}
-        envs["CUDA_DEVICE_SM_LIMIT"] = str(min(percent(g.core_milli) for g in grants))
+        shares = _shares(grants)
+        if not shares:
+            return visibility(grants, devices)
+        envs = {f"CUDA_DEVICE_MEMORY_LIMIT_{i}": f"{_memory_mib(g, devices)}m" for i, g in shares}
+        envs["CUDA_DEVICE_SM_LIMIT"] = str(min(percent(g.core_milli) for _, g in shares))
         envs["LD_PRELOAD"] = f"{DEFAULT_HAMI_LIB_DIR}/{HAMI_LIBRARY}"
         mounts = (MountSpec(DEFAULT_HAMI_LIB_DIR, self.lib_dir, read_only=True),)
         return _with(visibility(grants, devices), envs, mounts)

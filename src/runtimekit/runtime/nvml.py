@@ -1,22 +1,25 @@
-"""The NVML GPU backend: real GPUs through `pynvml` (PyPI `nvidia-ml-py`), read-only.
+"""The NVML GPU backend: real GPUs through `pynvml` (PyPI `nvidia-ml-py`).
 
-Enumerates index, UUID, model, memory, minor number, NUMA node, MIG mode and MIG devices; samples
-utilisation, memory, temperature, power and volatile ECC counts; watches XID and ECC events in a
-thread on an NVML event set (protocols.md §5.2: register XidCritical|DoubleBitEcc|SingleBitEcc masked
-by what the GPU supports, wait with a timeout, loop on Timeout). It never changes MIG mode, compute
-mode or clocks. The `pynvml` module is injectable so tests run its code paths with patched functions.
+Enumerates index, UUID, model, memory, minor number, NUMA node, MIG mode, MIG profiles and MIG devices
+(with their start slices); samples utilisation, memory, temperature, power and volatile ECC counts;
+watches XID and ECC events in a thread on an NVML event set (protocols.md §5.2: register
+XidCritical|DoubleBitEcc|SingleBitEcc masked by what the GPU supports, wait with a timeout, loop on
+Timeout). It never changes MIG mode, compute mode or clocks. On a GPU whose MIG is enabled and that
+`--mig-mode` makes dynamic it makes and destroys MIG devices (`nvml_mig`); other MIG GPUs are static
+(listed only). The `pynvml` module is injectable so tests run its code paths with patched functions.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from runtimekit.model import GPU_MODELS, GpuUUID, MigMode
+from runtimekit.runtime import nvml_mig
 from runtimekit.runtime.backend import (
     BackendError,
     DeviceInfo,
@@ -26,8 +29,11 @@ from runtimekit.runtime.backend import (
     HealthEvent,
     HealthListener,
     MigDeviceInfo,
+    MigError,
+    MigFailure,
     label_safe_model,
 )
+from runtimekit.runtime.mig import MigConfig, placement_problem
 
 log = logging.getLogger(__name__)
 
@@ -35,11 +41,11 @@ NVML_ERROR_NOT_SUPPORTED = 3
 NVML_ERROR_NOT_FOUND = 6
 NVML_ERROR_TIMEOUT = 10
 NVML_ERROR_GPU_IS_LOST = 15
+NVML_DEVICE_MIG_ENABLE = 1
 EVENT_SINGLE_BIT_ECC = 0x1
 EVENT_DOUBLE_BIT_ECC = 0x2
 EVENT_XID_CRITICAL = 0x8
 WANTED_EVENTS = EVENT_XID_CRITICAL | EVENT_DOUBLE_BIT_ECC | EVENT_SINGLE_BIT_ECC
-_MIG_NAME_RE = re.compile(r"((?:\d+c\.)?\d+g\.\d+gb)")
 _MIB = 1 << 20
 _PRODUCT_TO_MODEL = {spec.product: spec.name for spec in GPU_MODELS.values()}
 
@@ -58,7 +64,13 @@ def short_model(product: str) -> str:
 class NvmlBackend:
     """Real GPUs through NVML; see the module docstring. `open()` must succeed before use."""
 
-    def __init__(self, nvml: Any | None = None, event_timeout_ms: int = 1000, clock: Callable[[], float] = time.time):
+    def __init__(
+        self,
+        nvml: Any | None = None,
+        event_timeout_ms: int = 1000,
+        clock: Callable[[], float] = time.time,
+        mig_config: MigConfig | None = None,
+    ):
         if nvml is None:
             import pynvml
 
@@ -66,8 +78,11 @@ class NvmlBackend:
         self._nvml = nvml
         self._timeout_ms = event_timeout_ms
         self._clock = clock
+        self._mig_config = mig_config or MigConfig()
         self._handles: dict[GpuUUID, Any] = {}
+        self._tables: dict[GpuUUID, nvml_mig.MigTable] = {}
         self._devices: list[DeviceInfo] = []
+        self._mig_lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._opened = False
@@ -98,18 +113,29 @@ class NvmlBackend:
         uuid = GpuUUID(_text(n.nvmlDeviceGetUUID(handle)))
         product = _text(n.nvmlDeviceGetName(handle))
         memory = n.nvmlDeviceGetMemoryInfo(handle)
-        mig_mode = self._mig_mode(handle)
+        model = short_model(product)
+        mig_mode = self._configured_mode(index, self._mig_enabled(handle))
+        minor = self._optional(n.nvmlDeviceGetMinorNumber, handle, default=index)
         self._handles[uuid] = handle
+        table = nvml_mig.read_table(n, handle, model) if mig_mode is not MigMode.OFF else None
+        if table is not None:
+            self._tables[uuid] = table
+        elif mig_mode is MigMode.DYNAMIC:
+            log.error("GPU %d (%s): NVML lists no MIG profiles, so no MIG device can be made on it", index, uuid)
+        dynamic = mig_mode is MigMode.DYNAMIC
         return DeviceInfo(
             index=index,
             uuid=uuid,
-            model=short_model(product),
+            model=model,
             product=product,
             memory_mib=int(memory.total) // _MIB,
-            minor=self._optional(n.nvmlDeviceGetMinorNumber, handle, default=index),
+            minor=minor,
             numa_node=self._optional(n.nvmlDeviceGetNumaNodeId, handle, default=-1),
             mig_mode=mig_mode,
-            mig_devices=tuple(self._mig_devices(handle)) if mig_mode is not MigMode.OFF else (),
+            mig_devices=tuple(nvml_mig.read_mig_devices(n, handle, table, minor, dynamic))
+            if mig_mode is not MigMode.OFF
+            else (),
+            mig_geometry=table.geometry if table is not None else None,
         )
 
     def _optional(self, read: Callable[..., Any], *args: Any, default: int) -> int:
@@ -121,38 +147,70 @@ class NvmlBackend:
                 raise
             return default
 
-    def _mig_mode(self, handle: Any) -> MigMode:
+    def _mig_enabled(self, handle: Any) -> bool:
         try:
             current, _pending = self._nvml.nvmlDeviceGetMigMode(handle)
         except Exception as exc:
             if nvml_error_code(exc) is None:
                 raise
-            return MigMode.OFF  # NotSupported: a GPU without MIG
-        return MigMode.STATIC if current == 1 else MigMode.OFF
+            return False  # NotSupported: a GPU without MIG
+        return bool(current == NVML_DEVICE_MIG_ENABLE)
 
-    def _mig_devices(self, handle: Any) -> list[MigDeviceInfo]:
-        n = self._nvml
-        out: list[MigDeviceInfo] = []
-        for slot in range(n.nvmlDeviceGetMaxMigDeviceCount(handle)):
-            try:
-                mig = n.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot)
-            except Exception as exc:
-                if nvml_error_code(exc) == NVML_ERROR_NOT_FOUND:
-                    continue  # an empty slot
-                raise
-            memory_mib = int(n.nvmlDeviceGetMemoryInfo(mig).total) // _MIB
-            match = _MIG_NAME_RE.search(_text(n.nvmlDeviceGetName(mig)))
-            profile = match.group(1) if match else f"{memory_mib // 1024}gb"
-            out.append(
-                MigDeviceInfo(
-                    uuid=_text(n.nvmlDeviceGetUUID(mig)),
-                    profile=profile,
-                    gpu_instance_id=self._optional(n.nvmlDeviceGetGpuInstanceId, mig, default=0),
-                    compute_instance_id=self._optional(n.nvmlDeviceGetComputeInstanceId, mig, default=0),
-                    memory_mib=memory_mib,
+    def _configured_mode(self, index: int, enabled: bool) -> MigMode:
+        """The GPU's mode: what --mig-mode asks where the hardware agrees (the runtime never switches MIG)."""
+        asked = self._mig_config.mode(index)
+        if not enabled:
+            if asked in (MigMode.STATIC, MigMode.DYNAMIC):
+                log.warning("GPU %d: --mig-mode asks %s, but MIG is disabled on it; sharing it by time", index, asked)
+            return MigMode.OFF
+        if asked is MigMode.OFF:
+            log.warning("GPU %d: --mig-mode asks off, but MIG is enabled on it; listing its MIG devices", index)
+        return MigMode.DYNAMIC if asked is MigMode.DYNAMIC else MigMode.STATIC
+
+    # -- MIG devices -----------------------------------------------------------------------------
+    def create_mig_device(self, gpu: GpuUUID, profile: str, start: int) -> MigDeviceInfo:
+        with self._mig_lock:
+            position, info = self._device(gpu)
+            problem = placement_problem(info, profile, start)
+            if problem is not None:
+                raise problem
+            gi = nvml_mig.create(self._nvml, self._handles[gpu], self._tables[gpu], profile, start)
+            fresh = self._reread_migs(position)
+            made = next((m for m in fresh.mig_devices if m.gpu_instance_id == gi), None)
+            if made is None:
+                raise MigError(MigFailure.FAILED, f"GPU instance {gi} was made but NVML lists no MIG device for it")
+            log.info("made MIG device %s (%s at slice %d) on GPU %d", made.uuid, profile, start, info.index)
+            return made
+
+    def destroy_mig_device(self, gpu: GpuUUID, mig_uuid: str) -> None:
+        with self._mig_lock:
+            position, info = self._device(gpu)
+            if info.mig_mode is not MigMode.DYNAMIC:
+                raise MigError(
+                    MigFailure.CONFLICT, f"GPU {info.index} is not in dynamic MIG mode: its MIG devices stay"
                 )
-            )
-        return out
+            mig = next((m for m in info.mig_devices if m.uuid == mig_uuid), None)
+            if mig is None:
+                raise MigError(MigFailure.CONFLICT, f"GPU {info.index} has no MIG device {mig_uuid}")
+            try:
+                nvml_mig.destroy(self._nvml, self._handles[gpu], mig.gpu_instance_id, mig.compute_instance_id)
+            finally:
+                self._reread_migs(position)
+            log.info("destroyed MIG device %s (%s at slice %d) on GPU %d", mig_uuid, mig.profile, mig.start, info.index)
+
+    def _device(self, gpu: str) -> tuple[int, DeviceInfo]:
+        found = next(((i, d) for i, d in enumerate(self._devices) if d.uuid == gpu), None)
+        if found is None:
+            raise MigError(MigFailure.CONFLICT, f"this node has no GPU {gpu}")
+        return found
+
+    def _reread_migs(self, position: int) -> DeviceInfo:
+        info = self._devices[position]
+        migs = nvml_mig.read_mig_devices(
+            self._nvml, self._handles[info.uuid], self._tables.get(info.uuid), info.minor, True
+        )
+        self._devices[position] = replace(info, mig_devices=tuple(migs))
+        return self._devices[position]
 
     def devices(self) -> Sequence[DeviceInfo]:
         if not self._opened:
@@ -189,7 +247,7 @@ class NvmlBackend:
             power_limit_watts=limit,
             ecc_corrected=self._ecc(handle, 0),
             ecc_uncorrected=self._ecc(handle, 1),
-            mig_mode=self._mig_mode(handle),
+            mig_mode=info.mig_mode,
         )
 
     def _ecc(self, handle: Any, error_type: int) -> int:

@@ -105,7 +105,10 @@ def allocations_from_pods(
             skipped.append(f"pod {ref}: assigned to node {assignment.node}, not {node}")
             continue
         for container, shares in assignment.containers.items():
-            grants = tuple(Grant(s.uuid, s.index, s.core_milli, s.memory_mib, s.parent_uuid or "") for s in shares)
+            grants = tuple(
+                Grant(s.uuid, s.index, s.core_milli, s.memory_mib, s.parent_uuid or "", s.mig_profile, s.mig_start)
+                for s in shares
+            )
             if grants:
                 found.append(Allocation(ref, container, grants, now_ms, resource_names=("recovered-from-pods",)))
     return found, skipped

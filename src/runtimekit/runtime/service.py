@@ -8,7 +8,10 @@
 - every change of the allocations is in the checkpoint before the call returns; a corrupt
   checkpoint is reported (log + status) and rebuilt from the node's pods, never silently emptied:
   until it is rebuilt, new allocations are refused with UNAVAILABLE;
-- Disable refuses new allocations and keeps running ones; the switch persists across restarts.
+- Disable refuses new allocations and keeps running ones; the switch persists across restarts;
+- on a GPU in dynamic MIG mode, Allocate makes the container's MIG devices (a repeat returns the same
+  ones), Release destroys them, and start and reconciliation destroy any that no allocation holds
+  (`MigDevices`); the devices' changes reach WatchDevices.
 Thread-safe: one lock around allocation state; device health has its own (see `DeviceTable`).
 """
 
@@ -18,7 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -37,10 +40,12 @@ from runtimekit.runtime.backend import (
     GpuLoad,
     GpuSample,
     HealthEvent,
+    MigControl,
 )
 from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, XidRecord
 from runtimekit.runtime.errors import Code, ServiceError
 from runtimekit.runtime.isolation import ContainerEdits, Isolation
+from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
 from runtimekit.runtime.pods import PodResourcesSource, PodSource, allocations_from_pods, stale_allocations
 from runtimekit.runtime.state import CheckpointCorrupt, ConfigState, StateDir
@@ -134,6 +139,7 @@ class NodeRuntime:
         kubelet: PodResourcesSource | None = None,
         injector: FaultInjector | None = None,
         clock: Callable[[], float] = time.time,
+        mig: MigControl | None = None,
     ) -> None:
         self.settings = settings
         self._backend = backend
@@ -152,6 +158,7 @@ class NodeRuntime:
         self.devices = DeviceTable(())
         self._book = AllocationBook(settings.node_name, ())
         self._infos: dict[str, DeviceInfo] = {}
+        self._migs = MigDevices(mig, backend.devices)
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -163,6 +170,7 @@ class NodeRuntime:
         with self._lock:
             self._load_config()
             self._load_allocations()
+            self._collect_migs()
         if self._mps is not None and self._config.enabled:
             self._mps.start()
         self._backend.start_events(self._on_event)
@@ -242,9 +250,28 @@ class NodeRuntime:
     def _save(self) -> None:
         self._state.save_allocations(self.node, self._book.all())
 
+    def _refresh_devices(self) -> None:
+        """After MIG devices were made or destroyed: every view of the GPUs takes their current state."""
+        devices = list(self._backend.devices())
+        self._infos = {d.uuid: d for d in devices}
+        self._book.update_devices(devices)
+        self.devices.update_infos(devices)
+
+    def _collect_migs(self) -> None:
+        """Destroy the MIG devices of dynamic GPUs that no allocation holds. Holds the lock. Not while the
+        allocations are unknown (corrupt checkpoint not rebuilt yet): they may hold any of them."""
+        if self._checkpoint is CheckpointStatus.UNRECOVERED:
+            return
+        if self._migs.collect(self._book.held_migs()):
+            self._refresh_devices()
+
     @property
     def node(self) -> str:
         return self.settings.node_name
+
+    @property
+    def backend(self) -> GpuBackend:
+        return self._backend
 
     # -- events and health ---------------------------------------------------------------------
     def _on_event(self, event: HealthEvent) -> None:
@@ -311,15 +338,34 @@ class NodeRuntime:
             names = (request.resource_name,) if request.resource_name else ()
             wanted = Allocation(pod, request.container, grants, self._now_ms(), request.device_ids, names)
             held = self._book.get(pod.uid, request.container)
-            if held is None or not held.same_grants(wanted):
-                self._admit(wanted)
-            allocation, _ = self._book.book(wanted)
-            if held is None:  # a repeat only adds device IDs and resource names: not worth an fsync
-                self._persist(allocation)
-        edits = self._isolation.edits(allocation.grants, self._infos)
+            if held is not None:  # a repeat only adds device IDs and resource names: not worth an fsync
+                allocation, _ = self._book.book(wanted)  # different shares: FAILED_PRECONDITION
+            else:
+                allocation = self._allocate_new(wanted)
+            infos = self._infos
+        edits = self._isolation.edits(allocation.grants, infos)
         if held is None:
             log.info("allocated %s to %s/%s", _describe(allocation), pod, request.container)
         return AllocateResult(allocation, edits)
+
+    def _allocate_new(self, wanted: Allocation) -> Allocation:
+        """Admit, make the dynamic MIG devices, book and checkpoint a new allocation: all or nothing."""
+        self._admit(wanted)
+        grants, made = self._migs.materialise(wanted.grants, self._book.mig_holder)
+        try:
+            allocation, _ = self._book.book(replace(wanted, grants=grants))
+            self._persist(allocation)
+        except ServiceError:
+            self._undo_migs(made)
+            raise
+        if made:
+            self._refresh_devices()
+        return allocation
+
+    def _undo_migs(self, made: list[Made]) -> None:
+        if made:
+            self._migs.undo(made)
+            self._refresh_devices()
 
     def _admit(self, wanted: Allocation) -> None:
         """Refusals that apply to new allocations only (a repeated one is always answered)."""
@@ -349,9 +395,18 @@ class NodeRuntime:
             released = self._book.release(uid, container)
             if released:
                 self._save()
+                self._destroy_migs(released)
         for allocation in released:
             log.info("released %s of %s/%s", _describe(allocation), allocation.pod, allocation.container)
         return released
+
+    def _destroy_migs(self, released: Sequence[Allocation]) -> None:
+        """Destroy the dynamic MIG devices of released allocations (after the checkpoint forgot them:
+        a crash in between leaves a device no allocation holds, which `_collect_migs` destroys)."""
+        dynamic = [g for a in released for g in a.grants if g.mig_dynamic]
+        if dynamic:
+            self._migs.destroy(dynamic)
+            self._refresh_devices()
 
     def allocations(self) -> list[Allocation]:
         with self._lock:
@@ -440,6 +495,8 @@ class NodeRuntime:
                 self._book.release(allocation.pod.uid, allocation.container)
             if stale:
                 self._save()
+                self._destroy_migs([a for a, _ in stale])
+            self._collect_migs()
             message = f"released {len(stale)}" + (f"; could not ask {', '.join(notes)}" if notes else "")
             self._reconciled = (self._now_ms(), message)
         for allocation, why in stale:

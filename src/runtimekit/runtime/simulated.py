@@ -1,4 +1,4 @@
-"""The simulated GPU backend: built-in GPU models, plausible changing metrics, fault injection.
+"""The simulated GPU backend: built-in GPU models, plausible changing metrics, fault injection, MIG.
 
 `runtimekit runtime --backend simulated --simulate-gpus 8xH200` builds one from a spec of groups
 (`4xA100-80GB,4xT4`); memory sizes come from `runtimekit.model.GPU_MODELS`, UUIDs from
@@ -6,18 +6,30 @@
 granted on each GPU (utilisation near the granted compute share, memory below the granted memory)
 with a seeded random walk on top. Faults (XID, ECC, lost, back) are injected through `inject`, which
 reports the event to the listener synchronously, so tests need no waiting.
+
+MIG: each GPU of a MIG-capable model is `off`, `static` (its layout placed with
+`runtimekit.model.mig.layout_from_names`, fixed for the backend's life) or `dynamic` (instances made
+and destroyed through `MigControl` under the rules of `runtimekit.runtime.mig.placement_problem`).
+Like a real GPU, dynamic instances outlive the runtime process: with a `state_file` they are kept
+there and found again by the next backend on the same node. `set_busy` makes a MIG device refuse
+destruction as NVML does while processes run on it (tests).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 import random
 import re
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
 
 from runtimekit.model import GpuUUID, MigMode, gpu_model, simulated_uuid
+from runtimekit.model.mig import MigGeometry, geometry, layout_from_names
 from runtimekit.runtime.backend import (
     DeviceInfo,
     EventKind,
@@ -27,12 +39,17 @@ from runtimekit.runtime.backend import (
     HealthEvent,
     HealthListener,
     MigDeviceInfo,
+    MigError,
+    MigFailure,
 )
+from runtimekit.runtime.mig import cap_paths, placement_problem
+
+log = logging.getLogger(__name__)
 
 _GROUP_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
-_MIG_PROFILE_RE = re.compile(r"^(?:\d+c\.)?(\d+)g\.(\d+)gb$")
 _IDLE_WATTS = 0.12  # idle power as a share of the power limit
 _TDP_WATTS = {"H200": 700.0, "H100-80GB": 700.0, "A100-80GB": 400.0, "A100-40GB": 400.0, "T4": 70.0, "L4": 72.0}
+_STATE_VERSION = 1
 
 
 def parse_gpu_spec(text: str) -> list[tuple[str, int]]:
@@ -53,12 +70,14 @@ def parse_gpu_spec(text: str) -> list[tuple[str, int]]:
     return groups
 
 
-def mig_profile_memory_mib(profile: str) -> int:
-    """The memory of a MIG profile named `<g>g.<mem>gb` (or `<c>c.<g>g.<mem>gb`), in MiB."""
-    match = _MIG_PROFILE_RE.match(profile)
-    if not match:
-        raise ValueError(f"bad MIG profile {profile!r}: expected e.g. 1g.18gb")
-    return int(match.group(2)) * 1024
+def gpu_count(groups: Sequence[tuple[str, int]]) -> int:
+    return sum(count for _, count in groups)
+
+
+def mig_uuid(parent: str, start: int, profile: str, serial: int = 0) -> str:
+    """A stable, UUID-shaped MIG device UUID for an instance of `profile` at `start` of GPU `parent`."""
+    digest = hashlib.sha1(f"{parent}/{start}/{profile}/{serial}".encode()).hexdigest()
+    return f"MIG-{digest[:8]}-{digest[8:12]}-{digest[12:16]}-{digest[16:20]}-{digest[20:32]}"
 
 
 @dataclass
@@ -74,7 +93,13 @@ class _GpuState:
 
 
 class SimulatedBackend:
-    """Simulated GPUs of one node; see the module docstring. Thread-safe."""
+    """Simulated GPUs of one node; see the module docstring. Thread-safe.
+
+    `mig_modes` gives a GPU index its MIG mode (unlisted: static when `mig_layouts` has a layout for
+    it, else off); `mig_layouts` the profiles of each static GPU. Raises ValueError for an index the
+    node lacks, MIG on a model without MIG, a layout on a GPU that is not static (or none on one that
+    is), or a layout that does not fit.
+    """
 
     def __init__(
         self,
@@ -83,42 +108,74 @@ class SimulatedBackend:
         seed: int = 0,
         mig_layouts: Mapping[int, Sequence[str]] | None = None,
         clock: Callable[[], float] = time.time,
+        mig_modes: Mapping[int, MigMode] | None = None,
+        state_file: Path | None = None,
     ) -> None:
         self._clock = clock
         self._rng = random.Random(seed)
         self._lock = threading.Lock()
         self._listener: HealthListener | None = None
         self._gpus: list[_GpuState] = []
-        layouts = mig_layouts or {}
-        for model_name, count in groups:
+        self._state_file = state_file
+        self._serial = 0
+        self._busy: set[str] = set()
+        layouts = dict(mig_layouts or {})
+        modes = dict(mig_modes or {})
+        count = gpu_count(groups)
+        for what, indexes in (("MIG layout", layouts), ("MIG mode", modes)):
+            beyond = sorted(set(indexes) - set(range(count)))
+            if beyond:
+                raise ValueError(f"{what} for GPU index {beyond[0]}, but the node has {count} GPUs")
+        for model_name, n in groups:
             spec = gpu_model(model_name)
-            for _ in range(count):
+            for _ in range(n):
                 index = len(self._gpus)
-                uuid = simulated_uuid(node, index)
-                migs = tuple(_mig_devices(uuid, layouts.get(index, ())))
-                info = DeviceInfo(
-                    index=index,
-                    uuid=uuid,
-                    model=spec.name,
-                    product=spec.product,
-                    memory_mib=spec.memory_mib,
-                    minor=index,
-                    numa_node=0,
-                    mig_mode=MigMode.STATIC if migs else MigMode.OFF,
-                    mig_devices=migs,
-                )
+                mode = modes.get(index, MigMode.STATIC if index in layouts else MigMode.OFF)
+                info = self._device(node, index, spec.name, mode, layouts.get(index, ()))
                 limit = _TDP_WATTS.get(spec.name, 300.0)
                 self._gpus.append(_GpuState(info, limit, self._rng.uniform(0.6, 0.95)))
-        unknown = sorted(set(layouts) - set(range(len(self._gpus))))
-        if unknown:
-            raise ValueError(f"MIG layout for GPU index {unknown[0]}, but the node has {len(self._gpus)} GPUs")
+        self._load_dynamic()
+
+    def _device(self, node: str, index: int, model: str, mode: MigMode, layout: Sequence[str]) -> DeviceInfo:
+        spec = gpu_model(model)
+        geo = geometry(model) if spec.mig_capable else None
+        if mode is not MigMode.OFF and geo is None:
+            raise ValueError(f"GPU {index} is a {model}, which has no MIG; its MIG mode must be off")
+        if layout and mode is not MigMode.STATIC:
+            raise ValueError(f"GPU {index} has a MIG layout, but its MIG mode is {mode.value}")
+        if mode is MigMode.STATIC and not layout:
+            raise ValueError(f"GPU {index} is in static MIG mode but has no MIG layout")
+        uuid = simulated_uuid(node, index)
+        migs: tuple[MigDeviceInfo, ...] = ()
+        if mode is MigMode.STATIC:
+            assert geo is not None
+            try:
+                placed = layout_from_names(geo, layout)
+            except ValueError as exc:
+                raise ValueError(f"GPU {index}: {exc}") from None
+            migs = tuple(
+                _instance(geo, uuid, index, name, start, gi + 1, False) for gi, (name, start) in enumerate(placed)
+            )
+        return DeviceInfo(
+            index=index,
+            uuid=uuid,
+            model=spec.name,
+            product=spec.product,
+            memory_mib=spec.memory_mib,
+            minor=index,
+            numa_node=0,
+            mig_mode=mode,
+            mig_devices=migs,
+            mig_geometry=geo,
+        )
 
     @property
     def name(self) -> str:
         return "simulated"
 
     def devices(self) -> Sequence[DeviceInfo]:
-        return [gpu.info for gpu in self._gpus]
+        with self._lock:
+            return [gpu.info for gpu in self._gpus]
 
     def sample(self, load: Mapping[GpuUUID, GpuLoad]) -> Sequence[GpuSample]:
         with self._lock:
@@ -160,6 +217,104 @@ class SimulatedBackend:
     def close(self) -> None:
         self._listener = None
 
+    # -- MIG ---------------------------------------------------------------------------------------
+    def create_mig_device(self, gpu: GpuUUID, profile: str, start: int) -> MigDeviceInfo:
+        with self._lock:
+            state = self._gpu_state(gpu)
+            info = state.info
+            problem = placement_problem(info, profile, start)
+            if problem is not None:
+                raise problem
+            assert info.mig_geometry is not None
+            used = {m.gpu_instance_id for m in info.mig_devices}
+            gi = next(i for i in range(1, len(used) + 2) if i not in used)
+            self._serial += 1
+            made = _instance(info.mig_geometry, info.uuid, info.minor, profile, start, gi, True, self._serial)
+            state.info = replace(info, mig_devices=tuple(sorted((*info.mig_devices, made), key=lambda m: m.start)))
+            self._save_dynamic()
+            return made
+
+    def destroy_mig_device(self, gpu: GpuUUID, mig_uuid: str) -> None:
+        with self._lock:
+            state = self._gpu_state(gpu)
+            info = state.info
+            if info.mig_mode is not MigMode.DYNAMIC:
+                raise MigError(
+                    MigFailure.CONFLICT, f"GPU {info.index} is not in dynamic MIG mode: its MIG devices stay"
+                )
+            if not any(m.uuid == mig_uuid for m in info.mig_devices):
+                raise MigError(MigFailure.CONFLICT, f"GPU {info.index} has no MIG device {mig_uuid}")
+            if mig_uuid in self._busy:
+                raise MigError(MigFailure.IN_USE, f"MIG device {mig_uuid} is in use (processes run on it)")
+            state.info = replace(info, mig_devices=tuple(m for m in info.mig_devices if m.uuid != mig_uuid))
+            self._save_dynamic()
+
+    def set_busy(self, mig_uuid: str, busy: bool = True) -> None:
+        """Make a MIG device refuse (or accept again) being destroyed, as while processes run on it."""
+        with self._lock:
+            if busy:
+                self._busy.add(mig_uuid)
+            else:
+                self._busy.discard(mig_uuid)
+
+    def _gpu_state(self, gpu: str) -> _GpuState:
+        found = next((g for g in self._gpus if g.info.uuid == gpu), None)
+        if found is None:
+            raise MigError(MigFailure.CONFLICT, f"this node has no GPU {gpu}")
+        return found
+
+    def _save_dynamic(self) -> None:
+        """Keep the dynamic instances where the next backend of this node finds them (as a GPU would)."""
+        if self._state_file is None:
+            return
+        from runtimekit.runtime.state import write_atomic
+
+        gpus = {
+            g.info.uuid: [
+                {"uuid": m.uuid, "profile": m.profile, "start": m.start, "gi": m.gpu_instance_id} for m in migs
+            ]
+            for g in self._gpus
+            if (migs := [m for m in g.info.mig_devices if m.dynamic])
+        }
+        doc = {"version": _STATE_VERSION, "serial": self._serial, "gpus": gpus}
+        write_atomic(self._state_file, json.dumps(doc, sort_keys=True).encode())
+
+    def _load_dynamic(self) -> None:
+        if self._state_file is None or not self._state_file.exists():
+            return
+        try:
+            doc = json.loads(self._state_file.read_text())
+            self._serial = int(doc.get("serial", 0))
+            saved = dict(doc.get("gpus") or {})
+        except (ValueError, TypeError, AttributeError) as exc:
+            log.warning(
+                "simulated MIG state %s is unreadable, starting without dynamic instances: %s", self._state_file, exc
+            )
+            return
+        for state in self._gpus:
+            info = state.info
+            for item in saved.get(info.uuid, []) if info.mig_mode is MigMode.DYNAMIC else []:
+                problem = placement_problem(state.info, str(item["profile"]), int(item["start"]))
+                if problem is not None:
+                    log.warning("simulated MIG device %s not restored: %s", item.get("uuid"), problem.message)
+                    continue
+                assert info.mig_geometry is not None
+                made = replace(
+                    _instance(
+                        info.mig_geometry,
+                        info.uuid,
+                        info.minor,
+                        str(item["profile"]),
+                        int(item["start"]),
+                        int(item["gi"]),
+                        True,
+                    ),
+                    uuid=str(item["uuid"]),
+                )
+                state.info = replace(
+                    state.info, mig_devices=tuple(sorted((*state.info.mig_devices, made), key=lambda m: m.start))
+                )
+
     def inject(self, fault: Fault) -> HealthEvent:
         if not 0 <= fault.gpu_index < len(self._gpus):
             raise ValueError(f"no GPU with index {fault.gpu_index}; this node has {len(self._gpus)} GPUs")
@@ -194,18 +349,18 @@ class SimulatedBackend:
         return event
 
 
-def _mig_devices(parent: GpuUUID, profiles: Sequence[str]) -> list[MigDeviceInfo]:
-    out = []
-    for i, profile in enumerate(profiles):
-        digest = parent.removeprefix("GPU-")
-        out.append(
-            MigDeviceInfo(
-                uuid=f"MIG-{digest[:-4]}{i:04x}",
-                profile=profile,
-                gpu_instance_id=i + 1,
-                compute_instance_id=0,
-                memory_mib=mig_profile_memory_mib(profile),
-                start=i,
-            )
-        )
-    return out
+def _instance(
+    geo: MigGeometry, parent: str, minor: int, profile: str, start: int, gi: int, dynamic: bool, serial: int = 0
+) -> MigDeviceInfo:
+    found = geo.profile(profile)
+    assert found is not None
+    return MigDeviceInfo(
+        uuid=mig_uuid(parent, start, profile, serial),
+        profile=profile,
+        gpu_instance_id=gi,
+        compute_instance_id=0,
+        memory_mib=found.memory_mib,
+        start=start,
+        dynamic=dynamic,
+        cap_paths=cap_paths(minor, gi, 0),
+    )

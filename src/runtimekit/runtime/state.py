@@ -3,7 +3,9 @@
 Both are JSON written atomically (temp file in the same folder, fsync, rename, fsync the folder), so
 a crash leaves the old file or the new one, never a mix. The checkpoint carries a SHA-256 of its
 body: a truncated, edited or bit-flipped file is reported as `CheckpointCorrupt` with the reason,
-never read as "no allocations". Callers: the runtime service at start and after every change.
+never read as "no allocations". A MIG grant records its profile, start slice and whether the
+runtime made the device (dynamic MIG), so a restart finds, keeps or destroys exactly those devices.
+Callers: the runtime service at start and after every change.
 """
 
 from __future__ import annotations
@@ -98,28 +100,42 @@ def _allocation_json(a: Allocation) -> dict[str, Any]:
     return {
         "pod": {"namespace": a.pod.namespace, "name": a.pod.name, "uid": a.pod.uid},
         "container": a.container,
-        "grants": [
-            {
-                "uuid": g.uuid,
-                "index": g.index,
-                "coreMilli": g.core_milli,
-                "memoryMiB": g.memory_mib,
-                "parent": g.parent_uuid,
-            }
-            for g in a.grants
-        ],
+        "grants": [_grant_json(g) for g in a.grants],
         "createdUnixMs": a.created_unix_ms,
         "deviceIDs": list(a.device_ids),
         "resourceNames": list(a.resource_names),
     }
 
 
+def _grant_json(g: Grant) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "uuid": g.uuid,
+        "index": g.index,
+        "coreMilli": g.core_milli,
+        "memoryMiB": g.memory_mib,
+        "parent": g.parent_uuid,
+    }
+    if g.mig_profile:  # MIG slot; a dynamic one is a device the runtime made and must destroy
+        out |= {"migProfile": g.mig_profile, "migStart": g.mig_start, "migDynamic": g.mig_dynamic}
+    return out
+
+
+def _grant_from(g: Mapping[str, Any]) -> Grant:
+    return Grant(
+        str(g["uuid"]),
+        int(g["index"]),
+        int(g["coreMilli"]),
+        int(g["memoryMiB"]),
+        str(g.get("parent", "")),
+        str(g.get("migProfile", "")),
+        int(g.get("migStart", -1)),
+        bool(g.get("migDynamic", False)),
+    )
+
+
 def _allocation_from(item: Mapping[str, Any]) -> Allocation:
     pod = item["pod"]
-    grants = tuple(
-        Grant(str(g["uuid"]), int(g["index"]), int(g["coreMilli"]), int(g["memoryMiB"]), str(g.get("parent", "")))
-        for g in item["grants"]
-    )
+    grants = tuple(_grant_from(g) for g in item["grants"])
     return Allocation(
         PodRef(str(pod["namespace"]), str(pod["name"]), str(pod["uid"])),
         str(item["container"]),
