@@ -1,0 +1,33 @@
+"""A rendered container as the kit would start it: its args parsed by the real `runtimekit` CLI parsers
+(exactly as `runtimekit.cli.main.main` does, without running anything), with the files of its
+ConfigMap written to a folder that stands in for the /etc/lj-runtimekit mount."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from runtimekit.cli.main import COMMANDS, build_parser
+
+CONFIG_DIR = "/etc/lj-runtimekit"
+
+
+def parse_args(args: Sequence[str]) -> tuple[str, argparse.Namespace]:
+    """(command, namespace) for a container's args; raises SystemExit on a flag the CLI rejects."""
+    top, rest = build_parser().parse_known_args(list(args))
+    if top.command is None:
+        raise SystemExit(f"no command in {list(args)}")
+    module = importlib.import_module(COMMANDS[top.command][0])
+    sub = argparse.ArgumentParser(prog=f"runtimekit {top.command}")
+    module.add_arguments(sub)
+    return str(top.command), sub.parse_args(rest)
+
+
+def materialise(args: Sequence[str], data: Mapping[str, str], folder: Path) -> list[str]:
+    """Write the ConfigMap's files into `folder` and point the args at them instead of the mount."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for name, text in data.items():
+        (folder / name).write_text(text)
+    return [arg.replace(f"{CONFIG_DIR}/", f"{folder}/") for arg in args]

@@ -1,0 +1,109 @@
+"""The protocol in the components' ConfigMaps: `runtimekit protocol check` passes over deploy/ and the
+Helm render, fails (naming the key) as soon as one ConfigMap diverges, every key is a chart value, and
+the shipped values are the built-in defaults."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from deploy.manifests import CHART, DEPLOY, render_chart
+from runtimekit.cli.main import main
+from runtimekit.protocol import Protocol, load_protocol
+from runtimekit.protocol.loader import DEFAULTS
+
+CONFIGMAPS = sorted(DEPLOY.glob("*/02-configmap.yaml"))
+
+
+def check(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[int, str, str]:
+    code = main(["protocol", "check", *map(str, files)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_every_component_has_a_configmap_with_the_protocol() -> None:
+    assert [p.parent.name for p in CONFIGMAPS] == ["controller", "deviceplugin", "exporter", "runtime", "scheduler"]
+
+
+def test_the_configmaps_of_deploy_agree(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = check(capsys, *CONFIGMAPS, DEPLOY / "protocol.yaml")
+    assert code == 0
+    assert "ok: 6 protocols agree" in out
+
+
+@pytest.mark.parametrize(
+    ("component", "line", "replacement", "key"),
+    [
+        ("scheduler", "memoryUnit: 1Gi", "memoryUnit: 2Gi", "memoryUnit"),
+        ("deviceplugin", "resources.gpu: aliyun.com/gpu", "resources.gpu: example.com/gpu", "resources.gpu"),
+        ("controller", "labels.enable: lj_runtimekit_enable", "labels.enable: gpu-sharing", "labels.enable"),
+        (
+            "exporter",
+            "sockets.runtime: /run/lj-runtimekit/runtime.sock",
+            "sockets.runtime: /run/x.sock",
+            "sockets.runtime",
+        ),
+    ],
+)
+def test_a_diverging_configmap_fails_the_check(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, component: str, line: str, replacement: str, key: str
+) -> None:
+    copies = []
+    for path in CONFIGMAPS:
+        copy = tmp_path / f"{path.parent.name}.yaml"
+        shutil.copyfile(path, copy)
+        copies.append(copy)
+    edited = tmp_path / f"{component}.yaml"
+    text = edited.read_text()
+    assert text.count(f"    {line}\n") == 1
+    edited.write_text(text.replace(f"    {line}\n", f"    {replacement}\n"))
+    code, _, err = check(capsys, *copies)
+    assert code == 1
+    assert f"differs: {key}:" in err
+    assert f"{edited}:kube-system/lj-runtimekit-" in err
+
+
+def test_the_shipped_protocol_is_the_built_in_default() -> None:
+    assert load_protocol(DEPLOY / "protocol.yaml") == Protocol.default()
+
+
+def test_configmaps_hold_the_text_of_deploy_protocol_yaml() -> None:
+    body = "".join(line for line in (DEPLOY / "protocol.yaml").read_text().splitlines(True) if not line.startswith("#"))
+    for path in CONFIGMAPS:
+        (configmap,) = (d for d in yaml.safe_load_all(path.read_text()) if d["kind"] == "ConfigMap")
+        assert configmap["data"]["protocol.yaml"] == body, path
+
+
+def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name, value in data.items():
+        if isinstance(value, dict):
+            out |= flatten(value, f"{prefix}{name}.")
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
+def test_the_chart_has_a_value_for_every_protocol_key() -> None:
+    values = yaml.safe_load((CHART / "values.yaml").read_text())
+    assert flatten(values["protocol"]) == dict(DEFAULTS)
+
+
+def test_helm_renders_agreeing_configmaps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    rendered = tmp_path / "chart.yaml"
+    rendered.write_text(
+        render_chart("--set", "protocol.resources.gpu=example.com/gpu", "--set", "protocol.memoryUnit=512Mi")
+    )
+    code, out, _ = check(capsys, rendered)
+    assert code == 0
+    assert "ok: 5 protocols agree" in out
+    protocol = load_protocol(DEPLOY / "protocol.yaml")
+    code, _, err = check(capsys, rendered, DEPLOY / "protocol.yaml")
+    assert code == 1
+    assert "differs: resources.gpu" in err
+    assert "differs: memoryUnit" in err
+    assert protocol.resources.gpu == "aliyun.com/gpu"
