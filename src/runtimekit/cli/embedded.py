@@ -11,7 +11,8 @@ Cluster-wide, on threads: the Job controller, the scheduler (`examples/scheduler
 when the repository is at hand, else the built-in conf) and the node controller. Pods whose
 container runs `runtimekit <subcommand>` (the controller's job-agent Jobs) are run in process by
 `run_runtimekit` against their node's runtime socket.
-The exporter does not exist yet: `ClusterOptions.exporter` is the hook where it plugs in — a
+The exporter plugs in through `ClusterOptions.exporter` (`runtimekit up` passes
+`runtimekit.cli.node_exporter.start_node_exporter`) — a
 factory called once per started node that returns something with `url` and `stop()`; its URL then
 appears in `cluster.json` (`exporter`, null until then).
 This module is the only place that wires components together; they never import each other.

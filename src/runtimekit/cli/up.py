@@ -32,10 +32,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scheduler-conf", help="scheduler conf (default: examples/scheduler/gpushare.conf)")
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
     parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
+    parser.add_argument("--no-exporter", action="store_true", help="do not run an exporter per node")
 
 
 def run(args: argparse.Namespace) -> int:
     from runtimekit.cli.embedded import ClusterOptions, start_cluster
+    from runtimekit.cli.node_exporter import start_node_exporter
     from runtimekit.cli.signals import wait_for_stop_signal
     from runtimekit.protocol import ProtocolError
 
@@ -49,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         scheduler_conf=args.scheduler_conf,
         protocol_path=args.protocol,
-        exporter=None,  # the exporter's per-node factory plugs in here once runtimekit.exporter exists
+        exporter=None if args.no_exporter else start_node_exporter,
     )
     try:
         cluster = start_cluster(options, ready_timeout_s=args.ready_timeout)
