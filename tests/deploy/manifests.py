@@ -26,6 +26,8 @@ CHART = ROOT / "charts" / "lj-runtimekit"
 TOOLS = ROOT / ".tools" / "bin"
 DEFAULT_IMAGE = "ghcr.io/lj-runtimekit/runtimekit:0.1.0"
 DEFAULT_NAMESPACE = "kube-system"
+# The Kubernetes versions whose schemas every manifest is validated against (docs/install.md, support matrix).
+KUBERNETES_VERSIONS = ("1.28", "1.30", "1.32", "1.34", "1.35")
 COMPONENTS = ("crds", "runtime", "deviceplugin", "scheduler", "exporter", "controller")
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance")
 YAML_DATA_KEYS = (".yaml", ".conf")

@@ -95,3 +95,25 @@ def test_every_bundled_kubectl_edge_applies_idempotently(kubectl: Kubectl, versi
     assert lines
     assert all(line.endswith(" unchanged") for line in lines)
     assert on_server(kubectl) == wanted()
+
+
+def test_the_documented_customisation_flow(kubectl: Kubectl, tmp_path: Path) -> None:
+    """docs/customise.md: edit the protocol in the ConfigMaps, check them live, apply, restart."""
+    from runtimekit.cli.main import main
+
+    deploy_all(kubectl, "deploy", "--components=scheduler,exporter")
+
+    def live_check() -> int:
+        live = tmp_path / "live.yaml"
+        selector = "app.kubernetes.io/name=lj-runtimekit"
+        live.write_text(kubectl("-n", "kube-system", "get", "configmaps", "-l", selector, "-o", "yaml").stdout)
+        return main(["protocol", "check", str(live)])
+
+    assert live_check() == 0
+    edited = render_deploy("--components=scheduler").replace("memoryUnit: 1Gi", "memoryUnit: 2Gi")
+    kubectl("apply", "-f", "-", stdin=edited)
+    assert live_check() == 1  # the scheduler's ConfigMap now disagrees with the exporter's
+    everything = render_deploy("--components=scheduler,exporter").replace("memoryUnit: 1Gi", "memoryUnit: 2Gi")
+    kubectl("apply", "-f", "-", stdin=everything)
+    assert live_check() == 0
+    assert deploy_all(kubectl, "restart", "--components=scheduler,exporter").count(" restarted\n") == 2

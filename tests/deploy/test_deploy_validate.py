@@ -15,10 +15,9 @@ import kubernetes_validate.utils
 import pytest
 import yaml
 
-from deploy.manifests import DEPLOY, documents, render_chart, render_deploy, render_helm
+from deploy.manifests import DEPLOY, KUBERNETES_VERSIONS, documents, render_chart, render_deploy, render_helm
 
-# The support matrix of docs/install.md.
-VERSIONS = ("1.28", "1.30", "1.32", "1.34", "1.35")
+VERSIONS = KUBERNETES_VERSIONS
 
 CUSTOM_VALUES = {
     "namespace": "gpu-system",
