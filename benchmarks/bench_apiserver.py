@@ -9,7 +9,8 @@ with aiohttp, while one watcher follows the pods. Then measures, through a real 
 - watch events/s delivered to one watcher: live (during the pod creates) and replaying the whole
   history from an old resourceVersion (the server sends as fast as the client reads), and in total
   to FAN_OUT watchers replaying it at once;
-- the server's RSS after loading.
+- the server's RSS after loading, and its CPU time per pod create and per full pod list (rates on a
+  shared machine depend on its load; the load average is reported too).
 
 Usage: python benchmarks/bench_apiserver.py [--nodes 5000] [--pods 50000] [--reps 5]
 """
@@ -144,6 +145,12 @@ def start_server(history: int) -> tuple[subprocess.Popen[str], str]:
     return process, process.stdout.readline().strip()
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (load-independent, unlike rates on a shared machine)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_mb(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -187,10 +194,19 @@ async def watch_count(session: aiohttp.ClientSession, url: str, rv: str, expecte
 async def timed_get(
     session: aiohttp.ClientSession, url: str, params: dict[str, str] | None = None
 ) -> tuple[float, bytes]:
+    seconds, _first, body = await timed_get_ttfb(session, url, params)
+    return seconds, body
+
+
+async def timed_get_ttfb(
+    session: aiohttp.ClientSession, url: str, params: dict[str, str] | None = None
+) -> tuple[float, float, bytes]:
+    """(seconds to the last byte, seconds to the response headers, body)."""
     start = time.perf_counter()
     async with session.get(url, params=params) as response:
+        first = time.perf_counter() - start
         body = await response.read()
-    return time.perf_counter() - start, body
+    return time.perf_counter() - start, first, body
 
 
 async def paged(session: aiohttp.ClientSession, url: str) -> tuple[float, list[float], int]:
@@ -226,12 +242,16 @@ async def bench(nodes: int, pods: int, reps: int) -> dict[str, Any]:
             node_rate = await create_all(session, url, "/api/v1/nodes", node_bodies)
             rv = json.loads((await timed_get(session, url + PODS_PATH))[1])["metadata"]["resourceVersion"]
             live = asyncio.create_task(watch_count(session, url, rv, pods))
+            cpu_before = cpu_seconds(process.pid)
             pod_rate = await create_all(session, url, PODS_PATH, pod_bodies)
             live_events, live_seconds = await live
+            cpu_creates = cpu_seconds(process.pid) - cpu_before
             replay_events, replay_seconds = await watch_count(session, url, rv, pods)
             fanout_rate = await fan_out(session, url, rv, pods, FAN_OUT)
             memory = rss_mb(process.pid)
-            pod_lists = [await timed_get(session, url + PODS_PATH) for _ in range(reps)]
+            cpu_before = cpu_seconds(process.pid)
+            pod_lists = [await timed_get_ttfb(session, url + PODS_PATH) for _ in range(reps)]
+            cpu_lists = cpu_seconds(process.pid) - cpu_before
             node_lists = [await timed_get(session, url + "/api/v1/nodes") for _ in range(reps)]
             paging = await paged(session, url + PODS_PATH)
             return {
@@ -247,8 +267,11 @@ async def bench(nodes: int, pods: int, reps: int) -> dict[str, Any]:
                 "watch_live_events_per_s": round(live_events / live_seconds),
                 "watch_replay_events_per_s": round(replay_events / replay_seconds),
                 f"watch_replay_fanout_{FAN_OUT}_watchers_total_events_per_s": round(fanout_rate),
-                "list_all_pods_p50_s": round(statistics.median(s for s, _ in pod_lists), 3),
-                "list_all_pods_mb": round(len(pod_lists[0][1]) / 1e6, 1),
+                "server_cpu_us_per_pod_create": round(cpu_creates / pods * 1e6),
+                "list_all_pods_p50_s": round(statistics.median(s for s, _, _ in pod_lists), 3),
+                "list_all_pods_first_byte_p50_s": round(statistics.median(f for _, f, _ in pod_lists), 3),
+                "list_all_pods_server_cpu_s": round(cpu_lists / reps, 3),
+                "list_all_pods_mb": round(len(pod_lists[0][2]) / 1e6, 1),
                 "list_all_nodes_p50_s": round(statistics.median(s for s, _ in node_lists), 3),
                 "list_pods_paged_limit500_total_s": round(paging[0], 3),
                 "list_pods_paged_limit500_page_p50_s": round(statistics.median(paging[1]), 4),
@@ -257,6 +280,7 @@ async def bench(nodes: int, pods: int, reps: int) -> dict[str, Any]:
                 "reps": reps,
                 "python": platform.python_version(),
                 "cpus": os.cpu_count(),
+                "load_average_1m": round(os.getloadavg()[0], 2),
             }
     finally:
         process.terminate()

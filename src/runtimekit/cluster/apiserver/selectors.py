@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any
 
 from runtimekit.protocol.names import check_qualified_name
@@ -304,10 +305,15 @@ def parse_field_selector(text: str) -> FieldSelector:
     return FieldSelector(tuple(terms))
 
 
+@lru_cache(maxsize=1024)
+def _parts(path: str) -> tuple[str, ...]:
+    return tuple(path.split("."))
+
+
 def field_value(obj: Mapping[str, Any], path: str) -> str:
     """The string a field selector compares for dotted `path` ("" when absent, booleans lower-case)."""
     node: Any = obj
-    for part in path.split("."):
+    for part in _parts(path):
         if not isinstance(node, dict):  # objects come from JSON: dicts (cheaper to test than Mapping)
             return ""
         node = node.get(part)
