@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx2
 import pytest
 
-from fixtures.apiserver import KUBECTL_BINARIES, Kubectl, http_client, make_node, make_pod
+from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER, Kubectl, http_client, make_node, make_pod
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import NodeInventory
 from runtimekit.protocol import Protocol
@@ -167,10 +167,15 @@ def test_label_annotate_and_select(kubectl: Kubectl, kube_http: httpx2.Client) -
     assert [n["metadata"]["name"] for n in listed["items"]] == ["n1", "n2"]
 
 
-def test_dispatcher_picks_the_server_version(kubectl: Kubectl) -> None:
-    version = json.loads(kubectl("version", "-o", "json").stdout)
-    assert version["serverVersion"]["gitVersion"] == "v1.31.0"
-    assert version["clientVersion"]["minor"] in ("31", "30", "32")
+@pytest.mark.skipif(KUBECTL_DISPATCHER is None, reason="no kubectl dispatcher on PATH")
+@pytest.mark.parametrize("minor", ["27", "30", "33"])
+def test_dispatcher_picks_the_server_version(minor: str, tmp_path: Path) -> None:
+    with ApiServer(kubernetes_version=f"1.{minor}") as server:
+        (tmp_path / "home").mkdir()
+        kubectl = Kubectl(server.write_kubeconfig(tmp_path / "kubeconfig"), tmp_path / "home", str(KUBECTL_DISPATCHER))
+        version = json.loads(kubectl("version", "-o", "json").stdout)
+    assert version["serverVersion"]["gitVersion"] == f"v1.{minor}.0"
+    assert version["clientVersion"]["minor"] == minor
 
 
 def test_api_resources(kubectl: Kubectl) -> None:
