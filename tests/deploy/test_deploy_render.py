@@ -3,6 +3,7 @@ component selection, and clear usage errors."""
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,8 @@ from deploy.manifests import (
     DEFAULT_IMAGE,
     DEFAULT_NAMESPACE,
     DEPLOY,
+    DEPLOY_ALL,
+    TOOLS,
     by_key,
     containers,
     documents,
@@ -278,3 +281,12 @@ def test_a_config_change_changes_the_pod_checksum() -> None:
     before = checksums()
     after = checksums("--set", "protocol.memoryUnit=2Gi")
     assert all(before[name] != after[name] for name in before)
+
+
+def test_deploy_all_is_valid_bash() -> None:
+    assert subprocess.run(["bash", "-n", str(DEPLOY_ALL)], check=False).returncode == 0
+    shellcheck = TOOLS / "shellcheck"
+    if not shellcheck.exists():
+        pytest.skip("shellcheck not in .tools/bin (optional: apt-get download shellcheck; dpkg -x it there)")
+    done = subprocess.run([str(shellcheck), str(DEPLOY_ALL)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout
