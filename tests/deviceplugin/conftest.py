@@ -13,7 +13,7 @@ from dp_helpers import NODE, PROTOCOL, FakeNodeApi, Stack, StackFactory
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
-from runtimekit.model import simulated_uuid
+from runtimekit.model import MigMode, simulated_uuid
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
@@ -25,15 +25,19 @@ def make_stack() -> Iterator[StackFactory]:
     stacks: list[Stack] = []
 
     def factory(
-        gpus: str = "2xH200", isolation: str = "mps", mig_layouts: Mapping[int, Sequence[str]] | None = None
+        gpus: str = "2xH200",
+        isolation: str = "mps",
+        mig_layouts: Mapping[int, Sequence[str]] | None = None,
+        mig_modes: Mapping[int, MigMode] | None = None,
     ) -> Stack:
         root = Path(tempfile.mkdtemp(prefix="dp-"))
-        backend = SimulatedBackend(NODE, parse_gpu_spec(gpus), mig_layouts=mig_layouts)
+        backend = SimulatedBackend(NODE, parse_gpu_spec(gpus), mig_layouts=mig_layouts, mig_modes=mig_modes)
         runtime = NodeRuntime(
             RuntimeSettings(NODE, root / "state", PROTOCOL, "0.1.0"),
             backend,
             make_isolation(isolation),
             injector=backend,
+            mig=backend,
         )
         daemon = RuntimeDaemon(runtime, str(root / "rt.sock"), reconcile_interval_s=0).start()
         client = RuntimeClient(str(root / "rt.sock"))

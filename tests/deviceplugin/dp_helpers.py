@@ -140,6 +140,35 @@ def gpu_pod(
     }
 
 
+def mig_pod(
+    name: str,
+    profile: str,
+    slots: Sequence[tuple[str, int, int, str]],
+    assume: float = 1.0,
+    count: int | None = None,
+    uid: str | None = None,
+) -> dict[str, Any]:
+    """A pod bound to NODE whose one container asks `count` (default: one per slot) slices of a MIG profile
+    and was assigned slots [(GPU uuid, GPU index, start, MIG uuid or "" for dynamic)], as the scheduler writes them."""
+    shares = tuple(
+        GpuShare(GpuUUID(mig), index, 0, 0, profile, GpuUUID(gpu), start) for gpu, index, start, mig in slots
+    )
+    annotations = {
+        PROTOCOL.annotations.assignment: Assignment(NodeName(NODE), {"main": shares}).to_annotation(),
+        PROTOCOL.annotations.assume_time: str(int((1_700_000_000 + assume) * 1e9)),
+    }
+    limits = {RES.mig_prefix + profile: str(len(slots) if count is None else count)}
+    return {
+        "metadata": {"name": name, "namespace": "default", "uid": uid or f"uid-{name}", "annotations": annotations},
+        "spec": {
+            "nodeName": NODE,
+            "schedulerName": PROTOCOL.scheduler_name,
+            "containers": [{"name": "main", "image": "x", "resources": {"limits": limits}}],
+        },
+        "status": {"phase": "Pending"},
+    }
+
+
 @dataclass
 class Stack:
     dir: Path

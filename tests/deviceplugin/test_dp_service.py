@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from dp_helpers import PROTOCOL, RES, StackFactory, gpu_pod
+from dp_helpers import PROTOCOL, RES, StackFactory, gpu_pod, mig_pod
 
 from runtimekit.deviceplugin.errors import Code, PluginError
 from runtimekit.deviceplugin.matching import parse_allocated
@@ -140,7 +140,7 @@ def test_mig_resource(make_stack: StackFactory) -> None:
     migs = [m.uuid for m in stack.client.list_devices()[0].mig_devices]
     resource = RES.mig_prefix + "3g.40gb"
     assert [s.name for s in stack.service.specs()] == [RES.gpu, RES.core, RES.memory, resource]
-    stack.kube.add(gpu_pod("m", [("main", {resource: 1}, [(migs[1], 0, 0, 0)])]))
+    stack.kube.add(mig_pod("m", "3g.40gb", [(stack.gpus[0], 0, 4, migs[1])]))
     assert stack.service.preferred(resource, migs, [], 1) == [migs[1]]
     answer = stack.service.allocate(resource, [migs[1]])
     assert answer.envs["NVIDIA_VISIBLE_DEVICES"] == migs[1]

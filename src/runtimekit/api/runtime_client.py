@@ -95,15 +95,19 @@ class Share:
     mig_profile: str = ""
     mig_start: int = -1
 
-    def message(self) -> pb.GpuShare:
-        return pb.GpuShare(
-            uuid=self.uuid,
-            core_milli=self.core_milli,
-            memory_mib=self.memory_mib,
-            parent_uuid=self.parent_uuid,
-            mig_profile=self.mig_profile,
-            mig_start=self.mig_start if self.mig_profile else 0,
-        )
+
+def share_message(share: Share | pb.GpuShare) -> pb.GpuShare:
+    """The wire form of a share (a `pb.GpuShare` passes through); `mig_start` is sent only with a profile."""
+    if isinstance(share, pb.GpuShare):
+        return share
+    return pb.GpuShare(
+        uuid=share.uuid,
+        core_milli=share.core_milli,
+        memory_mib=share.memory_mib,
+        parent_uuid=share.parent_uuid,
+        mig_profile=share.mig_profile,
+        mig_start=share.mig_start if share.mig_profile else 0,
+    )
 
 
 class RuntimeClient:
@@ -182,18 +186,18 @@ class RuntimeClient:
         name: str,
         uid: str,
         container: str,
-        shares: Iterable[Share],
+        shares: Iterable[Share | pb.GpuShare],
         resource_name: str = "",
         device_ids: Sequence[str] = (),
     ) -> pb.AllocateResponse:
         self._need("allocate")
-        shares = list(shares)
-        if any(s.parent_uuid or s.mig_profile for s in shares):
+        messages = [share_message(s) for s in shares]
+        if any(m.parent_uuid or m.mig_profile for m in messages):
             self._need("mig-shares")  # an older runtime would drop the MIG fields without a word
         request = pb.AllocateRequest(
             pod=pb.PodIdentity(namespace=namespace, name=name, uid=uid),
             container=container,
-            shares=[s.message() for s in shares],
+            shares=messages,
             resource_name=resource_name,
             device_ids=list(device_ids),
         )

@@ -4,6 +4,7 @@ kubelet's Allocate names only device IDs. The container it is for is the one tha
 - in a pod bound to this node, neither finished nor being deleted, with an assignment annotation
   for this node and shares for that container,
 - asking (limits, else requests) exactly as many devices of this resource as kubelet passes,
+- for a MIG resource, assigned exactly that many slices of its profile (GPU, profile, start),
 - not yet allocated for this resource (the `annotations.allocated` record, plus what this plugin
   allocated moments ago and the API server may not show yet);
 and when several fit, the pod with the oldest assume time wins (kubelet admits pods in creation
@@ -18,12 +19,13 @@ from __future__ import annotations
 import functools
 import json
 import math
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of
+from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of, target
 from runtimekit.model import Assignment, AssignmentError, GpuShare
 from runtimekit.model.quantity import whole_number
 from runtimekit.protocol import Protocol
@@ -152,6 +154,8 @@ def candidates(
     and notes on near misses (for error messages)."""
     found: list[tuple[tuple[float, str, str, str, int], Candidate, int]] = []
     notes: list[str] = []
+    prefix = protocol.resources.mig_prefix
+    profile = resource[len(prefix) :] if resource.startswith(prefix) else ""
     for pod in pods:
         meta = _meta(pod)
         namespace, name = str(meta.get("namespace", "default")), str(meta.get("name", ""))
@@ -176,11 +180,16 @@ def candidates(
             if not shares:
                 notes.append(f"{namespace}/{name} container {cname}: no GPU shares in its assignment")
                 continue
+            amount = container_amount(container, resource)
+            slices = sum(1 for s in shares if s.mig_profile == profile) if profile else amount
+            if slices != amount:
+                notes.append(f"{namespace}/{name} container {cname}: assigned {slices} {profile} slices, asks {amount}")
+                continue
             candidate = Candidate(
                 namespace, name, uid, str(meta.get("resourceVersion", "")), cname, shares, assume, record
             )
             key = (assume, str(meta.get("creationTimestamp", "")), namespace, name, position)
-            found.append((key, candidate, container_amount(container, resource)))
+            found.append((key, candidate, amount))
     found.sort(key=lambda item: item[0])
     return [(c, n) for _, c, n in found], notes
 
@@ -208,7 +217,8 @@ def match(
 
 def _replica_key(device_id: str) -> tuple[str, int, str]:
     gpu, _, replica = device_id.partition("::")
-    return gpu, int(replica) if replica.isdigit() else -1, device_id
+    number = replica.rpartition("::")[2]  # <gpu>::<n>, or <gpu>::<profile>::<n> for dynamic MIG
+    return gpu, int(number) if number.isdigit() else -1, device_id
 
 
 def preferred_ids(
@@ -225,15 +235,15 @@ def preferred_ids(
     pool = sorted(set(available) | set(must_include), key=_replica_key)
     chosen = list(dict.fromkeys(must_include))
     taken = set(chosen)
-    targets = [s.uuid for s in shares]
+    targets = [target(s) for s in shares]
     if kind in (ResourceKind.GPU, ResourceKind.MIG):
-        quotas = dict.fromkeys(targets, 1)
+        quotas = dict(Counter(targets))  # a dynamic MIG GPU may hold two slices of the container
     else:
         quotas = {t: size // len(targets) + (1 if i < size % len(targets) else 0) for i, t in enumerate(targets)}
     groups = by_gpu(pool)
-    for target, quota in quotas.items():
-        have = sum(1 for i in chosen if gpu_of(i) == target)
-        for device_id in groups.get(target, []):
+    for gpu, quota in quotas.items():
+        have = sum(1 for i in chosen if gpu_of(i) == gpu)
+        for device_id in groups.get(gpu, []):
             if have >= quota or len(chosen) >= size:
                 break
             if device_id not in taken:

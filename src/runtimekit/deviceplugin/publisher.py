@@ -1,5 +1,6 @@
 """Publish the node's GPU inventory for the scheduler: the `annotations.nodeDevices` annotation
-(`NodeInventory.to_annotation()`) and the `labels.gpuModel` / `labels.gpuCount` labels.
+(`NodeInventory.to_annotation()`, with each GPU's MIG mode and, for static MIG GPUs, their MIG devices
+with start slices) and the `labels.gpuModel` / `labels.gpuCount` labels.
 
 `NodePublisher.publish(devices)` patches the node only when what it would write differs from what it
 last wrote, so health changes are published and nothing else costs a request. Callers: the device
@@ -15,6 +16,7 @@ from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.deviceplugin.kubeapi import NodeApi
 from runtimekit.kube.errors import KubeError
 from runtimekit.model import Gpu, GpuUUID, MigMode, NodeInventory, NodeName
+from runtimekit.model.gpu import MigInstance
 from runtimekit.protocol import Protocol
 
 log = logging.getLogger(__name__)
@@ -23,6 +25,9 @@ _MIG = {pb.MIG_MODE_STATIC: MigMode.STATIC, pb.MIG_MODE_DYNAMIC: MigMode.DYNAMIC
 
 
 def inventory(node: str, devices: Sequence[pb.Device]) -> NodeInventory:
+    """The node's GPUs as the scheduler reads them. A static MIG GPU lists its MIG devices (UUID,
+    profile, start), which is its layout for the ledger; a dynamic one only its mode: its devices live
+    as long as their pods, whose assignments already say where they are."""
     gpus = (
         Gpu(
             d.index,
@@ -31,10 +36,17 @@ def inventory(node: str, devices: Sequence[pb.Device]) -> NodeInventory:
             d.memory_mib,
             d.health == pb.HEALTH_HEALTHY,
             _MIG.get(d.mig_mode, MigMode.OFF),
+            _static_devices(d),
         )
         for d in devices
     )
     return NodeInventory(NodeName(node), tuple(sorted(gpus, key=lambda g: g.index)))
+
+
+def _static_devices(device: pb.Device) -> tuple[MigInstance, ...]:
+    if device.mig_mode != pb.MIG_MODE_STATIC:
+        return ()
+    return tuple(MigInstance(m.uuid, m.profile, m.start) for m in sorted(device.mig_devices, key=lambda m: m.start))
 
 
 def node_metadata(node: str, devices: Sequence[pb.Device], protocol: Protocol) -> tuple[dict[str, str], dict[str, str]]:

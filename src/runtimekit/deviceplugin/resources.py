@@ -1,13 +1,20 @@
 """What the device plugin advertises to kubelet, per extended resource, from the runtime's GPUs.
 
-Device ID scheme (stable across restarts: it depends only on GPU UUIDs and sizes):
+Device ID scheme (stable across restarts: it depends only on GPU UUIDs, sizes and MIG layouts):
 - `resources.gpu`:    one device per GPU, ID `<gpu-uuid>`;
 - `resources.core`:   100 devices per GPU (1 % each), IDs `<gpu-uuid>::0` … `<gpu-uuid>::99`;
 - `resources.memory`: memory ÷ memory unit devices per GPU, IDs `<gpu-uuid>::0` … `::<units-1>`;
-- `<migPrefix><profile>`: one device per MIG device of that profile, ID `<mig-uuid>`.
-GPUs in MIG mode are advertised only through their MIG devices. A device is Unhealthy when its GPU
-is. `gpu_of(id)` maps any ID back to its GPU (or MIG device) UUID by splitting on the first `::`,
-as NVIDIA's replicas do (protocols.md §1.8). Pure functions over `runtimekit.v1` Device messages.
+- `<migPrefix><profile>` on a GPU in static MIG mode: one device per existing MIG device of that
+  profile, ID `<mig-uuid>`;
+- `<migPrefix><profile>` on a GPU in dynamic MIG mode: as many devices as instances of the profile
+  fit on the empty GPU, IDs `<gpu-uuid>::<profile>::0` … `::<max-1>` (e.g. 7 for 1g.10gb, 2 for
+  3g.40gb on an A100-80GB). kubelet counts each profile on its own, so it may admit more slices than
+  fit at once across profiles; the scheduler's ledger is what prevents that, and the runtime refuses
+  an overlapping instance.
+GPUs in MIG mode are advertised only through their MIG profiles: a MIG GPU is never shared by time.
+A device is Unhealthy when its GPU is. `gpu_of(id)` maps any ID back to its GPU (or static MIG
+device) UUID by splitting on the first `::`, as NVIDIA's replicas do (protocols.md §1.8); `target`
+says the same of an assigned share. Pure functions over `runtimekit.v1` Device messages.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
+from runtimekit.model import GpuShare
 from runtimekit.protocol import Protocol
 
 CORE_DEVICES_PER_GPU = 100
@@ -61,15 +69,37 @@ def _shareable(device: pb.Device) -> bool:
     return device.mig_mode in (pb.MIG_MODE_OFF, pb.MIG_MODE_UNSPECIFIED)
 
 
+def target(share: GpuShare) -> str:
+    """The GPU (or static MIG device) an assigned share's device IDs belong to, as `gpu_of` reads them:
+    a dynamic MIG share (no UUID yet) belongs to its GPU."""
+    return share.uuid or share.parent_uuid or ""
+
+
+def offered_profiles(device: pb.Device) -> list[str]:
+    """The MIG profiles a GPU offers pods: its devices' (static) or every profile it has (dynamic)."""
+    if device.mig_mode == pb.MIG_MODE_STATIC:
+        return [m.profile for m in device.mig_devices]
+    if device.mig_mode == pb.MIG_MODE_DYNAMIC:
+        return [p.name for p in device.mig_profiles if p.max_instances > 0]
+    return []
+
+
+def dynamic_ids(device: pb.Device, profile: str) -> list[str]:
+    """The device IDs of a profile on a GPU in dynamic MIG mode."""
+    found = next((p for p in device.mig_profiles if p.name == profile), None)
+    count = found.max_instances if found is not None else 0
+    return [f"{device.uuid}{REPLICA_SEPARATOR}{profile}{REPLICA_SEPARATOR}{k}" for k in range(count)]
+
+
 def resource_specs(devices: Iterable[pb.Device], protocol: Protocol) -> list[ResourceSpec]:
-    """The resources to register: gpu, core and memory always, plus one per MIG profile present."""
+    """The resources to register: gpu, core and memory always, plus one per MIG profile offered."""
     names = protocol.resources
     specs = [
         ResourceSpec(names.gpu, ResourceKind.GPU),
         ResourceSpec(names.core, ResourceKind.CORE),
         ResourceSpec(names.memory, ResourceKind.MEMORY),
     ]
-    profiles = sorted({m.profile for d in devices if not _shareable(d) for m in d.mig_devices})
+    profiles = sorted({p for d in devices for p in offered_profiles(d)})
     specs += [ResourceSpec(names.mig_prefix + p, ResourceKind.MIG, p) for p in profiles]
     return specs
 
@@ -80,11 +110,14 @@ def advertised(spec: ResourceSpec, devices: Sequence[pb.Device], memory_unit_mib
     for device in devices:
         healthy, numa = _healthy(device), device.numa_node
         if spec.kind is ResourceKind.MIG:
-            out += [
-                AdvertisedDevice(m.uuid, healthy and m.health != pb.HEALTH_UNHEALTHY, numa)
-                for m in device.mig_devices
-                if m.profile == spec.mig_profile
-            ]
+            if device.mig_mode == pb.MIG_MODE_DYNAMIC:
+                out += [AdvertisedDevice(i, healthy, numa) for i in dynamic_ids(device, spec.mig_profile)]
+            elif device.mig_mode == pb.MIG_MODE_STATIC:
+                out += [
+                    AdvertisedDevice(m.uuid, healthy and m.health != pb.HEALTH_UNHEALTHY, numa)
+                    for m in device.mig_devices
+                    if m.profile == spec.mig_profile
+                ]
             continue
         if not _shareable(device):
             continue

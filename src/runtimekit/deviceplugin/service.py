@@ -2,7 +2,8 @@
 
 `DeviceState` mirrors the runtime's WatchDevices (a generation and a condition, so ListAndWatch
 streams follow a health change within milliseconds). `DevicePluginService.allocate` finds the pod
-(`matching.match`), forwards its assigned shares to the runtime, and marks the pod allocated with a
+(`matching.match`), forwards its assigned shares to the runtime (a MIG share with its GPU, profile and
+start: the runtime finds the static device or makes the dynamic one), and marks the pod allocated with a
 resourceVersion-guarded patch of `annotations.allocated`, re-reading and retrying on a conflict. Every
 refusal is a `PluginError` whose message kubelet shows on the pod; nothing here raises anything else
 for a bad request. Allocate calls are serialised (one lock), as kubelet itself does.
@@ -29,7 +30,15 @@ from runtimekit.deviceplugin.matching import (
     parse_allocated,
     preferred_ids,
 )
-from runtimekit.deviceplugin.resources import AdvertisedDevice, ResourceSpec, advertised, gpu_of, resource_specs
+from runtimekit.deviceplugin.resources import (
+    AdvertisedDevice,
+    ResourceKind,
+    ResourceSpec,
+    advertised,
+    gpu_of,
+    resource_specs,
+    target,
+)
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
 from runtimekit.protocol import Protocol as KitProtocol
 
@@ -168,6 +177,8 @@ class DevicePluginService:
                 pods = []
             found = match(pods, self.node, resource, size, self.settings.protocol, self._recent)
         shares = found.shares if isinstance(found, Candidate) else ()
+        if spec.kind is ResourceKind.MIG:
+            shares = tuple(s for s in shares if s.mig_profile == spec.mig_profile)
         return preferred_ids(spec.kind, shares, available, must_include, size)
 
     # -- Allocate ------------------------------------------------------------------------------
@@ -189,13 +200,16 @@ class DevicePluginService:
         return answer
 
     def _check_devices(self, found: Candidate, resource: str, device_ids: Sequence[str]) -> None:
-        assigned = {s.uuid for s in found.shares}
+        assigned = {target(s) for s in found.shares}
         stray = sorted({gpu_of(i) for i in device_ids} - assigned)
         if stray:  # kubelet's IDs are only bookkeeping; the assignment decides. Say so for PodResources readers.
             log.warning("kubelet chose %s devices on %s for %s, assigned %s", resource, stray, found, sorted(assigned))
 
     def _forward(self, found: Candidate, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
-        shares = [Share(s.uuid, s.core_milli, s.memory_mib) for s in found.shares]
+        shares = [
+            Share(s.uuid, s.core_milli, s.memory_mib, s.parent_uuid or "", s.mig_profile, s.mig_start)
+            for s in found.shares
+        ]
         try:
             return self._runtime.allocate(
                 found.namespace, found.name, found.uid, found.container, shares, resource, device_ids
