@@ -156,6 +156,8 @@ def test_invalid_lists_every_cause(kube_http: httpx2.Client) -> None:
         ("PUT", "/api/v1/namespaces/default/pods", 405, "MethodNotAllowed"),
         ("GET", "/api/v1/namespaces/default/bindings", 405, "MethodNotAllowed"),
         ("GET", "/api/v1/namespaces/default/nodes/n1", 404, "NotFound"),
+        ("GET", "/api/v1/namespaces/default/pods/p/binding", 405, "MethodNotAllowed"),
+        ("DELETE", "/api/v1/namespaces/default/pods/p/status", 405, "MethodNotAllowed"),
     ],
 )
 def test_bad_paths(kube_http: httpx2.Client, method: str, path: str, code: int, reason: str) -> None:

@@ -59,6 +59,12 @@ from runtimekit.cluster.apiserver.watch import Waker, WatchRequest, WatchStream,
 log = logging.getLogger(__name__)
 _HEALTH = ("/healthz", "/readyz", "/livez")
 _BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json")
+_SUBRESOURCE_METHODS = {
+    "status": ("GET", "PUT", "PATCH"),
+    "finalize": ("PUT",),
+    "binding": ("POST",),
+    "eviction": ("POST",),
+}
 _STREAM_ITEMS = 1000  # lists longer than this are streamed in chunks of this many items
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
@@ -114,9 +120,8 @@ class Handlers:
         table = self.api.table
         body: dict[str, Any] | None
         if where.legacy:
-            body = discovery.api_versions(self.address()) if not where.version else None
-            if where.version:
-                body = discovery.api_resource_list(table, "", where.version)
+            legacy = discovery.api_resource_list(table, "", where.version) if where.version else None
+            body = legacy if where.version else discovery.api_versions(self.address())
         elif not where.group:
             body = discovery.api_group_list(table)
         elif not where.version:
@@ -143,6 +148,8 @@ class Handlers:
         info = self._info(target)
         query = {key: request.query.get(key, "") for key in request.query}
         method = request.method
+        if target.subresource and method not in _SUBRESOURCE_METHODS[target.subresource]:
+            raise method_not_allowed()
         if method == "GET" and (target.watch or (target.name is None and parse_bool(query, "watch"))):
             self._allow(info, "watch")
             return await self._watch(request, info, target, query)
