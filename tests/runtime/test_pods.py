@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from runtime_helpers import NODE, pod_manifest
 
@@ -72,8 +74,28 @@ LIVE = [pod_manifest("pod-live", "live"), pod_manifest("pod-done", "done", phase
     ],
 )
 def test_stale_allocations(
-    api: list[dict[str, object]] | None, kubelet: set[tuple[str, str]] | None, expected: dict[str, str]
+    api: list[dict[str, Any]] | None, kubelet: set[tuple[str, str]] | None, expected: dict[str, str]
 ) -> None:
     allocations = [_alloc("live"), _alloc("gone"), _alloc("done"), _alloc("young", created=990)]
     stale = stale_allocations(allocations, api, kubelet, now_ms=1000, grace_ms=100)
+    assert {a.pod.uid: why for a, why in stale} == expected
+
+
+def deleting(manifest: dict[str, Any]) -> dict[str, Any]:
+    manifest["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"
+    return manifest
+
+
+@pytest.mark.parametrize(
+    ("kubelet", "expected"),
+    [
+        pytest.param(set(), {"live": "being deleted, and kubelet no longer runs it"}, id="containers-stopped"),
+        pytest.param({("default", "pod-live")}, {}, id="kubelet-still-runs-it"),
+        pytest.param(None, {}, id="no-kubelet-to-ask"),
+    ],
+)
+def test_a_pod_being_deleted_is_released_once_kubelet_stopped_it(
+    kubelet: set[tuple[str, str]] | None, expected: dict[str, str]
+) -> None:
+    stale = stale_allocations([_alloc("live")], [deleting(pod_manifest("pod-live", "live"))], kubelet, 1000, 100)
     assert {a.pod.uid: why for a, why in stale} == expected

@@ -6,8 +6,8 @@ real one is `runtimekit.kube.nodeapi.KubeNodeApi`, tests pass a list) and `PodRe
 - `allocations_from_pods` rebuilds allocations from the assignment annotations when the checkpoint
   is corrupt.
 - `stale_allocations` decides which allocations to release: a pod is gone when every available
-  source says so (absent, or finished), and only after a grace period, so a pod admitted a moment
-  ago is never released by a list taken before it.
+  source says so (absent, or finished; or being deleted while kubelet no longer runs it), and only
+  after a grace period, so a pod admitted a moment ago is never released by a list taken before it.
 """
 
 from __future__ import annotations
@@ -149,6 +149,9 @@ def _gone(
         manifest = live_uids.get(pod.uid)
         if manifest is not None and is_finished(manifest):
             return f"pod is {manifest['status']['phase']}"
+        if manifest is not None and _meta(manifest).get("deletionTimestamp") and kubelet_pods is not None:
+            if (pod.namespace, pod.name) not in kubelet_pods:  # its containers have stopped: free it now
+                return "being deleted, and kubelet no longer runs it"
         if manifest is not None:
             return ""
         reasons.append("not on this node in the API server")
