@@ -4,8 +4,11 @@ instance) and destroying (compute instance first) MIG devices, and the refusals.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
+from typing import Any
 
+import pynvml
 import pytest
 from nvml_fakes import FakeGpu, GpuInstance, MigNvml
 
@@ -161,3 +164,48 @@ def test_the_service_makes_mig_devices_through_nvml(fake: MigNvml, tmp_path: Pat
         assert fake.instances[1] == []
     finally:
         runtime.close()
+
+
+def _check_script() -> Any:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "gpu" / "check_mig.py"
+    spec = importlib.util.spec_from_file_location("check_mig", path)
+    assert spec is not None
+    assert spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    return script
+
+
+def test_the_mig_check_reads_and_changes_nothing(
+    fake: MigNvml, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    made = GpuInstance(fake.gpus[1], 1, 2, 4)
+    fake.nvmlGpuInstanceCreateComputeInstance(made, 2)
+    fake.instances[1].append(made)
+    fake.mig_calls.clear()
+    monkeypatch.setattr(pynvml, "nvmlSystemGetDriverVersion", lambda: "560.35.03")
+    monkeypatch.setattr(pynvml, "nvmlDeviceGetGpuInstanceRemainingCapacity", lambda h, pid: 1)
+    assert _check_script().main() == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["result"] == "ok", report["failures"]
+    h200, a100 = report["gpus"]
+    assert a100["mig_mode"] == {"current": 1, "pending": 1}
+    assert a100["gpu_instance_profiles"]["2"]["placements"] == [[0, 4], [4, 4]]
+    assert a100["gpu_instance_profiles"]["5"]["error"] == "NVMLError_NotSupported"
+    assert a100["mig_devices"] == [{"uuid": "MIG-1-gi1-s4", "profile": "3g.40gb", "start": 4, "gi": 1, "ci": 0}]
+    assert a100["differences_from_built_in_table"] == []
+    assert h200["mig_mode"]["current"] == 0
+    assert fake.mig_calls == []  # nothing made, nothing destroyed
+
+
+def test_the_mig_check_is_skipped_without_a_driver(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def missing() -> None:
+        raise pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND)
+
+    monkeypatch.setattr(pynvml, "nvmlInit", missing)
+    assert _check_script().main() == 0
+    assert json.loads(capsys.readouterr().out)["result"] == "skipped: no NVIDIA GPU/driver"
