@@ -225,3 +225,24 @@ def test_nvml_refuses_a_layout_and_the_simulated_backend_takes_the_flags(tmp_pat
     backend, _, _ = build_backend(simulated)
     assert [d.mig_mode for d in backend.devices()] == [MigMode.DYNAMIC, MigMode.STATIC, MigMode.OFF]
     assert MigConfig().mode(0) is None
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        pytest.param(["--mig-mode", "sometimes"], "bad mode 'sometimes'", id="bad-mode"),
+        pytest.param(["--mig-mode", "0:dynamic", "--simulate-gpus", "1xT4"], "has no MIG", id="mig-on-t4"),
+        pytest.param(["--mig-layout", "7g.80gb,1g.10gb"], "more compute slices", id="layout-too-big"),
+    ],
+)
+def test_runtime_command_refuses_bad_mig_flags(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch, flags: list[str], message: str
+) -> None:
+    from runtimekit.cli.main import main
+
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+
+    argv = ["runtime", "--backend", "simulated", "--simulate-gpus", "2xA100-80GB", "--socket", str(tmp_path / "s")]
+    argv += ["--state-dir", str(tmp_path), "--pod-resources-socket", "", *flags]
+    assert main(argv) == 2
+    assert message in caplog.text
