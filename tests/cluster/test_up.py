@@ -98,7 +98,8 @@ def test_up_serves_a_cluster_kubectl_sees_and_stops_on_sigterm(state_dir: Path, 
         assert info["kubeconfig"] == str(state_dir / "kubeconfig")
         assert [set(n) for n in info["nodes"]] == [{"name", "runtime_socket", "exporter"}] * 2
         assert [n["name"] for n in info["nodes"]] == ["gpu-node-1", "gpu-node-2"]
-        assert all(Path(n["runtime_socket"]).is_socket() and n["exporter"] is None for n in info["nodes"])
+        assert all(Path(n["runtime_socket"]).is_socket() for n in info["nodes"])
+        assert all(n["exporter"].startswith("http://127.0.0.1:") for n in info["nodes"])  # one exporter per node
         if KUBECTL_DISPATCHER is None and not KUBECTL_BINARIES:
             pytest.skip("kubectl is not installed")
         nodes = json.loads(kubectl(state_dir / "kubeconfig", tmp_path, "get", "nodes", "-o", "json"))["items"]

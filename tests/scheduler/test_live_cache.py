@@ -219,3 +219,27 @@ class LiveCacheMachine(RuleBasedStateMachine):
 
 TestLiveCacheMachine = LiveCacheMachine.TestCase
 TestLiveCacheMachine.settings = settings(max_examples=30, stateful_step_count=25, deadline=None)
+
+
+def test_pods_of_a_missing_podgroup_wait_for_it() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1", gpus=4))
+    cache, framework = make(api)
+    member = {"scheduling.k8s.io/group-name": "g"}
+    for i in range(2):
+        api.add_pod(pod_object(f"g{i}", {GPU: 1}, annotations=member))
+    schedule(cache, framework, 1)
+    assert not any(p["spec"].get("nodeName") for p in api.pods.values())  # not scheduled as gangs of one
+    assert api.events[-1][2] == "PodGroup default/g does not exist (yet); its pods wait for it"
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 3},
+    }
+    cache.on_podgroup("ADDED", group)
+    schedule(cache, framework, 1)
+    assert not any(p["spec"].get("nodeName") for p in api.pods.values())  # 2 of minMember 3
+    api.add_pod(pod_object("g2", {GPU: 1}, annotations=member))
+    schedule(cache, framework, 1)
+    assert all(p["spec"].get("nodeName") == "n1" for p in api.pods.values())

@@ -20,6 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--trigger", help="module:attribute of a trigger (default: the protocol's enable label)")
     parser.add_argument("--success-ttl", type=float, default=60.0, help="seconds to keep succeeded Jobs")
     parser.add_argument("--failed-history", type=int, default=3, help="failed Jobs kept per node")
+    parser.add_argument("--event-namespace", default="default", help="namespace of the Events it records on Nodes")
     parser.add_argument("--leader-elect", action="store_true")
     parser.add_argument("--lease-namespace", default="kube-system")
     parser.add_argument("--identity", help="leader-election identity")
@@ -49,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
         return 2
     http = KubeHttp.connect(args.kubeconfig, user_agent="runtimekit-controller")
     options = ControllerOptions(
-        args.namespace, args.image, success_ttl=args.success_ttl, failed_history=args.failed_history
+        args.namespace,
+        args.image,
+        success_ttl=args.success_ttl,
+        failed_history=args.failed_history,
+        event_namespace=args.event_namespace,
     )
     leader = None
     if args.leader_elect:

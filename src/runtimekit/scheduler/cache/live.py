@@ -96,6 +96,7 @@ class _Job:
     name: str
     group: dict[str, Any] | None = None  # the PodGroup object, when there is one
     members: set[PodKey] = field(default_factory=set)
+    grouped: bool = False  # its pods name a PodGroup (which may not have arrived yet)
     phase: str = ""
     reported: str = ""
 
@@ -228,6 +229,7 @@ class LiveCache:
             group_name = key.split("/", 1)[1] if grouped else task.name
             job = self.jobs[key] = _Job(key, task.namespace, group_name)
         if grouped:
+            job.grouped = True
             job.group = self.groups.get(key)
         job.members.add(task.key)
 
@@ -357,12 +359,26 @@ class LiveCache:
             return any(self._eligible(e, now) for e in self.pending.values())
 
     def snapshot(self) -> Snapshot:
+        missing_groups: list[tuple[TaskInfo, str]] = []
+        snapshot = self._snapshot(missing_groups)
+        for task, message in missing_groups:
+            self._safe_report(task, False, "FailedScheduling", message)
+        return snapshot
+
+    def _snapshot(self, missing_groups: list[tuple[TaskInfo, str]]) -> Snapshot:
         with self.lock:
             now = self.clock()
             table = self.ledger.table.copy()
             jobs: dict[JobKey, JobInfo] = {}
             for job in self.jobs.values():
                 waiting = [self.pending[m] for m in job.members if m in self.pending and m not in self.assumed]
+                if job.grouped and job.group is None:  # a gang's pods before its PodGroup: wait for it
+                    message = f"PodGroup {job.key} does not exist (yet); its pods wait for it"
+                    for entry in waiting:
+                        if entry.reported != message:
+                            entry.reported = message
+                            missing_groups.append((entry.task, message))
+                    continue
                 if not any(self._eligible(e, now) for e in waiting) and not (self.include_running and job.members):
                     continue
                 info = self._job_info(job)

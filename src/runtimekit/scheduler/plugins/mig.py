@@ -8,7 +8,8 @@ weights that make a larger profile count more than all smaller ones together, an
 the placement (and the node) that loses least of it — so small slices fill GPUs that are already
 cut up and whole GPUs stay free for 7-slice jobs.
 
-Implements Predicate, NodeOrder and DeviceAllocate. Arguments: `mig.weight` (default 1).
+Implements Predicate, NodeOrder and DeviceAllocate. Arguments: `mig.weight` (default 1),
+`mig.policy` (`capacity`, the default, or `firstfit`: the first free slot on the first node).
 """
 
 from __future__ import annotations
@@ -40,13 +41,19 @@ from runtimekit.scheduler.framework.status import Status, unschedulable
 NAME = "mig"
 
 
+POLICIES = ("capacity", "firstfit")
+
+
 @dataclass(frozen=True)
 class MigArgs:
     weight: float = 1.0
+    policy: str = "capacity"  # capacity: lose least large-profile capacity; firstfit: first free slot
 
     def __post_init__(self) -> None:
         if self.weight < 0:
             raise ArgumentError(f"{NAME}: weight must not be negative")
+        if self.policy not in POLICIES:
+            raise ArgumentError(f"{NAME}: unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
 
 
 def _weights(geo: MigGeometry) -> dict[str, int]:
@@ -70,10 +77,10 @@ class Choice:
     after: int
 
 
-def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]]) -> Choice | None:
+def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_fit: bool = False) -> Choice | None:
     """Place every wanted (profile, count) on the node's MIG GPUs, greedily, each instance where it
-    loses least capacity (ties: a GPU already cut up, then the lowest GPU and slice). None if it
-    does not fit."""
+    loses least capacity (ties: a GPU already cut up, then the lowest GPU and slice), or with
+    `first_fit` at the lowest GPU and slice that is free. None if it does not fit."""
     occupied = {g: st.occupied for g, st in states.items()}
     before = sum(value(st, occupied[g]) for g, st in states.items())
     slots: list[Slot] = []
@@ -101,8 +108,8 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]]) -> Cho
                 scratch = MigGpuState(st.geometry, st.mode, st.instances, current)
                 for start in scratch.options(profile_name):
                     after = current | mask(start, profile.size)
-                    loss = value(st, current) - value(st, after)
-                    key = (loss, 0 if current else 1, g, start)
+                    loss = 0 if first_fit else value(st, current) - value(st, after)
+                    key = (loss, 0 if current or first_fit else 1, g, start)
                     if best is None or key < best[0]:
                         best = (key, g, start)
             if best is None:
@@ -121,27 +128,31 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
 
     def __init__(self, args: MigArgs) -> None:
         self.args = args
-        self._plans: dict[tuple[str, int, int], Choice | None] = {}
-
-    def on_session_open(self, ssn: Any) -> None:
-        self._plans.clear()
+        self._first_fit = args.policy == "firstfit"
+        self._plans: dict[tuple[tuple[tuple[str, int], ...], int, int], Choice | None] = {}
 
     @staticmethod
     def _wants(task: TaskInfo) -> list[tuple[str, int]]:
         return [(c.gpu.mig_profile, c.gpu.count) for c in task.request.gpus if c.gpu.kind is GpuKind.MIG]
 
     def _plan(self, task: TaskInfo, row: int, ssn: Any) -> Choice | None:
-        key = (task.key, row, int(ssn.table.version[row]))
+        """The plan for what the task wants on a row, cached by the row's version (which covers its
+        MIG slices), so pods asking alike share it until the node changes."""
+        wants = tuple(self._wants(task))
+        key = (wants, row, int(ssn.table.version[row]))
         if key not in self._plans:
+            if len(self._plans) > 200_000:
+                self._plans.clear()
             states = ssn.table.mig.get(row, {})
-            self._plans[key] = plan(states, self._wants(task)) if states else None
+            self._plans[key] = plan(states, list(wants), self._first_fit) if states else None
         return self._plans[key]
 
     def predicate(self, task: TaskInfo, rows: Rows, ssn: Any) -> Verdict:
         wants = self._wants(task)
         if not wants:
             return Verdict.all(rows.size)
-        passed = np.array([self._plan(task, int(r), ssn) is not None for r in rows], np.bool_)
+        mig_rows = ssn.table.mig
+        passed = np.array([r in mig_rows and self._plan(task, r, ssn) is not None for r in rows.tolist()], np.bool_)
         profiles = ", ".join(sorted({p for p, _ in wants}))
 
         def explain() -> list[tuple[str, np.ndarray]]:
@@ -151,7 +162,7 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
         return Verdict(passed, explain)
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: Any) -> Scores:
-        if not self._wants(task):
+        if not self._wants(task) or self._first_fit:  # first fit: the node order alone decides
             return np.zeros(rows.size)
         scores = np.zeros(rows.size)
         for i, row in enumerate(rows.tolist()):
@@ -168,7 +179,7 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         scratch = {g: MigGpuState(st.geometry, st.mode, st.instances, st.occupied) for g, st in states.items()}
         for container in migs:
-            choice = plan(scratch, [(container.gpu.mig_profile, container.gpu.count)])
+            choice = plan(scratch, [(container.gpu.mig_profile, container.gpu.count)], self._first_fit)
             if choice is None:
                 return unschedulable(
                     f"container {container.container}: no free MIG slot for {container.gpu.mig_profile}"
