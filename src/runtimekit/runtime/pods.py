@@ -149,9 +149,9 @@ def _gone(
         manifest = live_uids.get(pod.uid)
         if manifest is not None and is_finished(manifest):
             return f"pod is {manifest['status']['phase']}"
-        if manifest is not None and _meta(manifest).get("deletionTimestamp") and kubelet_pods is not None:
-            if (pod.namespace, pod.name) not in kubelet_pods:  # its containers have stopped: free it now
-                return "being deleted, and kubelet no longer runs it"
+        stopped = kubelet_pods is not None and (pod.namespace, pod.name) not in kubelet_pods
+        if manifest is not None and _meta(manifest).get("deletionTimestamp") and stopped:
+            return "being deleted, and kubelet no longer runs it"  # its containers have stopped: free it now
         if manifest is not None:
             return ""
         reasons.append("not on this node in the API server")
