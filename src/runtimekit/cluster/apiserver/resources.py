@@ -250,6 +250,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
         "PodGroup",
         True,
         ("pg", "podgroup-v1beta1"),
+        subresources=_STATUS,  # as the kit's CRD (deploy/crds) declares it
         strategic_merge=False,
         custom=True,
         printer_columns=_VOLCANO_PODGROUP_COLUMNS,
