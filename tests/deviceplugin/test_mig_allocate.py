@@ -67,9 +67,8 @@ def test_kubelet_admits_mig_pods_of_both_modes_and_the_inventory_has_the_layout(
     stack.start_plugin()
     kl = stack.kubelet
     assert kl is not None
-    wanted = {ONE: 7, THREE: 4, RES.gpu: 1}  # 3g.40gb: two static devices and two dynamic slots
+    wanted = {ONE: 7, THREE: 4, RES.mig_prefix + "7g.80gb": 1, RES.gpu: 1}  # 3g.40gb: 2 static devices + 2 slots
     assert kl.wait_for(lambda k: all(k.capacity().get(r) == n for r, n in wanted.items())), kl.capacity()
-    assert kl.capacity()[RES.mig_prefix + "7g.80gb"] == 1
     assert stack.kube.wait_node(lambda api: PROTOCOL.annotations.node_devices in api.node_annotations.get(NODE, {}))
     published = NodeInventory.from_annotation(
         NODE, stack.kube.node_annotations[NODE][PROTOCOL.annotations.node_devices]

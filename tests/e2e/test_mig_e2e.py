@@ -124,6 +124,9 @@ def start_node(api: ApiServer, spec: NodeSpec, index: int, folder: Path) -> Node
     service = DevicePluginService(PluginSettings(spec.name, P), client, kube, DeviceState())
     plugin = DevicePluginManager(service, client.watch_devices, folder / "plugins", NodePublisher(kube, spec.name, P))
     plugin.start(30.0)
+    names = sorted(resource.name for resource in service.specs())
+    listed = manager.wait_for(lambda k: k.resources() == names and all(k.updates(r) for r in names), 30.0)
+    assert listed, f"{spec.name}: kubelet lists {manager.resources()}, the plugin serves {names}"
     kubelet.on_pod_stopped.append(lambda _pod: runtime.reconcile())  # free a stopped pod before the next admission
     node = Node(spec, daemon, client)
     node.stops = [kubelet.stop, plugin.stop, client.close, daemon.stop, lambda: pod_resources.stop(0).wait()]
