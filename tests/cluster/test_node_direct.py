@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devices import DirectDevices
 from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION, KubeletOptions, SimulatedKubelet
@@ -27,14 +28,6 @@ NODE = "direct-1"
 PODS = "/api/v1/namespaces/default/pods"
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class Clock:

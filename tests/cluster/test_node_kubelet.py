@@ -7,12 +7,13 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.api.kubelet import unix_target
 from runtimekit.api.podresources.v1 import podresources_pb2 as pr
 from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
@@ -29,14 +30,6 @@ NODE = "gpu-node-1"
 PODS = "/api/v1/namespaces/default/pods"
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -9,12 +9,13 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.controller.agent import AgentError, switch
 from runtimekit.controller.jobs import DONE_ANNOTATION, REQUEST_ANNOTATION, JobTemplate
@@ -34,14 +35,6 @@ NS = "kube-system"
 JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 15.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 class JobRunner:

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +28,7 @@ from deploy.containers import materialise, parse_args
 from deploy.manifests import config_data, containers, documents, render_deploy, workloads
 from deploy.recorder import Attributes, RbacPolicy, RecordingProxy
 from fixtures.apiserver import http_client, make_node
+from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import Assignment, GpuShare, NodeInventory, NodeName, simulated_uuid
 from runtimekit.protocol import Protocol
@@ -61,14 +62,6 @@ def assert_exact(policy: RbacPolicy, seen: list[Attributes]) -> None:
     )
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

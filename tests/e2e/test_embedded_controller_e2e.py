@@ -10,12 +10,13 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.kube.http import KubeHttp
@@ -29,14 +30,6 @@ NODE = "gpu-node-1"
 JOBS = "/apis/batch/v1/namespaces/kube-system/jobs"
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 60.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def label(http: KubeHttp, value: str) -> None:

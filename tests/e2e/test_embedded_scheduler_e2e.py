@@ -5,12 +5,12 @@ pod runs on the GPUs its assignment names, and no GPU is ever booked beyond its 
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
@@ -27,14 +27,6 @@ GPUS = 4
 H200_MIB = gpu_model("H200").memory_mib
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,14 @@ GPU comes back once the exporter's recovery time has passed."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
 import httpx2
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
@@ -28,14 +28,6 @@ P = Protocol.default()
 PODS = "/api/v1/namespaces/default/pods"
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 45.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 @pytest.fixture

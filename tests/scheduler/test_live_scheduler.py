@@ -5,11 +5,12 @@ mid-stream that books nothing twice, and leader election between two schedulers.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
@@ -37,14 +38,6 @@ tiers:
 """
 
 
-def wait_for(check: Callable[[], Any], timeout: float = 20.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def node(name: str, gpus: int, model: str = "H200") -> dict[str, Any]:
