@@ -68,8 +68,8 @@ def test_an_xid_takes_a_gpu_out_of_scheduling_until_it_recovers(cluster: Embedde
     metrics = httpx2.get(cluster.info()["nodes"][0]["exporter"]).text
     assert 'runtimekit_gpu_healthy{gpu="0"' in metrics
     assert "XID 79" in metrics
-    allocatable = http.get(f"/api/v1/nodes/{node.name}")["status"]["allocatable"]
-    assert allocatable[P.resources.gpu] == "1"
+    wait_for(lambda: http.get(f"/api/v1/nodes/{node.name}")["status"]["allocatable"][P.resources.gpu] == "1",
+             what="kubelet's allocatable to drop the unhealthy GPU")
     http.post(PODS, pod("first"))
     http.post(PODS, pod("second"))
     first = wait_for(
