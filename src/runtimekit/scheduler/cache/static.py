@@ -66,6 +66,10 @@ class StaticCache:
         self.choices: dict[PodKey, DeviceChoice] = {}
         self.evicted: list[tuple[PodKey, str]] = []
         self.unschedulable: dict[PodKey, FitErrors] = {}
+        # the nodes are fixed, so their total is too
+        self.capacity = Resources(
+            int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000
+        )
         self.now = 0.0
 
     def add_job(self, job: JobInfo) -> None:
@@ -82,7 +86,7 @@ class StaticCache:
         table = self.ledger.table if self.share_table else self.ledger.table.copy()
         jobs = self.jobs if self.share_table else {k: j.clone() for k, j in self.jobs.items()}
         queues = self.queues if self.share_table else {k: q.clone() for k, q in self.queues.items()}
-        capacity = Resources(int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000)
+        capacity = self.capacity
         allocated: dict[str, Resources] = {}
         if not self.share_table:
             for job in self.jobs.values():
