@@ -11,9 +11,11 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -122,6 +124,58 @@ def test_up_refuses_bad_options(tmp_path: Path) -> None:
     up = start_up("--gpu-model", "Z80", log=tmp_path / "up.log")
     assert up.process.wait(timeout=60) == 2
     assert "unknown GPU model 'Z80'" in (tmp_path / "up.log").read_text()
+
+
+def test_up_refuses_mig_options_the_nodes_cannot_have(tmp_path: Path) -> None:
+    cases = [
+        (["--gpu-model", "A100-80GB", "--mig-mode", "sometimes"], "--mig-mode"),
+        (["--gpu-model", "A100-80GB", "--mig-mode", "static"], "no layout"),
+        (["--gpu-model", "A100-80GB", "--gpus-per-node", "2", "--mig-mode", "5:dynamic"], "the node has 2 GPUs"),
+        (["--gpu-model", "L40S", "--mig-mode", "dynamic"], "has no MIG"),
+        (["--direct", "--gpu-model", "A100-80GB", "--mig-mode", "dynamic"], "drop --direct"),
+    ]
+    for args, reason in cases:
+        up = start_up(*args, log=tmp_path / "up.log")
+        assert up.process.wait(timeout=60) == 2, args
+        assert reason in (tmp_path / "up.log").read_text(), (args, (tmp_path / "up.log").read_text()[-2000:])
+
+
+@pytest.mark.e2e
+def test_up_with_mig_nodes_runs_a_mig_pod_kubectl_applies(state_dir: Path, tmp_path: Path) -> None:
+    """GPU 0 dynamic, GPU 1 static (two 3g.40gb), GPU 2 shared by time: kubelet advertises the MIG profiles
+    and one whole GPU, and the example MIG pod lands on a 3g.40gb slice."""
+    up = start_up(
+        *("--nodes", "1", "--gpus-per-node", "3", "--gpu-model", "A100-80GB", "--state-dir", str(state_dir)),
+        *("--mig-mode", "0:dynamic,1:static", "--mig-layout", "1:3g.40gb,3g.40gb", "--no-exporter"),
+        log=tmp_path / "up.log",
+    )
+    try:
+        line = up.next_line(timeout=90)
+        assert line == f"ready: {state_dir / 'kubeconfig'}", (tmp_path / "up.log").read_text()[-3000:]
+        if KUBECTL_DISPATCHER is None and not KUBECTL_BINARIES:
+            pytest.skip("kubectl is not installed")
+        kubeconfig = state_dir / "kubeconfig"
+        node = json.loads(kubectl(kubeconfig, tmp_path, "get", "node", "gpu-node-1", "-o", "json"))
+        allocatable = node["status"]["allocatable"]
+        assert allocatable[P.resources.gpu] == "1"  # only GPU 2 is shared by time
+        assert allocatable[P.resources.core] == "100"
+        assert allocatable[P.resources.mig_prefix + "3g.40gb"] == "4"  # 2 fit on the dynamic GPU, 2 static
+        assert allocatable[P.resources.mig_prefix + "1g.10gb"] == "7"  # dynamic only
+        example = Path(__file__).resolve().parents[2] / "examples" / "mig" / "pod.yaml"
+        kubectl(kubeconfig, tmp_path, "apply", "-f", str(example))
+        pod: dict[str, Any] = {}
+        for _ in range(120):
+            pod = json.loads(kubectl(kubeconfig, tmp_path, "get", "pod", "mig", "-o", "json"))
+            if (pod.get("status") or {}).get("phase") == "Running":
+                break
+            time.sleep(0.5)
+        assert pod["status"]["phase"] == "Running", pod
+        annotations = pod["metadata"]["annotations"]
+        shares = json.loads(annotations[P.annotations.assignment])["containers"]["training"]
+        assert [s["migProfile"] for s in shares] == ["3g.40gb"], shares
+    finally:
+        code = up.stop()
+    assert code == 0, (tmp_path / "up.log").read_text()[-3000:]
 
 
 @pytest.mark.e2e

@@ -83,6 +83,8 @@ class ClusterOptions:
     state_dir: Path | None = None  # None: a temporary folder, removed at stop
     direct: bool = False
     isolation: str = "none"  # none | mps | hami-core (plugin mode)
+    mig_mode: str = ""  # the runtimes' --mig-mode (plugin mode): off|static|dynamic or INDEX:MODE,...
+    mig_layout: str = ""  # the runtimes' --mig-layout for static MIG GPUs
     scheduler: bool = True
     scheduler_conf: str | None = None  # None: examples/scheduler/gpushare.conf, else the built-in conf
     controller: bool = True
@@ -102,9 +104,20 @@ class ClusterOptions:
         if self.isolation not in ("none", "mps", "hami-core"):
             raise ValueError(f"--isolation must be none, mps or hami-core, got {self.isolation!r}")
         try:
-            gpu_model(self.gpu_model)
+            spec = gpu_model(self.gpu_model)
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from None
+        if self.mig_mode or self.mig_layout:
+            self._validate_mig(spec.mig_capable)
+
+    def _validate_mig(self, capable: bool) -> None:
+        from runtimekit.runtime.mig import parse_mig_config
+
+        if self.direct:
+            raise ValueError("--mig-mode needs the runtime and device plugin: drop --direct")
+        if not capable:
+            raise ValueError(f"--gpu-model {self.gpu_model} has no MIG: use an A100, A30, H100 or H200")
+        parse_mig_config(self.mig_mode, self.mig_layout).expand(self.gpus_per_node)
 
 
 @dataclass
@@ -119,6 +132,7 @@ class SimulatedNode:
     runtime_socket: str | None = None
     parts: list[Callable[[], None]] = field(default_factory=list)  # stop functions, in stop order
     runtime: Any = None  # runtimekit.runtime.daemon.RuntimeDaemon in plugin mode
+    resources: dict[str, int] = field(default_factory=dict)  # what kubelet advertises once the node is up
     exporter: StartedExporter | None = None
 
     def stop(self) -> None:
@@ -179,7 +193,7 @@ class EmbeddedCluster:
         status = obj.get("status") or {}
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
         allocatable = status.get("allocatable") or {}
-        advertised = all(str(allocatable.get(k)) == str(v) for k, v in self.expected_resources(node.name).items())
+        advertised = all(str(allocatable.get(k)) == str(v) for k, v in node.resources.items())
         annotated = self.protocol.annotations.node_devices in ((obj.get("metadata") or {}).get("annotations") or {})
         return ready and advertised and annotated
 
@@ -187,10 +201,6 @@ class EmbeddedCluster:
         """A node's simulated GPUs (the simulated backend derives the same UUIDs from the node name)."""
         options = self.options
         return NodeInventory.simulated(node, gpu_model(options.gpu_model).name, options.gpus_per_node)
-
-    def expected_resources(self, node: str) -> dict[str, int]:
-        """What a node advertises once up: as many devices per resource as the device plugin offers."""
-        return DirectDevices(self.expected_inventory(node), self.protocol).capacity()
 
     def _scheduler_ready(self) -> bool:
         if not self.scheduler.synced(0):
@@ -299,7 +309,7 @@ def start_direct_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
     http = cluster.http(f"runtimekit-kubelet/{name}")
     devices = DirectDevices(cluster.expected_inventory(name), cluster.protocol)
     kubelet = SimulatedKubelet(http, devices, _kubelet_options(cluster, name, index, folder, None), options.runner)
-    node = SimulatedNode(name, index, folder, kubelet, http)
+    node = SimulatedNode(name, index, folder, kubelet, http, resources=devices.capacity())
     cluster.api.add_kubelet_hook(kubelet)
     kubelet.start()
     return node
@@ -324,6 +334,7 @@ def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
         node.parts.insert(0, lambda: _stop_server(server))
         node.runtime = _start_runtime(cluster, node, folder, str(pod_resources))
         node.parts.insert(0, node.runtime.stop)
+        node.resources = _plugin_resources(cluster, runtime_socket)
         node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins"))
         kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
     except BaseException:
@@ -331,6 +342,17 @@ def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
         node.stop()
         raise
     return node
+
+
+def _plugin_resources(cluster: EmbeddedCluster, runtime_socket: str) -> dict[str, int]:
+    """What the device plugin will advertise per resource, from the runtime's GPUs as it lists them."""
+    from runtimekit.api.runtime_client import RuntimeClient
+    from runtimekit.deviceplugin.resources import advertised, resource_specs
+
+    with RuntimeClient(runtime_socket) as client:
+        devices = client.list_devices()
+    unit = cluster.protocol.memory_unit_mib
+    return {spec.name: len(advertised(spec, devices, unit)) for spec in resource_specs(devices, cluster.protocol)}
 
 
 def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, pod_resources: str) -> Any:
@@ -346,6 +368,8 @@ def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, 
         node_name=node.name,
         protocol=cluster.protocol,
         isolation=options.isolation,
+        mig_mode=options.mig_mode,
+        mig_layout=options.mig_layout,
         simulate_gpus=f"{options.gpus_per_node}x{options.gpu_model}",
         seed=options.seed + node.index,
         mps_pipe_dir=str(folder / "mps" / "pipe"),

@@ -29,6 +29,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--direct", action="store_true", help="nodes advertise GPUs themselves: no runtime or plugin")
     parser.add_argument("--isolation", choices=["none", "mps", "hami-core"], default="none", help="runtime isolation")
+    parser.add_argument(
+        "--mig-mode",
+        default="",
+        help="MIG mode of the nodes' GPUs: off|static|dynamic, or INDEX:MODE,... (docs/user-guide/mig.md)",
+    )
+    parser.add_argument(
+        "--mig-layout", default="", help="MIG profiles of static GPUs: 3g.40gb,2g.20gb,... or INDEX:PROFILES;..."
+    )
     parser.add_argument("--scheduler-conf", help="scheduler conf (default: examples/scheduler/gpushare.conf)")
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
     parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
@@ -49,6 +57,8 @@ def run(args: argparse.Namespace) -> int:
         state_dir=Path(args.state_dir) if args.state_dir else None,
         direct=args.direct,
         isolation=args.isolation,
+        mig_mode=args.mig_mode,
+        mig_layout=args.mig_layout,
         scheduler_conf=args.scheduler_conf,
         protocol_path=args.protocol,
         exporter=None if args.no_exporter else start_node_exporter,
