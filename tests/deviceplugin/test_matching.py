@@ -31,6 +31,11 @@ def matched(pods: list[dict[str, object]], resource: str = RES.core, size: int =
     return found.reason if isinstance(found, NoMatch) else f"{found.name}/{found.container}"
 
 
+def created(pod: dict[str, object], at: str) -> dict[str, object]:
+    pod["metadata"]["creationTimestamp"] = at  # type: ignore[index]
+    return pod
+
+
 def with_allocated(pod: dict[str, object], record: dict[str, list[str]]) -> dict[str, object]:
     pod["metadata"]["annotations"][PROTOCOL.annotations.allocated] = encode_allocated(record)  # type: ignore[index]
     return pod
@@ -41,6 +46,22 @@ def with_allocated(pod: dict[str, object], record: dict[str, list[str]]) -> dict
     [
         pytest.param([share_pod("a")], "a/main", id="one"),
         pytest.param([share_pod("young", assume=5), share_pod("old", assume=2)], "old/main", id="oldest-assume-wins"),
+        pytest.param(
+            [
+                created(share_pod("late", assume=1), "2026-01-01T00:00:09Z"),
+                created(share_pod("early", assume=8), "2026-01-01T00:00:02Z"),
+            ],
+            "early/main",
+            id="kubelet-admits-by-creation-first",
+        ),
+        pytest.param(
+            [
+                created(share_pod("b2", assume=7), "2026-01-01T00:00:02Z"),
+                created(share_pod("b1", assume=4), "2026-01-01T00:00:02Z"),
+            ],
+            "b1/main",
+            id="same-second-by-assume-time",
+        ),
         pytest.param(
             [share_pod("unknown", assume=None), share_pod("known", assume=9)], "known/main", id="no-assume-last"
         ),

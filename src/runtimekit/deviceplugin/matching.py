@@ -7,8 +7,10 @@ kubelet's Allocate names only device IDs. The container it is for is the one tha
 - for a MIG resource, assigned exactly that many slices of its profile (GPU, profile, start),
 - not yet allocated for this resource (the `annotations.allocated` record, plus what this plugin
   allocated moments ago and the API server may not show yet);
-and when several fit, the pod with the oldest assume time wins (kubelet admits pods in creation
-order, the scheduler assumes them in the same order), then containers in spec order.
+and when several fit, the oldest pod wins: kubelet admits the pods it learns of together in creation
+order (second resolution), so the plugin orders by creationTimestamp, then by assume time (the
+scheduler binds in the order it assumes, which is the order kubelet hears of pods created in the same
+second), then containers in spec order.
 `preferred_ids` answers GetPreferredAllocation with device IDs on the matched container's assigned
 GPUs, so PodResources reports the GPUs the pod really uses. The codec of the allocated annotation
 lives here too: `{"version":1,"containers":{"<container>":["<resource>", ...]}}`.
@@ -150,9 +152,9 @@ def candidates(
     protocol: Protocol,
     recently_allocated: Collection[AllocatedKey] = (),
 ) -> tuple[list[tuple[Candidate, int]], list[str]]:
-    """Containers waiting for `resource` with how many devices each asks, oldest assume time first;
-    and notes on near misses (for error messages)."""
-    found: list[tuple[tuple[float, str, str, str, int], Candidate, int]] = []
+    """Containers waiting for `resource` with how many devices each asks, oldest first (creation, then
+    assume time); and notes on near misses (for error messages)."""
+    found: list[tuple[tuple[float, float, str, str, int], Candidate, int]] = []
     notes: list[str] = []
     prefix = protocol.resources.mig_prefix
     profile = resource[len(prefix) :] if resource.startswith(prefix) else ""
@@ -188,7 +190,7 @@ def candidates(
             candidate = Candidate(
                 namespace, name, uid, str(meta.get("resourceVersion", "")), cname, shares, assume, record
             )
-            key = (assume, str(meta.get("creationTimestamp", "")), namespace, name, position)
+            key = (parse_assume_time(meta.get("creationTimestamp")), assume, namespace, name, position)
             found.append((key, candidate, amount))
     found.sort(key=lambda item: item[0])
     return [(c, n) for _, c, n in found], notes
