@@ -1,12 +1,13 @@
-"""Shared by `preempt` and `reclaim`: make room for a task on one node by evicting victims in a
-trial statement, lowest priority first, until the task fits; keep the trial only if it does."""
+"""Shared by `preempt` and `reclaim`: for each starving job of a queue, make room for its tasks by
+evicting victims on one node in a trial statement, lowest priority first, until the task fits (keep
+the trial only if it does); the job's statement commits only if the job is then pipelined."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
 from runtimekit.model import LedgerError
-from runtimekit.scheduler.framework.info import OCCUPYING, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import FitErrors, Status
@@ -67,3 +68,37 @@ def make_room(
             return True
         trial.discard()
     return False
+
+
+def evict_for_queue(
+    ssn: Session,
+    queue: QueueInfo,
+    on_row: dict[int, list[TaskInfo]],
+    may_evict: Callable[[JobInfo, TaskInfo], bool],
+    choose: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]],
+    reason: str,
+    task_ok: Callable[[TaskInfo], bool] = lambda _task: True,
+) -> None:
+    """Each starving job of `queue` (job, then task order) takes room from running tasks it `may_evict`
+    and `choose` (the plugins' verdict) allows; a job's evictions stand only if it is then pipelined."""
+    jobs = [
+        j
+        for j in ssn.jobs.values()
+        if j.queue == queue.name and j.pending and ssn.job_valid(j).ok and ssn.job_starving(j)
+    ]
+    for job in ssn.sorted_jobs(jobs):
+        stmt = ssn.statement()
+        for task in ssn.sorted_tasks(job.pending):
+            if task.invalid or not task_ok(task):
+                continue
+
+            def candidates(row: int, job: JobInfo = job) -> list[TaskInfo]:
+                return [t for t in on_row.get(row, []) if may_evict(job, t)]
+
+            rows = [r for r in ssn.candidate_rows().tolist() if r in on_row]
+            if make_room(ssn, stmt, task, rows, candidates, choose, reason):
+                ssn.touched_jobs.add(job.key)
+        if ssn.job_pipelined(job):
+            stmt.commit()
+        else:
+            stmt.discard()

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtimekit.scheduler.actions.evict import make_room, running_by_row
-from runtimekit.scheduler.framework.info import TaskInfo
+from runtimekit.scheduler.actions.evict import evict_for_queue, running_by_row
+from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.plugins.common import no_arguments
@@ -22,32 +22,12 @@ class Preempt:
         on_row = running_by_row(ssn)
         if not on_row:
             return
+
+        def may_evict(job: JobInfo, running: TaskInfo) -> bool:
+            return running.job != job.key and ssn.jobs[running.job].queue == job.queue and running.preemptable
+
         for queue in ssn.sorted_queues(ssn.queues.values()):
-            jobs = [
-                j
-                for j in ssn.jobs.values()
-                if j.queue == queue.name and j.pending and ssn.job_valid(j).ok and ssn.job_starving(j)
-            ]
-            for job in ssn.sorted_jobs(jobs):
-                stmt = ssn.statement()
-                for task in ssn.sorted_tasks(job.pending):
-                    if task.invalid:
-                        continue
-
-                    def candidates(row: int, job_key: str = job.key, q: str = queue.name) -> list[TaskInfo]:
-                        return [
-                            t
-                            for t in on_row.get(row, [])
-                            if t.job != job_key and ssn.jobs[t.job].queue == q and t.preemptable
-                        ]
-
-                    rows = [r for r in ssn.candidate_rows().tolist() if r in on_row]
-                    if make_room(ssn, stmt, task, rows, candidates, ssn.preemptable, "preempt"):
-                        ssn.touched_jobs.add(job.key)
-                if ssn.job_pipelined(job):
-                    stmt.commit()
-                else:
-                    stmt.discard()
+            evict_for_queue(ssn, queue, on_row, may_evict, ssn.preemptable, "preempt")
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Preempt:
