@@ -2,7 +2,8 @@
 
 `start_cluster(ClusterOptions(...))` returns a started `EmbeddedCluster` once every node is Ready with
 its GPU resources advertised and the scheduler has seen every node's GPUs; `stop()` (or `with`) ends
-it all. `runtimekit up`, `runtimekit demo` and the tests use it. Per node (`SimulatedNode`):
+it all. `runtimekit up`, `runtimekit demo` and the tests use it. Per node (`SimulatedNode`, started by
+`runtimekit.cli.embedded_nodes`):
 - *plugin* mode (default): the kubelet's `DeviceManager` and PodResources server, the node runtime
   (`runtimekit.runtime`, simulated backend) on a unix socket, the device plugin
   (`runtimekit.deviceplugin`) registered with that kubelet, and the `SimulatedKubelet`;
@@ -15,7 +16,7 @@ The exporter plugs in through `ClusterOptions.exporter` (`runtimekit up` passes
 `runtimekit.cli.node_exporter.start_node_exporter`) — a
 factory called once per started node that returns something with `url` and `stop()`; its URL then
 appears in `cluster.json` (`exporter`, null until then).
-This module is the only place that wires components together; they never import each other.
+These two modules are the only place that wires components together; they never import each other.
 """
 
 from __future__ import annotations
@@ -34,14 +35,9 @@ from types import TracebackType
 from typing import Any
 from typing import Protocol as Interface
 
-from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.cli.embedded_nodes import SimulatedNode, socket_root, start_direct_node, start_plugin_node
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.jobs import JobController
-from runtimekit.cluster.kubelet.devicemanager import DeviceManager
-from runtimekit.cluster.kubelet.devices import DirectDevices, PluginDevices
-from runtimekit.cluster.kubelet.kubelet import KubeletOptions, SimulatedKubelet
-from runtimekit.cluster.kubelet.nodestatus import NodeShape
-from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 from runtimekit.cluster.kubelet.runner import (
     ContainerRunner,
     NodeContext,
@@ -50,16 +46,12 @@ from runtimekit.cluster.kubelet.runner import (
     runtimekit_argv,
 )
 from runtimekit.kube.http import KubeApiError, KubeHttp
-from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import Protocol, load_protocol
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
 EXAMPLE_CONF = REPO_ROOT / "examples" / "scheduler" / "gpushare.conf"
-SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; the longest socket name below is ~52
-SOCKET_NAME_ROOM = 60
-RECONCILE_GRACE_S = 0.2  # a bound pod is always in the API server's list, so a short grace is safe
 BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within it
 
 
@@ -120,29 +112,6 @@ class ClusterOptions:
         parse_mig_config(self.mig_mode, self.mig_layout).expand(self.gpus_per_node)
 
 
-@dataclass
-class SimulatedNode:
-    """One node's parts; `runtime_socket` is None in direct mode."""
-
-    name: str
-    index: int
-    folder: Path
-    kubelet: SimulatedKubelet
-    http: KubeHttp
-    runtime_socket: str | None = None
-    parts: list[Callable[[], None]] = field(default_factory=list)  # stop functions, in stop order
-    runtime: Any = None  # runtimekit.runtime.daemon.RuntimeDaemon in plugin mode
-    resources: dict[str, int] = field(default_factory=dict)  # what kubelet advertises once the node is up
-    exporter: StartedExporter | None = None
-
-    def stop(self) -> None:
-        for stop in [self.kubelet.stop, *self.parts, self.http.close]:
-            try:
-                stop()
-            except Exception:  # stop the rest regardless
-                log.exception("node %s: stopping a part failed", self.name)
-
-
 class EmbeddedCluster:
     """A started embedded cluster; see the module docstring."""
 
@@ -163,7 +132,7 @@ class EmbeddedCluster:
         self.scheduler: Any = None
         self.controller: Any = None
         self.jobs: JobController | None = None
-        self.socket_root = _socket_root(state_dir)
+        self.socket_root = socket_root(state_dir)
         self._stopped = False
 
     @property
@@ -279,149 +248,6 @@ class EmbeddedCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
-
-
-def _socket_root(state_dir: Path) -> Path:
-    """Where the unix sockets go: the state folder when its path is short enough, else a short temp folder."""
-    if len(str(state_dir / "n00" / "plugins")) + SOCKET_NAME_ROOM <= SOCKET_PATH_LIMIT:
-        return state_dir
-    short = "/tmp" if Path("/tmp").is_dir() else None  # $TMPDIR may be as long as the state folder
-    return Path(tempfile.mkdtemp(prefix="rk-", dir=short))
-
-
-# -- nodes ---------------------------------------------------------------------------------------
-def _shape(cluster: EmbeddedCluster, name: str) -> NodeShape:
-    return NodeShape(name, cpu=cluster.options.node_cpu, memory=cluster.options.node_memory)
-
-
-def _kubelet_options(
-    cluster: EmbeddedCluster, name: str, index: int, folder: Path, socket: str | None
-) -> KubeletOptions:
-    return KubeletOptions(
-        _shape(cluster, name), cluster.protocol, runtime_socket=socket, work_dir=folder / "containers", node_index=index
-    )
-
-
-def start_direct_node(cluster: EmbeddedCluster, name: str, index: int) -> SimulatedNode:
-    """A node whose kubelet advertises the simulated GPUs itself (no runtime, no device plugin)."""
-    folder = cluster.state_dir / "nodes" / name
-    options = cluster.options
-    http = cluster.http(f"runtimekit-kubelet/{name}")
-    devices = DirectDevices(cluster.expected_inventory(name), cluster.protocol)
-    kubelet = SimulatedKubelet(http, devices, _kubelet_options(cluster, name, index, folder, None), options.runner)
-    node = SimulatedNode(name, index, folder, kubelet, http, resources=devices.capacity())
-    cluster.api.add_kubelet_hook(kubelet)
-    kubelet.start()
-    return node
-
-
-def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> SimulatedNode:
-    """A node with the real node components: kubelet device manager, runtime, device plugin, kubelet."""
-    folder = cluster.state_dir / "nodes" / name
-    sockets = cluster.socket_root / f"n{index}"
-    sockets.mkdir(parents=True, exist_ok=True)
-    runtime_socket = str(sockets / "runtime.sock")
-    http = cluster.http(f"runtimekit-node/{name}")
-    manager = DeviceManager(sockets / "plugins").start()
-    options = _kubelet_options(cluster, name, index, folder, runtime_socket)
-    kubelet = SimulatedKubelet(http, PluginDevices(manager), options, cluster.options.runner)
-    node = SimulatedNode(name, index, folder, kubelet, http, runtime_socket, parts=[manager.stop])
-    try:
-        cluster.api.add_kubelet_hook(kubelet)
-        kubelet.start()
-        pod_resources = sockets / "pod-resources.sock"
-        server = serve_pod_resources(manager, pod_resources, kubelet.running_pods)
-        node.parts.insert(0, lambda: _stop_server(server))
-        node.runtime = _start_runtime(cluster, node, folder, str(pod_resources))
-        node.parts.insert(0, node.runtime.stop)
-        node.resources = _plugin_resources(cluster, runtime_socket)
-        node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins"))
-        kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
-    except BaseException:
-        cluster.api.remove_kubelet_hook(kubelet)
-        node.stop()
-        raise
-    return node
-
-
-def _plugin_resources(cluster: EmbeddedCluster, runtime_socket: str) -> dict[str, int]:
-    """What the device plugin will advertise per resource, from the runtime's GPUs as it lists them."""
-    from runtimekit.api.runtime_client import RuntimeClient
-    from runtimekit.deviceplugin.resources import advertised, resource_specs
-
-    with RuntimeClient(runtime_socket) as client:
-        devices = client.list_devices()
-    unit = cluster.protocol.memory_unit_mib
-    return {spec.name: len(advertised(spec, devices, unit)) for spec in resource_specs(devices, cluster.protocol)}
-
-
-def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, pod_resources: str) -> Any:
-    from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
-    from runtimekit.runtime.pods import KubeletPodResources
-
-    options = cluster.options
-    assert node.runtime_socket is not None
-    runtime_options = RuntimeOptions(
-        backend="simulated",
-        socket_path=node.runtime_socket,
-        state_dir=folder / "runtime",
-        node_name=node.name,
-        protocol=cluster.protocol,
-        isolation=options.isolation,
-        mig_mode=options.mig_mode,
-        mig_layout=options.mig_layout,
-        simulate_gpus=f"{options.gpus_per_node}x{options.gpu_model}",
-        seed=options.seed + node.index,
-        mps_pipe_dir=str(folder / "mps" / "pipe"),
-        mps_log_dir=str(folder / "mps" / "log"),
-        reconcile_interval_s=options.reconcile_s,
-        reconcile_grace_s=RECONCILE_GRACE_S,
-    )
-    runtime = build_runtime(runtime_options, KubeNodeApi(node.http), KubeletPodResources(pod_resources))
-    return RuntimeDaemon(runtime, node.runtime_socket, options.reconcile_s).start()
-
-
-def _start_device_plugin(cluster: EmbeddedCluster, node: SimulatedNode, plugin_dir: Path) -> Callable[[], None]:
-    """Start the device plugin against the node's runtime; returns its stop function."""
-    from runtimekit.deviceplugin.manager import DevicePluginManager
-    from runtimekit.deviceplugin.publisher import NodePublisher
-    from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
-
-    assert node.runtime_socket is not None
-    client = RuntimeClient(node.runtime_socket)
-    try:
-        if not client.wait_ready(30.0):
-            raise TimeoutError(f"the runtime of node {node.name} did not answer on {node.runtime_socket}")
-        client.require("devices", "watch-devices", "allocate")
-        kube = KubeNodeApi(node.http)
-        service = DevicePluginService(PluginSettings(node.name, cluster.protocol), client, kube, DeviceState())
-        publisher = NodePublisher(kube, node.name, cluster.protocol)
-        manager = DevicePluginManager(service, client.watch_devices, plugin_dir, publisher).start(30.0)
-    except BaseException:
-        client.close()
-        raise
-
-    def stop() -> None:
-        manager.stop()
-        client.close()
-
-    return stop
-
-
-def _stop_server(server: Any) -> None:
-    server.stop(0).wait()
-
-
-def _reconcile_now(node: SimulatedNode) -> None:
-    """Let the node runtime release a stopped pod's allocation before the kubelet admits anything else.
-
-    Runs on the kubelet's pod thread, as kubelet's device manager frees a terminated pod's devices
-    before the next admission: the scheduler books a deleted pod's GPU again at once, and the
-    runtime would refuse the next pod's Allocate while it still held the old allocation."""
-    try:
-        node.runtime.runtime.reconcile()
-    except Exception:
-        log.exception("node %s: runtime reconcile failed", node.name)
 
 
 # -- cluster components --------------------------------------------------------------------------

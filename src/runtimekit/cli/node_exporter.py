@@ -17,7 +17,7 @@ from runtimekit.exporter.server import MetricsServer
 from runtimekit.protocol import Protocol
 
 if TYPE_CHECKING:
-    from runtimekit.cli.embedded import SimulatedNode
+    from runtimekit.cli.embedded_nodes import SimulatedNode
 
 
 @dataclass
