@@ -10,6 +10,8 @@ lowest GPU index.
 Speed: F depends on a node only through its GPU model, the sorted free milli of its usable GPUs,
 and which typical CPU requests its free CPU meets, so F values are memoised on that key, scores
 on (pod shape, key before, key after), and per (pod shape, node) until the node's version changes.
+Node states (model, sorted free milli) are interned as integers, so rescoring thousands of nodes
+groups them by (state, CPU bucket before, after) with numpy and works out each distinct group once.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, Tar
 FloatArray = npt.NDArray[np.float64]
 StateKey = tuple[str, tuple[int, ...], int]  # (GPU model, sorted free milli, CPU bucket)
 MEMO_LIMIT = 2_000_000
+STATE_LIMIT = 1_000_000  # interned node states; past it the policy starts afresh
+NodeState = tuple[str, tuple[int, ...]]  # (GPU model, sorted free milli of usable GPUs)
 
 
 class Fragmentation:
@@ -114,7 +118,7 @@ class _ShapeCache:
 
     version: IntArray = field(default_factory=lambda: np.full(0, -1, np.int64))
     score: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
-    by_state: dict[tuple[str, tuple[int, ...], int, int], int] = field(default_factory=dict)
+    by_state: dict[int, int] = field(default_factory=dict)  # (state id, bucket before, after) as one int
 
     def fit(self, capacity: int) -> None:
         if self.version.size < capacity:
@@ -135,7 +139,9 @@ class FgdPolicy:
         self._learn_every = learn_every
         self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
         self._row_version = np.full(0, -1, np.int64)
-        self._row_state: list[tuple[str, tuple[int, ...]] | None] = []
+        self._row_sid = np.full(0, -1, np.int64)  # each row's node state id
+        self._sid_of: dict[NodeState, int] = {}
+        self._states: list[NodeState] = []  # by id
         self._shapes: dict[PodShape, _ShapeCache] = {}
 
     # -- the target workload ---------------------------------------------------------------
@@ -168,14 +174,21 @@ class FgdPolicy:
 
     # -- node states -----------------------------------------------------------------------
     def _refresh_rows(self, ctx: PolicyContext, rows: IntArray) -> None:
-        """Remember (GPU model, sorted free milli of usable GPUs) of rows that changed."""
+        """Remember the node state id of rows that changed."""
         table = ctx.table
         capacity = table.core_free.shape[0]
+        if len(self._states) > STATE_LIMIT:  # a long-running scheduler sees endless states: start afresh
+            self._sid_of.clear()
+            self._states.clear()
+            self._shapes.clear()
+            self._row_version[:] = -1
         if self._row_version.size < capacity:
             grown = np.full(capacity, -1, np.int64)
             grown[: self._row_version.size] = self._row_version
             self._row_version = grown
-            self._row_state.extend([None] * (capacity - len(self._row_state)))
+            sids = np.full(capacity, -1, np.int64)
+            sids[: self._row_sid.size] = self._row_sid
+            self._row_sid = sids
         stale = rows[self._row_version[rows] != table.version[rows]]
         if stale.size == 0:
             return
@@ -184,7 +197,12 @@ class FgdPolicy:
             node = names[row]
             model = table.inventory(node).model if node is not None else ""
             free = table.core_free[row][table.usable[row]].tolist()
-            self._row_state[row] = (model, tuple(sorted(free)))
+            state = (model, tuple(sorted(free)))
+            sid = self._sid_of.get(state)
+            if sid is None:
+                sid = self._sid_of[state] = len(self._states)
+                self._states.append(state)
+            self._row_sid[row] = sid
             self._row_version[row] = table.version[row]
 
     @staticmethod
@@ -242,47 +260,45 @@ class FgdPolicy:
 
     def _rescore(self, shape: PodShape, cache: _ShapeCache, cpu: IntArray, rows: IntArray) -> None:
         frag = self._fragmentation()
-        before = frag.bucket(cpu).tolist()
-        after = frag.bucket(cpu - shape.cpu_milli).tolist()
-        missing: list[tuple[int, tuple[str, tuple[int, ...], int, int]]] = []
-        for row, b0, b1 in zip(rows.tolist(), before, after, strict=True):
-            state = self._row_state[row]
-            assert state is not None
-            key = (state[0], state[1], b0, b1)
-            found = cache.by_state.get(key)
+        nb = frag.thresholds.size + 1  # CPU buckets are 0..len(thresholds)
+        keys = (self._row_sid[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
+        distinct, inverse = np.unique(keys, return_inverse=True)
+        scores = np.empty(distinct.size, np.int64)
+        missing: list[tuple[int, int]] = []
+        by_state = cache.by_state
+        for j, key in enumerate(distinct.tolist()):
+            found = by_state.get(key)
             if found is None:
-                missing.append((row, key))
+                missing.append((j, key))
             else:
-                cache.score[row] = found
-        if not missing:
-            return
-        # Work out every F value the missing states need in one batch, then score them.
-        plans = []
-        wanted: list[StateKey] = []
-        for row, key in missing:
-            model, ms, b0, b1 = key
-            afters = [(model, a, b1) for _, a in self._after_states(shape, ms)]
-            plans.append((row, key, (model, ms, b0), afters))
-            wanted.append((model, ms, b0))
-            wanted.extend(afters)
-        frag.values(wanted)
-        memo = frag.memo
-        for row, key, before, afters in plans:
-            found = cache.by_state.get(key)
-            if found is None:
-                if len(cache.by_state) > MEMO_LIMIT // 4:
-                    cache.by_state.clear()
+                scores[j] = found
+        if missing:
+            if len(by_state) > MEMO_LIMIT // 4:
+                by_state.clear()
+            # Work out every F value the missing groups need in one batch, then score them.
+            plans = []
+            wanted: list[StateKey] = []
+            for j, key in missing:
+                sid, buckets = divmod(key, nb * nb)
+                b0, b1 = divmod(buckets, nb)
+                model, ms = self._states[sid]
+                afters = [(model, a, b1) for _, a in self._after_states(shape, ms)]
+                plans.append((j, key, (model, ms, b0), afters))
+                wanted.append((model, ms, b0))
+                wanted.extend(afters)
+            frag.values(wanted)
+            memo = frag.memo
+            for j, key, before, afters in plans:
                 f0 = memo[before]
-                found = max(_sigmoid_score(f0 - memo[a]) for a in afters)
-                cache.by_state[key] = found
-            cache.score[row] = found
+                found = by_state[key] = max(_sigmoid_score(f0 - memo[a]) for a in afters)
+                scores[j] = found
+        cache.score[rows] = scores[inverse]
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:
             return [int(c) for c in fitting[: req.count]]
         self._refresh_rows(ctx, np.array([row]))
-        state = self._row_state[row]
-        assert state is not None
+        state = self._states[int(self._row_sid[row])]
         frag = self._fragmentation()
         cpu = int(ctx.table.cpu_free[row])
         b0, b1 = int(frag.bucket(cpu)), int(frag.bucket(cpu - shape.cpu_milli))
