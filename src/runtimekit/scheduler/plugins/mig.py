@@ -3,10 +3,11 @@
 A GPU in static mode offers its existing instances; a GPU in dynamic mode offers every valid
 placement whose memory slices are free (the runtime creates the instance at Allocate). Among the
 possible placements the plugin picks the one that keeps the largest profiles still placeable: a
-node's MIG capacity is valued as sum over profiles of weight x instances still placeable, with
-weights that make a larger profile count more than all smaller ones together, and the pod takes
-the placement (and the node) that loses least of it — so small slices fill GPUs that are already
-cut up and whole GPUs stay free for 7-slice jobs.
+GPU's MIG capacity is valued as sum over profiles of weight x instances still placeable, with
+weights that make a larger profile count more than all smaller ones together; a node's is the sum
+over its GPUs plus, above that, how many pods of 2, 4 or 8 whole GPUs its untouched GPUs could still
+take. The pod takes the placement (and the node) that loses least of it — so small slices fill GPUs
+that are already cut up, whole GPUs stay free for 7-slice jobs, and whole nodes for multi-GPU ones.
 
 Implements Predicate, NodeOrder and DeviceAllocate. Arguments: `mig.weight` (default 1),
 `mig.policy` (`capacity`, the default, or `firstfit`: the first free slot on the first node).
@@ -14,13 +15,14 @@ Implements Predicate, NodeOrder and DeviceAllocate. Arguments: `mig.weight` (def
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from runtimekit.model import GpuKind, Slot
+from runtimekit.model import GpuKind, MigMode, Slot
 from runtimekit.model.mig import MigGeometry, mask, placeable
 from runtimekit.model.migstate import MigGpuState
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
@@ -56,18 +58,25 @@ class MigArgs:
             raise ArgumentError(f"{NAME}: unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
 
 
+@functools.lru_cache(maxsize=64)
 def _weights(geo: MigGeometry) -> dict[str, int]:
     ordered = sorted(geo.profiles, key=lambda p: (p.size, p.compute_slices))
     return {p.name: (geo.slices + 1) ** i for i, p in enumerate(ordered)}
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _dynamic_value(geo: MigGeometry, occupied: int) -> int:
+    weights = _weights(geo)
+    return sum(weights[name] * count for name, count in placeable(geo, occupied).items())
+
+
 def value(state: MigGpuState, occupied: int) -> int:
     """A GPU's remaining MIG capacity: larger profiles dominate."""
-    weights = _weights(state.geometry)
-    if state.mode.value == "static":
+    if state.mode is MigMode.STATIC:
+        weights = _weights(state.geometry)
         free = [(s, p) for s, p in state.instances.items() if not occupied & mask(s, state.geometry.profile(p).size)]  # type: ignore[union-attr]
         return sum(weights[p] for _, p in free)
-    return sum(weights[name] * count for name, count in placeable(state.geometry, occupied).items())
+    return _dynamic_value(state.geometry, occupied)
 
 
 @dataclass(frozen=True)
@@ -77,27 +86,43 @@ class Choice:
     after: int
 
 
+MULTI_GPU_SIZES = (2, 4, 8)
+
+
+def _multi_gpu(whole: int, top: int) -> int:
+    """The value of `whole` untouched GPUs together: pods of 2, 4 or 8 of them, above any one GPU's."""
+    return sum(2 * top * k * (whole // k) for k in MULTI_GPU_SIZES)
+
+
+def node_value(states: Mapping[int, MigGpuState], occupied: Mapping[int, int]) -> int:
+    """A node's MIG capacity: every GPU's (larger profiles dominate) plus, above all of it, how many
+    pods of 2, 4 or 8 whole GPUs its untouched dynamic GPUs could still take together."""
+    total = sum(value(st, occupied[g]) for g, st in states.items())
+    whole = sum(1 for g, st in states.items() if st.mode is MigMode.DYNAMIC and not occupied[g])
+    top = max((value(st, 0) for st in states.values()), default=0)
+    return total + _multi_gpu(whole, top)
+
+
+def _largest_first(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    def size(want: tuple[str, int]) -> int:
+        sizes = [p.size for st in states.values() if (p := st.geometry.profile(want[0])) is not None]
+        return max(sizes, default=0)
+
+    return sorted(wants, key=lambda w: -size(w))
+
+
 def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_fit: bool = False) -> Choice | None:
-    """Place every wanted (profile, count) on the node's MIG GPUs, greedily, each instance where it
-    loses least capacity (ties: a GPU already cut up, then the lowest GPU and slice), or with
-    `first_fit` at the lowest GPU and slice that is free. None if it does not fit."""
+    """Place every wanted (profile, count) on the node's MIG GPUs, greedily, each instance where the
+    node loses least capacity (`node_value`; ties: a GPU already cut up, then the lowest GPU and
+    slice), or with `first_fit` at the lowest GPU and slice that is free. None if it does not fit."""
     occupied = {g: st.occupied for g, st in states.items()}
-    before = sum(value(st, occupied[g]) for g, st in states.items())
+    before = node_value(states, occupied)
+    # the node's value changes only through the GPU a slot is taken on, and the count of untouched GPUs
+    per_gpu = {g: value(st, occupied[g]) for g, st in states.items()}
+    top = max((value(st, 0) for st in states.values()), default=0)
+    whole = sum(1 for g, st in states.items() if st.mode is MigMode.DYNAMIC and not occupied[g])
     slots: list[Slot] = []
-    order = sorted(
-        wants,
-        key=lambda w: (
-            -max(
-                (
-                    st.geometry.profile(w[0]).size  # type: ignore[union-attr]
-                    for st in states.values()
-                    if st.geometry.profile(w[0])
-                ),
-                default=0,
-            )
-        ),
-    )
-    for profile_name, count in order:
+    for profile_name, count in _largest_first(states, wants):
         for _ in range(count):
             best: tuple[tuple[int, int, int, int], int, int] | None = None
             for g, st in states.items():
@@ -106,9 +131,10 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
                     continue
                 current = occupied[g]
                 scratch = MigGpuState(st.geometry, st.mode, st.instances, current)
+                untouched = st.mode is MigMode.DYNAMIC and not current
+                multi_loss = _multi_gpu(whole, top) - _multi_gpu(whole - 1, top) if untouched else 0
                 for start in scratch.options(profile_name):
-                    after = current | mask(start, profile.size)
-                    loss = 0 if first_fit else value(st, current) - value(st, after)
+                    loss = 0 if first_fit else per_gpu[g] - value(st, current | mask(start, profile.size)) + multi_loss
                     key = (loss, 0 if current or first_fit else 1, g, start)
                     if best is None or key < best[0]:
                         best = (key, g, start)
@@ -117,10 +143,11 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
             _, g, start = best
             profile = states[g].geometry.profile(profile_name)
             assert profile is not None
+            whole -= 1 if states[g].mode is MigMode.DYNAMIC and not occupied[g] else 0
             occupied[g] |= mask(start, profile.size)
+            per_gpu[g] = value(states[g], occupied[g])
             slots.append(Slot(g, 0, profile.memory_mib, profile_name, start))
-    after = sum(value(st, occupied[g]) for g, st in states.items())
-    return Choice(tuple(slots), before, after)
+    return Choice(tuple(slots), before, node_value(states, occupied))
 
 
 class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
@@ -167,8 +194,10 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
         scores = np.zeros(rows.size)
         for i, row in enumerate(rows.tolist()):
             choice = self._plan(task, row, ssn)
-            if choice is not None and choice.before > 0:
-                scores[i] = np.floor(100.0 * choice.after / choice.before)
+            if choice is not None:
+                # 100 when nothing is lost, 50 when one whole GPU's capacity is, falling from there
+                unit = max((value(st, 0) for st in ssn.table.mig[row].values()), default=1)
+                scores[i] = 100.0 / (1.0 + (choice.before - choice.after) / unit)
         return scores * self.args.weight
 
     def allocate_devices(self, task: TaskInfo, row: int, ssn: Any) -> DeviceChoice | Status | None:
