@@ -17,6 +17,10 @@ help:
 	@echo "make bench      run every benchmark under benchmarks/ (prints JSON)"
 	@echo "make proto      regenerate gRPC stubs from proto/"
 	@echo "make tools      fetch prometheus/promtool and helm into .tools/ (integration tests use them)"
+	@echo "make test-slow  only the slow and end-to-end suites; make test-all: everything"
+	@echo "make build      sdist and wheel into dist/"
+	@echo "make docker     build the image (IMAGE=... TAG=...); make deploy: deploy-all.sh with it"
+	@echo "make clean      remove the virtualenv, generated stubs and caches"
 
 venv: $(STAMP)
 
