@@ -1,5 +1,6 @@
-"""The exporter's HTTP endpoint: `/metrics` (Prometheus text format from a registry of its own) and
-`/healthz` for probes. Handlers only translate; the work is in the collectors."""
+"""The exporter's HTTP endpoint: `/metrics` (Prometheus text format from a registry of its own, rendered
+by `exposition.Exposition`) and `/healthz` for probes. Handlers only translate; the work is in the
+collectors."""
 
 from __future__ import annotations
 
@@ -7,15 +8,23 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry
-from prometheus_client.exposition import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from runtimekit.exporter.exposition import Exposition
 
 
 def make_handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
+    exposition = Exposition(registry)
+
     class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"  # keep-alive: Prometheus reuses its connection between scrapes
+        disable_nagle_algorithm = True  # headers and body go out at once, not 40 ms apart (delayed ACK)
+        timeout = 300  # an idle keep-alive connection is closed (and its thread ends) after this many seconds
+
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                body, kind, code = generate_latest(registry), CONTENT_TYPE_LATEST, 200
+                body, kind, code = exposition.render(), CONTENT_TYPE_LATEST, 200
             elif path in ("/healthz", "/readyz", "/livez"):
                 body, kind, code = b"ok\n", "text/plain; charset=utf-8", 200
             else:
