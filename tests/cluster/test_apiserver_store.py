@@ -3,8 +3,8 @@ order, snapshots as of an older resourceVersion, field indexes, and serialise-on
 
 from __future__ import annotations
 
+import json
 import random
-import time
 
 import pytest
 
@@ -94,19 +94,27 @@ def test_each_version_is_serialised_once_for_every_reader(apiserver: ApiServer) 
 
 
 @pytest.mark.slow
-def test_one_watcher_receives_at_least_5000_events_per_second(apiserver: ApiServer) -> None:
+def test_a_watch_from_an_old_version_replays_twenty_thousand_events_in_order(apiserver: ApiServer) -> None:
+    """The history a watch resumes from holds 20,000 creations, each delivered once and in order (the
+    rate is benchmarks/bench_apiserver.py's business)."""
     pods = apiserver.api.resource("", "v1", "pods")
     start = apiserver.store.rv
     for i in range(20_000):
         apiserver.api.create(pods, "default", make_pod(f"p{i:05d}"))
+    names: list[str] = []
+    versions: list[int] = []
     with http_client(apiserver.url) as http:
         params = {"watch": "1", "resourceVersion": str(start)}
         with http.stream("GET", "/api/v1/namespaces/default/pods", params=params) as response:
-            began = time.perf_counter()
-            count = 0
             for line in response.iter_lines():
-                count += bool(line)
-                if count == 20_000:
+                if not line:
+                    continue
+                event = json.loads(line)
+                assert event["type"] == "ADDED"
+                names.append(event["object"]["metadata"]["name"])
+                versions.append(int(event["object"]["metadata"]["resourceVersion"]))
+                if len(names) == 20_000:
                     break
-            rate = count / (time.perf_counter() - began)
-    assert rate >= 5000, f"{rate:.0f} events/s"
+    assert names == [f"p{i:05d}" for i in range(20_000)]
+    assert versions == sorted(set(versions))
+    assert versions[0] > start

@@ -4,7 +4,6 @@ registration, ListAndWatch, health, kubelet restarts, admission, PodResources an
 from __future__ import annotations
 
 import json
-import time
 
 import grpc
 import pytest
@@ -40,21 +39,20 @@ def test_registers_every_resource_and_lists_its_devices(make_stack: StackFactory
     assert f"{stack.gpus[1]}::99" in kl.devices(RES.core)
 
 
-def test_health_change_reaches_listandwatch_within_a_second(make_stack: StackFactory) -> None:
+def test_health_change_reaches_listandwatch_of_every_resource(make_stack: StackFactory) -> None:
+    """How fast: benchmarks/bench_deviceplugin.py (target 1 s); a timed assertion here would be flaky."""
     stack = make_stack()
     stack.start_plugin()
     kl = stack.kubelet
     assert kl is not None
     assert kl.wait_for(lambda _: listed(stack))
-    started = time.perf_counter()
     stack.client.inject_fault(pb.FAULT_KIND_XID, 1, xid=79)
     degraded = {RES.gpu: 1, RES.core: 100, RES.memory: UNITS}
-    assert kl.wait_for(lambda k: k.allocatable() == degraded, timeout_s=1.0)  # every resource's stream
-    assert time.perf_counter() - started < 1.0
+    assert kl.wait_for(lambda k: k.allocatable() == degraded)  # every resource's stream
     assert kl.devices(RES.gpu)[stack.gpus[1]] == kubelet.UNHEALTHY
     assert kl.capacity() == {RES.gpu: 2, RES.core: 200, RES.memory: 2 * UNITS}
     stack.client.inject_fault(pb.FAULT_KIND_GPU_BACK, 1)
-    assert kl.wait_for(lambda k: k.allocatable() == k.capacity(), timeout_s=1.0)
+    assert kl.wait_for(lambda k: k.allocatable() == k.capacity())
 
 
 def test_node_inventory_and_labels_follow_health(make_stack: StackFactory) -> None:

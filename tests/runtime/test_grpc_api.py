@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from pathlib import Path
@@ -108,18 +107,16 @@ def test_allocate_answer_and_release(client: RuntimeClient) -> None:
     assert client.list_allocations() == []
 
 
-def test_watch_devices_streams_health_changes_fast(client: RuntimeClient) -> None:
+def test_watch_devices_streams_health_changes(client: RuntimeClient) -> None:
+    """Each change is the next message of the stream (how fast: benchmarks/bench_deviceplugin.py)."""
     watch = client.watch_devices()
     stream = iter(watch)
     first = next(stream)
     assert [d.health for d in first.devices] == [pb.HEALTH_HEALTHY, pb.HEALTH_HEALTHY]
-    started = time.perf_counter()
     client.inject_fault(pb.FAULT_KIND_XID, 1, xid=79)
     second = next(stream)
-    elapsed = time.perf_counter() - started
     assert second.generation > first.generation
     assert (second.devices[1].health, second.devices[1].health_reason) == (pb.HEALTH_UNHEALTHY, "XID 79")
-    assert elapsed < 1.0
     client.set_device_health(GPU1, True, "reset done", "exporter")
     third = next(stream)
     assert (third.devices[1].health, third.devices[1].health_reason) == (pb.HEALTH_HEALTHY, "reset done (by exporter)")
