@@ -459,7 +459,10 @@ def test_volcano_podgroups_and_queues(kube_http: httpx2.Client) -> None:
         "spec": {"minMember": 2, "queue": "q1"},
         "status": {"phase": "Pending"},
     }
-    post(kube_http, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups", group)
+    created = post(kube_http, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups", group)
+    assert "status" not in created, "podgroups have a status subresource (the scheduler writes it)"
+    path = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups/pg1/status"
+    assert kube_http.put(path, json={**created, "status": {"phase": "Pending"}}).status_code == 200
     rows = table(kube_http, "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups")
     assert column(rows, "STATUS") == ["Pending"]
     assert column(rows, "minMember") == [2]
