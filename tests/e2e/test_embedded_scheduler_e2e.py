@@ -157,9 +157,9 @@ def test_a_flood_of_pods_never_overbooks_a_gpu_and_waiting_pods_run_when_room_ap
         if item["status"]["phase"] == "Running" and item["metadata"]["name"].startswith("share"):
             http.delete(f"{PODS}/{item['metadata']['name']}", {"gracePeriodSeconds": 0})
     wait_for(
-        lambda: any(http.get(f"{PODS}/{n}")["status"].get("phase") == "Running" for n in fitting),
+        lambda: all(http.get(f"{PODS}/{n}")["status"].get("phase") == "Running" for n in fitting),
         timeout=60,
-        what="a waiting pod scheduled into the freed room",
+        what="every waiting pod scheduled into the freed room (all of them fit once the shares are gone)",
     )
 
     def consistent() -> bool:  # the other node's kubelet may still be stopping a deleted pod
