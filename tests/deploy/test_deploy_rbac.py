@@ -62,8 +62,6 @@ def assert_exact(policy: RbacPolicy, seen: list[Attributes]) -> None:
     )
 
 
-
-
 @pytest.fixture
 def proxy(apiserver: ApiServer) -> Iterator[RecordingProxy]:
     recorder = RecordingProxy(apiserver.url).start()

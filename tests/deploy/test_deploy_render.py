@@ -16,7 +16,6 @@ from deploy.manifests import (
     DEFAULT_NAMESPACE,
     DEPLOY,
     DEPLOY_ALL,
-    TOOLS,
     by_key,
     containers,
     documents,
@@ -25,6 +24,7 @@ from deploy.manifests import (
     render_deploy,
     render_helm,
     run_deploy_all,
+    tool,
     workloads,
 )
 
@@ -285,8 +285,6 @@ def test_a_config_change_changes_the_pod_checksum() -> None:
 
 def test_deploy_all_is_valid_bash() -> None:
     assert subprocess.run(["bash", "-n", str(DEPLOY_ALL)], check=False).returncode == 0
-    shellcheck = TOOLS / "shellcheck"
-    if not shellcheck.exists():
-        pytest.skip("shellcheck not in .tools/bin (optional: apt-get download shellcheck; dpkg -x it there)")
+    shellcheck = tool("shellcheck")
     done = subprocess.run([str(shellcheck), str(DEPLOY_ALL)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout

