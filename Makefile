@@ -16,7 +16,7 @@ help:
 	@echo "make lint       ruff, mypy --strict, import-linter"
 	@echo "make bench      run every benchmark under benchmarks/ (prints JSON)"
 	@echo "make proto      regenerate gRPC stubs from proto/"
-	@echo "make tools      fetch prometheus/promtool and helm into .tools/ (integration tests use them)"
+	@echo "make tools      fetch prometheus/promtool, helm, shellcheck, hadolint into .tools/ (tests use them)"
 	@echo "make test-slow  only the slow and end-to-end suites; make test-all: everything"
 	@echo "make build      sdist and wheel into dist/"
 	@echo "make docker     build the image (IMAGE=... TAG=...); make deploy: deploy-all.sh with it"
