@@ -83,6 +83,11 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("create", "", "events")],
     ),
+    # runtimekit.kube.events: the scheduler's Events, written off the binding path.
+    ("kube/events.py", "_drain", "post", "object_path('v1', 'events', body['metadata']['namespace'])"): (
+        ("scheduler",),
+        [("create", "", "events")],
+    ),
     ("kube/scheduling.py", "report", "patch", "object_path('v1', 'pods', task.namespace, task.name, 'status')"): (
         ("scheduler",),
         [("patch", "", "pods/status")],

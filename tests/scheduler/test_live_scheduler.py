@@ -121,8 +121,12 @@ def test_pods_bind_with_assignments_events_and_conditions(http: KubeHttp) -> Non
         big = http.get("/api/v1/namespaces/default/pods/toobig")
         cond = next(c for c in big["status"]["conditions"] if c["type"] == "PodScheduled")
         assert (cond["status"], cond["reason"]) == ("False", "Unschedulable")
-        events = http.get("/api/v1/namespaces/default/events")["items"]
-        assert {e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled"} == {"frac", "whole"}
+
+        def scheduled() -> set[str]:  # events are written off the binding path, shortly after
+            events = http.get("/api/v1/namespaces/default/events")["items"]
+            return {e["involvedObject"]["name"] for e in events if e["reason"] == "Scheduled"}
+
+        wait_for(lambda: scheduled() == {"frac", "whole"}, what="Scheduled events")
     finally:
         scheduler.stop()
 

@@ -1,14 +1,13 @@
-"""What a scheduler writes to the API server: bindings (with the assignment annotations), events,
-the PodScheduled condition, pod deletions for preemption, and PodGroup status.
-Callers: the live scheduler's cache (through its Binder interface)."""
+"""What a scheduler writes to the API server: bindings (with the assignment annotations), events
+(through an `EventRecorder` when given one, else at once), the PodScheduled condition, pod deletions
+for preemption, and PodGroup status. Callers: the live scheduler's cache (through its Binder interface)."""
 
 from __future__ import annotations
 
-import time
-import uuid
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from runtimekit.kube.events import EventRecorder, event_body, now_rfc3339
 from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
 
 
@@ -18,13 +17,9 @@ class PodRef(Protocol):
     uid: str
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 class KubeBinder:
-    def __init__(self, http: KubeHttp, component: str) -> None:
-        self.http, self.component = http, component
+    def __init__(self, http: KubeHttp, component: str, recorder: EventRecorder | None = None) -> None:
+        self.http, self.component, self.recorder = http, component, recorder
 
     def bind(self, task: PodRef, node: str, annotations: Mapping[str, str]) -> None:
         """POST pods/binding; the API server merges the annotations and sets spec.nodeName."""
@@ -52,27 +47,10 @@ class KubeBinder:
         )
 
     def event(self, task: PodRef, kind: str, reason: str, message: str) -> None:
-        now = _now()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{task.name}.{uuid.uuid4().hex[:16]}", "namespace": task.namespace},
-            "involvedObject": {
-                "apiVersion": "v1",
-                "kind": "Pod",
-                "namespace": task.namespace,
-                "name": task.name,
-                "uid": task.uid,
-            },
-            "reason": reason,
-            "message": message[:1024],
-            "type": kind,
-            "source": {"component": self.component},
-            "reportingComponent": self.component,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        if self.recorder is not None:
+            self.recorder.record(task, kind, reason, message)
+            return
+        body = event_body(task, self.component, kind, reason, message)
         self.http.post(object_path("v1", "events", task.namespace), body)
 
     def report(self, task: PodRef, scheduled: bool, reason: str, message: str) -> None:
@@ -84,7 +62,7 @@ class KubeBinder:
             "status": "False",
             "reason": "Unschedulable",
             "message": message[:1024],
-            "lastTransitionTime": _now(),
+            "lastTransitionTime": now_rfc3339(),
         }
         try:
             self.http.patch(

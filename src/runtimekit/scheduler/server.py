@@ -16,6 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from runtimekit.kube.events import EventRecorder
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
@@ -54,10 +55,14 @@ class Scheduler:
         self.http, self.framework, self.protocol = http, framework, protocol
         self.options = options or SchedulerOptions()
         needs_running = bool({"preempt", "reclaim"} & set(framework.action_names))
+        self.events: EventRecorder | None = None
+        if binder is None:
+            self.events = EventRecorder(http, protocol.scheduler_name)
+            binder = KubeBinder(http, protocol.scheduler_name, self.events)
         self.cache = LiveCache(
             protocol,
             protocol.scheduler_name,
-            binder or KubeBinder(http, protocol.scheduler_name),
+            binder,
             retry_seconds=self.options.retry_seconds,
             bind_workers=self.options.bind_workers,
             include_running=needs_running,
@@ -145,6 +150,8 @@ class Scheduler:
         for informer in self.informers:
             informer.stop(timeout=1.0)
         self.cache.close()
+        if self.events is not None:
+            self.events.close()
         if self.elector is not None:
             self.elector.stop()
             self.elector.release()

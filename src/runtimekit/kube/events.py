@@ -1,0 +1,108 @@
+"""Events written off the caller's path, as client-go's event broadcaster does for kube-scheduler: a
+bounded queue drained by a few threads. A binding does not wait for its `Scheduled` event, so a bind
+worker spends one API round trip per pod, not two. When the queue is full the event is dropped and
+counted (an Event is advice for people, not state anything depends on); a failed POST is logged.
+Callers: `KubeBinder` (the live scheduler).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import uuid
+from typing import Any, Protocol
+
+from runtimekit.kube.http import KubeHttp, object_path
+
+log = logging.getLogger(__name__)
+
+
+class ObjectRef(Protocol):
+    namespace: str
+    name: str
+    uid: str
+
+
+def now_rfc3339() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> dict[str, Any]:
+    """A core/v1 Event about a pod."""
+    now = now_rfc3339()
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": f"{ref.name}.{uuid.uuid4().hex[:16]}", "namespace": ref.namespace},
+        "involvedObject": {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "namespace": ref.namespace,
+            "name": ref.name,
+            "uid": ref.uid,
+        },
+        "reason": reason,
+        "message": message[:1024],
+        "type": kind,
+        "source": {"component": component},
+        "reportingComponent": component,
+        "firstTimestamp": now,
+        "lastTimestamp": now,
+        "count": 1,
+    }
+
+
+class EventRecorder:
+    """`record()` queues an Event and returns at once; `flush()` waits for the queue to drain."""
+
+    def __init__(self, http: KubeHttp, component: str, capacity: int = 1000, workers: int = 2) -> None:
+        self.http, self.component = http, component
+        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(capacity)
+        self.dropped = 0
+        self.failed = 0
+        self._threads = [
+            threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(max(1, workers))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+        try:
+            self._queue.put_nowait(event_body(ref, self.component, kind, reason, message))
+        except queue.Full:
+            self.dropped += 1
+            if self.dropped == 1 or self.dropped % 1000 == 0:
+                log.warning("event queue full: %d events dropped so far", self.dropped)
+
+    def _drain(self) -> None:
+        while (body := self._queue.get()) is not None:
+            try:
+                self.http.post(object_path("v1", "events", body["metadata"]["namespace"]), body)
+            except Exception as exc:
+                self.failed += 1
+                log.info("could not record %s on %s: %s", body["reason"], body["involvedObject"]["name"], exc)
+            finally:
+                self._queue.task_done()
+        self._queue.task_done()
+
+    def flush(self, timeout: float = 10.0) -> bool:
+        """Wait until every queued event is written (or given up); False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self._queue.unfinished_tasks:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.01)
+        return True
+
+    def close(self, timeout: float = 5.0) -> None:
+        """Write what is queued (within `timeout`), then stop the threads."""
+        self.flush(timeout)
+        for _ in self._threads:
+            try:
+                self._queue.put(None, timeout=1.0)
+            except queue.Full:
+                break
+        for thread in self._threads:
+            thread.join(1.0)

@@ -1,0 +1,62 @@
+"""The event recorder writes Events off the caller's path, to a real (embedded) API server: each one once,
+with the fields `kubectl describe` shows; a full queue drops and counts instead of blocking; an API error
+is counted and the recorder keeps going."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.kube.events import EventRecorder
+from runtimekit.kube.http import KubeHttp
+
+
+@dataclass(frozen=True)
+class Ref:
+    namespace: str
+    name: str
+    uid: str = "uid-1"
+
+
+def events(http: KubeHttp, namespace: str = "default") -> list[dict[str, object]]:
+    return http.list(f"/api/v1/namespaces/{namespace}/events")[0]
+
+
+def test_events_arrive_once_each_with_what_describe_shows(apiserver: ApiServer) -> None:
+    http = KubeHttp.connect(server=apiserver.url)
+    recorder = EventRecorder(http, "lj-runtimekit-scheduler")
+    try:
+        for i in range(50):
+            recorder.record(Ref("default", f"p{i}"), "Normal", "Scheduled", f"assigned p{i} to n1")
+        recorder.record(Ref("default", "big"), "Warning", "FailedScheduling", "x" * 5000)
+        assert recorder.flush(30)
+        found = events(http)
+        assert sorted(e["involvedObject"]["name"] for e in found) == sorted([f"p{i}" for i in range(50)] + ["big"])
+        big = next(e for e in found if e["involvedObject"]["name"] == "big")
+        assert (big["type"], big["reason"], len(big["message"])) == ("Warning", "FailedScheduling", 1024)
+        assert big["source"] == {"component": "lj-runtimekit-scheduler"}
+        assert big["involvedObject"]["uid"] == "uid-1"
+        assert recorder.dropped == recorder.failed == 0
+    finally:
+        recorder.close()
+        http.close()
+
+
+def test_a_full_queue_drops_and_an_api_error_is_counted(apiserver: ApiServer) -> None:
+    http = KubeHttp.connect(server=apiserver.url)
+    recorder = EventRecorder(http, "c", capacity=1, workers=1)
+    try:
+        for i in range(200):  # far faster than one worker can write them
+            recorder.record(Ref("default", f"p{i}"), "Normal", "Scheduled", "m")
+        assert recorder.dropped > 0
+        assert recorder.flush(30)
+        assert len(events(http)) + recorder.dropped == 200
+        recorder.record(Ref("nosuchns", "p"), "Normal", "Scheduled", "m")  # the API server refuses it: 404
+        assert recorder.flush(30)
+        assert recorder.failed == 1
+        recorder.record(Ref("default", "after"), "Normal", "Scheduled", "still writing")
+        assert recorder.flush(30)
+        assert any(e["involvedObject"]["name"] == "after" for e in events(http))
+    finally:
+        recorder.close()
+        http.close()
