@@ -5,6 +5,7 @@ the ledger different from a recomputation from the pod objects."""
 from __future__ import annotations
 
 import random
+import time
 from typing import Any
 
 from hypothesis import settings
@@ -86,6 +87,41 @@ def test_pods_are_bound_with_an_assignment_and_booked() -> None:
     assert P.annotations.assume_time in share["metadata"]["annotations"]
     same(cache.ledger, expected(api))
     assert [e[1] for e in api.events] == ["Scheduled", "Scheduled"]
+
+
+class JitteryApi(FakeApi):
+    """Binds take a random while, so unordered workers would finish them out of order; records the
+    order in which each node's bindings reach the API server."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rng = random.Random(5)
+        self.bound: dict[str, list[int]] = {}  # node -> assume times, in binding order
+
+    def bind(self, task: Any, node: str, annotations: Any) -> None:
+        time.sleep(self.rng.random() * 0.01)
+        with self.lock:
+            self.bound.setdefault(node, []).append(int(annotations[P.annotations.assume_time]))
+        super().bind(task, node, annotations)
+
+
+def test_a_nodes_pods_are_bound_in_the_order_they_were_assumed() -> None:
+    api = JitteryApi()
+    for name in ("n1", "n2"):
+        api.add_node(node_object(name, gpus=4))
+    cache = LiveCache(P, P.scheduler_name, api, bind_workers=8, retry_seconds=0.0)
+    api.attach(cache)
+    for node in api.nodes.values():
+        cache.on_node("ADDED", node)
+    framework = Framework(load_conf(None), builtin_registry(), BuildContext(protocol=P))
+    for i in range(40):
+        api.add_pod(pod_object(f"p{i:02d}", {CORE: 15, MEM: 1}))
+    schedule(cache, framework)
+    assert cache.drain()
+    assert sum(len(times) for times in api.bound.values()) == 40
+    for node, times in api.bound.items():
+        assert times == sorted(times), f"{node}: bound out of assume order"
+    cache.close()
 
 
 def test_a_restarted_scheduler_books_exactly_what_is_bound() -> None:

@@ -38,8 +38,6 @@ tiers:
 """
 
 
-
-
 def node(name: str, gpus: int, model: str = "H200") -> dict[str, Any]:
     inventory = NodeInventory.simulated(name, model, gpus)
     return {

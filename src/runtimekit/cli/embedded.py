@@ -263,7 +263,7 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
         config=conf,
         plugins_dir=None,
         period=0.05,
-        bind_workers=1,  # binds in assume order, so kubelets admit in the order the device plugin expects
+        bind_workers=8,  # each node's binds still go out in assume order (LiveCache), as the device plugin expects
         leader_elect=False,
         lease_name="lj-runtimekit-scheduler",
         lease_namespace="kube-system",

@@ -19,6 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
@@ -149,6 +150,9 @@ class LiveCache:
         self._rank_cache: tuple[int, IntArray] | None = None
         self._pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="binder")
         self._inflight: set[Future[None]] = set()
+        # Binds of one node go out one after another, in assume order: kubelet admits the pods it hears
+        # of in that order, and the device plugin matches kubelet's Allocate to the oldest pod.
+        self._node_binds: dict[NodeName, deque[tuple[TaskInfo, dict[str, str]]]] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=False)
@@ -483,10 +487,28 @@ class LiveCache:
             entry.attempts += 1
             bound_task = entry.task.clone()
             bound_task.node, bound_task.placement = task.node, task.placement
-        future = self._pool.submit(self._bind_one, bound_task, dict(annotations))
-        with self.lock:
+            queue = self._node_binds.get(task.node)
+            if queue is not None:  # the node's worker is busy: it takes this one next
+                queue.append((bound_task, dict(annotations)))
+                return
+            self._node_binds[task.node] = deque([(bound_task, dict(annotations))])
+            future = self._pool.submit(self._bind_node, task.node)
             self._inflight.add(future)
         future.add_done_callback(self._done)
+
+    def _bind_node(self, node: NodeName) -> None:
+        """Bind a node's queued pods in order until its queue is empty."""
+        while True:
+            with self.lock:
+                queue = self._node_binds[node]
+                if not queue:
+                    del self._node_binds[node]
+                    return
+                task, annotations = queue.popleft()
+            try:
+                self._bind_one(task, annotations)
+            except Exception:  # never leave the node's queue without a worker
+                log.exception("binding %s/%s failed unexpectedly", task.namespace, task.name)
 
     def _done(self, future: Future[None]) -> None:
         with self.lock:
