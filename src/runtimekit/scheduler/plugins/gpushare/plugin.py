@@ -42,6 +42,7 @@ from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
     POLICIES,
     FgdPolicy,
+    Learner,
     PodShape,
     PodType,
     Policy,
@@ -83,6 +84,8 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
             self.set_workload(workload)
         self._pod_policy_key = context.protocol.annotations.policy
         self._observed: set[str] = set()
+        self._learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
+        self._learned: set[str] = set()
 
     def set_workload(self, workload: TargetWorkload) -> None:
         """Fix FGD's target workload (otherwise it is learned from the pods it sees)."""
@@ -101,6 +104,12 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
     def pre_predicate(self, task: TaskInfo) -> Status:
         if task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
             return unresolvable(f"unknown placement policy {task.policy!r} in annotation {self._pod_policy_key}")
+        learner = self._learners.get(self.policy_for(task).name)
+        if learner is not None and task.key not in self._learned:
+            if len(self._learned) > 100_000:
+                self._learned.clear()
+            self._learned.add(task.key)  # every pod counts once, feasible or not, however often it is retried
+            learner.learn(_pod_type(task, PodShape.of(task.request)))
         return SUCCESS
 
     # -- Predicate -------------------------------------------------------------------------

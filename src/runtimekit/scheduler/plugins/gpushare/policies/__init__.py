@@ -15,6 +15,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.baseline import (
     SpreadPolicy,
 )
 from runtimekit.scheduler.plugins.gpushare.policies.fgd import FgdPolicy, Fragmentation
+from runtimekit.scheduler.plugins.gpushare.policies.packfrag import Learner, PackFragPolicy
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 POLICIES: dict[str, Callable[[], Policy]] = {
@@ -24,6 +25,7 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "gpupacking": GpuPackingPolicy,
     "bestfit": BestFitPolicy,
     "fgd": FgdPolicy,
+    "packfrag": PackFragPolicy,
     "binpack": BinpackPolicy,
     "spread": SpreadPolicy,
 }
@@ -34,6 +36,8 @@ __all__ = [
     "POLICIES",
     "FgdPolicy",
     "Fragmentation",
+    "Learner",
+    "PackFragPolicy",
     "PodShape",
     "PodType",
     "Policy",
