@@ -17,7 +17,7 @@ from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskI
 from runtimekit.scheduler.plugins.gpushare.fit import fitting_gpus
 from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
 from runtimekit.scheduler.plugins.gpushare.policies import PackFragPolicy, PodShape, PolicyContext, TargetWorkload
-from runtimekit.scheduler.plugins.gpushare.policies.packfrag import placements
+from runtimekit.scheduler.plugins.gpushare.policies.nodestates import placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType
 from runtimekit.sim.runner import SimulationSpec, run_simulation
 from scheduler.helpers import rows, table_of, whole

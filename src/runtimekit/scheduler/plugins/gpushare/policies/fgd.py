@@ -17,7 +17,6 @@ groups them by (state, CPU bucket before, after) with numpy and works out each d
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
 from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -28,13 +27,13 @@ import numpy.typing as npt
 from runtimekit.model import MILLI, GpuKind, GpuRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext
+from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeStates, placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 FloatArray = npt.NDArray[np.float64]
 StateKey = tuple[str, tuple[int, ...], int]  # (GPU model, sorted free milli, CPU bucket)
 MEMO_LIMIT = 2_000_000
 STATE_LIMIT = 1_000_000  # interned node states; past it the policy starts afresh
-NodeState = tuple[str, tuple[int, ...]]  # (GPU model, sorted free milli of usable GPUs)
 
 
 class Fragmentation:
@@ -138,10 +137,7 @@ class FgdPolicy:
         self._seen_total = 0
         self._learn_every = learn_every
         self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
-        self._row_version = np.full(0, -1, np.int64)
-        self._row_sid = np.full(0, -1, np.int64)  # each row's node state id
-        self._sid_of: dict[NodeState, int] = {}
-        self._states: list[NodeState] = []  # by id
+        self._nodes = NodeStates()
         self._shapes: dict[PodShape, _ShapeCache] = {}
 
     # -- the target workload ---------------------------------------------------------------
@@ -175,72 +171,16 @@ class FgdPolicy:
     # -- node states -----------------------------------------------------------------------
     def _refresh_rows(self, ctx: PolicyContext, rows: IntArray) -> None:
         """Remember the node state id of rows that changed."""
-        table = ctx.table
-        capacity = table.core_free.shape[0]
-        if len(self._states) > STATE_LIMIT:  # a long-running scheduler sees endless states: start afresh
-            self._sid_of.clear()
-            self._states.clear()
+        if len(self._nodes.states) > STATE_LIMIT:  # a long-running scheduler sees endless states: start afresh
+            self._nodes = NodeStates()
             self._shapes.clear()
-            self._row_version[:] = -1
-        if self._row_version.size < capacity:
-            grown = np.full(capacity, -1, np.int64)
-            grown[: self._row_version.size] = self._row_version
-            self._row_version = grown
-            sids = np.full(capacity, -1, np.int64)
-            sids[: self._row_sid.size] = self._row_sid
-            self._row_sid = sids
-        stale = rows[self._row_version[rows] != table.version[rows]]
-        if stale.size == 0:
-            return
-        names = table.names()
-        for row in stale.tolist():
-            node = names[row]
-            model = table.inventory(node).model if node is not None else ""
-            free = table.core_free[row][table.usable[row]].tolist()
-            state = (model, tuple(sorted(free)))
-            sid = self._sid_of.get(state)
-            if sid is None:
-                sid = self._sid_of[state] = len(self._states)
-                self._states.append(state)
-            self._row_sid[row] = sid
-            self._row_version[row] = table.version[row]
-
-    @staticmethod
-    def _after_states(shape: PodShape, ms: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
-        """(free value of the GPU used, free multiset after) for each distinct way to place the pod."""
-        if not shape.gpu:
-            return [(-1, ms)]
-        if shape.whole or shape.milli >= MILLI:
-            out = list(ms)
-            for _ in range(shape.count):
-                out.remove(MILLI)
-            return [(MILLI, tuple(sorted([*out, *([0] * shape.count)])))]
-        if shape.count > 1:
-            fit = [v for v in ms if v >= shape.milli][: shape.count]
-            out = list(ms)
-            for v in fit:
-                out.remove(v)
-            return [(fit[0], tuple(sorted(out + [v - shape.milli for v in fit])))]
-        afters = []
-        milli = shape.milli
-        start = bisect_left(ms, milli)
-        previous = -1
-        for i in range(start, len(ms)):
-            v = ms[i]
-            if v == previous:
-                continue
-            previous = v
-            rest = ms[:i] + ms[i + 1 :]
-            left = v - milli
-            at = bisect_left(rest, left)
-            afters.append((v, (*rest[:at], left, *rest[at:])))
-        return afters
+        self._nodes.refresh(ctx.table, rows)
 
     def _value_scores(
         self, shape: PodShape, model: str, ms: tuple[int, ...], b0: int, b1: int
     ) -> list[tuple[int, int]]:
         """(score, free value of the GPU used) for each distinct placement on a node state."""
-        afters = self._after_states(shape, ms)
+        afters = placements(shape, ms)
         values = self._fragmentation().values([(model, ms, b0), *((model, after, b1) for _, after in afters)])
         return [(_sigmoid_score(values[0] - f), v) for (v, _), f in zip(afters, values[1:], strict=True)]
 
@@ -261,7 +201,7 @@ class FgdPolicy:
     def _rescore(self, shape: PodShape, cache: _ShapeCache, cpu: IntArray, rows: IntArray) -> None:
         frag = self._fragmentation()
         nb = frag.thresholds.size + 1  # CPU buckets are 0..len(thresholds)
-        keys = (self._row_sid[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
+        keys = (self._nodes.id[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
         distinct, inverse = np.unique(keys, return_inverse=True)
         scores = np.empty(distinct.size, np.int64)
         missing: list[tuple[int, int]] = []
@@ -281,8 +221,8 @@ class FgdPolicy:
             for j, key in missing:
                 sid, buckets = divmod(key, nb * nb)
                 b0, b1 = divmod(buckets, nb)
-                model, ms = self._states[sid]
-                afters = [(model, a, b1) for _, a in self._after_states(shape, ms)]
+                model, ms = self._nodes.states[sid]
+                afters = [(model, a, b1) for _, a in placements(shape, ms)]
                 plans.append((j, key, (model, ms, b0), afters))
                 wanted.append((model, ms, b0))
                 wanted.extend(afters)
@@ -298,7 +238,7 @@ class FgdPolicy:
         if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:
             return [int(c) for c in fitting[: req.count]]
         self._refresh_rows(ctx, np.array([row]))
-        state = self._states[int(self._row_sid[row])]
+        state = self._nodes.states[int(self._nodes.id[row])]
         frag = self._fragmentation()
         cpu = int(ctx.table.cpu_free[row])
         b0, b1 = int(frag.bucket(cpu)), int(frag.bucket(cpu - shape.cpu_milli))

@@ -1,0 +1,79 @@
+"""Node states shared by the fragmentation policies (fgd, packfrag): a node's GPU model and the
+sorted free milli of its usable GPUs, interned as small integer ids per ledger row, and the distinct
+states a pod can leave a node in. Callers: policies/fgd.py, policies/packfrag.py.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+
+import numpy as np
+
+from runtimekit.model import MILLI, NodeTable
+from runtimekit.model.ledger import IntArray
+from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape
+
+NodeState = tuple[str, tuple[int, ...]]  # (GPU model, free milli of the usable GPUs, ascending)
+
+
+def placements(shape: PodShape, ms: tuple[int, ...]) -> list[tuple[int, tuple[int, ...]]]:
+    """(free milli of the GPU used, free milli after, ascending) for each distinct way to place the
+    pod on GPUs with free milli `ms`: any k fully free GPUs for whole GPUs, the k least free fitting
+    GPUs for a multi-GPU share (best fit), each distinct fitting GPU for a single share."""
+    if not shape.gpu:
+        return [(-1, ms)]
+    if shape.whole or shape.milli >= MILLI:
+        rest = list(ms)
+        for _ in range(shape.count):
+            rest.remove(MILLI)
+        return [(MILLI, tuple(sorted([*rest, *([0] * shape.count)])))]
+    if shape.count > 1:
+        fit = [v for v in ms if v >= shape.milli][: shape.count]
+        rest = list(ms)
+        for v in fit:
+            rest.remove(v)
+        return [(fit[0], tuple(sorted(rest + [v - shape.milli for v in fit])))]
+    out = []
+    previous = -1
+    for i in range(bisect_left(ms, shape.milli), len(ms)):
+        v = ms[i]
+        if v == previous:
+            continue
+        previous = v
+        others = ms[:i] + ms[i + 1 :]
+        left = v - shape.milli
+        at = bisect_left(others, left)
+        out.append((v, (*others[:at], left, *others[at:])))
+    return out
+
+
+class NodeStates:
+    """Each row's node state, interned as a small integer id; refreshed when the row's version changes."""
+
+    def __init__(self) -> None:
+        self.version = np.full(0, -1, np.int64)
+        self.id = np.zeros(0, np.int64)
+        self._ids: dict[NodeState, int] = {}
+        self.states: list[NodeState] = []
+
+    def intern(self, state: NodeState) -> int:
+        found = self._ids.get(state)
+        if found is None:
+            found = self._ids[state] = len(self.states)
+            self.states.append(state)
+        return found
+
+    def refresh(self, table: NodeTable, rows: IntArray) -> None:
+        capacity = table.core_free.shape[0]
+        if self.version.size < capacity:
+            self.version = np.concatenate([self.version, np.full(capacity - self.version.size, -1, np.int64)])
+            self.id = np.concatenate([self.id, np.zeros(capacity - self.id.size, np.int64)])
+        stale = rows[self.version[rows] != table.version[rows]]
+        if stale.size == 0:
+            return
+        names = table.names()
+        for row in stale.tolist():
+            node = names[row]
+            model = table.inventory(node).model if node is not None else ""
+            self.id[row] = self.intern((model, tuple(sorted(table.core_free[row][table.usable[row]].tolist()))))
+        self.version[stale] = table.version[stale]
