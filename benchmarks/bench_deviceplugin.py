@@ -7,8 +7,8 @@ this process; this script plays kubelet and calls `/v1beta1.DevicePlugin/Allocat
 socket. The API server is either faked in memory or `runtimekit apiserver` in its own process.
 - Allocate latency: for each of `--pods` pods (1 % of a GPU each, spread over the GPUs, with
   `--background` allocated pods already on the node), the time of one Allocate RPC: list the node's
-  pods, match, runtime Allocate (with the checkpoint written atomically: temp file, fsync, rename,
-  fsync dir), guarded patch of the pod. Variants: `fake_api` (plugin + runtime), `fake_api_tmpfs_state`
+  pods, match, runtime Allocate (with its checkpoint journal line appended and fdatasync'd), guarded
+  patch of the pod. Variants: `fake_api` (plugin + runtime), `fake_api_tmpfs_state`
   (the runtime's state dir on /dev/shm: the same without disk latency) and `embedded_api` (an API
   server over HTTP). `checkpoint_fsync_ms` is one fsync in the state dir's file system, the floor
   under every new allocation. Target: p99 <= 10 ms.

@@ -94,3 +94,119 @@ def test_state_dir(tmp_path: Path) -> None:
     state.config.write_text("{")
     with pytest.raises(CheckpointCorrupt):
         state.load_config()
+
+
+# -- the journal ---------------------------------------------------------------------------------
+A, B = ALLOCATIONS
+C = Allocation(PodRef("ns", "c", "uid-c"), "main", (Grant("GPU-2", 2, 250, 512),), 3000)
+
+
+def _checkpoint_allocations(state: StateDir) -> list[Allocation]:
+    return decode_checkpoint(state.checkpoint.read_bytes())[1]
+
+
+def test_changes_after_the_first_go_to_the_journal_and_come_back(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])  # first save: the checkpoint is written whole
+    state.save_allocations("n1", [A, B])
+    state.save_allocations("n1", [B, C])  # A removed, C added: two lines
+    state.save_allocations("n1", [B, C])  # nothing changed: nothing written
+    assert _checkpoint_allocations(state) == [A]
+    assert len(state.journal.read_bytes().splitlines()) == 3
+    state.close()
+    loaded = StateDir(tmp_path).load_allocations()
+    assert loaded is not None
+    assert sorted(loaded[1], key=lambda a: a.pod.uid) == [B, C]
+
+
+def test_the_checkpoint_is_rewritten_and_the_journal_emptied_every_so_often(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("runtimekit.runtime.state.COMPACT_EVERY", 2)
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [])
+    state.save_allocations("n1", [A])
+    state.save_allocations("n1", [A, B])  # the journal holds 2 lines now
+    state.save_allocations("n1", [B])  # so this one rewrites the checkpoint
+    assert _checkpoint_allocations(state) == [B]
+    assert state.journal.read_bytes() == b""
+    assert StateDir(tmp_path).load_allocations() == ("n1", [B])
+
+
+def test_a_start_rewrites_the_checkpoint_on_the_first_change(tmp_path: Path) -> None:
+    first = StateDir(tmp_path)
+    first.save_allocations("n1", [A])
+    first.save_allocations("n1", [A, B])
+    first.close()
+    second = StateDir(tmp_path)
+    assert second.load_allocations() == ("n1", [A, B])
+    second.save_allocations("n1", [A, B, C])
+    assert _checkpoint_allocations(second) == [A, B, C]
+    assert second.journal.read_bytes() == b""
+
+
+def test_an_incomplete_last_line_is_ignored(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+    state.save_allocations("n1", [A, B])
+    state.close()
+    with state.journal.open("ab") as journal:  # a crash in the middle of writing the next change
+        journal.write(state.journal.read_bytes()[:30])
+    assert StateDir(tmp_path).load_allocations() == ("n1", [A, B])
+
+
+@pytest.mark.parametrize(
+    ("damage", "reason"),
+    [
+        pytest.param(lambda raw: raw.replace(b"uid-b", b"uid-x"), "journal line 1: checksum mismatch", id="edited"),
+        pytest.param(lambda raw: b"\n" + raw, "journal line 1: checksum mismatch", id="blank-line"),
+        pytest.param(lambda raw: raw[5:], "journal line 1: checksum mismatch", id="cut-at-the-start"),
+    ],
+)
+def test_a_damaged_journal_is_detected(tmp_path: Path, damage: object, reason: str) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+    state.save_allocations("n1", [A, B])
+    state.close()
+    state.journal.write_bytes(damage(state.journal.read_bytes()))  # type: ignore[operator]
+    with pytest.raises(CheckpointCorrupt, match=reason):
+        StateDir(tmp_path).load_allocations()
+
+
+def test_journal_lines_the_checkpoint_already_holds_are_skipped(tmp_path: Path) -> None:
+    from runtimekit.runtime.state import journal_line
+
+    state = StateDir(tmp_path)
+    write_atomic(state.checkpoint, encode_checkpoint("n1", [A], seq=5))
+    state.journal.write_text(journal_line(4, ("uid-a", "main"), None) + journal_line(6, ("uid-b", "c"), None))
+    assert state.load_allocations() == ("n1", [A])
+
+
+def test_a_journal_without_its_checkpoint_is_corrupt_and_set_aside_with_it(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+    state.save_allocations("n1", [A, B])
+    state.close()
+    state.checkpoint.unlink()
+    with pytest.raises(CheckpointCorrupt, match="checkpoint.journal without checkpoint.json"):
+        state.load_allocations()
+    state.set_aside_checkpoint(9)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["checkpoint.journal.corrupt-9"]
+    assert state.load_allocations() is None
+
+
+def test_a_failed_journal_write_is_followed_by_a_whole_rewrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+
+    def broken(fd: int) -> None:
+        raise OSError("disk gone")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("runtimekit.runtime.state.os.fdatasync", broken)
+        with pytest.raises(OSError, match="disk gone"):
+            state.save_allocations("n1", [A, B])
+    state.save_allocations("n1", [A, C])  # what the caller holds after giving B back
+    assert _checkpoint_allocations(state) == [A, C]
+    assert state.journal.read_bytes() == b""
+    assert StateDir(tmp_path).load_allocations() == ("n1", [A, C])

@@ -190,6 +190,8 @@ class NodeRuntime:
     def close(self) -> None:
         self.devices.close()
         self._backend.close()
+        with self._lock:
+            self._state.close()
 
     def _now_ms(self) -> int:
         return int(self._clock() * 1000)

@@ -5,6 +5,15 @@ a crash leaves the old file or the new one, never a mix. The checkpoint carries 
 body: a truncated, edited or bit-flipped file is reported as `CheckpointCorrupt` with the reason,
 never read as "no allocations". A MIG grant records its profile, start slice and whether the
 runtime made the device (dynamic MIG), so a restart finds, keeps or destroys exactly those devices.
+
+Between full rewrites, changes go to a journal (`checkpoint.journal`): one line per added, changed
+or removed allocation, each with its own SHA-256 and a sequence number, appended and made durable
+with one fdatasync, which costs a third of a rewrite (no temp file, rename or folder fsync). The
+checkpoint records the last sequence number it contains, so journal lines it already holds are
+skipped. After `COMPACT_EVERY` lines, and on the first change after a start, the checkpoint is
+rewritten whole and the journal emptied. Reading: the checkpoint, then the journal's lines in order;
+an incomplete last line (a write cut short by a crash, so never acknowledged) is ignored; any other
+bad line makes the whole state `CheckpointCorrupt`.
 Callers: the runtime service at start and after every change.
 """
 
@@ -23,13 +32,23 @@ from typing import Any
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 
 CHECKPOINT_FILE = "checkpoint.json"
+JOURNAL_FILE = "checkpoint.journal"
 CONFIG_FILE = "config.json"
+COMPACT_EVERY = 256  # journal lines before the checkpoint is rewritten whole
 _KIND = "RuntimeCheckpoint"
 _VERSION = 1
 
 
 class CheckpointCorrupt(Exception):
     """The checkpoint exists but cannot be trusted; the message says why."""
+
+
+def _fsync_folder(folder: Path) -> None:
+    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -45,11 +64,7 @@ def write_atomic(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    _fsync_folder(path.parent)
 
 
 def _canonical(body: Mapping[str, Any]) -> str:
@@ -66,19 +81,27 @@ def _allocation_text(allocation: Allocation) -> str:
     return _canonical(_allocation_json(allocation))
 
 
-def encode_checkpoint(node: str, allocations: Iterable[Allocation]) -> bytes:
+def encode_checkpoint(node: str, allocations: Iterable[Allocation], seq: int = 0) -> bytes:
     """The file's bytes: the body is serialised once, canonically, and its checksum is of those bytes.
 
     The body is assembled from per-allocation texts; it equals `_canonical` of the whole body
-    ("allocations" sorts before "node"), which is what `decode_checkpoint` checks.
+    ("allocations" < "node" < "seq"), which is what `decode_checkpoint` checks. `seq`: the last
+    journal line the checkpoint contains (absent, read as 0, in files written before the journal).
     """
-    body = f'{{"allocations":[{",".join(_allocation_text(a) for a in allocations)}],"node":{json.dumps(node)}}}'
+    texts = ",".join(_allocation_text(a) for a in allocations)
+    tail = f',"seq":{seq}' if seq else ""
+    body = f'{{"allocations":[{texts}],"node":{json.dumps(node)}{tail}}}'
     head = json.dumps({"kind": _KIND, "version": _VERSION, "checksum": _checksum(body)}, separators=(",", ":"))
     return f'{head[:-1]},"data":{body}}}'.encode()
 
 
 def decode_checkpoint(raw: bytes) -> tuple[str, list[Allocation]]:
     """(node, allocations) of a checkpoint file's bytes. Raises CheckpointCorrupt with the reason."""
+    node, allocations, _ = _decode(raw)
+    return node, allocations
+
+
+def _decode(raw: bytes) -> tuple[str, list[Allocation], int]:
     try:
         doc = json.loads(raw)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -91,9 +114,45 @@ def decode_checkpoint(raw: bytes) -> tuple[str, list[Allocation]]:
     if not isinstance(body, dict) or doc.get("checksum") != _checksum(_canonical(body)):
         raise CheckpointCorrupt("checksum mismatch (the file was truncated or changed)")
     try:
-        return str(body["node"]), [_allocation_from(item) for item in body["allocations"]]
+        return str(body["node"]), [_allocation_from(item) for item in body["allocations"]], int(body.get("seq", 0))
     except (KeyError, TypeError, ValueError) as exc:
         raise CheckpointCorrupt(f"malformed allocation: {exc!r}") from None
+
+
+# -- the journal ---------------------------------------------------------------------------------
+Key = tuple[str, str]  # (pod uid, container)
+
+
+def journal_line(seq: int, key: Key, text: str | None) -> str:
+    """One journal line: `<sha256 hex> <json>` where the JSON is {"seq", "uid", "container"} plus
+    "put": the allocation, or "del": true."""
+    change = f'"put":{text}' if text is not None else '"del":true'
+    body = f'{{"container":{json.dumps(key[1])},{change},"seq":{seq},"uid":{json.dumps(key[0])}}}'
+    return f"{hashlib.sha256(body.encode()).hexdigest()} {body}\n"
+
+
+def replay_journal(raw: bytes, allocations: list[Allocation], seq: int) -> tuple[list[Allocation], int]:
+    """The allocations after applying the journal's lines past `seq`, and the last sequence number.
+    Raises CheckpointCorrupt for a bad line that is not an incomplete last one."""
+    book: dict[Key, Allocation] = {(a.pod.uid, a.container): a for a in allocations}
+    lines = raw.split(b"\n")
+    for number, line in enumerate(lines[:-1], start=1):  # lines[-1]: what follows the last newline
+        digest, _, body = line.partition(b" ")
+        if hashlib.sha256(body).hexdigest().encode() != digest:
+            raise CheckpointCorrupt(f"journal line {number}: checksum mismatch")
+        try:
+            doc = json.loads(body)
+            line_seq, key = int(doc["seq"]), (str(doc["uid"]), str(doc["container"]))
+            if line_seq <= seq:
+                continue  # already in the checkpoint (it was rewritten after this line)
+            if "put" in doc:
+                book[key] = _allocation_from(doc["put"])
+            else:
+                book.pop(key, None)
+        except (UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError, ValueError) as exc:
+            raise CheckpointCorrupt(f"journal line {number}: malformed: {exc!r}") from None
+        seq = line_seq
+    return list(book.values()), seq
 
 
 def _allocation_json(a: Allocation) -> dict[str, Any]:
@@ -156,28 +215,100 @@ class ConfigState:
 
 
 class StateDir:
-    """The runtime's state folder and the two files in it."""
+    """The runtime's state folder and the files in it. Not thread-safe: the service holds its lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.checkpoint = path / CHECKPOINT_FILE
+        self.journal = path / JOURNAL_FILE
         self.config = path / CONFIG_FILE
+        self._seq = 0  # the last journal line written or read
+        self._saved: dict[Key, str] | None = None  # what the files hold; None: unknown, rewrite next time
+        self._node = ""
+        self._lines = 0  # journal lines since the checkpoint was rewritten
+        self._fd: int | None = None
 
     def load_allocations(self) -> tuple[str, list[Allocation]] | None:
-        """The checkpoint, or None when there is none yet. Raises CheckpointCorrupt."""
+        """The checkpoint and its journal, or None when there is none yet. Raises CheckpointCorrupt."""
+        self._forget()
         try:
             raw = self.checkpoint.read_bytes()
         except FileNotFoundError:
+            if self.journal.exists() and self.journal.stat().st_size:
+                raise CheckpointCorrupt(f"{JOURNAL_FILE} without {CHECKPOINT_FILE}") from None
             return None
-        return decode_checkpoint(raw)
+        node, allocations, seq = _decode(raw)
+        try:
+            journal = self.journal.read_bytes()
+        except FileNotFoundError:
+            journal = b""
+        allocations, self._seq = replay_journal(journal, allocations, seq)
+        return node, allocations
 
     def save_allocations(self, node: str, allocations: Iterable[Allocation]) -> None:
-        write_atomic(self.checkpoint, encode_checkpoint(node, allocations))
+        """Make `allocations` durable: journal lines for what changed since the last save, or the
+        whole checkpoint when it is time to compact. On an error the next save rewrites it whole."""
+        current = list(allocations)
+        texts = {(a.pod.uid, a.container): _allocation_text(a) for a in current}
+        try:
+            if self._saved is None or node != self._node or self._lines >= COMPACT_EVERY:
+                self._rewrite(node, current)
+            else:
+                self._append(texts)
+        except BaseException:
+            self._forget()
+            raise
+        self._saved, self._node = texts, node
+
+    def _append(self, texts: dict[Key, str]) -> None:
+        saved = self._saved
+        assert saved is not None
+        changes: list[tuple[Key, str | None]] = [(k, t) for k, t in texts.items() if saved.get(k) != t]
+        changes += [(k, None) for k in saved.keys() - texts.keys()]
+        if not changes:
+            return
+        lines = (journal_line(self._seq + i, key, text) for i, (key, text) in enumerate(changes, start=1))
+        data = "".join(lines).encode()
+        fd = self._journal_fd()
+        while data:
+            data = data[os.write(fd, data) :]
+        os.fdatasync(fd)
+        self._seq += len(changes)
+        self._lines += len(changes)
+
+    def _rewrite(self, node: str, allocations: list[Allocation]) -> None:
+        write_atomic(self.checkpoint, encode_checkpoint(node, allocations, self._seq))
+        fd = self._journal_fd()
+        os.ftruncate(fd, 0)
+        os.fsync(fd)
+        self._lines = 0
+
+    def _journal_fd(self) -> int:
+        if self._fd is None:
+            created = not self.journal.exists()
+            self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            if created:
+                _fsync_folder(self.path)
+        return self._fd
+
+    def _forget(self) -> None:
+        self._saved = None
+        self.close()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
 
     def set_aside_checkpoint(self, stamp_ms: int) -> Path:
-        """Move a corrupt checkpoint out of the way (kept for a post-mortem); returns where it went."""
+        """Move a corrupt checkpoint and its journal out of the way (kept for a post-mortem); returns
+        where the checkpoint went."""
+        self._forget()
         target = self.checkpoint.with_name(f"{CHECKPOINT_FILE}.corrupt-{stamp_ms}")
-        os.replace(self.checkpoint, target)
+        if self.journal.exists():
+            os.replace(self.journal, self.journal.with_name(f"{JOURNAL_FILE}.corrupt-{stamp_ms}"))
+        if self.checkpoint.exists():
+            os.replace(self.checkpoint, target)
         return target
 
     def load_config(self) -> ConfigState:
