@@ -5,7 +5,7 @@
    The example pods of `examples/pods/` are submitted (a fractional share, a whole GPU, four GPUs,
    a gang of three under a PodGroup, and a pod that cannot fit); the demo shows where each landed,
    how full each GPU is, and why the last one waits; then it stops the cluster.
-2. Trace replay: the openb default pod list on 1213 GPU nodes with fgd, bestfit and random.
+2. Trace replay: the openb default pod list on 1213 GPU nodes with fgd, packfrag, bestfit and random.
 """
 
 from __future__ import annotations
@@ -202,7 +202,7 @@ def replay_part(args: argparse.Namespace, console: Console) -> int:
     sim_args = argparse.Namespace(
         nodes=None,
         pods=None,
-        policy="fgd,bestfit,random",
+        policy="fgd,packfrag,bestfit,random",
         seeds=args.seeds,
         tune=1.3,
         json_out=f"{args.out}/simulate.json",
