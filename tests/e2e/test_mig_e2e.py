@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.cluster.apiserver import ApiServer
@@ -85,16 +86,6 @@ class Cluster:
     http: KubeHttp
     scheduler: Scheduler
     nodes: dict[str, Node]
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 30.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def start_node(api: ApiServer, spec: NodeSpec, index: int, folder: Path) -> Node:
