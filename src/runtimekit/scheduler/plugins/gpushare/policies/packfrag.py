@@ -21,7 +21,6 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 
 from __future__ import annotations
 
-import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
@@ -53,10 +52,10 @@ class Learner(Protocol):
 class UsableCapacity:
     """sum_t p_t U_t(state) for one target workload, memoised by (node state, CPU bucket)."""
 
-    def __init__(self, workload: TargetWorkload, weights: FloatArray | None = None) -> None:
+    def __init__(self, workload: TargetWorkload) -> None:
         self.workload = workload
         types = workload.types
-        self.p = np.asarray(workload.probabilities if weights is None else weights, np.float64)
+        self.p = np.asarray(workload.probabilities, np.float64)
         self.cpu = np.array([max(t.cpu_milli, 1) for t in types], np.int64)
         self.gpu = np.array([not t.cpu_only for t in types], np.bool_)
         self.milli = np.where(self.gpu, [t.milli for t in types], 0).astype(np.int64)
@@ -125,12 +124,6 @@ class UsableCapacity:
         return np.asarray(np.where(runs, usable, 0) @ self.p, np.float64)
 
 
-def loss_score(loss: float) -> int:
-    """FGD's integer score of a fragmentation change, for a loss: 50 for none, one point less per
-    about 40 milli of loss near zero."""
-    return int(100.0 / (1.0 + math.exp(loss / 1000.0)))
-
-
 class OnlineWorkload:
     """The pod types of the last `window` pods. Rebuilt after 1, 2, 4, ... pods (a quick cold
     start), then every `relearn_every` pods (rebuilding drops the policy's caches)."""
@@ -183,24 +176,14 @@ class PackFragPolicy:
         window: int = 8192,
         relearn_every: int = 1024,
         coverage: float = 1.0,
-        scale: float = 1.0,
-        gpu_only: bool = False,
-        band: float = 0.0,
     ) -> None:
-        self._band = band
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
-        self._scale = scale
-        self._gpu_only = gpu_only
         self._usable: UsableCapacity | None = self._make(workload) if workload is not None else None
         self._nodes = NodeStates()
         self._shapes: dict[PodShape, _ShapeCache] = {}
 
     def _make(self, workload: TargetWorkload) -> UsableCapacity:
-        p = np.asarray(workload.probabilities, np.float64)
-        gpu = np.array([not t.cpu_only for t in workload.types], np.bool_)
-        if self._gpu_only and gpu.any():
-            p = np.where(gpu, p, 0.0) / p[gpu].sum()
-        return UsableCapacity(workload, p * self._scale)
+        return UsableCapacity(workload)
 
     @property
     def pods_seen(self) -> int:
@@ -244,11 +227,11 @@ class PackFragPolicy:
             cache.version[stale] = table.version[stale]
         return self._scores(cache.loss[rows])
 
-    def _scores(self, loss: FloatArray) -> IntArray:
-        if self._band <= 0:
-            scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
-        else:
-            scores = np.maximum(0, 100 - np.floor((loss - loss.min()) / self._band)).astype(np.int64)
+    @staticmethod
+    def _scores(loss: FloatArray) -> IntArray:
+        """FGD's integer score of a fragmentation change, for losses: 50 for none, one point less per
+        about 40 milli of loss near zero."""
+        scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
         return scores
 
     def _rescore(
