@@ -49,7 +49,7 @@ def _edit(raw: bytes) -> bytes:
         pytest.param(lambda raw: b"\xff\xfe", "not JSON", id="binary"),
         pytest.param(lambda raw: b"[]", "not a RuntimeCheckpoint", id="wrong-shape"),
         pytest.param(_edit, "checksum mismatch", id="edited"),
-        pytest.param(lambda raw: raw.replace(b'"version":1', b'"version":9'), "unsupported version", id="version"),
+        pytest.param(lambda raw: raw.replace(b'"version":2', b'"version":9'), "unsupported version", id="version"),
     ],
 )
 def test_damage_is_detected(damage: object, reason: str) -> None:
@@ -113,10 +113,28 @@ def test_changes_after_the_first_go_to_the_journal_and_come_back(tmp_path: Path)
     state.save_allocations("n1", [B, C])  # nothing changed: nothing written
     assert _checkpoint_allocations(state) == [A]
     assert len(state.journal.read_bytes().splitlines()) == 3
-    state.close()
-    loaded = StateDir(tmp_path).load_allocations()
+    loaded = StateDir(tmp_path).load_allocations()  # as after a crash
     assert loaded is not None
     assert sorted(loaded[1], key=lambda a: a.pod.uid) == [B, C]
+
+
+def test_close_folds_the_journal_into_the_checkpoint(tmp_path: Path) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+    state.save_allocations("n1", [A, C])
+    state.close()  # a runtime stopped cleanly leaves one file, so an older runtime rolled back to misses nothing
+    assert _checkpoint_allocations(state) == [A, C]
+    assert state.journal.read_bytes() == b""
+
+
+def test_a_checkpoint_written_before_the_journal_is_read(tmp_path: Path) -> None:
+    body = json.dumps({"allocations": [], "node": "n1"}, sort_keys=True, separators=(",", ":"))
+    from runtimekit.runtime.state import _checksum
+
+    doc = f'{{"kind":"RuntimeCheckpoint","version":1,"checksum":"{_checksum(body)}","data":{body}}}'
+    (tmp_path / "checkpoint.json").write_text(doc)
+    assert StateDir(tmp_path).load_allocations() == ("n1", [])
+    assert json.loads(encode_checkpoint("n1", []))["version"] == 2  # what an older runtime refuses and rebuilds
 
 
 def test_the_checkpoint_is_rewritten_and_the_journal_emptied_every_so_often(
@@ -136,8 +154,8 @@ def test_the_checkpoint_is_rewritten_and_the_journal_emptied_every_so_often(
 def test_a_start_rewrites_the_checkpoint_on_the_first_change(tmp_path: Path) -> None:
     first = StateDir(tmp_path)
     first.save_allocations("n1", [A])
-    first.save_allocations("n1", [A, B])
-    first.close()
+    first.save_allocations("n1", [A, B])  # a crash: the change is in the journal only
+    assert _checkpoint_allocations(first) == [A]
     second = StateDir(tmp_path)
     assert second.load_allocations() == ("n1", [A, B])
     second.save_allocations("n1", [A, B, C])
@@ -148,8 +166,7 @@ def test_a_start_rewrites_the_checkpoint_on_the_first_change(tmp_path: Path) -> 
 def test_an_incomplete_last_line_is_ignored(tmp_path: Path) -> None:
     state = StateDir(tmp_path)
     state.save_allocations("n1", [A])
-    state.save_allocations("n1", [A, B])
-    state.close()
+    state.save_allocations("n1", [A, B])  # then the runtime crashes: no close
     with state.journal.open("ab") as journal:  # a crash in the middle of writing the next change
         journal.write(state.journal.read_bytes()[:30])
     assert StateDir(tmp_path).load_allocations() == ("n1", [A, B])
@@ -167,7 +184,6 @@ def test_a_damaged_journal_is_detected(tmp_path: Path, damage: object, reason: s
     state = StateDir(tmp_path)
     state.save_allocations("n1", [A])
     state.save_allocations("n1", [A, B])
-    state.close()
     state.journal.write_bytes(damage(state.journal.read_bytes()))  # type: ignore[operator]
     with pytest.raises(CheckpointCorrupt, match=reason):
         StateDir(tmp_path).load_allocations()
@@ -186,7 +202,6 @@ def test_a_journal_without_its_checkpoint_is_corrupt_and_set_aside_with_it(tmp_p
     state = StateDir(tmp_path)
     state.save_allocations("n1", [A])
     state.save_allocations("n1", [A, B])
-    state.close()
     state.checkpoint.unlink()
     with pytest.raises(CheckpointCorrupt, match="checkpoint.journal without checkpoint.json"):
         state.load_allocations()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterable, Mapping
@@ -35,8 +36,11 @@ CHECKPOINT_FILE = "checkpoint.json"
 JOURNAL_FILE = "checkpoint.journal"
 CONFIG_FILE = "config.json"
 COMPACT_EVERY = 256  # journal lines before the checkpoint is rewritten whole
+log = logging.getLogger(__name__)
+
 _KIND = "RuntimeCheckpoint"
-_VERSION = 1
+_VERSION = 2  # 2: the checkpoint has a journal; a runtime that only knows 1 refuses it and rebuilds from pods
+_READABLE = (1, 2)
 
 
 class CheckpointCorrupt(Exception):
@@ -108,7 +112,7 @@ def _decode(raw: bytes) -> tuple[str, list[Allocation], int]:
         raise CheckpointCorrupt(f"not JSON: {exc}") from None
     if not isinstance(doc, dict) or doc.get("kind") != _KIND:
         raise CheckpointCorrupt(f"not a {_KIND}")
-    if doc.get("version") != _VERSION:
+    if doc.get("version") not in _READABLE:
         raise CheckpointCorrupt(f"unsupported version {doc.get('version')!r}")
     body = doc.get("data")
     if not isinstance(body, dict) or doc.get("checksum") != _checksum(_canonical(body)):
@@ -227,6 +231,7 @@ class StateDir:
         self._node = ""
         self._lines = 0  # journal lines since the checkpoint was rewritten
         self._fd: int | None = None
+        self._current: list[Allocation] = []
 
     def load_allocations(self) -> tuple[str, list[Allocation]] | None:
         """The checkpoint and its journal, or None when there is none yet. Raises CheckpointCorrupt."""
@@ -258,7 +263,7 @@ class StateDir:
         except BaseException:
             self._forget()
             raise
-        self._saved, self._node = texts, node
+        self._saved, self._node, self._current = texts, node, current
 
     def _append(self, texts: dict[Key, str]) -> None:
         saved = self._saved
@@ -293,9 +298,19 @@ class StateDir:
 
     def _forget(self) -> None:
         self._saved = None
-        self.close()
+        self._close_journal()
 
     def close(self) -> None:
+        """Fold the journal into the checkpoint (so a stopped runtime leaves one file), then close it.
+        A failure to rewrite is logged; the journal still holds every change."""
+        if self._saved is not None and self._lines:
+            try:
+                self._rewrite(self._node, self._current)
+            except OSError as exc:
+                log.warning("could not fold the journal into %s on close: %s", self.checkpoint, exc)
+        self._close_journal()
+
+    def _close_journal(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
