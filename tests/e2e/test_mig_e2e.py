@@ -245,10 +245,14 @@ def test_dynamic_mig_pods_get_devices_made_on_their_slots(cluster: Cluster) -> N
         http.post(PODS, mig_pod(name, DYNAMIC, profile, count))
     pods = wait_for(lambda: running(http, list(wanted)), what="dynamic MIG pods running")
     made = devices(node)
+    index = {d.uuid: d.index for d in node.client.list_devices()}
     seen: set[str] = set()
     for manifest in pods:
         uuids, places = visible(manifest), slots(manifest)
-        assert [made[p] for p in places] == uuids  # the container sees the devices made on its slots
+        # the container sees the devices made on its slots, in device-ordinal order (GPU, start slice),
+        # whatever order the assignment lists them in
+        ordinal = sorted(places, key=lambda p: (index[p[0]], p[2]))
+        assert [made[p] for p in ordinal] == uuids, (manifest["metadata"]["name"], places, uuids)
         assert all(u.startswith("MIG-") for u in uuids)
         seen |= set(uuids)
     assert seen == set(made.values())  # nothing else was made

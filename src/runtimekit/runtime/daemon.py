@@ -127,10 +127,10 @@ class RuntimeDaemon:
         if self._stop.is_set():
             return
         self._stop.set()
-        self.runtime.close()
-        if self._server is not None:
+        if self._server is not None:  # calls in flight finish before the state is closed
             self._server.stop(grace_s).wait()
         if self._thread is not None:
             self._thread.join(timeout=5.0)
+        self.runtime.close()
         Path(self.socket_path).unlink(missing_ok=True)
         log.info("runtime stopped")
