@@ -130,9 +130,12 @@ def test_the_plugin_teaches_each_pod_once_however_often_it_is_retried() -> None:
 def test_packfrag_allocates_more_than_fgd_where_gpu_models_are_scarce(openb_dir: Path) -> None:
     """gpuspec10 (10 % of pods restricted to GPU models): the list where packfrag's margin is widest
     (+0.5 to +1.3 points on every seed 42-51, docs/results/better-than-fgd.md)."""
+    pods = openb_dir / "openb_pod_list_gpuspec10.csv"
+    if not pods.exists():
+        pytest.skip(f"{pods.name} is in the shared traces only (not bundled), and they are not here")
     spec = SimulationSpec(
         str(openb_dir / "openb_node_list_gpu_node.csv"),
-        str(openb_dir / "openb_pod_list_gpuspec10.csv"),
+        str(pods),
         ("fgd", "packfrag"),
         (42, 43),
         1.3,
