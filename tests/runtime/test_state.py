@@ -225,3 +225,22 @@ def test_a_failed_journal_write_is_followed_by_a_whole_rewrite(tmp_path: Path, m
     assert _checkpoint_allocations(state) == [A, C]
     assert state.journal.read_bytes() == b""
     assert StateDir(tmp_path).load_allocations() == ("n1", [A, C])
+
+
+def test_a_line_that_reached_the_disk_before_its_write_failed_is_not_replayed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+
+    def broken(fd: int) -> None:
+        raise OSError("gone")
+
+    with monkeypatch.context() as patch:
+        patch.setattr("runtimekit.runtime.state.os.fdatasync", broken)
+        with pytest.raises(OSError, match="gone"):
+            state.save_allocations("n1", [A, B])  # the line for B is in the file, unacknowledged
+    stale = state.journal.read_bytes()
+    state.save_allocations("n1", [A])  # B was given back: the whole checkpoint is rewritten
+    state.journal.write_bytes(stale)  # as if the runtime died before emptying the journal
+    assert StateDir(tmp_path).load_allocations() == ("n1", [A])

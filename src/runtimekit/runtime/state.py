@@ -272,13 +272,15 @@ class StateDir:
         changes += [(k, None) for k in saved.keys() - texts.keys()]
         if not changes:
             return
-        lines = (journal_line(self._seq + i, key, text) for i, (key, text) in enumerate(changes, start=1))
-        data = "".join(lines).encode()
+        first = self._seq + 1
+        # Numbers are taken before writing: if the write fails after reaching the disk, the whole
+        # rewrite that follows is numbered past these lines, so they are never replayed over it.
+        self._seq += len(changes)
+        data = "".join(journal_line(first + i, key, text) for i, (key, text) in enumerate(changes)).encode()
         fd = self._journal_fd()
         while data:
             data = data[os.write(fd, data) :]
         os.fdatasync(fd)
-        self._seq += len(changes)
         self._lines += len(changes)
 
     def _rewrite(self, node: str, allocations: list[Allocation]) -> None:
