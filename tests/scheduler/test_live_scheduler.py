@@ -197,3 +197,30 @@ def test_only_the_leader_binds_and_a_standby_takes_over(http: KubeHttp) -> None:
         wait_for(lambda: bound(http, "y"), what="y")
     finally:
         b.stop()
+
+
+def test_packfrag_places_pods_in_the_live_scheduler_from_what_it_learned(http: KubeHttp) -> None:
+    """The policy asked for by annotation places share pods and records itself in the assignment;
+    it learns its workload from these pods, nothing else (docs/results/better-than-fgd.md)."""
+    http.post("/api/v1/nodes", node("n1", 2))
+    http.post("/api/v1/nodes", node("n2", 2))
+    scheduler = start(http)
+    try:
+        names = [f"pf-{i}" for i in range(5)]
+        for name in names:
+            limits = {P.resources.core: 30, P.resources.memory: 10}
+            http.post("/api/v1/namespaces/default/pods", pod(name, limits, {P.annotations.policy: "packfrag"}))
+        wait_for(lambda: all(bound(http, n) for n in names), what="binding")
+        assignments = [assignment_of(http.get(f"/api/v1/namespaces/default/pods/{n}"), P) for n in names]
+        assert all(a is not None and a.policy == "packfrag" for a in assignments)
+        per_gpu: dict[tuple[str, str], int] = {}
+        for a in assignments:
+            assert a is not None
+            for share in a.containers["main"]:
+                per_gpu[(a.node, share.uuid)] = per_gpu.get((a.node, share.uuid), 0) + share.core_milli
+        assert all(milli <= 1000 for milli in per_gpu.values())  # never over-committed
+        # 30 % shares: a GPU at 1000 or 700 free loses 300 usable milli to one, a GPU at 400 loses all 400,
+        # so two go on each GPU before the next is opened: 3 GPUs for 5 pods (spreading would use all 4)
+        assert sorted(per_gpu.values()) == [300, 600, 600]
+    finally:
+        scheduler.stop()
