@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
@@ -27,7 +26,7 @@ import numpy.typing as npt
 from runtimekit.model import MILLI, GpuKind, GpuRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext
-from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeStates, placements
+from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeStates, ShapeCache, placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 FloatArray = npt.NDArray[np.float64]
@@ -111,23 +110,6 @@ def _sigmoid_score(delta: float) -> int:
     return int(100.0 / (1.0 + math.exp(-delta / 1000.0)))
 
 
-@dataclass
-class _ShapeCache:
-    """Per pod shape: each row's score at a row version, and scores by node-state key."""
-
-    version: IntArray = field(default_factory=lambda: np.full(0, -1, np.int64))
-    score: IntArray = field(default_factory=lambda: np.zeros(0, np.int64))
-    by_state: dict[int, int] = field(default_factory=dict)  # (state id, bucket before, after) as one int
-
-    def fit(self, capacity: int) -> None:
-        if self.version.size < capacity:
-            version = np.full(capacity, -1, np.int64)
-            version[: self.version.size] = self.version
-            score = np.zeros(capacity, np.int64)
-            score[: self.score.size] = self.score
-            self.version, self.score = version, score
-
-
 class FgdPolicy:
     name = "fgd"
 
@@ -138,7 +120,7 @@ class FgdPolicy:
         self._learn_every = learn_every
         self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
         self._nodes = NodeStates()
-        self._shapes: dict[PodShape, _ShapeCache] = {}
+        self._shapes: dict[PodShape, ShapeCache] = {}
 
     # -- the target workload ---------------------------------------------------------------
     @property
@@ -190,22 +172,21 @@ class FgdPolicy:
         self._refresh_rows(ctx, rows)
         cache = self._shapes.get(shape)
         if cache is None:
-            cache = self._shapes[shape] = _ShapeCache()
-        cache.fit(table.core_free.shape[0])
-        stale = rows[cache.version[rows] != table.version[rows]]
+            cache = self._shapes[shape] = ShapeCache(np.int64)
+        stale = cache.stale(table, rows)
         if stale.size:
-            self._rescore(shape, cache, table.cpu_free[stale], stale)
-            cache.version[stale] = table.version[stale]
-        return cache.score[rows]
+            cache.store(table, stale, self._rescore(shape, cache, table.cpu_free[stale], stale))
+        scores: IntArray = cache.value[rows]
+        return scores
 
-    def _rescore(self, shape: PodShape, cache: _ShapeCache, cpu: IntArray, rows: IntArray) -> None:
+    def _rescore(self, shape: PodShape, cache: ShapeCache, cpu: IntArray, rows: IntArray) -> IntArray:
         frag = self._fragmentation()
         nb = frag.thresholds.size + 1  # CPU buckets are 0..len(thresholds)
         keys = (self._nodes.id[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
         distinct, inverse = np.unique(keys, return_inverse=True)
         scores = np.empty(distinct.size, np.int64)
         missing: list[tuple[int, int]] = []
-        by_state = cache.by_state
+        by_state = cache.by_key
         for j, key in enumerate(distinct.tolist()):
             found = by_state.get(key)
             if found is None:
@@ -232,7 +213,7 @@ class FgdPolicy:
                 f0 = memo[before]
                 found = by_state[key] = max(_sigmoid_score(f0 - memo[a]) for a in afters)
                 scores[j] = found
-        cache.score[rows] = scores[inverse]
+        return scores[inverse]
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:

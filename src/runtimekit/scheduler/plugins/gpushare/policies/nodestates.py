@@ -1,13 +1,17 @@
 """Node states shared by the fragmentation policies (fgd, packfrag): a node's GPU model and the
-sorted free milli of its usable GPUs, interned as small integer ids per ledger row, and the distinct
-states a pod can leave a node in. Callers: policies/fgd.py, policies/packfrag.py.
+sorted free milli of its usable GPUs, interned as small integer ids per ledger row; the distinct
+states a pod can leave a node in; and the per-shape cache of each row's value at its ledger version.
+Callers: policies/fgd.py, policies/packfrag.py.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from runtimekit.model import MILLI, NodeTable
 from runtimekit.model.ledger import IntArray
@@ -77,3 +81,28 @@ class NodeStates:
             model = table.inventory(node).model if node is not None else ""
             self.id[row] = self.intern((model, tuple(sorted(table.core_free[row][table.usable[row]].tolist()))))
         self.version[stale] = table.version[stale]
+
+
+@dataclass
+class ShapeCache:
+    """Per pod shape: each row's value (a score or a loss) at the ledger-row version it was worked out
+    for, and values by node-state key (the same state is worth the same on every node)."""
+
+    dtype: type = np.float64
+    version: IntArray = field(default_factory=lambda: np.full(0, -1, np.int64))
+    value: npt.NDArray[Any] = field(default_factory=lambda: np.zeros(0))
+    by_key: dict[int, float] = field(default_factory=dict)
+
+    def stale(self, table: NodeTable, rows: IntArray) -> IntArray:
+        """The rows whose value is missing or older than their ledger row."""
+        capacity = table.core_free.shape[0]
+        if self.version.size < capacity:
+            grow = capacity - self.version.size
+            self.version = np.concatenate([self.version, np.full(grow, -1, np.int64)])
+            self.value = np.concatenate([self.value.astype(self.dtype), np.zeros(grow, self.dtype)])
+        stale: IntArray = rows[self.version[rows] != table.version[rows]]
+        return stale
+
+    def store(self, table: NodeTable, rows: IntArray, values: npt.ArrayLike) -> None:
+        self.value[rows] = values
+        self.version[rows] = table.version[rows]

@@ -22,7 +22,6 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 from __future__ import annotations
 
 from collections import Counter, deque
-from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -31,7 +30,7 @@ import numpy.typing as npt
 from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext, best_fit_gpus
-from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeState, NodeStates, placements
+from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeState, NodeStates, ShapeCache, placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 FloatArray = npt.NDArray[np.float64]
@@ -152,21 +151,6 @@ class OnlineWorkload:
         return TargetWorkload.from_types(self.counts.elements(), self.coverage)
 
 
-@dataclass
-class _ShapeCache:
-    """Per pod shape: each row's score at a row version, and scores by (state, CPU buckets)."""
-
-    version: IntArray = field(default_factory=lambda: np.full(0, -1, np.int64))
-    loss: FloatArray = field(default_factory=lambda: np.zeros(0, np.float64))
-    by_key: dict[int, float] = field(default_factory=dict)
-
-    def fit(self, capacity: int) -> None:
-        if self.version.size < capacity:
-            grow = capacity - self.version.size
-            self.version = np.concatenate([self.version, np.full(grow, -1, np.int64)])
-            self.loss = np.concatenate([self.loss, np.zeros(grow, np.float64)])
-
-
 class PackFragPolicy:
     name = "packfrag"
 
@@ -180,7 +164,7 @@ class PackFragPolicy:
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
         self._usable: UsableCapacity | None = self._make(workload) if workload is not None else None
         self._nodes = NodeStates()
-        self._shapes: dict[PodShape, _ShapeCache] = {}
+        self._shapes: dict[PodShape, ShapeCache] = {}
 
     def _make(self, workload: TargetWorkload) -> UsableCapacity:
         return UsableCapacity(workload)
@@ -219,13 +203,11 @@ class PackFragPolicy:
         self._nodes.refresh(table, rows)
         cache = self._shapes.get(shape)
         if cache is None:
-            cache = self._shapes[shape] = _ShapeCache()
-        cache.fit(table.core_free.shape[0])
-        stale = rows[cache.version[rows] != table.version[rows]]
+            cache = self._shapes[shape] = ShapeCache()
+        stale = cache.stale(table, rows)
         if stale.size:
-            self._rescore(capacity, shape, cache, table, stale)
-            cache.version[stale] = table.version[stale]
-        return self._scores(cache.loss[rows])
+            cache.store(table, stale, self._losses(capacity, shape, cache, table, stale))
+        return self._scores(cache.value[rows])
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
@@ -234,9 +216,9 @@ class PackFragPolicy:
         scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
         return scores
 
-    def _rescore(
-        self, capacity: UsableCapacity, shape: PodShape, cache: _ShapeCache, table: NodeTable, rows: IntArray
-    ) -> None:
+    def _losses(
+        self, capacity: UsableCapacity, shape: PodShape, cache: ShapeCache, table: NodeTable, rows: IntArray
+    ) -> list[float]:
         cpu = table.cpu_free[rows]
         gpus = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
         before = (self._nodes.id[rows] << BUCKET_BITS) | capacity.bucket(cpu, gpus)
@@ -250,7 +232,7 @@ class PackFragPolicy:
             at = list(missing.values())
             scores = self._score_states(capacity, shape, before[at], after[at], cpu[at], rows[at])
             by_key.update(zip(missing, scores, strict=True))
-        cache.loss[rows] = [by_key[k] for k in keys]
+        return [by_key[k] for k in keys]
 
     def _score_states(
         self,
