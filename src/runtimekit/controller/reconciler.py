@@ -20,7 +20,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -38,6 +37,7 @@ from runtimekit.controller.jobs import (
 )
 from runtimekit.controller.trigger import Trigger
 from runtimekit.controller.workqueue import WorkQueue
+from runtimekit.kube.events import event_body
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.protocol import Protocol
 
@@ -317,20 +317,8 @@ class NodeController:
 
     def event(self, node: str, kind: str, reason: str, message: str) -> None:
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": f"{node}.{uuid.uuid4().hex[:16]}", "namespace": self.options.event_namespace},
-            "involvedObject": {"apiVersion": "v1", "kind": "Node", "name": node, "uid": self._uid(node)},
-            "reason": reason,
-            "message": message[:1024],
-            "type": kind,
-            "source": {"component": CONTROLLER},
-            "reportingComponent": CONTROLLER,
-            "firstTimestamp": now,
-            "lastTimestamp": now,
-            "count": 1,
-        }
+        involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": self._uid(node)}
+        body = event_body(involved, self.options.event_namespace, CONTROLLER, kind, reason, message, now)
         try:
             self.http.post(object_path("v1", "events", self.options.event_namespace), body)
         except KubeApiError as exc:

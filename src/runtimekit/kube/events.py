@@ -29,20 +29,17 @@ def now_rfc3339() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> dict[str, Any]:
-    """A core/v1 Event about a pod."""
-    now = now_rfc3339()
+def event_body(
+    involved: dict[str, str], namespace: str, component: str, kind: str, reason: str, message: str, now: str = ""
+) -> dict[str, Any]:
+    """A core/v1 Event in `namespace` about `involved` (its apiVersion, kind, name, and uid and
+    namespace where it has them); `now` defaults to the current time."""
+    now = now or now_rfc3339()
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{ref.name}.{uuid.uuid4().hex[:16]}", "namespace": ref.namespace},
-        "involvedObject": {
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "namespace": ref.namespace,
-            "name": ref.name,
-            "uid": ref.uid,
-        },
+        "metadata": {"name": f"{involved['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+        "involvedObject": involved,
         "reason": reason,
         "message": message[:1024],
         "type": kind,
@@ -52,6 +49,12 @@ def event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: 
         "lastTimestamp": now,
         "count": 1,
     }
+
+
+def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> dict[str, Any]:
+    """A core/v1 Event about a pod, in the pod's namespace."""
+    involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
+    return event_body(involved, ref.namespace, component, kind, reason, message)
 
 
 class EventRecorder:
@@ -70,7 +73,7 @@ class EventRecorder:
 
     def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
         try:
-            self._queue.put_nowait(event_body(ref, self.component, kind, reason, message))
+            self._queue.put_nowait(pod_event_body(ref, self.component, kind, reason, message))
         except queue.Full:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from runtimekit.kube.events import EventRecorder, event_body, now_rfc3339
+from runtimekit.kube.events import EventRecorder, now_rfc3339, pod_event_body
 from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
 
 
@@ -50,7 +50,7 @@ class KubeBinder:
         if self.recorder is not None:
             self.recorder.record(task, kind, reason, message)
             return
-        body = event_body(task, self.component, kind, reason, message)
+        body = pod_event_body(task, self.component, kind, reason, message)
         self.http.post(object_path("v1", "events", task.namespace), body)
 
     def report(self, task: PodRef, scheduled: bool, reason: str, message: str) -> None:
