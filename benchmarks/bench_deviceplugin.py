@@ -6,11 +6,13 @@ process on a unix socket; the device plugin (its manager and real gRPC servers p
 this process; this script plays kubelet and calls `/v1beta1.DevicePlugin/Allocate` on the plugin's
 socket. The API server is either faked in memory or `runtimekit apiserver` in its own process.
 - Allocate latency: for each of `--pods` pods (1 % of a GPU each, spread over the GPUs, with
-  `--background` allocated pods already on the node), the time of one Allocate RPC: list the node's
-  pods, match, runtime Allocate (with its checkpoint journal line appended and fdatasync'd), guarded
-  patch of the pod. Variants: `fake_api` (plugin + runtime), `fake_api_tmpfs_state`
-  (the runtime's state dir on /dev/shm: the same without disk latency) and `embedded_api` (an API
-  server over HTTP). `checkpoint_fsync_ms` is one fsync in the state dir's file system;
+  `--background` allocated pods already on the node), the time of one Allocate RPC: match on the
+  plugin's watch-kept view of the node's pods, runtime Allocate (with its checkpoint journal line
+  appended and fdatasync'd), guarded patch of the pod. Variants: `fake_api` (plugin + runtime),
+  `fake_api_tmpfs_state` (the runtime's state dir on /dev/shm: the same without disk latency),
+  `fake_api_list_per_call` (no view: the node's pods listed and decoded on every call, as before the
+  view) and `embedded_api` (an API server over HTTP, watched by the plugin's `NodePods`).
+  `checkpoint_fsync_ms` is one fsync in the state dir's file system;
   `checkpoint_write_ms` is one new allocation made durable as the runtime does it (journal line +
   fdatasync) against rewriting the whole checkpoint (what it did before the journal). Target: p99 <= 10 ms.
 - Health propagation: inject an XID (then GPU back) through the runtime's admin API and time until the
@@ -49,7 +51,7 @@ from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
-from runtimekit.deviceplugin.kubeapi import NodeApi
+from runtimekit.deviceplugin.kubeapi import NodeApi, PodView
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.matching import encode_allocated
 from runtimekit.deviceplugin.resources import socket_name
@@ -70,7 +72,7 @@ class MemoryApi:
     """The API server faked in memory, with resourceVersion preconditions (the plugin's NodeApi)."""
 
     def __init__(self) -> None:
-        self.pods: dict[str, dict[str, Any]] = {}
+        self.pods_by_name: dict[str, dict[str, Any]] = {}
         self._rv = 0
         self._lock = threading.Lock()
 
@@ -79,30 +81,40 @@ class MemoryApi:
             self._rv += 1
             pod["metadata"]["resourceVersion"] = str(self._rv)
             pod["metadata"]["uid"] = f"uid-{self._rv}"
-            self.pods[pod["metadata"]["name"]] = pod
+            self.pods_by_name[pod["metadata"]["name"]] = pod
 
     def remove(self, name: str) -> None:
         with self._lock:
-            self.pods.pop(name, None)
+            self.pods_by_name.pop(name, None)
+
+    def pods(self) -> list[dict[str, Any]]:
+        """The plugin's watch-kept view of the node's pods (as `NodePods` holds them: shared, not copied)."""
+        with self._lock:
+            return list(self.pods_by_name.values())
+
+    def remember(self, pod: Mapping[str, Any]) -> None:
+        return None  # the fake's own objects are the view: a patch is seen at once
 
     def list_node_pods(self, node: str) -> list[dict[str, Any]]:
         with self._lock:
-            return [json.loads(json.dumps(p)) for p in self.pods.values() if p["spec"]["nodeName"] == node]
+            return [json.loads(json.dumps(p)) for p in self.pods_by_name.values() if p["spec"]["nodeName"] == node]
 
     def get_pod(self, namespace: str, name: str) -> dict[str, Any]:
         with self._lock:
-            return json.loads(json.dumps(self.pods[name]))
+            return json.loads(json.dumps(self.pods_by_name[name]))
 
     def patch_pod_annotations(
         self, namespace: str, name: str, annotations: Mapping[str, str | None], resource_version: str | None
     ) -> dict[str, Any]:
         with self._lock:
-            pod = self.pods[name]
+            pod = self.pods_by_name[name]
             if resource_version and resource_version != pod["metadata"]["resourceVersion"]:
                 raise ConflictError(name)
+            pod = json.loads(json.dumps(pod))  # a new object, as a watch delivers it
             pod["metadata"]["annotations"].update({k: v for k, v in annotations.items() if v is not None})
             self._rv += 1
             pod["metadata"]["resourceVersion"] = str(self._rv)
+            self.pods_by_name[name] = pod
             return pod
 
     def patch_node_metadata(
@@ -154,7 +166,7 @@ class Rig:
     """The runtime process + the device plugin around one NodeApi; `allocate` plays kubelet on the core
     resource's socket."""
 
-    def __init__(self, root: Path, gpus: str, api: NodeApi, state_dir: Path) -> None:
+    def __init__(self, root: Path, gpus: str, api: NodeApi, state_dir: Path, view: PodView | None = None) -> None:
         root.mkdir(parents=True, exist_ok=True)
         socket = root / "rt.sock"
         self.runtime = subprocess.Popen(
@@ -169,7 +181,7 @@ class Rig:
         if not self.client.wait_ready(60):
             raise RuntimeError("the runtime did not start")
         self.gpus = [d.uuid for d in self.client.list_devices()]
-        self.service = DevicePluginService(PluginSettings(NODE, PROTOCOL), self.client, api, DeviceState())
+        self.service = DevicePluginService(PluginSettings(NODE, PROTOCOL), self.client, api, DeviceState(), view)
         self.manager = DevicePluginManager(self.service, self.client.watch_devices, root / "plugins").start(10)
         socket = root / "plugins" / socket_name(PROTOCOL.resources.core)
         self.channel = grpc.insecure_channel(kubelet.unix_target(str(socket)))
@@ -193,10 +205,10 @@ class Rig:
 
 def allocate_latency(
     root: Path, state: Path, args: argparse.Namespace, api: NodeApi, add: Callable[[dict[str, Any]], None],
-    remove: Callable[[str], None],
+    remove: Callable[[str], None], view: PodView | None,
 ) -> dict[str, float]:  # fmt: skip
     gpus, pods, background = args.gpus, args.pods, args.background
-    rig = Rig(root, gpus, api, state)
+    rig = Rig(root, gpus, api, state, view)
     try:
         for i in range(background):
             add(pod_manifest(f"running-{i}", rig.gpus[i % len(rig.gpus)], i % len(rig.gpus), allocated=True))
@@ -316,11 +328,13 @@ def main() -> int:
         fsync = fsync_ms(disk / "probe")
         checkpoint = checkpoint_write_ms(disk / "checkpoint", args.background)
         fake = MemoryApi()
-        fake_ms = allocate_latency(root / "fake", disk / "fake", args, fake, fake.add, fake.remove)
+        fake_ms = allocate_latency(root / "fake", disk / "fake", args, fake, fake.add, fake.remove, fake)
         tmpfs_ms = None
         if shm is not None:
             fake = MemoryApi()
-            tmpfs_ms = allocate_latency(root / "shm", shm / "fake", args, fake, fake.add, fake.remove)
+            tmpfs_ms = allocate_latency(root / "shm", shm / "fake", args, fake, fake.add, fake.remove, fake)
+        fake = MemoryApi()
+        listing_ms = allocate_latency(root / "list", disk / "list", args, fake, fake.add, fake.remove, None)
         server, url = start_apiserver()
         try:
             with httpx2.Client(base_url=url) as http:
@@ -333,7 +347,10 @@ def main() -> int:
                 def remove(name: str) -> None:
                     http.delete(f"{PODS_PATH}/{name}", params={"gracePeriodSeconds": "0"}).raise_for_status()
 
-                embedded_ms = allocate_latency(root / "real", disk / "real", args, real, add, remove)
+                view = real.node_pods(NODE).start()
+                view.wait_synced(30)
+                embedded_ms = allocate_latency(root / "real", disk / "real", args, real, add, remove, view)
+                view.stop()
                 real.close()
         finally:
             server.terminate()
@@ -351,7 +368,12 @@ def main() -> int:
         "config": {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
         "checkpoint_fsync_ms": fsync,
         "checkpoint_write_ms": checkpoint,
-        "allocate_ms": {"fake_api": fake_ms, "fake_api_tmpfs_state": tmpfs_ms, "embedded_api": embedded_ms},
+        "allocate_ms": {
+            "fake_api": fake_ms,
+            "fake_api_tmpfs_state": tmpfs_ms,
+            "fake_api_list_per_call": listing_ms,
+            "embedded_api": embedded_ms,
+        },
         "health_propagation_ms": health_ms,
         "targets": {"allocate_p99_ms": 10.0, "health_propagation_ms": 1000.0},
         "meets_targets": {

@@ -60,6 +60,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("runtime", "device-plugin"),
         [("list", "", "pods")],
     ),
+    ("kube/nodepods.py", "__init__", "Informer", "object_path('v1', 'pods')"): (
+        ("device-plugin",),
+        [("list", "", "pods"), ("watch", "", "pods")],
+    ),
     ("kube/nodeapi.py", "get_pod", "get", "object_path('v1', 'pods', namespace, name)"): (
         ("device-plugin",),
         [("get", "", "pods")],

@@ -9,6 +9,7 @@ from dp_helpers import NODE, PROTOCOL, RES, gpu_pod
 
 from runtimekit.deviceplugin.matching import (
     Candidate,
+    MatchCache,
     NoMatch,
     encode_allocated,
     match,
@@ -200,3 +201,30 @@ def test_preferred_ids(
     expected: list[str],
 ) -> None:
     assert preferred_ids(kind, shares, available, must, size) == expected
+
+
+def at_version(pod: dict[str, object], version: str) -> dict[str, object]:
+    pod["metadata"]["resourceVersion"] = version  # type: ignore[index]
+    return pod
+
+
+def test_the_match_cache_follows_resource_versions() -> None:
+    cache = MatchCache()
+    pod = at_version(share_pod("p"), "7")
+    assert matched([pod], cache=cache) == "p/main"
+    allocated = at_version(with_allocated(share_pod("p"), {"main": [RES.core]}), "8")
+    assert "already allocated" in matched([allocated], cache=cache)  # a new version is read again
+    assert matched([pod], cache=cache) == "p/main"  # version 7 is still what it was
+    unversioned = share_pod("q")
+    assert matched([unversioned], cache=cache) == "q/main"
+    with_allocated(unversioned, {"main": [RES.core]})  # no resourceVersion: never taken from the cache
+    assert "already allocated" in matched([unversioned], cache=cache)
+
+
+def test_the_match_cache_keeps_the_recently_allocated_filter_outside() -> None:
+    cache = MatchCache()
+    pod = at_version(share_pod("p"), "7")
+    assert matched([pod], cache=cache) == "p/main"
+    recent = {("uid-p", "main", RES.core)}
+    assert "already allocated" in matched([pod], cache=cache, recently_allocated=recent)
+    assert matched([pod], cache=cache) == "p/main"

@@ -78,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
                 version.protocol_fingerprint,
                 protocol.fingerprint,
             )
-        service = DevicePluginService(PluginSettings(args.node_name, protocol), client, kube, DeviceState())
+        pods = kube.node_pods(args.node_name).start()
+        service = DevicePluginService(PluginSettings(args.node_name, protocol), client, kube, DeviceState(), pods)
         manager = DevicePluginManager(
             service, client.watch_devices, Path(args.plugin_dir), NodePublisher(kube, args.node_name, protocol)
         ).start(first_devices_timeout_s=args.startup_timeout)
@@ -89,5 +90,6 @@ def run(args: argparse.Namespace) -> int:
     signum = wait_for_stop_signal()
     log.info("signal %d: stopping", signum)
     manager.stop()
+    pods.stop()
     client.close()
     return 0

@@ -165,7 +165,9 @@ def _start_device_plugin(cluster: EmbeddedCluster, node: SimulatedNode, plugin_d
             raise TimeoutError(f"the runtime of node {node.name} did not answer on {node.runtime_socket}")
         client.require("devices", "watch-devices", "allocate")
         kube = KubeNodeApi(node.http)
-        service = DevicePluginService(PluginSettings(node.name, cluster.protocol), client, kube, DeviceState())
+        pods = kube.node_pods(node.name).start()
+        settings = PluginSettings(node.name, cluster.protocol)
+        service = DevicePluginService(settings, client, kube, DeviceState(), pods)
         publisher = NodePublisher(kube, node.name, cluster.protocol)
         manager = DevicePluginManager(service, client.watch_devices, plugin_dir, publisher).start(30.0)
     except BaseException:
@@ -174,6 +176,7 @@ def _start_device_plugin(cluster: EmbeddedCluster, node: SimulatedNode, plugin_d
 
     def stop() -> None:
         manager.stop()
+        pods.stop()
         client.close()
 
     return stop

@@ -1,7 +1,9 @@
 """The device plugin's access to the API server, as a small interface.
 
 The real implementation is `runtimekit.kube.nodeapi.KubeNodeApi` (wired by the CLI); tests pass a
-fake. Objects are plain dicts shaped like the API server's JSON. Failures raise the exceptions of
+fake. `PodView` is the node's pods as a watch keeps them (`runtimekit.kube.nodepods.NodePods`): the
+hot path reads it and lists from the server only when it does not help. Objects are plain dicts
+shaped like the API server's JSON. Failures raise the exceptions of
 `runtimekit.kube.errors` (ConflictError when a resourceVersion precondition fails, NotFoundError,
 UnavailableError, KubeError).
 """
@@ -32,4 +34,14 @@ class NodeApi(Protocol):
         self, node: str, labels: Mapping[str, str | None], annotations: Mapping[str, str | None]
     ) -> None:
         """Merge labels and annotations into the node (None deletes a key)."""
+        ...
+
+
+class PodView(Protocol):
+    def pods(self) -> Sequence[Mapping[str, Any]] | None:
+        """The node's pods as last seen (may lag the server a moment); None while not yet known."""
+        ...
+
+    def remember(self, pod: Mapping[str, Any]) -> None:
+        """Take a pod this process just wrote, as the server returned it."""
         ...

@@ -21,7 +21,8 @@ from __future__ import annotations
 import functools
 import json
 import math
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -151,49 +152,95 @@ def candidates(
     resource: str,
     protocol: Protocol,
     recently_allocated: Collection[AllocatedKey] = (),
+    cache: MatchCache | None = None,
 ) -> tuple[list[tuple[Candidate, int]], list[str]]:
     """Containers waiting for `resource` with how many devices each asks, oldest first (creation, then
     assume time); and notes on near misses (for error messages)."""
     found: list[tuple[tuple[float, float, str, str, int], Candidate, int]] = []
     notes: list[str] = []
-    prefix = protocol.resources.mig_prefix
-    profile = resource[len(prefix) :] if resource.startswith(prefix) else ""
+    read = _read_pod if cache is None else cache.read
     for pod in pods:
-        meta = _meta(pod)
-        namespace, name = str(meta.get("namespace", "default")), str(meta.get("name", ""))
-        containers = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
-        asking = [(i, c) for i, c in enumerate(containers) if container_amount(c, resource) > 0]
-        if not asking:
-            continue
-        assignment = _assignment(pod, node, protocol)
-        if isinstance(assignment, str):
-            notes.append(f"{namespace}/{name}: {assignment}")
-            continue
-        annotations = meta.get("annotations") or {}
-        record = parse_allocated(annotations.get(protocol.annotations.allocated))
-        assume = parse_assume_time(annotations.get(protocol.annotations.assume_time))
-        uid = str(meta.get("uid", ""))
-        for position, container in asking:
-            cname = str(container.get("name", ""))
-            if resource in record.get(cname, ()) or (uid, cname, resource) in recently_allocated:
-                notes.append(f"{namespace}/{name} container {cname}: already allocated")
-                continue
-            shares = assignment.containers.get(cname, ())
-            if not shares:
-                notes.append(f"{namespace}/{name} container {cname}: no GPU shares in its assignment")
-                continue
-            amount = container_amount(container, resource)
-            slices = sum(1 for s in shares if s.mig_profile == profile) if profile else amount
-            if slices != amount:
-                notes.append(f"{namespace}/{name} container {cname}: assigned {slices} {profile} slices, asks {amount}")
-                continue
-            candidate = Candidate(
-                namespace, name, uid, str(meta.get("resourceVersion", "")), cname, shares, assume, record
-            )
-            key = (parse_assume_time(meta.get("creationTimestamp")), assume, namespace, name, position)
-            found.append((key, candidate, amount))
+        waiting, misses = read(pod, node, resource, protocol)
+        notes.extend(misses)
+        for key, candidate, amount in waiting:
+            if (candidate.uid, candidate.container, resource) in recently_allocated:
+                notes.append(f"{candidate}: already allocated")
+            else:
+                found.append((key, candidate, amount))
     found.sort(key=lambda item: item[0])
     return [(c, n) for _, c, n in found], notes
+
+
+_Waiting = tuple[tuple[tuple[float, float, str, str, int], Candidate, int], ...]
+_PodCandidates = tuple[_Waiting, tuple[str, ...]]
+
+
+class MatchCache:
+    """What each pod offers to a resource, remembered per pod uid and resourceVersion: a plugin reads the
+    same pods on every call, and the API server never changes an object without a new resourceVersion.
+    Pods without both are read afresh each time. Thread-safe; one per plugin (uids are per cluster)."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self._size = size
+        self._entries: OrderedDict[tuple[str, str, str, str], _PodCandidates] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def read(self, pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol) -> _PodCandidates:
+        meta = _meta(pod)
+        uid, version = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
+        if not (uid and version):
+            return _read_pod(pod, node, resource, protocol)
+        key = (uid, version, node, resource)
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+                return hit
+        result = _read_pod(pod, node, resource, protocol)
+        with self._lock:
+            self._entries[key] = result
+            if len(self._entries) > self._size:
+                self._entries.popitem(last=False)
+        return result
+
+
+def _read_pod(pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol) -> _PodCandidates:
+    """What one pod offers to `resource`: its waiting containers (with sort key and device count) and notes."""
+    meta = _meta(pod)
+    prefix = protocol.resources.mig_prefix
+    profile = resource[len(prefix) :] if resource.startswith(prefix) else ""
+    namespace, name = str(meta.get("namespace", "default")), str(meta.get("name", ""))
+    containers = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
+    asking = [(i, c) for i, c in enumerate(containers) if container_amount(c, resource) > 0]
+    if not asking:
+        return (), ()
+    assignment = _assignment(pod, node, protocol)
+    if isinstance(assignment, str):
+        return (), (f"{namespace}/{name}: {assignment}",)
+    annotations = meta.get("annotations") or {}
+    record = parse_allocated(annotations.get(protocol.annotations.allocated))
+    assume = parse_assume_time(annotations.get(protocol.annotations.assume_time))
+    created = parse_assume_time(meta.get("creationTimestamp"))
+    uid = str(meta.get("uid", ""))
+    waiting: list[tuple[tuple[float, float, str, str, int], Candidate, int]] = []
+    notes: list[str] = []
+    for position, container in asking:
+        cname = str(container.get("name", ""))
+        if resource in record.get(cname, ()):
+            notes.append(f"{namespace}/{name} container {cname}: already allocated")
+            continue
+        shares = assignment.containers.get(cname, ())
+        if not shares:
+            notes.append(f"{namespace}/{name} container {cname}: no GPU shares in its assignment")
+            continue
+        amount = container_amount(container, resource)
+        slices = sum(1 for s in shares if s.mig_profile == profile) if profile else amount
+        if slices != amount:
+            notes.append(f"{namespace}/{name} container {cname}: assigned {slices} {profile} slices, asks {amount}")
+            continue
+        candidate = Candidate(namespace, name, uid, str(meta.get("resourceVersion", "")), cname, shares, assume, record)
+        waiting.append(((created, assume, namespace, name, position), candidate, amount))
+    return tuple(waiting), tuple(notes)
 
 
 def match(
@@ -203,9 +250,10 @@ def match(
     size: int,
     protocol: Protocol,
     recently_allocated: Collection[AllocatedKey] = (),
+    cache: MatchCache | None = None,
 ) -> Candidate | NoMatch:
     """The container kubelet's Allocate of `size` devices of `resource` is for, or why there is none."""
-    waiting, notes = candidates(pods, node, resource, protocol, recently_allocated)
+    waiting, notes = candidates(pods, node, resource, protocol, recently_allocated, cache)
     for candidate, amount in waiting:
         if amount == size:
             return candidate

@@ -7,6 +7,11 @@ start: the runtime finds the static device or makes the dynamic one), and marks 
 resourceVersion-guarded patch of `annotations.allocated`, re-reading and retrying on a conflict. Every
 refusal is a `PluginError` whose message kubelet shows on the pod; nothing here raises anything else
 for a bad request. Allocate calls are serialised (one lock), as kubelet itself does.
+
+The pods come from the watch-kept `PodView` when there is one: no list on the hot path. The view may
+lag the server, so it is trusted only for a match; no match there, or a matched pod that turns out to
+be gone or replaced, and the call is made again on a fresh list from the API server. What this plugin
+allocated moments ago (`_recent`) is forgotten only against a fresh list, never against the view.
 """
 
 from __future__ import annotations
@@ -20,10 +25,11 @@ from typing import Any, NoReturn, Protocol
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.deviceplugin.errors import Code, PluginError
-from runtimekit.deviceplugin.kubeapi import NodeApi
+from runtimekit.deviceplugin.kubeapi import NodeApi, PodView
 from runtimekit.deviceplugin.matching import (
     AllocatedKey,
     Candidate,
+    MatchCache,
     NoMatch,
     encode_allocated,
     match,
@@ -135,11 +141,20 @@ class PluginSettings:
 class DevicePluginService:
     """See the module docstring."""
 
-    def __init__(self, settings: PluginSettings, runtime: RuntimeApi, kube: NodeApi, state: DeviceState) -> None:
+    def __init__(
+        self,
+        settings: PluginSettings,
+        runtime: RuntimeApi,
+        kube: NodeApi,
+        state: DeviceState,
+        view: PodView | None = None,
+    ) -> None:
         self.settings = settings
         self.state = state
         self._runtime = runtime
         self._kube = kube
+        self._view = view
+        self._cache = MatchCache()
         self._lock = threading.Lock()
         self._recent: set[AllocatedKey] = set()
 
@@ -171,12 +186,11 @@ class DevicePluginService:
         spec = self.spec(resource)
         with self._lock:
             try:
-                pods = self._pods()
+                found = self._match(resource, size)
             except PluginError as exc:
                 log.warning("preferred allocation without pods: %s", exc.message)
-                pods = []
-            found = match(pods, self.node, resource, size, self.settings.protocol, self._recent)
-        shares = found.shares if isinstance(found, Candidate) else ()
+                found = NoMatch(exc.message)
+        shares = found.candidate.shares if isinstance(found, _Found) else ()
         if spec.kind is ResourceKind.MIG:
             shares = tuple(s for s in shares if s.mig_profile == spec.mig_profile)
         return preferred_ids(spec.kind, shares, available, must_include, size)
@@ -186,17 +200,40 @@ class DevicePluginService:
         """The runtime's answer for the container this Allocate is for. Raises PluginError with why not."""
         self.spec(resource)
         with self._lock:
-            pods = self._pods()
-            live = {str((p.get("metadata") or {}).get("uid", "")) for p in pods}
-            self._recent = {key for key in self._recent if key[0] in live}
-            found = match(pods, self.node, resource, len(device_ids), self.settings.protocol, self._recent)
+            found = self._match(resource, len(device_ids))
             if isinstance(found, NoMatch):
                 raise PluginError(Code.FAILED_PRECONDITION, found.reason)
-            self._check_devices(found, resource, device_ids)
-            answer = self._forward(found, resource, device_ids)
-            self._mark_allocated(found, resource)
-            self._recent.add((found.uid, found.container, resource))
-        log.info("allocated %s for %s: %s", resource, found, ", ".join(s.uuid for s in found.shares))
+            try:
+                return self._allocate(found, resource, device_ids)
+            except _Vanished:
+                if found.fresh:
+                    raise
+                log.info("%s is gone or replaced since the watch saw it: matching on a fresh list", found.candidate)
+            found = self._match(resource, len(device_ids), fresh=True)
+            if isinstance(found, NoMatch):
+                raise PluginError(Code.FAILED_PRECONDITION, found.reason)
+            return self._allocate(found, resource, device_ids)
+
+    def _match(self, resource: str, size: int, fresh: bool = False) -> _Found | NoMatch:
+        """The container this call is for: from the watch-kept view when it matches, else from a fresh list."""
+        seen = None if fresh or self._view is None else self._view.pods()
+        if seen is not None:
+            found = match(seen, self.node, resource, size, self.settings.protocol, self._recent, self._cache)
+            if isinstance(found, Candidate):
+                return _Found(found, fresh=False)
+        pods = self._pods()
+        live = {str((p.get("metadata") or {}).get("uid", "")) for p in pods}
+        self._recent = {key for key in self._recent if key[0] in live}
+        found = match(pods, self.node, resource, size, self.settings.protocol, self._recent, self._cache)
+        return found if isinstance(found, NoMatch) else _Found(found, fresh=True)
+
+    def _allocate(self, found: _Found, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
+        candidate = found.candidate
+        self._check_devices(candidate, resource, device_ids)
+        answer = self._forward(candidate, resource, device_ids)
+        self._mark_allocated(candidate, resource)
+        self._recent.add((candidate.uid, candidate.container, resource))
+        log.info("allocated %s for %s: %s", resource, candidate, ", ".join(s.uuid for s in candidate.shares))
         return answer
 
     def _check_devices(self, found: Candidate, resource: str, device_ids: Sequence[str]) -> None:
@@ -227,32 +264,57 @@ class DevicePluginService:
         for _ in range(PATCH_ATTEMPTS):
             record[found.container] = (*record.get(found.container, ()), resource)
             try:
-                self._kube.patch_pod_annotations(found.namespace, found.name, {key: encode_allocated(record)}, version)
-                return
+                pod = self._kube.patch_pod_annotations(
+                    found.namespace, found.name, {key: encode_allocated(record)}, version
+                )
             except ConflictError:
                 pod = self._reread(found, resource)
                 record = parse_allocated((pod.get("metadata") or {}).get("annotations", {}).get(key))
                 version = str((pod.get("metadata") or {}).get("resourceVersion", "")) or None
+            except NotFoundError:
+                self._undo(
+                    found, resource, "the pod was deleted while it was being allocated", Code.FAILED_PRECONDITION, True
+                )
             except KubeError as exc:
                 self._undo(found, resource, f"cannot mark the pod allocated: {exc}", Code.UNAVAILABLE)
+            else:
+                if self._view is not None:
+                    self._view.remember(pod)
+                return
         self._undo(found, resource, "cannot mark the pod allocated: it keeps changing", Code.UNAVAILABLE)
 
     def _reread(self, found: Candidate, resource: str) -> Mapping[str, Any]:
         try:
             pod = self._kube.get_pod(found.namespace, found.name)
         except NotFoundError:
-            self._undo(found, resource, "the pod was deleted while it was being allocated", Code.FAILED_PRECONDITION)
+            self._undo(
+                found, resource, "the pod was deleted while it was being allocated", Code.FAILED_PRECONDITION, True
+            )
         except KubeError as exc:
             self._undo(found, resource, f"cannot re-read the pod: {exc}", Code.UNAVAILABLE)
         if str((pod.get("metadata") or {}).get("uid", "")) != found.uid:
-            self._undo(found, resource, "the pod was replaced while it was being allocated", Code.FAILED_PRECONDITION)
+            self._undo(
+                found, resource, "the pod was replaced while it was being allocated", Code.FAILED_PRECONDITION, True
+            )
         return pod
 
-    def _undo(self, found: Candidate, resource: str, why: str, code: Code) -> NoReturn:
+    def _undo(self, found: Candidate, resource: str, why: str, code: Code, vanished: bool = False) -> NoReturn:
         """Give the runtime allocation back (best effort) and refuse with `why`."""
         if not found.allocated.get(found.container):
             try:
                 self._runtime.release(found.uid, found.container, found.namespace, found.name)
             except (RuntimeCallError, FeatureUnavailable) as exc:
                 log.warning("could not release %s after a failed Allocate: %s", found, exc)
-        raise PluginError(code, f"{resource} for {found}: {why}")
+        raise (_Vanished if vanished else PluginError)(code, f"{resource} for {found}: {why}")
+
+
+@dataclass(frozen=True)
+class _Found:
+    """A matched container, and whether it was matched on a fresh list (else on the watch-kept view)."""
+
+    candidate: Candidate
+    fresh: bool
+
+
+class _Vanished(PluginError):
+    """The matched pod is gone or replaced: worth matching again on a fresh list."""

@@ -15,6 +15,7 @@ from typing import TypeVar
 
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError, UnavailableError
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.nodepods import NodePods
 
 T = TypeVar("T")
 
@@ -69,6 +70,10 @@ class KubeNodeApi:
         """Every pod bound to `node`, in all namespaces."""
         params = {"fieldSelector": f"spec.nodeName={node}"}
         return _translate(lambda: self._http.list(object_path("v1", "pods"), params)[0], f"list pods of node {node}")
+
+    def node_pods(self, node: str) -> NodePods:
+        """A watch-kept view of the pods bound to `node` (not started)."""
+        return NodePods(self._http, node)
 
     def get_pod(self, namespace: str, name: str) -> JSON:
         return _translate(

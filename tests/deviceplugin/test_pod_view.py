@@ -1,0 +1,130 @@
+"""The plugin's Allocate reads the node's pods from a watch-kept view, and stays right when the view lags:
+it lists from the API server only when the view has no match, re-matches on a fresh list when the matched
+pod turned out to be gone, and never allocates one container twice while the view still shows it waiting."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+from dp_helpers import PROTOCOL, RES, FakeNodeApi, Stack, StackFactory, gpu_pod
+
+from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.deviceplugin.matching import parse_allocated
+from runtimekit.deviceplugin.service import DevicePluginService, PluginSettings
+
+NODE = "node-a"
+
+
+class LaggingView:
+    """A watch-kept view whose contents the test sets: `pods` is what the watch has delivered so far."""
+
+    def __init__(self, pods: Sequence[Mapping[str, Any]] | None) -> None:
+        self.current = None if pods is None else [copy.deepcopy(p) for p in pods]
+        self.remembered: list[Mapping[str, Any]] = []
+
+    def pods(self) -> Sequence[Mapping[str, Any]] | None:
+        return self.current
+
+    def remember(self, pod: Mapping[str, Any]) -> None:
+        self.remembered.append(pod)
+
+
+class CountingApi(FakeNodeApi):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lists = 0
+
+    def list_node_pods(self, node: str) -> list[dict[str, Any]]:
+        self.lists += 1
+        return super().list_node_pods(node)
+
+
+def with_view(stack_factory: StackFactory, view: LaggingView) -> tuple[DevicePluginService, CountingApi, Stack]:
+    stack = stack_factory()
+    api = CountingApi()
+    service = DevicePluginService(PluginSettings(NODE, PROTOCOL), stack.client, api, stack.service.state, view)
+    return service, api, stack
+
+
+def ids(gpu: str, n: int) -> list[str]:
+    return [f"{gpu}::{i}" for i in range(n)]
+
+
+def share(name: str, gpu: str, index: int, assume: float) -> dict[str, Any]:
+    return gpu_pod(name, [("main", {RES.core: 20}, [(gpu, index, 200, 0)])], assume=assume)
+
+
+def test_a_match_in_the_view_needs_no_list(make_stack: StackFactory) -> None:
+    view = LaggingView([])
+    service, api, stack = with_view(make_stack, view)
+    gpus = stack.gpus
+    pod = api.add(share("p", gpus[0], 0, 1))
+    view.current = [copy.deepcopy(pod)]
+    answer = service.allocate(RES.core, ids(gpus[0], 20))
+    assert answer.allocation.pod.name == "p"
+    assert api.lists == 0
+    assert parse_allocated(api.annotations("default", "p")[PROTOCOL.annotations.allocated]) == {"main": (RES.core,)}
+    (written,) = view.remembered  # the patched pod goes into the view at once
+    assert written["metadata"]["resourceVersion"] == api.pods[("default", "p")]["metadata"]["resourceVersion"]
+
+
+def test_a_pod_the_view_has_not_seen_is_found_by_a_list(make_stack: StackFactory) -> None:
+    view = LaggingView([])
+    service, api, stack = with_view(make_stack, view)
+    gpus = stack.gpus
+    api.add(share("new", gpus[1], 1, 1))
+    assert service.allocate(RES.core, ids(gpus[1], 20)).allocation.pod.name == "new"
+    assert api.lists == 1
+
+
+def test_no_view_yet_means_a_list(make_stack: StackFactory) -> None:
+    service, api, stack = with_view(make_stack, LaggingView(None))
+    gpus = stack.gpus
+    api.add(share("p", gpus[0], 0, 1))
+    assert service.allocate(RES.core, ids(gpus[0], 20)).allocation.pod.name == "p"
+    assert api.lists == 1
+
+
+def test_a_deleted_pod_still_in_the_view_gives_way_to_the_live_one(make_stack: StackFactory) -> None:
+    view = LaggingView([])
+    service, api, stack = with_view(make_stack, view)
+    gpus = stack.gpus
+    gone = api.add(share("gone", gpus[0], 0, 1))  # older: the view would match it first
+    live = api.add(share("live", gpus[1], 1, 2))
+    view.current = [copy.deepcopy(gone), copy.deepcopy(live)]
+    del api.pods[("default", "gone")]  # deleted; the watch has not said so yet
+    answer = service.allocate(RES.core, ids(gpus[1], 20))
+    assert (answer.allocation.pod.name, answer.envs["NVIDIA_VISIBLE_DEVICES"]) == ("live", gpus[1])
+    assert [a.pod.name for a in stack.client.list_allocations()] == ["live"]  # the gone pod's was given back
+    assert api.lists == 1
+
+
+def test_a_lagging_view_never_gets_a_container_allocated_twice(make_stack: StackFactory) -> None:
+    view = LaggingView([])
+    service, api, stack = with_view(make_stack, view)
+    gpus = stack.gpus
+    first = api.add(share("first", gpus[0], 0, 1))
+    assert service.allocate(RES.core, ids(gpus[0], 20)).allocation.pod.name == "first"  # by a list
+    view.current = [copy.deepcopy(first)]  # the watch now delivers the pod as it was before the patch
+    with pytest.raises(PluginError) as refused:
+        service.allocate(RES.core, ids(gpus[0], 20))
+    assert refused.value.code is Code.FAILED_PRECONDITION
+    second = api.add(share("second", gpus[1], 1, 2))
+    view.current = [copy.deepcopy(first), copy.deepcopy(second)]
+    assert service.allocate(RES.core, ids(gpus[1], 20)).allocation.pod.name == "second"
+
+
+def test_a_stale_resource_version_in_the_view_is_retried_on_the_fresh_pod(make_stack: StackFactory) -> None:
+    view = LaggingView([])
+    service, api, stack = with_view(make_stack, view)
+    gpus = stack.gpus
+    pod = api.add(share("p", gpus[0], 0, 1))
+    view.current = [copy.deepcopy(pod)]
+    api.patch_pod_annotations("default", "p", {"someone": "else"}, None)  # the view misses this change
+    service.allocate(RES.core, ids(gpus[0], 20))
+    notes = api.annotations("default", "p")
+    assert notes["someone"] == "else"
+    assert parse_allocated(notes[PROTOCOL.annotations.allocated]) == {"main": (RES.core,)}
