@@ -214,11 +214,10 @@ class NodeTable:
         The version is a hash of the row's content (and its node's GPU model), so two tables that
         reached the same state — a session's copy and the cache it commits to — agree on it, and
         caches keyed by version (FGD's scores) stay valid across snapshots."""
-        usable = self.usable[row].tolist()
-        core = self.core_free[row].tolist()
-        gmem = self.gmem_free[row].tolist()
+        usable_row, core_row, gmem_row = self.usable[row], self.core_free[row], self.gmem_free[row]
         name = self._names[row] if row < len(self._names) else None
         model = self._inventories[name].model if name is not None and name in self._inventories else ""
+        mig = self.mig.get(row)
         self.version[row] = (
             hash(
                 (
@@ -227,16 +226,17 @@ class NodeTable:
                     int(self.cpu_free[row]),
                     int(self.mem_free[row]),
                     int(self.pods_free[row]),
-                    tuple(core),
-                    tuple(gmem),
-                    tuple(usable),
+                    core_row.tobytes(),
+                    gmem_row.tobytes(),
+                    usable_row.tobytes(),
                     bool(self.active[row]),
-                    tuple(sorted((g, st.occupied) for g, st in self.mig.get(row, {}).items())),
+                    tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
                 )
             )
             & 0x7FFF_FFFF_FFFF_FFFF
         )
-        whole = (self.gmem_free[row] == self.gmem_total[row]).tolist()
+        usable, core = usable_row.tolist(), core_row.tolist()
+        whole = (gmem_row == self.gmem_total[row]).tolist()
         free = [c for c, u in zip(core, usable, strict=True) if u]
         self.gpu_sum[row] = sum(free)
         self.gpu_max[row] = max(free) if free else NO_GPU

@@ -7,9 +7,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtimekit.model import LedgerError, NodeCapacity, NodeInventory
 from runtimekit.scheduler.actions import allocate
+from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, Registry, TaskStatus, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
@@ -166,3 +169,16 @@ def test_allocate_action_binds_what_fits_and_reports_the_rest() -> None:
     assert c.unschedulable["big-0"].message == "0/2 nodes are available: 2 too few whole free GPUs."
     held = sorted((str(p.node), p.slots[0].core_milli) for p in c.ledger.bookings().values())
     assert held == [("n1", 300), ("n1", 600), ("n2", 1000)]  # best fit packs both shares on n1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 3), st.sampled_from("abcde")), min_size=1, max_size=12))
+def test_the_fallback_sort_key_orders_as_the_comparison(jobs: list[tuple[int, str]]) -> None:
+    ssn = session('actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n', cache("n1"))
+    assert ssn.job_key is not None  # no plugin orders jobs: the key stands in for the comparison
+    infos = [job_of(f"{name}{i % 2}", share(100), created=float(at)) for i, (at, name) in enumerate(jobs)]
+    by_key, by_compare = OrderedQueue(ssn.job_order, infos, ssn.job_key), OrderedQueue(ssn.job_order, infos)
+    popped = [(by_key.pop(), by_compare.pop()) for _ in infos]
+    assert [a.key for a, _ in popped] == [b.key for _, b in popped]
+    assert all(a is b for a, b in popped)  # equal keys: first pushed first, in both
+    assert session(TWO_TIERS, cache("n1")).job_key is None  # a plugin orders jobs: no key

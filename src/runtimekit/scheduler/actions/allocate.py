@@ -22,8 +22,8 @@ class Allocate:
 
     def execute(self, ssn: Session) -> None:
         by_queue = eligible_jobs(ssn)
-        queues = OrderedQueue(ssn.queue_order, [ssn.queues[q] for q in by_queue])
-        job_heaps = {q: OrderedQueue(ssn.job_order, jobs) for q, jobs in by_queue.items()}
+        queues = OrderedQueue(ssn.queue_order, [ssn.queues[q] for q in by_queue], ssn.queue_key)
+        job_heaps = {q: OrderedQueue(ssn.job_order, jobs, ssn.job_key) for q, jobs in by_queue.items()}
         while queues:
             queue = queues.pop()
             if ssn.overused(queue):

@@ -23,8 +23,8 @@ class Enqueue:
         for job in ssn.jobs.values():
             if job.phase == "Pending" and job.queue in ssn.queues:
                 by_queue.setdefault(job.queue, []).append(job)
-        queues = OrderedQueue(ssn.queue_order, [ssn.queues[name] for name in by_queue])
-        jobs = {name: OrderedQueue(ssn.job_order, items) for name, items in by_queue.items()}
+        queues = OrderedQueue(ssn.queue_order, [ssn.queues[name] for name in by_queue], ssn.queue_key)
+        jobs = {name: OrderedQueue(ssn.job_order, items, ssn.job_key) for name, items in by_queue.items()}
         while queues:
             queue = queues.pop()
             pending = jobs[queue.name]

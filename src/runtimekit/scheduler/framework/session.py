@@ -96,14 +96,27 @@ class Session:
         result = self._compare("queue_order", "queue_order", left, right)
         return result or _fallback(0, 0, left.name, right.name)
 
+    @property
+    def job_key(self) -> Callable[[JobInfo], tuple[float, str]] | None:
+        """A sort key that orders exactly as `job_order` when no plugin orders jobs; else None."""
+        return None if self._all("job_order") else _creation_key
+
+    @property
+    def task_key(self) -> Callable[[TaskInfo], tuple[float, str]] | None:
+        return None if self._all("task_order") else _creation_key
+
+    @property
+    def queue_key(self) -> Callable[[QueueInfo], tuple[int, str]] | None:
+        return None if self._all("queue_order") else _queue_key
+
     def sorted_jobs(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
-        return sorted(jobs, key=functools.cmp_to_key(self.job_order))
+        return sorted(jobs, key=self.job_key or functools.cmp_to_key(self.job_order))
 
     def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
-        return sorted(tasks, key=functools.cmp_to_key(self.task_order))
+        return sorted(tasks, key=self.task_key or functools.cmp_to_key(self.task_order))
 
     def sorted_queues(self, queues: Iterable[QueueInfo]) -> list[QueueInfo]:
-        return sorted(queues, key=functools.cmp_to_key(self.queue_order))
+        return sorted(queues, key=self.queue_key or functools.cmp_to_key(self.queue_order))
 
     # -- validity and fit ------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> Status:
@@ -299,6 +312,14 @@ def _explainer(verdict: Verdict) -> Explain:
     if callable(reasons):
         return reasons
     return lambda: list(reasons)
+
+
+def _creation_key(item: JobInfo | TaskInfo) -> tuple[float, str]:
+    return (item.created, item.key)
+
+
+def _queue_key(queue: QueueInfo) -> tuple[int, str]:
+    return (0, queue.name)
 
 
 def _fallback(left_time: float, right_time: float, left_key: str, right_key: str) -> int:

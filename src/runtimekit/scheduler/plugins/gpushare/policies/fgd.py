@@ -33,6 +33,7 @@ FloatArray = npt.NDArray[np.float64]
 StateKey = tuple[str, tuple[int, ...], int]  # (GPU model, sorted free milli, CPU bucket)
 MEMO_LIMIT = 2_000_000
 STATE_LIMIT = 1_000_000  # interned node states; past it the policy starts afresh
+SMALL_RESCORE = 32
 
 
 class Fragmentation:
@@ -183,11 +184,18 @@ class FgdPolicy:
         frag = self._fragmentation()
         nb = frag.thresholds.size + 1  # CPU buckets are 0..len(thresholds)
         keys = (self._nodes.id[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
-        distinct, inverse = np.unique(keys, return_inverse=True)
-        scores = np.empty(distinct.size, np.int64)
+        if keys.size <= SMALL_RESCORE:  # the usual case between two pods: a row or two; numpy's sort costs more
+            listed = keys.tolist()
+            distinct_keys = list(dict.fromkeys(listed))
+            position = {key: j for j, key in enumerate(distinct_keys)}
+            inverse = np.array([position[key] for key in listed], np.int64)
+        else:
+            distinct, inverse = np.unique(keys, return_inverse=True)
+            distinct_keys = distinct.tolist()
+        scores = np.empty(len(distinct_keys), np.int64)
         missing: list[tuple[int, int]] = []
         by_state = cache.by_key
-        for j, key in enumerate(distinct.tolist()):
+        for j, key in enumerate(distinct_keys):
             found = by_state.get(key)
             if found is None:
                 missing.append((j, key))
