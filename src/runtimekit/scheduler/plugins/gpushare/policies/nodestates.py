@@ -72,6 +72,8 @@ class NodeStates:
         if self.version.size < capacity:
             self.version = np.concatenate([self.version, np.full(capacity - self.version.size, -1, np.int64)])
             self.id = np.concatenate([self.id, np.zeros(capacity - self.id.size, np.int64)])
+        if rows.size == 0:
+            return
         if rows.size == 1:  # a chosen node: plain integers cost less than three array operations
             row = int(rows[0])
             if self.version[row] == table.version[row]:
@@ -106,8 +108,19 @@ class ShapeCache:
             grow = capacity - self.version.size
             self.version = np.concatenate([self.version, np.full(grow, -1, np.int64)])
             self.value = np.concatenate([self.value.astype(self.dtype), np.zeros(grow, self.dtype)])
+        if table.all_active(rows):  # every row: compare views instead of gathering copies
+            n = rows.size
+            every: IntArray = np.flatnonzero(self.version[:n] != table.version[:n])
+            return every
         stale: IntArray = rows[self.version[rows] != table.version[rows]]
         return stale
+
+    def values(self, table: NodeTable, rows: IntArray) -> npt.NDArray[Any]:
+        """The cached value of each row (a copy)."""
+        if table.all_active(rows):
+            return self.value[: rows.size].copy()
+        found: npt.NDArray[Any] = self.value[rows]
+        return found
 
     def store(self, table: NodeTable, rows: IntArray, values: npt.ArrayLike) -> None:
         self.value[rows] = values

@@ -207,7 +207,7 @@ class PackFragPolicy:
         stale = cache.stale(table, rows)
         if stale.size:
             cache.store(table, stale, self._losses(capacity, shape, cache, table, stale))
-        return self._scores(cache.value[rows])
+        return self._scores(cache.values(table, rows))
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
