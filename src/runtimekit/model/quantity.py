@@ -5,6 +5,7 @@ Pure functions used to read pod specs and node capacity. Raise `ValueError` with
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from fractions import Fraction
@@ -43,6 +44,12 @@ def parse_quantity(value: object) -> Fraction:
         return Fraction(value)
     if not isinstance(value, str):
         raise ValueError(f"{value!r} is not a quantity")
+    return _parse_text(value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_text(value: str) -> Fraction:
+    """A quantity string (cached: a scheduler reads the same few strings on every pod event)."""
     match = _QUANTITY_RE.match(value.strip())
     if not match:
         raise ValueError(f"{value!r} is not a quantity such as 500m, 2, 1Gi or 1e3")
@@ -57,13 +64,25 @@ def parse_quantity(value: object) -> Fraction:
 
 def cpu_milli(value: object) -> int:
     """CPU in milli-cores, rounded up as Kubernetes does for sub-milli amounts."""
-    amount = parse_quantity(value) * 1000
-    return -((-amount.numerator) // amount.denominator)
+    return _cpu_milli_text(value) if isinstance(value, str) else _ceil(parse_quantity(value) * 1000)
 
 
 def memory_mib(value: object) -> int:
     """Memory in MiB, rounded up."""
-    amount = parse_quantity(value) / _MIB
+    return _memory_mib_text(value) if isinstance(value, str) else _ceil(parse_quantity(value) / _MIB)
+
+
+@functools.lru_cache(maxsize=4096)
+def _cpu_milli_text(value: str) -> int:
+    return _ceil(_parse_text(value) * 1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memory_mib_text(value: str) -> int:
+    return _ceil(_parse_text(value) / _MIB)
+
+
+def _ceil(amount: Fraction) -> int:
     return -((-amount.numerator) // amount.denominator)
 
 
