@@ -4,7 +4,9 @@ Starts the embedded API server and `runtimekit scheduler` as separate processes,
 of 8 simulated H200 GPUs, then creates share pods (sizes from the openb trace) from several client
 threads at a target rate, and watches them: a pod's arrival is when the API server acknowledged its
 creation, its binding is when the watch shows `spec.nodeName`. Prints JSON with pods bound per
-second (from the first arrival to the last binding) and the p50/p99 arrival-to-binding latency.
+second (from the first arrival to the last binding) and the p50/p99 arrival-to-binding latency, and
+the CPU each process used per pod while pods came and went (scheduler, API server, and this client,
+which creates the pods and watches them), so the process that limits the rate shows.
 Targets (1,000 nodes, 10,000 pods): >= 300 pods/s, p99 <= 1 s.
 Usage: .venv/bin/python benchmarks/bench_scheduler_e2e.py [--nodes 1000] [--pods 10000] [--rate 400] [--policy fgd]
 """
@@ -15,6 +17,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import signal
 import socket
 import subprocess
@@ -105,7 +108,7 @@ def main() -> int:
             [sys.executable, "-m", "runtimekit.cli.main", "--log-level", "WARNING", "scheduler",
              "--kubeconfig", str(kubeconfig), "--config", str(conf)], env=env)
         try:
-            return measure(args, http, url, nodes_seconds)
+            return measure(args, http, url, nodes_seconds, {"scheduler": scheduler.pid, "apiserver": server.pid})
         finally:
             scheduler.send_signal(signal.SIGTERM)
             scheduler.wait(30)
@@ -113,7 +116,18 @@ def main() -> int:
             server.wait(30)
 
 
-def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: float) -> int:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a live process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: float, pids: dict[str, int]) -> int:
     trace = [p for p in read_pod_list(bundled(DEFAULT_PODS)) if p.num_gpu == 1 and 0 < p.gpu_milli < 1000]
     rng = random.Random(7)
     shapes = [(max(1, p.gpu_milli // 10), p.cpu_milli) for p in rng.choices(trace, k=args.pods)]
@@ -139,6 +153,7 @@ def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: f
     watcher = threading.Thread(target=watch, daemon=True)
     watcher.start()
     time.sleep(3.0)  # let the scheduler list and sync 1,000 nodes before the clock starts
+    cpu_before = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"client": own_cpu_seconds()}
     first = time.perf_counter()
     interval = 1.0 / args.rate if args.rate > 0 else 0.0
 
@@ -155,6 +170,7 @@ def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: f
         list(pool.map(create, range(args.pods)))
     created = time.perf_counter()
     done.wait(max(60.0, args.pods / 50))
+    cpu_after = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"client": own_cpu_seconds()}
     last = max(bound.values()) if bound else time.perf_counter()
     latencies = sorted(bound[n] - arrived[n] for n in bound if n in arrived)
 
@@ -167,6 +183,7 @@ def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: f
         "bound": len(bound), "bound_per_second": round(len(bound) / (last - first), 1),
         "latency_p50_seconds": pct(0.50), "latency_p99_seconds": pct(0.99), "latency_max_seconds": pct(1.0),
         "register_nodes_seconds": round(nodes_seconds, 2),
+        "cpu_ms_per_pod": {n: round((cpu_after[n] - cpu_before[n]) * 1000 / args.pods, 2) for n in cpu_after},
     }, indent=2))
     return 0 if len(bound) == args.pods else 1
 
