@@ -123,6 +123,25 @@ class MemoryApi:
         return None
 
 
+# kubelet's side, in its own process as on a node (so its client threads do not share the plugin's
+# interpreter): reads device IDs from stdin, calls Allocate, prints the RPC's latency in ms.
+KUBELET = """
+import sys, time, grpc
+from runtimekit.api import kubelet
+from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp, deviceplugin_pb2_grpc as dp_grpc
+stub = dp_grpc.DevicePluginStub(grpc.insecure_channel(kubelet.unix_target(sys.argv[1])))
+for line in sys.stdin:
+    request = dp.AllocateRequest(container_requests=[dp.ContainerAllocateRequest(devices_ids=[line.strip()])])
+    started = time.perf_counter()
+    try:
+        stub.Allocate(request, timeout=10)
+    except grpc.RpcError as exc:
+        print(f"error {exc.code()}: {exc.details()}", flush=True)
+        continue
+    print((time.perf_counter() - started) * 1000, flush=True)
+"""
+
+
 def pod_manifest(name: str, gpu: str, index: int, allocated: bool) -> dict[str, Any]:
     core = PROTOCOL.resources.core
     assignment = Assignment(NodeName(NODE), {"main": (GpuShare(GpuUUID(gpu), index, 10, 0),)})
@@ -187,15 +206,26 @@ class Rig:
         self.channel = grpc.insecure_channel(kubelet.unix_target(str(socket)))
         self.stub = dp_grpc.DevicePluginStub(self.channel)
 
-    def allocate(self, gpu: str, replica: int) -> float:
-        request = dp.AllocateRequest(
-            container_requests=[dp.ContainerAllocateRequest(devices_ids=[f"{gpu}::{replica}"])]
+        self.kubelet = subprocess.Popen(
+            [sys.executable, "-c", KUBELET, str(socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
-        started = time.perf_counter()
-        self.stub.Allocate(request, timeout=10)
-        return (time.perf_counter() - started) * 1000
+
+    def allocate(self, gpu: str, replica: int) -> float:
+        """One Allocate from the kubelet process; its latency in ms."""
+        assert self.kubelet.stdin is not None
+        assert self.kubelet.stdout is not None
+        self.kubelet.stdin.write(f"{gpu}::{replica}\n")
+        self.kubelet.stdin.flush()
+        answer = self.kubelet.stdout.readline().strip()
+        try:
+            return float(answer)
+        except ValueError:
+            raise RuntimeError(f"Allocate failed: {answer}") from None
 
     def close(self) -> None:
+        if self.kubelet.stdin is not None:
+            self.kubelet.stdin.close()
+        self.kubelet.wait(timeout=30)
         self.channel.close()
         self.manager.stop()
         self.client.close()
