@@ -158,12 +158,11 @@ class FgdPolicy:
         return self._frag
 
     # -- node states -----------------------------------------------------------------------
-    def _refresh_rows(self, ctx: PolicyContext, rows: IntArray) -> None:
-        """Remember the node state id of rows that changed."""
-        if len(self._nodes.states) > STATE_LIMIT:  # a long-running scheduler sees endless states: start afresh
+    def _bound_states(self) -> None:
+        """A long-running scheduler sees endless node states: past the limit, start afresh."""
+        if len(self._nodes.states) > STATE_LIMIT:
             self._nodes = NodeStates()
             self._shapes.clear()
-        self._nodes.refresh(ctx.table, rows)
 
     def _value_scores(
         self, shape: PodShape, model: str, ms: tuple[int, ...], b0: int, b1: int
@@ -176,7 +175,7 @@ class FgdPolicy:
     # -- the policy ------------------------------------------------------------------------
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
-        self._refresh_rows(ctx, rows[:0])  # only the limit check: the states of stale rows are read below
+        self._bound_states()
         cache = self._shapes.get(shape)
         if cache is None:
             cache = self._shapes[shape] = ShapeCache(np.int64)
@@ -233,7 +232,8 @@ class FgdPolicy:
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:
             return [int(c) for c in fitting[: req.count]]
-        self._refresh_rows(ctx, np.array([row]))
+        self._bound_states()
+        self._nodes.refresh(ctx.table, np.array([row]))
         state = self._nodes.states[int(self._nodes.id[row])]
         frag = self._fragmentation()
         cpu = int(ctx.table.cpu_free[row])

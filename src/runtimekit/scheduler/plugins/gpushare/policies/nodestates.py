@@ -72,8 +72,6 @@ class NodeStates:
         if self.version.size < capacity:
             self.version = np.concatenate([self.version, np.full(capacity - self.version.size, -1, np.int64)])
             self.id = np.concatenate([self.id, np.zeros(capacity - self.id.size, np.int64)])
-        if rows.size == 0:
-            return
         if rows.size == 1:  # a chosen node: plain integers cost less than three array operations
             row = int(rows[0])
             if self.version[row] == table.version[row]:
