@@ -200,19 +200,21 @@ class DevicePluginService:
         """The runtime's answer for the container this Allocate is for. Raises PluginError with why not."""
         self.spec(resource)
         with self._lock:
-            found = self._match(resource, len(device_ids))
-            if isinstance(found, NoMatch):
-                raise PluginError(Code.FAILED_PRECONDITION, found.reason)
+            found = self._waiting(resource, len(device_ids))
             try:
                 return self._allocate(found, resource, device_ids)
             except _Vanished:
                 if found.fresh:
                     raise
                 log.info("%s is gone or replaced since the watch saw it: matching on a fresh list", found.candidate)
-            found = self._match(resource, len(device_ids), fresh=True)
-            if isinstance(found, NoMatch):
-                raise PluginError(Code.FAILED_PRECONDITION, found.reason)
-            return self._allocate(found, resource, device_ids)
+            return self._allocate(self._waiting(resource, len(device_ids), fresh=True), resource, device_ids)
+
+    def _waiting(self, resource: str, size: int, fresh: bool = False) -> _Found:
+        """`_match`, or the refusal kubelet shows on the pod."""
+        found = self._match(resource, size, fresh)
+        if isinstance(found, NoMatch):
+            raise PluginError(Code.FAILED_PRECONDITION, found.reason)
+        return found
 
     def _match(self, resource: str, size: int, fresh: bool = False) -> _Found | NoMatch:
         """The container this call is for: from the watch-kept view when it matches, else from a fresh list."""
@@ -272,9 +274,7 @@ class DevicePluginService:
                 record = parse_allocated((pod.get("metadata") or {}).get("annotations", {}).get(key))
                 version = str((pod.get("metadata") or {}).get("resourceVersion", "")) or None
             except NotFoundError:
-                self._undo(
-                    found, resource, "the pod was deleted while it was being allocated", Code.FAILED_PRECONDITION, True
-                )
+                self._gone(found, resource, "deleted")
             except KubeError as exc:
                 self._undo(found, resource, f"cannot mark the pod allocated: {exc}", Code.UNAVAILABLE)
             else:
@@ -287,25 +287,30 @@ class DevicePluginService:
         try:
             pod = self._kube.get_pod(found.namespace, found.name)
         except NotFoundError:
-            self._undo(
-                found, resource, "the pod was deleted while it was being allocated", Code.FAILED_PRECONDITION, True
-            )
+            self._gone(found, resource, "deleted")
         except KubeError as exc:
             self._undo(found, resource, f"cannot re-read the pod: {exc}", Code.UNAVAILABLE)
         if str((pod.get("metadata") or {}).get("uid", "")) != found.uid:
-            self._undo(
-                found, resource, "the pod was replaced while it was being allocated", Code.FAILED_PRECONDITION, True
-            )
+            self._gone(found, resource, "replaced")
         return pod
 
-    def _undo(self, found: Candidate, resource: str, why: str, code: Code, vanished: bool = False) -> NoReturn:
+    def _undo(self, found: Candidate, resource: str, why: str, code: Code) -> NoReturn:
         """Give the runtime allocation back (best effort) and refuse with `why`."""
+        self._give_back(found)
+        raise PluginError(code, f"{resource} for {found}: {why}")
+
+    def _gone(self, found: Candidate, resource: str, how: str) -> NoReturn:
+        """`_undo` for a pod deleted or replaced meanwhile: a refusal worth matching again on a fresh list."""
+        self._give_back(found)
+        message = f"{resource} for {found}: the pod was {how} while it was being allocated"
+        raise _Vanished(Code.FAILED_PRECONDITION, message)
+
+    def _give_back(self, found: Candidate) -> None:
         if not found.allocated.get(found.container):
             try:
                 self._runtime.release(found.uid, found.container, found.namespace, found.name)
             except (RuntimeCallError, FeatureUnavailable) as exc:
                 log.warning("could not release %s after a failed Allocate: %s", found, exc)
-        raise (_Vanished if vanished else PluginError)(code, f"{resource} for {found}: {why}")
 
 
 @dataclass(frozen=True)
