@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
@@ -19,11 +20,14 @@ NODE = "node-a"
 
 
 class LaggingView:
-    """A watch-kept view whose contents the test sets: `pods` is what the watch has delivered so far."""
+    """A watch-kept view whose contents the test sets: `show` is what the watch has delivered so far."""
 
-    def __init__(self, pods: Sequence[Mapping[str, Any]] | None) -> None:
-        self.current = None if pods is None else [copy.deepcopy(p) for p in pods]
+    def __init__(self) -> None:
+        self.current: list[Mapping[str, Any]] | None = []
         self.remembered: list[Mapping[str, Any]] = []
+
+    def show(self, *pods: Mapping[str, Any]) -> None:
+        self.current = [copy.deepcopy(p) for p in pods]
 
     def pods(self) -> Sequence[Mapping[str, Any]] | None:
         return self.current
@@ -42,11 +46,24 @@ class CountingApi(FakeNodeApi):
         return super().list_node_pods(node)
 
 
-def with_view(stack_factory: StackFactory, view: LaggingView) -> tuple[DevicePluginService, CountingApi, Stack]:
-    stack = stack_factory()
-    api = CountingApi()
+@dataclass
+class Rig:
+    service: DevicePluginService
+    api: CountingApi
+    view: LaggingView
+    stack: Stack
+
+    @property
+    def gpus(self) -> list[str]:
+        return self.stack.gpus
+
+
+@pytest.fixture
+def rig(make_stack: StackFactory) -> Rig:
+    """The plugin over a real runtime, a counting fake API and an (empty, synced) lagging view."""
+    stack, api, view = make_stack(), CountingApi(), LaggingView()
     service = DevicePluginService(PluginSettings(NODE, PROTOCOL), stack.client, api, stack.service.state, view)
-    return service, api, stack
+    return Rig(service, api, view, stack)
 
 
 def ids(gpu: str, n: int) -> list[str]:
@@ -57,12 +74,10 @@ def share(name: str, gpu: str, index: int, assume: float) -> dict[str, Any]:
     return gpu_pod(name, [("main", {RES.core: 20}, [(gpu, index, 200, 0)])], assume=assume)
 
 
-def test_a_match_in_the_view_needs_no_list(make_stack: StackFactory) -> None:
-    view = LaggingView([])
-    service, api, stack = with_view(make_stack, view)
-    gpus = stack.gpus
+def test_a_match_in_the_view_needs_no_list(rig: Rig) -> None:
+    service, api, view, gpus = rig.service, rig.api, rig.view, rig.gpus
     pod = api.add(share("p", gpus[0], 0, 1))
-    view.current = [copy.deepcopy(pod)]
+    view.show(pod)
     answer = service.allocate(RES.core, ids(gpus[0], 20))
     assert answer.allocation.pod.name == "p"
     assert api.lists == 0
@@ -71,58 +86,50 @@ def test_a_match_in_the_view_needs_no_list(make_stack: StackFactory) -> None:
     assert written["metadata"]["resourceVersion"] == api.pods[("default", "p")]["metadata"]["resourceVersion"]
 
 
-def test_a_pod_the_view_has_not_seen_is_found_by_a_list(make_stack: StackFactory) -> None:
-    view = LaggingView([])
-    service, api, stack = with_view(make_stack, view)
-    gpus = stack.gpus
+def test_a_pod_the_view_has_not_seen_is_found_by_a_list(rig: Rig) -> None:
+    service, api, gpus = rig.service, rig.api, rig.gpus
     api.add(share("new", gpus[1], 1, 1))
     assert service.allocate(RES.core, ids(gpus[1], 20)).allocation.pod.name == "new"
     assert api.lists == 1
 
 
-def test_no_view_yet_means_a_list(make_stack: StackFactory) -> None:
-    service, api, stack = with_view(make_stack, LaggingView(None))
-    gpus = stack.gpus
+def test_no_view_yet_means_a_list(rig: Rig) -> None:
+    service, api, gpus = rig.service, rig.api, rig.gpus
+    rig.view.current = None
     api.add(share("p", gpus[0], 0, 1))
     assert service.allocate(RES.core, ids(gpus[0], 20)).allocation.pod.name == "p"
     assert api.lists == 1
 
 
-def test_a_deleted_pod_still_in_the_view_gives_way_to_the_live_one(make_stack: StackFactory) -> None:
-    view = LaggingView([])
-    service, api, stack = with_view(make_stack, view)
-    gpus = stack.gpus
+def test_a_deleted_pod_still_in_the_view_gives_way_to_the_live_one(rig: Rig) -> None:
+    service, api, view, gpus = rig.service, rig.api, rig.view, rig.gpus
     gone = api.add(share("gone", gpus[0], 0, 1))  # older: the view would match it first
     live = api.add(share("live", gpus[1], 1, 2))
-    view.current = [copy.deepcopy(gone), copy.deepcopy(live)]
+    view.show(gone, live)
     del api.pods[("default", "gone")]  # deleted; the watch has not said so yet
     answer = service.allocate(RES.core, ids(gpus[1], 20))
     assert (answer.allocation.pod.name, answer.envs["NVIDIA_VISIBLE_DEVICES"]) == ("live", gpus[1])
-    assert [a.pod.name for a in stack.client.list_allocations()] == ["live"]  # the gone pod's was given back
+    assert [a.pod.name for a in rig.stack.client.list_allocations()] == ["live"]  # the gone pod's was given back
     assert api.lists == 1
 
 
-def test_a_lagging_view_never_gets_a_container_allocated_twice(make_stack: StackFactory) -> None:
-    view = LaggingView([])
-    service, api, stack = with_view(make_stack, view)
-    gpus = stack.gpus
+def test_a_lagging_view_never_gets_a_container_allocated_twice(rig: Rig) -> None:
+    service, api, view, gpus = rig.service, rig.api, rig.view, rig.gpus
     first = api.add(share("first", gpus[0], 0, 1))
     assert service.allocate(RES.core, ids(gpus[0], 20)).allocation.pod.name == "first"  # by a list
-    view.current = [copy.deepcopy(first)]  # the watch now delivers the pod as it was before the patch
+    view.show(first)  # the watch now delivers the pod as it was before the patch
     with pytest.raises(PluginError) as refused:
         service.allocate(RES.core, ids(gpus[0], 20))
     assert refused.value.code is Code.FAILED_PRECONDITION
     second = api.add(share("second", gpus[1], 1, 2))
-    view.current = [copy.deepcopy(first), copy.deepcopy(second)]
+    view.show(first, second)
     assert service.allocate(RES.core, ids(gpus[1], 20)).allocation.pod.name == "second"
 
 
-def test_a_stale_resource_version_in_the_view_is_retried_on_the_fresh_pod(make_stack: StackFactory) -> None:
-    view = LaggingView([])
-    service, api, stack = with_view(make_stack, view)
-    gpus = stack.gpus
+def test_a_stale_resource_version_in_the_view_is_retried_on_the_fresh_pod(rig: Rig) -> None:
+    service, api, view, gpus = rig.service, rig.api, rig.view, rig.gpus
     pod = api.add(share("p", gpus[0], 0, 1))
-    view.current = [copy.deepcopy(pod)]
+    view.show(pod)
     api.patch_pod_annotations("default", "p", {"someone": "else"}, None)  # the view misses this change
     service.allocate(RES.core, ids(gpus[0], 20))
     notes = api.annotations("default", "p")
