@@ -210,17 +210,24 @@ def test_a_journal_without_its_checkpoint_is_corrupt_and_set_aside_with_it(tmp_p
     assert state.load_allocations() is None
 
 
-def test_a_failed_journal_write_is_followed_by_a_whole_rewrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    state = StateDir(tmp_path)
-    state.save_allocations("n1", [A])
+def save_with_failing_sync(
+    state: StateDir, allocations: list[Allocation], monkeypatch: pytest.MonkeyPatch, message: str
+) -> None:
+    """Save while fdatasync fails with `message` (the line may reach the file); the save must raise it."""
 
     def broken(fd: int) -> None:
-        raise OSError("disk gone")
+        raise OSError(message)
 
     with monkeypatch.context() as patch:
         patch.setattr("runtimekit.runtime.state.os.fdatasync", broken)
-        with pytest.raises(OSError, match="disk gone"):
-            state.save_allocations("n1", [A, B])
+        with pytest.raises(OSError, match=message):
+            state.save_allocations("n1", allocations)
+
+
+def test_a_failed_journal_write_is_followed_by_a_whole_rewrite(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    state = StateDir(tmp_path)
+    state.save_allocations("n1", [A])
+    save_with_failing_sync(state, [A, B], monkeypatch, "disk gone")
     state.save_allocations("n1", [A, C])  # what the caller holds after giving B back
     assert _checkpoint_allocations(state) == [A, C]
     assert state.journal.read_bytes() == b""
@@ -232,14 +239,7 @@ def test_a_line_that_reached_the_disk_before_its_write_failed_is_not_replayed(
 ) -> None:
     state = StateDir(tmp_path)
     state.save_allocations("n1", [A])
-
-    def broken(fd: int) -> None:
-        raise OSError("gone")
-
-    with monkeypatch.context() as patch:
-        patch.setattr("runtimekit.runtime.state.os.fdatasync", broken)
-        with pytest.raises(OSError, match="gone"):
-            state.save_allocations("n1", [A, B])  # the line for B is in the file, unacknowledged
+    save_with_failing_sync(state, [A, B], monkeypatch, "gone")  # the line for B is in the file, unacknowledged
     stale = state.journal.read_bytes()
     state.save_allocations("n1", [A])  # B was given back: the whole checkpoint is rewritten
     state.journal.write_bytes(stale)  # as if the runtime died before emptying the journal
