@@ -15,16 +15,16 @@ Usage: .venv/bin/python benchmarks/better_than_fgd.py [--policy packfrag] [--lis
 
 from __future__ import annotations
 
-import argparse
 import json
 import statistics
 import sys
 from pathlib import Path
 
+from fgd_table import trace_arguments
+
 from runtimekit.sim.report import summarize
 from runtimekit.sim.runner import SimulationSpec, parse_seeds, run_simulation
 
-LISTS = ("default", "cpu050", "gpushare40", "gpuspec10", "multigpu20")
 COLUMNS = ("100", "130")
 GAIN, FLOOR, TIME_RATIO = 0.3, -0.1, 2.0
 
@@ -78,13 +78,8 @@ def markdown(rows: list[dict[str, object]], policy: str) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"))
+    parser = trace_arguments((__doc__ or "").splitlines()[0], jobs=1)
     parser.add_argument("--policy", default="packfrag")
-    parser.add_argument("--lists", default=",".join(LISTS))
-    parser.add_argument("--seeds", default="42-51")
-    parser.add_argument("--jobs", type=int, default=1)
-    parser.add_argument("--markdown", help="also write the table as Markdown to this file")
     args = parser.parse_args()
     seeds = parse_seeds(args.seeds)
     rows = []

@@ -65,14 +65,20 @@ PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
 TOLERANCE = {"fgd": 0.25, "bestfit": 0.25, "dotprod": 0.25, "gpuclustering": 0.6, "gpupacking": 0.6, "random": 0.6}
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
+def trace_arguments(description: str, jobs: int) -> argparse.ArgumentParser:
+    """The options every openb table script takes: traces folder, lists, seeds, jobs, Markdown output."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"))
     parser.add_argument("--lists", default=",".join(LISTS))
-    parser.add_argument("--policies", default=",".join(PAPER_POLICIES))
     parser.add_argument("--seeds", default="42-51")
-    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=jobs)
     parser.add_argument("--markdown", help="also write the table as Markdown to this file")
+    return parser
+
+
+def main() -> int:
+    parser = trace_arguments((__doc__ or "").splitlines()[0], jobs=2)
+    parser.add_argument("--policies", default=",".join(PAPER_POLICIES))
     args = parser.parse_args()
     traces = Path(args.traces)
     rows = []
