@@ -183,8 +183,12 @@ class Session:
         return self.predicate(task, rows, errors), errors
 
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
+        plugins = self._all("node_order")
+        if len(plugins) == 1:  # nothing to add up: the one plugin's scores as they are
+            scores: Scores = plugins[0].node_order(task, rows, self)
+            return scores if scores.dtype == np.float64 else scores.astype(np.float64)
         total = np.zeros(rows.size, np.float64)
-        for plugin in self._all("node_order"):
+        for plugin in plugins:
             total += plugin.node_order(task, rows, self)
         return total
 

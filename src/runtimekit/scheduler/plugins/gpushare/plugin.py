@@ -151,7 +151,10 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
             if policy.workload is None:
                 return np.zeros(rows.size)
         scores = policy.score(PolicyContext(ssn.table, self.rng), shape, rows)
-        return scores.astype(np.float64) * self.args.weight
+        weighted = scores.astype(np.float64)
+        if self.args.weight != 1.0:
+            weighted *= self.args.weight
+        return weighted
 
     # -- DeviceAllocate --------------------------------------------------------------------
     def allocate_devices(self, task: TaskInfo, row: int, ssn: Session) -> DeviceChoice | Status | None:

@@ -16,8 +16,9 @@ groups them by (state, CPU bucket before, after) with numpy and works out each d
 
 from __future__ import annotations
 
+import itertools
 import math
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from collections import deque
 from collections.abc import Iterable
 
@@ -35,6 +36,7 @@ StateKey = tuple[str, tuple[int, ...], int]  # (GPU model, sorted free milli, CP
 MEMO_LIMIT = 2_000_000
 STATE_LIMIT = 1_000_000  # interned node states; past it the policy starts afresh
 SMALL_RESCORE = 32
+SMALL_COMPUTE = 8  # F values worked out one by one below this many; in one numpy batch above
 
 
 class Fragmentation:
@@ -48,6 +50,7 @@ class Fragmentation:
         demands = sorted({(t.milli, t.count) for t in types if not t.cpu_only})
         self.demand_milli = np.array([d[0] for d in demands], np.int64)
         self.demand_count = np.array([d[1] for d in demands], np.int64)
+        self._demands = demands
         self._demand_of = [demands.index((t.milli, t.count)) if not t.cpu_only else -1 for t in types]
         self._cpu_index = np.searchsorted(self.thresholds, [t.cpu_milli for t in types])
         self._weights: dict[tuple[str, int], FloatArray] = {}
@@ -82,9 +85,28 @@ class Fragmentation:
         if len(memo) > MEMO_LIMIT:  # a long-running scheduler sees endless states: start afresh
             memo.clear()
         missing = list({k: None for k in wanted if k not in memo})
-        if missing:
+        if len(missing) > SMALL_COMPUTE:
             self._compute(missing)
+        else:
+            for key in missing:
+                memo[key] = self._compute_one(key)
         return [memo[k] for k in wanted]
+
+    def _compute_one(self, key: StateKey) -> float:
+        """`_compute` for one key without building 3-D arrays: the GPUs that are big enough for a
+        demand are a suffix of the sorted free milli, so a bisect and a prefix sum give its count and
+        what lies below. The per-demand terms are summed by numpy as `_compute` sums them, so the
+        value is the same to the last bit."""
+        model, ms, bucket = key
+        weights = self.weights(model, bucket).tolist()
+        prefix = [0, *itertools.accumulate(ms)]
+        total, count = prefix[-1], len(ms)
+        terms = [0.0] * len(weights)
+        for d, (milli, need) in enumerate(self._demands):
+            at = bisect_left(ms, milli)
+            if count - at >= need:
+                terms[d] = weights[d] * float(total - prefix[at])
+        return float(total) - float(np.add.reduce(np.array(terms, np.float64)))
 
     def _compute(self, keys: list[StateKey]) -> None:
         width = max(1, *(len(k[1]) for k in keys))
@@ -189,13 +211,17 @@ class FgdPolicy:
     def _rescore(self, shape: PodShape, cache: ShapeCache, cpu: IntArray, rows: IntArray) -> IntArray:
         frag = self._fragmentation()
         nb = frag.thresholds.size + 1  # CPU buckets are 0..len(thresholds)
-        keys = (self._nodes.id[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
-        if keys.size <= SMALL_RESCORE:  # the usual case between two pods: a row or two; numpy's sort costs more
-            listed = keys.tolist()
+        if rows.size <= SMALL_RESCORE:  # the usual case between two pods: a row or two; numpy costs more
+            bucket_of, need = frag.bucket_of, shape.cpu_milli
+            listed = [
+                (sid * nb + bucket_of(free)) * nb + bucket_of(free - need)
+                for sid, free in zip(self._nodes.id[rows].tolist(), cpu.tolist(), strict=True)
+            ]
             distinct_keys = list(dict.fromkeys(listed))
             position = {key: j for j, key in enumerate(distinct_keys)}
             inverse = np.array([position[key] for key in listed], np.int64)
         else:
+            keys = (self._nodes.id[rows] * nb + frag.bucket(cpu)) * nb + frag.bucket(cpu - shape.cpu_milli)
             distinct, inverse = np.unique(keys, return_inverse=True)
             distinct_keys = distinct.tolist()
         scores = np.empty(len(distinct_keys), np.int64)
@@ -239,6 +265,5 @@ class FgdPolicy:
         cpu = int(ctx.table.cpu_free[row])
         b0, b1 = frag.bucket_of(cpu), frag.bucket_of(cpu - shape.cpu_milli)
         by_value = {v: s for s, v in self._value_scores(shape, state[0], state[1], b0, b1)}
-        free = ctx.table.core_free[row]
-        best = max(by_value.get(int(free[c]), -1) for c in fitting)
-        return [next(int(c) for c in fitting if by_value.get(int(free[c]), -1) == best)]
+        scored = [by_value.get(v, -1) for v in ctx.table.core_free[row, fitting].tolist()]
+        return [int(fitting[scored.index(max(scored))])]  # the best score; the lowest column on ties
