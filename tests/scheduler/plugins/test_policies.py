@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from runtimekit.model import GpuKind, GpuRequest, NodeName, Placement, Slot
 from runtimekit.scheduler.plugins.gpushare.fit import fitting_gpus
@@ -137,3 +139,32 @@ def test_fgd_counts_cpu_only_types_as_fragment_everywhere() -> None:
     assert frag.values([("T4", (600, 1000), 1)]) == [pytest.approx(1100.0)]
     # too little CPU for any type: everything is fragment
     assert frag.values([("T4", (600, 1000), 0)]) == [pytest.approx(1600.0)]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from([0, 500, 1000, 2000]),
+            st.sampled_from([50, 230, 470, 810, 1000]),
+            st.sampled_from([0, 1, 1, 2, 4, 8]),
+        ),
+        min_size=1,
+        max_size=12,
+    ),
+    st.lists(st.lists(st.integers(0, 1000), min_size=0, max_size=8), min_size=1, max_size=12),
+    st.integers(0, 4),
+)
+def test_fgd_values_one_by_one_equal_the_batch(
+    types: list[tuple[int, int, int]], states: list[list[int]], bucket: int
+) -> None:
+    """A few F values are worked out one by one, many in a numpy batch: both give the same floats
+    to the last bit, or FGD's placements would depend on how many values were missing at once."""
+    from runtimekit.scheduler.plugins.gpushare.policies import Fragmentation
+
+    wl = TargetWorkload.from_types(PodType(cpu, milli if count else 0, count) for cpu, milli, count in types)
+    keys = list(dict.fromkeys(("T4", tuple(sorted(s)), bucket) for s in states))
+    batch = Fragmentation(wl)
+    batch._compute(keys)
+    single = Fragmentation(wl)
+    assert [single._compute_one(k) for k in keys] == [batch.memo[k] for k in keys]
