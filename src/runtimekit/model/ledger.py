@@ -235,13 +235,18 @@ class NodeTable:
             )
             & 0x7FFF_FFFF_FFFF_FFFF
         )
-        usable, core = usable_row.tolist(), core_row.tolist()
-        whole = (gmem_row == self.gmem_total[row]).tolist()
-        free = [c for c, u in zip(core, usable, strict=True) if u]
-        self.gpu_sum[row] = sum(free)
-        self.gpu_max[row] = max(free) if free else NO_GPU
-        self.gpu_whole[row] = sum(1 for c, u, w in zip(core, usable, whole, strict=True) if u and w and c == MILLI)
-        self.gpu_usable[row] = len(free)
+        total = count = whole = 0
+        most = NO_GPU
+        for core, usable, gmem, gmem_total in zip(
+            core_row.tolist(), usable_row.tolist(), gmem_row.tolist(), self.gmem_total[row].tolist(), strict=True
+        ):
+            if usable:  # one pass in plain ints: this runs on every booking, twice per decision
+                total += core
+                count += 1
+                if core > most:
+                    most = core
+                whole += core == MILLI and gmem == gmem_total
+        self.gpu_sum[row], self.gpu_max[row], self.gpu_whole[row], self.gpu_usable[row] = total, most, whole, count
 
     def add_node(self, inventory: NodeInventory, capacity: NodeCapacity) -> int:
         """Add an empty node. Adding a node that exists is an error (use `set_node`)."""
