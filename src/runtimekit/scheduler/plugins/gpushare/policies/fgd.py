@@ -54,6 +54,7 @@ class Fragmentation:
         self._demand_of = [demands.index((t.milli, t.count)) if not t.cpu_only else -1 for t in types]
         self._cpu_index = np.searchsorted(self.thresholds, [t.cpu_milli for t in types])
         self._weights: dict[tuple[str, int], FloatArray] = {}
+        self._weight_lists: dict[tuple[str, int], list[float]] = {}
         self.memo: dict[StateKey, float] = {}
 
     def bucket(self, cpu: int | IntArray) -> IntArray:
@@ -98,7 +99,9 @@ class Fragmentation:
         what lies below. The per-demand terms are summed by numpy as `_compute` sums them, so the
         value is the same to the last bit."""
         model, ms, bucket = key
-        weights = self.weights(model, bucket).tolist()
+        weights = self._weight_lists.get((model, bucket))
+        if weights is None:
+            weights = self._weight_lists[(model, bucket)] = self.weights(model, bucket).tolist()
         prefix = [0, *itertools.accumulate(ms)]
         total, count = prefix[-1], len(ms)
         terms = [0.0] * len(weights)
