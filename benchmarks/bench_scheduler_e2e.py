@@ -56,23 +56,39 @@ def free_port() -> int:
 def node(name: str) -> dict[str, object]:
     inventory = NodeInventory.simulated(name, "H200", 8)
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": {P.labels.gpu_model: "H200", P.labels.gpu_count: "8"},
-                     "annotations": {P.annotations.node_devices: inventory.to_annotation()}},
-        "status": {"allocatable": {"cpu": "192", "memory": "2Ti", "pods": "256"},
-                   "capacity": {"cpu": "192", "memory": "2Ti", "pods": "256"},
-                   "conditions": [{"type": "Ready", "status": "True"}]},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {P.labels.gpu_model: "H200", P.labels.gpu_count: "8"},
+            "annotations": {P.annotations.node_devices: inventory.to_annotation()},
+        },
+        "status": {
+            "allocatable": {"cpu": "192", "memory": "2Ti", "pods": "256"},
+            "capacity": {"cpu": "192", "memory": "2Ti", "pods": "256"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
     }
 
 
 def pod(name: str, core: int, cpu_milli: int) -> dict[str, object]:
     return {
-        "apiVersion": "v1", "kind": "Pod",
+        "apiVersion": "v1",
+        "kind": "Pod",
         "metadata": {"name": name, "namespace": "default"},
-        "spec": {"schedulerName": P.scheduler_name, "containers": [{
-            "name": "main", "image": "busybox",
-            "resources": {"limits": {P.resources.core: core},
-                          "requests": {"cpu": f"{cpu_milli}m", "memory": "1Gi"}}}]},
+        "spec": {
+            "schedulerName": P.scheduler_name,
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {
+                        "limits": {P.resources.core: core},
+                        "requests": {"cpu": f"{cpu_milli}m", "memory": "1Gi"},
+                    },
+                }
+            ],
+        },
     }
 
 
@@ -93,20 +109,35 @@ def main() -> int:
     http = KubeHttp.connect(server=url, timeout=60)
     with tempfile.TemporaryDirectory() as tmp:
         conf = Path(tmp) / "scheduler.conf"
-        conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gpushare\n'
-                        f"    arguments: {{gpushare.policy: {args.policy}}}\n")
+        conf.write_text(
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gpushare\n'
+            f"    arguments: {{gpushare.policy: {args.policy}}}\n"
+        )
         kubeconfig = Path(tmp) / "kubeconfig"
         kubeconfig.write_text(
             f"apiVersion: v1\nkind: Config\nclusters: [{{name: e, cluster: {{server: '{url}'}}}}]\n"
             "users: [{name: e, user: {}}]\ncontexts: [{name: e, context: {cluster: e, user: e}}]\n"
-            "current-context: e\n")
+            "current-context: e\n"
+        )
         started = time.perf_counter()
         with ThreadPoolExecutor(args.clients) as pool:
             list(pool.map(lambda i: http.post("/api/v1/nodes", node(f"node-{i:05d}")), range(args.nodes)))
         nodes_seconds = time.perf_counter() - started
         scheduler = subprocess.Popen(
-            [sys.executable, "-m", "runtimekit.cli.main", "--log-level", "WARNING", "scheduler",
-             "--kubeconfig", str(kubeconfig), "--config", str(conf)], env=env)
+            [
+                sys.executable,
+                "-m",
+                "runtimekit.cli.main",
+                "--log-level",
+                "WARNING",
+                "scheduler",
+                "--kubeconfig",
+                str(kubeconfig),
+                "--config",
+                str(conf),
+            ],
+            env=env,
+        )
         try:
             return measure(args, http, url, nodes_seconds, {"scheduler": scheduler.pid, "apiserver": server.pid})
         finally:
@@ -177,14 +208,26 @@ def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: f
     def pct(q: float) -> float:
         return round(latencies[min(len(latencies) - 1, int(q * len(latencies)))], 3) if latencies else -1.0
 
-    print(json.dumps({
-        "nodes": args.nodes, "gpus": args.nodes * 8, "pods": args.pods, "policy": args.policy,
-        "target_rate": args.rate, "created_per_second": round(args.pods / (created - first), 1),
-        "bound": len(bound), "bound_per_second": round(len(bound) / (last - first), 1),
-        "latency_p50_seconds": pct(0.50), "latency_p99_seconds": pct(0.99), "latency_max_seconds": pct(1.0),
-        "register_nodes_seconds": round(nodes_seconds, 2),
-        "cpu_ms_per_pod": {n: round((cpu_after[n] - cpu_before[n]) * 1000 / args.pods, 2) for n in cpu_after},
-    }, indent=2))
+    print(
+        json.dumps(
+            {
+                "nodes": args.nodes,
+                "gpus": args.nodes * 8,
+                "pods": args.pods,
+                "policy": args.policy,
+                "target_rate": args.rate,
+                "created_per_second": round(args.pods / (created - first), 1),
+                "bound": len(bound),
+                "bound_per_second": round(len(bound) / (last - first), 1),
+                "latency_p50_seconds": pct(0.50),
+                "latency_p99_seconds": pct(0.99),
+                "latency_max_seconds": pct(1.0),
+                "register_nodes_seconds": round(nodes_seconds, 2),
+                "cpu_ms_per_pod": {n: round((cpu_after[n] - cpu_before[n]) * 1000 / args.pods, 2) for n in cpu_after},
+            },
+            indent=2,
+        )
+    )
     return 0 if len(bound) == args.pods else 1
 
 

@@ -2,9 +2,11 @@
 with a policy) over a StaticCache of N nodes x 8 GPUs, pods submitted in batches, one session per
 batch, every pod placed (or found unschedulable) by the full predicate/score/device path.
 
+The garbage collector runs with the thresholds the `runtimekit scheduler` process sets
+(runtimekit.scheduler.collector); `--default-gc` keeps CPython's defaults instead.
 Prints JSON. Target: >= 2,000 decisions/s at 5,000 nodes with fgd.
 Usage: .venv/bin/python benchmarks/bench_scheduler_inprocess.py [--nodes 5000] [--pods 20000] [--batch 500]
-       [--policy fgd]
+       [--policy fgd] [--default-gc]
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import argparse
 import json
 import random
 import time
+from contextlib import nullcontext
 
 from runtimekit.model import (
     ContainerGpuRequest,
@@ -27,6 +30,7 @@ from runtimekit.model import (
 from runtimekit.model.trace import read_pod_list
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
+from runtimekit.scheduler.collector import fewer_collections
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
 from runtimekit.sim.replay import target_workload
@@ -39,6 +43,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=20000)
     parser.add_argument("--batch", type=int, default=500)
     parser.add_argument("--policy", default="fgd")
+    parser.add_argument("--default-gc", action="store_true", help="CPython's collector thresholds, not the scheduler's")
     args = parser.parse_args()
     trace = read_pod_list(bundled(DEFAULT_PODS))
     shares = [p for p in trace if p.num_gpu == 1 and 0 < p.gpu_milli < 1000]
@@ -64,27 +69,30 @@ def main() -> None:
     placed = sessions = 0
     started = time.perf_counter()
     session_times = []
-    for start in range(0, args.pods, args.batch):
-        for i in range(start, min(start + args.batch, args.pods)):
-            pod = rng.choice(shares)
-            request = requests.get(pod.gpu_milli)
-            if request is None:
-                request = requests[pod.gpu_milli] = PodRequest(
-                    pod.cpu_milli,
-                    pod.memory_mib,
-                    (ContainerGpuRequest("main", GpuRequest(GpuKind.SHARE, 1, pod.gpu_milli, 0)),),
-                )
-            job = JobInfo(JobKey(f"p{i}"), "default", f"p{i}", created=float(i))
-            job.add(TaskInfo(PodKey(f"p{i}"), "default", f"p{i}", job.key, request, created=float(i)))
-            cache.add_job(job)
-        t = time.perf_counter()
-        framework.run_once(cache)
-        session_times.append(time.perf_counter() - t)
-        sessions += 1
-        for key in list(cache.jobs):
-            if PodKey(key) in cache.bound or PodKey(key) in cache.unschedulable:
-                placed += PodKey(key) in cache.bound
-                cache.remove_job(key)
+    with (
+        nullcontext() if args.default_gc else fewer_collections()
+    ):  # the collector thresholds `runtimekit scheduler` runs with
+        for start in range(0, args.pods, args.batch):
+            for i in range(start, min(start + args.batch, args.pods)):
+                pod = rng.choice(shares)
+                request = requests.get(pod.gpu_milli)
+                if request is None:
+                    request = requests[pod.gpu_milli] = PodRequest(
+                        pod.cpu_milli,
+                        pod.memory_mib,
+                        (ContainerGpuRequest("main", GpuRequest(GpuKind.SHARE, 1, pod.gpu_milli, 0)),),
+                    )
+                job = JobInfo(JobKey(f"p{i}"), "default", f"p{i}", created=float(i))
+                job.add(TaskInfo(PodKey(f"p{i}"), "default", f"p{i}", job.key, request, created=float(i)))
+                cache.add_job(job)
+            t = time.perf_counter()
+            framework.run_once(cache)
+            session_times.append(time.perf_counter() - t)
+            sessions += 1
+            for key in list(cache.jobs):
+                if PodKey(key) in cache.bound or PodKey(key) in cache.unschedulable:
+                    placed += PodKey(key) in cache.bound
+                    cache.remove_job(key)
     elapsed = time.perf_counter() - started
     print(
         json.dumps(
@@ -94,6 +102,7 @@ def main() -> None:
                 "pods": args.pods,
                 "batch": args.batch,
                 "policy": args.policy,
+                "gc": "default" if args.default_gc else "scheduler",
                 "bound": placed,
                 "sessions": sessions,
                 "seconds": round(elapsed, 2),

@@ -63,6 +63,7 @@ def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptio
 def run(args: argparse.Namespace) -> int:
     from runtimekit.kube.http import KubeHttp
     from runtimekit.protocol import ProtocolError
+    from runtimekit.scheduler.collector import tune_process
     from runtimekit.scheduler.framework import ConfError, RegistryError
     from runtimekit.scheduler.framework.arguments import ArgumentError
     from runtimekit.scheduler.server import Scheduler
@@ -74,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     http = KubeHttp.connect(args.kubeconfig, user_agent=f"runtimekit-scheduler/{protocol.scheduler_name}")
     scheduler = Scheduler(http, framework, protocol, options)
+    tune_process()
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())

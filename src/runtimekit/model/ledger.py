@@ -243,8 +243,7 @@ class NodeTable:
             if usable:  # one pass in plain ints: this runs on every booking, twice per decision
                 total += core
                 count += 1
-                if core > most:
-                    most = core
+                most = max(most, core)
                 whole += core == MILLI and gmem == gmem_total
         self.gpu_sum[row], self.gpu_max[row], self.gpu_whole[row], self.gpu_usable[row] = total, most, whole, count
 

@@ -26,6 +26,7 @@ from runtimekit.model import (
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
+from runtimekit.scheduler.collector import fewer_collections
 from runtimekit.scheduler.framework import BuildContext, Framework, JobInfo, NodeMeta, TaskInfo, TaskStatus, parse_conf
 from runtimekit.scheduler.framework.info import JobKey
 from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
@@ -121,29 +122,30 @@ def replay(
     arrived = used = failed = 0
     arrived_series: list[int] = []
     used_series: list[int] = []
-    for i, pod in enumerate(arrivals.pods):
-        shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli)
-        request = requests.get(shape)
-        if request is None:
-            request = requests[shape] = pod_request(pod)
-        key = PodKey(pod.name)
-        task = TaskInfo(
-            key, "default", pod.name, JobKey(pod.name), request, created=float(i), gpu_models=pod.allowed_models()
-        )
-        job = JobInfo(JobKey(pod.name), "default", pod.name, created=float(i))
-        job.add(task)
-        cache.add_job(job)
-        arrived += pod.total_gpu_milli
-        framework.run_once(cache)
-        if task.status is TaskStatus.BOUND:
-            used += pod.total_gpu_milli
-        else:
-            failed += 1
-        cache.remove_job(job.key)
-        arrived_series.append(arrived)
-        used_series.append(used)
-        if progress is not None and i % 256 == 255:
-            progress(256)
+    with fewer_collections():  # the caches grow large; see runtimekit.scheduler.collector
+        for i, pod in enumerate(arrivals.pods):
+            shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli)
+            request = requests.get(shape)
+            if request is None:
+                request = requests[shape] = pod_request(pod)
+            key = PodKey(pod.name)
+            task = TaskInfo(
+                key, "default", pod.name, JobKey(pod.name), request, created=float(i), gpu_models=pod.allowed_models()
+            )
+            job = JobInfo(JobKey(pod.name), "default", pod.name, created=float(i))
+            job.add(task)
+            cache.add_job(job)
+            arrived += pod.total_gpu_milli
+            framework.run_once(cache)
+            if task.status is TaskStatus.BOUND:
+                used += pod.total_gpu_milli
+            else:
+                failed += 1
+            cache.remove_job(job.key)
+            arrived_series.append(arrived)
+            used_series.append(used)
+            if progress is not None and i % 256 == 255:
+                progress(256)
     if progress is not None:
         progress(len(arrivals.pods) % 256)
     return ReplayResult(
