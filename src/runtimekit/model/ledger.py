@@ -197,6 +197,12 @@ class NodeTable:
         except KeyError:
             raise LedgerError(f"unknown node {node!r}") from None
 
+    def model_at(self, row: int) -> str:
+        """The GPU model of the node in a row ("" for a free row or a node without GPUs)."""
+        name = self._names[row] if row < len(self._names) else None
+        inventory = self._inventories.get(name) if name is not None else None
+        return inventory.model if inventory is not None else ""
+
     def has_node(self, node: str) -> bool:
         return node in self._rows
 
@@ -216,7 +222,7 @@ class NodeTable:
         caches keyed by version (FGD's scores) stay valid across snapshots."""
         usable_row, core_row, gmem_row = self.usable[row], self.core_free[row], self.gmem_free[row]
         name = self._names[row] if row < len(self._names) else None
-        model = self._inventories[name].model if name is not None and name in self._inventories else ""
+        model = self.model_at(row)
         mig = self.mig.get(row)
         self.version[row] = (
             hash(

@@ -81,11 +81,10 @@ class NodeStates:
             stale = rows[self.version[rows] != table.version[rows]]
             if stale.size == 0:
                 return
-        names = table.names()
         for row in stale.tolist():
-            node = names[row]
-            model = table.inventory(node).model if node is not None else ""
-            self.id[row] = self.intern((model, tuple(sorted(table.core_free[row][table.usable[row]].tolist()))))
+            usable = table.usable[row].tolist()
+            free = sorted(c for c, u in zip(table.core_free[row].tolist(), usable, strict=True) if u)
+            self.id[row] = self.intern((table.model_at(row), tuple(free)))
         self.version[stale] = table.version[stale]
 
 
