@@ -9,9 +9,8 @@ server's `Status` code and reason, so callers can tell a conflict from a missing
 
 from __future__ import annotations
 
-import json
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ import httpx2 as httpx
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
+
+from runtimekit.kube import jsoncodec
 
 JSON = dict[str, Any]
 PATCH_TYPES = {
@@ -44,7 +45,7 @@ class KubeApiError(Exception):
     @classmethod
     def from_response(cls, response: httpx.Response) -> KubeApiError:
         try:
-            status = response.json()
+            status = jsoncodec.loads(response.content)
             return cls(
                 int(status.get("code", response.status_code)),
                 str(status.get("reason", "")),
@@ -113,7 +114,7 @@ class KubeHttp:
         headers = {"Accept": "application/json"}
         content = None
         if body is not None:
-            content = json.dumps(body).encode()
+            content = jsoncodec.dumps(body)
             headers["Content-Type"] = content_type
         try:
             response = self._client.request(
@@ -131,23 +132,23 @@ class KubeHttp:
         return response
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> JSON:
-        result: JSON = self._send("GET", path, params).json()
+        result: JSON = jsoncodec.loads(self._send("GET", path, params).content)
         return result
 
     def post(self, path: str, body: JSON, params: Mapping[str, Any] | None = None) -> JSON:
-        result: JSON = self._send("POST", path, params, body).json()
+        result: JSON = jsoncodec.loads(self._send("POST", path, params, body).content)
         return result
 
     def put(self, path: str, body: JSON) -> JSON:
-        result: JSON = self._send("PUT", path, None, body).json()
+        result: JSON = jsoncodec.loads(self._send("PUT", path, None, body).content)
         return result
 
     def patch(self, path: str, body: Any, kind: str = "merge", params: Mapping[str, Any] | None = None) -> JSON:
-        result: JSON = self._send("PATCH", path, params, body, PATCH_TYPES[kind]).json()
+        result: JSON = jsoncodec.loads(self._send("PATCH", path, params, body, PATCH_TYPES[kind]).content)
         return result
 
     def delete(self, path: str, body: JSON | None = None) -> JSON:
-        result: JSON = self._send("DELETE", path, None, body).json()
+        result: JSON = jsoncodec.loads(self._send("DELETE", path, None, body).content)
         return result
 
     def list(self, path: str, params: Mapping[str, Any] | None = None, page: int = 500) -> tuple[list[JSON], str]:
@@ -186,10 +187,8 @@ class KubeHttp:
             if response.status_code >= 400:
                 response.read()
                 raise KubeApiError.from_response(response)
-            for line in response.iter_lines():
-                if not line:
-                    continue
-                event = json.loads(line)
+            for line in _lines(response.iter_bytes()):
+                event = jsoncodec.loads(line)
                 kind, obj = event.get("type", ""), event.get("object") or {}
                 if kind == "ERROR":
                     raise KubeApiError(
@@ -200,6 +199,22 @@ class KubeHttp:
             raise KubeApiError(0, "Unreachable", f"watch {path} broke: {exc}") from exc
         finally:
             response.close()
+
+
+def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The non-empty lines of a byte stream (a watch sends one JSON event per line), split on bytes
+    so that nothing is decoded to text on the way."""
+    pending = bytearray()
+    for chunk in chunks:
+        pending += chunk
+        start = 0
+        while (end := pending.find(b"\n", start)) >= 0:
+            if end > start:
+                yield bytes(pending[start:end])
+            start = end + 1
+        del pending[:start]
+    if pending.strip():
+        yield bytes(pending)
 
 
 def _params(params: Mapping[str, Any] | None) -> dict[str, str]:

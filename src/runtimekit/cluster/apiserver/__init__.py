@@ -9,7 +9,7 @@ Modules, each with one job: `server` (lifecycle), `handlers` (HTTP glue), `routi
 content negotiation), `operations` and `deletion` (write semantics), `store` (objects, RV, history),
 `watch` (streams), `listing` (filters, list and table encoding), `resources` and `discovery` (the
 resource table), `selectors`, `patch` and `patchschema`, `validation`, `defaults`, `conversion`,
-`crds`, `tables` and `printers`, `errors`, `persist`, `jsoncodec`, `kubeconfig`.
+`crds`, `tables` and `printers`, `errors`, `persist`, `kubeconfig` (JSON: `runtimekit.kube.jsoncodec`).
 """
 
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig

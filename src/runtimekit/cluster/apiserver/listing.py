@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.cluster.apiserver import jsoncodec
 from runtimekit.cluster.apiserver.errors import bad_request
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.selectors import (
@@ -26,6 +25,7 @@ from runtimekit.cluster.apiserver.selectors import (
 )
 from runtimekit.cluster.apiserver.store import INDEXED_FIELDS, Stored, dumps
 from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
+from runtimekit.kube import jsoncodec
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import yaml
 
-from runtimekit.cluster.apiserver import conversion, crds, jsoncodec, validation
+from runtimekit.cluster.apiserver import conversion, crds, validation
 from runtimekit.cluster.apiserver.defaults import apply_defaults
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -44,6 +44,7 @@ from runtimekit.cluster.apiserver.patch import (
 from runtimekit.cluster.apiserver.patchschema import schema_for
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
+from runtimekit.kube import jsoncodec
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"

@@ -20,10 +20,10 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from runtimekit.cluster.apiserver import jsoncodec
 from runtimekit.cluster.apiserver.errors import ApiError, expired, too_old_resource_version
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.selectors import field_value
+from runtimekit.kube import jsoncodec
 
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
 INDEXED_FIELDS = frozenset({"spec.nodeName", "involvedObject.name"})
