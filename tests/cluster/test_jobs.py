@@ -29,8 +29,6 @@ JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 
 
-
-
 class ScriptedRunner:
     """Answers each run with the next exit code of the script (the last one repeats)."""
 

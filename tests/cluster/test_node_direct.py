@@ -28,8 +28,6 @@ NODE = "direct-1"
 PODS = "/api/v1/namespaces/default/pods"
 
 
-
-
 class Clock:
     """The API server's clock: real time shifted by `offset`, so tests can order creation timestamps."""
 

@@ -30,8 +30,6 @@ NODE = "gpu-node-1"
 PODS = "/api/v1/namespaces/default/pods"
 
 
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[EmbeddedCluster]:
     options = ClusterOptions(nodes=1, gpus_per_node=2, isolation="mps", scheduler=False, controller=False)

@@ -35,8 +35,6 @@ NS = "kube-system"
 JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
 
 
-
-
 class JobRunner:
     """Runs controller Jobs: the job-agent against the node's runtime, then the Job's status."""
 

@@ -30,8 +30,6 @@ NODE = "gpu-node-1"
 JOBS = "/apis/batch/v1/namespaces/kube-system/jobs"
 
 
-
-
 def label(http: KubeHttp, value: str) -> None:
     http.patch(f"/api/v1/nodes/{NODE}", {"metadata": {"labels": {P.labels.enable: value}}})
 

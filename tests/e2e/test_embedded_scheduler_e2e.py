@@ -27,8 +27,6 @@ GPUS = 4
 H200_MIB = gpu_model("H200").memory_mib
 
 
-
-
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[EmbeddedCluster]:
     with start_cluster(ClusterOptions(nodes=2, gpus_per_node=GPUS, controller=False), ready_timeout_s=90) as started:

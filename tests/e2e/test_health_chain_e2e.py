@@ -28,8 +28,6 @@ P = Protocol.default()
 PODS = "/api/v1/namespaces/default/pods"
 
 
-
-
 @pytest.fixture
 def cluster() -> Iterator[EmbeddedCluster]:
     config = ExporterConfig(health=HealthConfig(interval_seconds=0.2, recovery_seconds=4.0))
@@ -68,8 +66,10 @@ def test_an_xid_takes_a_gpu_out_of_scheduling_until_it_recovers(cluster: Embedde
     metrics = httpx2.get(cluster.info()["nodes"][0]["exporter"]).text
     assert 'runtimekit_gpu_healthy{gpu="0"' in metrics
     assert "XID 79" in metrics
-    wait_for(lambda: http.get(f"/api/v1/nodes/{node.name}")["status"]["allocatable"][P.resources.gpu] == "1",
-             what="kubelet's allocatable to drop the unhealthy GPU")
+    wait_for(
+        lambda: http.get(f"/api/v1/nodes/{node.name}")["status"]["allocatable"][P.resources.gpu] == "1",
+        what="kubelet's allocatable to drop the unhealthy GPU",
+    )
     http.post(PODS, pod("first"))
     http.post(PODS, pod("second"))
     first = wait_for(

@@ -1,13 +1,13 @@
 """The event recorder writes Events off the caller's path, to a real (embedded) API server: each one once,
 with the fields `kubectl describe` shows; a full queue drops and counts instead of blocking; an API error
-is counted and the recorder keeps going."""
+is counted and the recorder keeps going; events over the rate limit are dropped and counted."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 from runtimekit.cluster.apiserver import ApiServer
-from runtimekit.kube.events import EventRecorder
+from runtimekit.kube.events import EventRecorder, TokenBucket
 from runtimekit.kube.http import KubeHttp
 
 
@@ -44,7 +44,7 @@ def test_events_arrive_once_each_with_what_describe_shows(apiserver: ApiServer) 
 
 def test_a_full_queue_drops_and_an_api_error_is_counted(apiserver: ApiServer) -> None:
     http = KubeHttp.connect(server=apiserver.url)
-    recorder = EventRecorder(http, "c", capacity=1, workers=1)
+    recorder = EventRecorder(http, "c", capacity=1, workers=1, qps=0)  # no rate limit: the queue drops
     try:
         for i in range(200):  # far faster than one worker can write them
             recorder.record(Ref("default", f"p{i}"), "Normal", "Scheduled", "m")
@@ -57,6 +57,31 @@ def test_a_full_queue_drops_and_an_api_error_is_counted(apiserver: ApiServer) ->
         recorder.record(Ref("default", "after"), "Normal", "Scheduled", "still writing")
         assert recorder.flush(30)
         assert any(e["involvedObject"]["name"] == "after" for e in events(http))
+    finally:
+        recorder.close()
+        http.close()
+
+
+def test_token_bucket_allows_a_burst_then_the_rate() -> None:
+    now = [100.0]
+    bucket = TokenBucket(10.0, 3, clock=lambda: now[0])
+    assert [bucket.take() for _ in range(4)] == [True, True, True, False]
+    now[0] += 0.25  # 2.5 tokens
+    assert [bucket.take() for _ in range(3)] == [True, True, False]
+    now[0] += 60.0  # never more than the burst
+    assert sum(bucket.take() for _ in range(10)) == 3
+    assert all(TokenBucket(0, 1).take() for _ in range(1000))  # qps 0: no limit
+
+
+def test_events_over_the_rate_are_dropped_and_counted(apiserver: ApiServer) -> None:
+    http = KubeHttp.connect(server=apiserver.url)
+    recorder = EventRecorder(http, "c", qps=0.001, burst=5)
+    try:
+        for i in range(40):
+            recorder.record(Ref("default", f"p{i}"), "Normal", "Scheduled", "m")
+        assert recorder.flush(30)
+        assert sorted(e["involvedObject"]["name"] for e in events(http)) == sorted(f"p{i}" for i in range(5))
+        assert (recorder.throttled, recorder.dropped) == (35, 0)
     finally:
         recorder.close()
         http.close()

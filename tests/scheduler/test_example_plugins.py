@@ -41,3 +41,9 @@ def test_scheduler_refuses_to_start_with_an_unknown_plugin(tmp_path: Path, capsy
     conf.write_text('actions: "allocate"\ntiers:\n- plugins:\n  - name: logprint\n')
     assert main(["scheduler", "--config", str(conf)]) == 2
     assert "unknown plugin 'logprint'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("flags", [["--event-qps", "-1"], ["--event-burst", "0"]])
+def test_scheduler_refuses_a_bad_event_rate(flags: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["scheduler", *flags]) == 2
+    assert "--event-qps must be 0 (no limit) or more" in capsys.readouterr().err

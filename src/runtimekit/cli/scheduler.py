@@ -29,6 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--period", type=float, default=0.05, help="shortest time between sessions, seconds")
     parser.add_argument("--bind-workers", type=int, default=8, help="concurrent bind requests")
     parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and node tie order")
+    parser.add_argument("--event-qps", type=float, default=50.0, help="Events written per second at most (0: no limit)")
+    parser.add_argument("--event-burst", type=int, default=100, help="Events written in a burst at most")
 
 
 def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptions]:
@@ -38,8 +40,11 @@ def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptio
     from runtimekit.protocol import load_protocol
     from runtimekit.scheduler.builtin import builtin_registry
     from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+    from runtimekit.scheduler.framework.arguments import ArgumentError
     from runtimekit.scheduler.server import SchedulerOptions
 
+    if args.event_qps < 0 or args.event_burst < 1:
+        raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
     protocol = load_protocol(args.protocol)
     registry = builtin_registry()
     registry.load_entry_points()
@@ -51,6 +56,8 @@ def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptio
     options = SchedulerOptions(
         period=args.period,
         bind_workers=args.bind_workers,
+        event_qps=args.event_qps,
+        event_burst=args.event_burst,
         leader_elect=args.leader_elect,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,

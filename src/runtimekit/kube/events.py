@@ -1,7 +1,10 @@
 """Events written off the caller's path, as client-go's event broadcaster does for kube-scheduler: a
 bounded queue drained by a few threads. A binding does not wait for its `Scheduled` event, so a bind
-worker spends one API round trip per pod, not two. When the queue is full the event is dropped and
-counted (an Event is advice for people, not state anything depends on); a failed POST is logged.
+worker spends one API round trip per pod, not two. Events are also limited in rate (a token bucket,
+`qps` with bursts up to `burst`, as kube-scheduler's API client is by `--kube-api-qps/-burst`), so
+that under a flood of pods the scheduler's CPU goes to binding them rather than to describing it.
+An event over the rate, or one that finds the queue full, is dropped and counted (an Event is advice
+for people, not state anything depends on); a failed POST is logged.
 Callers: `KubeBinder` (the live scheduler).
 """
 
@@ -12,11 +15,14 @@ import queue
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from runtimekit.kube.http import KubeHttp, object_path
 
 log = logging.getLogger(__name__)
+DEFAULT_QPS = 50.0  # kube-scheduler's --kube-api-qps and --kube-api-burst defaults
+DEFAULT_BURST = 100
 
 
 class ObjectRef(Protocol):
@@ -57,13 +63,46 @@ def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, messa
     return event_body(involved, ref.namespace, component, kind, reason, message)
 
 
+class TokenBucket:
+    """`qps` tokens a second, holding at most `burst`; `take()` spends one if there is one.
+    `qps <= 0` means no limit."""
+
+    def __init__(self, qps: float, burst: int, clock: Callable[[], float] = time.monotonic) -> None:
+        self.qps, self.burst, self._clock = qps, max(1, burst), clock
+        self._tokens = float(self.burst)
+        self._last = clock()
+        self._lock = threading.Lock()
+
+    def take(self) -> bool:
+        if self.qps <= 0:
+            return True
+        with self._lock:
+            now = self._clock()
+            self._tokens = min(float(self.burst), self._tokens + (now - self._last) * self.qps)
+            self._last = now
+            if self._tokens < 1.0:
+                return False
+            self._tokens -= 1.0
+            return True
+
+
 class EventRecorder:
     """`record()` queues an Event and returns at once; `flush()` waits for the queue to drain."""
 
-    def __init__(self, http: KubeHttp, component: str, capacity: int = 1000, workers: int = 2) -> None:
+    def __init__(
+        self,
+        http: KubeHttp,
+        component: str,
+        capacity: int = 1000,
+        workers: int = 2,
+        qps: float = DEFAULT_QPS,
+        burst: int = DEFAULT_BURST,
+    ) -> None:
         self.http, self.component = http, component
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(capacity)
-        self.dropped = 0
+        self._rate = TokenBucket(qps, burst)
+        self.dropped = 0  # the queue was full
+        self.throttled = 0  # over the rate
         self.failed = 0
         self._threads = [
             threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(max(1, workers))
@@ -72,6 +111,11 @@ class EventRecorder:
             thread.start()
 
     def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+        if not self._rate.take():
+            self.throttled += 1
+            if self.throttled == 1 or self.throttled % 1000 == 0:
+                log.warning("events over %g/s: %d dropped so far", self._rate.qps, self.throttled)
+            return
         try:
             self._queue.put_nowait(pod_event_body(ref, self.component, kind, reason, message))
         except queue.Full:

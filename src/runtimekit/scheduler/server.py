@@ -16,7 +16,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 
-from runtimekit.kube.events import EventRecorder
+from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
@@ -35,6 +35,8 @@ class SchedulerOptions:
     idle_wakeup: float = 5.0  # look for retries at least this often
     retry_seconds: float = 30.0  # retry unschedulable pods this often even if nothing changed
     bind_workers: int = 8
+    event_qps: float = DEFAULT_QPS  # Events written per second at most (0: no limit) ...
+    event_burst: int = DEFAULT_BURST  # ... with bursts up to this many
     leader_elect: bool = False
     lease_name: str = "lj-runtimekit-scheduler"
     lease_namespace: str = "kube-system"
@@ -57,7 +59,9 @@ class Scheduler:
         needs_running = bool({"preempt", "reclaim"} & set(framework.action_names))
         self.events: EventRecorder | None = None
         if binder is None:
-            self.events = EventRecorder(http, protocol.scheduler_name)
+            self.events = EventRecorder(
+                http, protocol.scheduler_name, qps=self.options.event_qps, burst=self.options.event_burst
+            )
             binder = KubeBinder(http, protocol.scheduler_name, self.events)
         self.cache = LiveCache(
             protocol,
