@@ -252,24 +252,16 @@ class EmbeddedCluster:
 
 # -- cluster components --------------------------------------------------------------------------
 def _start_scheduler(cluster: EmbeddedCluster) -> Any:
-    from runtimekit.cli.scheduler import build
+    from runtimekit.cli.scheduler import add_arguments, build
     from runtimekit.scheduler.server import Scheduler
 
     conf = cluster.options.scheduler_conf
     if conf is None and EXAMPLE_CONF.is_file():
         conf = str(EXAMPLE_CONF)
-    args = argparse.Namespace(
-        protocol=cluster.options.protocol_path,
-        config=conf,
-        plugins_dir=None,
-        period=0.05,
-        bind_workers=8,  # each node's binds still go out in assume order (LiveCache), as the device plugin expects
-        leader_elect=False,
-        lease_name="lj-runtimekit-scheduler",
-        lease_namespace="kube-system",
-        identity="embedded",
-        seed=cluster.options.seed,
-    )
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)  # the scheduler's own defaults (bind workers, event rate, ...)
+    args = parser.parse_args(["--identity", "embedded", "--seed", str(cluster.options.seed)])
+    args.protocol, args.config = cluster.options.protocol_path, conf
     protocol, framework, options = build(args)
     log.info("scheduler conf: %s", conf or "built-in")
     return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
