@@ -198,9 +198,10 @@ class Session:
             chosen: int | None = plugin.best_node(task, rows, scores)
             if chosen is not None:
                 return int(chosen)
-        top = rows[scores == scores.max()]
-        if top.size == 1:
-            return int(top[0])
+        best = np.flatnonzero(scores == scores.max())
+        if best.size == 1:
+            return int(rows[best[0]])
+        top = rows[best]
         return int(top[np.argmin(self.snapshot.rank[top])])
 
     def select(self, task: TaskInfo) -> tuple[int | None, FitErrors]:

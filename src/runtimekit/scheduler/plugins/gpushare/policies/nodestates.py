@@ -78,7 +78,8 @@ class NodeStates:
                 return
             stale = rows
         else:
-            stale = rows[self.version[rows] != table.version[rows]]
+            n = table.rows
+            stale = rows[(self.version[:n] != table.version[:n])[rows]]
             if stale.size == 0:
                 return
         for row in stale.tolist():
@@ -109,7 +110,9 @@ class ShapeCache:
             n = rows.size
             every: IntArray = np.flatnonzero(self.version[:n] != table.version[:n])
             return every
-        stale: IntArray = rows[self.version[rows] != table.version[rows]]
+        n = table.rows  # compare every row through views, then pick `rows`: cheaper than two gathers
+        changed = self.version[:n] != table.version[:n]
+        stale: IntArray = rows[changed[rows]]
         return stale
 
     def values(self, table: NodeTable, rows: IntArray) -> npt.NDArray[Any]:
