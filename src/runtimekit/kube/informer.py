@@ -92,6 +92,8 @@ class Informer:
                 self._watch()
                 self.backoff.reset()
             except KubeApiError as exc:
+                if self._stop.is_set():  # the connection was closed under a stopped watch: not an error
+                    break
                 if exc.code == 410:
                     log.info("%s: resourceVersion %s expired, listing again", self.name, self.resource_version)
                     self.resource_version = ""
