@@ -506,6 +506,10 @@ class NodeTable:
 
     def _tag(self, placement: Placement, row: int) -> int:
         """The GPU-pod class of a placement: k for k whole GPUs, else 0 (a share pod)."""
+        if len(placement.slots) == 1:  # the usual case, without the generators below
+            only = placement.slots[0]
+            whole_one = only.core_milli == MILLI and only.memory_mib == self.gmem_total[row, only.gpu]
+            return 1 if whole_one and not only.is_mig else 0
         if any(s.is_mig for s in placement.slots):
             return 0
         gpus = [s.gpu for s in placement.slots]

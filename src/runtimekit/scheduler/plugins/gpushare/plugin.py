@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from runtimekit.model import GpuKind, Slot
+from runtimekit.model import GpuKind, PodRequest, Slot
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
@@ -86,6 +86,20 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         self._observed: set[str] = set()
         self._learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
         self._learned: set[str] = set()
+        self._shape_of: dict[int, tuple[PodRequest, PodShape]] = {}
+
+    def shape(self, request: PodRequest) -> PodShape:
+        """`PodShape.of(request)`, worked out once per request object (a pod's request is read by
+        the score and again by the device choice, and trace replay shares requests between pods).
+        The request is kept with its shape, so its id cannot be reused while the entry lives."""
+        found = self._shape_of.get(id(request))
+        if found is not None and found[0] is request:
+            return found[1]
+        if len(self._shape_of) >= 4096:
+            self._shape_of.clear()
+        shape = PodShape.of(request)
+        self._shape_of[id(request)] = (request, shape)
+        return shape
 
     def set_workload(self, workload: TargetWorkload) -> None:
         """Fix FGD's target workload (otherwise it is learned from the pods it sees)."""
@@ -109,7 +123,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
             if len(self._learned) > 100_000:
                 self._learned.clear()
             self._learned.add(task.key)  # every pod counts once, feasible or not, however often it is retried
-            learner.learn(_pod_type(task, PodShape.of(task.request)))
+            learner.learn(_pod_type(task, self.shape(task.request)))
         return SUCCESS
 
     # -- Predicate -------------------------------------------------------------------------
@@ -141,7 +155,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
 
     # -- NodeOrder -------------------------------------------------------------------------
     def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
-        shape = PodShape.of(task.request)
+        shape = self.shape(task.request)
         policy = self.policy_for(task)
         if isinstance(policy, FgdPolicy) and task.key not in self._observed:
             if len(self._observed) > 100_000:
@@ -162,7 +176,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         if not requests:
             return None
         policy = self.policy_for(task)
-        shape = PodShape.of(task.request)
+        shape = self.shape(task.request)
         ctx = PolicyContext(ssn.table.copy() if len(requests) > 1 else ssn.table, self.rng)
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         for container in requests:
