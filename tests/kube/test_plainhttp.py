@@ -23,6 +23,7 @@ from runtimekit.kube.http import KubeApiError, KubeHttp
 @dataclass
 class Seen:
     requests: list[tuple[str, str, str, str]] = field(default_factory=list)  # method, path, auth, client CN
+    ports: list[int] = field(default_factory=list)  # the client's port per request: one per connection
     token: str = "first"
     close_after_each: bool = False
 
@@ -38,6 +39,7 @@ class Handler(BaseHTTPRequestHandler):
         subject = dict(x[0] for x in cert["subject"]) if cert else {}
         auth = self.headers.get("Authorization", "")
         self.seen.requests.append((self.command, self.path, auth, str(subject.get("commonName", ""))))
+        self.seen.ports.append(self.client_address[1])
         if auth != f"Bearer {self.seen.token}":
             status, answer = 401, {"kind": "Status", "code": 401, "reason": "Unauthorized", "message": "bad token"}
         else:
@@ -111,6 +113,7 @@ def test_tls_client_certificate_token_prefix_and_query(tls_server: tuple[str, Se
             ("GET", "Bearer first", "runtimekit-scheduler"),
             ("POST", "Bearer first", "runtimekit-scheduler"),
         ]
+        assert len(set(seen.ports)) == 1  # both went over one kept-alive TLS connection
         seen.token = "other"
         with pytest.raises(KubeApiError) as failed:  # a static token is not re-read
             http.get("/api/v1/nodes")
@@ -143,6 +146,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced(tls_server: tuple
         for i in range(5):
             assert http.get(f"/api/v1/nodes/n{i}")["path"] == f"/prefix/api/v1/nodes/n{i}"
         assert len(seen.requests) == 5
+        assert len(set(seen.ports)) == 5  # a new connection each time the server closed the last one
     finally:
         http.close()
 
