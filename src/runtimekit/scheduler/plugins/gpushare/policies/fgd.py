@@ -153,6 +153,8 @@ class FgdPolicy:
         self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
         self._nodes = NodeStates()
         self._shapes: dict[PodShape, ShapeCache] = {}
+        # score of each free value a GPU may have, per (shape, node state id, CPU buckets): the GPU choice
+        self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
 
     # -- the target workload ---------------------------------------------------------------
     @property
@@ -162,6 +164,7 @@ class FgdPolicy:
     def set_workload(self, workload: TargetWorkload) -> None:
         self._frag = Fragmentation(workload)
         self._shapes.clear()
+        self._choices.clear()
 
     def observe(self, pod_type: PodType) -> None:
         """Learn the target workload from arriving pods when none was given: the types of the last
@@ -188,6 +191,7 @@ class FgdPolicy:
         if len(self._nodes.states) > STATE_LIMIT:
             self._nodes = NodeStates()
             self._shapes.clear()
+        self._choices.clear()
 
     def _value_scores(
         self, shape: PodShape, model: str, ms: tuple[int, ...], b0: int, b1: int
@@ -263,10 +267,16 @@ class FgdPolicy:
             return [int(c) for c in fitting[: req.count]]
         self._bound_states()
         self._nodes.refresh(ctx.table, np.array([row]))
-        state = self._nodes.states[int(self._nodes.id[row])]
+        sid = int(self._nodes.id[row])
         frag = self._fragmentation()
         cpu = int(ctx.table.cpu_free[row])
         b0, b1 = frag.bucket_of(cpu), frag.bucket_of(cpu - shape.cpu_milli)
-        by_value = {v: s for s, v in self._value_scores(shape, state[0], state[1], b0, b1)}
+        key = (shape, sid, b0, b1)
+        by_value = self._choices.get(key)
+        if by_value is None:  # nodes in the same state choose alike: remember it
+            if len(self._choices) > MEMO_LIMIT // 8:
+                self._choices.clear()
+            model, ms = self._nodes.states[sid]
+            by_value = self._choices[key] = {v: s for s, v in self._value_scores(shape, model, ms, b0, b1)}
         scored = [by_value.get(v, -1) for v in ctx.table.core_free[row, fitting].tolist()]
         return [int(fitting[scored.index(max(scored))])]  # the best score; the lowest column on ties
