@@ -174,3 +174,23 @@ def test_exec_credentials_keep_httpx(tmp_path: Path) -> None:
     http = KubeHttp.connect(str(config))
     assert http._plain is None
     http.close()
+
+
+def test_a_missing_token_file_fails_the_request_clearly_until_it_appears(
+    tls_server: tuple[str, Seen, trustme.CA, Path],
+) -> None:
+    url, seen, ca, tmp = tls_server
+    token = tmp / "token"
+    http = KubeHttp.connect(
+        str(kubeconfig(tmp / "kubeconfig", url, ca, client_cert_user(ca, tmp, f"tokenFile: {token}")))
+    )
+    try:
+        with pytest.raises(KubeApiError) as failed:
+            http.get("/api/v1/nodes")
+        assert failed.value.code == 0
+        assert str(token) in failed.value.message
+        assert seen.requests == []  # nothing was sent without credentials
+        token.write_text("first\n")
+        assert http.get("/api/v1/nodes")["path"] == "/prefix/api/v1/nodes"
+    finally:
+        http.close()

@@ -56,8 +56,6 @@ class PlainHttp:
             elif user.username and user.password:
                 pair = base64.b64encode(f"{user.username}:{user.password}".encode()).decode()
                 self._headers["Authorization"] = f"Basic {pair}"
-        if self._token_file:
-            self._read_token()
         self._local = threading.local()
         self._lock = threading.Lock()
         self._all: list[http.client.HTTPConnection] = []
@@ -70,6 +68,8 @@ class PlainHttp:
         return scheme in ("http", "https") and (user is None or not (user.exec or user.auth_provider))
 
     def _read_token(self) -> None:
+        """Read the token file (raises OSError naming it when it cannot be read: the caller reports
+        the request as failed, and a later one reads the file again)."""
         assert self._token_file is not None
         token = Path(self._token_file).read_text().strip()
         self._headers["Authorization"] = f"Bearer {token}"
@@ -100,11 +100,14 @@ class PlainHttp:
         """Send one request and read the whole answer. Raises OSError or http.client.HTTPException
         when the server cannot be reached or breaks the connection; the connection is then dropped."""
         target = self._prefix + path + ("?" + urlencode(params) if params else "")
+        if self._token_file and "Authorization" not in self._headers:
+            self._read_token()  # first use, or the file could not be read last time
         headers = dict(self._headers)
         if body is not None:
             headers["Content-Type"] = content_type
         response = self._exchange(method, target, body, headers, timeout)
         if response.status == 401 and self._token_file:  # the token may have been rotated
+            self._headers.pop("Authorization", None)
             self._read_token()
             headers["Authorization"] = self._headers["Authorization"]
             response = self._exchange(method, target, body, headers, timeout)
