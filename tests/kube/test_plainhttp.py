@@ -6,9 +6,11 @@ idle is replaced, and credentials that need an exec plugin keep httpx."""
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import ssl
 import threading
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +19,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeApiError, KubeHttp
 
 
@@ -192,5 +195,22 @@ def test_a_missing_token_file_fails_the_request_clearly_until_it_appears(
         assert seen.requests == []  # nothing was sent without credentials
         token.write_text("first\n")
         assert http.get("/api/v1/nodes")["path"] == "/prefix/api/v1/nodes"
+    finally:
+        http.close()
+
+
+def test_a_finished_threads_connection_is_closed_with_it(apiserver: ApiServer) -> None:
+    http = KubeHttp.connect(server=apiserver.url)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", ResourceWarning)
+            for _ in range(20):
+                worker = threading.Thread(target=lambda: http.get("/api/v1/namespaces"))
+                worker.start()
+                worker.join()
+            gc.collect()
+        assert http._plain is not None
+        assert len(http._plain._all) == 0
+        assert not [w for w in caught if issubclass(w.category, ResourceWarning)]
     finally:
         http.close()

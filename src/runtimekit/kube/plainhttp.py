@@ -17,6 +17,7 @@ import base64
 import http.client
 import select
 import threading
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit
@@ -58,7 +59,8 @@ class PlainHttp:
                 self._headers["Authorization"] = f"Basic {pair}"
         self._local = threading.local()
         self._lock = threading.Lock()
-        self._all: list[http.client.HTTPConnection] = []
+        # every thread's connection, for close(); weak, so a finished thread's goes with it
+        self._all: weakref.WeakSet[http.client.HTTPConnection] = weakref.WeakSet()
 
     @staticmethod
     def supports(config: SingleConfig) -> bool:
@@ -75,18 +77,19 @@ class PlainHttp:
         self._headers["Authorization"] = f"Bearer {token}"
 
     def _connection(self) -> http.client.HTTPConnection:
-        conn: http.client.HTTPConnection | None = getattr(self._local, "conn", None)
-        if conn is not None and conn.sock is not None and _closed_by_peer(conn):
-            conn.close()  # the server closed the idle connection: open a new one rather than fail
-        if conn is None:
+        held: _Held | None = getattr(self._local, "held", None)
+        if held is None:
+            conn: http.client.HTTPConnection
             if self._https:
                 conn = http.client.HTTPSConnection(self._host, self._port, timeout=self._timeout, context=self._context)
             else:
                 conn = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout)
-            self._local.conn = conn
+            held = self._local.held = _Held(conn)
             with self._lock:
-                self._all.append(conn)
-        return conn
+                self._all.add(conn)
+        elif held.conn.sock is not None and _closed_by_peer(held.conn):
+            held.conn.close()  # the server closed the idle connection: open a new one rather than fail
+        return held.conn
 
     def request(
         self,
@@ -154,8 +157,20 @@ class PlainHttp:
     def close(self) -> None:
         """Close every thread's connection (a thread that sends again opens a new one)."""
         with self._lock:
-            for conn in self._all:
+            for conn in list(self._all):
                 conn.close()
+
+
+class _Held:
+    """A thread's connection; closed when the thread ends and its thread-local values go."""
+
+    __slots__ = ("conn",)
+
+    def __init__(self, conn: http.client.HTTPConnection) -> None:
+        self.conn = conn
+
+    def __del__(self) -> None:
+        self.conn.close()
 
 
 def _closed_by_peer(conn: http.client.HTTPConnection) -> bool:
