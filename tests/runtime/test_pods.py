@@ -99,3 +99,18 @@ def test_a_pod_being_deleted_is_released_once_kubelet_stopped_it(
 ) -> None:
     stale = stale_allocations([_alloc("live")], [deleting(pod_manifest("pod-live", "live"))], kubelet, 1000, 100)
     assert {a.pod.uid: why for a, why in stale} == expected
+
+
+def test_a_young_allocation_is_released_only_on_its_own_pods_evidence() -> None:
+    """The grace protects allocations whose pod a list does not show yet; a pod that the API server
+    shows finished, or being deleted after kubelet stopped it, is over however young its allocation
+    (the scheduler may already have given its GPU to the next pod)."""
+    young = [_alloc("done", created=990), _alloc("deleted", created=990), _alloc("absent", created=990)]
+    api = [pod_manifest("pod-done", "done", phase="Succeeded"), deleting(pod_manifest("pod-deleted", "deleted"))]
+    stale = stale_allocations(young, api, set(), now_ms=1000, grace_ms=100)
+    assert {a.pod.uid: why for a, why in stale} == {
+        "done": "pod is Succeeded",
+        "deleted": "being deleted, and kubelet no longer runs it",
+    }
+    renamed = [_alloc("new-uid", name="pod-x", created=990)]  # the list may still show the old pod
+    assert stale_allocations(renamed, [pod_manifest("pod-x", "old-uid")], None, 1000, 100) == []

@@ -128,9 +128,13 @@ def stale_allocations(
     api_names = {(pod_ref(p).namespace, pod_ref(p).name) for p in api_pods} if api_pods is not None else set()
     stale = []
     for allocation in allocations:
-        if now_ms - allocation.created_unix_ms < grace_ms:
-            continue
         pod = allocation.pod
+        ended = _ended(pod, live_uids, kubelet_pods)
+        if ended:  # the pod's own manifest says so: however young the allocation, it is over
+            stale.append((allocation, ended))
+            continue
+        if now_ms - allocation.created_unix_ms < grace_ms:
+            continue  # absence from a list may only mean the list is older than the allocation
         if live_uids is not None and pod.uid not in live_uids and (pod.namespace, pod.name) in api_names:
             stale.append((allocation, "replaced by a new pod of the same name"))
             continue
@@ -140,19 +144,29 @@ def stale_allocations(
     return stale
 
 
+def _ended(
+    pod: PodRef, live_uids: Mapping[str, Mapping[str, Any]] | None, kubelet_pods: set[tuple[str, str]] | None
+) -> str:
+    """Why the pod has ended by its own manifest (finished, or being deleted with its containers
+    stopped), or "": evidence that does not depend on how fresh the lists are."""
+    manifest = live_uids.get(pod.uid) if live_uids is not None else None
+    if manifest is None:
+        return ""
+    if is_finished(manifest):
+        return f"pod is {manifest['status']['phase']}"
+    stopped = kubelet_pods is not None and (pod.namespace, pod.name) not in kubelet_pods
+    if _meta(manifest).get("deletionTimestamp") and stopped:
+        return "being deleted, and kubelet no longer runs it"  # its containers have stopped: free it now
+    return ""
+
+
 def _gone(
     pod: PodRef, live_uids: Mapping[str, Mapping[str, Any]] | None, kubelet_pods: set[tuple[str, str]] | None
 ) -> str:
-    """Why the pod counts as gone, or "" while any source still shows it running."""
+    """Why the pod counts as gone (absent from the sources asked), or "" while any shows it."""
     reasons = []
     if live_uids is not None:
-        manifest = live_uids.get(pod.uid)
-        if manifest is not None and is_finished(manifest):
-            return f"pod is {manifest['status']['phase']}"
-        stopped = kubelet_pods is not None and (pod.namespace, pod.name) not in kubelet_pods
-        if manifest is not None and _meta(manifest).get("deletionTimestamp") and stopped:
-            return "being deleted, and kubelet no longer runs it"  # its containers have stopped: free it now
-        if manifest is not None:
+        if pod.uid in live_uids:
             return ""
         reasons.append("not on this node in the API server")
     if kubelet_pods is not None:
