@@ -343,3 +343,23 @@ def test_mig_devices_are_booked_whole_and_exclusively(make_runtime: RuntimeFacto
     assert code_of(mig_mode) is Code.FAILED_PRECONDITION
     runtime.release("u1")
     runtime.allocate(ask("u3", (mig_a, 0, 0)))
+
+
+def test_an_allocate_that_would_over_commit_first_releases_what_has_ended(make_runtime: RuntimeFactory) -> None:
+    """The scheduler may give a deleted pod's GPU to the next pod before this runtime's next reconcile:
+    an Allocate that would over-commit reconciles once and is tried again; the refusal stands when
+    nothing has ended."""
+    manifests = [pod_manifest("pod-old", "old")]
+
+    class Pods:
+        def list_node_pods(self, node: str) -> list[dict[str, object]]:
+            return list(manifests)
+
+    runtime = make_runtime(pods=Pods(), grace_s=30)
+    runtime.allocate(ask("old", (GPU0, 600, 10)))
+    with pytest.raises(ServiceError) as refused:
+        runtime.allocate(ask("new", (GPU0, 600, 10)))  # "old" still runs: over-commit
+    assert code_of(refused) is Code.RESOURCE_EXHAUSTED
+    manifests[0] = pod_manifest("pod-old", "old", phase="Succeeded")  # it ended a moment ago
+    runtime.allocate(ask("new", (GPU0, 600, 10)))
+    assert [a.pod.uid for a in runtime.allocations()] == ["new"]

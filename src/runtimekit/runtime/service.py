@@ -333,6 +333,17 @@ class NodeRuntime:
             raise ServiceError(
                 Code.INVALID_ARGUMENT, "Allocate needs the pod's namespace, name and uid and a container"
             )
+        try:
+            return self._allocate(request)
+        except ServiceError as exc:
+            # The scheduler books a deleted pod's GPU as soon as the pod is gone from the API server,
+            # which can be before this runtime's next reconcile: release what has ended, then try once more.
+            if exc.code is not Code.RESOURCE_EXHAUSTED or not self.reconcile():
+                raise
+        return self._allocate(request)
+
+    def _allocate(self, request: AllocateInput) -> AllocateResult:
+        pod = request.pod
         with self._lock:
             if self._checkpoint is CheckpointStatus.UNRECOVERED:
                 raise ServiceError(Code.UNAVAILABLE, f"allocation state not recovered yet: {self._checkpoint_message}")
