@@ -175,6 +175,11 @@ class NodeTable:
         """True when `rows` is exactly every row 0..rows-1 (so views can replace gathers)."""
         return rows.size == self.rows and rows is self._active_rows
 
+    def at_rows(self, column: IntArray, rows: IntArray) -> IntArray:
+        """A per-row array (`cpu_free`, `gpu_max`, ...) at `rows`: a view when they are every row,
+        else a gathered copy. Do not modify."""
+        return column[: rows.size] if self.all_active(rows) else column[rows]
+
     # -- nodes -----------------------------------------------------------------------------
     @property
     def rows(self) -> int:

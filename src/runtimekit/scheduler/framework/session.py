@@ -141,15 +141,9 @@ class Session:
     def resource_fit(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
         """Rows with room for the task's CPU, memory and one more pod (Volcano's idle check)."""
         table, req = self.table, task.request
-        if table.all_active(rows):  # every row: compare views instead of gathering copies
-            n = rows.size
-            cpu_ok = table.cpu_free[:n] >= req.cpu_milli
-            mem_ok = table.mem_free[:n] >= req.memory_mib
-            pods_ok = table.pods_free[:n] >= 1
-        else:
-            cpu_ok = table.cpu_free[rows] >= req.cpu_milli
-            mem_ok = table.mem_free[rows] >= req.memory_mib
-            pods_ok = table.pods_free[rows] >= 1
+        cpu_ok = table.at_rows(table.cpu_free, rows) >= req.cpu_milli
+        mem_ok = table.at_rows(table.mem_free, rows) >= req.memory_mib
+        pods_ok = table.at_rows(table.pods_free, rows) >= 1
         passed = cpu_ok & mem_ok & pods_ok
         if np.count_nonzero(passed) == passed.size:  # all pass (count_nonzero costs less than .all())
             return rows

@@ -42,18 +42,13 @@ def fit_rows(
     do not. Whole GPUs and single shares without a memory request use the table's per-node
     summaries; other requests look at every GPU."""
     if req.kind is GpuKind.WHOLE:
-        passed = _per_row(table, table.gpu_whole, rows) >= req.count
+        passed = table.at_rows(table.gpu_whole, rows) >= req.count
     elif req.count == 1 and req.memory_mib == 0:
-        passed = _per_row(table, table.gpu_max, rows) >= req.core_milli
+        passed = table.at_rows(table.gpu_max, rows) >= req.core_milli
     else:
         ok, _ = gpu_ok(table, rows, req)
         passed = ok.sum(axis=1) >= req.count
     return passed, lambda: explain_misfit(table, rows, req)
-
-
-def _per_row(table: NodeTable, summary: IntArray, rows: IntArray) -> IntArray:
-    """A per-row summary for `rows`: a view when they are every row, else a gathered copy."""
-    return summary[: rows.size] if table.all_active(rows) else summary[rows]
 
 
 def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest) -> list[tuple[str, BoolArray]]:
