@@ -32,13 +32,14 @@ def halves() -> TargetWorkload:
 
 
 def test_loss_by_hand() -> None:
+    # Whole-GPU types at full weight (whole_weight=1), so the usable capacities add up plainly.
     # Workload: half 0.5-GPU pods, half 1-GPU pods, 1 CPU each. U = 0.5 U_half + 0.5 U_one.
     # a = [1000, 600], 8 CPUs: U_half = 1600 (both GPUs fit 500), U_one = 1000 -> U = 1300.
     #   500 on the 600 GPU -> [1000, 100]: U = 0.5*1000 + 0.5*1000 = 1000, loss 300 -> floor(100 sigmoid(-0.3)) = 42
     #   500 on the idle GPU -> [500, 600]: U = 0.5*1100 + 0 = 550, loss 750 (the better option is kept)
     # b = 4 idle GPUs: U = 4000 -> [500, 1000, 1000, 1000]: 0.5*3500 + 0.5*3000 = 3250, loss 750 -> 32
     table = table_of([("a", 8000, [1000, 600]), ("b", 64000, [1000, 1000, 1000, 1000])])
-    policy = PackFragPolicy(halves())
+    policy = PackFragPolicy(halves(), whole_weight=1.0)
     ctx = PolicyContext(table, random.Random(1))
     assert policy.score(ctx, SHARE_500, rows(table, "a", "b")).tolist() == [42, 32]
     req = GpuRequest(GpuKind.SHARE, 1, 500, 0)
@@ -51,12 +52,37 @@ def test_free_cpu_limits_the_usable_capacity() -> None:
     # after the pod no CPU is left: U = 0, loss 1000 -> 26. d = 2 idle GPUs, 64 CPUs: U 2000 -> 1250, loss 750 -> 32.
     table = table_of([("c", 1000, [1000, 1000]), ("d", 64000, [1000, 1000])])
     ctx = PolicyContext(table, random.Random(1))
-    assert PackFragPolicy(halves()).score(ctx, SHARE_500, rows(table, "c", "d")).tolist() == [26, 32]
+    assert PackFragPolicy(halves(), whole_weight=1.0).score(ctx, SHARE_500, rows(table, "c", "d")).tolist() == [26, 32]
+
+
+def test_whole_gpu_types_count_a_quarter_per_gpu_by_default() -> None:
+    # The same nodes as test_loss_by_hand, U = 0.5 U_half + 0.25 * 0.5 U_one.
+    # a = [1000, 600]: U = 800 + 125 = 925 -> [1000, 100]: 500 + 125 = 625, loss 300 -> 42
+    #   (the idle GPU instead -> [500, 600]: 550 + 0, loss 375)
+    # b = 4 idle GPUs: U = 2000 + 500 = 2500 -> [500, 1000, 1000, 1000]: 1750 + 375 = 2125, loss 375 -> 40
+    # Taking an idle GPU costs less than at full weight (32), so b comes closer to a.
+    table = table_of([("a", 8000, [1000, 600]), ("b", 64000, [1000, 1000, 1000, 1000])])
+    ctx = PolicyContext(table, random.Random(1))
+    assert PackFragPolicy(halves()).score(ctx, SHARE_500, rows(table, "a", "b")).tolist() == [42, 40]
+
+
+def test_a_type_of_k_whole_gpus_counts_per_gpu() -> None:
+    # Half 0.5-GPU pods, half 8-GPU pods; node e = 8 idle GPUs, 64 CPUs. A 0.5-GPU pod there:
+    # U_half 8000 -> 7500 (loss 0.5 * 500 = 250), U_eight 8000 -> 0, counted w / 8 per GPU:
+    #   whole_weight 1:    0.5 * 8000 / 8 = 500,  loss 750  -> 32
+    #   whole_weight 0.25: 0.5 * 2000 / 8 = 125,  loss 375  -> 40
+    workload = TargetWorkload.from_types([HALF, PodType(1000, 1000, 8)])
+    table = table_of([("e", 64000, [1000] * 8)])
+    ctx = PolicyContext(table, random.Random(1))
+    assert PackFragPolicy(workload, whole_weight=1.0).score(ctx, SHARE_500, rows(table, "e")).tolist() == [32]
+    assert PackFragPolicy(workload).score(ctx, SHARE_500, rows(table, "e")).tolist() == [40]
+    with pytest.raises(ValueError, match="whole_weight"):
+        PackFragPolicy(workload, whole_weight=-1)
 
 
 def test_scores_follow_node_changes() -> None:
     table = table_of([("a", 8000, [1000, 600])])
-    policy = PackFragPolicy(halves())
+    policy = PackFragPolicy(halves(), whole_weight=1.0)
     ctx = PolicyContext(table, random.Random(1))
     assert policy.score(ctx, SHARE_500, rows(table, "a")).tolist() == [42]
     from runtimekit.model import Placement, Slot

@@ -7,8 +7,13 @@ GPU milli that pods of type t alone could still take there:
   * a whole-GPU type takes k fully free GPUs per pod, as many pods as both the fully free GPUs
     (floor(free / k)) and the free CPU allow;
   * nothing where t may not run (model not allowed, CPU-only type).
-The loss of a placement is sum_t p_t (U_t(before) - U_t(after)) over the target workload p, and
-the node (and GPU) with the least loss wins. FGD (fgd.py) measures the same thing with two
+The loss of a placement is sum_t w_t p_t (U_t(before) - U_t(after)) over the target workload p,
+and the node (and GPU) with the least loss wins. A share type counts in full (w_t = 1); a type of k
+whole GPUs counts `whole_weight` / k (0.25 / k by default): the fully free GPUs such pods need are
+already counted, in full, by every share type that could use them, and counting them again at full
+weight per whole type made the policy hoard idle GPUs and intact nodes for whole-GPU pods (which
+find idle GPUs anyway until late) at the share pods' expense. docs/results/better-than-fgd.md has the
+measurements behind the weight. FGD (fgd.py) measures the same thing with two
 differences: it counts a node as usable for t whenever one pod of t fits, however little CPU is
 left for more, and it adds the pod's own request to the score, which flattens the scores of large
 pods. Losses are scored as FGD scores its fragmentation change, floor(100 sigmoid(-loss / 1000)),
@@ -21,6 +26,7 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import Counter, deque
 from typing import Protocol, runtime_checkable
 
@@ -38,6 +44,8 @@ MEMO_LIMIT = 1_000_000  # entries a memo keeps before it starts afresh (a live s
 MAX_GPUS = 64  # GPUs per node that CPU buckets can tell apart
 CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
+SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
+WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
 
 
 @runtime_checkable
@@ -49,21 +57,28 @@ class Learner(Protocol):
 
 
 class UsableCapacity:
-    """sum_t p_t U_t(state) for one target workload, memoised by (node state, CPU bucket)."""
+    """sum_t w_t p_t U_t(state) for one target workload, memoised by (node state, CPU bucket)."""
 
-    def __init__(self, workload: TargetWorkload) -> None:
+    def __init__(self, workload: TargetWorkload, whole_weight: float = WHOLE_WEIGHT) -> None:
         self.workload = workload
         types = workload.types
-        self.p = np.asarray(workload.probabilities, np.float64)
         self.cpu = np.array([max(t.cpu_milli, 1) for t in types], np.int64)
         self.gpu = np.array([not t.cpu_only for t in types], np.bool_)
         self.milli = np.where(self.gpu, [t.milli for t in types], 0).astype(np.int64)
         self.count = np.where(self.gpu, [t.count for t in types], 0).astype(np.int64)
         self.whole = self.milli >= MILLI
+        self._shares, self._share_of = np.unique(self.milli, return_inverse=True)
+        self._per_pod = np.maximum(self.count, 1)[None, :]
+        weight = np.where(self.whole, whole_weight / np.maximum(self.count, 1), 1.0)
+        self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
         self._allowed = [t.allowed() for t in types]
         self._runs_on: dict[str, npt.NDArray[np.bool_]] = {}
+        self._model_rows: dict[str, int] = {}
+        self._runs = np.zeros((0, len(types)), np.bool_)
         self._multiples = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
+        self._multiple_list: list[int] = []  # the same two, as plain ints for `bucket_of`
+        self._start_list: list[int] = []
         self.memo: dict[int, float] = {}
 
     def bucket(self, cpu: IntArray, gpus: IntArray) -> IntArray:
@@ -79,12 +94,22 @@ class UsableCapacity:
         reached = np.searchsorted(self._multiples, shifted, side="right") - self._starts[gpus]
         return reached * (MAX_GPUS + 1) + gpus
 
+    def bucket_of(self, cpu: int, gpus: int) -> int:
+        """`bucket` for one node, in plain ints (a row or two between pods: numpy costs more)."""
+        gpus = min(gpus, MAX_GPUS)
+        if self._starts.size <= gpus + 1:
+            self._grow(gpus)
+        reached = bisect_right(self._multiple_list, gpus * CPU_SPAN + max(cpu, -1)) - self._start_list[gpus]
+        return reached * (MAX_GPUS + 1) + gpus
+
     def _grow(self, width: int) -> None:
         cpus = self.cpu[self.gpu]
         widths = range(min(2 * width, MAX_GPUS) + 1)
         rows = [w * CPU_SPAN + np.unique(cpus[:, None] * np.arange(1, w + 1)[None, :]) for w in widths]
         self._multiples = np.concatenate(rows)
         self._starts = np.cumsum([0, *(r.size for r in rows)]).astype(np.int64)
+        self._multiple_list = self._multiples.tolist()
+        self._start_list = self._starts.tolist()
 
     def runs_on(self, model: str) -> npt.NDArray[np.bool_]:
         """Per type: may it use this GPU model."""
@@ -108,19 +133,29 @@ class UsableCapacity:
         return [memo[k] for k in keys]
 
     def _compute(self, states: list[NodeState], cpu_free: list[int]) -> FloatArray:
+        n = len(states)
         width = max(1, *(len(s[1]) for s in states))
-        free = np.full((len(states), width), -1, np.int64)
-        for i, (_, ms) in enumerate(states):
-            free[i, : len(ms)] = ms[::-1]  # largest first, so the GPUs that fit a share form a prefix
+        # largest first, so the GPUs that fit a share form a prefix; -1 pads rows with fewer GPUs
+        free = np.array([(*ms[::-1], *(-1,) * (width - len(ms))) for _, ms in states], np.int64)
         cpu_pods = np.maximum(np.array(cpu_free, np.int64), 0)[:, None] // self.cpu[None, :]
-        largest = np.concatenate([np.zeros((len(states), 1), np.int64), np.cumsum(np.maximum(free, 0), axis=1)], axis=1)
-        fitting = (free[:, :, None] >= self.milli[None, None, :]).sum(axis=1)
-        share = np.take_along_axis(largest, np.minimum(cpu_pods, fitting), axis=1)
-        per_pod = np.maximum(self.count, 1)[None, :]
-        whole = np.minimum((free == MILLI).sum(axis=1)[:, None] // per_pod, cpu_pods) * per_pod * MILLI
+        largest = np.zeros((n, width + 1), np.int64)
+        np.cumsum(np.maximum(free, 0), axis=1, out=largest[:, 1:])
+        # GPUs with at least m free, once per distinct share m (types share few values of m)
+        fitting = (free[:, :, None] >= self._shares[None, None, :]).sum(axis=1)[:, self._share_of]
+        share = largest[np.arange(n)[:, None], np.minimum(cpu_pods, fitting)]
+        whole = np.minimum((free == MILLI).sum(axis=1)[:, None] // self._per_pod, cpu_pods) * self._per_pod * MILLI
         usable = np.where(self.whole[None, :], whole, share)
-        runs = np.stack([self.runs_on(s[0]) for s in states])
+        at = [self._model_row(model) for model, _ in states]  # first: it may grow `_runs`
+        runs = self._runs[at]
         return np.asarray(np.where(runs, usable, 0) @ self.p, np.float64)
+
+    def _model_row(self, model: str) -> int:
+        """The row of `_runs` (per type: may it use the model) for a GPU model, added when new."""
+        row = self._model_rows.get(model)
+        if row is None:
+            row = self._model_rows[model] = len(self._model_rows)
+            self._runs = np.vstack([self._runs, self.runs_on(model)[None, :]])
+        return row
 
 
 class OnlineWorkload:
@@ -160,14 +195,24 @@ class PackFragPolicy:
         window: int = 8192,
         relearn_every: int = 1024,
         coverage: float = 1.0,
+        whole_weight: float = WHOLE_WEIGHT,
     ) -> None:
+        if whole_weight < 0:
+            raise ValueError(f"packfrag: whole_weight must not be negative, got {whole_weight}")
+        self.whole_weight = whole_weight
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
         self._usable: UsableCapacity | None = self._make(workload) if workload is not None else None
         self._nodes = NodeStates()
-        self._shapes: dict[PodShape, ShapeCache] = {}
+        self._shapes: dict[PodShape, ShapeCache] = {}  # integer scores per row, per pod shape
+        # score of each free value a GPU may have, per (shape, node state id, CPU buckets): the GPU choice
+        self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
+
+    def _drop_caches(self) -> None:
+        self._shapes.clear()
+        self._choices.clear()
 
     def _make(self, workload: TargetWorkload) -> UsableCapacity:
-        return UsableCapacity(workload)
+        return UsableCapacity(workload, self.whole_weight)
 
     @property
     def pods_seen(self) -> int:
@@ -185,10 +230,10 @@ class PackFragPolicy:
         workload = self._learner.add(pod_type)
         if workload is not None:
             self._usable = self._make(workload)
-            self._shapes.clear()
+            self._drop_caches()
         if len(self._nodes.states) > MEMO_LIMIT:
             self._nodes = NodeStates()
-            self._shapes.clear()
+            self._drop_caches()
 
     def _capacity(self, shape: PodShape) -> UsableCapacity:
         if self._usable is None:  # asked before any pod was seen: this pod is the whole workload
@@ -200,14 +245,15 @@ class PackFragPolicy:
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
         capacity = self._capacity(shape)
-        self._nodes.refresh(table, rows)
         cache = self._shapes.get(shape)
         if cache is None:
-            cache = self._shapes[shape] = ShapeCache()
+            cache = self._shapes[shape] = ShapeCache(np.int64)
         stale = cache.stale(table, rows)
-        if stale.size:
-            cache.store(table, stale, self._losses(capacity, shape, cache, table, stale))
-        return self._scores(cache.values(table, rows))
+        if stale.size:  # only rows whose score is stale need their node state
+            self._nodes.refresh(table, stale)
+            cache.store(table, stale, self._rescore(capacity, shape, cache, table, stale))
+        scores: IntArray = cache.values(table, rows)
+        return scores
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
@@ -216,32 +262,50 @@ class PackFragPolicy:
         scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
         return scores
 
-    def _losses(
+    def _rescore(
         self, capacity: UsableCapacity, shape: PodShape, cache: ShapeCache, table: NodeTable, rows: IntArray
     ) -> list[float]:
-        cpu = table.cpu_free[rows]
-        gpus = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
-        before = (self._nodes.id[rows] << BUCKET_BITS) | capacity.bucket(cpu, gpus)
-        after = capacity.bucket(cpu - shape.cpu_milli, gpus)
-        keys = [(b << BUCKET_BITS) | a for b, a in zip(before.tolist(), after.tolist(), strict=True)]
+        """The score of each stale row, by (node state, CPU buckets before and after the pod)."""
+        if rows.size <= SMALL_RESCORE:  # the usual case between two pods: a row or two; numpy costs more
+            cpu_list = table.cpu_free[rows].tolist()
+            before_list, after_list = [], []
+            need = shape.cpu_milli
+            for row, c in zip(rows.tolist(), cpu_list, strict=True):
+                gpus = _gpus_with_room(table, row)
+                before_list.append((int(self._nodes.id[row]) << BUCKET_BITS) | capacity.bucket_of(c, gpus))
+                after_list.append(capacity.bucket_of(c - need, gpus))
+        else:
+            cpu = table.cpu_free[rows]
+            gpus_free = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
+            before_list = ((self._nodes.id[rows] << BUCKET_BITS) | capacity.bucket(cpu, gpus_free)).tolist()
+            after_list = capacity.bucket(cpu - shape.cpu_milli, gpus_free).tolist()
+            cpu_list = cpu.tolist()
+        keys = [(b << BUCKET_BITS) | a for b, a in zip(before_list, after_list, strict=True)]
         by_key = cache.by_key
         missing = {k: i for i, k in enumerate(keys) if k not in by_key}
         if missing:
             if len(by_key) > MEMO_LIMIT:
                 by_key.clear()
             at = list(missing.values())
-            scores = self._score_states(capacity, shape, before[at], after[at], cpu[at], rows[at])
-            by_key.update(zip(missing, scores, strict=True))
+            losses = self._score_states(
+                capacity,
+                shape,
+                [before_list[i] for i in at],
+                [after_list[i] for i in at],
+                [cpu_list[i] for i in at],
+                rows[at].tolist(),
+            )
+            by_key.update(zip(missing, self._scores(np.array(losses)).tolist(), strict=True))
         return [by_key[k] for k in keys]
 
     def _score_states(
         self,
         capacity: UsableCapacity,
         shape: PodShape,
-        before: IntArray,
-        after: IntArray,
-        cpu: IntArray,
-        rows: IntArray,
+        before: list[int],
+        after: list[int],
+        cpu: list[int],
+        rows: list[int],
     ) -> list[float]:
         """The loss of each (row state, CPU buckets): the least loss over the pod's placements, all
         usable capacities computed in one batch."""
@@ -250,7 +314,7 @@ class PackFragPolicy:
         states: list[NodeState] = []
         cpus: list[int] = []
         spans = []
-        for key, bucket, c, row in zip(before.tolist(), after.tolist(), cpu.tolist(), rows.tolist(), strict=True):
+        for key, bucket, c, row in zip(before, after, cpu, rows, strict=True):
             state = nodes.states[int(nodes.id[row])]
             options = placements(shape, state[1])
             spans.append((len(keys), len(options)))
@@ -273,23 +337,36 @@ class PackFragPolicy:
             return best_fit_gpus(ctx, req, row, fitting)
         capacity = self._capacity(shape)
         table = ctx.table
-        rows = np.array([row])
-        self._nodes.refresh(table, rows)
-        model, ms = self._nodes.states[int(self._nodes.id[row])]
-        cpu = table.cpu_free[rows]
-        gpus = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
-        before = capacity.bucket(cpu, gpus)
-        after = capacity.bucket(cpu - shape.cpu_milli, gpus)
+        self._nodes.refresh(table, np.array([row]))
+        sid = int(self._nodes.id[row])
+        cpu = int(table.cpu_free[row])
+        gpus = _gpus_with_room(table, row)
+        b0, b1 = capacity.bucket_of(cpu, gpus), capacity.bucket_of(cpu - shape.cpu_milli, gpus)
+        key = (shape, sid, b0, b1)
+        by_value = self._choices.get(key)
+        if by_value is None:  # nodes in the same state choose alike: remember it
+            if len(self._choices) > MEMO_LIMIT:
+                self._choices.clear()
+            by_value = self._choices[key] = self._value_scores(capacity, shape, sid, b0, b1, cpu)
+        scored = [by_value.get(v, -1) for v in table.core_free[row, fitting].tolist()]
+        return [int(fitting[scored.index(max(scored))])]  # the best score; the lowest column on ties
+
+    def _value_scores(
+        self, capacity: UsableCapacity, shape: PodShape, sid: int, b0: int, b1: int, cpu: int
+    ) -> dict[int, int]:
+        """The score of each distinct placement on a node state, by the free value of the GPU used."""
+        model, ms = self._nodes.states[sid]
         options = placements(shape, ms)
-        keys = [(int(self._nodes.id[row]) << BUCKET_BITS) | int(before[0])]
-        keys += [(self._nodes.intern((model, free)) << BUCKET_BITS) | int(after[0]) for _, free in options]
-        c = int(cpu[0])
+        keys = [(sid << BUCKET_BITS) | b0]
+        keys += [(self._nodes.intern((model, free)) << BUCKET_BITS) | b1 for _, free in options]
         values = capacity.values(
-            keys, [(model, ms), *((model, f) for _, f in options)], [c] + [c - shape.cpu_milli] * len(options)
+            keys, [(model, ms), *((model, f) for _, f in options)], [cpu] + [cpu - shape.cpu_milli] * len(options)
         )
-        losses = [values[0] - u for u in values[1:]]
-        scores = self._scores(np.array(losses)).tolist()
-        by_value = {v: sc for (v, _), sc in zip(options, scores, strict=True)}
-        free = table.core_free[row]
-        best = max(by_value.get(int(free[c]), -1) for c in fitting)
-        return [next(int(c) for c in fitting if by_value.get(int(free[c]), -1) == best)]
+        scores = self._scores(np.array([values[0] - u for u in values[1:]])).tolist()
+        return {v: sc for (v, _), sc in zip(options, scores, strict=True)}
+
+
+def _gpus_with_room(table: NodeTable, row: int) -> int:
+    """How many usable GPUs of a row have any free milli (as the vectorised bucket keys count them)."""
+    usable, free = table.usable[row].tolist(), table.core_free[row].tolist()
+    return sum(1 for u, f in zip(usable, free, strict=True) if u and f > 0)
