@@ -110,6 +110,16 @@ def test_bad_input_is_one_clear_error_and_writes_nothing(
     assert not out.exists()
 
 
+def test_the_default_policy_is_packfrag(trace: tuple[Path, Path], tmp_path: Path) -> None:
+    """Without --policy the simulator replays the gpushare plugin's default policy, packfrag (it
+    allocates more than fgd on every openb list: docs/results/better-than-fgd.md)."""
+    nodes, pods = trace
+    out = tmp_path / "r.json"
+    args = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "1", "--json", str(out), "--quiet"]
+    assert main(args) == 0
+    assert [r["policy"] for r in json.loads(out.read_text())["results"]] == ["packfrag"]
+
+
 def test_unknown_gpu_model_in_spec_is_a_warning_with_the_line(
     trace: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

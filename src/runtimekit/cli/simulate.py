@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from runtimekit.model.trace import TraceError
+from runtimekit.scheduler.plugins.gpushare.policies import DEFAULT_POLICY
 from runtimekit.sim.replay import ReplayResult
 from runtimekit.sim.runner import (
     DEFAULT_NODES,
@@ -18,8 +19,6 @@ from runtimekit.sim.runner import (
     parse_seeds,
     run_simulation,
 )
-
-DEFAULT_POLICY = "fgd"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ nodes at once), NodeOrder (the policy's score x weight) and DeviceAllocate (the 
 chosen node). A pod may pick another policy with the protocol's `annotations.policy` annotation.
 
 Arguments (Volcano style, the `gpushare.` prefix optional):
-    gpushare.policy: fgd          # random, dotprod, gpuclustering, gpupacking, bestfit, fgd, binpack, spread
+    gpushare.policy: packfrag     # packfrag, fgd, random, dotprod, gpuclustering, gpupacking, bestfit, binpack, spread
     gpushare.weight: 1            # multiplies the policy's 0-100 score
     gpushare.workload: ""         # FGD target workload: a pod-list CSV; empty: learn from arriving pods
     gpushare.allowPodPolicy: true # honour the per-pod policy annotation

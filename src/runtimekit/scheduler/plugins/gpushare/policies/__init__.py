@@ -29,7 +29,7 @@ POLICIES: dict[str, Callable[[], Policy]] = {
     "binpack": BinpackPolicy,
     "spread": SpreadPolicy,
 }
-DEFAULT_POLICY = "fgd"
+DEFAULT_POLICY = "packfrag"  # allocates more than fgd on every openb list: docs/results/better-than-fgd.md
 
 __all__ = [
     "DEFAULT_POLICY",
