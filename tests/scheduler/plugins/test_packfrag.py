@@ -175,3 +175,20 @@ def test_packfrag_allocates_more_than_fgd_where_gpu_models_are_scarce(openb_dir:
             assert packfrag.columns[column] is not None
             assert fgd.columns[column] is not None
             assert packfrag.columns[column] > fgd.columns[column] + 0.3, (seed, column)  # type: ignore[operator]
+
+
+def test_node_states_start_afresh_past_the_limit_and_scores_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A long-running scheduler (also one given its workload, which never relearns) meets endless
+    node states: past MEMO_LIMIT the policy forgets them and scores as a fresh policy would."""
+    from runtimekit.model import Placement, Slot
+    from runtimekit.scheduler.plugins.gpushare.policies import packfrag
+
+    monkeypatch.setattr(packfrag, "MEMO_LIMIT", 3)
+    table = table_of([("a", 64000, [1000, 1000, 1000, 1000]), ("b", 64000, [1000, 600])])
+    policy = PackFragPolicy(halves())
+    ctx = PolicyContext(table, random.Random(1))
+    for gpu in range(4):
+        table.take(Placement(NodeName("a"), 1000, 0, (Slot(gpu, 100, 0),)))
+        fresh = PackFragPolicy(halves()).score(ctx, SHARE_500, rows(table, "a", "b"))
+        assert policy.score(ctx, SHARE_500, rows(table, "a", "b")).tolist() == fresh.tolist()
+        assert len(policy._nodes.states) <= 3 + 8  # at most the limit plus one pod's worth of new states

@@ -231,9 +231,6 @@ class PackFragPolicy:
         if workload is not None:
             self._usable = self._make(workload)
             self._drop_caches()
-        if len(self._nodes.states) > MEMO_LIMIT:
-            self._nodes = NodeStates()
-            self._drop_caches()
 
     def _capacity(self, shape: PodShape) -> UsableCapacity:
         if self._usable is None:  # asked before any pod was seen: this pod is the whole workload
@@ -245,6 +242,9 @@ class PackFragPolicy:
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
         capacity = self._capacity(shape)
+        if len(self._nodes.states) > MEMO_LIMIT:  # a live scheduler sees endless states (a given workload too)
+            self._nodes = NodeStates()
+            self._drop_caches()
         cache = self._shapes.get(shape)
         if cache is None:
             cache = self._shapes[shape] = ShapeCache(np.int64)
