@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from runtimekit.model import GpuKind, GpuRequest, NodeCapacity, NodeInventory, NodeName, PodKey
+from runtimekit.model import GpuKind, GpuRequest, NodeCapacity, NodeInventory, NodeName, NodeTable, PodKey
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
@@ -78,6 +78,26 @@ def test_a_type_of_k_whole_gpus_counts_per_gpu() -> None:
     assert PackFragPolicy(workload).score(ctx, SHARE_500, rows(table, "e")).tolist() == [40]
     with pytest.raises(ValueError, match="whole_weight"):
         PackFragPolicy(workload, whole_weight=-1)
+
+
+def test_a_whole_gpu_type_few_nodes_can_host_keeps_more_weight() -> None:
+    # Half 0.5-GPU pods (1 CPU), half 8-GPU pods asking 120 CPUs, which only g3 (128 CPUs) can host.
+    # A 0.5-GPU pod asking 10 CPUs: on g2 (96 CPUs) it costs U_half 500 * 0.5 = 250 -> 43; on g3 it
+    # also leaves 118 CPUs, too few for the 8-GPU type, whose U drops 8000 -> 0:
+    #   weight 0.25/8 (hosts not counted):           + 0.5 * 8000 * 0.03125 = 125, loss 375 -> 40
+    #   x (2 nodes with 8 GPUs / 1 with the CPU) = 0.0625: + 250,               loss 500 -> 37
+    workload = TargetWorkload.from_types([HALF, PodType(120_000, 1000, 8)])
+    table = NodeTable()
+    for name, cpus in (("g3", 128_000), ("g2", 96_000)):
+        table.add_node(NodeInventory.simulated(name, "G3", 8, 16384), NodeCapacity(cpus, 10**6, 110))
+    ctx = PolicyContext(table, random.Random(1))
+    shape = PodShape(cpu_milli=10_000, milli=500, count=1)
+    from runtimekit.scheduler.plugins.gpushare.policies.packfrag import UsableCapacity
+
+    plain = UsableCapacity(workload)
+    rarity = [2 if t.count == 8 else 1 for t in workload.types]
+    np.testing.assert_allclose(UsableCapacity(workload, table=table).p, plain.p * rarity)
+    assert PackFragPolicy(workload).score(ctx, shape, rows(table, "g3", "g2")).tolist() == [37, 43]
 
 
 def test_scores_follow_node_changes() -> None:

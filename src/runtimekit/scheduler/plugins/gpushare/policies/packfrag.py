@@ -12,12 +12,16 @@ and the node (and GPU) with the least loss wins. A share type counts in full (w_
 whole GPUs counts `whole_weight` / k (0.25 / k by default): the fully free GPUs such pods need are
 already counted, in full, by every share type that could use them, and counting them again at full
 weight per whole type made the policy hoard idle GPUs and intact nodes for whole-GPU pods (which
-find idle GPUs anyway until late) at the share pods' expense. docs/results/better-than-fgd.md has the
-measurements behind the weight. FGD (fgd.py) measures the same thing with two
-differences: it counts a node as usable for t whenever one pod of t fits, however little CPU is
-left for more, and it adds the pod's own request to the score, which flattens the scores of large
-pods. Losses are scored as FGD scores its fragmentation change, floor(100 sigmoid(-loss / 1000)),
-so near-equal nodes tie and go to the session's node rank (first fit), which packs.
+find idle GPUs anyway until late) at the share pods' expense. A whole-GPU type that few nodes can
+ever host keeps more: its weight is multiplied by (nodes with k GPUs) / (those that also have its
+CPU), up to 1, worked out from the node table whenever the workload changes.
+docs/results/better-than-fgd.md has the measurements behind the weights.
+
+FGD (fgd.py) measures the same thing with two differences: it counts a node as usable for t
+whenever one pod of t fits, however little CPU is left for more, and it adds the pod's own request
+to the score, which flattens the scores of large pods. Losses are scored as FGD scores its
+fragmentation change, floor(100 sigmoid(-loss / 1000)), so near-equal nodes tie and go to the
+session's node rank (first fit), which packs.
 
 The target workload is learned online from the pods the scheduler sees (`learn`, called once per
 pod by the gpushare plugin): every pod type seen in the last `window` pods, by count. No knowledge
@@ -59,7 +63,9 @@ class Learner(Protocol):
 class UsableCapacity:
     """sum_t w_t p_t U_t(state) for one target workload, memoised by (node state, CPU bucket)."""
 
-    def __init__(self, workload: TargetWorkload, whole_weight: float = WHOLE_WEIGHT) -> None:
+    def __init__(
+        self, workload: TargetWorkload, whole_weight: float = WHOLE_WEIGHT, table: NodeTable | None = None
+    ) -> None:
         self.workload = workload
         types = workload.types
         self.cpu = np.array([max(t.cpu_milli, 1) for t in types], np.int64)
@@ -70,6 +76,8 @@ class UsableCapacity:
         self._shares, self._share_of = np.unique(self.milli, return_inverse=True)
         self._per_pod = np.maximum(self.count, 1)[None, :]
         weight = np.where(self.whole, whole_weight / np.maximum(self.count, 1), 1.0)
+        if table is not None:
+            weight = np.where(self.whole, np.minimum(1.0, weight * _host_rarity(self, table)), weight)
         self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
         self._allowed = [t.allowed() for t in types]
         self._runs_on: dict[str, npt.NDArray[np.bool_]] = {}
@@ -202,6 +210,7 @@ class PackFragPolicy:
         self.whole_weight = whole_weight
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
         self._usable: UsableCapacity | None = self._make(workload) if workload is not None else None
+        self._weigh_hosts = workload is not None  # the weights await the node table (see `_capacity`)
         self._nodes = NodeStates()
         self._shapes: dict[PodShape, ShapeCache] = {}  # integer scores per row, per pod shape
         # score of each free value a GPU may have, per (shape, node state id, CPU buckets): the GPU choice
@@ -230,18 +239,23 @@ class PackFragPolicy:
         workload = self._learner.add(pod_type)
         if workload is not None:
             self._usable = self._make(workload)
+            self._weigh_hosts = True
             self._drop_caches()
 
-    def _capacity(self, shape: PodShape) -> UsableCapacity:
+    def _capacity(self, shape: PodShape, table: NodeTable) -> UsableCapacity:
         if self._usable is None:  # asked before any pod was seen: this pod is the whole workload
             self.learn(PodType(shape.cpu_milli, shape.milli if shape.gpu else 0, shape.count))
         assert self._usable is not None
+        if self._weigh_hosts:  # a new workload: weigh its whole-GPU types by the nodes there are now
+            self._weigh_hosts = False
+            self._usable = UsableCapacity(self._usable.workload, self.whole_weight, table)
+            self._drop_caches()
         return self._usable
 
     # -- the policy ------------------------------------------------------------------------
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
-        capacity = self._capacity(shape)
+        capacity = self._capacity(shape, ctx.table)
         if len(self._nodes.states) > MEMO_LIMIT:  # a live scheduler sees endless states (a given workload too)
             self._nodes = NodeStates()
             self._drop_caches()
@@ -335,7 +349,7 @@ class PackFragPolicy:
         the node's score assumed."""
         if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:
             return best_fit_gpus(ctx, req, row, fitting)
-        capacity = self._capacity(shape)
+        capacity = self._capacity(shape, ctx.table)
         table = ctx.table
         self._nodes.refresh(table, np.array([row]))
         sid = int(self._nodes.id[row])
@@ -370,3 +384,18 @@ def _gpus_with_room(table: NodeTable, row: int) -> int:
     """How many usable GPUs of a row have any free milli (as the vectorised bucket keys count them)."""
     usable, free = table.usable[row].tolist(), table.core_free[row].tolist()
     return sum(1 for u, f in zip(usable, free, strict=True) if u and f > 0)
+
+
+def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
+    """Per type of k whole GPUs: (nodes with at least k GPUs) / (those that also have the type's CPU),
+    from the nodes' capacity (1 where no node has k GPUs). A type only a few nodes can ever host
+    (say 8 GPUs and 120 cores, where most 8-GPU nodes have 96) keeps more of its weight, so those
+    nodes' CPU is not spent on pods that could go elsewhere."""
+    n = table.rows
+    gpus, cpu = table.gpu_count[:n], table.cpu_total[:n]
+    out = np.ones(capacity.count.size, np.float64)
+    for i in np.flatnonzero(capacity.whole).tolist():
+        with_gpus = gpus >= capacity.count[i]
+        hosts = int(np.count_nonzero(with_gpus & (cpu >= capacity.cpu[i])))
+        out[i] = int(np.count_nonzero(with_gpus)) / max(hosts, 1) if hosts else 1.0
+    return out
