@@ -28,7 +28,7 @@ import numpy.typing as npt
 from runtimekit.model import MILLI, GpuKind, GpuRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext
-from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeStates, ShapeCache, placements
+from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeStates, ShapeCache, best_gpu, placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 FloatArray = npt.NDArray[np.float64]
@@ -278,5 +278,4 @@ class FgdPolicy:
                 self._choices.clear()
             model, ms = self._nodes.states[sid]
             by_value = self._choices[key] = {v: s for s, v in self._value_scores(shape, model, ms, b0, b1)}
-        scored = [by_value.get(v, -1) for v in ctx.table.core_free[row, fitting].tolist()]
-        return [int(fitting[scored.index(max(scored))])]  # the best score; the lowest column on ties
+        return best_gpu(by_value, ctx.table, row, fitting)

@@ -51,6 +51,13 @@ def placements(shape: PodShape, ms: tuple[int, ...]) -> list[tuple[int, tuple[in
     return out
 
 
+def best_gpu(by_value: dict[int, int], table: NodeTable, row: int, fitting: IntArray) -> list[int]:
+    """The fitting GPU of a row whose free milli scores best in `by_value` (a policy's score of each
+    placement by the free value of the GPU used); the lowest column on ties."""
+    scored = [by_value.get(v, -1) for v in table.core_free[row, fitting].tolist()]
+    return [int(fitting[scored.index(max(scored))])]
+
+
 class NodeStates:
     """Each row's node state, interned as a small integer id; refreshed when the row's version changes."""
 

@@ -40,7 +40,13 @@ import numpy.typing as npt
 from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext, best_fit_gpus
-from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeState, NodeStates, ShapeCache, placements
+from runtimekit.scheduler.plugins.gpushare.policies.nodestates import (
+    NodeState,
+    NodeStates,
+    ShapeCache,
+    best_gpu,
+    placements,
+)
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 FloatArray = npt.NDArray[np.float64]
@@ -209,8 +215,8 @@ class PackFragPolicy:
             raise ValueError(f"packfrag: whole_weight must not be negative, got {whole_weight}")
         self.whole_weight = whole_weight
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
-        self._usable: UsableCapacity | None = self._make(workload) if workload is not None else None
-        self._weigh_hosts = workload is not None  # the weights await the node table (see `_capacity`)
+        self._usable: UsableCapacity | None = None
+        self._pending = workload  # a workload whose weights await the node table (see `_capacity`)
         self._nodes = NodeStates()
         self._shapes: dict[PodShape, ShapeCache] = {}  # integer scores per row, per pod shape
         # score of each free value a GPU may have, per (shape, node state id, CPU buckets): the GPU choice
@@ -220,9 +226,6 @@ class PackFragPolicy:
         self._shapes.clear()
         self._choices.clear()
 
-    def _make(self, workload: TargetWorkload) -> UsableCapacity:
-        return UsableCapacity(workload, self.whole_weight)
-
     @property
     def pods_seen(self) -> int:
         """Pods learned so far (0 when the workload was given)."""
@@ -230,6 +233,8 @@ class PackFragPolicy:
 
     @property
     def workload(self) -> TargetWorkload | None:
+        if self._pending is not None:
+            return self._pending
         return self._usable.workload if self._usable is not None else None
 
     def learn(self, pod_type: PodType) -> None:
@@ -238,24 +243,23 @@ class PackFragPolicy:
             return
         workload = self._learner.add(pod_type)
         if workload is not None:
-            self._usable = self._make(workload)
-            self._weigh_hosts = True
-            self._drop_caches()
+            self._pending = workload
 
     def _capacity(self, shape: PodShape, table: NodeTable) -> UsableCapacity:
-        if self._usable is None:  # asked before any pod was seen: this pod is the whole workload
+        if self._usable is None and self._pending is None:
+            # asked before any pod was seen: this pod is the whole workload
             self.learn(PodType(shape.cpu_milli, shape.milli if shape.gpu else 0, shape.count))
-        assert self._usable is not None
-        if self._weigh_hosts:  # a new workload: weigh its whole-GPU types by the nodes there are now
-            self._weigh_hosts = False
-            self._usable = UsableCapacity(self._usable.workload, self.whole_weight, table)
+        if self._pending is not None:  # a new workload: weigh its whole-GPU types by the nodes there are now
+            self._usable = UsableCapacity(self._pending, self.whole_weight, table)
+            self._pending = None
             self._drop_caches()
+        assert self._usable is not None
         return self._usable
 
     # -- the policy ------------------------------------------------------------------------
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
-        capacity = self._capacity(shape, ctx.table)
+        capacity = self._capacity(shape, table)
         if len(self._nodes.states) > MEMO_LIMIT:  # a live scheduler sees endless states (a given workload too)
             self._nodes = NodeStates()
             self._drop_caches()
@@ -362,8 +366,7 @@ class PackFragPolicy:
             if len(self._choices) > MEMO_LIMIT:
                 self._choices.clear()
             by_value = self._choices[key] = self._value_scores(capacity, shape, sid, b0, b1, cpu)
-        scored = [by_value.get(v, -1) for v in table.core_free[row, fitting].tolist()]
-        return [int(fitting[scored.index(max(scored))])]  # the best score; the lowest column on ties
+        return best_gpu(by_value, table, row, fitting)
 
     def _value_scores(
         self, capacity: UsableCapacity, shape: PodShape, sid: int, b0: int, b1: int, cpu: int
@@ -388,7 +391,7 @@ def _gpus_with_room(table: NodeTable, row: int) -> int:
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
     """Per type of k whole GPUs: (nodes with at least k GPUs) / (those that also have the type's CPU),
-    from the nodes' capacity (1 where no node has k GPUs). A type only a few nodes can ever host
+    from the nodes' capacity (1 where no node can host the type). A type only a few nodes can ever host
     (say 8 GPUs and 120 cores, where most 8-GPU nodes have 96) keeps more of its weight, so those
     nodes' CPU is not spent on pods that could go elsewhere."""
     n = table.rows
@@ -397,5 +400,6 @@ def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
     for i in np.flatnonzero(capacity.whole).tolist():
         with_gpus = gpus >= capacity.count[i]
         hosts = int(np.count_nonzero(with_gpus & (cpu >= capacity.cpu[i])))
-        out[i] = int(np.count_nonzero(with_gpus)) / max(hosts, 1) if hosts else 1.0
+        if hosts:
+            out[i] = int(np.count_nonzero(with_gpus)) / hosts
     return out
