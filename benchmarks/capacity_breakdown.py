@@ -18,6 +18,7 @@ from collections import Counter
 from pathlib import Path
 
 import numpy as np
+from fgd_table import OPENB_DIR
 
 from runtimekit.model.trace import TracePod, read_node_list, read_pod_list
 from runtimekit.scheduler.cache import StaticCache
@@ -55,7 +56,7 @@ def main() -> None:
     parser.add_argument("--list", default="multigpu20")
     parser.add_argument("--seeds", default="42,43,44")
     parser.add_argument("--policies", default="fgd,packfrag")
-    parser.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"))
+    parser.add_argument("--traces", default=str(OPENB_DIR))
     args = parser.parse_args()
     traces = Path(args.traces)
     nodes = read_node_list(traces / "openb_node_list_gpu_node.csv")

@@ -19,6 +19,7 @@ from runtimekit.sim.report import summarize
 from runtimekit.sim.runner import PAPER_POLICIES, SimulationSpec, parse_seeds, run_simulation
 
 LISTS = ("default", "cpu050", "gpushare40", "gpuspec10", "multigpu20")
+OPENB_DIR = Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"  # the shared openb trace
 # Published mean over seeds 42-51 at columns 100 and 130.
 PUBLISHED: dict[str, dict[str, tuple[float, float]]] = {
     "default": {
@@ -68,7 +69,7 @@ TOLERANCE = {"fgd": 0.25, "bestfit": 0.25, "dotprod": 0.25, "gpuclustering": 0.6
 def trace_arguments(description: str, jobs: int) -> argparse.ArgumentParser:
     """The options every openb table script takes: traces folder, lists, seeds, jobs, Markdown output."""
     parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"))
+    parser.add_argument("--traces", default=str(OPENB_DIR))
     parser.add_argument("--lists", default=",".join(LISTS))
     parser.add_argument("--seeds", default="42-51")
     parser.add_argument("--jobs", type=int, default=jobs)

@@ -19,6 +19,8 @@ import random
 import shutil
 from pathlib import Path
 
+from fgd_table import OPENB_DIR
+
 FIELDS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli", "gpu_spec")
 # name: (CPU-only pods, share pods, whole-GPU pods of default, extra multi-GPU pods)
 VARIANTS = {
@@ -45,7 +47,7 @@ def draw(rng: random.Random, pods: list[dict[str, str]], count: int) -> list[dic
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--traces", default=str(Path(__file__).resolve().parents[2] / "shared" / "traces" / "openb"))
+    parser.add_argument("--traces", default=str(OPENB_DIR))
     parser.add_argument("--out", default="out/variants")
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
