@@ -100,6 +100,17 @@ def test_shrinking_a_node_drops_bookings_that_no_longer_fit() -> None:
     assert ledger.table.free_gpus("n1") == [(500, 16384)]
 
 
+def test_a_booking_of_nothing_on_a_removed_gpu_is_dropped_too() -> None:
+    """Such a slot takes no capacity, so only its GPU position shows it no longer fits (found by
+    the state machine below: the ledger kept it and a rebuild refused it)."""
+    ledger = Ledger()
+    ledger.set_node(inventory("n1", gpus=1), CAP)
+    ledger.reserve(PodKey("a"), Placement(NodeName("n1"), slots=(Slot(0, 0, 0),)))
+    dropped = ledger.set_node(inventory("n1", gpus=0), CAP)
+    assert dropped == [(PodKey("a"), "node 'n1' has no GPU at position 0")]
+    assert ledger.booking(PodKey("a")) is None
+
+
 def test_rebuild_from_assignments_reports_conflicts() -> None:
     inv = inventory("n1")
     share = GpuShare(inv.gpus[0].uuid, 0, 700, 0)

@@ -589,11 +589,15 @@ class Ledger:
 
     def set_node(self, inventory: NodeInventory, capacity: NodeCapacity) -> list[tuple[PodKey, str]]:
         """Add or update a node. Bookings that no longer fit are dropped and returned with why."""
-        try:
-            self.table.set_node(inventory, capacity)
-            return []
-        except LedgerError:
-            pass
+        count = len(inventory.gpus)
+        booked = self._by_node.get(inventory.node, set())
+        # a slot of nothing on a GPU that is gone takes no capacity, so only its position gives it away
+        if not any(slot.gpu >= count for pod in booked for slot in self._bookings[pod].slots):
+            try:
+                self.table.set_node(inventory, capacity)
+                return []
+            except LedgerError:
+                pass
         held = {pod: self._bookings[pod] for pod in sorted(self._by_node.get(inventory.node, set()))}
         for pod in held:
             self.release(pod)
