@@ -84,6 +84,7 @@ class NodeTable:
         self._free_rows: list[int] = []
         self._shared_maps = False
         self._active_rows: IntArray | None = None
+        self._every_row: IntArray | None = None  # _active_rows when that is every row 0..rows-1
         self.mig: dict[int, dict[int, MigGpuState]] = {}  # row -> GPU column -> MIG state (GPUs in MIG mode)
         self._alloc(0, width)
 
@@ -108,6 +109,7 @@ class NodeTable:
         self.gpu_max: IntArray = np.full(rows, NO_GPU, np.int64)  # the most free core milli on one GPU
         self.gpu_whole: IntArray = np.zeros(rows, np.int64)  # GPUs entirely free (core and memory)
         self.gpu_usable: IntArray = np.zeros(rows, np.int64)  # usable GPUs
+        self.cpu_room: IntArray = np.full(rows, -1, np.int64)  # cpu_free, or -1 with no pod slot left
 
     _ROW_ARRAYS = (
         "cpu_free",
@@ -122,6 +124,7 @@ class NodeTable:
         "gpu_max",
         "gpu_whole",
         "gpu_usable",
+        "cpu_room",
     )
     _GPU_ARRAYS = ("core_free", "gmem_free", "gmem_total", "usable", "gpu_pods")
 
@@ -132,7 +135,7 @@ class NodeTable:
             return
         for name in self._ROW_ARRAYS:
             old = getattr(self, name)
-            new = np.full(rows, NO_GPU if name == "gpu_max" else 0, old.dtype)
+            new = np.full(rows, -1 if name in ("gpu_max", "cpu_room") else 0, old.dtype)
             new[:old_rows] = old
             setattr(self, name, new)
         for name in self._GPU_ARRAYS:
@@ -159,7 +162,7 @@ class NodeTable:
         other._rows, other._names = self._rows, self._names
         other._inventories, other._capacity = self._inventories, self._capacity
         other._free_rows = self._free_rows
-        other._active_rows = self._active_rows
+        other._active_rows, other._every_row = self._active_rows, self._every_row
         other.mig = {row: {g: st.copy() for g, st in gpus.items()} for row, gpus in self.mig.items()}
         self._shared_maps = other._shared_maps = True
         return other
@@ -169,11 +172,20 @@ class NodeTable:
         if self._active_rows is None:
             self._active_rows = np.flatnonzero(self.active[: self.rows])
             self._active_rows.setflags(write=False)
+            self._every_row = self._active_rows if self._active_rows.size == self.rows else None
         return self._active_rows
+
+    def keep(self, rows: IntArray, passed: BoolArray) -> IntArray:
+        """`rows[passed]`: the rows of `rows` where `passed` (a mask over them) holds. Read from the
+        mask alone when `rows` is every row (the usual first filter), which costs less."""
+        if self.all_active(rows):
+            kept: IntArray = passed.nonzero()[0]
+            return kept
+        return rows[passed]
 
     def all_active(self, rows: IntArray) -> bool:
         """True when `rows` is exactly every row 0..rows-1 (so views can replace gathers)."""
-        return rows.size == self.rows and rows is self._active_rows
+        return rows is self._every_row
 
     def at_rows(self, column: IntArray, rows: IntArray) -> IntArray:
         """A per-row array (`cpu_free`, `gpu_max`, ...) at `rows`: a view when they are every row,
@@ -225,38 +237,36 @@ class NodeTable:
         The version is a hash of the row's content (and its node's GPU model), so two tables that
         reached the same state — a session's copy and the cache it commits to — agree on it, and
         caches keyed by version (FGD's scores) stay valid across snapshots."""
-        usable_row, core_row, gmem_row = self.usable[row], self.core_free[row], self.gmem_free[row]
+        # In plain ints, read once: this runs on every booking, twice per decision.
+        cores, usables, gmems = self.core_free[row].tolist(), self.usable[row].tolist(), self.gmem_free[row].tolist()
+        cpu, pods = int(self.cpu_free[row]), int(self.pods_free[row])
         name = self._names[row] if row < len(self._names) else None
-        model = self.model_at(row)
         mig = self.mig.get(row)
-        self.version[row] = (
-            hash(
-                (
-                    model,
-                    name,
-                    int(self.cpu_free[row]),
-                    int(self.mem_free[row]),
-                    int(self.pods_free[row]),
-                    core_row.tobytes(),
-                    gmem_row.tobytes(),
-                    usable_row.tobytes(),
-                    bool(self.active[row]),
-                    tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
-                )
-            )
-            & 0x7FFF_FFFF_FFFF_FFFF
+        content = (
+            self.model_at(row),
+            name,
+            cpu,
+            int(self.mem_free[row]),
+            pods,
+            tuple(cores),
+            tuple(gmems),
+            tuple(usables),
+            bool(self.active[row]),
+            tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
         )
+        self.version[row] = hash(content) & 0x7FFF_FFFF_FFFF_FFFF
         total = count = whole = 0
         most = NO_GPU
-        for core, usable, gmem, gmem_total in zip(
-            core_row.tolist(), usable_row.tolist(), gmem_row.tolist(), self.gmem_total[row].tolist(), strict=True
-        ):
-            if usable:  # one pass in plain ints: this runs on every booking, twice per decision
+        for core, usable, gmem, gmem_total in zip(cores, usables, gmems, self.gmem_total[row].tolist(), strict=True):
+            if usable:
                 total += core
                 count += 1
-                most = max(most, core)
-                whole += core == MILLI and gmem == gmem_total
+                if core > most:
+                    most = core
+                if core == MILLI and gmem == gmem_total:
+                    whole += 1
         self.gpu_sum[row], self.gpu_max[row], self.gpu_whole[row], self.gpu_usable[row] = total, most, whole, count
+        self.cpu_room[row] = cpu if pods > 0 else -1
 
     def add_node(self, inventory: NodeInventory, capacity: NodeCapacity) -> int:
         """Add an empty node. Adding a node that exists is an error (use `set_node`)."""
@@ -273,7 +283,7 @@ class NodeTable:
             max(row + 1, 2 * self.core_free.shape[0]) if row >= self.core_free.shape[0] else 0, len(inventory.gpus)
         )
         self._rows[inventory.node] = row
-        self._active_rows = None
+        self._active_rows = self._every_row = None
         self._write_node(row, inventory, capacity, used=None)
         return row
 
@@ -379,7 +389,7 @@ class NodeTable:
         del self._capacity[NodeName(node)]
         self._names[row] = None
         self._free_rows.append(row)
-        self._active_rows = None
+        self._active_rows = self._every_row = None
         self.active[row] = False
         self.cpu_free[row] = self.mem_free[row] = self.pods_free[row] = 0
         self.cpu_total[row] = self.mem_total[row] = 0
