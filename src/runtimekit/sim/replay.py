@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from runtimekit.model import (
@@ -101,47 +101,63 @@ def node_entries(nodes: Sequence[TraceNode]) -> list[tuple[NodeInventory, NodeCa
     return out
 
 
+class Cluster:
+    """A node list built once into the scheduler's node table; every replay on it starts from a
+    copy (building 1,213 nodes costs about as much as scheduling a thousand pods)."""
+
+    def __init__(self, nodes: Sequence[TraceNode]) -> None:
+        self.total_gpus = sum(n.gpus for n in nodes)
+        self._empty = StaticCache(node_entries(nodes), share_table=True)
+
+    def cache(self, rank: Mapping[str, int]) -> StaticCache:
+        """An empty cluster with the tie-break rank of one seed."""
+        return self._empty.fresh(rank)
+
+
 def replay(
-    nodes: Sequence[TraceNode],
+    nodes: Sequence[TraceNode] | Cluster,
     arrivals: Arrivals,
     policy: str,
     seed: int,
     workload: TargetWorkload | None,
     progress: Callable[[int], None] | None = None,
 ) -> ReplayResult:
-    """Schedule the arrivals in order with one policy and report the allocation columns."""
+    """Schedule the arrivals in order with one policy and report the allocation columns. Given a
+    `Cluster`, the time reported leaves out building its nodes."""
     started = time.perf_counter()
-    cache = StaticCache(node_entries(nodes), rank=arrivals.node_rank, share_table=True)
+    cluster = nodes if isinstance(nodes, Cluster) else Cluster(nodes)
+    cache = cluster.cache(arrivals.node_rank)
     context = BuildContext(rng=random.Random(seed))
     framework = Framework(parse_conf(sim_conf_text(policy), "<simulate>"), builtin_registry(), context, explain=False)
     plugin = framework.plugin("gpushare")
     if workload is not None and isinstance(plugin, GpuShare):
         plugin.set_workload(workload)
-    total_gpus = sum(n.gpus for n in nodes)
-    requests: dict[tuple[int, int, int, int], PodRequest] = {}
+    total_gpus = cluster.total_gpus
+    # one request object per distinct pod shape: plugins remember what they read of a request by it
+    requests: dict[tuple[int, int, int, int, str], tuple[PodRequest, frozenset[str] | None, int]] = {}
     arrived = used = failed = 0
     arrived_series: list[int] = []
     used_series: list[int] = []
     with fewer_collections():  # the caches grow large; see runtimekit.scheduler.collector
         for i, pod in enumerate(arrivals.pods):
-            shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli)
-            request = requests.get(shape)
-            if request is None:
-                request = requests[shape] = pod_request(pod)
+            shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_spec)
+            found = requests.get(shape)
+            if found is None:
+                found = requests[shape] = (pod_request(pod), pod.allowed_models(), pod.total_gpu_milli)
+            request, models, gpu_milli = found
             key = PodKey(pod.name)
-            task = TaskInfo(
-                key, "default", pod.name, JobKey(pod.name), request, created=float(i), gpu_models=pod.allowed_models()
-            )
-            job = JobInfo(JobKey(pod.name), "default", pod.name, created=float(i))
+            job_key = JobKey(pod.name)
+            task = TaskInfo(key, "default", pod.name, job_key, request, created=float(i), gpu_models=models)
+            job = JobInfo(job_key, "default", pod.name, created=float(i))
             job.add(task)
             cache.add_job(job)
-            arrived += pod.total_gpu_milli
+            arrived += gpu_milli
             framework.run_once(cache)
             if task.status is TaskStatus.BOUND:
-                used += pod.total_gpu_milli
+                used += gpu_milli
             else:
                 failed += 1
-            cache.remove_job(job.key)
+            cache.remove_job(job_key)
             arrived_series.append(arrived)
             used_series.append(used)
             if progress is not None and i % 256 == 255:

@@ -19,7 +19,7 @@ from runtimekit import __version__
 from runtimekit.model.trace import TraceError, TraceNode, TracePod, read_node_list, read_pod_list, spec_warnings
 from runtimekit.scheduler.plugins.gpushare.policies import POLICIES
 from runtimekit.sim.arrivals import build_arrivals
-from runtimekit.sim.replay import ReplayResult, replay, target_workload
+from runtimekit.sim.replay import Cluster, ReplayResult, replay, target_workload
 
 log = logging.getLogger(__name__)
 PAPER_POLICIES = ("random", "dotprod", "gpuclustering", "gpupacking", "bestfit", "fgd")
@@ -94,7 +94,9 @@ _WORKER: dict[str, object] = {}
 
 
 def _init_worker(nodes: list[TraceNode], pods: list[TracePod], tune: float) -> None:
-    _WORKER.update(nodes=nodes, pods=pods, tune=tune, workload=target_workload(pods), arrivals={})
+    _WORKER.update(
+        nodes=nodes, pods=pods, tune=tune, workload=target_workload(pods), arrivals={}, cluster=Cluster(nodes)
+    )
 
 
 def _run_one(task: tuple[int, str]) -> ReplayResult:
@@ -108,7 +110,7 @@ def _run_one(task: tuple[int, str]) -> ReplayResult:
     if seed not in cache:
         cache.clear()
         cache[seed] = build_arrivals(pods, nodes, seed, float(_WORKER["tune"]))  # type: ignore[arg-type]
-    result = replay(nodes, cache[seed], policy, seed, _WORKER["workload"])  # type: ignore[arg-type]
+    result = replay(_WORKER["cluster"], cache[seed], policy, seed, _WORKER["workload"])  # type: ignore[arg-type]
     result.arrived_milli, result.used_milli = [], []  # keep what crosses processes small
     return result
 
@@ -128,11 +130,11 @@ def run_simulation(
     results: list[ReplayResult] = []
     if jobs <= 1 or len(tasks) == 1:
         _init_worker(nodes, pods, spec.tune)
-        workload = _WORKER["workload"]
+        workload, cluster = _WORKER["workload"], _WORKER["cluster"]
         for seed in spec.seeds:
             arrivals = build_arrivals(pods, nodes, seed, spec.tune)
             for policy in spec.policies:
-                result = replay(nodes, arrivals, policy, seed, workload, on_events)  # type: ignore[arg-type]
+                result = replay(cluster, arrivals, policy, seed, workload, on_events)  # type: ignore[arg-type]
                 results.append(result)
                 if on_result:
                     on_result(result)

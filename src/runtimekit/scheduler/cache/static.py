@@ -55,10 +55,7 @@ class StaticCache:
         self.model_ids: IntArray = np.array(
             [index.get(m.gpu_model, -1) if m is not None else -1 for m in self.meta], np.int64
         )
-        order = rank or {name: i for i, name in enumerate(sorted(n for n in names if n is not None))}
-        self.rank: IntArray = np.array(
-            [order.get(n, len(order)) if n is not None else len(order) for n in names], np.int64
-        )
+        self.rank = _rank(names, rank)
         self.queues = {q.name: q for q in queues} or {DEFAULT_QUEUE: QueueInfo(DEFAULT_QUEUE)}
         self.jobs: dict[JobKey, JobInfo] = {}
         self.share_table = share_table
@@ -71,6 +68,20 @@ class StaticCache:
             int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000
         )
         self.now = 0.0
+
+    def fresh(self, rank: Mapping[str, int] | None = None) -> StaticCache:
+        """A new cache over the same nodes as they are now, with a copy of the node table and no
+        jobs or bookings (building the nodes is most of the cost of a cache); `rank` as in
+        `__init__`. For a cache that has booked nothing (raises ValueError otherwise)."""
+        if self.ledger.bookings():
+            raise ValueError("fresh() copies a cache that has booked nothing")
+        other = StaticCache([], share_table=self.share_table)
+        other.ledger = Ledger(self.ledger.table.copy())
+        other.meta, other.model_names, other.model_ids = self.meta, self.model_names, self.model_ids
+        other.rank = _rank(other.ledger.table.names(), rank)
+        other.queues = {k: q.clone() for k, q in self.queues.items()}
+        other.capacity, other.now = self.capacity, self.now
+        return other
 
     def add_job(self, job: JobInfo) -> None:
         self.jobs[job.key] = job
@@ -134,3 +145,9 @@ class StaticCache:
 
     def job_updated(self, job: JobInfo) -> None:
         self.unschedulable.update(job.fit_errors)
+
+
+def _rank(names: list[NodeName | None], order: Mapping[str, int] | None) -> IntArray:
+    """Tie-break rank per row: from `order` (default: by node name); free rows and unlisted nodes last."""
+    order = order or {name: i for i, name in enumerate(sorted(n for n in names if n is not None))}
+    return np.array([order.get(n, len(order)) if n is not None else len(order) for n in names], np.int64)
