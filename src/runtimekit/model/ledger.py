@@ -261,8 +261,7 @@ class NodeTable:
             if usable:
                 total += core
                 count += 1
-                if core > most:
-                    most = core
+                most = max(most, core)
                 if core == MILLI and gmem == gmem_total:
                     whole += 1
         self.gpu_sum[row], self.gpu_max[row], self.gpu_whole[row], self.gpu_usable[row] = total, most, whole, count
