@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtimekit.model import LedgerError, NodeCapacity, NodeInventory
+from runtimekit.model import LedgerError, NodeCapacity, NodeInventory, PodRequest
 from runtimekit.scheduler.actions import allocate
 from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.cache import StaticCache
@@ -115,6 +115,25 @@ def test_predicates_must_all_pass_and_failures_are_counted() -> None:
     assert errors.message == "0/4 nodes are available: 1 banned by t1, 1 banned by t2."
 
 
+def test_room_for_the_pod_itself_is_checked_first_with_kube_scheduler_reasons() -> None:
+    capacities = {"full": (64000, 10**6, 0), "few-cpus": (500, 10**6, 110), "no-memory": (64000, 100, 110)}
+    nodes = [*capacities, "fits"]
+    c = StaticCache(
+        [
+            (NodeInventory.simulated(n, "T4", 2, 16384), NodeCapacity(*capacities.get(n, (64000, 10**6, 110))), meta(n))
+            for n in nodes
+        ]
+    )
+    ssn = session('actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n', c)
+    task = job_of("a", PodRequest(1000, 512, share(100).gpus)).tasks["a-0"]  # type: ignore[index]
+    rows, errors = ssn.feasible(task)
+    assert [ssn.table.names()[r] for r in rows] == ["fits"]
+    assert errors.reasons == {"Too many pods": 1, "Insufficient cpu": 1, "Insufficient memory": 1}
+    cpu_free = job_of("b", PodRequest(0, 0)).tasks["b-0"]  # type: ignore[index]
+    rows, _ = ssn.feasible(cpu_free)
+    assert len(rows) == 3  # a pod asking nothing still needs a pod slot
+
+
 def test_scores_are_summed_and_ties_go_to_the_lowest_rank() -> None:
     ssn = session(TWO_TIERS, cache("n1", "n2", "n3", "n4"))
     task = job_of("a", share(100)).tasks["a-0"]  # type: ignore[index]
@@ -169,6 +188,17 @@ def test_allocate_action_binds_what_fits_and_reports_the_rest() -> None:
     assert c.unschedulable["big-0"].message == "0/2 nodes are available: 2 too few whole free GPUs."
     held = sorted((str(p.node), p.slots[0].core_milli) for p in c.ledger.bookings().values())
     assert held == [("n1", 300), ("n1", 600), ("n2", 1000)]  # best fit packs both shares on n1
+
+
+@pytest.mark.parametrize("others", [0, 1], ids=["alone", "with-another-job"])
+def test_a_job_ready_with_tasks_left_gets_further_turns(others: int) -> None:
+    c = cache("n1", "n2", gpus=1)
+    conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n'
+    c.add_job(job_of("a", share(400), share(400), share(400), min_member=1))
+    if others:
+        c.add_job(job_of("b", share(200), created=1.0))
+    Framework(parse_conf(conf), registry()).run_once(c)
+    assert sorted(c.bound) == ["a-0", "a-1", "a-2"] + (["b-0"] if others else [])
 
 
 @settings(max_examples=60, deadline=None)

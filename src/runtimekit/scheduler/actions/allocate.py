@@ -22,6 +22,13 @@ class Allocate:
 
     def execute(self, ssn: Session) -> None:
         by_queue = eligible_jobs(ssn)
+        if len(by_queue) == 1:
+            only = next(iter(by_queue.values()))
+            if len(only) == 1:  # one job in one queue (a pod of its own, as a rule): nothing to order
+                queue, job = ssn.queues[only[0].queue], only[0]
+                while not ssn.overused(queue) and allocate_job(ssn, queue, job):
+                    pass
+                return
         queues = OrderedQueue(ssn.queue_order, [ssn.queues[q] for q in by_queue], ssn.queue_key)
         job_heaps = {q: OrderedQueue(ssn.job_order, jobs, ssn.job_key) for q, jobs in by_queue.items()}
         while queues:

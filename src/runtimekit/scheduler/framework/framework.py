@@ -37,6 +37,7 @@ class Framework:
             registry.build_action(name, conf.action_arguments(name), self.context) for name in conf.actions
         ]
         self.action_names = tuple(conf.actions)
+        self.enabled_actions = frozenset(self.action_names)
         self.tiers: list[list[BuiltPlugin]] = [
             [BuiltPlugin(opt, registry.build_plugin(opt.name, opt.arguments, self.context)) for opt in tier.plugins]
             for tier in conf.tiers

@@ -165,7 +165,7 @@ class TaskInfo:
     preemptable: bool = True
     pod: Mapping[str, Any] | None = None  # the manifest; None in trace replay
     nominated: NodeName | None = None
-    constraints: Constraints = field(default_factory=Constraints)
+    constraints: Constraints = Constraints()  # frozen: one shared "anywhere" is safe
     uid: str = ""
     critical: bool = False  # a system-critical pod (conformance never evicts it)
 
@@ -203,7 +203,7 @@ class JobInfo:
 
     @property
     def pending(self) -> list[TaskInfo]:
-        return self.tasks_in(TaskStatus.PENDING)
+        return [t for t in self.tasks.values() if t.status is TaskStatus.PENDING]
 
     def ready_count(self) -> int:
         return sum(1 for t in self.tasks.values() if t.status in READY)

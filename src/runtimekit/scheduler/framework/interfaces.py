@@ -12,7 +12,7 @@ once, so that a decision over thousands of nodes is a few numpy operations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import IntEnum
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
@@ -56,7 +56,8 @@ class Verdict:
 
     `reasons` pairs a reason with the rows (a mask over the given rows) it explains, either as a
     list or as a function returning it (called only when someone reads the reasons); a failing
-    row that no reason covers is reported as the plugin's generic rejection.
+    row that no reason covers is reported as the plugin's generic rejection. `passed` is the
+    verdict's own: the plugin does not change it afterwards (reasons are counted from it later).
     """
 
     passed: Mask
@@ -73,10 +74,11 @@ class DeviceChoice:
 
     containers: tuple[tuple[str, tuple[Slot, ...]], ...] = ()
     policy: str = ""
-    extra: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def slots(self) -> tuple[Slot, ...]:
+        if len(self.containers) == 1:
+            return self.containers[0][1]
         return tuple(slot for _, slots in self.containers for slot in slots)
 
 

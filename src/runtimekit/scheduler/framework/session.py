@@ -31,17 +31,18 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.interfaces import (
     DeviceChoice,
+    Mask,
     Rows,
     Scores,
     Verdict,
     Vote,
 )
+from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SUCCESS, Code, Explain, FitErrors, Status, error
 
 if TYPE_CHECKING:
     from runtimekit.scheduler.framework.cache import Cache
     from runtimekit.scheduler.framework.framework import Framework
-    from runtimekit.scheduler.framework.statement import Statement
 
 T = TypeVar("T")
 _session_ids = itertools.count(1)
@@ -58,9 +59,9 @@ class Session:
         self.queues = snapshot.queues
         self.now = snapshot.now
         self.state: dict[str, Any] = {}  # per-cycle state shared by plugins, keyed by plugin name
-        self.enabled_actions = frozenset(framework.action_names)
+        self.enabled_actions = framework.enabled_actions
         self._points = framework.points
-        self._flat = framework.flat_points
+        self._flat: dict[str, list[Any]] = framework.flat_points  # per point, every tier in order
         self.touched_jobs: set[str] = set()
         self.explain = framework.explain  # work out why unschedulable tasks fit nowhere
 
@@ -120,7 +121,7 @@ class Session:
 
     # -- validity and fit ------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> Status:
-        for plugin in self._all("job_valid"):
+        for plugin in self._flat["job_valid"]:
             status: Status = plugin.job_valid(job)
             if not status.ok:
                 return status.stamped(plugin.name)
@@ -129,7 +130,7 @@ class Session:
     def pre_predicate(self, task: TaskInfo) -> Status:
         if task.invalid:
             return Status(Code.UNRESOLVABLE, (task.invalid,), "request")
-        for plugin in self._all("pre_predicate"):
+        for plugin in self._flat["pre_predicate"]:
             status: Status = plugin.pre_predicate(task)
             if not status.ok:
                 return status.stamped(plugin.name)
@@ -141,28 +142,33 @@ class Session:
     def resource_fit(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
         """Rows with room for the task's CPU, memory and one more pod (Volcano's idle check)."""
         table, req = self.table, task.request
-        cpu_ok = table.at_rows(table.cpu_free, rows) >= req.cpu_milli
-        mem_ok = table.at_rows(table.mem_free, rows) >= req.memory_mib
-        pods_ok = table.at_rows(table.pods_free, rows) >= 1
-        passed = cpu_ok & mem_ok & pods_ok
+        # cpu_room is the free CPU of rows with a pod slot left (-1 on the others; requests are >= 0)
+        passed = (table.at_rows(table.cpu_room, rows) >= req.cpu_milli) & (
+            table.at_rows(table.mem_free, rows) >= req.memory_mib
+        )
         if np.count_nonzero(passed) == passed.size:  # all pass (count_nonzero costs less than .all())
             return rows
-        errors.defer(
-            "Too many pods", ~passed, lambda: [("Insufficient cpu", ~cpu_ok), ("Insufficient memory", ~mem_ok)]
-        )
-        return rows[passed]
+
+        def explain() -> list[tuple[str, Mask]]:
+            return [
+                ("Insufficient cpu", table.at_rows(table.cpu_free, rows) < req.cpu_milli),
+                ("Insufficient memory", table.at_rows(table.mem_free, rows) < req.memory_mib),
+            ]
+
+        errors.defer("Too many pods", passed, explain)
+        return table.keep(rows, passed)
 
     def predicate(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
         """Rows that pass every predicate plugin; failures are counted per reason in `errors`."""
-        for plugin in self._all("predicate"):
+        for plugin in self._flat["predicate"]:
             if rows.size == 0:
                 break
             verdict: Verdict = plugin.predicate(task, rows, self)
             passed = verdict.passed
             if np.count_nonzero(passed) == passed.size:
                 continue
-            errors.defer(f"rejected by {plugin.name}", ~passed, _explainer(verdict))
-            rows = rows[passed]
+            errors.defer(f"rejected by {plugin.name}", passed, _explainer(verdict))
+            rows = self.table.keep(rows, passed)
         return rows
 
     def feasible(self, task: TaskInfo) -> tuple[Rows, FitErrors]:
@@ -177,7 +183,7 @@ class Session:
         return self.predicate(task, rows, errors), errors
 
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
-        plugins = self._all("node_order")
+        plugins = self._flat["node_order"]
         if len(plugins) == 1:  # nothing to add up: the one plugin's scores as they are
             scores: Scores = plugins[0].node_order(task, rows, self)
             return scores if scores.dtype == np.float64 else scores.astype(np.float64)
@@ -188,14 +194,15 @@ class Session:
 
     def best_node(self, task: TaskInfo, rows: Rows, scores: Scores) -> int:
         """The chosen row: a plugin's override, else the top score with ties to the lowest rank."""
-        for plugin in self._all("best_node"):
+        for plugin in self._flat["best_node"]:
             chosen: int | None = plugin.best_node(task, rows, scores)
             if chosen is not None:
                 return int(chosen)
-        best = np.flatnonzero(scores == scores.max())
-        if best.size == 1:
-            return int(rows[best[0]])
-        top = rows[best]
+        first = int(scores.argmax())
+        ties = scores == scores[first]
+        if np.count_nonzero(ties) == 1:
+            return int(rows[first])
+        top = rows[ties]
         return int(top[np.argmin(self.snapshot.rank[top])])
 
     def select(self, task: TaskInfo) -> tuple[int | None, FitErrors]:
@@ -211,19 +218,22 @@ class Session:
     def allocate_devices(self, task: TaskInfo, row: int) -> DeviceChoice | Status:
         """The devices every device plugin chooses for the containers it manages (gpushare the
         shares and whole GPUs, mig the slices), merged; the first failure wins."""
-        containers: list[Any] = []
-        policies: list[str] = []
-        for plugin in self._all("allocate_devices"):
+        answers: list[DeviceChoice] = []
+        for plugin in self._flat["allocate_devices"]:
             answer: DeviceChoice | Status | None = plugin.allocate_devices(task, row, self)
             if isinstance(answer, Status):
                 return answer.stamped(plugin.name)
             if answer is not None:
-                containers.extend(answer.containers)
-                policies.append(answer.policy)
-        placed = sum(1 for _, slots in containers if slots)
+                answers.append(answer)
+        if len(answers) == 1:  # one plugin owns every device of the task: its answer as it is
+            choice = answers[0]
+        else:
+            containers = tuple(c for answer in answers for c in answer.containers)
+            choice = DeviceChoice(containers, "+".join(a.policy for a in answers if a.policy))
+        placed = sum(1 for _, slots in choice.containers if slots)
         if task.request.uses_gpu and placed < len(task.request.gpus):
             return error("no plugin allocates some of the GPUs asked for; enable gpushare (and mig) in the conf")
-        return DeviceChoice(tuple(containers), "+".join(p for p in policies if p))
+        return choice
 
     def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement:
         node = self.table.names()[row]
@@ -232,7 +242,8 @@ class Session:
 
     # -- jobs ------------------------------------------------------------------------------
     def job_ready(self, job: JobInfo) -> bool:
-        return all(p.job_ready(job) for p in self._all("job_ready"))
+        plugins = self._flat["job_ready"]
+        return not plugins or all(p.job_ready(job) for p in plugins)
 
     def _vote(self, point: str, method: str, job: JobInfo) -> bool:
         for tier in self.tiers_of(point):
@@ -284,22 +295,23 @@ class Session:
         return self._victims("reclaimable", "reclaimable", reclaimer, candidates)
 
     def overused(self, queue: QueueInfo) -> bool:
-        return any(p.overused(queue) for p in self._all("overused"))
+        plugins = self._flat["overused"]
+        return bool(plugins) and any(p.overused(queue) for p in plugins)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(p.allocatable(queue, task) for p in self._all("allocatable"))
+        plugins = self._flat["allocatable"]
+        return not plugins or all(p.allocatable(queue, task) for p in plugins)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        return all(p.preemptive(queue, task) for p in self._all("preemptive"))
+        plugins = self._flat["preemptive"]
+        return not plugins or all(p.preemptive(queue, task) for p in plugins)
 
     # -- events and statements -------------------------------------------------------------
     def fire(self, allocated: bool, task: TaskInfo) -> None:
-        for plugin in self._all("event_handler"):
+        for plugin in self._flat["event_handler"]:
             (plugin.on_allocate if allocated else plugin.on_deallocate)(task)
 
     def statement(self) -> Statement:
-        from runtimekit.scheduler.framework.statement import Statement
-
         return Statement(self)
 
     def each_task(self, predicate: Callable[[TaskInfo], bool]) -> list[TaskInfo]:

@@ -72,14 +72,15 @@ class FitErrors:
     def add(self, reason: str, count: int = 1) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + count
 
-    def defer(self, fallback: str, failed: Any, explain: Explain) -> None:
-        """Count the rows of `failed` (a mask) by the reasons `explain()` gives, when asked."""
-        self._deferred.append((fallback, failed, explain))
+    def defer(self, fallback: str, passed: Any, explain: Explain) -> None:
+        """Count the rows where `passed` (a mask) is False by the reasons `explain()` gives, when
+        asked; `fallback` for those no reason covers."""
+        self._deferred.append((fallback, passed, explain))
 
     @property
     def reasons(self) -> dict[str, int]:
-        for fallback, failed, explain in self._deferred:
-            left = failed.copy()
+        for fallback, passed, explain in self._deferred:
+            left = ~passed
             for reason, mask in explain():
                 hit = left & mask
                 count = int(np.count_nonzero(hit))
