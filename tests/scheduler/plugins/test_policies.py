@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import random
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -51,6 +53,25 @@ def choice(policy: str, node: tuple[str, int, list[int]], shape: PodShape, req: 
 )
 def test_scores_by_hand(policy: str, expected: list[int]) -> None:
     assert scores(policy, [A, B], SHARE_500) == expected
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 128_000), st.lists(st.integers(0, 1000), min_size=1, max_size=8)), min_size=1),
+    st.integers(0, 128_000),
+    st.integers(1, 1000),
+    st.integers(1, 8),
+)
+def test_bestfit_is_the_papers_formula_in_exact_arithmetic(
+    nodes: list[tuple[int, list[int]]], cpu: int, milli: int, count: int
+) -> None:
+    shape = PodShape(cpu, milli, count)
+    named = [(f"n{i}", free, gpus) for i, (free, gpus) in enumerate(nodes)]
+    expected = [
+        math.floor(100 * (1 - (Fraction(c - cpu, 2 * 128_000) + Fraction(sum(g) - milli * count, 2 * 8000))))
+        for _, c, g in named
+    ]
+    assert scores("bestfit", named, shape) == expected
 
 
 def test_gpupacking_cases() -> None:

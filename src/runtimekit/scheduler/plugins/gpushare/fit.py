@@ -71,12 +71,12 @@ def fitting_gpus(table: NodeTable, row: int, req: GpuRequest) -> IntArray:
     """Columns of the GPUs of one row that can each hold one unit of the request."""
     # One row of a few GPUs: plain ints cost less than a chain of small numpy operations.
     usable, core = table.usable[row].tolist(), table.core_free[row].tolist()
-    free_mem, total_mem = table.gmem_free[row].tolist(), table.gmem_total[row].tolist()
     gpus = range(len(core))
+    if req.kind is not GpuKind.WHOLE and req.memory_mib == 0:
+        return np.array([c for c in gpus if usable[c] and core[c] >= req.core_milli], np.int64)
+    free_mem, total_mem = table.gmem_free[row].tolist(), table.gmem_total[row].tolist()
     if req.kind is GpuKind.WHOLE:
         columns = [c for c in gpus if usable[c] and core[c] == MILLI and free_mem[c] == total_mem[c]]
-    elif req.memory_mib == 0:
-        columns = [c for c in gpus if usable[c] and core[c] >= req.core_milli]
     else:
         columns = [
             c

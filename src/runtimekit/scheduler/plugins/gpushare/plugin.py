@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from runtimekit.model import GpuKind, PodRequest, Slot
+from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodRequest, Slot
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
@@ -86,20 +86,33 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         self._observed: set[str] = set()
         self._learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
         self._learned: set[str] = set()
-        self._shape_of: dict[int, tuple[PodRequest, PodShape]] = {}
+        self._needs: dict[int, _Need] = {}
+        self._ctx: PolicyContext | None = None
+
+    def need(self, request: PodRequest) -> _Need:
+        """What this plugin reads of a request, worked out once per request object (a pod's request
+        is read by the predicate, the score and the device choice, and trace replay shares requests
+        between pods). The request is kept in the entry, so its id cannot be reused while it lives."""
+        found = self._needs.get(id(request))
+        if found is not None and found.request is request:
+            return found
+        if len(self._needs) >= 4096:
+            self._needs.clear()
+        containers = tuple(c for c in request.gpus if c.gpu.kind is not GpuKind.MIG)
+        need = self._needs[id(request)] = _Need(
+            request, PodShape.of(request), containers, tuple(c.gpu for c in containers)
+        )
+        return need
 
     def shape(self, request: PodRequest) -> PodShape:
-        """`PodShape.of(request)`, worked out once per request object (a pod's request is read by
-        the score and again by the device choice, and trace replay shares requests between pods).
-        The request is kept with its shape, so its id cannot be reused while the entry lives."""
-        found = self._shape_of.get(id(request))
-        if found is not None and found[0] is request:
-            return found[1]
-        if len(self._shape_of) >= 4096:
-            self._shape_of.clear()
-        shape = PodShape.of(request)
-        self._shape_of[id(request)] = (request, shape)
-        return shape
+        """`PodShape.of(request)`, once per request object (see `need`)."""
+        return self.need(request).shape
+
+    def _context(self, table: NodeTable) -> PolicyContext:
+        """The policies' view of a session's table (one per table, not one per call)."""
+        if self._ctx is None or self._ctx.table is not table:
+            self._ctx = PolicyContext(table, self.rng)
+        return self._ctx
 
     def set_workload(self, workload: TargetWorkload) -> None:
         """Fix FGD's target workload (otherwise it is learned from the pods it sees)."""
@@ -110,9 +123,6 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         if self.args.allow_pod_policy and task.policy in self.policies:
             return self.policies[task.policy]
         return self.policies[self.args.policy]
-
-    def _gpu_requests(self, task: TaskInfo) -> list[Any]:
-        return [c.gpu for c in task.request.gpus if c.gpu.kind is not GpuKind.MIG]
 
     # -- PrePredicate ----------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> Status:
@@ -128,7 +138,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
 
     # -- Predicate -------------------------------------------------------------------------
     def predicate(self, task: TaskInfo, rows: Rows, ssn: Session) -> Verdict:
-        requests = self._gpu_requests(task)
+        requests = self.need(task.request).gpus
         if not requests:
             return Verdict.all(rows.size)
         checks: list[tuple[np.ndarray, Any]] = []
@@ -164,7 +174,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
             policy.observe(_pod_type(task, shape))
             if policy.workload is None:
                 return np.zeros(rows.size)
-        scores = policy.score(PolicyContext(ssn.table, self.rng), shape, rows)
+        scores = policy.score(self._context(ssn.table), shape, rows)
         weighted = scores.astype(np.float64)
         if self.args.weight != 1.0:
             weighted *= self.args.weight
@@ -172,12 +182,12 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
 
     # -- DeviceAllocate --------------------------------------------------------------------
     def allocate_devices(self, task: TaskInfo, row: int, ssn: Session) -> DeviceChoice | Status | None:
-        requests = [c for c in task.request.gpus if c.gpu.kind is not GpuKind.MIG]
+        need = self.need(task.request)
+        requests, shape = need.containers, need.shape
         if not requests:
             return None
         policy = self.policy_for(task)
-        shape = self.shape(task.request)
-        ctx = PolicyContext(ssn.table.copy() if len(requests) > 1 else ssn.table, self.rng)
+        ctx = PolicyContext(ssn.table.copy(), self.rng) if len(requests) > 1 else self._context(ssn.table)
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         for container in requests:
             fitting = fitting_gpus(ctx.table, row, container.gpu)
@@ -192,6 +202,16 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
             if len(requests) > 1:
                 _take_scratch(ctx, row, taken)
         return DeviceChoice(tuple(chosen), policy.name)
+
+
+@dataclass(frozen=True)
+class _Need:
+    """A request as the plugin reads it: its shape for the policies, its non-MIG GPU containers."""
+
+    request: PodRequest
+    shape: PodShape
+    containers: tuple[ContainerGpuRequest, ...]
+    gpus: tuple[GpuRequest, ...]  # the containers' requests, in order
 
 
 def _take_scratch(ctx: PolicyContext, row: int, slots: tuple[Slot, ...]) -> None:

@@ -101,9 +101,12 @@ class BestFitPolicy(BestFitChoice):
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         total = ctx.table.gpu_sum[rows]
         cpu = ctx.table.cpu_free[rows]
-        # floor(100 * (1 - (0.5 (c - r)/128000 + 0.5 (G - R)/8000))) in exact integer arithmetic
-        left = 400_000 * (cpu - shape.cpu_milli) + 6_400_000 * (total - shape.total_milli)
-        return 100 - (-(-left // (MAX_SPEC_CPU * MAX_SPEC_GPU)))
+        # floor(100 * (1 - (0.5 (c - r)/128000 + 0.5 (G - R)/8000))) in exact integer arithmetic:
+        # floor((100 D - 400000 (c - r) - 6400000 (G - R)) / D) with D = 128000 * 8000
+        scale = MAX_SPEC_CPU * MAX_SPEC_GPU
+        constant = 100 * scale + 400_000 * shape.cpu_milli + 6_400_000 * shape.total_milli
+        scores: IntArray = (constant - 400_000 * cpu - 6_400_000 * total) // scale
+        return scores
 
 
 class BinpackPolicy(BestFitChoice):
