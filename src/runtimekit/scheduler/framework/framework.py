@@ -72,7 +72,8 @@ class Framework:
         for tier in self.plugins_by_tier:
             for plugin in tier:
                 plugin.on_session_close(ssn)
-        for key in sorted(ssn.touched_jobs):
+        touched = ssn.touched_jobs
+        for key in sorted(touched) if len(touched) > 1 else touched:
             job = ssn.jobs.get(key)  # type: ignore[call-overload]
             if job is not None:
                 ssn.cache.job_updated(job)

@@ -5,8 +5,7 @@ placement need this). Each operation changes the session's table and task at onc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from runtimekit.model import LedgerError, NodeName, Placement
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
     from runtimekit.scheduler.framework.session import Session
 
 
-@dataclass
-class _Op:
+class _Op(NamedTuple):
     kind: str  # allocate | pipeline | evict
     task: TaskInfo
     choice: DeviceChoice | None
