@@ -237,8 +237,11 @@ class NodeTable:
         The version is a hash of the row's content (and its node's GPU model), so two tables that
         reached the same state — a session's copy and the cache it commits to — agree on it, and
         caches keyed by version (FGD's scores) stay valid across snapshots."""
-        # In plain ints, read once: this runs on every booking, twice per decision.
-        cores, usables, gmems = self.core_free[row].tolist(), self.usable[row].tolist(), self.gmem_free[row].tolist()
+        # In plain ints, read once: this runs on every booking, twice per decision. Columns past the
+        # node's GPU count always hold the same (no GPU), so the count stands for them.
+        count = int(self.gpu_count[row])
+        cores, usables = self.core_free[row, :count].tolist(), self.usable[row, :count].tolist()
+        gmems = self.gmem_free[row, :count].tolist()
         cpu, pods = int(self.cpu_free[row]), int(self.pods_free[row])
         name = self._names[row] if row < len(self._names) else None
         mig = self.mig.get(row)
@@ -248,6 +251,7 @@ class NodeTable:
             cpu,
             int(self.mem_free[row]),
             pods,
+            count,
             tuple(cores),
             tuple(gmems),
             tuple(usables),
@@ -255,16 +259,18 @@ class NodeTable:
             tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
         )
         self.version[row] = hash(content) & 0x7FFF_FFFF_FFFF_FFFF
-        total = count = whole = 0
+        total = usable_count = whole = 0
         most = NO_GPU
-        for core, usable, gmem, gmem_total in zip(cores, usables, gmems, self.gmem_total[row].tolist(), strict=True):
+        gmem_totals = self.gmem_total[row, :count].tolist()
+        for core, usable, gmem, gmem_total in zip(cores, usables, gmems, gmem_totals, strict=True):
             if usable:
                 total += core
-                count += 1
+                usable_count += 1
                 most = max(most, core)
                 if core == MILLI and gmem == gmem_total:
                     whole += 1
-        self.gpu_sum[row], self.gpu_max[row], self.gpu_whole[row], self.gpu_usable[row] = total, most, whole, count
+        self.gpu_sum[row], self.gpu_max[row] = total, most
+        self.gpu_whole[row], self.gpu_usable[row] = whole, usable_count
         self.cpu_room[row] = cpu if pods > 0 else -1
 
     def add_node(self, inventory: NodeInventory, capacity: NodeCapacity) -> int:
