@@ -141,6 +141,8 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         requests = self.need(task.request).gpus
         if not requests:
             return Verdict.all(rows.size)
+        if len(requests) == 1 and task.gpu_models is None:  # the usual case: one GPU container, any model
+            return Verdict(*fit_rows(ssn.table, rows, requests[0]))
         checks: list[tuple[np.ndarray, Any]] = []
         if task.gpu_models is not None:
             model_ok = ssn.snapshot.model_mask(task.gpu_models)[rows]
