@@ -70,11 +70,12 @@ def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest) -> list[tu
 def fitting_gpus(table: NodeTable, row: int, req: GpuRequest) -> IntArray:
     """Columns of the GPUs of one row that can each hold one unit of the request."""
     # One row of a few GPUs: plain ints cost less than a chain of small numpy operations.
-    usable, core = table.usable[row].tolist(), table.core_free[row].tolist()
-    gpus = range(len(core))
+    count = int(table.gpu_count[row])  # the columns past it hold no GPU
+    usable, core = table.usable[row, :count].tolist(), table.core_free[row, :count].tolist()
+    gpus = range(count)
     if req.kind is not GpuKind.WHOLE and req.memory_mib == 0:
         return np.array([c for c in gpus if usable[c] and core[c] >= req.core_milli], np.int64)
-    free_mem, total_mem = table.gmem_free[row].tolist(), table.gmem_total[row].tolist()
+    free_mem, total_mem = table.gmem_free[row, :count].tolist(), table.gmem_total[row, :count].tolist()
     if req.kind is GpuKind.WHOLE:
         columns = [c for c in gpus if usable[c] and core[c] == MILLI and free_mem[c] == total_mem[c]]
     else:
