@@ -30,7 +30,8 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 
 from __future__ import annotations
 
-from bisect import bisect_right
+import itertools
+from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from typing import Protocol, runtime_checkable
 
@@ -80,6 +81,8 @@ class UsableCapacity:
         self.count = np.where(self.gpu, [t.count for t in types], 0).astype(np.int64)
         self.whole = self.milli >= MILLI
         self._shares, self._share_of = np.unique(self.milli, return_inverse=True)
+        self._share_list: list[int] = self._shares.tolist()
+        self._facts: dict[tuple[int, ...], tuple[list[int], list[int], int]] = {}  # see `_gpu_facts`
         self._per_pod = np.maximum(self.count, 1)[None, :]
         weight = np.where(self.whole, whole_weight / np.maximum(self.count, 1), 1.0)
         if table is not None:
@@ -146,18 +149,30 @@ class UsableCapacity:
             memo.update(zip(missing, computed.tolist(), strict=True))
         return [memo[k] for k in keys]
 
+    def _gpu_facts(self, ms: tuple[int, ...]) -> tuple[list[int], list[int], int]:
+        """What U reads of a node's free milli (ascending), whatever its CPU: the free milli of its
+        k largest GPUs for k = 0..len, how many GPUs fit each distinct share, how many are whole."""
+        found = self._facts.get(ms)
+        if found is None:
+            if len(self._facts) > MEMO_LIMIT:
+                self._facts.clear()
+            largest = [0, *itertools.accumulate(max(v, 0) for v in reversed(ms))]
+            fitting = [len(ms) - bisect_left(ms, m) for m in self._share_list]
+            found = self._facts[ms] = (largest, fitting, ms.count(MILLI))
+        return found
+
     def _compute(self, states: list[NodeState], cpu_free: list[int]) -> FloatArray:
         n = len(states)
-        width = max(1, *(len(s[1]) for s in states))
-        # largest first, so the GPUs that fit a share form a prefix; -1 pads rows with fewer GPUs
-        free = np.array([(*ms[::-1], *(-1,) * (width - len(ms))) for _, ms in states], np.int64)
-        cpu_pods = np.maximum(np.array(cpu_free, np.int64), 0)[:, None] // self.cpu[None, :]
-        largest = np.zeros((n, width + 1), np.int64)
-        np.cumsum(np.maximum(free, 0), axis=1, out=largest[:, 1:])
+        facts = [self._gpu_facts(ms) for _, ms in states]
+        width = max(1, *(len(ms) for _, ms in states))
+        # k largest for k past a node's GPU count: all of it (the same as padding with empty GPUs)
+        largest = np.array([(*f[0], *(f[0][-1],) * (width + 1 - len(f[0]))) for f in facts], np.int64)
         # GPUs with at least m free, once per distinct share m (types share few values of m)
-        fitting = (free[:, :, None] >= self._shares[None, None, :]).sum(axis=1)[:, self._share_of]
+        fitting = np.array([f[1] for f in facts], np.int64)[:, self._share_of]
+        cpu_pods = np.maximum(np.array(cpu_free, np.int64), 0)[:, None] // self.cpu[None, :]
         share = largest[np.arange(n)[:, None], np.minimum(cpu_pods, fitting)]
-        whole = np.minimum((free == MILLI).sum(axis=1)[:, None] // self._per_pod, cpu_pods) * self._per_pod * MILLI
+        wholes = np.array([f[2] for f in facts], np.int64)
+        whole = np.minimum(wholes[:, None] // self._per_pod, cpu_pods) * self._per_pod * MILLI
         usable = np.where(self.whole[None, :], whole, share)
         at = [self._model_row(model) for model, _ in states]  # first: it may grow `_runs`
         runs = self._runs[at]
@@ -282,7 +297,7 @@ class PackFragPolicy:
 
     def _rescore(
         self, capacity: UsableCapacity, shape: PodShape, cache: ShapeCache, table: NodeTable, rows: IntArray
-    ) -> list[float]:
+    ) -> list[float] | IntArray:
         """The score of each stale row, by (node state, CPU buckets before and after the pod)."""
         if rows.size <= SMALL_RESCORE:  # the usual case between two pods: a row or two; numpy costs more
             cpu_list = table.cpu_free[rows].tolist()
@@ -292,12 +307,37 @@ class PackFragPolicy:
                 gpus = _gpus_with_room(table, row)
                 before_list.append((int(self._nodes.id[row]) << BUCKET_BITS) | capacity.bucket_of(c, gpus))
                 after_list.append(capacity.bucket_of(c - need, gpus))
-        else:
-            cpu = table.cpu_free[rows]
-            gpus_free = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
-            before_list = ((self._nodes.id[rows] << BUCKET_BITS) | capacity.bucket(cpu, gpus_free)).tolist()
-            after_list = capacity.bucket(cpu - shape.cpu_milli, gpus_free).tolist()
-            cpu_list = cpu.tolist()
+            return self._score_keys(capacity, shape, cache, before_list, after_list, cpu_list, rows)
+        # Many rows (a new shape, or all of them after a relearn) share few keys: score each key once.
+        cpu = table.cpu_free[rows]
+        gpus_free = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
+        before = (self._nodes.id[rows] << BUCKET_BITS) | capacity.bucket(cpu, gpus_free)
+        after = capacity.bucket(cpu - shape.cpu_milli, gpus_free)
+        order = np.lexsort((after, before))
+        before_sorted, after_sorted = before[order], after[order]
+        first = np.ones(rows.size, np.bool_)
+        first[1:] = (before_sorted[1:] != before_sorted[:-1]) | (after_sorted[1:] != after_sorted[:-1])
+        inverse = np.empty(rows.size, np.int64)
+        inverse[order] = np.cumsum(first) - 1
+        at = order[first]  # a row of each distinct key (any row of a key scores alike)
+        scores = self._score_keys(
+            capacity, shape, cache, before[at].tolist(), after[at].tolist(), cpu[at].tolist(), rows[at]
+        )
+        distinct: IntArray = np.array(scores, np.int64)[inverse]
+        return distinct
+
+    def _score_keys(
+        self,
+        capacity: UsableCapacity,
+        shape: PodShape,
+        cache: ShapeCache,
+        before_list: list[int],
+        after_list: list[int],
+        cpu_list: list[int],
+        rows: IntArray,
+    ) -> list[float]:
+        """The score of each (node state, CPU bucket before, CPU bucket after), from the shape's cache
+        or worked out for the missing ones in one batch; `rows` holds a row in each state."""
         keys = [(b << BUCKET_BITS) | a for b, a in zip(before_list, after_list, strict=True)]
         by_key = cache.by_key
         missing = {k: i for i, k in enumerate(keys) if k not in by_key}
