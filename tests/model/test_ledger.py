@@ -213,6 +213,7 @@ class LedgerMachine(RuleBasedStateMachine):
             usable = table.usable[row, :count]
             assert table.gpu_sum[row] == table.core_free[row, :count][usable].sum()
             assert table.gpu_usable[row] == usable.sum()
+            assert table.gpu_room[row] == (table.core_free[row, :count][usable] > 0).sum()
             assert table.cpu_room[row] == (table.cpu_free[row] if table.pods_free[row] > 0 else -1)
             assert table.version[row] == rebuilt.table.version[other]  # a hash of the content alone
 

@@ -108,6 +108,7 @@ class NodeTable:
         self.gpu_sum: IntArray = np.zeros(rows, np.int64)  # total free core milli
         self.gpu_max: IntArray = np.full(rows, NO_GPU, np.int64)  # the most free core milli on one GPU
         self.gpu_whole: IntArray = np.zeros(rows, np.int64)  # GPUs entirely free (core and memory)
+        self.gpu_room: IntArray = np.zeros(rows, np.int64)  # GPUs with any free core milli
         self.gpu_usable: IntArray = np.zeros(rows, np.int64)  # usable GPUs
         self.cpu_room: IntArray = np.full(rows, -1, np.int64)  # cpu_free, or -1 with no pod slot left
 
@@ -123,6 +124,7 @@ class NodeTable:
         "gpu_sum",
         "gpu_max",
         "gpu_whole",
+        "gpu_room",
         "gpu_usable",
         "cpu_room",
     )
@@ -259,7 +261,7 @@ class NodeTable:
             tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
         )
         self.version[row] = hash(content) & 0x7FFF_FFFF_FFFF_FFFF
-        total = usable_count = whole = 0
+        total = usable_count = whole = room = 0
         most = NO_GPU
         gmem_totals = self.gmem_total[row, :count].tolist()
         for core, usable, gmem, gmem_total in zip(cores, usables, gmems, gmem_totals, strict=True):
@@ -267,10 +269,12 @@ class NodeTable:
                 total += core
                 usable_count += 1
                 most = max(most, core)
-                if core == MILLI and gmem == gmem_total:
-                    whole += 1
+                if core > 0:
+                    room += 1
+                    if core == MILLI and gmem == gmem_total:
+                        whole += 1
         self.gpu_sum[row], self.gpu_max[row] = total, most
-        self.gpu_whole[row], self.gpu_usable[row] = whole, usable_count
+        self.gpu_whole[row], self.gpu_usable[row], self.gpu_room[row] = whole, usable_count, room
         self.cpu_room[row] = cpu if pods > 0 else -1
 
     def add_node(self, inventory: NodeInventory, capacity: NodeCapacity) -> int:

@@ -304,13 +304,13 @@ class PackFragPolicy:
             before_list, after_list = [], []
             need = shape.cpu_milli
             for row, c in zip(rows.tolist(), cpu_list, strict=True):
-                gpus = _gpus_with_room(table, row)
+                gpus = int(table.gpu_room[row])
                 before_list.append((int(self._nodes.id[row]) << BUCKET_BITS) | capacity.bucket_of(c, gpus))
                 after_list.append(capacity.bucket_of(c - need, gpus))
             return self._score_keys(capacity, shape, cache, before_list, after_list, cpu_list, rows)
         # Many rows (a new shape, or all of them after a relearn) share few keys: score each key once.
         cpu = table.cpu_free[rows]
-        gpus_free = (table.usable[rows] & (table.core_free[rows] > 0)).sum(axis=1)
+        gpus_free = table.gpu_room[rows]
         before = (self._nodes.id[rows] << BUCKET_BITS) | capacity.bucket(cpu, gpus_free)
         after = capacity.bucket(cpu - shape.cpu_milli, gpus_free)
         order = np.lexsort((after, before))
@@ -398,7 +398,7 @@ class PackFragPolicy:
         self._nodes.refresh(table, np.array([row]))
         sid = int(self._nodes.id[row])
         cpu = int(table.cpu_free[row])
-        gpus = _gpus_with_room(table, row)
+        gpus = int(table.gpu_room[row])
         b0, b1 = capacity.bucket_of(cpu, gpus), capacity.bucket_of(cpu - shape.cpu_milli, gpus)
         key = (shape, sid, b0, b1)
         by_value = self._choices.get(key)
@@ -421,12 +421,6 @@ class PackFragPolicy:
         )
         scores = self._scores(np.array([values[0] - u for u in values[1:]])).tolist()
         return {v: sc for (v, _), sc in zip(options, scores, strict=True)}
-
-
-def _gpus_with_room(table: NodeTable, row: int) -> int:
-    """How many usable GPUs of a row have any free milli (as the vectorised bucket keys count them)."""
-    usable, free = table.usable[row].tolist(), table.core_free[row].tolist()
-    return sum(1 for u, f in zip(usable, free, strict=True) if u and f > 0)
 
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
