@@ -236,6 +236,8 @@ class PackFragPolicy:
         self._shapes: dict[PodShape, ShapeCache] = {}  # integer scores per row, per pod shape
         # score of each free value a GPU may have, per (shape, node state id, CPU buckets): the GPU choice
         self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
+        # the states a pod of a shape can leave a node state in (ids of `_nodes`; no workload in it)
+        self._afters: dict[tuple[PodShape, int], list[int]] = {}
 
     def _drop_caches(self) -> None:
         self._shapes.clear()
@@ -277,6 +279,7 @@ class PackFragPolicy:
         capacity = self._capacity(shape, table)
         if len(self._nodes.states) > MEMO_LIMIT:  # a live scheduler sees endless states (a given workload too)
             self._nodes = NodeStates()
+            self._afters.clear()
             self._drop_caches()
         cache = self._shapes.get(shape)
         if cache is None:
@@ -307,7 +310,7 @@ class PackFragPolicy:
                 gpus = int(table.gpu_room[row])
                 before_list.append((int(self._nodes.id[row]) << BUCKET_BITS) | capacity.bucket_of(c, gpus))
                 after_list.append(capacity.bucket_of(c - need, gpus))
-            return self._score_keys(capacity, shape, cache, before_list, after_list, cpu_list, rows)
+            return self._score_keys(capacity, shape, cache, before_list, after_list, cpu_list)
         # Many rows (a new shape, or all of them after a relearn) share few keys: score each key once.
         cpu = table.cpu_free[rows]
         gpus_free = table.gpu_room[rows]
@@ -320,9 +323,7 @@ class PackFragPolicy:
         inverse = np.empty(rows.size, np.int64)
         inverse[order] = np.cumsum(first) - 1
         at = order[first]  # a row of each distinct key (any row of a key scores alike)
-        scores = self._score_keys(
-            capacity, shape, cache, before[at].tolist(), after[at].tolist(), cpu[at].tolist(), rows[at]
-        )
+        scores = self._score_keys(capacity, shape, cache, before[at].tolist(), after[at].tolist(), cpu[at].tolist())
         distinct: IntArray = np.array(scores, np.int64)[inverse]
         return distinct
 
@@ -334,10 +335,9 @@ class PackFragPolicy:
         before_list: list[int],
         after_list: list[int],
         cpu_list: list[int],
-        rows: IntArray,
     ) -> list[float]:
         """The score of each (node state, CPU bucket before, CPU bucket after), from the shape's cache
-        or worked out for the missing ones in one batch; `rows` holds a row in each state."""
+        or worked out for the missing ones in one batch; `cpu_list` holds a free CPU in each bucket."""
         keys = [(b << BUCKET_BITS) | a for b, a in zip(before_list, after_list, strict=True)]
         by_key = cache.by_key
         missing = {k: i for i, k in enumerate(keys) if k not in by_key}
@@ -351,7 +351,6 @@ class PackFragPolicy:
                 [before_list[i] for i in at],
                 [after_list[i] for i in at],
                 [cpu_list[i] for i in at],
-                rows[at].tolist(),
             )
             by_key.update(zip(missing, self._scores(np.array(losses)).tolist(), strict=True))
         return [by_key[k] for k in keys]
@@ -363,29 +362,41 @@ class PackFragPolicy:
         before: list[int],
         after: list[int],
         cpu: list[int],
-        rows: list[int],
     ) -> list[float]:
-        """The loss of each (row state, CPU buckets): the least loss over the pod's placements, all
-        usable capacities computed in one batch."""
+        """The loss of each (node state, CPU buckets) key: the least loss over the pod's placements,
+        all usable capacities computed in one batch."""
         nodes = self._nodes
         keys: list[int] = []
         states: list[NodeState] = []
         cpus: list[int] = []
         spans = []
-        for key, bucket, c, row in zip(before, after, cpu, rows, strict=True):
-            state = nodes.states[int(nodes.id[row])]
-            options = placements(shape, state[1])
-            spans.append((len(keys), len(options)))
+        for key, bucket, c in zip(before, after, cpu, strict=True):
+            sid = key >> BUCKET_BITS
+            afters = self._after_states(shape, sid)
+            spans.append((len(keys), len(afters)))
             keys.append(key)
-            states.append(state)
+            states.append(nodes.states[sid])
             cpus.append(c)
-            for _, free_after in options:
-                after_state = (state[0], free_after)
-                keys.append((nodes.intern(after_state) << BUCKET_BITS) | bucket)
-                states.append(after_state)
-                cpus.append(c - shape.cpu_milli)
+            left = c - shape.cpu_milli
+            for after_id in afters:
+                keys.append((after_id << BUCKET_BITS) | bucket)
+                states.append(nodes.states[after_id])
+                cpus.append(left)
         values = capacity.values(keys, states, cpus)
         return [values[start] - max(values[start + 1 : start + 1 + n]) for start, n in spans]
+
+    def _after_states(self, shape: PodShape, sid: int) -> list[int]:
+        """The node states (ids) each distinct placement of the pod leaves node state `sid` in. They do
+        not depend on the workload, so they outlive a relearn (rescoring every node after one is most
+        of what a relearn costs)."""
+        key = (shape, sid)
+        found = self._afters.get(key)
+        if found is None:
+            if len(self._afters) > MEMO_LIMIT:
+                self._afters.clear()
+            model, ms = self._nodes.states[sid]
+            found = self._afters[key] = [self._nodes.intern((model, free)) for _, free in placements(shape, ms)]
+        return found
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         """Whole GPUs: the lowest-index fitting GPUs. A multi-GPU share: the least free fitting ones.
