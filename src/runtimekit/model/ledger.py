@@ -617,7 +617,7 @@ class Ledger:
                 return []
             except LedgerError:
                 pass
-        held = {pod: self._bookings[pod] for pod in sorted(self._by_node.get(inventory.node, set()))}
+        held = {pod: self._bookings[pod] for pod in sorted(booked)}
         for pod in held:
             self.release(pod)
         self.table.set_node(inventory, capacity)

@@ -236,8 +236,8 @@ class PackFragPolicy:
         self._shapes: dict[PodShape, ShapeCache] = {}  # integer scores per row, per pod shape
         # score of each free value a GPU may have, per (shape, node state id, CPU buckets): the GPU choice
         self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
-        # the states a pod of a shape can leave a node state in (ids of `_nodes`; no workload in it)
-        self._afters: dict[tuple[PodShape, int], list[int]] = {}
+        # per (shape, node state id): each distinct placement's GPU free value and the state it leaves
+        self._afters: dict[tuple[PodShape, int], list[tuple[int, int]]] = {}
 
     def _drop_caches(self) -> None:
         self._shapes.clear()
@@ -378,24 +378,26 @@ class PackFragPolicy:
             states.append(nodes.states[sid])
             cpus.append(c)
             left = c - shape.cpu_milli
-            for after_id in afters:
+            for _, after_id in afters:
                 keys.append((after_id << BUCKET_BITS) | bucket)
                 states.append(nodes.states[after_id])
                 cpus.append(left)
         values = capacity.values(keys, states, cpus)
         return [values[start] - max(values[start + 1 : start + 1 + n]) for start, n in spans]
 
-    def _after_states(self, shape: PodShape, sid: int) -> list[int]:
-        """The node states (ids) each distinct placement of the pod leaves node state `sid` in. They do
-        not depend on the workload, so they outlive a relearn (rescoring every node after one is most
-        of what a relearn costs)."""
+    def _after_states(self, shape: PodShape, sid: int) -> list[tuple[int, int]]:
+        """Each distinct placement of the pod on node state `sid`: the free milli of the GPU it uses
+        and the node state (id) it leaves. They do not depend on the workload, so they outlive a
+        relearn (rescoring every node after one is most of what a relearn costs)."""
         key = (shape, sid)
         found = self._afters.get(key)
         if found is None:
             if len(self._afters) > MEMO_LIMIT:
                 self._afters.clear()
             model, ms = self._nodes.states[sid]
-            found = self._afters[key] = [self._nodes.intern((model, free)) for _, free in placements(shape, ms)]
+            found = self._afters[key] = [
+                (value, self._nodes.intern((model, free))) for value, free in placements(shape, ms)
+            ]
         return found
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
@@ -423,15 +425,14 @@ class PackFragPolicy:
         self, capacity: UsableCapacity, shape: PodShape, sid: int, b0: int, b1: int, cpu: int
     ) -> dict[int, int]:
         """The score of each distinct placement on a node state, by the free value of the GPU used."""
-        model, ms = self._nodes.states[sid]
-        options = placements(shape, ms)
-        keys = [(sid << BUCKET_BITS) | b0]
-        keys += [(self._nodes.intern((model, free)) << BUCKET_BITS) | b1 for _, free in options]
+        afters = self._after_states(shape, sid)
+        states = self._nodes.states
+        keys = [(sid << BUCKET_BITS) | b0, *((after << BUCKET_BITS) | b1 for _, after in afters)]
         values = capacity.values(
-            keys, [(model, ms), *((model, f) for _, f in options)], [cpu] + [cpu - shape.cpu_milli] * len(options)
+            keys, [states[sid], *(states[after] for _, after in afters)], [cpu] + [cpu - shape.cpu_milli] * len(afters)
         )
         scores = self._scores(np.array([values[0] - u for u in values[1:]])).tolist()
-        return {v: sc for (v, _), sc in zip(options, scores, strict=True)}
+        return {v: sc for (v, _), sc in zip(afters, scores, strict=True)}
 
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
