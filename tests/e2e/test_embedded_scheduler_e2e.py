@@ -136,7 +136,9 @@ def test_a_flood_of_pods_never_overbooks_a_gpu_and_waiting_pods_run_when_room_ap
     names = []
     for i in range(12):
         names.append(f"share-{i}")
-        http.post(PODS, pod(names[-1], {RES.core: "45", RES.memory: "60"}))
+        # Sizes differ so that the device plugin can tell the pods apart: kubelet's Allocate names no
+        # pod, and two waiting pods of one size on a node may swap assignments (docs/architecture.md).
+        http.post(PODS, pod(names[-1], {RES.core: str(45 - i), RES.memory: str(60 - i)}))
     for i in range(4):
         names.append(f"whole-{i}")
         http.post(PODS, pod(names[-1], {RES.gpu: "1"}))
@@ -150,7 +152,7 @@ def test_a_flood_of_pods_never_overbooks_a_gpu_and_waiting_pods_run_when_room_ap
     condition = next(c for c in big["status"]["conditions"] if c["type"] == "PodScheduled")
     assert condition["reason"] == "Unschedulable"
     fitting = [n for n in waiting if n != "too-big"]
-    assert fitting, "16 pods asking for 9.4 GPUs' compute should not all fit on 8 GPUs"
+    assert fitting, "16 pods asking for 8.74 GPUs' compute should not all fit on 8 GPUs"
     for item in pods:
         if item["status"]["phase"] == "Running" and item["metadata"]["name"].startswith("share"):
             http.delete(f"{PODS}/{item['metadata']['name']}", {"gracePeriodSeconds": 0})
