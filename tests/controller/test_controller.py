@@ -244,7 +244,11 @@ def test_label_flapping_runs_one_job_per_change_and_the_last_wins(
                 ),
                 what=value,
             )
-        wait_for(lambda: len(jobs(http)) == 1 and jobs(http)[0].startswith("lj-runtimekit-enable-"), what="one job")
+        # one list per check: between two reads the controller may delete the job the first one saw
+        wait_for(
+            lambda: len(names := jobs(http)) == 1 and names[0].startswith("lj-runtimekit-enable-"),
+            what="one job",
+        )
         request = http.get("/api/v1/nodes/good")["metadata"]["annotations"][REQUEST_ANNOTATION]
         assert request == "3:enable"
         assert jobs(http) == ["lj-runtimekit-enable-good-3"]
