@@ -23,7 +23,8 @@ from runtimekit.model import (
     placement_from_assignment,
 )
 
-CAP = NodeCapacity(cpu_milli=8000, memory_mib=32768, pods=6)
+CAP = NodeCapacity(cpu_milli=8000, memory_mib=32768, pods=6, scalars=(("example.com/foo", 4),))
+FOO = "example.com/foo"
 
 
 def inventory(name: str, gpus: int = 2, memory: int = 16384) -> NodeInventory:
@@ -131,6 +132,23 @@ def test_snapshot_copies_do_not_leak() -> None:
     assert not snap.has_node("n2")
 
 
+def test_scalar_resources_are_taken_given_back_and_kept_across_a_node_update() -> None:
+    ledger = Ledger()
+    ledger.set_node(inventory("n1"), CAP)
+    ledger.reserve(PodKey("a"), Placement(NodeName("n1"), scalars=((FOO, 3),)))
+    row = ledger.table.row("n1")
+    assert ledger.table.scalar_free[FOO][row] == 1
+    with pytest.raises(LedgerError, match=f"insufficient {FOO} on n1"):
+        ledger.reserve(PodKey("b"), Placement(NodeName("n1"), scalars=((FOO, 2),)))
+    with pytest.raises(LedgerError, match="insufficient example.com/bar on n1"):
+        ledger.reserve(PodKey("c"), Placement(NodeName("n1"), scalars=(("example.com/bar", 1),)))
+    ledger.set_node(inventory("n1"), NodeCapacity(8000, 32768, 6, ((FOO, 10),)))
+    assert ledger.table.scalar_free[FOO][row] == 7  # the booking survives the update
+    dropped = ledger.set_node(inventory("n1"), NodeCapacity(8000, 32768, 6, ((FOO, 2),)))
+    assert [pod for pod, _ in dropped] == ["a"]
+    assert ledger.table.scalar_free[FOO][row] == 2
+
+
 class LedgerMachine(RuleBasedStateMachine):
     """Random add/reserve/release/update/remove sequences; the ledger always equals a
     recomputation from its bookings and never leaves [0, capacity]."""
@@ -158,8 +176,9 @@ class LedgerMachine(RuleBasedStateMachine):
                 max_size=3,
             )
         )
+        scalars = data.draw(st.sampled_from([(), ((FOO, 1),), ((FOO, 3),), (("example.com/bar", 1),)]))
         placement = Placement(
-            NodeName(name), data.draw(st.integers(0, 5000)), data.draw(st.integers(0, 20000)), tuple(slots)
+            NodeName(name), data.draw(st.integers(0, 5000)), data.draw(st.integers(0, 20000)), tuple(slots), scalars
         )
         self.next_pod += 1
         before = self.ledger.table.copy()
@@ -168,6 +187,7 @@ class LedgerMachine(RuleBasedStateMachine):
         except LedgerError:
             for field in ("cpu_free", "mem_free", "pods_free", "core_free", "gmem_free"):
                 np.testing.assert_array_equal(getattr(self.ledger.table, field), getattr(before, field))
+            np.testing.assert_array_equal(self.ledger.table.scalar_free[FOO], before.scalar_free[FOO])
 
     @precondition(lambda self: self.ledger.bookings())
     @rule(data=st.data())
@@ -215,6 +235,7 @@ class LedgerMachine(RuleBasedStateMachine):
             assert table.gpu_usable[row] == usable.sum()
             assert table.gpu_room[row] == (table.core_free[row, :count][usable] > 0).sum()
             assert table.cpu_room[row] == (table.cpu_free[row] if table.pods_free[row] > 0 else -1)
+            assert 0 <= table.scalar_free[FOO][row] == rebuilt.table.scalar_free[FOO][other] <= 4
             assert table.version[row] == rebuilt.table.version[other]  # a hash of the content alone
 
 

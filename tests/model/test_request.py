@@ -58,7 +58,7 @@ def test_bad_quantities(bad: object) -> None:
         pytest.param({CORE: 50}, GpuRequest(GpuKind.SHARE, 1, 500, None), id="share-proportional-memory"),
         pytest.param({MEM: 8}, GpuRequest(GpuKind.SHARE, 1, 0, 8192), id="memory-only"),
         pytest.param({GPU: 2, CORE: 50, MEM: 10}, GpuRequest(GpuKind.SHARE, 2, 500, 10240), id="multi-gpu-share"),
-        pytest.param({f"{MIG}1g.10gb": 1}, GpuRequest(GpuKind.MIG, 1, 0, None, "1g.10gb"), id="mig"),
+        pytest.param({f"{MIG}1g.10gb": 1}, GpuRequest(GpuKind.MIG, 1, 0, None, "1g.10gb", f"{MIG}1g.10gb"), id="mig"),
         pytest.param({GPU: "1"}, GpuRequest(GpuKind.WHOLE, 1), id="string-count"),
     ],
 )
@@ -141,3 +141,65 @@ def test_memory_on_a_gpu() -> None:
     assert GpuRequest(GpuKind.SHARE, 1, 250, None).memory_on(16384) == 4096
     assert GpuRequest(GpuKind.SHARE, 1, 333, None).memory_on(1000) == 333
     assert GpuRequest(GpuKind.SHARE, 1, 500, 100).memory_on(16384) == 100
+
+
+@pytest.mark.parametrize(
+    ("containers", "expected"),
+    [
+        pytest.param(
+            [c(limits={"nvidia.com/gpu": 2})], (("nvidia.com/gpu", 2),), id="limits only: requests default to them"
+        ),
+        pytest.param(
+            [c(limits={"example.com/foo": 1}), c("b", requests={"example.com/foo": 2})],
+            (("example.com/foo", 3),),
+            id="summed over containers",
+        ),
+        pytest.param(
+            [c(requests={"ephemeral-storage": "1Ki", "hugepages-2Mi": "4Mi"})],
+            (("ephemeral-storage", 1024), ("hugepages-2Mi", 4 << 20)),
+            id="storage and huge pages in bytes",
+        ),
+        pytest.param(
+            [c(limits={CORE: 30, MEM: 2}), c("m", limits={f"{MIG}1g.10gb": 1})],
+            (),
+            id="the kit's own resources are not scalars",
+        ),
+    ],
+)
+def test_scalar_resources(containers: list[dict[str, Any]], expected: tuple[tuple[str, int], ...]) -> None:
+    assert parse_pod_request(pod(*containers), P).scalars == expected
+
+
+@pytest.mark.parametrize(
+    ("limits", "reason"),
+    [
+        pytest.param({"example.com/foo": "500m"}, "must be a whole number", id="a fraction of an extended resource"),
+        pytest.param({"example.com/foo": "-1"}, "must not be negative", id="negative"),
+        pytest.param({"example.com/foo": "1e30"}, "beyond any node", id="beyond any node"),
+        pytest.param({"cpu": "1e30"}, "beyond any node", id="cpu beyond any node"),
+    ],
+)
+def test_unusable_scalar_amounts_say_why(limits: dict[str, Any], reason: str) -> None:
+    with pytest.raises(RequestError, match=reason):
+        parse_pod_request(pod(c(limits=limits)), P)
+
+
+def test_sidecars_add_to_the_pod_and_to_the_init_containers_after_them() -> None:
+    sidecar = {**c("proxy", requests={"cpu": "200m", "example.com/foo": 1}), "restartPolicy": "Always"}
+    late_init = c("migrate", requests={"cpu": "1", "example.com/foo": 1})
+    request = parse_pod_request(pod(c(requests={"cpu": "500m"}), init=[sidecar, late_init]), P)
+    # app + sidecar = 700m; the later init runs beside the sidecar: 1000m + 200m = 1200m is the peak
+    assert request.cpu_milli == 1200
+    assert request.scalars == (("example.com/foo", 2),)
+
+
+@pytest.mark.parametrize(
+    ("limits", "empty"),
+    [
+        pytest.param({}, True, id="nothing"),
+        pytest.param({f"{MIG}1g.10gb": 1}, False, id="a MIG slice only"),
+        pytest.param({"example.com/foo": 1}, False, id="an extended resource only"),
+    ],
+)
+def test_only_a_pod_asking_nothing_at_all_is_empty(limits: dict[str, Any], empty: bool) -> None:
+    assert parse_pod_request(pod(c(limits=limits)), P).is_empty is empty

@@ -21,6 +21,7 @@ import numpy.typing as npt
 from runtimekit.model.assignment import Assignment, GpuShare
 from runtimekit.model.gpu import Gpu, GpuUUID, MigMode, NodeInventory, NodeName
 from runtimekit.model.migstate import MigGpuState
+from runtimekit.model.scalars import Scalars, amount_of
 
 PodKey = NewType("PodKey", str)
 MILLI = 1000
@@ -58,6 +59,7 @@ class Placement:
     cpu_milli: int = 0
     memory_mib: int = 0
     slots: tuple[Slot, ...] = ()
+    scalars: Scalars = ()  # extended resources, storage and huge pages the pod takes
 
     @property
     def gpu_milli(self) -> int:
@@ -71,6 +73,7 @@ class NodeCapacity:
     cpu_milli: int
     memory_mib: int
     pods: int = 110
+    scalars: Scalars = ()  # allocatable extended resources, storage and huge pages
 
 
 class NodeTable:
@@ -86,6 +89,8 @@ class NodeTable:
         self._active_rows: IntArray | None = None
         self._every_row: IntArray | None = None  # _active_rows when that is every row 0..rows-1
         self.mig: dict[int, dict[int, MigGpuState]] = {}  # row -> GPU column -> MIG state (GPUs in MIG mode)
+        # free amount per row of each scalar resource some node offers (absent: no node offers it)
+        self.scalar_free: dict[str, IntArray] = {}
         self._alloc(0, width)
 
     # -- storage ---------------------------------------------------------------------------
@@ -146,6 +151,16 @@ class NodeTable:
             new = np.full((rows, width + extra), NO_GPU if name == "core_free" else 0, old.dtype)
             new[:old_rows, : old_width + extra] = old
             setattr(self, name, new)
+        for name, column in self.scalar_free.items():
+            grown = np.zeros(rows, np.int64)
+            grown[:old_rows] = column
+            self.scalar_free[name] = grown
+
+    def _scalar_column(self, name: str) -> IntArray:
+        column = self.scalar_free.get(name)
+        if column is None:
+            column = self.scalar_free[name] = np.zeros(self.core_free.shape[0], np.int64)
+        return column
 
     def _own_maps(self) -> None:
         if self._shared_maps:
@@ -166,6 +181,7 @@ class NodeTable:
         other._free_rows = self._free_rows
         other._active_rows, other._every_row = self._active_rows, self._every_row
         other.mig = {row: {g: st.copy() for g, st in gpus.items()} for row, gpus in self.mig.items()}
+        other.scalar_free = {name: column.copy() for name, column in self.scalar_free.items()}
         self._shared_maps = other._shared_maps = True
         return other
 
@@ -259,6 +275,7 @@ class NodeTable:
             tuple(usables),
             bool(self.active[row]),
             tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
+            tuple((n, int(self.scalar_free[n][row])) for n in sorted(self.scalar_free)) if self.scalar_free else (),
         )
         self.version[row] = hash(content) & 0x7FFF_FFFF_FFFF_FFFF
         total = usable_count = whole = room = 0
@@ -302,6 +319,7 @@ class NodeTable:
         inventory: NodeInventory,
         capacity: NodeCapacity,
         used: tuple[int, int, int, IntArray, IntArray] | None,
+        used_scalars: Mapping[str, int] | None = None,
     ) -> None:
         width = self.width
         count = len(inventory.gpus)
@@ -325,8 +343,14 @@ class NodeTable:
             capacity.memory_mib - used_mem,
             capacity.pods - used_pods,
         )
-        if min(checks) < 0 or (free_core[:count] < 0).any() or (free_gmem < 0).any() or used_core[count:].any():
+        used_scalars = used_scalars or {}
+        scalar_free = {name: amount_of(capacity.scalars, name) - used_scalars.get(name, 0) for name in self.scalar_free}
+        scalar_free.update({name: amount - used_scalars.get(name, 0) for name, amount in capacity.scalars})
+        low = any(v < 0 for v in scalar_free.values())
+        if min(checks) < 0 or low or (free_core[:count] < 0).any() or (free_gmem < 0).any() or used_core[count:].any():
             raise LedgerError(f"node {inventory.node!r}: new capacity is below what is booked on it")
+        for name, free in scalar_free.items():
+            self._scalar_column(name)[row] = free
         mig = self._mig_states(row, inventory)
         self.cpu_free[row], self.mem_free[row], self.pods_free[row] = checks
         self.cpu_total[row], self.mem_total[row] = capacity.cpu_milli, capacity.memory_mib
@@ -387,7 +411,8 @@ class NodeTable:
             used_core,
             used_gmem,
         )
-        self._write_node(row, inventory, capacity, used)
+        used_scalars = {name: amount - int(self.scalar_free[name][row]) for name, amount in old_cap.scalars}
+        self._write_node(row, inventory, capacity, used, used_scalars)
         return row
 
     def remove_node(self, node: str) -> None:
@@ -408,6 +433,8 @@ class NodeTable:
         self.gpu_count[row] = 0
         self.gpu_pods[row] = 0
         self.mig.pop(row, None)
+        for column in self.scalar_free.values():
+            column[row] = 0
         self._bump(row)
 
     # -- placements ------------------------------------------------------------------------
@@ -438,6 +465,12 @@ class NodeTable:
             return f"insufficient memory on {placement.node}"
         if self.pods_free[row] < 1:
             return f"too many pods on {placement.node}"
+        for name, amount in placement.scalars:
+            column = self.scalar_free.get(name)
+            if amount < 0:
+                return f"{name} must not be negative"
+            if amount > (int(column[row]) if column is not None else 0):
+                return f"insufficient {name} on {placement.node}"
         for gpu, (core, mem) in per.items():
             if not (core or mem):
                 continue
@@ -487,6 +520,8 @@ class NodeTable:
         self.cpu_free[row] -= placement.cpu_milli
         self.mem_free[row] -= placement.memory_mib
         self.pods_free[row] -= 1
+        for name, amount in placement.scalars:
+            self.scalar_free[name][row] -= amount
         for gpu, (core, mem) in per.items():
             self.core_free[row, gpu] -= core
             self.gmem_free[row, gpu] -= mem
@@ -506,6 +541,7 @@ class NodeTable:
             self.cpu_free[row] + placement.cpu_milli > cap.cpu_milli
             or self.mem_free[row] + placement.memory_mib > cap.memory_mib
             or self.pods_free[row] + 1 > cap.pods
+            or any(self._scalar_back(row, n) + amount > amount_of(cap.scalars, n) for n, amount in placement.scalars)
             or any(
                 self.core_free[row, g] + c > MILLI or self.gmem_free[row, g] + m > self.gmem_total[row, g]
                 for g, (c, m) in per.items()
@@ -516,6 +552,8 @@ class NodeTable:
         self.cpu_free[row] += placement.cpu_milli
         self.mem_free[row] += placement.memory_mib
         self.pods_free[row] += 1
+        for name, amount in placement.scalars:
+            self._scalar_column(name)[row] += amount
         for gpu, (core, mem) in per.items():
             self.core_free[row, gpu] += core
             self.gmem_free[row, gpu] += mem
@@ -527,6 +565,10 @@ class NodeTable:
             tag = self._tag(placement, row)
             self.gpu_pods[row, tag] = max(0, int(self.gpu_pods[row, tag]) - 1)
         self._bump(row)
+
+    def _scalar_back(self, row: int, name: str) -> int:
+        column = self.scalar_free.get(name)
+        return int(column[row]) if column is not None else 0
 
     def _tag(self, placement: Placement, row: int) -> int:
         """The GPU-pod class of a placement: k for k whole GPUs, else 0 (a share pod)."""

@@ -9,6 +9,12 @@ Rules (docs/user-guide/requests.md):
   Core missing means no compute share (memory-only); memory missing means memory in proportion
   to the compute share (P % of the chosen GPU's memory, rounded down).
 - `<migPrefix><profile>: N`: N MIG slices of that profile. It cannot be mixed with the others.
+- Any other resource (an extended resource such as `example.com/foo`, `ephemeral-storage`,
+  `hugepages-2Mi`) is a scalar the scheduler checks against the node's allocatable, as
+  kube-scheduler's NodeResourcesFit does.
+Pod-level amounts follow Kubernetes' PodRequests: the sum over app containers and restartable init
+containers (sidecars), at least the largest ordinary init container (plus the sidecars started
+before it), plus the pod overhead.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from enum import StrEnum
 from typing import Any
 
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import Protocol
 
 MILLI_PER_GPU = 1000
@@ -43,6 +50,7 @@ class GpuRequest:
     core_milli: int = MILLI_PER_GPU
     memory_mib: int | None = None  # None: whole GPU memory (whole) or in proportion to core (share)
     mig_profile: str = ""
+    resource: str = ""  # the resource name a MIG request was made with (e.g. aliyun.com/mig-1g.10gb)
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -84,6 +92,7 @@ class PodRequest:
     cpu_milli: int
     memory_mib: int
     gpus: tuple[ContainerGpuRequest, ...] = ()
+    scalars: Scalars = ()  # other resources (extended, storage, huge pages), checked per node
 
     @property
     def gpu_milli(self) -> int:
@@ -92,6 +101,11 @@ class PodRequest:
     @property
     def uses_gpu(self) -> bool:
         return bool(self.gpus)
+
+    @property
+    def is_empty(self) -> bool:
+        """Asks for nothing at all, extended resources included (a best-effort pod)."""
+        return not (self.cpu_milli or self.memory_mib or self.gpus or self.scalars)
 
 
 def _or_empty(value: object) -> object:
@@ -138,7 +152,7 @@ def parse_container_gpu(
         ((key, value),) = migs.items()
         count = _count(key, name, value)
         profile = key[len(res.mig_prefix) :]
-        return GpuRequest(GpuKind.MIG, count, 0, None, profile) if count else None
+        return GpuRequest(GpuKind.MIG, count, 0, None, profile, key) if count else None
     if gpus == 0 and not core and not units:
         return None
     if core is None and units is None:
@@ -160,21 +174,49 @@ def _limits_first(container: Mapping[str, Any]) -> dict[str, Any]:
     return {**requests, **limits}
 
 
-def _container_cpu_mem(container: Mapping[str, Any]) -> tuple[int, int]:
+@dataclass(frozen=True)
+class _Amounts:
+    """CPU milli, memory MiB and scalar resources of a container or a pod."""
+
+    cpu: int = 0
+    memory: int = 0
+    scalars: Scalars = ()
+
+    def __add__(self, other: _Amounts) -> _Amounts:
+        return _Amounts(self.cpu + other.cpu, self.memory + other.memory, combine(self.scalars, other.scalars))
+
+    def peak(self, other: _Amounts) -> _Amounts:
+        return _Amounts(max(self.cpu, other.cpu), max(self.memory, other.memory), peak(self.scalars, other.scalars))
+
+
+def _container_amounts(container: Mapping[str, Any], protocol: Protocol) -> _Amounts:
+    """What a container asks of its node: requests, defaulting to limits (as the API server does)."""
     amounts = _amounts_requests_first(container)
     name = container.get("name", "?")
     try:
-        cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
-        mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
+        return _amounts_of(amounts, protocol)
     except ValueError as exc:
         raise RequestError(f"container {name!r}: {exc}") from None
+
+
+def _amounts_of(amounts: Mapping[str, Any], protocol: Protocol) -> _Amounts:
+    cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
+    mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
     if cpu < 0 or mem < 0:
-        raise RequestError(f"container {name!r}: cpu and memory must not be negative")
-    return cpu, mem
+        raise ValueError("cpu and memory must not be negative")
+    if cpu >= LIMIT or mem >= LIMIT:
+        raise ValueError("cpu or memory beyond any node")
+    scalars: dict[str, int] = {}
+    for key, value in amounts.items():
+        resource = str(key)
+        if resource in ("cpu", "memory") or protocol.manages(resource):
+            continue
+        scalars[resource] = scalar_amount(resource, value)
+    return _Amounts(cpu, mem, scalars_of(scalars))
 
 
 def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
-    """CPU and memory as the scheduler accounts them: requests, defaulting to limits."""
+    """Amounts as the scheduler accounts them: requests, defaulting to limits."""
     requests, limits = _requests_limits(container)
     return {**limits, **requests}
 
@@ -190,28 +232,33 @@ def parse_pod_request(pod: Mapping[str, Any], protocol: Protocol) -> PodRequest:
     init = spec.get("initContainers") or []
     if not isinstance(init, list):
         raise RequestError("spec.initContainers must be a list")
-    cpu = mem = 0
+    total = _Amounts()
     gpus: list[ContainerGpuRequest] = []
     for container in containers:
         if not isinstance(container, Mapping):
             raise RequestError("every container must be an object")
-        c_cpu, c_mem = _container_cpu_mem(container)
-        cpu, mem = cpu + c_cpu, mem + c_mem
+        total += _container_amounts(container, protocol)
         gpu = parse_container_gpu(container, protocol)
         if gpu is not None:
             gpus.append(ContainerGpuRequest(str(container.get("name", "")), gpu))
+    sidecars = init_peak = _Amounts()
     for container in init:
         if not isinstance(container, Mapping):
             raise RequestError("every init container must be an object")
         if parse_container_gpu(container, protocol) is not None:
             raise RequestError(f"init container {container.get('name')!r} asks for GPUs; only app containers may")
-        i_cpu, i_mem = _container_cpu_mem(container)
-        cpu, mem = max(cpu, i_cpu), max(mem, i_mem)
+        amounts = _container_amounts(container, protocol)
+        if container.get("restartPolicy") == "Always":  # a sidecar: runs beside the app containers
+            total += amounts
+            sidecars += amounts
+            init_peak = init_peak.peak(sidecars)
+        else:
+            init_peak = init_peak.peak(amounts + sidecars)
+    total = total.peak(init_peak)
     overhead = spec.get("overhead") or {}
     if isinstance(overhead, Mapping):
         try:
-            cpu += cpu_milli(overhead["cpu"]) if "cpu" in overhead else 0
-            mem += memory_mib(overhead["memory"]) if "memory" in overhead else 0
+            total += _amounts_of(overhead, protocol)
         except ValueError as exc:
             raise RequestError(f"spec.overhead: {exc}") from None
-    return PodRequest(cpu, mem, tuple(gpus))
+    return PodRequest(total.cpu, total.memory, tuple(gpus), total.scalars)

@@ -66,6 +66,11 @@ class Resources:
     memory: str
     mig_prefix: str
 
+    def manages(self, resource: str) -> bool:
+        """True for the kit's own GPU resources (whole GPUs, shares, MIG slices), which the GPU
+        plugins account; any other resource is a scalar the fit check compares with allocatable."""
+        return resource in (self.gpu, self.core, self.memory) or resource.startswith(self.mig_prefix)
+
 
 @dataclass(frozen=True)
 class Labels:
@@ -104,6 +109,9 @@ class Protocol:
     memory_unit: str
     memory_unit_mib: int
     scheduler_name: str
+
+    def manages(self, resource: str) -> bool:
+        return self.resources.manages(resource)
 
     @property
     def fingerprint(self) -> str:

@@ -38,9 +38,18 @@ class NodeShape:
     max_pods: int = 110
     address: str = "127.0.0.1"
     labels: Mapping[str, str] = field(default_factory=dict)
+    ephemeral_storage: str = "500Gi"
 
     def base(self) -> dict[str, str]:
-        return {CPU: self.cpu, MEMORY: self.memory, PODS: str(self.max_pods)}
+        """What every kubelet reports besides devices (huge pages: none reserved, as on most nodes)."""
+        return {
+            CPU: self.cpu,
+            MEMORY: self.memory,
+            PODS: str(self.max_pods),
+            "ephemeral-storage": self.ephemeral_storage,
+            "hugepages-1Gi": "0",
+            "hugepages-2Mi": "0",
+        }
 
 
 Resources = tuple[dict[str, int], dict[str, int]]  # capacity, allocatable (extended resources)

@@ -11,7 +11,7 @@ from typing import Any
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
-from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.status import Code, FitErrors, Status
@@ -26,16 +26,19 @@ class Allocate:
             only = next(iter(by_queue.values()))
             if len(only) == 1:  # one job in one queue (a pod of its own, as a rule): nothing to order
                 queue, job = ssn.queues[only[0].queue], only[0]
-                while not ssn.overused(queue) and allocate_job(ssn, queue, job):
-                    pass
+                while not ssn.overused(queue):
+                    if not allocate_job(ssn, queue, job):
+                        return
+                _queue_overused(ssn, queue, [job])
                 return
         queues = OrderedQueue(ssn.queue_order, [ssn.queues[q] for q in by_queue], ssn.queue_key)
         job_heaps = {q: OrderedQueue(ssn.job_order, jobs, ssn.job_key) for q, jobs in by_queue.items()}
         while queues:
             queue = queues.pop()
-            if ssn.overused(queue):
-                continue
             jobs = job_heaps[queue.name]
+            if ssn.overused(queue):
+                _queue_overused(ssn, queue, [jobs.pop() for _ in range(len(jobs))])
+                continue
             if not jobs:
                 continue
             job = jobs.pop()
@@ -65,6 +68,22 @@ def eligible_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
     return grouped
 
 
+def _queue_overused(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> None:
+    """Jobs left waiting because their queue holds its deserved share: say so on their pods."""
+    status = Status(Code.UNSCHEDULABLE, (f"queue {queue.name} is overused (it holds its deserved share)",), "allocate")
+    nodes = int(ssn.candidate_rows().size)
+    for job in jobs:
+        ssn.touched_jobs.add(job.key)
+        for task in job.pending:
+            if task.key in job.fit_errors:  # a reason found earlier stays
+                continue
+            missing = [name for name, _ in task.request.scalars if name not in ssn.table.scalar_free]
+            if missing:  # what no node offers is the reason that lasts, as kube-scheduler reports it
+                job.fit_errors[task.key] = FitErrors(nodes, {f"Insufficient {name}": nodes for name in missing})
+            else:
+                job.fit_errors[task.key] = FitErrors(status=status)
+
+
 def _fail_all(ssn: Session, job: JobInfo, status: Status) -> None:
     ssn.touched_jobs.add(job.key)
     for task in job.pending:
@@ -77,7 +96,7 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
     stmt = ssn.statement()
     pending = job.pending
     if "backfill" in ssn.enabled_actions:  # best-effort tasks are backfill's
-        pending = [t for t in pending if not _best_effort(t)]
+        pending = [t for t in pending if not t.best_effort]
     tasks = ssn.sorted_tasks(pending) if len(pending) > 1 else pending
     again = False
     for i, task in enumerate(tasks):
@@ -111,11 +130,6 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         stmt.discard()
         again = False
     return again
-
-
-def _best_effort(task: TaskInfo) -> bool:
-    req = task.request
-    return req.cpu_milli == 0 and req.memory_mib == 0 and not req.gpus and not task.invalid
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Allocate:

@@ -1,6 +1,6 @@
-"""The `backfill` action: place best-effort tasks (no CPU, memory or GPU request) of admitted
-jobs on any node that passes the predicates, without gang checks (Volcano's backfill). While
-backfill is configured, allocate leaves these tasks to it."""
+"""The `backfill` action: place best-effort tasks (no request at all, extended resources
+included) of admitted jobs on any node that passes the predicates, without gang checks (Volcano's
+backfill). While backfill is configured, allocate leaves these tasks to it."""
 
 from __future__ import annotations
 
@@ -8,16 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.model import LedgerError
-from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.status import Status
 from runtimekit.scheduler.plugins.common import no_arguments
-
-
-def best_effort(task: TaskInfo) -> bool:
-    req = task.request
-    return req.cpu_milli == 0 and req.memory_mib == 0 and not req.gpus and not task.invalid
 
 
 class Backfill:
@@ -29,7 +23,7 @@ class Backfill:
                 continue
             if not ssn.job_valid(job).ok:
                 continue
-            for task in ssn.sorted_tasks(t for t in job.pending if best_effort(t)):
+            for task in ssn.sorted_tasks(t for t in job.pending if t.best_effort):
                 ssn.touched_jobs.add(job.key)
                 row, errors = ssn.select(task)
                 if row is None:

@@ -16,6 +16,7 @@ scheduling thread and the binder threads share it under one lock.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -39,6 +40,7 @@ from runtimekit.model import (
     shares_for,
 )
 from runtimekit.model.ledger import IntArray
+from runtimekit.model.scalars import combine
 from runtimekit.protocol import Protocol as KitProtocol
 from runtimekit.scheduler.cache.objects import (
     NodeState,
@@ -410,6 +412,7 @@ class LiveCache:
                 int(sum(self.nodes[n].capacity.cpu_milli for n in self.nodes)),
                 int(sum(self.nodes[n].capacity.memory_mib for n in self.nodes)),
                 int((table.gmem_total[rows] > 0).sum()) * 1000,
+                functools.reduce(combine, (s.offered for s in self.nodes.values()), ()),
             )
             return Snapshot(
                 table,

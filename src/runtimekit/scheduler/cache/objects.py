@@ -23,6 +23,7 @@ from runtimekit.model import (
     parse_pod_request,
 )
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.model.scalars import Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import Protocol
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
@@ -70,6 +71,26 @@ class NodeState:
     inventory: NodeInventory
     capacity: NodeCapacity
     problem: str = ""  # why the GPU inventory could not be read ("" = fine)
+    offered: Scalars = ()  # allocatable scalars for fairness totals: capacity.scalars plus MIG slices
+
+
+NODE_COUNTED = ("cpu", "memory", "pods")
+
+
+def node_scalars(allocatable: Mapping[str, Any], protocol: Protocol) -> tuple[Scalars, Scalars]:
+    """A node's scalar resources: (those the fit check books, those fairness counts). The first
+    leaves out the kit's GPU resources (the GPU plugins account them); the second adds MIG slices.
+    Raises ValueError for an unreadable amount."""
+    booked: dict[str, int] = {}
+    migs: dict[str, int] = {}
+    res = protocol.resources
+    for key, value in allocatable.items():
+        name = str(key)
+        if name in NODE_COUNTED or name in (res.gpu, res.core, res.memory):
+            continue
+        amount = scalar_amount(name, value)
+        (migs if name.startswith(res.mig_prefix) else booked)[name] = amount
+    return scalars_of(booked), scalars_of({**booked, **migs})
 
 
 def node_state(node: Mapping[str, Any], protocol: Protocol) -> NodeState:
@@ -81,11 +102,14 @@ def node_state(node: Mapping[str, Any], protocol: Protocol) -> NodeState:
     status = node.get("status") or {}
     allocatable = status.get("allocatable") or status.get("capacity") or {}
     problem = ""
+    offered: Scalars = ()
     try:
+        scalars, offered = node_scalars(allocatable, protocol)
         capacity = NodeCapacity(
             cpu_milli(allocatable.get("cpu", 0)),
             memory_mib(allocatable.get("memory", 0)),
             whole_number(allocatable.get("pods", 110)),
+            scalars,
         )
     except ValueError as exc:
         capacity, problem = NodeCapacity(0, 0, 0), f"unreadable allocatable: {exc}"
@@ -107,7 +131,7 @@ def node_state(node: Mapping[str, Any], protocol: Protocol) -> NodeState:
             ready = condition.get("status") == "True"
     model = inventory.model or labels.get(protocol.labels.gpu_model, "")
     node_meta = NodeMeta(name, labels, taints, bool(spec.get("unschedulable")), model, ready)
-    return NodeState(node_meta, inventory, capacity, problem)
+    return NodeState(node_meta, inventory, capacity, problem, offered)
 
 
 # -- pods ------------------------------------------------------------------------------------------
@@ -217,13 +241,22 @@ def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None) -> str:
 
 # -- queues ----------------------------------------------------------------------------------------
 def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resources | None:
-    """A ResourceList (cpu, memory, GPUs as whole count or core percent) as a resource vector."""
+    """A ResourceList (cpu, memory, GPUs as whole count or core percent, MIG slices and other
+    scalar resources by name) as a resource vector; None when absent or unreadable."""
     if not amounts:
         return None
+    res = protocol.resources
     try:
-        gpu = whole_number(amounts.get(protocol.resources.gpu, 0)) * 1000
-        gpu += whole_number(amounts.get(protocol.resources.core, 0)) * 10
-        return Resources(cpu_milli(amounts.get("cpu", 0)), memory_mib(amounts.get("memory", 0)), gpu)
+        gpu = whole_number(amounts.get(res.gpu, 0)) * 1000
+        gpu += whole_number(amounts.get(res.core, 0)) * 10
+        scalars = {
+            str(name): scalar_amount(str(name), value)
+            for name, value in amounts.items()
+            if name not in NODE_COUNTED and name not in (res.gpu, res.core, res.memory)
+        }
+        return Resources(
+            cpu_milli(amounts.get("cpu", 0)), memory_mib(amounts.get("memory", 0)), gpu, scalars_of(scalars)
+        )
     except ValueError:
         return None
 

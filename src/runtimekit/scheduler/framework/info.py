@@ -16,6 +16,7 @@ import numpy as np
 
 from runtimekit.model import NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
+from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
@@ -52,29 +53,79 @@ READY = frozenset(
 )
 
 
+BASE_DIMS = ("cpu", "memory", "gpu")
+
+
 @dataclass(frozen=True)
 class Resources:
-    """A resource vector for fairness and quotas: CPU milli, memory MiB, GPU milli."""
+    """A resource vector for fairness and quotas: CPU milli, memory MiB, GPU milli, and scalar
+    resources by name (MIG slices by their resource name, extended resources, storage), as
+    Volcano's `Resource` carries its ScalarResources. A missing scalar is zero."""
 
     cpu: int = 0
     memory: int = 0
     gpu: int = 0
+    scalars: Scalars = ()
 
     def __add__(self, other: Resources) -> Resources:
-        return Resources(self.cpu + other.cpu, self.memory + other.memory, self.gpu + other.gpu)
+        return Resources(
+            self.cpu + other.cpu, self.memory + other.memory, self.gpu + other.gpu, combine(self.scalars, other.scalars)
+        )
 
     def __sub__(self, other: Resources) -> Resources:
-        return Resources(self.cpu - other.cpu, self.memory - other.memory, self.gpu - other.gpu)
+        return Resources(
+            self.cpu - other.cpu,
+            self.memory - other.memory,
+            self.gpu - other.gpu,
+            combine(self.scalars, other.scalars, -1),
+        )
 
     def fits_in(self, other: Resources) -> bool:
-        return self.cpu <= other.cpu and self.memory <= other.memory and self.gpu <= other.gpu
+        if not (self.cpu <= other.cpu and self.memory <= other.memory and self.gpu <= other.gpu):
+            return False
+        return all(amount <= amount_of(other.scalars, name) for name, amount in self.scalars)
+
+    def get(self, dim: str) -> int:
+        """The amount of one dimension: cpu, memory, gpu or a scalar resource's name."""
+        if dim == "cpu":
+            return self.cpu
+        if dim == "memory":
+            return self.memory
+        if dim == "gpu":
+            return self.gpu
+        return amount_of(self.scalars, dim)
+
+    def dims(self) -> tuple[str, ...]:
+        """cpu, memory, gpu, then the scalar names this vector holds."""
+        return BASE_DIMS + tuple(name for name, _ in self.scalars) if self.scalars else BASE_DIMS
 
     def items(self) -> Iterator[tuple[str, int]]:
         yield from (("cpu", self.cpu), ("memory", self.memory), ("gpu", self.gpu))
+        yield from self.scalars
+
+    @property
+    def is_empty(self) -> bool:
+        return not (self.cpu or self.memory or self.gpu or any(amount for _, amount in self.scalars))
+
+    @classmethod
+    def build(cls, amounts: Mapping[str, int]) -> Resources:
+        """A vector from dimension -> amount (see `get` for the names)."""
+        scalars = {name: amount for name, amount in amounts.items() if name not in BASE_DIMS}
+        return cls(amounts.get("cpu", 0), amounts.get("memory", 0), amounts.get("gpu", 0), scalars_of(scalars))
 
     @classmethod
     def of(cls, request: PodRequest) -> Resources:
-        return cls(request.cpu_milli, request.memory_mib, request.gpu_milli)
+        scalars = request.scalars
+        for container in request.gpus:  # MIG slices count under their resource name, as in Volcano
+            if container.gpu.resource:
+                scalars = combine(scalars, ((container.gpu.resource, container.gpu.count),))
+        return cls(request.cpu_milli, request.memory_mib, request.gpu_milli, scalars)
+
+
+def union_dims(*vectors: Resources) -> tuple[str, ...]:
+    """Every dimension any of the vectors holds: cpu, memory, gpu, then scalar names sorted."""
+    extra = sorted({name for v in vectors for name, _ in v.scalars})
+    return BASE_DIMS + tuple(extra) if extra else BASE_DIMS
 
 
 @dataclass(frozen=True)
@@ -172,6 +223,12 @@ class TaskInfo:
     @property
     def resources(self) -> Resources:
         return Resources.of(self.request)
+
+    @property
+    def best_effort(self) -> bool:
+        """Asks for nothing at all, extended resources included (Volcano's `Resreq.IsEmpty`): the
+        backfill action's, not allocate's."""
+        return self.request.is_empty and not self.invalid
 
     def clone(self) -> TaskInfo:
         return _shallow(self)

@@ -140,22 +140,35 @@ class Session:
         return self.table.active_rows()
 
     def resource_fit(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
-        """Rows with room for the task's CPU, memory and one more pod (Volcano's idle check)."""
+        """Rows with room for the task's CPU, memory, scalar resources (extended resources, storage,
+        huge pages) and one more pod: kube-scheduler's NodeResourcesFit, Volcano's idle check."""
         table, req = self.table, task.request
         # cpu_room is the free CPU of rows with a pod slot left (-1 on the others; requests are >= 0)
         passed = (table.at_rows(table.cpu_room, rows) >= req.cpu_milli) & (
             table.at_rows(table.mem_free, rows) >= req.memory_mib
         )
+        for name, amount in req.scalars:
+            column = table.scalar_free.get(name)
+            if column is None:  # no node offers it
+                passed = np.zeros(rows.size, np.bool_)
+            else:
+                passed &= table.at_rows(column, rows) >= amount
         if np.count_nonzero(passed) == passed.size:  # all pass (count_nonzero costs less than .all())
             return rows
 
         def explain() -> list[tuple[str, Mask]]:
-            return [
+            reasons = [
+                ("Too many pods", table.at_rows(table.pods_free, rows) < 1),
                 ("Insufficient cpu", table.at_rows(table.cpu_free, rows) < req.cpu_milli),
                 ("Insufficient memory", table.at_rows(table.mem_free, rows) < req.memory_mib),
             ]
+            for name, amount in req.scalars:
+                column = table.scalar_free.get(name)
+                short = np.ones(rows.size, np.bool_) if column is None else table.at_rows(column, rows) < amount
+                reasons.append((f"Insufficient {name}", short))
+            return reasons
 
-        errors.defer("Too many pods", passed, explain)
+        errors.defer("Too many pods", passed, explain, exclusive=False)
         return table.keep(rows, passed)
 
     def predicate(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
@@ -238,7 +251,8 @@ class Session:
     def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement:
         node = self.table.names()[row]
         assert node is not None, "placement on a removed node"
-        return Placement(node, task.request.cpu_milli, task.request.memory_mib, choice.slots)
+        request = task.request
+        return Placement(node, request.cpu_milli, request.memory_mib, choice.slots, request.scalars)
 
     # -- jobs ------------------------------------------------------------------------------
     def job_ready(self, job: JobInfo) -> bool:

@@ -67,22 +67,25 @@ class FitErrors:
     nodes: int = 0
     counts: dict[str, int] = field(default_factory=dict)
     status: Status | None = None  # a node-independent failure (pre-predicate, invalid request)
-    _deferred: list[tuple[str, Any, Explain]] = field(default_factory=list)
+    _deferred: list[tuple[str, Any, Explain, bool]] = field(default_factory=list)
 
     def add(self, reason: str, count: int = 1) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + count
 
-    def defer(self, fallback: str, passed: Any, explain: Explain) -> None:
+    def defer(self, fallback: str, passed: Any, explain: Explain, exclusive: bool = True) -> None:
         """Count the rows where `passed` (a mask) is False by the reasons `explain()` gives, when
-        asked; `fallback` for those no reason covers."""
-        self._deferred.append((fallback, passed, explain))
+        asked; `fallback` for those no reason covers. Exclusive: a row counts under its first
+        reason only (a plugin's first failure); else under each reason that covers it (kube-
+        scheduler's resource fit lists every insufficient resource of a node)."""
+        self._deferred.append((fallback, passed, explain, exclusive))
 
     @property
     def reasons(self) -> dict[str, int]:
-        for fallback, passed, explain in self._deferred:
-            left = ~passed
+        for fallback, passed, explain, exclusive in self._deferred:
+            failed = ~passed
+            left = failed.copy()
             for reason, mask in explain():
-                hit = left & mask
+                hit = (left if exclusive else failed) & mask
                 count = int(np.count_nonzero(hit))
                 if count:
                     self.add(reason, count)

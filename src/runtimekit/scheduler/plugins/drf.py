@@ -17,7 +17,8 @@ from runtimekit.scheduler.plugins.common import no_arguments
 
 
 def dominant_share(used: Resources, total: Resources) -> float:
-    return max((u / t for (_, u), (_, t) in zip(used.items(), total.items(), strict=True) if t > 0), default=0.0)
+    """The largest fraction of any dimension of the cluster (scalars included) that `used` holds."""
+    return max((amount / total.get(dim) for dim, amount in used.items() if total.get(dim) > 0), default=0.0)
 
 
 class Drf(Plugin, JobOrder, Preemptable, EventHandler):

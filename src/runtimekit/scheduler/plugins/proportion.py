@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimekit.scheduler.framework.info import QueueInfo, Resources, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import QueueInfo, Resources, TaskInfo, TaskStatus, union_dims
 from runtimekit.scheduler.framework.interfaces import (
     Allocatable,
     EventHandler,
@@ -28,19 +28,17 @@ from runtimekit.scheduler.framework.interfaces import (
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.plugins.common import no_arguments
 
-DIMS = ("cpu", "memory", "gpu")
-
 
 def _get(r: Resources, dim: str) -> int:
-    return int(getattr(r, dim))
+    return r.get(dim)
 
 
 def _min(a: Resources, b: Resources) -> Resources:
-    return Resources(*(min(_get(a, d), _get(b, d)) for d in DIMS))
+    return Resources.build({d: min(a.get(d), b.get(d)) for d in union_dims(a, b)})
 
 
 def _max(a: Resources, b: Resources) -> Resources:
-    return Resources(*(max(_get(a, d), _get(b, d)) for d in DIMS))
+    return Resources.build({d: max(a.get(d), b.get(d)) for d in union_dims(a, b)})
 
 
 @dataclass
@@ -53,28 +51,30 @@ class QueueAttr:
     capability: Resources = field(default_factory=Resources)
 
     def share(self) -> float:
-        shares = [_get(self.allocated, d) / _get(self.deserved, d) for d in DIMS if _get(self.deserved, d) > 0]
+        dims = union_dims(self.allocated, self.deserved)
+        shares = [_get(self.allocated, d) / _get(self.deserved, d) for d in dims if _get(self.deserved, d) > 0]
         return max(shares, default=0.0)
 
 
 def water_fill(attrs: Sequence[QueueAttr], total: Resources) -> None:
     """Give each queue its deserved resources: by weight, capped by capability and request."""
+    dims = union_dims(total, *(a.request for a in attrs), *(a.queue.guarantee for a in attrs))
     for attr in attrs:
         attr.deserved = _min(attr.queue.guarantee, attr.capability)
-    remaining = total - Resources(*(sum(_get(a.deserved, d) for a in attrs) for d in DIMS))
+    remaining = total - Resources.build({d: sum(_get(a.deserved, d) for a in attrs) for d in dims})
     for _ in range(32):
-        hungry = [a for a in attrs if any(_get(a.deserved, d) < _get(_min(a.request, a.capability), d) for d in DIMS)]
-        if not hungry or all(_get(remaining, d) <= 0 for d in DIMS):
+        hungry = [a for a in attrs if any(_get(a.deserved, d) < _get(_min(a.request, a.capability), d) for d in dims)]
+        if not hungry or all(_get(remaining, d) <= 0 for d in dims):
             break
         weight = sum(a.queue.weight for a in hungry)
         given = Resources()
         for attr in hungry:
-            offer = Resources(*(max(0, _get(remaining, d)) * attr.queue.weight // weight for d in DIMS))
+            offer = Resources.build({d: max(0, _get(remaining, d)) * attr.queue.weight // weight for d in dims})
             target = _min(attr.deserved + offer, _min(attr.request, attr.capability))
             target = _max(target, attr.deserved)
             given = given + (target - attr.deserved)
             attr.deserved = target
-        if all(_get(given, d) == 0 for d in DIMS):
+        if all(_get(given, d) == 0 for d in dims):
             break
         remaining = remaining - given
 
@@ -121,7 +121,8 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
         attr = self.attrs.get(queue.name)
         if attr is None:
             return False
-        return all(_get(attr.deserved, d) <= _get(attr.allocated, d) for d in DIMS)
+        # Volcano's `deserved.LessEqual(allocated, Zero)`: every dimension of either is held
+        return all(_get(attr.deserved, d) <= _get(attr.allocated, d) for d in union_dims(attr.deserved, attr.allocated))
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
         attr = self.attrs.get(queue.name)
@@ -138,7 +139,7 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
             if attr is None or not attr.queue.reclaimable:
                 continue
             left = attr.allocated - taken.get(attr.queue.name, Resources())
-            if any(_get(left, d) > _get(attr.deserved, d) for d in DIMS):
+            if any(_get(left, d) > _get(attr.deserved, d) for d in union_dims(left, attr.deserved)):
                 taken[attr.queue.name] = taken.get(attr.queue.name, Resources()) + task.resources
                 victims.append(task)
         return victims
