@@ -235,7 +235,7 @@ tiers:
   - name: binpack
 """)
     framework = Framework(conf, builtin_registry())
-    assert [p.name for tier in framework.plugins_by_tier for p in tier] == [
+    assert [p.name for p in framework.plugins.every.flat] == [
         "priority",
         "gang",
         "conformance",
@@ -246,4 +246,4 @@ tiers:
         "nodeorder",
         "binpack",
     ]
-    assert [p.name for p in framework.flat_points["preemptable"]] == ["priority", "conformance"]
+    assert [p.name for p in framework.plugins.preemptable.flat] == ["priority", "conformance"]

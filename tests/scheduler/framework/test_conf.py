@@ -22,8 +22,8 @@ def test_volcano_flags_default_to_true_and_are_read() -> None:
     assert option.enabled("enablePredicate")
     assert not option.enabled("enableNodeOrder")
     framework = Framework(conf, builtin_registry())
-    assert framework.points["node_order"] == [[]]
-    assert [p.name for p in framework.points["predicate"][0]] == ["gpushare"]
+    assert framework.plugins.node_order.tiers == ((),)
+    assert [p.name for p in framework.plugins.predicate.tiers[0]] == ["gpushare"]
 
 
 @pytest.mark.parametrize(

@@ -29,6 +29,7 @@ from runtimekit.scheduler.framework.interfaces import (
     Vote,
 )
 from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
 from scheduler.helpers import job_of, meta, share, whole
 
@@ -46,13 +47,13 @@ class Toy(Plugin, JobOrder, Predicate, NodeOrder, JobPipelined, Preemptable):
             return order.index(left.name) - order.index(right.name)
         return 0
 
-    def predicate(self, task: TaskInfo, rows: Rows, ssn: Session) -> Verdict:
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         banned = set(self.args.get("ban", []))
         names = ssn.table.names()
         passed = np.array([names[r] not in banned for r in rows], np.bool_)
         return Verdict(passed, [(f"banned by {self.name}", ~passed)])
 
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         bonus: dict[str, float] = self.args.get("bonus", {})
         names = ssn.table.names()
         return np.array([bonus.get(names[r] or "", 0.0) for r in rows])

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
-from runtimekit.scheduler.framework.interfaces import DeviceChoice
+from runtimekit.scheduler.framework.values import DeviceChoice
 
 
 class Cache(Protocol):

@@ -11,10 +11,12 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from runtimekit.scheduler.framework.action import Action
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
-from runtimekit.scheduler.framework.interfaces import POINTS, Plugin
-from runtimekit.scheduler.framework.registry import Action, BuildContext, Registry
+from runtimekit.scheduler.framework.info import JobKey
+from runtimekit.scheduler.framework.interfaces import Plugin, PluginLists
+from runtimekit.scheduler.framework.registry import BuildContext, Registry
 from runtimekit.scheduler.framework.session import Session
 
 log = logging.getLogger(__name__)
@@ -42,39 +44,23 @@ class Framework:
             [BuiltPlugin(opt, registry.build_plugin(opt.name, opt.arguments, self.context)) for opt in tier.plugins]
             for tier in conf.tiers
         ]
-        self.plugins_by_tier: list[list[Plugin]] = [[b.plugin for b in tier] for tier in self.tiers]
-        self.points: dict[str, list[list[Plugin]]] = {
-            point.name: [
-                [
-                    b.plugin
-                    for b in tier
-                    if isinstance(b.plugin, point.interface) and (point.flag is None or b.option.enabled(point.flag))
-                ]
-                for tier in self.tiers
-            ]
-            for point in POINTS
-        }
-        self.flat_points: dict[str, list[Plugin]] = {
-            name: [p for tier in tiers for p in tier] for name, tiers in self.points.items()
-        }
+        self.plugins = PluginLists.build([[(b.option, b.plugin) for b in tier] for tier in self.tiers])
 
     def plugin(self, name: str) -> Plugin | None:
-        return next((b.plugin for tier in self.tiers for b in tier if b.plugin.name == name), None)
+        return next((p for p in self.plugins.every.flat if p.name == name), None)
 
     def open_session(self, cache: Cache) -> Session:
-        ssn = Session(self, cache, cache.snapshot())
-        for tier in self.plugins_by_tier:
-            for plugin in tier:
-                plugin.on_session_open(ssn)
+        ssn = Session(self.plugins, cache, cache.snapshot(), self.enabled_actions, self.explain)
+        for plugin in self.plugins.every.flat:
+            plugin.on_session_open(ssn)
         return ssn
 
     def close_session(self, ssn: Session) -> None:
-        for tier in self.plugins_by_tier:
-            for plugin in tier:
-                plugin.on_session_close(ssn)
+        for plugin in self.plugins.every.flat:
+            plugin.on_session_close(ssn)
         touched = ssn.touched_jobs
         for key in sorted(touched) if len(touched) > 1 else touched:
-            job = ssn.jobs.get(key)  # type: ignore[call-overload]
+            job = ssn.jobs.get(JobKey(key))
             if job is not None:
                 ssn.cache.job_updated(job)
 

@@ -1,10 +1,12 @@
 """Extension points: one small interface each. A plugin subclasses `Plugin` and lists the points it
 implements as bases, e.g. `class Gang(Plugin, JobReady, JobOrder): ...`; mypy checks the methods.
+Plugins receive a read-only `SessionView` (never the session itself).
 
-The framework sorts plugins into per-point lists once, when it is built (`POINTS` says which conf
-flag gates each point), and the session combines them across tiers as Volcano does (see
-`session.py`). A new point is a Protocol here plus its dispatcher in the session; an action from a
-plugins directory can also define its own Protocol and call `Session.implementing(...)`.
+`PluginLists` holds, per point, the plugins implementing it tier by tier; the framework builds it
+once from the configured tiers (each field names the conf flag that gates it), and the session has
+one typed dispatcher per point that combines their answers as Volcano does (see `session.py`).
+Adding a point touches two files: a Protocol and a field here, its dispatcher in the session. An
+action from a plugins directory can also define its own Protocol and call `Session.implementing`.
 
 Batch points (`Predicate`, `NodeOrder`) take an array of node rows and answer for all of them at
 once, so that a decision over thousands of nodes is a few numpy operations.
@@ -12,30 +14,23 @@ once, so that a decision over thousands of nodes is a few numpy operations.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
-from enum import IntEnum
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
-import numpy as np
-import numpy.typing as npt
-
-from runtimekit.model import Slot
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.status import Status
+from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
+from runtimekit.scheduler.framework.view import SessionView
 
-if TYPE_CHECKING:
-    from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
-    from runtimekit.scheduler.framework.session import Session
-
-Rows = npt.NDArray[np.int64]
-Mask = npt.NDArray[np.bool_]
-Scores = npt.NDArray[np.float64]
+__all__ = ["DeviceChoice", "Mask", "Plugin", "PluginLists", "Rows", "Scores", "SessionView", "Verdict", "Vote"]
+T = TypeVar("T")
 
 
-class Vote(IntEnum):
-    REJECT = -1
-    ABSTAIN = 0
-    PERMIT = 1
+class Named(Protocol):
+    """Points whose failures are stamped with the plugin's name."""
+
+    name: str
 
 
 class Plugin:
@@ -43,43 +38,11 @@ class Plugin:
 
     name: str = ""
 
-    def on_session_open(self, ssn: Session) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         """Called at the start of every session, in tier order."""
 
-    def on_session_close(self, ssn: Session) -> None:
+    def on_session_close(self, ssn: SessionView) -> None:
         """Called at the end of every session, in tier order."""
-
-
-@dataclass
-class Verdict:
-    """A batch predicate's answer: which of the given rows pass, and why the others do not.
-
-    `reasons` pairs a reason with the rows (a mask over the given rows) it explains, either as a
-    list or as a function returning it (called only when someone reads the reasons); a failing
-    row that no reason covers is reported as the plugin's generic rejection. `passed` is the
-    verdict's own: the plugin does not change it afterwards (reasons are counted from it later).
-    """
-
-    passed: Mask
-    reasons: list[tuple[str, Mask]] | Callable[[], list[tuple[str, Mask]]] = field(default_factory=list)
-
-    @classmethod
-    def all(cls, count: int) -> Verdict:
-        return cls(np.ones(count, np.bool_))
-
-
-@dataclass(frozen=True)
-class DeviceChoice:
-    """Which devices inside the chosen node each container of a task takes."""
-
-    containers: tuple[tuple[str, tuple[Slot, ...]], ...] = ()
-    policy: str = ""
-
-    @property
-    def slots(self) -> tuple[Slot, ...]:
-        if len(self.containers) == 1:
-            return self.containers[0][1]
-        return tuple(slot for _, slots in self.containers for slot in slots)
 
 
 # -- ordering ----------------------------------------------------------------------------------
@@ -103,26 +66,26 @@ class QueueOrder(Protocol):
 
 # -- validity and fit --------------------------------------------------------------------------
 @runtime_checkable
-class JobValid(Protocol):
+class JobValid(Named, Protocol):
     def job_valid(self, job: JobInfo) -> Status:
         """Non-success skips the job in allocate and backfill (the message is reported)."""
 
 
 @runtime_checkable
-class PrePredicate(Protocol):
+class PrePredicate(Named, Protocol):
     def pre_predicate(self, task: TaskInfo) -> Status:
         """Node-independent checks, once per task; non-success means no node can take it."""
 
 
 @runtime_checkable
-class Predicate(Protocol):
-    def predicate(self, task: TaskInfo, rows: Rows, ssn: Session) -> Verdict:
+class Predicate(Named, Protocol):
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         """Which of `rows` can take the task. Must not change session state."""
 
 
 @runtime_checkable
 class NodeOrder(Protocol):
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         """A score per row (higher is better); the session sums every plugin's scores."""
 
 
@@ -133,8 +96,8 @@ class BestNode(Protocol):
 
 
 @runtime_checkable
-class DeviceAllocate(Protocol):
-    def allocate_devices(self, task: TaskInfo, row: int, ssn: Session) -> DeviceChoice | Status | None:
+class DeviceAllocate(Named, Protocol):
+    def allocate_devices(self, task: TaskInfo, row: int, ssn: SessionView) -> DeviceChoice | Status | None:
         """The devices the task takes on node `row`: a choice, a failure Status, or None when the
         task asks for nothing this plugin manages. The first plugin that answers owns the task."""
 
@@ -213,31 +176,72 @@ class EventHandler(Protocol):
 
 
 @dataclass(frozen=True)
-class Point:
-    name: str
-    interface: type[Any]
-    flag: str | None  # the PluginOption flag that gates it; None: always on
+class Tiered(Generic[T]):
+    """The plugins of one extension point: per tier in configured order, and all of them in order."""
+
+    tiers: tuple[tuple[T, ...], ...] = ()
+    flat: tuple[T, ...] = ()
+
+    @classmethod
+    def of(cls, tiers: Sequence[Sequence[T]]) -> Tiered[T]:
+        return cls(tuple(tuple(tier) for tier in tiers), tuple(p for tier in tiers for p in tier))
 
 
-POINTS: tuple[Point, ...] = (
-    Point("job_order", JobOrder, "enableJobOrder"),
-    Point("task_order", TaskOrder, "enableTaskOrder"),
-    Point("queue_order", QueueOrder, "enableQueueOrder"),
-    Point("job_valid", JobValid, None),
-    Point("pre_predicate", PrePredicate, "enablePredicate"),
-    Point("predicate", Predicate, "enablePredicate"),
-    Point("node_order", NodeOrder, "enableNodeOrder"),
-    Point("best_node", BestNode, "enableBestNode"),
-    Point("allocate_devices", DeviceAllocate, "enableDevice"),
-    Point("job_ready", JobReady, "enableJobReady"),
-    Point("job_pipelined", JobPipelined, "enableJobPipelined"),
-    Point("job_enqueueable", JobEnqueueable, "enableJobEnqueued"),
-    Point("job_enqueued", JobEnqueued, "enableJobEnqueued"),
-    Point("job_starving", JobStarving, "enableJobStarving"),
-    Point("preemptable", Preemptable, "enablePreemptable"),
-    Point("reclaimable", Reclaimable, "enableReclaimable"),
-    Point("overused", Overused, "enabledOverused"),
-    Point("allocatable", Allocatable, "enabledAllocatable"),
-    Point("preemptive", Preemptive, "enablePreemptive"),
-    Point("event_handler", EventHandler, None),
-)
+def _gate(interface: type[Any], flag: str | None) -> dict[str, Any]:
+    """A PluginLists field's metadata: the interface its plugins implement, the conf flag that gates it."""
+    return {"interface": interface, "flag": flag}
+
+
+class Configured(Protocol):
+    """A configured plugin: its conf entry says which of its points are enabled."""
+
+    def enabled(self, flag: str) -> bool: ...
+
+
+@dataclass(frozen=True)
+class PluginLists:
+    """Every extension point's plugins, built once per framework (`build`)."""
+
+    job_order: Tiered[JobOrder] = field(default_factory=Tiered, metadata=_gate(JobOrder, "enableJobOrder"))
+    task_order: Tiered[TaskOrder] = field(default_factory=Tiered, metadata=_gate(TaskOrder, "enableTaskOrder"))
+    queue_order: Tiered[QueueOrder] = field(default_factory=Tiered, metadata=_gate(QueueOrder, "enableQueueOrder"))
+    job_valid: Tiered[JobValid] = field(default_factory=Tiered, metadata=_gate(JobValid, None))
+    pre_predicate: Tiered[PrePredicate] = field(default_factory=Tiered, metadata=_gate(PrePredicate, "enablePredicate"))
+    predicate: Tiered[Predicate] = field(default_factory=Tiered, metadata=_gate(Predicate, "enablePredicate"))
+    node_order: Tiered[NodeOrder] = field(default_factory=Tiered, metadata=_gate(NodeOrder, "enableNodeOrder"))
+    best_node: Tiered[BestNode] = field(default_factory=Tiered, metadata=_gate(BestNode, "enableBestNode"))
+    allocate_devices: Tiered[DeviceAllocate] = field(
+        default_factory=Tiered, metadata=_gate(DeviceAllocate, "enableDevice")
+    )
+    job_ready: Tiered[JobReady] = field(default_factory=Tiered, metadata=_gate(JobReady, "enableJobReady"))
+    job_pipelined: Tiered[JobPipelined] = field(
+        default_factory=Tiered, metadata=_gate(JobPipelined, "enableJobPipelined")
+    )
+    job_enqueueable: Tiered[JobEnqueueable] = field(
+        default_factory=Tiered, metadata=_gate(JobEnqueueable, "enableJobEnqueued")
+    )
+    job_enqueued: Tiered[JobEnqueued] = field(default_factory=Tiered, metadata=_gate(JobEnqueued, "enableJobEnqueued"))
+    job_starving: Tiered[JobStarving] = field(default_factory=Tiered, metadata=_gate(JobStarving, "enableJobStarving"))
+    preemptable: Tiered[Preemptable] = field(default_factory=Tiered, metadata=_gate(Preemptable, "enablePreemptable"))
+    reclaimable: Tiered[Reclaimable] = field(default_factory=Tiered, metadata=_gate(Reclaimable, "enableReclaimable"))
+    overused: Tiered[Overused] = field(default_factory=Tiered, metadata=_gate(Overused, "enabledOverused"))
+    allocatable: Tiered[Allocatable] = field(default_factory=Tiered, metadata=_gate(Allocatable, "enabledAllocatable"))
+    preemptive: Tiered[Preemptive] = field(default_factory=Tiered, metadata=_gate(Preemptive, "enablePreemptive"))
+    event_handler: Tiered[EventHandler] = field(default_factory=Tiered, metadata=_gate(EventHandler, None))
+    every: Tiered[Plugin] = field(default_factory=Tiered)  # every plugin, whatever it implements
+
+    @classmethod
+    def build(cls, tiers: Sequence[Sequence[tuple[Configured, Plugin]]]) -> PluginLists:
+        """Sort configured plugins into the points they implement and their conf enables."""
+        lists: dict[str, Tiered[Any]] = {}
+        for f in fields(cls):
+            interface, flag = f.metadata.get("interface"), f.metadata.get("flag")
+            if interface is None:
+                continue
+            lists[f.name] = Tiered.of(
+                [
+                    [p for option, p in tier if isinstance(p, interface) and (flag is None or option.enabled(flag))]
+                    for tier in tiers
+                ]
+            )
+        return cls(**lists, every=Tiered.of([[p for _, p in tier] for tier in tiers]))

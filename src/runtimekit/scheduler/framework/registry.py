@@ -18,13 +18,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.scheduler.framework.action import Action
 from runtimekit.scheduler.framework.interfaces import Plugin
-
-if TYPE_CHECKING:
-    from runtimekit.scheduler.framework.session import Session
 
 
 class RegistryError(ValueError):
@@ -33,18 +31,10 @@ class RegistryError(ValueError):
 
 @dataclass
 class BuildContext:
-    """What builders may use besides their arguments: the protocol, a seeded RNG and a clock."""
+    """What builders may use besides their arguments: the protocol and a seeded RNG."""
 
     protocol: KitProtocol = field(default_factory=KitProtocol.default)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
-    clock: Callable[[], float] = field(default=lambda: 0.0)
-
-
-class Action(Protocol):
-    name: str
-
-    def execute(self, ssn: Session) -> None:
-        """Run once per session, in the configured order."""
 
 
 PluginBuilder = Callable[[Mapping[str, Any], BuildContext], Plugin]

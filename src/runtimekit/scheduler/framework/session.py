@@ -10,7 +10,8 @@ rules that combine their answers (Volcano's `session_plugins.go`):
 - job starving: the first tier with any plugin decides, all of that tier must agree;
 - preemptable and reclaimable: per tier, abstainers are skipped and the victim lists intersected;
   the first tier with an answer decides.
-Callers: the actions. All state changes go through a `Statement` (or `allocate` for backfill).
+Each point has its own typed dispatcher over `PluginLists`. Callers: the actions. All state changes
+go through a `Statement` (or `allocate` for backfill).
 """
 
 from __future__ import annotations
@@ -18,97 +19,84 @@ from __future__ import annotations
 import functools
 import itertools
 from collections.abc import Callable, Iterable, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TypeVar
 
 import numpy as np
 
 from runtimekit.model import Placement, PodKey
-from runtimekit.scheduler.framework.info import (
-    JobInfo,
-    QueueInfo,
-    Snapshot,
-    TaskInfo,
-)
-from runtimekit.scheduler.framework.interfaces import (
-    DeviceChoice,
-    Mask,
-    Rows,
-    Scores,
-    Verdict,
-    Vote,
-)
+from runtimekit.scheduler.framework.cache import Cache
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
+from runtimekit.scheduler.framework.interfaces import PluginLists, Tiered
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SUCCESS, Code, Explain, FitErrors, Status, error
-
-if TYPE_CHECKING:
-    from runtimekit.scheduler.framework.cache import Cache
-    from runtimekit.scheduler.framework.framework import Framework
+from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
 
 T = TypeVar("T")
 _session_ids = itertools.count(1)
 
 
 class Session:
-    def __init__(self, framework: Framework, cache: Cache, snapshot: Snapshot) -> None:
+    """One cycle: the snapshot, the plugin lists, and the rules that combine their answers. It is a
+    `SessionView` for plugins and a statement `Host`; actions use the whole of it."""
+
+    def __init__(
+        self,
+        plugins: PluginLists,
+        cache: Cache,
+        snapshot: Snapshot,
+        enabled_actions: frozenset[str] = frozenset(),
+        explain: bool = True,
+    ) -> None:
         self.uid = next(_session_ids)
-        self.framework = framework
+        self.plugins = plugins
         self.cache = cache
         self.snapshot = snapshot
         self.table = snapshot.table
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.now = snapshot.now
-        self.state: dict[str, Any] = {}  # per-cycle state shared by plugins, keyed by plugin name
-        self.enabled_actions = framework.enabled_actions
-        self._points = framework.points
-        self._flat: dict[str, list[Any]] = framework.flat_points  # per point, every tier in order
+        self.enabled_actions = enabled_actions
         self.touched_jobs: set[str] = set()
-        self.explain = framework.explain  # work out why unschedulable tasks fit nowhere
-
-    # -- plugin lists ----------------------------------------------------------------------
-    def tiers_of(self, point: str) -> list[list[Any]]:
-        """The plugins implementing a built-in point, per tier, in configured order."""
-        return self._points.get(point, [])
+        self.explain = explain  # work out why unschedulable tasks fit nowhere
 
     def implementing(self, interface: type[T]) -> list[list[T]]:
         """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
-        return [[p for p in tier if isinstance(p, interface)] for tier in self.framework.plugins_by_tier]
-
-    def _all(self, point: str) -> list[Any]:
-        return self._flat.get(point, [])
+        return [[p for p in tier if isinstance(p, interface)] for tier in self.plugins.every.tiers]
 
     # -- ordering --------------------------------------------------------------------------
-    def _compare(self, point: str, method: str, left: Any, right: Any) -> int:
-        for plugin in self._all(point):
-            result: int = getattr(plugin, method)(left, right)
+    def job_order(self, left: JobInfo, right: JobInfo) -> int:
+        for plugin in self.plugins.job_order.flat:
+            result = plugin.job_order(left, right)
             if result:
                 return result
-        return 0
-
-    def job_order(self, left: JobInfo, right: JobInfo) -> int:
-        result = self._compare("job_order", "job_order", left, right)
-        return result or _fallback(left.created, right.created, left.key, right.key)
+        return _fallback(left.created, right.created, left.key, right.key)
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
-        result = self._compare("task_order", "task_order", left, right)
-        return result or _fallback(left.created, right.created, left.key, right.key)
+        for plugin in self.plugins.task_order.flat:
+            result = plugin.task_order(left, right)
+            if result:
+                return result
+        return _fallback(left.created, right.created, left.key, right.key)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
-        result = self._compare("queue_order", "queue_order", left, right)
-        return result or _fallback(0, 0, left.name, right.name)
+        for plugin in self.plugins.queue_order.flat:
+            result = plugin.queue_order(left, right)
+            if result:
+                return result
+        return _fallback(0, 0, left.name, right.name)
 
     @property
     def job_key(self) -> Callable[[JobInfo], tuple[float, str]] | None:
         """A sort key that orders exactly as `job_order` when no plugin orders jobs; else None."""
-        return None if self._all("job_order") else _creation_key
+        return None if self.plugins.job_order.flat else _creation_key
 
     @property
     def task_key(self) -> Callable[[TaskInfo], tuple[float, str]] | None:
-        return None if self._all("task_order") else _creation_key
+        return None if self.plugins.task_order.flat else _creation_key
 
     @property
     def queue_key(self) -> Callable[[QueueInfo], tuple[int, str]] | None:
-        return None if self._all("queue_order") else _queue_key
+        return None if self.plugins.queue_order.flat else _queue_key
 
     def sorted_jobs(self, jobs: Iterable[JobInfo]) -> list[JobInfo]:
         return sorted(jobs, key=self.job_key or functools.cmp_to_key(self.job_order))
@@ -121,8 +109,8 @@ class Session:
 
     # -- validity and fit ------------------------------------------------------------------
     def job_valid(self, job: JobInfo) -> Status:
-        for plugin in self._flat["job_valid"]:
-            status: Status = plugin.job_valid(job)
+        for plugin in self.plugins.job_valid.flat:
+            status = plugin.job_valid(job)
             if not status.ok:
                 return status.stamped(plugin.name)
         return SUCCESS
@@ -130,8 +118,8 @@ class Session:
     def pre_predicate(self, task: TaskInfo) -> Status:
         if task.invalid:
             return Status(Code.UNRESOLVABLE, (task.invalid,), "request")
-        for plugin in self._flat["pre_predicate"]:
-            status: Status = plugin.pre_predicate(task)
+        for plugin in self.plugins.pre_predicate.flat:
+            status = plugin.pre_predicate(task)
             if not status.ok:
                 return status.stamped(plugin.name)
         return SUCCESS
@@ -173,10 +161,10 @@ class Session:
 
     def predicate(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
         """Rows that pass every predicate plugin; failures are counted per reason in `errors`."""
-        for plugin in self._flat["predicate"]:
+        for plugin in self.plugins.predicate.flat:
             if rows.size == 0:
                 break
-            verdict: Verdict = plugin.predicate(task, rows, self)
+            verdict = plugin.predicate(task, rows, self)
             passed = verdict.passed
             if np.count_nonzero(passed) == passed.size:
                 continue
@@ -196,9 +184,9 @@ class Session:
         return self.predicate(task, rows, errors), errors
 
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
-        plugins = self._flat["node_order"]
+        plugins = self.plugins.node_order.flat
         if len(plugins) == 1:  # nothing to add up: the one plugin's scores as they are
-            scores: Scores = plugins[0].node_order(task, rows, self)
+            scores = plugins[0].node_order(task, rows, self)
             return scores if scores.dtype == np.float64 else scores.astype(np.float64)
         total = np.zeros(rows.size, np.float64)
         for plugin in plugins:
@@ -207,8 +195,8 @@ class Session:
 
     def best_node(self, task: TaskInfo, rows: Rows, scores: Scores) -> int:
         """The chosen row: a plugin's override, else the top score with ties to the lowest rank."""
-        for plugin in self._flat["best_node"]:
-            chosen: int | None = plugin.best_node(task, rows, scores)
+        for plugin in self.plugins.best_node.flat:
+            chosen = plugin.best_node(task, rows, scores)
             if chosen is not None:
                 return int(chosen)
         first = int(scores.argmax())
@@ -232,8 +220,8 @@ class Session:
         """The devices every device plugin chooses for the containers it manages (gpushare the
         shares and whole GPUs, mig the slices), merged; the first failure wins."""
         answers: list[DeviceChoice] = []
-        for plugin in self._flat["allocate_devices"]:
-            answer: DeviceChoice | Status | None = plugin.allocate_devices(task, row, self)
+        for plugin in self.plugins.allocate_devices.flat:
+            answer = plugin.allocate_devices(task, row, self)
             if isinstance(answer, Status):
                 return answer.stamped(plugin.name)
             if answer is not None:
@@ -256,73 +244,46 @@ class Session:
 
     # -- jobs ------------------------------------------------------------------------------
     def job_ready(self, job: JobInfo) -> bool:
-        plugins = self._flat["job_ready"]
+        plugins = self.plugins.job_ready.flat
         return not plugins or all(p.job_ready(job) for p in plugins)
 
-    def _vote(self, point: str, method: str, job: JobInfo) -> bool:
-        for tier in self.tiers_of(point):
-            permitted = False
-            for plugin in tier:
-                vote: Vote = getattr(plugin, method)(job)
-                if vote is Vote.REJECT:
-                    return False
-                permitted |= vote is Vote.PERMIT
-            if permitted:
-                return True
-        return True
-
     def job_pipelined(self, job: JobInfo) -> bool:
-        return self._vote("job_pipelined", "job_pipelined", job)
+        return _vote(self.plugins.job_pipelined, lambda p: p.job_pipelined(job))
 
     def job_enqueueable(self, job: JobInfo) -> bool:
-        return self._vote("job_enqueueable", "job_enqueueable", job)
+        return _vote(self.plugins.job_enqueueable, lambda p: p.job_enqueueable(job))
 
     def job_enqueued(self, job: JobInfo) -> None:
-        for plugin in self._all("job_enqueued"):
+        for plugin in self.plugins.job_enqueued.flat:
             plugin.job_enqueued(job)
 
     def job_starving(self, job: JobInfo) -> bool:
-        for tier in self.tiers_of("job_starving"):
+        for tier in self.plugins.job_starving.tiers:
             if tier:
                 return all(p.job_starving(job) for p in tier)
         return False
 
-    def _victims(self, point: str, method: str, actor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        for tier in self.tiers_of(point):
-            chosen: dict[PodKey, TaskInfo] | None = None
-            for plugin in tier:
-                victims: list[TaskInfo] | None = getattr(plugin, method)(actor, candidates)
-                if victims is None:
-                    continue
-                keyed = {v.key: v for v in victims}
-                chosen = keyed if chosen is None else {k: v for k, v in chosen.items() if k in keyed}
-                if not chosen:
-                    break
-            if chosen is not None:
-                return list(chosen.values())
-        return []
-
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        return self._victims("preemptable", "preemptable", preemptor, candidates)
+        return _victims(self.plugins.preemptable, lambda p: p.preemptable(preemptor, candidates))
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
-        return self._victims("reclaimable", "reclaimable", reclaimer, candidates)
+        return _victims(self.plugins.reclaimable, lambda p: p.reclaimable(reclaimer, candidates))
 
     def overused(self, queue: QueueInfo) -> bool:
-        plugins = self._flat["overused"]
+        plugins = self.plugins.overused.flat
         return bool(plugins) and any(p.overused(queue) for p in plugins)
 
     def allocatable(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        plugins = self._flat["allocatable"]
+        plugins = self.plugins.allocatable.flat
         return not plugins or all(p.allocatable(queue, task) for p in plugins)
 
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
-        plugins = self._flat["preemptive"]
+        plugins = self.plugins.preemptive.flat
         return not plugins or all(p.preemptive(queue, task) for p in plugins)
 
     # -- events and statements -------------------------------------------------------------
     def fire(self, allocated: bool, task: TaskInfo) -> None:
-        for plugin in self._flat["event_handler"]:
+        for plugin in self.plugins.event_handler.flat:
             (plugin.on_allocate if allocated else plugin.on_deallocate)(task)
 
     def statement(self) -> Statement:
@@ -330,6 +291,38 @@ class Session:
 
     def each_task(self, predicate: Callable[[TaskInfo], bool]) -> list[TaskInfo]:
         return [t for job in self.jobs.values() for t in job.tasks.values() if predicate(t)]
+
+
+def _vote(point: Tiered[T], ask: Callable[[T], Vote]) -> bool:
+    """Any Reject refuses; a tier with a Permit decides; else permit."""
+    for tier in point.tiers:
+        permitted = False
+        for plugin in tier:
+            vote = ask(plugin)
+            if vote is Vote.REJECT:
+                return False
+            permitted |= vote is Vote.PERMIT
+        if permitted:
+            return True
+    return True
+
+
+def _victims(point: Tiered[T], ask: Callable[[T], list[TaskInfo] | None]) -> list[TaskInfo]:
+    """Per tier, abstainers are skipped and the victim lists intersected; the first tier with an
+    answer decides."""
+    for tier in point.tiers:
+        chosen: dict[PodKey, TaskInfo] | None = None
+        for plugin in tier:
+            victims = ask(plugin)
+            if victims is None:
+                continue
+            keyed = {v.key: v for v in victims}
+            chosen = keyed if chosen is None else {k: v for k, v in chosen.items() if k in keyed}
+            if not chosen:
+                break
+        if chosen is not None:
+            return list(chosen.values())
+    return []
 
 
 def _explainer(verdict: Verdict) -> Explain:

@@ -5,14 +5,27 @@ placement need this). Each operation changes the session's table and task at onc
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, NamedTuple
+from typing import NamedTuple, Protocol
 
-from runtimekit.model import LedgerError, NodeName, Placement
+from runtimekit.model import LedgerError, NodeName, NodeTable, Placement
+from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
-from runtimekit.scheduler.framework.interfaces import DeviceChoice
+from runtimekit.scheduler.framework.values import DeviceChoice
 
-if TYPE_CHECKING:
-    from runtimekit.scheduler.framework.session import Session
+
+class Host(Protocol):
+    """What a statement works on (the session): its table, the cache that carries out commits, how
+    a choice becomes a placement, and the event handlers to tell."""
+
+    @property
+    def table(self) -> NodeTable: ...
+
+    @property
+    def cache(self) -> Cache: ...
+
+    def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement: ...
+
+    def fire(self, allocated: bool, task: TaskInfo) -> None: ...
 
 
 class _Op(NamedTuple):
@@ -26,7 +39,7 @@ class _Op(NamedTuple):
 
 
 class Statement:
-    def __init__(self, ssn: Session) -> None:
+    def __init__(self, ssn: Host) -> None:
         self.ssn = ssn
         self.ops: list[_Op] = []
         self.done = False

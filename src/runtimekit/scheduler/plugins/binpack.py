@@ -18,6 +18,7 @@ from runtimekit.scheduler.framework.arguments import ArgumentError
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Plugin, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 
 
 def _weight(arguments: Mapping[str, Any], key: str, default: float) -> float:
@@ -37,7 +38,7 @@ class Binpack(Plugin, NodeOrder):
     def __init__(self, weight: float, cpu: float, memory: float, gpu: float) -> None:
         self.weight, self.cpu, self.memory, self.gpu = weight, cpu, memory, gpu
 
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: Any) -> Scores:
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         if not self.weight:
             return np.zeros(rows.size)
         table, req = ssn.table, task.request

@@ -13,6 +13,7 @@ from typing import Any
 from runtimekit.scheduler.framework.info import JobInfo, Resources, TaskInfo
 from runtimekit.scheduler.framework.interfaces import EventHandler, JobOrder, Plugin, Preemptable
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 
@@ -28,7 +29,7 @@ class Drf(Plugin, JobOrder, Preemptable, EventHandler):
         self.total = Resources()
         self.allocated: dict[str, Resources] = {}
 
-    def on_session_open(self, ssn: Any) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self.total = ssn.snapshot.capacity
         self.allocated = {key: job.allocated() for key, job in ssn.jobs.items()}
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, JobKey, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import (
     JobOrder,
     JobPipelined,
@@ -25,6 +25,7 @@ from runtimekit.scheduler.framework.interfaces import (
 )
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.status import SUCCESS, Status, unschedulable
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 VALID = frozenset({TaskStatus.PENDING, *OCCUPYING, TaskStatus.SUCCEEDED})
@@ -34,9 +35,9 @@ class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrder, JobStarving, Pree
     name = "gang"
 
     def __init__(self) -> None:
-        self._jobs: dict[str, JobInfo] = {}
+        self._jobs: Mapping[JobKey, JobInfo] = {}
 
-    def on_session_open(self, ssn: Any) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self._jobs = ssn.jobs
 
     def job_valid(self, job: JobInfo) -> Status:

@@ -39,6 +39,7 @@ from runtimekit.scheduler.framework.interfaces import (
 )
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.status import Status, unschedulable
+from runtimekit.scheduler.framework.view import SessionView
 
 NAME = "mig"
 
@@ -162,7 +163,7 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
     def _wants(task: TaskInfo) -> list[tuple[str, int]]:
         return [(c.gpu.mig_profile, c.gpu.count) for c in task.request.gpus if c.gpu.kind is GpuKind.MIG]
 
-    def _plan(self, task: TaskInfo, row: int, ssn: Any) -> Choice | None:
+    def _plan(self, task: TaskInfo, row: int, ssn: SessionView) -> Choice | None:
         """The plan for what the task wants on a row, cached by the row's version (which covers its
         MIG slices), so pods asking alike share it until the node changes."""
         wants = tuple(self._wants(task))
@@ -174,7 +175,7 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
             self._plans[key] = plan(states, list(wants), self._first_fit) if states else None
         return self._plans[key]
 
-    def predicate(self, task: TaskInfo, rows: Rows, ssn: Any) -> Verdict:
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         wants = self._wants(task)
         if not wants:
             return Verdict.all(rows.size)
@@ -188,7 +189,7 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
 
         return Verdict(passed, explain)
 
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: Any) -> Scores:
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         if not self._wants(task) or self._first_fit:  # first fit: the node order alone decides
             return np.zeros(rows.size)
         scores = np.zeros(rows.size)
@@ -200,7 +201,7 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
                 scores[i] = 100.0 / (1.0 + (choice.before - choice.after) / unit)
         return scores * self.args.weight
 
-    def allocate_devices(self, task: TaskInfo, row: int, ssn: Any) -> DeviceChoice | Status | None:
+    def allocate_devices(self, task: TaskInfo, row: int, ssn: SessionView) -> DeviceChoice | Status | None:
         migs = [c for c in task.request.gpus if c.gpu.kind is GpuKind.MIG]
         if not migs:
             return None

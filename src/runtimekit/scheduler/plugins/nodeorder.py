@@ -20,6 +20,7 @@ from runtimekit.scheduler.framework.arguments import ArgumentError, parse_argume
 from runtimekit.scheduler.framework.info import Requirement, TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Plugin, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 
 IGNORED = (
     "podaffinity.weight",
@@ -45,7 +46,7 @@ class NodeOrderArgs:
                 raise ArgumentError(f"nodeorder: {name}.weight must not be negative")
 
 
-def _fractions(ssn: Any, task: TaskInfo, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
+def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
     table = ssn.table
     cpu_cap = np.maximum(table.cpu_total[rows], 1)
     mem_cap = np.maximum(table.mem_total[rows], 1)
@@ -82,7 +83,7 @@ class NodeOrderPlugin(Plugin, NodeOrder):
     def __init__(self, args: NodeOrderArgs) -> None:
         self.args = args
 
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: Any) -> Scores:
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         a = self.args
         score = np.zeros(rows.size)
         if a.leastrequested or a.mostrequested or a.balancedresource:

@@ -12,6 +12,7 @@ from runtimekit.scheduler.framework.arguments import ArgumentError, parse_argume
 from runtimekit.scheduler.framework.info import JobInfo, Resources
 from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 
 
 @dataclass(frozen=True)
@@ -31,7 +32,7 @@ class Overcommit(Plugin, JobEnqueueable, JobEnqueued):
         self.idle = Resources()
         self.inqueue = Resources()
 
-    def on_session_open(self, ssn: Any) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         total: Resources = ssn.snapshot.capacity
         used = Resources()
         for allocated in ssn.snapshot.queue_allocated.values():

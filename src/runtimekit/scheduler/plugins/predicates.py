@@ -14,9 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from runtimekit.scheduler.framework.info import Constraints, Taint, TaskInfo
+from runtimekit.scheduler.framework.info import Constraints, NodeMeta, Taint, TaskInfo
 from runtimekit.scheduler.framework.interfaces import Plugin, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
@@ -43,7 +44,7 @@ class Predicates(Plugin, Predicate):
     def __init__(self) -> None:
         self._cache: dict[tuple[Constraints, int, int], tuple[np.ndarray, list[str | None]]] = {}
 
-    def _node_verdicts(self, constraints: Constraints, ssn: Any) -> tuple[np.ndarray, list[str | None]]:
+    def _node_verdicts(self, constraints: Constraints, ssn: SessionView) -> tuple[np.ndarray, list[str | None]]:
         key = (constraints, ssn.snapshot.meta_version, ssn.table.rows)
         found = self._cache.get(key)
         if found is None:
@@ -57,7 +58,7 @@ class Predicates(Plugin, Predicate):
         return found
 
     @staticmethod
-    def _why(constraints: Constraints, node: Any) -> str | None:
+    def _why(constraints: Constraints, node: NodeMeta | None) -> str | None:
         if node is None:
             return "node(s) were removed"
         if not node.ready:
@@ -66,7 +67,7 @@ class Predicates(Plugin, Predicate):
             return "node(s) were unschedulable"
         return constraints.fits(node)
 
-    def predicate(self, task: TaskInfo, rows: Rows, ssn: Any) -> Verdict:
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         passed_all, reasons = self._node_verdicts(task.constraints, ssn)
         passed = passed_all[rows]
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
+from runtimekit.scheduler.framework.info import JobInfo, JobKey, TaskInfo
 from runtimekit.scheduler.framework.interfaces import JobOrder, JobStarving, Plugin, Preemptable, TaskOrder
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 
@@ -19,9 +20,9 @@ class Priority(Plugin, JobOrder, TaskOrder, Preemptable, JobStarving):
     name = "priority"
 
     def __init__(self) -> None:
-        self._jobs: dict[str, JobInfo] = {}
+        self._jobs: Mapping[JobKey, JobInfo] = {}
 
-    def on_session_open(self, ssn: Any) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         self._jobs = ssn.jobs
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:

@@ -13,7 +13,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimekit.scheduler.framework.info import QueueInfo, Resources, TaskInfo, TaskStatus, union_dims
+from runtimekit.scheduler.framework.info import (
+    JobInfo,
+    JobKey,
+    QueueInfo,
+    Resources,
+    TaskInfo,
+    TaskStatus,
+    union_dims,
+)
 from runtimekit.scheduler.framework.interfaces import (
     Allocatable,
     EventHandler,
@@ -26,6 +34,7 @@ from runtimekit.scheduler.framework.interfaces import (
     Vote,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 
@@ -84,9 +93,9 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
 
     def __init__(self) -> None:
         self.attrs: dict[str, QueueAttr] = {}
-        self.jobs: dict[str, Any] = {}
+        self.jobs: Mapping[JobKey, JobInfo] = {}
 
-    def on_session_open(self, ssn: Any) -> None:
+    def on_session_open(self, ssn: SessionView) -> None:
         total: Resources = ssn.snapshot.capacity
         self.jobs = ssn.jobs
         self.attrs = {
@@ -144,7 +153,7 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
                 victims.append(task)
         return victims
 
-    def job_enqueueable(self, job: Any) -> Vote:
+    def job_enqueueable(self, job: JobInfo) -> Vote:
         attr = self.attrs.get(job.queue)
         if attr is None:
             return Vote.ABSTAIN
@@ -155,7 +164,7 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
         fits = (job.min_resources + attr.allocated + attr.inqueue).fits_in(attr.capability)
         return Vote.PERMIT if fits else Vote.REJECT
 
-    def job_enqueued(self, job: Any) -> None:
+    def job_enqueued(self, job: JobInfo) -> None:
         attr = self.attrs.get(job.queue)
         if attr is not None and job.min_resources is not None:
             attr.inqueue = attr.inqueue + job.min_resources

@@ -35,8 +35,8 @@ from runtimekit.scheduler.framework.interfaces import (
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.status import SUCCESS, Status, unresolvable, unschedulable
+from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.gpushare.fit import REASON_MODEL, fit_rows, fitting_gpus, sequential_fit, slots_for
 from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
@@ -137,7 +137,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         return SUCCESS
 
     # -- Predicate -------------------------------------------------------------------------
-    def predicate(self, task: TaskInfo, rows: Rows, ssn: Session) -> Verdict:
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         requests = self.need(task.request).gpus
         if not requests:
             return Verdict.all(rows.size)
@@ -166,7 +166,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         return Verdict(passed, explain)
 
     # -- NodeOrder -------------------------------------------------------------------------
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: Session) -> Scores:
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
         policy = self.policy_for(task)
         if isinstance(policy, FgdPolicy) and task.key not in self._observed:
@@ -183,7 +183,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
         return weighted
 
     # -- DeviceAllocate --------------------------------------------------------------------
-    def allocate_devices(self, task: TaskInfo, row: int, ssn: Session) -> DeviceChoice | Status | None:
+    def allocate_devices(self, task: TaskInfo, row: int, ssn: SessionView) -> DeviceChoice | Status | None:
         need = self.need(task.request)
         requests, shape = need.containers, need.shape
         if not requests:

@@ -1,0 +1,41 @@
+"""What a plugin sees of a session: a read-only view (kube-scheduler hands its plugins a
+`framework.Handle` and a snapshot lister, never the scheduler itself).
+
+Plugins read the node table, the snapshot (node metadata, capacity, queue totals), the jobs and
+queues of the cycle; they never change them — every change goes through the actions' statements.
+`Session` implements this protocol; tests may pass anything with these attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Protocol
+
+from runtimekit.model import NodeTable
+from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, Snapshot
+
+
+class SessionView(Protocol):
+    @property
+    def uid(self) -> int:
+        """Unique per session: a plugin may key per-cycle state by it."""
+
+    @property
+    def snapshot(self) -> Snapshot:
+        """The cycle's snapshot: node metadata (`meta`, `rank`, models), capacity, queue totals."""
+
+    @property
+    def table(self) -> NodeTable:
+        """The cycle's node table (free and total resources per row). Read it, do not change it."""
+
+    @property
+    def jobs(self) -> Mapping[JobKey, JobInfo]:
+        """The cycle's jobs with their tasks."""
+
+    @property
+    def queues(self) -> Mapping[str, QueueInfo]:
+        """The cycle's queues by name."""
+
+    @property
+    def now(self) -> float:
+        """The snapshot's time (seconds since the epoch; trace time in replays)."""
