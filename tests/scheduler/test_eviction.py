@@ -113,3 +113,24 @@ def test_gang_members_are_not_preempted_below_min_member() -> None:
     Framework(parse_conf(PREEMPT), builtin_registry()).run_once(cache)
     assert cache.evicted == []  # evicting either member would break the gang
     assert PodKey("high-0") not in cache.bound
+
+
+def test_a_pod_that_fails_for_an_unresolvable_reason_preempts_nobody() -> None:
+    """kube-scheduler's rule: UnschedulableAndUnresolvable is not worth a preemption. A pod naming a
+    placement policy that does not exist can never be placed, so no victim may be evicted for it."""
+    from runtimekit.scheduler.builtin import builtin_registry
+    from runtimekit.scheduler.framework import Framework, parse_conf
+    from runtimekit.scheduler.framework.info import JobInfo, JobKey, TaskInfo
+
+    scenario = Scenario("full", [Node("n1", gpus=2)], [Job("low", [whole(1), whole(1)], priority=1)], {}, conf=PREEMPT)
+    cache = run(scenario)
+    assert sorted(cache.bound) == ["low-0", "low-1"]
+    high = JobInfo(JobKey("high"), "default", "high", priority=10, created=9.0)
+    task = TaskInfo(PodKey("high-0"), "default", "high-0", high.key, whole(1), priority=10, created=9.0)
+    task.policy = "no-such-policy"
+    high.add(task)
+    cache.add_job(high)
+    framework = Framework(parse_conf(PREEMPT), builtin_registry())
+    framework.run_once(cache)
+    assert cache.evicted == []
+    assert "unknown placement policy" in cache.unschedulable[PodKey("high-0")].message

@@ -16,7 +16,7 @@ from runtimekit.model import Ledger, NodeName, Placement, placement_from_assignm
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.live import LiveCache
 from runtimekit.scheduler.cache.objects import assignment_of, node_state, task_from_pod
-from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+from runtimekit.scheduler.framework import BuildContext, Framework, load_conf, parse_conf
 from scheduler.fake_api import FakeApi, P, node_object, pod_object
 
 GPU, CORE, MEM = P.resources.gpu, P.resources.core, P.resources.memory
@@ -193,6 +193,46 @@ def test_pods_of_other_schedulers_hold_resources_but_are_not_scheduled() -> None
     api.delete_pod("default/other")
     schedule(cache, framework, 1)
     assert api.pods["default/mine"]["spec"]["nodeName"] == "n1"
+
+
+def test_a_restarted_scheduler_books_the_extended_resources_of_running_pods() -> None:
+    api = FakeApi()
+    node = node_object("n1")
+    node["status"]["allocatable"]["example.com/foo"] = "3"
+    api.add_node(node)
+    running = pod_object("running", {"example.com/foo": 2})
+    running["spec"]["nodeName"] = "n1"
+    api.add_pod(running)
+    cache, framework = make(api)
+    cache.retry_seconds = 3600
+    api.add_pod(pod_object("waiting", {"example.com/foo": 2}))
+    schedule(cache, framework, 1)
+    assert "nodeName" not in api.pods["default/waiting"]["spec"]
+    assert api.events[-1][2] == "0/1 nodes are available: 1 Insufficient example.com/foo."
+    api.delete_pod("default/running")
+    schedule(cache, framework, 1)
+    assert api.pods["default/waiting"]["spec"]["nodeName"] == "n1"
+
+
+def test_a_pod_failed_by_an_error_is_retried_after_a_growing_back_off() -> None:
+    """kube-scheduler's back-off queue: an error (not a misfit) retries after 1 s, then 2 s, ...
+    up to 10 s, whether or not anything changes; a misfit waits for a change."""
+    now = [1000.0]
+    api = FakeApi()
+    api.add_node(node_object("n1"))
+    cache = LiveCache(P, P.scheduler_name, api, clock=lambda: now[0], retry_seconds=3600)
+    api.attach(cache)
+    cache.on_node("ADDED", api.nodes["n1"])
+    conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n'  # no plugin allocates GPUs
+    framework = Framework(parse_conf(conf), builtin_registry(), BuildContext(protocol=P))
+    api.add_pod(pod_object("p", {GPU: 1}))
+    for wait in (1.0, 2.0, 4.0, 8.0, 10.0, 10.0):
+        framework.run_once(cache)
+        assert "no plugin allocates" in api.events[-1][2]
+        now[0] += wait - 0.01
+        assert not cache.has_work()
+        now[0] += 0.01
+        assert cache.has_work()
 
 
 class LiveCacheMachine(RuleBasedStateMachine):

@@ -23,12 +23,14 @@ from runtimekit.scheduler.framework.interfaces import (
     Plugin,
     Predicate,
     Preemptable,
+    PrePredicate,
     Rows,
     Scores,
     Verdict,
     Vote,
 )
 from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
 from scheduler.helpers import job_of, meta, share, whole
@@ -213,3 +215,38 @@ def test_the_fallback_sort_key_orders_as_the_comparison(jobs: list[tuple[int, st
     assert [a.key for a, _ in popped] == [b.key for _, b in popped]
     assert all(a is b for a, b in popped)  # equal keys: first pushed first, in both
     assert session(TWO_TIERS, cache("n1")).job_key is None  # a plugin orders jobs: no key
+
+
+class Skipper(Plugin, PrePredicate, Predicate):
+    """Skips its predicate for pods named 'skip-*'; its predicate bans every node."""
+
+    name = "skipper"
+
+    def pre_predicate(self, task: TaskInfo) -> Status:
+        return SKIP if task.name.startswith("skip") else SUCCESS
+
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
+        passed = np.zeros(rows.size, np.bool_)
+        return Verdict(passed, [("banned by skipper", ~passed)])
+
+
+def test_a_pre_predicate_that_skips_spares_the_task_its_predicate() -> None:
+    reg = registry()
+    reg.register_plugin("skipper", lambda args, ctx: Skipper())
+    conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: skipper\n  - name: gpushare\n'
+    ssn = Framework(parse_conf(conf), reg, BuildContext()).open_session(cache("n1", "n2"))
+    skipped = job_of("skip", share(100)).tasks["skip-0"]  # type: ignore[index]
+    checked = job_of("check", share(100)).tasks["check-0"]  # type: ignore[index]
+    assert ssn.feasible(skipped)[0].size == 2
+    rows, errors = ssn.feasible(checked)
+    assert rows.size == 0
+    assert errors.reasons == {"banned by skipper": 2}
+
+
+def test_unresolvable_rows_are_those_a_verdict_marks_among_the_failures() -> None:
+    ssn = session(TWO_TIERS, cache("n1", "n2", "n3", "n4"))
+    task = job_of("a", whole(3)).tasks["a-0"]  # type: ignore[index]
+    _, errors = ssn.feasible(task)  # 2-GPU nodes: no eviction gives a pod 3 GPUs
+    names = ssn.table.names()
+    assert sorted(str(names[r]) for r in errors.unresolvable_rows()) == ["n2", "n4"]  # n1, n3: banned first
+    assert errors.resolvable

@@ -1,6 +1,8 @@
 """Shared by `preempt` and `reclaim`: for each starving job of a queue, make room for its tasks by
 evicting victims on one node in a trial statement, lowest priority first, until the task fits (keep
-the trial only if it does); the job's statement commits only if the job is then pipelined."""
+the trial only if it does); the job's statement commits only if the job is then pipelined. As in
+kube-scheduler, a task that fails for an unresolvable reason is not a preemptor, and nodes it
+fails on for such a reason are not candidates."""
 
 from __future__ import annotations
 
@@ -91,11 +93,17 @@ def evict_for_queue(
         for task in ssn.sorted_tasks(job.pending):
             if task.invalid or not task_ok(task):
                 continue
+            errors = job.fit_errors.get(task.key)
+            if not isinstance(errors, FitErrors):  # no attempt this session yet: the predicates say
+                _, errors = ssn.feasible(task)
+            if not errors.resolvable:  # fails whatever is evicted (kube-scheduler: no preemption)
+                continue
+            hopeless = errors.unresolvable_rows()
 
             def candidates(row: int, job: JobInfo = job) -> list[TaskInfo]:
                 return [t for t in on_row.get(row, []) if may_evict(job, t)]
 
-            rows = [r for r in ssn.candidate_rows().tolist() if r in on_row]
+            rows = [r for r in ssn.candidate_rows().tolist() if r in on_row and r not in hopeless]
             if make_room(ssn, stmt, task, rows, candidates, choose, reason):
                 ssn.touched_jobs.add(job.key)
         if ssn.job_pipelined(job):

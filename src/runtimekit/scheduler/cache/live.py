@@ -23,7 +23,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -67,9 +67,10 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
-from runtimekit.scheduler.framework.status import FitErrors
+from runtimekit.scheduler.framework.status import Code, FitErrors
 
 log = logging.getLogger(__name__)
+INITIAL_BACKOFF_S, MAX_BACKOFF_S = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds / podMaxBackoffSeconds
 
 
 class BindError(Exception):
@@ -109,8 +110,9 @@ class _Pending:
     task: TaskInfo
     failed_generation: int = -1  # generation at the last failed attempt (-1: never failed)
     failed_at: float = 0.0
-    not_before: float = 0.0  # backoff after a failed bind
+    not_before: float = 0.0  # backoff after a failed bind or an error
     attempts: int = 0
+    errors: int = 0  # sessions in a row that failed the pod with an error (not a misfit)
     reported: str = ""
 
 
@@ -274,6 +276,8 @@ class LiveCache:
                         node,
                     )
                 placement = Placement(node, task.request.cpu_milli, task.request.memory_mib)
+            if task.request.scalars:  # extended resources, storage and huge pages are held too
+                placement = replace(placement, scalars=task.request.scalars)
             self.ledger.reserve(task.key, placement, allow_unusable=True)
         except LedgerError as exc:
             self.conflicts[task.key] = str(exc)
@@ -575,6 +579,13 @@ class LiveCache:
                 if entry is None:
                     continue
                 entry.failed_generation, entry.failed_at = self.generation, now
+                failed = errors.status if isinstance(errors, FitErrors) else None
+                if failed is not None and failed.code is Code.ERROR:  # retried after a back-off, whatever changes
+                    entry.errors += 1
+                    entry.not_before = now + min(MAX_BACKOFF_S, INITIAL_BACKOFF_S * 2 ** (entry.errors - 1))
+                    entry.failed_generation = -1
+                else:
+                    entry.errors = 0
                 message = errors.message if isinstance(errors, FitErrors) else str(errors)
                 if message != entry.reported:
                     entry.reported = message

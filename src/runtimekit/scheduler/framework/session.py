@@ -115,14 +115,18 @@ class Session:
                 return status.stamped(plugin.name)
         return SUCCESS
 
-    def pre_predicate(self, task: TaskInfo) -> Status:
+    def pre_predicate(self, task: TaskInfo) -> tuple[Status, frozenset[str]]:
+        """The first failure, or success with the names of plugins that skip their predicate."""
         if task.invalid:
-            return Status(Code.UNRESOLVABLE, (task.invalid,), "request")
+            return Status(Code.UNRESOLVABLE, (task.invalid,), "request"), frozenset()
+        skipped: list[str] = []
         for plugin in self.plugins.pre_predicate.flat:
             status = plugin.pre_predicate(task)
-            if not status.ok:
-                return status.stamped(plugin.name)
-        return SUCCESS
+            if status.code is Code.SKIP:
+                skipped.append(plugin.name)
+            elif not status.ok:
+                return status.stamped(plugin.name), frozenset()
+        return SUCCESS, frozenset(skipped)
 
     def candidate_rows(self) -> Rows:
         return self.table.active_rows()
@@ -159,16 +163,21 @@ class Session:
         errors.defer("Too many pods", passed, explain, exclusive=False)
         return table.keep(rows, passed)
 
-    def predicate(self, task: TaskInfo, rows: Rows, errors: FitErrors) -> Rows:
-        """Rows that pass every predicate plugin; failures are counted per reason in `errors`."""
+    def predicate(self, task: TaskInfo, rows: Rows, errors: FitErrors, skip: frozenset[str] = frozenset()) -> Rows:
+        """Rows that pass every predicate plugin (but those in `skip`); failures are counted per
+        reason in `errors`, with the rows no eviction can help."""
         for plugin in self.plugins.predicate.flat:
             if rows.size == 0:
                 break
+            if skip and plugin.name in skip:
+                continue
             verdict = plugin.predicate(task, rows, self)
             passed = verdict.passed
             if np.count_nonzero(passed) == passed.size:
                 continue
             errors.defer(f"rejected by {plugin.name}", passed, _explainer(verdict))
+            if verdict.unresolvable is not None:
+                errors.defer_unresolvable(rows, passed, verdict.unresolvable)
             rows = self.table.keep(rows, passed)
         return rows
 
@@ -176,12 +185,12 @@ class Session:
         """Rows that can take the task now, with the reasons the others cannot."""
         rows = self.candidate_rows()
         errors = FitErrors(nodes=int(rows.size))
-        status = self.pre_predicate(task)
+        status, skip = self.pre_predicate(task)
         if not status.ok:
             errors.status = status
             return rows[:0], errors
         rows = self.resource_fit(task, rows, errors)
-        return self.predicate(task, rows, errors), errors
+        return self.predicate(task, rows, errors, skip), errors
 
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
         plugins = self.plugins.node_order.flat

@@ -1,5 +1,16 @@
 """Outcomes of plugin calls as values: a code that says what the scheduler does next, reasons,
-and the name of the plugin that said it."""
+and the name of the plugin that said it (kube-scheduler's `framework.Status`).
+
+What each code makes the scheduler do:
+- UNSCHEDULABLE: the pod waits until something that could help changes (a pod leaves, a node or
+  queue changes) or the retry period passes; preemption may try the nodes that failed this way;
+- UNRESOLVABLE: as UNSCHEDULABLE, but no eviction can help: preemption skips the pod (from a
+  pre-predicate) or the node (a verdict's `unresolvable` rows);
+- ERROR: broken infrastructure or a bug: the pod is retried after a back-off (1 s doubling to
+  10 s, kube-scheduler's podInitialBackoffSeconds/podMaxBackoffSeconds), whatever changes;
+- SKIP (from a pre-predicate only): the plugin has nothing to check for this pod; its predicate is
+  not called for it.
+"""
 
 from __future__ import annotations
 
@@ -16,8 +27,7 @@ class Code(IntEnum):
     ERROR = 1  # broken infrastructure or a bug; the pod is retried later
     UNSCHEDULABLE = 2  # may fit once something changes (a pod leaves, a node is added)
     UNRESOLVABLE = 3  # will not fit however the cluster changes (UnschedulableAndUnresolvable)
-    WAIT = 4
-    SKIP = 5
+    SKIP = 4  # a pre-predicate's: nothing to check for this pod (the plugin's predicate is skipped)
 
 
 @dataclass(frozen=True)
@@ -28,7 +38,8 @@ class Status:
 
     @property
     def ok(self) -> bool:
-        return self.code is Code.SUCCESS
+        """Success or skip: nothing stands in the pod's way."""
+        return self.code is Code.SUCCESS or self.code is Code.SKIP
 
     @property
     def message(self) -> str:
@@ -40,6 +51,7 @@ class Status:
 
 
 SUCCESS = Status()
+SKIP = Status(Code.SKIP)
 
 
 def unschedulable(*reasons: str) -> Status:
@@ -68,6 +80,25 @@ class FitErrors:
     counts: dict[str, int] = field(default_factory=dict)
     status: Status | None = None  # a node-independent failure (pre-predicate, invalid request)
     _deferred: list[tuple[str, Any, Explain, bool]] = field(default_factory=list)
+    _unresolvable: list[tuple[Any, Any, Any]] = field(default_factory=list)  # (rows, passed, mask or function)
+
+    def defer_unresolvable(self, rows: Any, passed: Any, mask: Any) -> None:
+        """Of `rows`, those failing (not `passed`) where `mask` (or `mask()`, called when asked)
+        holds failed for a reason no eviction can fix."""
+        self._unresolvable.append((rows, passed, mask))
+
+    def unresolvable_rows(self) -> set[int]:
+        """Rows where preemption cannot help (kube-scheduler's UnschedulableAndUnresolvable nodes)."""
+        out: set[int] = set()
+        for rows, passed, mask in self._unresolvable:
+            flags = mask() if callable(mask) else mask
+            out.update(rows[flags & ~passed].tolist())
+        return out
+
+    @property
+    def resolvable(self) -> bool:
+        """False when the pod fails for a node-independent reason no eviction can fix."""
+        return self.status is None or self.status.code is not Code.UNRESOLVABLE
 
     def add(self, reason: str, count: int = 1) -> None:
         self.counts[reason] = self.counts.get(reason, 0) + count

@@ -34,10 +34,14 @@ class Verdict:
     list or as a function returning it (called only when someone reads the reasons); a failing
     row that no reason covers is reported as the plugin's generic rejection. `passed` is the
     verdict's own: the plugin does not change it afterwards (reasons are counted from it later).
+    `unresolvable` marks the failing rows that preemption cannot turn into fits (a selector, a
+    taint, a GPU model), as kube-scheduler's UnschedulableAndUnresolvable.
     """
 
     passed: Mask
     reasons: Reasons | Callable[[], Reasons] = field(default_factory=list)
+    # failing rows no eviction can help, or a function giving them when asked (None: none of them)
+    unresolvable: Mask | Callable[[], Mask] | None = None
 
     @classmethod
     def all(cls, count: int) -> Verdict:

@@ -33,12 +33,13 @@ from runtimekit.scheduler.framework.interfaces import (
     NodeOrder,
     Plugin,
     Predicate,
+    PrePredicate,
     Rows,
     Scores,
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import Status, unschedulable
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, unschedulable
 from runtimekit.scheduler.framework.view import SessionView
 
 NAME = "mig"
@@ -151,7 +152,7 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
     return Choice(tuple(slots), before, node_value(states, occupied))
 
 
-class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
+class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
     name = NAME
 
     def __init__(self, args: MigArgs) -> None:
@@ -175,6 +176,9 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
             self._plans[key] = plan(states, list(wants), self._first_fit) if states else None
         return self._plans[key]
 
+    def pre_predicate(self, task: TaskInfo) -> Status:
+        return SUCCESS if self._wants(task) else SKIP  # no slice asked for: nothing to check
+
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         wants = self._wants(task)
         if not wants:
@@ -183,11 +187,13 @@ class Mig(Plugin, Predicate, NodeOrder, DeviceAllocate):
         passed = np.array([r in mig_rows and self._plan(task, r, ssn) is not None for r in rows.tolist()], np.bool_)
         profiles = ", ".join(sorted({p for p, _ in wants}))
 
-        def explain() -> list[tuple[str, np.ndarray]]:
-            no_mig = np.array([not ssn.table.mig.get(int(r)) for r in rows], np.bool_)
-            return [("no GPU in MIG mode", ~passed & no_mig), (f"no free MIG slot for {profiles}", ~passed)]
+        def no_mig() -> np.ndarray:
+            return np.array([not ssn.table.mig.get(int(r)) for r in rows.tolist()], np.bool_)
 
-        return Verdict(passed, explain)
+        def explain() -> list[tuple[str, np.ndarray]]:
+            return [("no GPU in MIG mode", ~passed & no_mig()), (f"no free MIG slot for {profiles}", ~passed)]
+
+        return Verdict(passed, explain, unresolvable=no_mig)
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         if not self._wants(task) or self._first_fit:  # first fit: the node order alone decides

@@ -79,7 +79,8 @@ class Predicates(Plugin, Predicate):
                     out.setdefault(why, np.zeros(rows.size, np.bool_))[i] = True
             return list(out.items())
 
-        return Verdict(passed, explain)
+        # a selector, an affinity, a taint or a cordon: no eviction makes the node fit
+        return Verdict(passed, explain, unresolvable=lambda: ~passed)
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Predicates:

@@ -67,6 +67,16 @@ def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest) -> list[tu
     return reasons
 
 
+def hopeless_rows(table: NodeTable, rows: IntArray, req: GpuRequest) -> BoolArray:
+    """Rows where no eviction could ever make room: fewer usable GPUs (healthy, not in MIG mode)
+    large enough for the request than it asks for (kube-scheduler's UnschedulableAndUnresolvable)."""
+    usable = table.usable[rows]
+    if req.kind is GpuKind.SHARE and req.memory_mib:
+        usable = usable & (table.gmem_total[rows] >= req.memory_mib)
+    hopeless: BoolArray = usable.sum(axis=1) < req.count
+    return hopeless
+
+
 def fitting_gpus(table: NodeTable, row: int, req: GpuRequest) -> IntArray:
     """Columns of the GPUs of one row that can each hold one unit of the request."""
     # One row of a few GPUs: plain ints cost less than a chain of small numpy operations.

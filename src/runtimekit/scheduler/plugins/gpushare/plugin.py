@@ -26,6 +26,7 @@ from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
     DeviceChoice,
+    Mask,
     NodeOrder,
     Plugin,
     Predicate,
@@ -35,9 +36,16 @@ from runtimekit.scheduler.framework.interfaces import (
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import SUCCESS, Status, unresolvable, unschedulable
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from runtimekit.scheduler.framework.view import SessionView
-from runtimekit.scheduler.plugins.gpushare.fit import REASON_MODEL, fit_rows, fitting_gpus, sequential_fit, slots_for
+from runtimekit.scheduler.plugins.gpushare.fit import (
+    REASON_MODEL,
+    fit_rows,
+    fitting_gpus,
+    hopeless_rows,
+    sequential_fit,
+    slots_for,
+)
 from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
     POLICIES,
@@ -134,15 +142,25 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
                 self._learned.clear()
             self._learned.add(task.key)  # every pod counts once, feasible or not, however often it is retried
             learner.learn(_pod_type(task, self.shape(task.request)))
-        return SUCCESS
+        return SUCCESS if self.need(task.request).gpus else SKIP
 
     # -- Predicate -------------------------------------------------------------------------
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         requests = self.need(task.request).gpus
         if not requests:
             return Verdict.all(rows.size)
+        table = ssn.table
+
+        def hopeless() -> Mask:
+            out = hopeless_rows(table, rows, requests[0])
+            for req in requests[1:]:
+                out = out | hopeless_rows(table, rows, req)
+            if task.gpu_models is not None:
+                out |= ~ssn.snapshot.model_mask(task.gpu_models)[rows]
+            return out
+
         if len(requests) == 1 and task.gpu_models is None:  # the usual case: one GPU container, any model
-            return Verdict(*fit_rows(ssn.table, rows, requests[0]))
+            return Verdict(*fit_rows(table, rows, requests[0]), unresolvable=hopeless)
         checks: list[tuple[np.ndarray, Any]] = []
         if task.gpu_models is not None:
             model_ok = ssn.snapshot.model_mask(task.gpu_models)[rows]
@@ -163,7 +181,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
                 out.extend(why() if callable(why) else why)
             return out
 
-        return Verdict(passed, explain)
+        return Verdict(passed, explain, unresolvable=hopeless)
 
     # -- NodeOrder -------------------------------------------------------------------------
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
