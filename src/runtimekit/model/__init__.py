@@ -14,12 +14,12 @@ from runtimekit.model.gpu import (
     gpu_model,
     simulated_uuid,
 )
-from runtimekit.model.ledger import (
+from runtimekit.model.ledger import Ledger
+from runtimekit.model.nodetable import NodeTable
+from runtimekit.model.placement import (
     MILLI,
-    Ledger,
     LedgerError,
     NodeCapacity,
-    NodeTable,
     Placement,
     PodKey,
     Slot,

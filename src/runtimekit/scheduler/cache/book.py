@@ -1,0 +1,287 @@
+"""The scheduler's book of the cluster, fed by informer events: nodes and their GPU ledger, the
+pending pods of this scheduler, the pods of every scheduler that hold resources, pod groups and
+queues. `LiveCache` (live.py) builds on it to hand out snapshots and carry out decisions.
+
+Booking rules (ARCHITECTURE §2, §4):
+- a pod bound to a node holds its CPU, memory, scalar resources and, from its assignment annotation,
+  its GPU shares until it is deleted or terminates; a restarted scheduler rebuilds exactly this;
+- a booking that would over-commit (two pods claiming the same GPU share) is refused and reported,
+  never double-booked.
+Thread-safe under `lock` (informer threads, the scheduling thread and binder threads share it).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from runtimekit.model import Ledger, LedgerError, NodeName, Placement, PodKey, placement_from_assignment
+from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.scheduler.cache.objects import (
+    NodeState,
+    assignment_of,
+    is_deleting,
+    is_terminated,
+    job_key,
+    key_of,
+    meta,
+    node_state,
+    queue_info,
+    queue_of,
+    task_from_pod,
+)
+from runtimekit.scheduler.framework.info import JobKey, NodeMeta, QueueInfo, Resources, TaskInfo, TaskStatus
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class JobState:
+    key: JobKey
+    namespace: str
+    name: str
+    group: dict[str, Any] | None = None  # the PodGroup object, when there is one
+    members: set[PodKey] = field(default_factory=set)
+    grouped: bool = False  # its pods name a PodGroup (which may not have arrived yet)
+    phase: str = ""
+    reported: str = ""
+
+
+@dataclass
+class PendingPod:
+    task: TaskInfo
+    failed_generation: int = -1  # generation at the last failed attempt (-1: never failed)
+    failed_at: float = 0.0
+    not_before: float = 0.0  # backoff after a failed bind or an error
+    attempts: int = 0
+    errors: int = 0  # sessions in a row that failed the pod with an error (not a misfit)
+    reported: str = ""
+
+
+class ClusterBook:
+    def __init__(self, protocol: KitProtocol, scheduler_name: str, clock: Callable[[], float] = time.time) -> None:
+        self.protocol, self.scheduler_name, self.clock = protocol, scheduler_name, clock
+        self.lock = threading.RLock()
+        self.work = threading.Event()  # set when there may be something to schedule
+        self.ledger = Ledger()
+        self.nodes: dict[NodeName, NodeState] = {}
+        self.meta_rows: list[NodeMeta | None] = []
+        self.meta_version = 0
+        self.generation = 0  # bumped when something that could help a waiting pod changes
+        self.pending: dict[PodKey, PendingPod] = {}
+        self.running: dict[PodKey, TaskInfo] = {}  # bound pods holding resources
+        self.uid_of: dict[str, PodKey] = {}  # namespace/name -> key
+        self.orphans: dict[PodKey, Mapping[str, Any]] = {}  # bound pods whose node is not known yet
+        self.jobs: dict[JobKey, JobState] = {}
+        self.groups: dict[str, dict[str, Any]] = {}  # namespace/name -> PodGroup
+        self.queues: dict[str, QueueInfo] = {}
+        self.queue_allocated: dict[str, Resources] = {}
+        self.conflicts: dict[PodKey, str] = {}
+        self.assumed: dict[PodKey, float] = {}  # pods this scheduler bound, not yet seen bound
+
+    # -- nodes -----------------------------------------------------------------------------
+    def on_node(self, kind: str, obj: Mapping[str, Any]) -> None:
+        name = NodeName(str(meta(obj).get("name", "")))
+        with self.lock:
+            if kind == "DELETED":
+                self._remove_node(name)
+            else:
+                self._set_node(node_state(obj, self.protocol))
+            self._bump()
+
+    def _set_node(self, state: NodeState) -> None:
+        if state.problem:
+            log.warning("node %s: %s", state.meta.name, state.problem)
+        dropped = self.ledger.set_node(state.inventory, state.capacity)
+        for pod, reason in dropped:
+            self.conflicts[pod] = reason
+            log.error("node %s changed under pod %s: %s", state.meta.name, pod, reason)
+        row = self.ledger.table.row(state.meta.name)
+        self.meta_rows.extend([None] * (row + 1 - len(self.meta_rows)))
+        if self.meta_rows[row] != state.meta:
+            self.meta_rows[row] = state.meta
+            self.meta_version += 1
+        self.nodes[state.meta.name] = state
+        for pod in [p for p, o in self.orphans.items() if (o.get("spec") or {}).get("nodeName") == state.meta.name]:
+            self._book_bound(self.orphans.pop(pod))
+
+    def _remove_node(self, name: NodeName) -> None:
+        if name not in self.nodes:
+            return
+        row = self.ledger.table.row(name)
+        for pod in self.ledger.remove_node(name):
+            task = self.running.pop(pod, None)
+            if task is not None and task.pod is not None:
+                self.orphans[pod] = task.pod
+                self._account(task, -1)
+        self.meta_rows[row] = None
+        self.meta_version += 1
+        del self.nodes[name]
+
+    # -- pods ------------------------------------------------------------------------------
+    def on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+        with self.lock:
+            self._on_pod(kind, obj)
+
+    def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+        name_key = key_of(obj)
+        uid = PodKey(str(meta(obj).get("uid") or self.uid_of.get(name_key) or name_key))
+        if kind == "DELETED" or is_terminated(obj):
+            self._forget_pod(uid, name_key)
+            return
+        self.uid_of[name_key] = uid
+        spec = obj.get("spec") or {}
+        if spec.get("nodeName"):
+            self.pending.pop(uid, None)
+            self._book_bound(obj)
+            return
+        if spec.get("schedulerName", "default-scheduler") != self.scheduler_name or is_deleting(obj):
+            return
+        if uid in self.assumed:  # our bind is in flight; the event is older than it
+            return
+        entry = self.pending.get(uid)
+        task = task_from_pod(obj, self.protocol)
+        if entry is None:
+            self.pending[uid] = PendingPod(task)
+            self._join(task, obj)
+            self.work.set()
+        else:
+            entry.task = task
+
+    def _join(self, task: TaskInfo, pod: Mapping[str, Any]) -> None:
+        key, grouped = job_key(pod)
+        job = self.jobs.get(key)
+        if job is None:
+            group_name = key.split("/", 1)[1] if grouped else task.name
+            job = self.jobs[key] = JobState(key, task.namespace, group_name)
+        if grouped:
+            job.grouped = True
+            job.group = self.groups.get(key)
+        job.members.add(task.key)
+
+    def _book_bound(self, pod: Mapping[str, Any]) -> None:
+        node = NodeName(str((pod.get("spec") or {}).get("nodeName")))
+        task = task_from_pod(pod, self.protocol)
+        held = self.ledger.booking(task.key)
+        if held is not None and held.node == node:
+            self.assumed.pop(task.key, None)
+            previous = self.running.get(task.key)
+            task.placement, task.node = held, node
+            task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
+            if previous is not None:
+                self._account(previous, -1)
+            self.running[task.key] = task
+            self._account(task, +1)
+            self._join(task, pod)
+            return
+        if held is not None:
+            self._release(task.key)
+        state = self.nodes.get(node)
+        if state is None:
+            self.orphans[task.key] = pod
+            return
+        assignment = assignment_of(pod, self.protocol)
+        try:
+            if assignment is not None and assignment.node == node:
+                placement = placement_from_assignment(
+                    assignment, state.inventory, task.request.cpu_milli, task.request.memory_mib
+                )
+            else:
+                if task.request.uses_gpu:
+                    log.warning(
+                        "pod %s on %s asks for GPUs but has no assignment of ours; booking CPU and memory only",
+                        key_of(pod),
+                        node,
+                    )
+                placement = Placement(node, task.request.cpu_milli, task.request.memory_mib)
+            if task.request.scalars:  # extended resources, storage and huge pages are held too
+                placement = replace(placement, scalars=task.request.scalars)
+            self.ledger.reserve(task.key, placement, allow_unusable=True)
+        except LedgerError as exc:
+            self.conflicts[task.key] = str(exc)
+            log.error("pod %s on %s cannot be booked: %s", key_of(pod), node, exc)
+            return
+        self.conflicts.pop(task.key, None)
+        task.placement, task.node = placement, node
+        task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
+        self.running[task.key] = task
+        self._account(task, +1)
+        self._join(task, pod)
+
+    def _account(self, task: TaskInfo, sign: int) -> None:
+        job = self.jobs.get(task.job)
+        queue = queue_of(task.pod or {}, job.group if job else None)
+        current = self.queue_allocated.get(queue, Resources())
+        delta = task.resources
+        self.queue_allocated[queue] = current + delta if sign > 0 else current - delta
+
+    def _release(self, uid: PodKey) -> None:
+        task = self.running.pop(uid, None)
+        if task is not None:
+            self._account(task, -1)
+        self.ledger.release(uid)
+
+    def _forget_pod(self, uid: PodKey, name_key: str) -> None:
+        self.uid_of.pop(name_key, None)
+        self.orphans.pop(uid, None)
+        self.conflicts.pop(uid, None)
+        if self.ledger.booking(uid) is not None or uid in self.running:
+            self._release(uid)
+            self.assumed.pop(uid, None)
+            self._bump()
+        self.pending.pop(uid, None)
+        for job in self.jobs.values():
+            if uid in job.members:
+                job.members.discard(uid)
+                if not job.members and job.group is None:
+                    self.jobs.pop(job.key, None)
+                break
+
+    # -- groups and queues -----------------------------------------------------------------
+    def on_podgroup(self, kind: str, obj: Mapping[str, Any]) -> None:
+        key = key_of(obj)
+        with self.lock:
+            if kind == "DELETED":
+                self.groups.pop(key, None)
+                job = self.jobs.get(JobKey(key))
+                if job is not None:
+                    job.group = None
+            else:
+                self.groups[key] = dict(obj)
+                job = self.jobs.get(JobKey(key))
+                if job is None:
+                    namespace, _, name = key.partition("/")
+                    job = self.jobs[JobKey(key)] = JobState(JobKey(key), namespace, name)
+                job.group = dict(obj)
+                job.phase = str((obj.get("status") or {}).get("phase") or "")
+            self._bump()
+
+    def on_queue(self, kind: str, obj: Mapping[str, Any]) -> None:
+        name = str(meta(obj).get("name", ""))
+        with self.lock:
+            if kind == "DELETED":
+                self.queues.pop(name, None)
+            else:
+                self.queues[name] = queue_info(obj, self.protocol)
+            self._bump()
+
+    def _bump(self) -> None:
+        self.generation += 1
+        self.work.set()
+
+    # -- introspection ---------------------------------------------------------------------
+    def booked(self) -> dict[PodKey, Placement]:
+        with self.lock:
+            return dict(self.ledger.bookings())
+
+    def recompute(self) -> Ledger:
+        """A ledger rebuilt from the node and pod objects as last seen (for checks and tests)."""
+        with self.lock:
+            pods = [(k, t.placement) for k, t in self.running.items() if t.placement is not None]
+            pods += [(k, p) for k, p in self.ledger.bookings().items() if k in self.assumed]
+            ledger, _ = Ledger.rebuild(((s.inventory, s.capacity) for s in self.nodes.values()), pods)
+            return ledger
