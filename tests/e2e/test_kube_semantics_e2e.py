@@ -111,3 +111,29 @@ def test_pods_asking_only_for_a_mig_slice_are_placed_at_once(kubectl: Kubectl) -
     )
     placed = [p for p in pods(kubectl) if p["spec"].get("nodeName")]
     assert len(placed) == 14
+
+
+def test_volcano_queues_default_and_root_exist_and_report_their_status(kubectl: Kubectl) -> None:
+    """Volcano's example queue (`test`, 2 CPUs) next to pods that name no queue; then `test` closed."""
+    wait_for(lambda: kubectl("get", "queue", "default", "root", check=False).returncode == 0, what="queues")
+    queue = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": "test"},
+        "spec": {"weight": 1, "reclaimable": False, "capability": {"cpu": 2}},
+    }
+    apply(kubectl, queue, manifest("plain", {f"{P.resources.mig_prefix}1g.10gb": 1}, {"cpu": "500m"}))
+    wait_for(lambda: pods(kubectl)[0]["status"].get("phase") == "Running", what="the plain pod running", interval=0.3)
+
+    def running_in_default() -> bool:
+        status = json.loads(kubectl("get", "queue", "default", "-o", "json").stdout).get("status") or {}
+        return status.get("running") == 1 and status.get("allocated", {}).get("cpu") == "500m"
+
+    wait_for(running_in_default, what="default queue status", interval=0.3)
+    kubectl("patch", "queue", "test", "--subresource=status", "--type=merge", "-p", '{"status":{"state":"Closed"}}')
+    late = manifest("late", {f"{P.resources.mig_prefix}1g.10gb": 1})
+    late["metadata"]["annotations"] = {"scheduling.volcano.sh/queue-name": "test"}
+    apply(kubectl, late)
+    wait_for(lambda: any("queue test is Closed" in e for e in events_of(kubectl, "late")), what="refused", interval=0.3)
+    assert not json.loads(kubectl("get", "pod", "late", "-o", "json").stdout)["spec"].get("nodeName")
+    kubectl("delete", "queue", "test")

@@ -74,6 +74,7 @@ class FakeApi:
         self.fail_next_binds = 0
         self.events: list[tuple[str, str, str]] = []
         self.groups: dict[str, Mapping[str, Any]] = {}
+        self.queue_status: dict[str, Mapping[str, Any]] = {}
         self.lock = threading.Lock()
 
     def attach(self, cache: LiveCache) -> None:
@@ -127,3 +128,6 @@ class FakeApi:
 
     def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         self.groups[f"{namespace}/{name}"] = status
+
+    def update_queue(self, name: str, status: Mapping[str, Any]) -> None:
+        self.queue_status[name] = status

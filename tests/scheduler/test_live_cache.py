@@ -319,3 +319,81 @@ def test_pods_of_a_missing_podgroup_wait_for_it() -> None:
     api.add_pod(pod_object("g2", {GPU: 1}, annotations=member))
     schedule(cache, framework, 1)
     assert all(p["spec"].get("nodeName") == "n1" for p in api.pods.values())
+
+
+def test_an_unschedulable_gang_tells_every_member_and_its_podgroup_the_shortfall() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1", gpus=2))
+    cache, framework = make(api)
+    cache.retry_seconds = 3600
+    group = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "PodGroup",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": {"minMember": 3},
+    }
+    cache.on_podgroup("ADDED", group)
+    for i in range(3):
+        api.add_pod(pod_object(f"g{i}", {GPU: 1}, annotations={"scheduling.k8s.io/group-name": "g"}))
+    schedule(cache, framework, 1)
+    shortfall = "gang: 2/3 tasks placed; 1 needs 1 whole GPU, largest free block 0"
+    assert sorted((name, message) for name, reason, message in api.events if reason == "FailedScheduling") == [
+        (f"g{i}", shortfall) for i in range(3)
+    ]
+    (condition,) = api.groups["default/g"]["conditions"]
+    assert condition["type"] == "Unschedulable"
+    assert condition["message"] == f"3/3 tasks in gang unschedulable: {shortfall}"
+
+
+def queue_object(name: str, state: str = "", **spec: Any) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": "scheduling.volcano.sh/v1beta1",
+        "kind": "Queue",
+        "metadata": {"name": name},
+        "spec": {"weight": 1, **spec},
+    }
+    if state:
+        obj["status"] = {"state": state}
+    return obj
+
+
+def test_pods_without_a_queue_run_once_other_queues_exist() -> None:
+    """Volcano's example/deployment/queue.yaml (a queue `test`, weight 1, not reclaimable, 2 CPUs)
+    made every pod without a queue fail with "queue 'default' does not exist"."""
+    api = FakeApi()
+    api.add_node(node_object("n1"))
+    cache, framework = make(api)
+    cache.on_queue("ADDED", queue_object("test", reclaimable=False, capability={"cpu": "2"}))
+    api.add_pod(pod_object("plain", {CORE: 20}))
+    api.add_pod(pod_object("in-test", {CORE: 20}, annotations={"scheduling.volcano.sh/queue-name": "test"}))
+    schedule(cache, framework, 1)
+    assert api.pods["default/plain"]["spec"]["nodeName"] == "n1"
+    assert api.pods["default/in-test"]["spec"]["nodeName"] == "n1"
+
+
+def test_a_closed_queue_admits_no_new_pods() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1"))
+    cache, framework = make(api)
+    cache.on_queue("ADDED", queue_object("shut", state="Closed"))
+    api.add_pod(pod_object("late", {CORE: 20}, annotations={"scheduling.volcano.sh/queue-name": "shut"}))
+    schedule(cache, framework, 1)
+    assert "nodeName" not in api.pods["default/late"]["spec"]
+    assert api.events[-1][1:] == ("FailedScheduling", "allocate: queue shut is Closed")
+
+
+def test_queue_status_counts_pod_groups_and_what_the_queue_holds() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1", gpus=1))
+    cache, framework = make(api)
+    cache.on_queue("ADDED", queue_object("default"))
+    cache.on_queue("ADDED", queue_object("shut", state="Closed"))
+    api.add_pod(pod_object("a", {CORE: 30}, cpu="2"))
+    api.add_pod(pod_object("b", {GPU: 2}))  # never fits a 1-GPU node
+    schedule(cache, framework, 1)
+    assert cache.sync_queues() == 2
+    default = api.queue_status["default"]
+    assert (default["state"], default["running"], default["inqueue"], default["pending"]) == ("Open", 1, 1, 0)
+    assert default["allocated"] == {"cpu": "2000m", "memory": "1024Mi", CORE: "30"}
+    assert api.queue_status["shut"]["state"] == "Closed"
+    assert cache.sync_queues() == 0  # nothing changed: nothing written

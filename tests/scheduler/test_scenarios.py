@@ -247,3 +247,29 @@ tiers:
         "binpack",
     ]
     assert [p.name for p in framework.plugins.preemptable.flat] == ["priority", "conformance"]
+
+
+@pytest.mark.parametrize(
+    ("nodes", "tasks", "expected"),
+    [
+        pytest.param(
+            [Node("a", 8), Node("b", 8), Node("c", 8), Node("d", 4)],
+            [whole(8)] * 5,
+            "gang: 3/5 tasks placed; 2 need 8 whole GPUs each, largest free block 4",
+            id="whole GPUs",
+        ),
+        pytest.param(
+            [Node("a", 1)],
+            [share(600), share(600)],
+            "gang: 1/2 tasks placed; 1 needs 60% of a GPU, most free on one GPU 40%",
+            id="shares",
+        ),
+    ],
+)
+def test_every_member_of_an_unschedulable_gang_is_told_the_real_shortfall(
+    nodes: list[Node], tasks: list[PodRequest], expected: str
+) -> None:
+    cache = run(Scenario("gang", nodes, [Job("g", tasks, min_member=len(tasks))], {}))
+    assert not cache.bound
+    assert sorted(cache.unschedulable) == [f"g-{i}" for i in range(len(tasks))]
+    assert {errors.message for errors in cache.unschedulable.values()} == {expected}

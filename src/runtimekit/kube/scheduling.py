@@ -1,6 +1,7 @@
 """What a scheduler writes to the API server: bindings (with the assignment annotations), events
 (through an `EventRecorder` when given one, else at once), the PodScheduled condition, pod deletions
-for preemption, and PodGroup status. Callers: the live scheduler's cache (through its Binder interface)."""
+for preemption, PodGroup and Queue status, and the Queues Volcano always has. Callers: the live
+scheduler's cache (through its Binder interface) and server."""
 
 from __future__ import annotations
 
@@ -77,3 +78,18 @@ class KubeBinder:
     def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         path = object_path("scheduling.volcano.sh/v1beta1", "podgroups", namespace, name, "status")
         self.http.patch(path, {"status": dict(status)}, "merge")
+
+    def update_queue(self, name: str, status: Mapping[str, Any]) -> None:
+        path = object_path("scheduling.volcano.sh/v1beta1", "queues", None, name, "status")
+        self.http.patch(path, {"status": dict(status)}, "merge")
+
+    def ensure_queue(self, manifest: Mapping[str, Any]) -> bool:
+        """Create a Queue unless it exists; False when the API server does not serve Queues."""
+        try:
+            self.http.post(object_path("scheduling.volcano.sh/v1beta1", "queues"), dict(manifest))
+        except KubeApiError as exc:
+            if exc.code == 404:
+                return False
+            if exc.code != 409:
+                raise
+        return True

@@ -23,10 +23,12 @@ from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.scheduling import KubeBinder
 from runtimekit.protocol import Protocol
 from runtimekit.scheduler.cache.live import Binder, LiveCache
+from runtimekit.scheduler.cache.queues import ALWAYS, queue_manifest
 from runtimekit.scheduler.framework import Framework
 
 log = logging.getLogger(__name__)
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+QUEUE_STATUS_EVERY_S = 1.0  # queue status is written at most this often (when it changed)
 
 
 @dataclass
@@ -58,11 +60,12 @@ class Scheduler:
         self.options = options or SchedulerOptions()
         needs_running = bool({"preempt", "reclaim"} & set(framework.action_names))
         self.events: EventRecorder | None = None
+        self.kube_binder: KubeBinder | None = None
         if binder is None:
             self.events = EventRecorder(
                 http, protocol.scheduler_name, qps=self.options.event_qps, burst=self.options.event_burst
             )
-            binder = KubeBinder(http, protocol.scheduler_name, self.events)
+            binder = self.kube_binder = KubeBinder(http, protocol.scheduler_name, self.events)
         self.cache = LiveCache(
             protocol,
             protocol.scheduler_name,
@@ -124,7 +127,8 @@ class Scheduler:
             len(self.cache.nodes),
             len(self.cache.running) + len(self.cache.pending),
         )
-        last = 0.0
+        self._ensure_queues()
+        last = last_queues = 0.0
         while not self._stop.is_set():
             self.cache.work.wait(self.options.idle_wakeup)
             self.cache.work.clear()
@@ -135,6 +139,10 @@ class Scheduler:
             wait = self.options.period - (time.monotonic() - last)
             if wait > 0:
                 self._stop.wait(wait)
+            now = time.monotonic()
+            if now - last_queues >= QUEUE_STATUS_EVERY_S:
+                last_queues = now
+                self.cache.sync_queues()
             if not self.cache.has_work():
                 continue
             last = time.monotonic()
@@ -145,6 +153,20 @@ class Scheduler:
                 log.exception("scheduling session failed")
             if self.cache.has_work():
                 self.cache.work.set()
+
+    def _ensure_queues(self) -> None:
+        """Create the queues Volcano always has (`default`, `root`) where Queues are served."""
+        if self.kube_binder is None or not self.leading:
+            return
+        for name in ALWAYS:
+            if name in self.cache.queues:
+                continue
+            try:
+                if not self.kube_binder.ensure_queue(queue_manifest(name)):
+                    return  # no Queue kind on this server: the scheduler uses its own default
+                log.info("created Queue %s (Volcano always has it)", name)
+            except Exception as exc:
+                log.warning("could not create Queue %s: %s", name, exc)
 
     def stop(self) -> None:
         self._stop.set()

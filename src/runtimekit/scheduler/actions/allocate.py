@@ -11,6 +11,7 @@ from typing import Any
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
+from runtimekit.scheduler.actions.shortfall import gang_shortfall
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -57,8 +58,12 @@ def eligible_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
             continue
         if wait_for_enqueue and job.phase == "Pending":
             continue
-        if job.queue not in ssn.queues:
+        queue = ssn.queues.get(job.queue)
+        if queue is None:
             _fail_all(ssn, job, Status(Code.UNSCHEDULABLE, (f"queue {job.queue!r} does not exist",), "allocate"))
+            continue
+        if queue.state != "Open":  # Closed or Closing: what runs keeps running, nothing new starts
+            _fail_all(ssn, job, Status(Code.UNSCHEDULABLE, (f"queue {queue.name} is {queue.state}",), "allocate"))
             continue
         status = ssn.job_valid(job)
         if not status.ok:
@@ -99,6 +104,7 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         pending = [t for t in pending if not t.best_effort]
     tasks = ssn.sorted_tasks(pending) if len(pending) > 1 else pending
     again = False
+    failed_at: int | None = None
     for i, task in enumerate(tasks):
         if not ssn.allocatable(queue, task):
             job.fit_errors[task.key] = FitErrors(
@@ -110,15 +116,18 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             if ssn.explain:
                 errors.reasons  # noqa: B018 -- explain now, while the table still shows why
             job.fit_errors[task.key] = errors
+            failed_at = i
             break
         choice = ssn.allocate_devices(task, row)
         if isinstance(choice, Status):
             job.fit_errors[task.key] = FitErrors(nodes=errors.nodes, status=choice)
+            failed_at = i
             break
         try:
             stmt.allocate(task, row, choice)
         except LedgerError as exc:
             job.fit_errors[task.key] = FitErrors(nodes=errors.nodes, status=Status(Code.ERROR, (str(exc),), "allocate"))
+            failed_at = i
             break
         job.fit_errors.pop(task.key, None)
         if ssn.job_ready(job) and i + 1 < len(tasks):
@@ -127,7 +136,22 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
     if ssn.job_ready(job):
         stmt.commit()
     elif not ssn.job_pipelined(job):
-        stmt.discard()
+        if job.min_member > 1 and failed_at is not None:
+            # every member waits for the same reason: the gang's shortfall, as it stood with the
+            # members that fitted placed (before they are given back), not one member's view of it
+            placed = job.ready_count() + job.waiting_count()
+            failed = job.fit_errors.get(tasks[failed_at].key)
+            if isinstance(failed, FitErrors) and failed.status is not None:  # not a matter of room
+                message = f"{placed}/{len(job.tasks)} tasks placed; {tasks[failed_at].name}: {failed.message}"
+            else:
+                message = gang_shortfall(ssn.table, placed, len(job.tasks), tasks[failed_at:])
+            nodes = int(ssn.candidate_rows().size)
+            stmt.discard()
+            status = Status(Code.UNSCHEDULABLE, (message,), "gang")
+            for task in job.pending:
+                job.fit_errors[task.key] = FitErrors(nodes, status=status)
+        else:
+            stmt.discard()
         again = False
     return again
 

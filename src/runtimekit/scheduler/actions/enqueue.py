@@ -21,7 +21,8 @@ class Enqueue:
     def execute(self, ssn: Session) -> None:
         by_queue: dict[str, list[JobInfo]] = {}
         for job in ssn.jobs.values():
-            if job.phase == "Pending" and job.queue in ssn.queues:
+            queue = ssn.queues.get(job.queue)
+            if job.phase == "Pending" and queue is not None and queue.state == "Open":
                 by_queue.setdefault(job.queue, []).append(job)
         queues = OrderedQueue(ssn.queue_order, [ssn.queues[name] for name in by_queue], ssn.queue_key)
         jobs = {name: OrderedQueue(ssn.job_order, items, ssn.job_key) for name, items in by_queue.items()}

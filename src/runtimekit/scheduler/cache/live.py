@@ -36,8 +36,8 @@ from runtimekit.scheduler.cache.book import ClusterBook, JobState, PendingPod
 from runtimekit.scheduler.cache.objects import (
     queue_of,
 )
+from runtimekit.scheduler.cache.queues import ALWAYS, changed, queue_status
 from runtimekit.scheduler.framework.info import (
-    DEFAULT_QUEUE,
     JobInfo,
     JobKey,
     QueueInfo,
@@ -72,6 +72,9 @@ class Binder(Protocol):
     def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         """Write a PodGroup's status (phase, counts, conditions)."""
 
+    def update_queue(self, name: str, status: Mapping[str, Any]) -> None:
+        """Write a Queue's status (state, pod group counts, allocated)."""
+
 
 class LiveCache(ClusterBook):
     def __init__(
@@ -98,6 +101,7 @@ class LiveCache(ClusterBook):
         # Binds of one node go out one after another, in assume order: kubelet admits the pods it hears
         # of in that order, and the device plugin matches kubelet's Allocate to the oldest pod.
         self._node_binds: dict[NodeName, deque[tuple[TaskInfo, dict[str, str]]]] = {}
+        self._queues_written: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=False)
@@ -156,8 +160,8 @@ class LiveCache(ClusterBook):
                         info.add(inflight)
                 jobs[job.key] = info
             queues = {name: q.clone() for name, q in self.queues.items()}
-            if not queues:
-                queues[DEFAULT_QUEUE] = QueueInfo(DEFAULT_QUEUE)
+            for name in ALWAYS:  # Volcano always has them: a pod never waits for them to be created
+                queues.setdefault(name, QueueInfo(name))
             metas = list(self.meta_rows) + [None] * max(0, table.rows - len(self.meta_rows))
             names = sorted({m.gpu_model for m in metas if m is not None and m.gpu_model})
             index = {n: i for i, n in enumerate(names)}
@@ -376,6 +380,42 @@ class LiveCache(ClusterBook):
                 self.binder.update_group(job.namespace, job.name, group_status)
             except Exception as exc:
                 log.info("could not update PodGroup %s: %s", job.key, exc)
+
+    # -- queue status ----------------------------------------------------------------------
+    def queue_statuses(self) -> dict[str, dict[str, Any]]:
+        """Each Queue object's status as Volcano's queue controller reports it."""
+        with self.lock:
+            phases: dict[str, list[str]] = {name: [] for name in self.queues}
+            for job in self.jobs.values():
+                members = [
+                    self.running.get(m) or self.pending[m].task
+                    for m in job.members
+                    if m in self.running or m in self.pending
+                ]
+                queue = queue_of(members[0].pod or {} if members else {}, job.group)
+                if queue not in phases or (job.group is None and not members):
+                    continue
+                if job.group is not None:
+                    phase = job.phase or str((job.group.get("status") or {}).get("phase") or "Pending")
+                else:  # a pod of its own: admitted at once (Volcano gives it a pod group of one)
+                    phase = "Running" if any(m in self.running for m in job.members) else "Inqueue"
+                phases[queue].append(phase)
+            return {
+                name: queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)
+                for name, q in self.queues.items()
+            }
+
+    def sync_queues(self) -> int:
+        """Write the statuses that changed since last written; returns how many were written."""
+        fresh = changed(self._queues_written, self.queue_statuses())
+        for name, status in fresh.items():
+            try:
+                self.binder.update_queue(name, status)
+            except Exception as exc:
+                log.info("could not update Queue %s: %s", name, exc)
+                continue
+            self._queues_written[name] = status
+        return len(fresh)
 
 
 def _rfc3339(ts: float) -> str:

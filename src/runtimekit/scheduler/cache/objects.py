@@ -23,7 +23,7 @@ from runtimekit.model import (
     parse_pod_request,
 )
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
-from runtimekit.model.scalars import Scalars, scalar_amount, scalars_of
+from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import Protocol
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
@@ -261,6 +261,21 @@ def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resou
         return None
 
 
+def capability_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resources | None:
+    """A queue's capability: what it names is capped, what it does not name is not (Volcano treats
+    a missing dimension as infinite); None when absent or unreadable."""
+    limit = resources_of(amounts, protocol)
+    if limit is None or amounts is None:
+        return None
+    res = protocol.resources
+    return Resources(
+        limit.cpu if "cpu" in amounts else LIMIT,
+        limit.memory if "memory" in amounts else LIMIT,
+        limit.gpu if res.gpu in amounts or res.core in amounts else LIMIT,
+        limit.scalars,
+    )
+
+
 def queue_info(queue: Mapping[str, Any], protocol: Protocol) -> QueueInfo:
     spec = queue.get("spec") or {}
     status = queue.get("status") or {}
@@ -270,7 +285,7 @@ def queue_info(queue: Mapping[str, Any], protocol: Protocol) -> QueueInfo:
     return QueueInfo(
         name=str(meta(queue).get("name", "")),
         weight=weight if isinstance(weight, int) and weight > 0 else 1,
-        capability=resources_of(spec.get("capability"), protocol),
+        capability=capability_of(spec.get("capability"), protocol),
         guarantee=guarantee or Resources(),
         reclaimable=spec.get("reclaimable") is not False,
         priority=priority if isinstance(priority, int) else 0,

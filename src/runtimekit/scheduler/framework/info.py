@@ -85,6 +85,14 @@ class Resources:
             return False
         return all(amount <= amount_of(other.scalars, name) for name, amount in self.scalars)
 
+    def within(self, limit: Resources) -> bool:
+        """Fits in a limit that names only some scalars (a queue's capability): a scalar the limit
+        does not name is not limited."""
+        if not (self.cpu <= limit.cpu and self.memory <= limit.memory and self.gpu <= limit.gpu):
+            return False
+        named = dict(limit.scalars)
+        return all(amount <= named[name] for name, amount in self.scalars if name in named)
+
     def get(self, dim: str) -> int:
         """The amount of one dimension: cpu, memory, gpu or a scalar resource's name."""
         if dim == "cpu":

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtimekit.scheduler.framework.info import (
+    BASE_DIMS,
     JobInfo,
     JobKey,
     QueueInfo,
@@ -44,6 +45,15 @@ def _get(r: Resources, dim: str) -> int:
 
 def _min(a: Resources, b: Resources) -> Resources:
     return Resources.build({d: min(a.get(d), b.get(d)) for d in union_dims(a, b)})
+
+
+def _capped(total: Resources, capability: Resources) -> Resources:
+    """The cluster's total limited by a capability; scalars the capability does not name stay whole."""
+    named = {name for name, _ in capability.scalars}
+    dims = union_dims(total, capability)
+    return Resources.build(
+        {d: min(total.get(d), capability.get(d)) if d in BASE_DIMS or d in named else total.get(d) for d in dims}
+    )
 
 
 def _max(a: Resources, b: Resources) -> Resources:
@@ -102,7 +112,7 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
             name: QueueAttr(
                 q,
                 ssn.snapshot.queue_allocated.get(name, Resources()),
-                capability=_min(q.capability, total) if q.capability else total,
+                capability=_capped(total, q.capability) if q.capability else total,
             )
             for name, q in ssn.queues.items()
         }
@@ -137,7 +147,7 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
         attr = self.attrs.get(queue.name)
         if attr is None or queue.capability is None:  # no capability: the nodes decide
             return True
-        return (attr.allocated + task.resources).fits_in(attr.capability)
+        return (attr.allocated + task.resources).within(attr.capability)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         victims = []
@@ -161,7 +171,7 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
             return Vote.REJECT
         if job.min_resources is None:
             return Vote.PERMIT
-        fits = (job.min_resources + attr.allocated + attr.inqueue).fits_in(attr.capability)
+        fits = (job.min_resources + attr.allocated + attr.inqueue).within(attr.capability)
         return Vote.PERMIT if fits else Vote.REJECT
 
     def job_enqueued(self, job: JobInfo) -> None:
