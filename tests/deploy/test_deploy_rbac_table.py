@@ -100,6 +100,14 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("patch", "scheduling.volcano.sh", "podgroups/status")],
     ),
+    ("kube/scheduling.py", "update_queue", "patch", "path"): (
+        ("scheduler",),
+        [("patch", "scheduling.volcano.sh", "queues/status")],
+    ),
+    ("kube/scheduling.py", "ensure_queue", "post", "object_path('scheduling.volcano.sh/v1beta1', 'queues')"): (
+        ("scheduler",),
+        [("create", "scheduling.volcano.sh", "queues")],
+    ),
     # runtimekit.kube.lease and .informer: generic; what they touch is named where they are built (below).
     ("kube/lease.py", "try_acquire_or_renew", "get", "f'{self._path}/{self.name}'"): ((), []),
     ("kube/lease.py", "try_acquire_or_renew", "post", "self._path"): ((), []),

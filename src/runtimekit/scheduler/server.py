@@ -127,7 +127,7 @@ class Scheduler:
             len(self.cache.nodes),
             len(self.cache.running) + len(self.cache.pending),
         )
-        self._ensure_queues()
+        queues_ensured = False
         last = last_queues = 0.0
         while not self._stop.is_set():
             self.cache.work.wait(self.options.idle_wakeup)
@@ -136,6 +136,9 @@ class Scheduler:
                 break
             if not self.leading:
                 continue
+            if not queues_ensured:
+                self._ensure_queues()
+                queues_ensured = True
             wait = self.options.period - (time.monotonic() - last)
             if wait > 0:
                 self._stop.wait(wait)
@@ -156,7 +159,7 @@ class Scheduler:
 
     def _ensure_queues(self) -> None:
         """Create the queues Volcano always has (`default`, `root`) where Queues are served."""
-        if self.kube_binder is None or not self.leading:
+        if self.kube_binder is None:
             return
         for name in ALWAYS:
             if name in self.cache.queues:
