@@ -29,6 +29,9 @@ from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amoun
 from runtimekit.protocol import Protocol
 
 MILLI_PER_GPU = 1000
+# No node has more GPUs, or more memory units on one GPU: larger amounts are refused as beyond any
+# node rather than carried into arithmetic (a count of 1e30 once overflowed every later decision).
+MAX_GPU_AMOUNT = 1 << 20
 
 
 class RequestError(ValueError):
@@ -130,6 +133,8 @@ def _count(name: str, container: str, value: object) -> int:
         raise RequestError(f"container {container!r}: {name} must be a whole number: {exc}") from None
     if amount < 0:
         raise RequestError(f"container {container!r}: {name} must not be negative, got {amount}")
+    if amount > MAX_GPU_AMOUNT:
+        raise RequestError(f"container {container!r}: {name} of {value} is beyond any node")
     return amount
 
 

@@ -6,16 +6,20 @@ so that other jobs get a turn (Volcano's allocate)."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.actions.shortfall import gang_shortfall
-from runtimekit.scheduler.framework.info import JobInfo, QueueInfo
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
-from runtimekit.scheduler.framework.status import Code, FitErrors, Status
+from runtimekit.scheduler.framework.statement import Statement
+from runtimekit.scheduler.framework.status import Code, FitErrors, Status, error
+
+log = logging.getLogger(__name__)
 
 
 class Allocate:
@@ -82,6 +86,9 @@ def _queue_overused(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> None
         for task in job.pending:
             if task.key in job.fit_errors:  # a reason found earlier stays
                 continue
+            if task.invalid:  # its own reason outlasts any queue's
+                job.fit_errors[task.key] = FitErrors(status=Status(Code.UNRESOLVABLE, (task.invalid,), "request"))
+                continue
             missing = [name for name, _ in task.request.scalars if name not in ssn.table.scalar_free]
             if missing:  # what no node offers is the reason that lasts, as kube-scheduler reports it
                 job.fit_errors[task.key] = FitErrors(nodes, {f"Insufficient {name}": nodes for name in missing})
@@ -106,29 +113,20 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
     again = False
     failed_at: int | None = None
     for i, task in enumerate(tasks):
-        if not ssn.allocatable(queue, task):
-            job.fit_errors[task.key] = FitErrors(
-                status=Status(Code.UNSCHEDULABLE, (f"queue {queue.name} would exceed its capability",), "allocate")
-            )
-            continue
-        row, errors = ssn.select(task)
-        if row is None:
-            if ssn.explain:
-                errors.reasons  # noqa: B018 -- explain now, while the table still shows why
-            job.fit_errors[task.key] = errors
-            failed_at = i
-            break
-        choice = ssn.allocate_devices(task, row)
-        if isinstance(choice, Status):
-            job.fit_errors[task.key] = FitErrors(nodes=errors.nodes, status=choice)
-            failed_at = i
-            break
         try:
-            stmt.allocate(task, row, choice)
-        except LedgerError as exc:
-            job.fit_errors[task.key] = FitErrors(nodes=errors.nodes, status=Status(Code.ERROR, (str(exc),), "allocate"))
-            failed_at = i
-            break
+            failure, stop = _place(ssn, stmt, queue, task)
+        except Exception as exc:  # a bug, or an object nobody foresaw: this pod fails alone, the session goes on
+            log.exception("allocate: considering %s/%s failed", task.namespace, task.name)
+            failure, stop = (
+                FitErrors(status=error(f"internal error: {type(exc).__name__}: {exc}").stamped("allocate")),
+                True,
+            )
+        if failure is not None:
+            job.fit_errors[task.key] = failure
+            if stop:
+                failed_at = i
+                break
+            continue
         job.fit_errors.pop(task.key, None)
         if ssn.job_ready(job) and i + 1 < len(tasks):
             again = True
@@ -154,6 +152,27 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             stmt.discard()
         again = False
     return again
+
+
+def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> tuple[FitErrors | None, bool]:
+    """Place one task inside the job's statement: (None, False) when placed, else why it is not and
+    whether the job's other tasks should wait too (a misfit does; a queue cap stops only this one)."""
+    if not ssn.allocatable(queue, task):
+        status = Status(Code.UNSCHEDULABLE, (f"queue {queue.name} would exceed its capability",), "allocate")
+        return FitErrors(status=status), False
+    row, errors = ssn.select(task)
+    if row is None:
+        if ssn.explain:
+            errors.reasons  # noqa: B018 -- explain now, while the table still shows why
+        return errors, True
+    choice = ssn.allocate_devices(task, row)
+    if isinstance(choice, Status):
+        return FitErrors(nodes=errors.nodes, status=choice), True
+    try:
+        stmt.allocate(task, row, choice)
+    except LedgerError as exc:
+        return FitErrors(nodes=errors.nodes, status=Status(Code.ERROR, (str(exc),), "allocate")), True
+    return None, False
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Allocate:

@@ -4,14 +4,18 @@ backfill). While backfill is configured, allocate leaves these tasks to it."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.model import LedgerError
+from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
-from runtimekit.scheduler.framework.status import Status
+from runtimekit.scheduler.framework.status import FitErrors, Status, error
 from runtimekit.scheduler.plugins.common import no_arguments
+
+log = logging.getLogger(__name__)
 
 
 class Backfill:
@@ -25,20 +29,29 @@ class Backfill:
                 continue
             for task in ssn.sorted_tasks(t for t in job.pending if t.best_effort):
                 ssn.touched_jobs.add(job.key)
-                row, errors = ssn.select(task)
-                if row is None:
-                    job.fit_errors[task.key] = errors
-                    continue
-                choice = ssn.allocate_devices(task, row)
-                if isinstance(choice, Status):
-                    continue
-                stmt = ssn.statement()
                 try:
-                    stmt.allocate(task, row, choice)
-                except LedgerError:
-                    continue
-                stmt.commit()
-                job.fit_errors.pop(task.key, None)
+                    _backfill(ssn, job, task)
+                except Exception as exc:  # this pod fails alone; the session goes on
+                    log.exception("backfill: considering %s/%s failed", task.namespace, task.name)
+                    status = error(f"internal error: {type(exc).__name__}: {exc}").stamped("backfill")
+                    job.fit_errors[task.key] = FitErrors(status=status)
+
+
+def _backfill(ssn: Session, job: JobInfo, task: TaskInfo) -> None:
+    row, errors = ssn.select(task)
+    if row is None:
+        job.fit_errors[task.key] = errors
+        return
+    choice = ssn.allocate_devices(task, row)
+    if isinstance(choice, Status):
+        return
+    stmt = ssn.statement()
+    try:
+        stmt.allocate(task, row, choice)
+    except LedgerError:
+        return
+    stmt.commit()
+    job.fit_errors.pop(task.key, None)
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Backfill:

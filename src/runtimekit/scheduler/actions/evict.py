@@ -6,6 +6,7 @@ fails on for such a reason are not candidates."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 
 from runtimekit.model import LedgerError
@@ -13,6 +14,8 @@ from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, QueueInfo, T
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import FitErrors, Status
+
+log = logging.getLogger(__name__)
 
 
 def running_by_row(ssn: Session) -> dict[int, list[TaskInfo]]:
@@ -48,27 +51,37 @@ def make_room(
         if not victims:
             continue
         trial = ssn.statement()
-        placed = False
-        for victim in sorted(victims, key=lambda v: (v.priority, -v.created)):
-            try:
-                trial.evict(victim, reason)
-            except LedgerError:
-                continue
-            if fits_on(ssn, task, row):
-                choice = ssn.allocate_devices(task, row)
-                if isinstance(choice, Status):
-                    continue
-                try:
-                    trial.pipeline(task, row, choice)
-                except LedgerError:
-                    continue
-                placed = True
-                break
+        try:
+            placed = _evict_until_fit(ssn, trial, task, row, victims, reason)
+        except BaseException:  # leave the session as it was before this node's trial
+            trial.discard()
+            raise
         if placed:
             stmt.ops.extend(trial.ops)
             trial.ops.clear()
             return True
         trial.discard()
+    return False
+
+
+def _evict_until_fit(
+    ssn: Session, trial: Statement, task: TaskInfo, row: int, victims: list[TaskInfo], reason: str
+) -> bool:
+    """Evict victims on one node, lowest priority first, until the task fits; pipeline it there."""
+    for victim in sorted(victims, key=lambda v: (v.priority, -v.created)):
+        try:
+            trial.evict(victim, reason)
+        except LedgerError:
+            continue
+        if fits_on(ssn, task, row):
+            choice = ssn.allocate_devices(task, row)
+            if isinstance(choice, Status):
+                continue
+            try:
+                trial.pipeline(task, row, choice)
+            except LedgerError:
+                continue
+            return True
     return False
 
 
@@ -104,8 +117,11 @@ def evict_for_queue(
                 return [t for t in on_row.get(row, []) if may_evict(job, t)]
 
             rows = [r for r in ssn.candidate_rows().tolist() if r in on_row and r not in hopeless]
-            if make_room(ssn, stmt, task, rows, candidates, choose, reason):
-                ssn.touched_jobs.add(job.key)
+            try:
+                if make_room(ssn, stmt, task, rows, candidates, choose, reason):
+                    ssn.touched_jobs.add(job.key)
+            except Exception:  # this pod gives up its turn alone; the session goes on
+                log.exception("%s: making room for %s/%s failed", reason, task.namespace, task.name)
         if ssn.job_pipelined(job):
             stmt.commit()
         else:

@@ -184,17 +184,25 @@ def constraints(spec: Mapping[str, Any]) -> Constraints:
     return Constraints(selector, tuple(terms), tolerations)
 
 
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
 def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
     """A pod as a task. An unreadable request does not raise: the task carries the reason in
     `invalid`, so the scheduler reports it on the pod instead of dropping the pod."""
     m = meta(pod)
-    spec = pod.get("spec") or {}
-    annotations = m.get("annotations") or {}
+    spec = _mapping(pod.get("spec"))
+    annotations = _mapping(m.get("annotations"))
     invalid = ""
     try:
         request = parse_pod_request(pod, protocol)
     except RequestError as exc:
         request, invalid = PodRequest(0, 0), f"invalid request: {exc}"
+    try:
+        where = constraints(spec)
+    except (AttributeError, TypeError, ValueError) as exc:  # a malformed selector, affinity or toleration
+        where, invalid = Constraints(), invalid or f"invalid spec: nodeSelector, affinity or tolerations: {exc}"
     models_text = str(annotations.get(protocol.annotations.gpu_models, "")).strip()
     models = frozenset(m for m in models_text.replace(",", "|").split("|") if m) if models_text else None
     job, _ = job_key(pod)
@@ -213,7 +221,7 @@ def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
         invalid=invalid,
         preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
         pod=pod,
-        constraints=constraints(spec),
+        constraints=where,
         uid=str(m.get("uid", "")),
         critical=priority >= CRITICAL_PRIORITY
         or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
