@@ -6,11 +6,11 @@ Best effort, as in Kubernetes: an Event that cannot be written is logged and dro
 from __future__ import annotations
 
 import logging
-import time
 import uuid
 from collections.abc import Mapping
 from typing import Any
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
@@ -22,7 +22,7 @@ def record_event(
     """Post an Event about `involved` (a full object: apiVersion, kind, metadata) of type Normal or Warning."""
     meta = involved.get("metadata") or {}
     namespace = str(meta.get("namespace") or "default")
-    now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    now = rfc3339()
     source: dict[str, str] = {"component": component}
     if host:
         source["host"] = host

@@ -25,9 +25,9 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from datetime import datetime
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster.events import record_event
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
@@ -45,19 +45,6 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def _key(obj: Mapping[str, Any]) -> str:
     return f"{_meta(obj).get('namespace', 'default')}/{_meta(obj).get('name', '')}"
-
-
-def _now(clock: Callable[[], float]) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
-
-
-def _epoch(text: object) -> float | None:
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def finished_condition(job: Mapping[str, Any]) -> str | None:
@@ -233,8 +220,8 @@ class JobController:
         status = dict(job.get("status") or {})
         spec = job.get("spec") or {}
         now = self.clock()
-        start = _epoch(status.get("startTime")) or now
-        status["startTime"] = status.get("startTime") or _now(lambda: start)
+        start = parse_rfc3339(status.get("startTime")) or now
+        status["startTime"] = status.get("startTime") or rfc3339(start)
         succeeded = max(int(status.get("succeeded") or 0), sum(1 for p in pods if _phase(p) == "Succeeded"))
         failed = max(int(status.get("failed") or 0), sum(1 for p in pods if _phase(p) == "Failed"))
         outcome = self._outcome(spec, succeeded, failed, start, now)
@@ -268,7 +255,7 @@ class JobController:
 
     def _finish(self, job: JSON, status: Mapping[str, Any], outcome: tuple[str, str, str], now: float) -> JSON:
         kind, reason, message = outcome
-        stamp = _now(lambda: now)
+        stamp = rfc3339(now)
         condition: JSON = {
             "type": kind,
             "status": "True",

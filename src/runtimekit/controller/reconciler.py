@@ -22,9 +22,9 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.controller.jobs import (
     CONTROLLER,
     DONE_ANNOTATION,
@@ -92,12 +92,7 @@ def job_outcome(job: Mapping[str, Any]) -> tuple[str, str, float]:
 
 
 def _epoch(text: object) -> float:
-    if not isinstance(text, str) or not text:
-        return 0.0
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    return parse_rfc3339(text) or 0.0
 
 
 class RetryLater(Exception):
@@ -316,7 +311,7 @@ class NodeController:
             return str(_meta(self.nodes.get(node) or {}).get("uid", node))
 
     def event(self, node: str, kind: str, reason: str, message: str) -> None:
-        now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.clock()))
+        now = rfc3339(self.clock())
         involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": self._uid(node)}
         body = event_body(involved, self.options.event_namespace, CONTROLLER, kind, reason, message, now)
         try:

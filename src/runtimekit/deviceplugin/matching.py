@@ -25,9 +25,9 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of, target
 from runtimekit.model import Assignment, AssignmentError, GpuShare
 from runtimekit.model.quantity import whole_number
@@ -87,10 +87,8 @@ def parse_assume_time(text: object) -> float:
     try:
         value = float(raw)
     except ValueError:
-        try:
-            return datetime.fromisoformat(raw.replace("Z", "+00:00")).timestamp()
-        except ValueError:
-            return math.inf
+        parsed = parse_rfc3339(raw)
+        return math.inf if parsed is None else parsed
     for scale in (1e9, 1e6, 1e3):
         if value > scale * 1e8:  # beyond year 5138 in seconds: a finer unit
             return value / scale

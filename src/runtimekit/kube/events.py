@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.http import KubeHttp, object_path
 
 log = logging.getLogger(__name__)
@@ -31,16 +32,12 @@ class ObjectRef(Protocol):
     uid: str
 
 
-def now_rfc3339() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def event_body(
     involved: dict[str, str], namespace: str, component: str, kind: str, reason: str, message: str, now: str = ""
 ) -> dict[str, Any]:
     """A core/v1 Event in `namespace` about `involved` (its apiVersion, kind, name, and uid and
     namespace where it has them); `now` defaults to the current time."""
-    now = now or now_rfc3339()
+    now = now or rfc3339()
     return {
         "apiVersion": "v1",
         "kind": "Event",

@@ -12,26 +12,11 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 
+from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
-
-
-def _now_micro() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _parse(ts: str | None) -> float:
-    if not ts:
-        return 0.0
-    for fmt in ("%Y-%m-%dT%H:%M:%S.%fZ", "%Y-%m-%dT%H:%M:%SZ"):
-        try:
-            return datetime.strptime(ts, fmt).replace(tzinfo=UTC).timestamp()
-        except ValueError:
-            continue
-    return 0.0
 
 
 class LeaderElector:
@@ -53,7 +38,7 @@ class LeaderElector:
         self._path = object_path("coordination.k8s.io/v1", "leases", namespace)
 
     def _body(self, transitions: int, acquire: str | None) -> JSON:
-        now = _now_micro()
+        now = rfc3339(micro=True)
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
@@ -84,7 +69,7 @@ class LeaderElector:
         spec = lease.get("spec") or {}
         holder = spec.get("holderIdentity") or ""
         duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        expired = _parse(spec.get("renewTime")) + duration < self.clock()
+        expired = (parse_rfc3339(spec.get("renewTime")) or 0.0) + duration < self.clock()
         if holder and holder != self.identity and not expired:
             return False
         transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from runtimekit.kube.events import EventRecorder, now_rfc3339, pod_event_body
+from runtimekit.base.timestamps import rfc3339
+from runtimekit.kube.events import EventRecorder, pod_event_body
 from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
 
 
@@ -63,7 +64,7 @@ class KubeBinder:
             "status": "False",
             "reason": "Unschedulable",
             "message": message[:1024],
-            "lastTransitionTime": now_rfc3339(),
+            "lastTransitionTime": rfc3339(),
         }
         try:
             self.http.patch(

@@ -18,8 +18,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver.errors import bad_request, conflict, forbidden
-from runtimekit.cluster.apiserver.operations import Api, Obj, now_rfc3339
+from runtimekit.cluster.apiserver.operations import Api, Obj
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Stored
 
@@ -103,7 +104,7 @@ def _mark(api: Api, storage: ResourceInfo, current: Stored, obj: Obj, grace: int
 
 
 def _later(api: Api, seconds: int) -> str:
-    return now_rfc3339(lambda: api.clock() + seconds)
+    return rfc3339(api.clock() + seconds)
 
 
 def _pod_grace(api: Api, storage: ResourceInfo, pod: Obj, options: DeleteOptions) -> int:

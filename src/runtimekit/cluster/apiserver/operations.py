@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 import yaml
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver import conversion, crds, validation
 from runtimekit.cluster.apiserver.defaults import apply_defaults
 from runtimekit.cluster.apiserver.errors import (
@@ -81,10 +82,6 @@ def decode_body(body: bytes, content_type: str, kind: str) -> Any:
         ) from None
 
 
-def now_rfc3339(clock: Callable[[], float]) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(clock()))
-
-
 def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
@@ -135,7 +132,7 @@ class Api:
         )
 
     def now(self) -> str:
-        return now_rfc3339(self.clock)
+        return rfc3339(self.clock())
 
     # request checks -------------------------------------------------------------------------------
 

@@ -13,7 +13,6 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from runtimekit.cluster.apiserver.resources import PrinterColumn, ResourceInfo
@@ -84,13 +83,6 @@ def human_duration(seconds: float) -> str:
     if hours < 24 * 365 * 8:
         return f"{years}y" if days % 365 == 0 else f"{years}y{days % 365}d"
     return f"{years}y"
-
-
-def parse_time(text: str) -> float | None:
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except (ValueError, AttributeError):
-        return None
 
 
 def get_path(obj: Any, *path: str) -> Any:

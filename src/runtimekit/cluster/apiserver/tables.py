@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.cluster.apiserver.printers import (
     AGE,
     NAME,
@@ -27,7 +28,6 @@ from runtimekit.cluster.apiserver.printers import (
     created,
     get_path,
     human_duration,
-    parse_time,
 )
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.model import Assignment, AssignmentError, InventoryError, NodeInventory, RequestError
@@ -213,7 +213,7 @@ class TableMaker:
 
     def _render(self, cell: object, now: float, pods_on_node: Callable[[str], Iterable[PodGpu]]) -> Any:
         if isinstance(cell, Since):
-            when = parse_time(cell.timestamp)
+            when = parse_rfc3339(cell.timestamp)
             return "<unknown>" if when is None else human_duration(now - when)
         if isinstance(cell, NodeAllocation):
             if not cell.capacity_milli:

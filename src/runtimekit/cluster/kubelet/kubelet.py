@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.events import record_event
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_by
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError, PodIdentity
@@ -51,7 +52,6 @@ from runtimekit.cluster.kubelet.status import (
     container_names,
     phase_of,
     rejected_status,
-    rfc3339,
     running_status,
     terminated_status,
 )

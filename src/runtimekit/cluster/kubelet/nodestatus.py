@@ -16,11 +16,11 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.kubelet.admission import CPU, MEMORY, PODS, base_units
 from runtimekit.cluster.kubelet.devices import NodeDevices
-from runtimekit.cluster.kubelet.status import node_manifest, node_status, rfc3339
+from runtimekit.cluster.kubelet.status import node_manifest, node_status
 from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
@@ -128,7 +128,7 @@ class NodeReporter:
                 log.warning("node %s: status update failed (will retry): %s", self.shape.name, exc)
 
     def _renew_lease(self) -> None:
-        now = datetime.fromtimestamp(self.clock(), UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        now = rfc3339(self.clock(), micro=True)
         path = object_path("coordination.k8s.io/v1", "leases", LEASE_NAMESPACE, self.shape.name)
         try:
             self.http.patch(path, {"spec": {"renewTime": now}})

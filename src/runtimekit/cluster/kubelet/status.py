@@ -10,7 +10,6 @@ Callers: `SimulatedKubelet` (sends them as strategic merge patches of the status
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -20,10 +19,6 @@ from runtimekit.cluster.kubelet.admission import REJECTED
 JSON = dict[str, Any]
 KUBELET_VERSION = "v1.31.0-runtimekit"
 CONTAINER_RUNTIME = "simulated://0.1.0"
-
-
-def rfc3339(epoch_s: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(epoch_s))
 
 
 # -- nodes ---------------------------------------------------------------------------------------
