@@ -51,6 +51,7 @@ from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
+from runtimekit.base.files import write_atomic
 from runtimekit.deviceplugin.kubeapi import NodeApi, PodView
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.matching import encode_allocated
@@ -61,7 +62,7 @@ from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
-from runtimekit.runtime.state import StateDir, encode_checkpoint, write_atomic
+from runtimekit.runtime.state import StateDir, encode_checkpoint
 
 PROTOCOL = Protocol.default()
 NODE = "bench-node"

@@ -18,6 +18,20 @@ def test_write_replaces_the_whole_file(tmp_path: Path, durable: bool) -> None:
     assert sorted(p.name for p in target.parent.iterdir()) == ["state.json"]
 
 
+def test_a_failing_flush_to_disk_keeps_the_old_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "file.json"
+    write_atomic(target, b"old")
+
+    def broken_fsync(fd: int) -> None:
+        raise OSError("disk gone")
+
+    monkeypatch.setattr("runtimekit.base.files.os.fsync", broken_fsync)
+    with pytest.raises(OSError, match="disk gone"):
+        write_atomic(target, b"new")
+    assert target.read_bytes() == b"old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.json"]
+
+
 def test_a_failure_inside_the_block_leaves_the_old_file(tmp_path: Path) -> None:
     target = tmp_path / "plot.png"
     target.write_text("old")

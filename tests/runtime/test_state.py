@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from runtimekit.base.files import write_atomic
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.state import (
     CheckpointCorrupt,
@@ -14,7 +15,6 @@ from runtimekit.runtime.state import (
     StateDir,
     decode_checkpoint,
     encode_checkpoint,
-    write_atomic,
 )
 
 ALLOCATIONS = [
@@ -56,28 +56,6 @@ def test_damage_is_detected(damage: object, reason: str) -> None:
     raw = damage(encode_checkpoint("n1", ALLOCATIONS))  # type: ignore[operator]
     with pytest.raises(CheckpointCorrupt, match=reason):
         decode_checkpoint(raw)
-
-
-def test_write_atomic_replaces_and_leaves_no_temp_files(tmp_path: Path) -> None:
-    target = tmp_path / "deep" / "file.json"
-    write_atomic(target, b"one")
-    write_atomic(target, b"two")
-    assert target.read_bytes() == b"two"
-    assert sorted(p.name for p in target.parent.iterdir()) == ["file.json"]
-
-
-def test_write_atomic_keeps_the_old_file_when_writing_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    target = tmp_path / "file.json"
-    write_atomic(target, b"old")
-
-    def broken_fsync(fd: int) -> None:
-        raise OSError("disk gone")
-
-    monkeypatch.setattr("runtimekit.runtime.state.os.fsync", broken_fsync)
-    with pytest.raises(OSError, match="disk gone"):
-        write_atomic(target, b"new")
-    assert target.read_bytes() == b"old"
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["file.json"]
 
 
 def test_state_dir(tmp_path: Path) -> None:

@@ -49,7 +49,8 @@ def _policies(text: str) -> tuple[str, ...]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from runtimekit.sim.report import plot, render_table, report_csv, report_json, write_atomic
+    from runtimekit.base.files import write_atomic
+    from runtimekit.sim.report import plot, render_table, report_csv, report_json
 
     try:
         spec = SimulationSpec(

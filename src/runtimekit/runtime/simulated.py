@@ -28,6 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from runtimekit.base.files import write_atomic
 from runtimekit.model import GpuUUID, MigMode, gpu_model, simulated_uuid
 from runtimekit.model.mig import MigGeometry, geometry, layout_from_names
 from runtimekit.runtime.backend import (
@@ -267,8 +268,6 @@ class SimulatedBackend:
         """Keep the dynamic instances where the next backend of this node finds them (as a GPU would)."""
         if self._state_file is None:
             return
-        from runtimekit.runtime.state import write_atomic
-
         gpus = {
             g.info.uuid: [
                 {"uuid": m.uuid, "profile": m.profile, "start": m.start, "gi": m.gpu_instance_id} for m in migs

@@ -24,12 +24,12 @@ import hashlib
 import json
 import logging
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from runtimekit.base.files import fsync_folder, write_atomic
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 
 CHECKPOINT_FILE = "checkpoint.json"
@@ -45,30 +45,6 @@ _READABLE = (1, 2)
 
 class CheckpointCorrupt(Exception):
     """The checkpoint exists but cannot be trusted; the message says why."""
-
-
-def _fsync_folder(folder: Path) -> None:
-    dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` with `data` so that a crash leaves either the old or the new content."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
 
 
 def _canonical(body: Mapping[str, Any]) -> str:
@@ -295,7 +271,7 @@ class StateDir:
             created = not self.journal.exists()
             self._fd = os.open(self.journal, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             if created:
-                _fsync_folder(self.path)
+                fsync_folder(self.path)
         return self._fd
 
     def _forget(self) -> None:

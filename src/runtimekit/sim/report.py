@@ -9,32 +9,16 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 import statistics
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from runtimekit.base.files import replacing
 from runtimekit.sim.replay import ReplayResult
 from runtimekit.sim.runner import SimulationReport
 
 SUMMARY_COLUMNS = ("90", "100", "110", "130")
-
-
-def write_atomic(path: str | Path, text: str) -> None:
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def report_json(report: SimulationReport) -> str:
@@ -160,13 +144,8 @@ def plot(results: Sequence[ReplayResult], path: str | Path, title: str = "") -> 
     inset.set_title("zoom: arrived 80-130 %", fontsize=8)
     inset.tick_params(labelsize=7)
     inset.grid(True, alpha=0.3)
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".png", dir=target.parent)
-    os.close(fd)
     try:
-        fig.savefig(tmp, format="png", bbox_inches="tight")
-        os.replace(tmp, target)
+        with replacing(path, suffix=".png", durable=False) as tmp:
+            fig.savefig(tmp, format="png", bbox_inches="tight")
     finally:
         plt.close(fig)
-        Path(tmp).unlink(missing_ok=True)
