@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from dp_helpers import PROTOCOL, RES, StackFactory, gpu_pod, mig_pod
 
-from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.deviceplugin.matching import parse_allocated
 
 H200 = 143771
@@ -34,7 +34,7 @@ def test_share_pod_allocates_once_per_resource_and_is_marked(make_stack: StackFa
         "main",
         [RES.core, RES.memory],
     )
-    with pytest.raises(PluginError) as exc:
+    with pytest.raises(ServiceError) as exc:
         stack.service.allocate(RES.core, core_ids(gpu1, 30))  # nothing left waiting
     assert exc.value.code is Code.FAILED_PRECONDITION
 
@@ -90,7 +90,7 @@ def test_pod_deleted_during_allocation_is_refused_and_released(make_stack: Stack
         return original(namespace, name)
 
     stack.kube.get_pod = deleted  # type: ignore[method-assign]
-    with pytest.raises(PluginError) as exc:
+    with pytest.raises(ServiceError) as exc:
         stack.service.allocate(RES.core, core_ids(gpu, 10))
     assert exc.value.code is Code.FAILED_PRECONDITION
     assert "deleted while it was being allocated" in exc.value.message
@@ -101,19 +101,19 @@ def test_refusals_say_why(make_stack: StackFactory) -> None:
     stack = make_stack()
     gpu = stack.gpus[0]
     stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, 0)])]))
-    with pytest.raises(PluginError) as no_match:
+    with pytest.raises(ServiceError) as no_match:
         stack.service.allocate(RES.core, core_ids(gpu, 20))
     assert "default/p container main asks 10" in no_match.value.message
-    with pytest.raises(PluginError) as unknown:
+    with pytest.raises(ServiceError) as unknown:
         stack.service.allocate("example.com/other", ["x"])
     assert unknown.value.code is Code.NOT_FOUND
     stack.kube.down = True
-    with pytest.raises(PluginError) as down:
+    with pytest.raises(ServiceError) as down:
         stack.service.allocate(RES.core, core_ids(gpu, 10))
     assert down.value.code is Code.UNAVAILABLE
     stack.kube.down = False
     stack.client.disable("draining")
-    with pytest.raises(PluginError) as disabled:
+    with pytest.raises(ServiceError) as disabled:
         stack.service.allocate(RES.core, core_ids(gpu, 10))
     assert disabled.value.code is Code.FAILED_PRECONDITION
     assert disabled.value.message.startswith(f"the node runtime refused {RES.core} for default/p container main:")
@@ -129,7 +129,7 @@ def test_runtime_over_commit_refusal_is_passed_on(make_stack: StackFactory) -> N
     stack.kube.add(gpu_pod("a", [("main", {RES.core: 80}, [(gpu, 0, 800, 0)])], assume=1))
     stack.kube.add(gpu_pod("b", [("main", {RES.core: 30}, [(gpu, 0, 300, 0)])], assume=2))  # a bad scheduler
     stack.service.allocate(RES.core, core_ids(gpu, 80))
-    with pytest.raises(PluginError) as exc:
+    with pytest.raises(ServiceError) as exc:
         stack.service.allocate(RES.core, core_ids(gpu, 30))
     assert exc.value.code is Code.RESOURCE_EXHAUSTED
     assert "would over-commit" in exc.value.message

@@ -9,7 +9,7 @@ import json
 import pytest
 from dp_helpers import NODE, PROTOCOL, RES, StackFactory, mig_pod
 
-from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import MigMode, NodeInventory
 
 MIXED = {"gpus": "2xA100-80GB,1xH200", "mig_modes": {0: MigMode.STATIC, 1: MigMode.DYNAMIC}}
@@ -55,7 +55,7 @@ def test_the_runtimes_refusal_reaches_kubelet(make_stack: StackFactory) -> None:
     stack.kube.add(mig_pod("a", "3g.40gb", [(dynamic, 1, 0, "")], assume=1))
     stack.kube.add(mig_pod("b", "4g.40gb", [(dynamic, 1, 0, "")], assume=2))  # a scheduler gone wrong
     stack.service.allocate(THREE, [f"{dynamic}::3g.40gb::0"])
-    with pytest.raises(PluginError) as refused:
+    with pytest.raises(ServiceError) as refused:
         stack.service.allocate(RES.mig_prefix + "4g.40gb", [f"{dynamic}::4g.40gb::0"])
     assert refused.value.code is Code.FAILED_PRECONDITION
     assert "overlap 3g.40gb" in refused.value.message

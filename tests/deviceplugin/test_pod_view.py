@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from dp_helpers import PROTOCOL, RES, FakeNodeApi, Stack, StackFactory, gpu_pod
 
-from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.deviceplugin.matching import parse_allocated
 from runtimekit.deviceplugin.service import DevicePluginService, PluginSettings
 
@@ -118,7 +118,7 @@ def test_a_lagging_view_never_gets_a_container_allocated_twice(rig: Rig) -> None
     first = api.add(share("first", gpus[0], 0, 1))
     assert service.allocate(RES.core, ids(gpus[0], 20)).allocation.pod.name == "first"  # by a list
     view.show(first)  # the watch now delivers the pod as it was before the patch
-    with pytest.raises(PluginError) as refused:
+    with pytest.raises(ServiceError) as refused:
         service.allocate(RES.core, ids(gpus[0], 20))
     assert refused.value.code is Code.FAILED_PRECONDITION
     second = api.add(share("second", gpus[1], 1, 2))

@@ -13,9 +13,9 @@ from runtime_helpers import NODE, FakeClock, RuntimeFactory, pod_manifest
 
 from runtimekit.api.runtime_client import RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, MigMode, NodeName, simulated_uuid
 from runtimekit.runtime.allocations import PodRef, Requested
-from runtimekit.runtime.errors import Code, ServiceError
 from runtimekit.runtime.pods import StaticPods
 from runtimekit.runtime.service import AllocateInput, NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from runtime_helpers import NODE, RuntimeFactory, pod_manifest
 
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
 from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.backend import EventKind, Fault
-from runtimekit.runtime.errors import Code, ServiceError
 from runtimekit.runtime.mps import CommandResult, MpsDaemon, MpsState
 from runtimekit.runtime.pods import StaticPods
 from runtimekit.runtime.service import AllocateInput, CheckpointStatus

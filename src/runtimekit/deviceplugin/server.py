@@ -1,7 +1,7 @@
 """The kubelet side of the wire: one DevicePlugin gRPC server per resource, and registration with kubelet.
 
 `DevicePluginServicer` only translates v1beta1 messages to `DevicePluginService` calls: a
-`PluginError` becomes its gRPC status with the message kubelet shows on the pod; anything else is
+`ServiceError` becomes its gRPC status with the message kubelet shows on the pod; anything else is
 logged and answered INTERNAL, so the plugin never crashes on a request. `ResourceServer` serves one
 resource on `<plugin-dir>/<socket>` (serving before it registers, protocols.md §1.5) and knows when
 kubelet deleted its socket.
@@ -9,13 +9,12 @@ kubelet deleted its socket.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 
@@ -23,7 +22,7 @@ from runtimekit.api import kubelet
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as rpb
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
-from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.base.rpcerrors import Code, ServiceError, grpc_method
 from runtimekit.deviceplugin.resources import AdvertisedDevice, ResourceSpec, socket_name
 from runtimekit.deviceplugin.service import DevicePluginService
 
@@ -34,20 +33,7 @@ WATCH_POLL_S = 0.5
 OPTIONS = dp.DevicePluginOptions(pre_start_required=False, get_preferred_allocation_available=True)
 
 
-def rpc(method: Callable[..., Msg]) -> Callable[..., Msg]:
-    @functools.wraps(method)
-    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Msg:
-        try:
-            return method(self, request, context)
-        except PluginError as exc:
-            log.warning("%s refused: %s", method.__name__, exc.message)
-            context.abort(getattr(grpc.StatusCode, exc.code.value), exc.message)
-        except Exception as exc:
-            log.exception("%s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"device plugin {method.__name__}: {type(exc).__name__}: {exc}")
-        raise AssertionError("context.abort returned")  # pragma: no cover
-
-    return wrapper
+rpc = grpc_method("device plugin", log_refusals=True)  # kubelet only puts the message on the pod
 
 
 def device_message(device: AdvertisedDevice) -> dp.Device:
@@ -124,7 +110,7 @@ class DevicePluginServicer(dp_grpc.DevicePluginServicer):
     @rpc
     def Allocate(self, request: dp.AllocateRequest, context: grpc.ServicerContext) -> dp.AllocateResponse:
         if not request.container_requests:
-            raise PluginError(Code.INVALID_ARGUMENT, "Allocate without container requests")
+            raise ServiceError(Code.INVALID_ARGUMENT, "Allocate without container requests")
         responses = [
             container_response(self._service.allocate(self._spec.name, list(r.devices_ids)))
             for r in request.container_requests

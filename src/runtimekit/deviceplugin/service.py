@@ -5,7 +5,7 @@ streams follow a health change within milliseconds). `DevicePluginService.alloca
 (`matching.match`), forwards its assigned shares to the runtime (a MIG share with its GPU, profile and
 start: the runtime finds the static device or makes the dynamic one), and marks the pod allocated with a
 resourceVersion-guarded patch of `annotations.allocated`, re-reading and retrying on a conflict. Every
-refusal is a `PluginError` whose message kubelet shows on the pod; nothing here raises anything else
+refusal is a `ServiceError` whose message kubelet shows on the pod; nothing here raises anything else
 for a bad request. Allocate calls are serialised (one lock), as kubelet itself does.
 
 The pods come from the watch-kept `PodView` when there is one: no list on the hot path. The view may
@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol
 
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
-from runtimekit.deviceplugin.errors import Code, PluginError
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.deviceplugin.kubeapi import NodeApi, PodView
 from runtimekit.deviceplugin.matching import (
     AllocatedKey,
@@ -168,7 +168,7 @@ class DevicePluginService:
     def spec(self, resource: str) -> ResourceSpec:
         found = next((s for s in self.specs() if s.name == resource), None)
         if found is None:
-            raise PluginError(Code.NOT_FOUND, f"this plugin does not serve resource {resource!r}")
+            raise ServiceError(Code.NOT_FOUND, f"this plugin does not serve resource {resource!r}")
         return found
 
     def devices(self, spec: ResourceSpec, devices: Sequence[pb.Device]) -> list[AdvertisedDevice]:
@@ -178,7 +178,7 @@ class DevicePluginService:
         try:
             return self._kube.list_node_pods(self.node)
         except KubeError as exc:
-            raise PluginError(Code.UNAVAILABLE, f"cannot list the pods of node {self.node}: {exc}") from None
+            raise ServiceError(Code.UNAVAILABLE, f"cannot list the pods of node {self.node}: {exc}") from None
 
     # -- GetPreferredAllocation ----------------------------------------------------------------
     def preferred(self, resource: str, available: Sequence[str], must_include: Sequence[str], size: int) -> list[str]:
@@ -187,7 +187,7 @@ class DevicePluginService:
         with self._lock:
             try:
                 found = self._match(resource, size)
-            except PluginError as exc:
+            except ServiceError as exc:
                 log.warning("preferred allocation without pods: %s", exc.message)
                 found = NoMatch(exc.message)
         shares = found.candidate.shares if isinstance(found, _Found) else ()
@@ -197,7 +197,7 @@ class DevicePluginService:
 
     # -- Allocate ------------------------------------------------------------------------------
     def allocate(self, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
-        """The runtime's answer for the container this Allocate is for. Raises PluginError with why not."""
+        """The runtime's answer for the container this Allocate is for. Raises ServiceError with why not."""
         self.spec(resource)
         with self._lock:
             found = self._waiting(resource, len(device_ids))
@@ -213,7 +213,7 @@ class DevicePluginService:
         """`_match`, or the refusal kubelet shows on the pod."""
         found = self._match(resource, size, fresh)
         if isinstance(found, NoMatch):
-            raise PluginError(Code.FAILED_PRECONDITION, found.reason)
+            raise ServiceError(Code.FAILED_PRECONDITION, found.reason)
         return found
 
     def _match(self, resource: str, size: int, fresh: bool = False) -> _Found | NoMatch:
@@ -255,9 +255,9 @@ class DevicePluginService:
             )
         except RuntimeCallError as exc:
             code = Code.__members__.get(exc.code.name, Code.UNAVAILABLE)
-            raise PluginError(code, f"the node runtime refused {resource} for {found}: {exc.details}") from None
+            raise ServiceError(code, f"the node runtime refused {resource} for {found}: {exc.details}") from None
         except FeatureUnavailable as exc:
-            raise PluginError(Code.FAILED_PRECONDITION, str(exc)) from None
+            raise ServiceError(Code.FAILED_PRECONDITION, str(exc)) from None
 
     def _mark_allocated(self, found: Candidate, resource: str) -> None:
         key = self.settings.protocol.annotations.allocated
@@ -297,7 +297,7 @@ class DevicePluginService:
     def _undo(self, found: Candidate, resource: str, why: str, code: Code) -> NoReturn:
         """Give the runtime allocation back (best effort) and refuse with `why`."""
         self._give_back(found)
-        raise PluginError(code, f"{resource} for {found}: {why}")
+        raise ServiceError(code, f"{resource} for {found}: {why}")
 
     def _gone(self, found: Candidate, resource: str, how: str) -> NoReturn:
         """`_undo` for a pod deleted or replaced meanwhile: a refusal worth matching again on a fresh list."""
@@ -321,5 +321,5 @@ class _Found:
     fresh: bool
 
 
-class _Vanished(PluginError):
+class _Vanished(ServiceError):
     """The matched pod is gone or replaced: worth matching again on a fresh list."""

@@ -16,10 +16,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Gpu, Ledger, LedgerError, MigMode, NodeCapacity, NodeInventory, NodeName, Placement, PodKey
 from runtimekit.model.ledger import Slot
 from runtimekit.runtime.backend import DeviceInfo, MigDeviceInfo
-from runtimekit.runtime.errors import Code, ServiceError
 
 _UNLIMITED = NodeCapacity(cpu_milli=1 << 40, memory_mib=1 << 40, pods=1 << 30)
 

@@ -7,24 +7,23 @@ other exception is logged and answered INTERNAL, so a bad request never stops th
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent import futures
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import grpc
 
 from runtimekit.api.kubelet import unix_target
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
+from runtimekit.base.rpcerrors import Code, ServiceError, grpc_method
 from runtimekit.model import MigMode
 from runtimekit.runtime.allocations import Allocation, PodRef, Requested
 from runtimekit.runtime.backend import DeviceInfo, EventKind, Fault
 from runtimekit.runtime.devices import DeviceView
-from runtimekit.runtime.errors import Code, ServiceError
 from runtimekit.runtime.mig import max_instances
 from runtimekit.runtime.mps import MpsState
 from runtimekit.runtime.service import AllocateInput, CheckpointStatus, NodeRuntime, RuntimeStatus
@@ -34,13 +33,6 @@ log = logging.getLogger(__name__)
 Msg = TypeVar("Msg")
 WATCH_POLL_S = 0.5  # how often an idle WatchDevices stream checks that its client is still there
 
-_STATUS = {
-    Code.INVALID_ARGUMENT: grpc.StatusCode.INVALID_ARGUMENT,
-    Code.NOT_FOUND: grpc.StatusCode.NOT_FOUND,
-    Code.RESOURCE_EXHAUSTED: grpc.StatusCode.RESOURCE_EXHAUSTED,
-    Code.FAILED_PRECONDITION: grpc.StatusCode.FAILED_PRECONDITION,
-    Code.UNAVAILABLE: grpc.StatusCode.UNAVAILABLE,
-}
 _MIG = {MigMode.OFF: pb.MIG_MODE_OFF, MigMode.STATIC: pb.MIG_MODE_STATIC, MigMode.DYNAMIC: pb.MIG_MODE_DYNAMIC}
 _MPS = {
     MpsState.NOT_USED: pb.MPS_DAEMON_STATE_NOT_USED,
@@ -62,21 +54,7 @@ _FAULTS = {
 }
 
 
-def rpc(method: Callable[..., Msg]) -> Callable[..., Msg]:
-    """Answer a ServiceError with its status; log anything else and answer INTERNAL."""
-
-    @functools.wraps(method)
-    def wrapper(self: Any, request: Any, context: grpc.ServicerContext) -> Msg:
-        try:
-            return method(self, request, context)
-        except ServiceError as exc:
-            context.abort(_STATUS[exc.code], exc.message)
-        except Exception as exc:
-            log.exception("%s failed", method.__name__)
-            context.abort(grpc.StatusCode.INTERNAL, f"{method.__name__}: {type(exc).__name__}: {exc}")
-        raise AssertionError("context.abort returned")  # pragma: no cover
-
-    return wrapper
+rpc = grpc_method("runtime")
 
 
 # -- message builders ----------------------------------------------------------------------------

@@ -22,10 +22,10 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import GpuUUID, MigMode
 from runtimekit.runtime.allocations import Grant, order_grants
 from runtimekit.runtime.backend import DeviceInfo, MigControl, MigError, MigFailure
-from runtimekit.runtime.errors import Code, ServiceError
 
 log = logging.getLogger(__name__)
 

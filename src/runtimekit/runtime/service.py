@@ -28,6 +28,7 @@ from typing import Any
 
 from runtimekit import __version__
 from runtimekit.api.runtime_features import API_LEVEL, FEATURES
+from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import GpuUUID
 from runtimekit.protocol import Protocol as KitProtocol
 from runtimekit.runtime.allocations import Allocation, AllocationBook, PodRef, Requested
@@ -43,7 +44,6 @@ from runtimekit.runtime.backend import (
     MigControl,
 )
 from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, XidRecord
-from runtimekit.runtime.errors import Code, ServiceError
 from runtimekit.runtime.isolation import ContainerEdits, Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
