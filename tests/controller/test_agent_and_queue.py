@@ -1,4 +1,5 @@
-"""The job-agent command and the controller's work queue."""
+"""The job-agent command, job names, and the controller's extension points (its work queue is
+runtimekit.base.workqueue, tested in tests/base)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,6 @@ import pytest
 from runtimekit.cli.main import main
 from runtimekit.controller.jobs import FileJobTemplate, JobSpec, job_name
 from runtimekit.controller.trigger import LabelTrigger, load_trigger
-from runtimekit.controller.workqueue import WorkQueue
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
@@ -65,28 +65,6 @@ def test_job_agent_fails_readably_without_a_runtime(tmp_path: Path, capsys: pyte
     assert message.startswith("job-agent: enable failed: the runtime at ")
     assert "did not answer within 0.5 s" in message
     assert log.read_text() == message
-
-
-def test_work_queue_dedupes_and_backs_off() -> None:
-    now = [0.0]
-    queue = WorkQueue(base_delay=1.0, clock=lambda: now[0])
-    queue.add("a")
-    queue.add("a")
-    queue.add("b")
-    assert len(queue) == 2
-    key = queue.get(timeout=0)
-    assert key == "a"
-    queue.add("a")  # while processing: held back until done
-    assert queue.get(timeout=0) == "b"
-    assert queue.get(timeout=0) is None
-    queue.done("a")
-    assert queue.get(timeout=0) == "a"
-    assert queue.retry("a") == 1.0
-    assert queue.retry("a") == 2.0
-    queue.done("a")
-    assert queue.get(timeout=0) is None
-    now[0] = 1.5
-    assert queue.get(timeout=0) == "a"
 
 
 def test_job_names_are_deterministic_and_short() -> None:

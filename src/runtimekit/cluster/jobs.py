@@ -20,14 +20,15 @@ Informers on Jobs and on pods labelled `controller-uid` feed a queue of Job keys
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from runtimekit.base.backoff import Backoff
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
+from runtimekit.base.workqueue import WorkQueue
 from runtimekit.cluster.events import record_event
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
@@ -90,46 +91,6 @@ def pod_for(job: Mapping[str, Any]) -> JSON:
     }
 
 
-class _DelayQueue:
-    """Keys to sync, each at most once in the queue; `add_after` for timed work (deadlines)."""
-
-    def __init__(self) -> None:
-        self._cond = threading.Condition()
-        self._ready: dict[str, None] = {}
-        self._later: list[tuple[float, str]] = []
-        self.closed = False
-
-    def add(self, key: str) -> None:
-        with self._cond:
-            self._ready[key] = None
-            self._cond.notify_all()
-
-    def add_after(self, key: str, delay_s: float) -> None:
-        with self._cond:
-            heapq.heappush(self._later, (time.monotonic() + max(0.0, delay_s), key))
-            self._cond.notify_all()
-
-    def get(self) -> str | None:
-        """The next key; None once closed."""
-        with self._cond:
-            while not self.closed:
-                now = time.monotonic()
-                while self._later and self._later[0][0] <= now:
-                    self._ready[heapq.heappop(self._later)[1]] = None
-                if self._ready:
-                    key = next(iter(self._ready))
-                    del self._ready[key]
-                    return key
-                wait = self._later[0][0] - now if self._later else None
-                self._cond.wait(wait)
-            return None
-
-    def close(self) -> None:
-        with self._cond:
-            self.closed = True
-            self._cond.notify_all()
-
-
 class JobController:
     """See the module docstring. `start()`, `synced(timeout)`, `stop()`."""
 
@@ -138,7 +99,7 @@ class JobController:
         self.jobs: dict[str, JSON] = {}
         self.pods: dict[str, JSON] = {}  # pod uid -> pod, pods labelled controller-uid
         self._lock = threading.Lock()
-        self.queue = _DelayQueue()
+        self.queue = WorkQueue(Backoff(initial=1.0, maximum=30.0))
         self.informers = [
             Informer(http, "/apis/batch/v1/jobs", self._on_job, name="jobs"),
             Informer(http, "/api/v1/pods", self._on_pod, {"labelSelector": UID_LABEL}, name="job pods"),
@@ -193,12 +154,13 @@ class JobController:
         while (key := self.queue.get()) is not None:
             try:
                 self.sync(key)
+                self.queue.forget(key)
             except KubeApiError as exc:
-                log.info("job %s: %s; again in 1 s", key, exc)
-                self.queue.add_after(key, 1.0)
+                log.info("job %s: %s; again in %.1f s", key, exc, self.queue.retry(key))
             except Exception:
-                log.exception("job %s: sync failed; again in 5 s", key)
-                self.queue.add_after(key, 5.0)
+                log.exception("job %s: sync failed; again in %.1f s", key, self.queue.retry(key))
+            finally:
+                self.queue.done(key)
 
     # -- sync ----------------------------------------------------------------------------------
     def _owned(self, job_uid: str) -> list[JSON]:

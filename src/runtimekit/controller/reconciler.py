@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
+from runtimekit.base.workqueue import WorkQueue
 from runtimekit.controller.jobs import (
     CONTROLLER,
     DONE_ANNOTATION,
@@ -36,7 +37,6 @@ from runtimekit.controller.jobs import (
     job_name,
 )
 from runtimekit.controller.trigger import Trigger
-from runtimekit.controller.workqueue import WorkQueue
 from runtimekit.kube.events import event_body
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.protocol import Protocol

@@ -23,6 +23,7 @@ import grpc
 
 from runtimekit.api import kubelet
 from runtimekit.api.runtime_client import DeviceWatch, FeatureUnavailable, RuntimeCallError
+from runtimekit.base.backoff import Backoff
 from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.server import ResourceServer
 from runtimekit.deviceplugin.service import DevicePluginService
@@ -94,7 +95,7 @@ class DevicePluginManager:
 
     # -- runtime watch -------------------------------------------------------------------------
     def _watch_loop(self) -> None:
-        backoff, lost_since, marked = 0.1, None, False
+        backoff, lost_since, marked = Backoff(initial=0.1, maximum=2.0), None, False
         while not self._stop.is_set():
             try:
                 watch = self._open_watch()
@@ -103,7 +104,8 @@ class DevicePluginManager:
                         watch.cancel()
                     self._watch = watch
                 for reply in watch:
-                    backoff, lost_since, marked = 0.1, None, False
+                    lost_since, marked = None, False
+                    backoff.reset()
                     self.service.state.update(reply.devices)
             except (RuntimeCallError, FeatureUnavailable) as exc:
                 log.warning("runtime watch: %s", exc)
@@ -115,8 +117,7 @@ class DevicePluginManager:
                 self.service.state.mark_all_unhealthy("the node runtime is unreachable")
                 marked = True
                 log.error("the runtime is unreachable: every device is Unhealthy until it is back")
-            self._stop.wait(backoff)
-            backoff = min(backoff * 2, 2.0)
+            self._stop.wait(backoff.next())
 
     # -- node publishing -----------------------------------------------------------------------
     def _publish_loop(self) -> None:

@@ -10,12 +10,11 @@ Callers: the scheduler cache, the controller.
 from __future__ import annotations
 
 import logging
-import random
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from runtimekit.base.backoff import Backoff
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp
 
 log = logging.getLogger(__name__)
@@ -30,21 +29,6 @@ def object_key(obj: Mapping[str, Any]) -> str:
     meta = obj.get("metadata") or {}
     namespace = meta.get("namespace")
     return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
-
-
-@dataclass
-class Backoff:
-    initial: float = 0.2
-    maximum: float = 30.0
-    factor: float = 2.0
-    current: float = field(default=0.0, init=False)
-
-    def next(self) -> float:
-        self.current = self.initial if self.current == 0 else min(self.maximum, self.current * self.factor)
-        return self.current * random.uniform(0.8, 1.2)
-
-    def reset(self) -> None:
-        self.current = 0.0
 
 
 class Informer:
@@ -72,7 +56,7 @@ class Informer:
         self._known: dict[str, str] = {}  # key -> resourceVersion of what the handler last saw
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self.backoff = Backoff()
+        self.backoff = Backoff(initial=0.2, maximum=30.0, jitter=0.2)
 
     def start(self) -> Informer:
         self._thread = threading.Thread(target=self.run, name=f"informer {self.name}", daemon=True)
