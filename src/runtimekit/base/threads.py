@@ -27,7 +27,7 @@ class Workers:
         self._threads: list[threading.Thread] = []
         self._lock = threading.Lock()
 
-    def spawn(self, name: str, target: Callable[[], None]) -> threading.Thread:
+    def spawn(self, name: str, target: Callable[[], object]) -> threading.Thread:
         """Start `target` on a new daemon thread named `name`."""
         thread = threading.Thread(target=target, name=name, daemon=True)
         with self._lock:
@@ -36,7 +36,7 @@ class Workers:
         thread.start()
         return thread
 
-    def every(self, name: str, period_s: float, step: Callable[[], None]) -> threading.Thread:
+    def every(self, name: str, period_s: float, step: Callable[[], object]) -> threading.Thread:
         """Run `step` every `period_s` seconds (the first after one period) until stopped."""
 
         def loop() -> None:
@@ -56,14 +56,20 @@ class Workers:
         """Sleep up to `seconds`, waking at once on stop; True when stopping."""
         return self.stopping.wait(seconds)
 
-    def stop(self, timeout: float = 5.0) -> bool:
-        """Tell every thread to stop and join them (except the caller's); True when all ended."""
+    def alive(self) -> bool:
+        """Whether any of the threads still runs."""
+        with self._lock:
+            return any(t.is_alive() for t in self._threads)
+
+    def stop(self, timeout: float | None = 5.0) -> bool:
+        """Tell every thread to stop and join them (except the caller's), waiting at most `timeout`
+        seconds in all (None: until they end); True when all ended."""
         self.stopping.set()
         with self._lock:
             threads = list(self._threads)
-        deadline = time.monotonic() + timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
         current = threading.current_thread()
         for thread in threads:
             if thread is not current:
-                thread.join(max(0.0, deadline - time.monotonic()))
+                thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
         return not any(t.is_alive() for t in threads if t is not current)

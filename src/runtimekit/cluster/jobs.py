@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from runtimekit.base.backoff import Backoff
+from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.base.workqueue import WorkQueue
 from runtimekit.cluster.events import record_event
@@ -104,13 +105,12 @@ class JobController:
             Informer(http, "/apis/batch/v1/jobs", self._on_job, name="jobs"),
             Informer(http, "/api/v1/pods", self._on_pod, {"labelSelector": UID_LABEL}, name="job pods"),
         ]
-        self._thread: threading.Thread | None = None
+        self._workers = Workers("job controller")
 
     def start(self) -> JobController:
         for informer in self.informers:
             informer.start()
-        self._thread = threading.Thread(target=self._work, name="job-controller", daemon=True)
-        self._thread.start()
+        self._workers.spawn("job-controller", self._work)
         return self
 
     def synced(self, timeout_s: float) -> bool:
@@ -120,8 +120,7 @@ class JobController:
         self.queue.close()
         for informer in self.informers:
             informer.stop(1.0)
-        if self._thread is not None:
-            self._thread.join(5.0)
+        self._workers.stop(5.0)
 
     # -- events --------------------------------------------------------------------------------
     def _on_job(self, kind: str, obj: JSON) -> None:
@@ -134,7 +133,7 @@ class JobController:
                 self.jobs[key] = obj
                 uid = ""
         if uid:
-            threading.Thread(target=self._collect, args=(uid,), name="job-gc", daemon=True).start()
+            self._workers.spawn("job-gc", lambda: self._collect(uid))
         else:
             self.queue.add(key)
 

@@ -5,8 +5,8 @@ again (TTL cleanup, missed events). With leader election only the Lease holder a
 from __future__ import annotations
 
 import logging
-import threading
 
+from runtimekit.base.threads import Workers
 from runtimekit.controller.reconciler import NodeController, job_selector
 from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
@@ -31,8 +31,7 @@ class ControllerServer:
                 name="jobs",
             ),
         ]
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._workers = Workers("controller")
 
     def leading(self) -> bool:
         return self.leader is None or self.leader.leading.is_set()
@@ -42,30 +41,22 @@ class ControllerServer:
             informer.start()
         if self.leader is not None:
             self.leader.start()
-        worker = threading.Thread(target=self._work, name="controller", daemon=True)
-        ticker = threading.Thread(target=self._tick, name="controller-resync", daemon=True)
-        self._threads = [worker, ticker]
-        for thread in self._threads:
-            thread.start()
+        self._workers.spawn("controller", self._work)
+        self._workers.every("controller-resync", self.resync, self.controller.resync)
         return self
 
     def synced(self, timeout: float) -> bool:
         return all(i.synced.wait(timeout) for i in self.informers)
 
     def _work(self) -> None:
-        while not self._stop.is_set() and not self.synced(0.5):
+        while not self._workers.stopped and not self.synced(0.5):
             pass
-        self.controller.run_worker(self._stop, self.leading)
-
-    def _tick(self) -> None:
-        while not self._stop.wait(self.resync):
-            self.controller.resync()
+        self.controller.run_worker(self._workers.stopping, self.leading)
 
     def stop(self) -> None:
-        self._stop.set()
+        self._workers.stopping.set()
         self.controller.queue.close()
-        for thread in self._threads:
-            thread.join(5)
+        self._workers.stop(5.0)
         for informer in self.informers:
             informer.stop(1.0)
         if self.leader is not None:

@@ -24,6 +24,7 @@ import grpc
 from runtimekit.api import kubelet
 from runtimekit.api.runtime_client import DeviceWatch, FeatureUnavailable, RuntimeCallError
 from runtimekit.base.backoff import Backoff
+from runtimekit.base.threads import Workers
 from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.server import ResourceServer
 from runtimekit.deviceplugin.service import DevicePluginService
@@ -50,57 +51,50 @@ class DevicePluginManager:
         self._publisher = publisher
         self._poll_s = poll_s
         self._grace_s = runtime_grace_s
-        self._stop = threading.Event()
+        self._workers = Workers("device plugin")
         self._servers: dict[str, ResourceServer] = {}
         self._registered: set[str] = set()
         self._kubelet_inode: int | None = None
         self._watch: DeviceWatch | None = None
         self._watch_lock = threading.Lock()
-        self._threads: list[threading.Thread] = []
         self.registrations = 0  # successful Register calls, for tests and logs
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self, first_devices_timeout_s: float = 30.0) -> DevicePluginManager:
         """Start mirroring the runtime, wait for its first device list, then serve and register."""
         self.plugin_dir.mkdir(parents=True, exist_ok=True)
-        self._spawn("runtime-watch", self._watch_loop)
+        self._workers.spawn("runtime-watch", self._watch_loop)
         if self.service.state.wait_change(0, first_devices_timeout_s) is None:
             self.stop()
             raise TimeoutError(f"no device list from the runtime within {first_devices_timeout_s:g} s")
         if self._publisher is not None:
-            self._spawn("node-publisher", self._publish_loop)
+            self._workers.spawn("node-publisher", self._publish_loop)
         self._sync_servers()
         self._register_all()
-        self._spawn("plugin-supervisor", self._supervise_loop)
+        self._workers.spawn("plugin-supervisor", self._supervise_loop)
         return self
 
     def stop(self) -> None:
-        if self._stop.is_set():
+        if self._workers.stopped:
             return
-        self._stop.set()
+        self._workers.stopping.set()
         with self._watch_lock:
             if self._watch is not None:
                 self._watch.cancel()
         self.service.state.close()
         for server in self._servers.values():
             server.stop()
-        for thread in self._threads:
-            thread.join(timeout=5.0)
+        self._workers.stop(5.0)
         log.info("device plugin stopped")
-
-    def _spawn(self, name: str, target: Callable[[], None]) -> None:
-        thread = threading.Thread(target=target, name=name, daemon=True)
-        thread.start()
-        self._threads.append(thread)
 
     # -- runtime watch -------------------------------------------------------------------------
     def _watch_loop(self) -> None:
         backoff, lost_since, marked = Backoff(initial=0.1, maximum=2.0), None, False
-        while not self._stop.is_set():
+        while not self._workers.stopped:
             try:
                 watch = self._open_watch()
                 with self._watch_lock:
-                    if self._stop.is_set():
+                    if self._workers.stopped:
                         watch.cancel()
                     self._watch = watch
                 for reply in watch:
@@ -109,7 +103,7 @@ class DevicePluginManager:
                     self.service.state.update(reply.devices)
             except (RuntimeCallError, FeatureUnavailable) as exc:
                 log.warning("runtime watch: %s", exc)
-            if self._stop.is_set():
+            if self._workers.stopped:
                 return
             now = time.monotonic()
             lost_since = lost_since or now
@@ -117,17 +111,17 @@ class DevicePluginManager:
                 self.service.state.mark_all_unhealthy("the node runtime is unreachable")
                 marked = True
                 log.error("the runtime is unreachable: every device is Unhealthy until it is back")
-            self._stop.wait(backoff.next())
+            self._workers.wait(backoff.next())
 
     # -- node publishing -----------------------------------------------------------------------
     def _publish_loop(self) -> None:
         assert self._publisher is not None
         generation, pending = 0, True
-        while not self._stop.is_set():
+        while not self._workers.stopped:
             changed = self.service.state.wait_change(generation, 2.0)
             if changed is not None:
                 generation, pending = changed[0], True
-            if pending and not self._stop.is_set():
+            if pending and not self._workers.stopped:
                 pending = not self._publisher.publish(self.service.state.snapshot()[1])
 
     # -- servers and registration --------------------------------------------------------------
@@ -160,7 +154,7 @@ class DevicePluginManager:
         if self._kubelet_inode is None:
             return
         for name, server in self._servers.items():
-            if name in self._registered or self._stop.is_set():
+            if name in self._registered or self._workers.stopped:
                 continue
             try:
                 server.register(self.kubelet_socket)
@@ -171,7 +165,7 @@ class DevicePluginManager:
             self.registrations += 1
 
     def _supervise_loop(self) -> None:
-        while not self._stop.wait(self._poll_s):
+        while not self._workers.wait(self._poll_s):
             try:
                 self._sync_servers()
                 self._register_all()

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
+from runtimekit.base.threads import Workers
 from runtimekit.exporter.config import HealthConfig
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
 
@@ -104,8 +105,7 @@ class HealthDetector:
         self.state = HealthState()
         self.events: dict[tuple[str, bool], int] = {}  # (kind, healthy) -> count, for a counter metric
         self.runtime_reachable = True
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._workers = Workers("health")
         self._lock = threading.Lock()
 
     def check_once(self) -> list[Action]:
@@ -139,22 +139,13 @@ class HealthDetector:
             done.append(action)
         return done
 
-    def run(self) -> None:
-        while not self._stop.wait(self.config.interval_seconds):
-            try:
-                self.check_once()
-            except Exception:
-                log.exception("health check failed")
-
     def start(self) -> HealthDetector:
-        self._thread = threading.Thread(target=self.run, name="health", daemon=True)
-        self._thread.start()
+        """Check every `interval_seconds` on a thread until `stop()`."""
+        self._workers.every("health", self.config.interval_seconds, self.check_once)
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._workers.stop(5.0)
 
 
 class HealthCollector:

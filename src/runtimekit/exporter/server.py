@@ -4,12 +4,12 @@ collectors."""
 
 from __future__ import annotations
 
-import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
+from runtimekit.base.threads import Workers
 from runtimekit.exporter.exposition import Exposition
 
 
@@ -45,7 +45,7 @@ class MetricsServer:
     def __init__(self, registry: CollectorRegistry, host: str = "0.0.0.0", port: int = 9445) -> None:
         self.httpd = ThreadingHTTPServer((host, port), make_handler(registry))
         self.httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self.httpd.serve_forever, name="metrics-http", daemon=True)
+        self._workers = Workers("metrics")
 
     @property
     def address(self) -> str:
@@ -53,10 +53,10 @@ class MetricsServer:
         return f"{host!s}:{port}" if isinstance(host, str) else f"{host.decode()}:{port}"
 
     def start(self) -> MetricsServer:
-        self._thread.start()
+        self._workers.spawn("metrics-http", self.httpd.serve_forever)
         return self
 
     def stop(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
-        self._thread.join(5)
+        self._workers.stop(5.0)

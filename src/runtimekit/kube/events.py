@@ -18,6 +18,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.http import KubeHttp, object_path
 
@@ -101,11 +102,10 @@ class EventRecorder:
         self.dropped = 0  # the queue was full
         self.throttled = 0  # over the rate
         self.failed = 0
-        self._threads = [
-            threading.Thread(target=self._drain, name=f"events-{i}", daemon=True) for i in range(max(1, workers))
-        ]
-        for thread in self._threads:
-            thread.start()
+        self._workers = Workers("events")
+        self._drainers = max(1, workers)
+        for i in range(self._drainers):
+            self._workers.spawn(f"events-{i}", self._drain)
 
     def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
         if not self._rate.take():
@@ -143,10 +143,9 @@ class EventRecorder:
     def close(self, timeout: float = 5.0) -> None:
         """Write what is queued (within `timeout`), then stop the threads."""
         self.flush(timeout)
-        for _ in self._threads:
+        for _ in range(self._drainers):  # one end mark per drainer: each takes one and returns
             try:
                 self._queue.put(None, timeout=1.0)
             except queue.Full:
                 break
-        for thread in self._threads:
-            thread.join(1.0)
+        self._workers.stop(1.0)

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from runtimekit.base.backoff import Backoff
+from runtimekit.base.threads import Workers
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp
 
 log = logging.getLogger(__name__)
@@ -54,29 +55,25 @@ class Informer:
         self.resource_version = ""
         self.relists = 0
         self._known: dict[str, str] = {}  # key -> resourceVersion of what the handler last saw
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._workers = Workers(f"informer {self.name}")
         self.backoff = Backoff(initial=0.2, maximum=30.0, jitter=0.2)
 
     def start(self) -> Informer:
-        self._thread = threading.Thread(target=self.run, name=f"informer {self.name}", daemon=True)
-        self._thread.start()
+        self._workers.spawn(f"informer {self.name}", self.run)
         return self
 
     def stop(self, timeout: float = 5.0) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout)
+        self._workers.stop(timeout)
 
     def run(self) -> None:
-        while not self._stop.is_set():
+        while not self._workers.stopped:
             try:
                 if not self.resource_version:
                     self._relist()
                 self._watch()
                 self.backoff.reset()
             except KubeApiError as exc:
-                if self._stop.is_set():  # the connection was closed under a stopped watch: not an error
+                if self._workers.stopped:  # the connection was closed under a stopped watch: not an error
                     break
                 if exc.code == 410:
                     log.info("%s: resourceVersion %s expired, listing again", self.name, self.resource_version)
@@ -87,15 +84,15 @@ class Informer:
                         log.info("%s: not served by the API server; will look again every minute", self.name)
                     self.served = False
                     self.synced.set()
-                    self._stop.wait(60.0)
+                    self._workers.wait(60.0)
                     continue
                 delay = self.backoff.next()
                 log.warning("%s: %s; retrying in %.1f s", self.name, exc, delay)
-                self._stop.wait(delay)
+                self._workers.wait(delay)
             except Exception:
                 delay = self.backoff.next()
                 log.exception("%s: unexpected error; retrying in %.1f s", self.name, delay)
-                self._stop.wait(delay)
+                self._workers.wait(delay)
 
     def _deliver(self, kind: str, obj: JSON) -> None:
         try:
@@ -129,7 +126,7 @@ class Informer:
 
     def _watch(self) -> None:
         for event in self.http.watch(self.path, self.resource_version, self.params, self.watch_timeout):
-            if self._stop.is_set():
+            if self._workers.stopped:
                 return
             meta = event.object.get("metadata") or {}
             rv = str(meta.get("resourceVersion", ""))

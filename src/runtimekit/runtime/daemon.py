@@ -10,12 +10,12 @@ cleanly (`stop()`, idempotent).
 from __future__ import annotations
 
 import logging
-import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import grpc
 
+from runtimekit.base.threads import Workers
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
 from runtimekit.runtime.grpc_api import serve
@@ -103,34 +103,23 @@ class RuntimeDaemon:
         self.runtime = runtime
         self.socket_path = socket_path
         self._interval = reconcile_interval_s
-        self._stop = threading.Event()
+        self._workers = Workers("runtime")
         self._server: grpc.Server | None = None
-        self._thread: threading.Thread | None = None
 
     def start(self) -> RuntimeDaemon:
         self.runtime.start()
         self._server = serve(self.runtime, self.socket_path)
         log.info("runtime serving on %s", self.socket_path)
         if self._interval > 0:
-            self._thread = threading.Thread(target=self._reconcile_loop, name="runtime-reconcile", daemon=True)
-            self._thread.start()
+            self._workers.every("runtime-reconcile", self._interval, self.runtime.reconcile)
         return self
 
-    def _reconcile_loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            try:
-                self.runtime.reconcile()
-            except Exception:  # the loop must outlive one bad round; the next one retries
-                log.exception("reconciliation failed")
-
     def stop(self, grace_s: float = 1.0) -> None:
-        if self._stop.is_set():
+        if self._workers.stopped:
             return
-        self._stop.set()
+        self._workers.stop(5.0)
         if self._server is not None:  # calls in flight finish before the state is closed
             self._server.stop(grace_s).wait()
-        if self._thread is not None:
-            self._thread.join(timeout=5.0)
         self.runtime.close()
         Path(self.socket_path).unlink(missing_ok=True)
         log.info("runtime stopped")

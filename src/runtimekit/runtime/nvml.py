@@ -18,6 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from runtimekit.base.threads import Workers
 from runtimekit.model import GPU_MODELS, GpuUUID, MigMode
 from runtimekit.runtime import nvml_mig
 from runtimekit.runtime.backend import (
@@ -83,8 +84,8 @@ class NvmlBackend:
         self._tables: dict[GpuUUID, nvml_mig.MigTable] = {}
         self._devices: list[DeviceInfo] = []
         self._mig_lock = threading.Lock()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._workers = Workers("nvml")
+        self._events_started = False
         self._opened = False
 
     @property
@@ -256,15 +257,13 @@ class NvmlBackend:
 
     # -- events --------------------------------------------------------------------------------
     def start_events(self, listener: HealthListener) -> None:
-        if self._thread is not None:
+        if self._events_started:
             raise RuntimeError("start_events called twice")
+        self._events_started = True
         event_set = self._nvml.nvmlEventSetCreate()
         for info in self._devices:
             self._register(event_set, info)
-        self._thread = threading.Thread(
-            target=self._event_loop, args=(event_set, listener), name="nvml-events", daemon=True
-        )
-        self._thread.start()
+        self._workers.spawn("nvml-events", lambda: self._event_loop(event_set, listener))
 
     def _register(self, event_set: Any, info: DeviceInfo) -> None:
         n = self._nvml
@@ -281,7 +280,7 @@ class NvmlBackend:
     def _event_loop(self, event_set: Any, listener: HealthListener) -> None:
         n = self._nvml
         try:
-            while not self._stop.is_set():
+            while not self._workers.stopped:
                 try:
                     data = n.nvmlEventSetWait(event_set, self._timeout_ms)
                 except Exception as exc:
@@ -291,7 +290,7 @@ class NvmlBackend:
                         raise
                     log.error("NVML event wait failed, marking every GPU unhealthy: %s", exc)
                     listener(HealthEvent(EventKind.ERROR, None, self._now_ms(), detail=f"NVML event wait: {exc}"))
-                    self._stop.wait(1.0)
+                    self._workers.wait(1.0)
                     continue
                 for event in self._translate(data):
                     listener(event)
@@ -323,10 +322,7 @@ class NvmlBackend:
         return int(self._clock() * 1000)
 
     def close(self) -> None:
-        self._stop.set()
-        thread, self._thread = self._thread, None
-        if thread is not None:
-            thread.join(timeout=self._timeout_ms / 1000.0 + 2.0)
+        self._workers.stop(timeout=self._timeout_ms / 1000.0 + 2.0)
         if self._opened:
             self._opened = False
             try:

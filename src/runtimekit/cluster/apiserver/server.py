@@ -23,6 +23,7 @@ from types import TracebackType
 
 from aiohttp import web
 
+from runtimekit.base.threads import Workers
 from runtimekit.cluster.apiserver.discovery import KubernetesVersion
 from runtimekit.cluster.apiserver.handlers import Handlers
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
@@ -76,7 +77,7 @@ class ApiServer:
         self._restore()
         self._bootstrap()
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._workers: Workers | None = None  # one set per start: a stopped server may start again
         self._runner: web.AppRunner | None = None
         self._waker: Waker | None = None
         self._ready = threading.Event()
@@ -127,17 +128,17 @@ class ApiServer:
     # lifecycle --------------------------------------------------------------------------------
 
     def start(self, timeout: float = 30.0) -> ApiServer:
-        if self._thread is not None:
+        if self._workers is not None:
             raise RuntimeError("the API server is already started")
         if self._closed:
             raise RuntimeError("the API server is closed; make a new one")
-        self._thread = threading.Thread(target=self._run, name="runtimekit-apiserver", daemon=True)
-        self._thread.start()
+        self._workers = Workers("apiserver")
+        self._workers.spawn("runtimekit-apiserver", self._run)
         if not self._ready.wait(timeout):
             raise TimeoutError(f"the API server did not start within {timeout} s")
         if self._failure is not None:
-            self._thread.join()
-            self._thread = None
+            self._workers.stop(None)
+            self._workers = None
             raise RuntimeError(f"the API server failed to start: {self._failure}") from self._failure
         return self
 
@@ -196,11 +197,11 @@ class ApiServer:
         """Stop serving: connections and watches end, the objects and their history stay, and
         `start()` serves them again on the same port (what clients see of an API server restart).
         Idempotent."""
-        loop, thread = self._loop, self._thread
-        if loop is not None and thread is not None and thread.is_alive():
+        loop, workers = self._loop, self._workers
+        if loop is not None and workers is not None and workers.alive():
             loop.call_soon_threadsafe(loop.stop)
-            thread.join(timeout=30)
-        self._thread = None
+            workers.stop(30.0)
+        self._workers = None
         self._ready.clear()
         self._failure = None
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.events import record_event
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_by
@@ -126,36 +127,32 @@ class SimulatedKubelet:
         self._pods: dict[str, _Pod] = {}
         self._deleting: set[str] = set()
         self._ips = itertools.count(2)
-        self._stop = threading.Event()
-        self._threads: list[threading.Thread] = []
+        self._workers = Workers(f"kubelet {self.node}")
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> SimulatedKubelet:
         """Register the Node (raises KubeApiError when refused), then watch and run pods."""
         self.reporter.register()
         self.informer.start()
-        for name, target in (("pods", self._work), ("status", lambda: self.reporter.run(self._stop))):
-            thread = threading.Thread(target=target, name=f"kubelet {self.node} {name}", daemon=True)
-            thread.start()
-            self._threads.append(thread)
+        self._workers.spawn(f"kubelet {self.node} pods", self._work)
+        self._workers.spawn(f"kubelet {self.node} status", lambda: self.reporter.run(self._workers.stopping))
         return self
 
     def stop(self) -> None:
-        if self._stop.is_set():
+        if self._workers.stopped:
             return
-        self._stop.set()
+        self._workers.stopping.set()
         with self._cond:
             self._cond.notify_all()
         self.informer.stop(1.0)
-        for thread in self._threads:
-            thread.join(5.0)
+        self._workers.stop(5.0)
 
     def synced(self, timeout_s: float) -> bool:
         return self.informer.synced.wait(timeout_s)
 
     def manages(self, node_name: str) -> bool:
         """The API server's KubeletHook: this kubelet finishes graceful deletion of the node's pods."""
-        return node_name == self.node and not self._stop.is_set()
+        return node_name == self.node and not self._workers.stopped
 
     def running_pods(self) -> list[tuple[PodIdentity, Sequence[str]]]:
         """The pods this kubelet runs, with their container names (the PodResources API's view)."""
@@ -177,8 +174,8 @@ class SimulatedKubelet:
     def _work(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: self._queue or self._stop.is_set(), timeout=self._next_wait())
-                if self._stop.is_set():
+                self._cond.wait_for(lambda: self._queue or self._workers.stopped, timeout=self._next_wait())
+                if self._workers.stopped:
                     return
                 batch, self._queue = self._queue, []
             self._handle(batch)
