@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtimekit.cluster.apiserver import ApiServer
-from runtimekit.kube.events import EventRecorder, TokenBucket
+from runtimekit.kube.events import EventRecorder, TokenBucket, record_event
 from runtimekit.kube.http import KubeHttp
 
 
@@ -84,4 +84,26 @@ def test_events_over_the_rate_are_dropped_and_counted(apiserver: ApiServer) -> N
         assert (recorder.throttled, recorder.dropped) == (35, 0)
     finally:
         recorder.close()
+        http.close()
+
+
+def test_record_event_about_a_whole_object_names_its_host_and_survives_a_refusal(apiserver: ApiServer) -> None:
+    http = KubeHttp.connect(server=apiserver.url)
+    try:
+        job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j1", "namespace": "default", "uid": "u"}}
+        record_event(http, job, "Warning", "DeadlineExceeded", "too slow", "job-controller", host="node-1")
+        (event,) = events(http)
+        assert event["involvedObject"] == {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "namespace": "default",
+            "name": "j1",
+            "uid": "u",
+        }
+        assert event["source"] == {"component": "job-controller", "host": "node-1"}
+        assert (event["type"], event["reason"], event["message"]) == ("Warning", "DeadlineExceeded", "too slow")
+        missing = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "no-such-namespace"}}
+        record_event(http, missing, "Normal", "Started", "m", "kubelet")  # refused: logged, not raised
+        assert events(http, "no-such-namespace") == []
+    finally:
         http.close()

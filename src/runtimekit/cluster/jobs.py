@@ -30,7 +30,7 @@ from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.base.workqueue import WorkQueue
-from runtimekit.cluster.events import record_event
+from runtimekit.kube.events import record_event
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
 

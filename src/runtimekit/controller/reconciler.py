@@ -37,7 +37,7 @@ from runtimekit.controller.jobs import (
     job_name,
 )
 from runtimekit.controller.trigger import Trigger
-from runtimekit.kube.events import event_body
+from runtimekit.kube.events import event_body, post_event
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.protocol import Protocol
 
@@ -311,13 +311,11 @@ class NodeController:
             return str(_meta(self.nodes.get(node) or {}).get("uid", node))
 
     def event(self, node: str, kind: str, reason: str, message: str) -> None:
-        now = rfc3339(self.clock())
         involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": self._uid(node)}
-        body = event_body(involved, self.options.event_namespace, CONTROLLER, kind, reason, message, now)
-        try:
-            self.http.post(object_path("v1", "events", self.options.event_namespace), body)
-        except KubeApiError as exc:
-            log.info("could not record event %s on node %s: %s", reason, node, exc)
+        now = rfc3339(self.clock())
+        post_event(
+            self.http, event_body(involved, self.options.event_namespace, CONTROLLER, kind, reason, message, now)
+        )
 
 
 def job_selector() -> str:

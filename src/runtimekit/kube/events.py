@@ -1,11 +1,15 @@
-"""Events written off the caller's path, as client-go's event broadcaster does for kube-scheduler: a
-bounded queue drained by a few threads. A binding does not wait for its `Scheduled` event, so a bind
+"""Kubernetes Events: the one builder of core/v1 Event bodies (`event_body`, `object_reference`), a
+best-effort writer for callers that write few (`record_event`, `post_event`: the controller, the
+embedded kubelet and Job controller), and `EventRecorder` for callers that write many.
+
+`EventRecorder` writes off the caller's path, as client-go's event broadcaster does for
+kube-scheduler: a bounded queue drained by a few threads. A binding does not wait for its `Scheduled` event, so a bind
 worker spends one API round trip per pod, not two. Events are also limited in rate (a token bucket,
 `qps` with bursts up to `burst`, as kube-scheduler's API client is by `--kube-api-qps/-burst`), so
 that under a flood of pods the scheduler's CPU goes to binding them rather than to describing it.
 An event over the rate, or one that finds the queue full, is dropped and counted (an Event is advice
 for people, not state anything depends on); a failed POST is logged.
-Callers: `KubeBinder` (the live scheduler).
+Callers of the recorder: `KubeBinder` (the live scheduler).
 """
 
 from __future__ import annotations
@@ -15,12 +19,12 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 DEFAULT_QPS = 50.0  # kube-scheduler's --kube-api-qps and --kube-api-burst defaults
@@ -33,26 +37,65 @@ class ObjectRef(Protocol):
     uid: str
 
 
+def object_reference(obj: Mapping[str, Any]) -> dict[str, str]:
+    """The `involvedObject` of an Event about `obj`, a whole object (apiVersion, kind, metadata)."""
+    meta = obj.get("metadata") or {}
+    ref = {"apiVersion": str(obj.get("apiVersion") or "v1"), "kind": str(obj.get("kind", "")), "name": ""}
+    for key in ("namespace", "name", "uid"):
+        if meta.get(key):
+            ref[key] = str(meta[key])
+    return ref
+
+
 def event_body(
-    involved: dict[str, str], namespace: str, component: str, kind: str, reason: str, message: str, now: str = ""
+    involved: Mapping[str, str],
+    namespace: str,
+    component: str,
+    kind: str,
+    reason: str,
+    message: str,
+    now: str = "",
+    host: str = "",
 ) -> dict[str, Any]:
-    """A core/v1 Event in `namespace` about `involved` (its apiVersion, kind, name, and uid and
-    namespace where it has them); `now` defaults to the current time."""
+    """A core/v1 Event of type `kind` (Normal, Warning) in `namespace` about `involved` (its
+    apiVersion, kind, name, and uid and namespace where it has them), from `component` on `host`
+    (a node name, for a kubelet); `now` defaults to the current time. Messages are cut at 1024."""
     now = now or rfc3339()
+    source = {"component": component, **({"host": host} if host else {})}
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": f"{involved['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
-        "involvedObject": involved,
+        "involvedObject": dict(involved),
         "reason": reason,
         "message": message[:1024],
         "type": kind,
-        "source": {"component": component},
+        "source": source,
         "reportingComponent": component,
         "firstTimestamp": now,
         "lastTimestamp": now,
         "count": 1,
     }
+
+
+def post_event(http: KubeHttp, body: Mapping[str, Any]) -> bool:
+    """Write an Event, best effort as in Kubernetes: a refusal is logged and dropped. True if written."""
+    try:
+        http.post(object_path("v1", "events", body["metadata"]["namespace"]), dict(body))
+    except KubeApiError as exc:
+        involved = body["involvedObject"]
+        log.info("could not record event %s on %s %s: %s", body["reason"], involved["kind"], involved["name"], exc)
+        return False
+    return True
+
+
+def record_event(
+    http: KubeHttp, involved: Mapping[str, Any], kind: str, reason: str, message: str, component: str, host: str = ""
+) -> None:
+    """`post_event` an Event about `involved` (a whole object), in its namespace (else `default`)."""
+    ref = object_reference(involved)
+    body = event_body(ref, ref.get("namespace", "default"), component, kind, reason, message, host=host)
+    post_event(http, body)
 
 
 def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> dict[str, Any]:

@@ -36,7 +36,6 @@ from typing import Any
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster.events import record_event
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_by
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError, PodIdentity
 from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
@@ -56,6 +55,7 @@ from runtimekit.cluster.kubelet.status import (
     running_status,
     terminated_status,
 )
+from runtimekit.kube.events import record_event
 from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
 from runtimekit.protocol import Protocol
