@@ -5,7 +5,15 @@ from pathlib import Path
 import pytest
 
 from runtimekit.cli.main import main
-from runtimekit.protocol import DEFAULTS, Protocol, ProtocolError, compare_protocols, load_protocol, parse_protocol_text
+from runtimekit.protocol import (
+    DEFAULTS,
+    Protocol,
+    ProtocolError,
+    compare_protocols,
+    load_protocol,
+    loader,
+    parse_protocol_text,
+)
 from runtimekit.protocol.loader import load_protocol_sources
 
 
@@ -43,6 +51,41 @@ def test_dotted_and_nested_keys_mean_the_same() -> None:
 def test_bad_values_are_rejected_naming_the_key(text: str, named: str) -> None:
     with pytest.raises(ProtocolError, match=named.replace(".", r"\.")):
         parse_protocol_text(text, "p.yaml")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("resources.migPrefix: a.com/mig-\n", id="camel"),
+        pytest.param("resources.mig_prefix: a.com/mig-\n", id="snake"),
+        pytest.param("resources:\n  mig-prefix: a.com/mig-\n", id="kebab-nested"),
+    ],
+)
+def test_keys_follow_the_kits_one_spelling_rule(text: str) -> None:
+    protocol = parse_protocol_text(text)
+    assert protocol.resources.mig_prefix == "a.com/mig-"
+    assert protocol.values["resources.migPrefix"] == "a.com/mig-"
+    assert protocol.fingerprint == parse_protocol_text("resources.migPrefix: a.com/mig-\n").fingerprint
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param(
+            "resources.gpu: a.com/g\nresources:\n  gpu: b.com/g\n", "'resources.gpu' is given twice", id="both"
+        ),
+        pytest.param("memoryUnit: 1Gi\nmemory_unit: 2Gi\n", "'memory_unit' is given twice", id="two-spellings"),
+        pytest.param("resources: 5\n", "resources must be a mapping", id="group-not-mapping"),
+        pytest.param("5: x\n", "key 5 is not a string", id="number-key"),
+    ],
+)
+def test_keys_given_twice_or_malformed_are_refused(text: str, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        parse_protocol_text(text, "p.yaml")
+
+
+def test_every_key_has_a_check() -> None:
+    assert set(loader._CHECKS) == set(DEFAULTS)
 
 
 def test_malformed_yaml_is_a_clear_error() -> None:

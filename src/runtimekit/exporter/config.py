@@ -1,78 +1,41 @@
 """The exporter's configuration file (etc/exporter.yaml is the documented template).
 
-Every key has a default; an unknown key or a bad value raises `ConfigError` naming it."""
+Every key has a default. Keys and values follow the kit's one configuration rule
+(`runtimekit.base.config`: any spelling of a key, numbers and booleans also as strings, a list
+also as a comma-separated string); an unknown key or a bad value raises `ConfigError` naming it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Annotated
 
+import msgspec
 import yaml
 
+from runtimekit.base import config as typed
+
 DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)  # application errors, as NVIDIA's device plugin ignores them
+NonNegative = Annotated[float, msgspec.Meta(ge=0, description="a non-negative number")]
 
 
-class ConfigError(ValueError):
+class ConfigError(typed.ConfigError):
     """A bad exporter configuration; the message names the key."""
 
 
-@dataclass(frozen=True)
-class HealthConfig:
+class HealthConfig(msgspec.Struct, frozen=True, rename="camel"):
     enabled: bool = True
-    interval_seconds: float = 5.0
+    interval_seconds: NonNegative = 5.0
     ignored_xids: tuple[int, ...] = DEFAULT_IGNORED_XIDS
-    temperature_celsius: float = 90.0  # at or above: unhealthy
-    temperature_hysteresis_celsius: float = 5.0  # healthy again below threshold - hysteresis
-    recovery_seconds: float = 300.0  # healthy again after this long without a critical XID or ECC error
+    temperature_celsius: NonNegative = 90.0  # at or above: unhealthy
+    temperature_hysteresis_celsius: NonNegative = 5.0  # healthy again below threshold - hysteresis
+    recovery_seconds: NonNegative = 300.0  # healthy again after this long without a critical XID or ECC error
 
 
-@dataclass(frozen=True)
-class ExporterConfig:
-    runtime_timeout_seconds: float = 2.0
+class ExporterConfig(msgspec.Struct, frozen=True, rename="camel"):
+    runtime_timeout_seconds: NonNegative = 2.0
     node_name: str = ""  # default: what the runtime reports
     collectors: tuple[str, ...] = ()  # extra collectors: entry-point names or file.py:factory
-    health: HealthConfig = field(default_factory=HealthConfig)
-
-
-def _typed(where: str, key: str, value: Any, default: Any) -> Any:
-    if isinstance(default, bool):
-        if not isinstance(value, bool):
-            raise ConfigError(f"{where}{key} must be true or false, got {value!r}")
-        return value
-    if isinstance(default, float):
-        if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
-            raise ConfigError(f"{where}{key} must be a non-negative number, got {value!r}")
-        return float(value)
-    if isinstance(default, str):
-        if not isinstance(value, str):
-            raise ConfigError(f"{where}{key} must be a string, got {value!r}")
-        return value
-    if isinstance(default, tuple):
-        if not isinstance(value, list) or not all(
-            isinstance(v, type(default[0]) if default else (int, str)) and not isinstance(v, bool) for v in value
-        ):
-            raise ConfigError(f"{where}{key} must be a list, got {value!r}")
-        return tuple(value)
-    raise ConfigError(f"{where}{key}: unsupported value {value!r}")
-
-
-def _build(cls: type[Any], data: dict[str, Any], where: str) -> Any:
-    known = {f.name.replace("_", ""): f for f in fields(cls)}
-    defaults = cls()
-    values: dict[str, Any] = {}
-    for key, value in data.items():
-        f = known.get(str(key).replace("_", "").lower().replace("-", ""))
-        if f is None:
-            raise ConfigError(f"{where}unknown key {key!r}; known: {', '.join(x.name for x in fields(cls))}")
-        default = getattr(defaults, f.name)
-        if isinstance(default, HealthConfig):
-            if not isinstance(value, dict):
-                raise ConfigError(f"{where}{key} must be a mapping")
-            values[f.name] = _build(HealthConfig, value, f"{where}{key}.")
-        else:
-            values[f.name] = _typed(where, str(key), value, default)
-    return cls(**values)
+    health: HealthConfig = HealthConfig()
 
 
 def load_config(path: str | Path | None) -> ExporterConfig:
@@ -86,5 +49,4 @@ def load_config(path: str | Path | None) -> ExporterConfig:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping")
-    config: ExporterConfig = _build(ExporterConfig, data, f"{path}: ")
-    return config
+    return typed.convert(ExporterConfig, data, where=f"{path}: ", error=ConfigError)

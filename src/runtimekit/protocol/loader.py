@@ -1,8 +1,11 @@
 """Load, validate and compare `protocol.yaml` files.
 
 The file is a YAML mapping of dotted keys (`resources.gpu: aliyun.com/gpu`); nested mappings are
-accepted and flattened to the same dotted keys. Every key has a built-in default, so an empty file
-is the default protocol. Unknown keys and bad values raise `ProtocolError` naming the key.
+accepted and mean the same dotted keys. Every key has a built-in default, so an empty file is the
+default protocol. The mapping goes through the kit's one typed configuration path
+(`runtimekit.base.config`) into frozen structs, then each name is checked by its validator;
+unknown keys and bad values raise `ProtocolError` naming the key. Every value is a name, so
+every value must be a string.
 Callers: every component at start-up, `runtimekit protocol show|check`, and tests.
 """
 
@@ -15,8 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import yaml
 
+from runtimekit.base import config as typed
 from runtimekit.protocol.names import (
     check_absolute_path,
     check_dns_subdomain,
@@ -29,42 +34,17 @@ from runtimekit.protocol.names import (
 
 Validator = Callable[[str], str | None]
 
-# key -> (default, validator). The order here is the order `protocol show` prints.
-_SCHEMA: dict[str, tuple[str, Validator]] = {
-    "resources.gpu": ("aliyun.com/gpu", check_extended_resource_name),
-    "resources.core": ("aliyun.com/gpu-core.percentage", check_extended_resource_name),
-    "resources.memory": ("aliyun.com/gpu-memory", check_extended_resource_name),
-    "resources.migPrefix": ("aliyun.com/mig-", check_mig_prefix),
-    "memoryUnit": ("1Gi", check_memory_unit),
-    "schedulerName": ("lj-runtimekit-scheduler", check_dns_subdomain),
-    "labels.enable": ("lj_runtimekit_enable", check_qualified_name),
-    "labels.state": ("lj_runtimekit_state", check_qualified_name),
-    "labels.gpuModel": ("aliyun.com/gpu-model", check_qualified_name),
-    "labels.gpuCount": ("aliyun.com/gpu-count", check_qualified_name),
-    "labels.migMode": ("aliyun.com/gpu-mig-mode", check_qualified_name),
-    "annotations.nodeDevices": ("runtimekit.aliyun.com/devices", check_qualified_name),
-    "annotations.assignment": ("runtimekit.aliyun.com/gpu-assignment", check_qualified_name),
-    "annotations.assumeTime": ("runtimekit.aliyun.com/assume-time", check_qualified_name),
-    "annotations.allocated": ("runtimekit.aliyun.com/allocated", check_qualified_name),
-    "annotations.policy": ("runtimekit.aliyun.com/placement-policy", check_qualified_name),
-    "annotations.gpuModels": ("runtimekit.aliyun.com/gpu-models", check_qualified_name),
-    "annotations.simulatedRuntime": ("runtimekit.aliyun.com/simulated-runtime", check_qualified_name),
-    "sockets.runtime": ("/run/lj-runtimekit/runtime.sock", check_absolute_path),
-}
 
-DEFAULTS: Mapping[str, str] = {key: default for key, (default, _) in _SCHEMA.items()}
-
-
-class ProtocolError(ValueError):
+class ProtocolError(typed.ConfigError):
     """A protocol file is unreadable, has an unknown key, or a bad value (the key is named)."""
 
 
-@dataclass(frozen=True)
-class Resources:
-    gpu: str
-    core: str
-    memory: str
-    mig_prefix: str
+# The groups of names, with their defaults; field order is the order `protocol show` prints.
+class Resources(msgspec.Struct, frozen=True, rename="camel"):
+    gpu: str = "aliyun.com/gpu"
+    core: str = "aliyun.com/gpu-core.percentage"
+    memory: str = "aliyun.com/gpu-memory"
+    mig_prefix: str = "aliyun.com/mig-"
 
     def manages(self, resource: str) -> bool:
         """True for the kit's own GPU resources (whole GPUs, shares, MIG slices), which the GPU
@@ -72,29 +52,80 @@ class Resources:
         return resource in (self.gpu, self.core, self.memory) or resource.startswith(self.mig_prefix)
 
 
-@dataclass(frozen=True)
-class Labels:
-    enable: str
-    state: str
-    gpu_model: str
-    gpu_count: str
-    mig_mode: str
+class Labels(msgspec.Struct, frozen=True, rename="camel"):
+    enable: str = "lj_runtimekit_enable"
+    state: str = "lj_runtimekit_state"
+    gpu_model: str = "aliyun.com/gpu-model"
+    gpu_count: str = "aliyun.com/gpu-count"
+    mig_mode: str = "aliyun.com/gpu-mig-mode"
 
 
-@dataclass(frozen=True)
-class Annotations:
-    node_devices: str
-    assignment: str
-    assume_time: str
-    allocated: str
-    policy: str
-    gpu_models: str
-    simulated_runtime: str
+class Annotations(msgspec.Struct, frozen=True, rename="camel"):
+    node_devices: str = "runtimekit.aliyun.com/devices"
+    assignment: str = "runtimekit.aliyun.com/gpu-assignment"
+    assume_time: str = "runtimekit.aliyun.com/assume-time"
+    allocated: str = "runtimekit.aliyun.com/allocated"
+    policy: str = "runtimekit.aliyun.com/placement-policy"
+    gpu_models: str = "runtimekit.aliyun.com/gpu-models"
+    simulated_runtime: str = "runtimekit.aliyun.com/simulated-runtime"
 
 
-@dataclass(frozen=True)
-class Sockets:
-    runtime: str
+class Sockets(msgspec.Struct, frozen=True, rename="camel"):
+    runtime: str = "/run/lj-runtimekit/runtime.sock"
+
+
+class _File(msgspec.Struct, frozen=True, rename="camel"):
+    """Everything a protocol file may say."""
+
+    resources: Resources = Resources()
+    memory_unit: str = "1Gi"
+    scheduler_name: str = "lj-runtimekit-scheduler"
+    labels: Labels = Labels()
+    annotations: Annotations = Annotations()
+    sockets: Sockets = Sockets()
+
+
+def _dotted(
+    data: Mapping[Any, Any], source: str, prefix: str = "", out: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A nested mapping as one mapping of dotted keys; a key that is not a string, or one given
+    twice (`resources.gpu` and `resources: {gpu}`), is an error naming it."""
+    out = {} if out is None else out
+    for raw_key, value in data.items():
+        if not isinstance(raw_key, str):
+            raise ProtocolError(f"{source}: key {raw_key!r} is not a string")
+        key = f"{prefix}{raw_key}"
+        if isinstance(value, Mapping):
+            _dotted(value, source, f"{key}.", out)
+        elif key in out:
+            raise ProtocolError(f"{source}: key {key!r} is given twice")
+        else:
+            out[key] = value
+    return out
+
+
+DEFAULTS: Mapping[str, str] = _dotted(msgspec.to_builtins(_File()), "<defaults>")
+_CHECKS: Mapping[str, Validator] = {
+    "resources.gpu": check_extended_resource_name,
+    "resources.core": check_extended_resource_name,
+    "resources.memory": check_extended_resource_name,
+    "resources.migPrefix": check_mig_prefix,
+    "memoryUnit": check_memory_unit,
+    "schedulerName": check_dns_subdomain,
+    "labels.enable": check_qualified_name,
+    "labels.state": check_qualified_name,
+    "labels.gpuModel": check_qualified_name,
+    "labels.gpuCount": check_qualified_name,
+    "labels.migMode": check_qualified_name,
+    "annotations.nodeDevices": check_qualified_name,
+    "annotations.assignment": check_qualified_name,
+    "annotations.assumeTime": check_qualified_name,
+    "annotations.allocated": check_qualified_name,
+    "annotations.policy": check_qualified_name,
+    "annotations.gpuModels": check_qualified_name,
+    "annotations.simulatedRuntime": check_qualified_name,
+    "sockets.runtime": check_absolute_path,
+}
 
 
 @dataclass(frozen=True)
@@ -132,67 +163,42 @@ def _quote(value: str) -> str:
     return dumped.removesuffix("\n...").strip()
 
 
-def _flatten(data: Mapping[str, Any], prefix: str, out: dict[str, Any], source: str) -> None:
-    for raw_key, value in data.items():
-        if not isinstance(raw_key, str):
-            raise ProtocolError(f"{source}: key {raw_key!r} is not a string")
-        key = f"{prefix}{raw_key}"
-        if isinstance(value, Mapping):
-            _flatten(value, f"{key}.", out, source)
-        elif key in out:
-            raise ProtocolError(f"{source}: key {key!r} is given twice")
-        else:
-            out[key] = value
+def _nested(data: Mapping[str, Any], source: str) -> dict[str, Any]:
+    """Dotted keys as nested mappings (`resources.gpu: x` as `resources: {gpu: x}`), nested ones as
+    they are; a key given both ways, or twice, is an error naming it."""
+    out: dict[str, Any] = {}
+    for dotted, value in _dotted(data, source).items():
+        if not dotted or any(not part for part in dotted.split(".")):
+            raise ProtocolError(f"{source}: key {dotted!r} is not a dotted name")
+        *groups, last = dotted.split(".")
+        level = out
+        for group in groups:
+            level = level.setdefault(group, {})
+            if not isinstance(level, dict):
+                raise ProtocolError(f"{source}: key {dotted!r} is given twice")
+        if last in level:
+            raise ProtocolError(f"{source}: key {dotted!r} is given twice")
+        level[last] = value
+    return out
 
 
 def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
     """Validate a mapping of dotted (or nested) keys and build the effective protocol."""
-    flat: dict[str, Any] = {}
-    _flatten(data, "", flat, source)
-    unknown = sorted(set(flat) - set(_SCHEMA))
-    if unknown:
-        raise ProtocolError(
-            f"{source}: unknown key {unknown[0]!r}"
-            + (f" (and {len(unknown) - 1} more)" if unknown[1:] else "")
-            + f"; known keys: {', '.join(_SCHEMA)}"
-        )
-    values: dict[str, str] = {}
-    for key, (default, validate) in _SCHEMA.items():
-        raw = flat.get(key, default)
-        if not isinstance(raw, str):
-            raise ProtocolError(f"{source}: key {key!r} must be a string, got {type(raw).__name__} {raw!r}")
-        problem = validate(raw)
+    parsed = typed.convert(_File, _nested(data, source), where=f"{source}: ", error=ProtocolError)
+    values: dict[str, str] = _dotted(msgspec.to_builtins(parsed), source)
+    for key, check in _CHECKS.items():
+        problem = check(values[key])
         if problem:
-            raise ProtocolError(f"{source}: key {key!r} has a bad value {raw!r}: {problem}")
-        values[key] = raw
+            raise ProtocolError(f"{source}: key {key!r} has a bad value {values[key]!r}: {problem}")
     return Protocol(
         values=values,
-        resources=Resources(
-            gpu=values["resources.gpu"],
-            core=values["resources.core"],
-            memory=values["resources.memory"],
-            mig_prefix=values["resources.migPrefix"],
-        ),
-        labels=Labels(
-            enable=values["labels.enable"],
-            state=values["labels.state"],
-            gpu_model=values["labels.gpuModel"],
-            gpu_count=values["labels.gpuCount"],
-            mig_mode=values["labels.migMode"],
-        ),
-        annotations=Annotations(
-            node_devices=values["annotations.nodeDevices"],
-            assignment=values["annotations.assignment"],
-            assume_time=values["annotations.assumeTime"],
-            allocated=values["annotations.allocated"],
-            policy=values["annotations.policy"],
-            gpu_models=values["annotations.gpuModels"],
-            simulated_runtime=values["annotations.simulatedRuntime"],
-        ),
-        sockets=Sockets(runtime=values["sockets.runtime"]),
-        memory_unit=values["memoryUnit"],
-        memory_unit_mib=memory_unit_mib(values["memoryUnit"]),
-        scheduler_name=values["schedulerName"],
+        resources=parsed.resources,
+        labels=parsed.labels,
+        annotations=parsed.annotations,
+        sockets=parsed.sockets,
+        memory_unit=parsed.memory_unit,
+        memory_unit_mib=memory_unit_mib(parsed.memory_unit),
+        scheduler_name=parsed.scheduler_name,
     )
 
 
@@ -283,7 +289,7 @@ def compare_protocols(protocols: Iterable[tuple[str, Protocol]]) -> list[Differe
     """Every key whose effective value is not the same in all the given protocols."""
     items = list(protocols)
     diffs: list[Difference] = []
-    for key in _SCHEMA:
+    for key in DEFAULTS:
         seen = {label: proto.values[key] for label, proto in items}
         if len(set(seen.values())) > 1:
             diffs.append(Difference(key, seen))
