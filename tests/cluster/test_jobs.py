@@ -18,7 +18,8 @@ from runtimekit.cluster.kubelet.devices import DirectDevices
 from runtimekit.cluster.kubelet.kubelet import KubeletOptions, SimulatedKubelet
 from runtimekit.cluster.kubelet.nodestatus import NodeShape
 from runtimekit.cluster.kubelet.runner import NodeContext
-from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
 from runtimekit.protocol import Protocol
 
@@ -155,5 +156,5 @@ def test_deleting_a_job_deletes_its_pods(http: KubeHttp) -> None:
     assert http.get(f"{JOBS}/forever")["status"]["active"] == 2
     http.delete(f"{JOBS}/forever", {"propagationPolicy": "Background"})
     wait_for(lambda: not pods_of(http, "forever"), what="the pods garbage-collected")
-    with pytest.raises(KubeApiError):
+    with pytest.raises(KubeError):
         http.get(f"{JOBS}/forever")

@@ -20,7 +20,8 @@ from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
-from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
 from runtimekit.protocol import Protocol
 
@@ -42,7 +43,7 @@ def http(cluster: EmbeddedCluster) -> Iterator[KubeHttp]:
     client = cluster.http("test")
     yield client
     for pod in client.list(PODS)[0]:
-        with contextlib.suppress(KubeApiError):
+        with contextlib.suppress(KubeError):
             client.delete(f"{PODS}/{pod['metadata']['name']}", {"gracePeriodSeconds": 0})
     wait_for(lambda: not client.list(PODS)[0], what="pods gone")
     node = cluster.node(NODE)

@@ -22,7 +22,8 @@ from runtimekit.controller.jobs import DONE_ANNOTATION, REQUEST_ANNOTATION, JobT
 from runtimekit.controller.reconciler import ControllerOptions, NodeController
 from runtimekit.controller.server import ControllerServer
 from runtimekit.controller.trigger import LabelTrigger
-from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
@@ -110,7 +111,7 @@ class JobRunner:
                 },
             )
             self.http.patch(f"{JOBS}/{name}/status", {"status": {**status, "conditions": [condition]}})
-        except KubeApiError:
+        except KubeError:
             pass  # the Job was cancelled meanwhile
 
 

@@ -20,7 +20,8 @@ import pytest
 import trustme
 
 from runtimekit.cluster.apiserver import ApiServer
-from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp
 
 
 @dataclass
@@ -118,7 +119,7 @@ def test_tls_client_certificate_token_prefix_and_query(tls_server: tuple[str, Se
         ]
         assert len(set(seen.ports)) == 1  # both went over one kept-alive TLS connection
         seen.token = "other"
-        with pytest.raises(KubeApiError) as failed:  # a static token is not re-read
+        with pytest.raises(KubeError) as failed:  # a static token is not re-read
             http.get("/api/v1/nodes")
         assert (failed.value.code, failed.value.reason) == (401, "Unauthorized")
     finally:
@@ -159,7 +160,7 @@ def test_an_untrusted_server_is_refused(tls_server: tuple[str, Seen, trustme.CA,
     stranger = trustme.CA()
     http = KubeHttp.connect(str(kubeconfig(tmp / "kubeconfig", url, stranger, client_cert_user(ca, tmp, "token: x"))))
     try:
-        with pytest.raises(KubeApiError) as failed:
+        with pytest.raises(KubeError) as failed:
             http.get("/api/v1/nodes")
         assert failed.value.code == 0
         assert "CERTIFICATE_VERIFY_FAILED" in failed.value.message
@@ -188,7 +189,7 @@ def test_a_missing_token_file_fails_the_request_clearly_until_it_appears(
         str(kubeconfig(tmp / "kubeconfig", url, ca, client_cert_user(ca, tmp, f"tokenFile: {token}")))
     )
     try:
-        with pytest.raises(KubeApiError) as failed:
+        with pytest.raises(KubeError) as failed:
             http.get("/api/v1/nodes")
         assert failed.value.code == 0
         assert str(token) in failed.value.message

@@ -45,7 +45,8 @@ from runtimekit.cluster.kubelet.runner import (
     map_paths,
     runtimekit_argv,
 )
-from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import Protocol, load_protocol
 
@@ -157,7 +158,7 @@ class EmbeddedCluster:
     def _node_ready(self, node: SimulatedNode) -> bool:
         try:
             obj = node.http.get(f"/api/v1/nodes/{node.name}")
-        except KubeApiError:
+        except KubeError:
             return False
         status = obj.get("status") or {}
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])

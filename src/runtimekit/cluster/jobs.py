@@ -30,8 +30,9 @@ from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.base.workqueue import WorkQueue
+from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
 
 log = logging.getLogger(__name__)
@@ -154,7 +155,7 @@ class JobController:
             try:
                 self.sync(key)
                 self.queue.forget(key)
-            except KubeApiError as exc:
+            except KubeError as exc:
                 log.info("job %s: %s; again in %.1f s", key, exc, self.queue.retry(key))
             except Exception:
                 log.exception("job %s: sync failed; again in %.1f s", key, self.queue.retry(key))
@@ -255,7 +256,7 @@ class JobController:
             meta = _meta(pod)
             try:
                 self.http.delete(object_path("v1", "pods", str(meta.get("namespace")), str(meta.get("name"))))
-            except KubeApiError as exc:
+            except KubeError as exc:
                 if exc.code != 404:
                     raise
 
@@ -264,7 +265,7 @@ class JobController:
         path = object_path("batch/v1", "jobs", str(meta.get("namespace")), str(meta.get("name")), "status")
         try:
             updated = self.http.patch(path, {"metadata": {"uid": meta.get("uid")}, "status": status}, "merge")
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code in (404, 409):
                 return  # deleted or replaced meanwhile; its own events follow
             raise
@@ -277,7 +278,7 @@ class JobController:
         try:
             pods, _ = self.http.list("/api/v1/pods", {"labelSelector": f"{UID_LABEL}={job_uid}"})
             self._delete_pods(pods)
-        except KubeApiError as exc:
+        except KubeError as exc:
             log.warning("cannot delete the pods of deleted Job %s: %s", job_uid, exc)
 
 

@@ -12,7 +12,12 @@ Level-based reconciliation per node (idempotent, restart-safe):
    job-agent's message. The change is then recorded as done, so nothing reruns after cleanup.
 4. Succeeded Jobs (and their pods) are deleted after `success_ttl`; failed ones are kept, the
    newest `failed_history` per node.
-API errors are retried with a per-node exponential backoff.
+Errors steer what happens next, as kopf's `TemporaryError` and `PermanentError` do: a temporary one
+(a conflict, an API server that is unreachable, throttles or fails: `KubeError.retryable`) and any
+unexpected exception are retried with a per-node exponential back-off; a permanent one (the request
+is invalid or forbidden, the namespace is missing) stops reconciling that node, with a Warning
+Event `ReconcileFailed` on it, until the node or one of its Jobs changes (the periodic resync does
+not restart it: the same request would fail the same way).
 """
 
 from __future__ import annotations
@@ -37,8 +42,9 @@ from runtimekit.controller.jobs import (
     job_name,
 )
 from runtimekit.controller.trigger import Trigger
+from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body, post_event
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 from runtimekit.protocol import Protocol
 
 log = logging.getLogger(__name__)
@@ -96,7 +102,7 @@ def _epoch(text: object) -> float:
 
 
 class RetryLater(Exception):
-    """A conflict or a transient API error: reconcile this node again after a backoff."""
+    """The node changed under a write: reconcile it again after a back-off (a temporary error)."""
 
 
 class NodeController:
@@ -117,6 +123,7 @@ class NodeController:
         self.jobs: dict[str, JSON] = {}
         self.queue = WorkQueue()
         self.reconciles = 0
+        self.halted: dict[str, str] = {}  # node -> its resourceVersion when a permanent error stopped it
 
     # -- informer handlers -----------------------------------------------------------------
     def on_node(self, kind: str, obj: JSON) -> None:
@@ -126,6 +133,10 @@ class NodeController:
                 self.nodes.pop(name, None)
             else:
                 self.nodes[name] = obj
+            if kind == "DELETED" or self.halted.get(name) != _meta(obj).get("resourceVersion"):
+                self.halted.pop(name, None)
+            elif name in self.halted:
+                return  # the node is as it was when it failed for good: nothing new to try
         self.queue.add(name)
 
     def on_job(self, kind: str, obj: JSON) -> None:
@@ -137,6 +148,7 @@ class NodeController:
             else:
                 self.jobs[name] = obj
                 node = str((_meta(obj).get("annotations") or {}).get(NODE_ANNOTATION, ""))
+            self.halted.pop(node, None)
         if node:
             self.queue.add(node)
 
@@ -144,28 +156,45 @@ class NodeController:
     def run_worker(self, stop: threading.Event, leading: Callable[[], bool] = lambda: True) -> None:
         while not stop.is_set():
             key = self.queue.get(timeout=0.5)
-            if key is None:
-                continue
-            try:
-                if leading():
-                    self.reconcile(key)
-                    self.queue.forget(key)
-                else:
-                    self.queue.add_after(key, 1.0)
-            except (RetryLater, KubeApiError) as exc:
-                delay = self.queue.retry(key)
-                log.info("node %s: %s; again in %.1f s", key, exc, delay)
-            except Exception:
-                delay = self.queue.retry(key)
-                log.exception("node %s: reconcile failed; again in %.1f s", key, delay)
-            finally:
-                self.queue.done(key)
+            if key is not None:
+                self.process(key, leading)
+
+    def process(self, key: str, leading: Callable[[], bool] = lambda: True) -> None:
+        """Reconcile one node the queue handed out, then decide when it comes back (see the module
+        docstring); a standby (not `leading`) looks again in a second."""
+        try:
+            if leading():
+                self.reconcile(key)
+                self.queue.forget(key)
+            else:
+                self.queue.add_after(key, 1.0)
+        except KubeError as exc:
+            if exc.retryable:
+                log.info("node %s: %s; again in %.1f s", key, exc, self.queue.retry(key))
+            else:
+                self._halt(key, exc)
+        except RetryLater as exc:
+            log.info("node %s: %s; again in %.1f s", key, exc, self.queue.retry(key))
+        except Exception:
+            delay = self.queue.retry(key)
+            log.exception("node %s: reconcile failed; again in %.1f s", key, delay)
+        finally:
+            self.queue.done(key)
+
+    def _halt(self, node: str, error: KubeError) -> None:
+        """A permanent error: stop reconciling `node` until it or one of its Jobs changes."""
+        self.queue.forget(node)
+        with self.lock:
+            self.halted[node] = str(_meta(self.nodes.get(node) or {}).get("resourceVersion", ""))
+        log.error("node %s: %s; not retried until the node or its Jobs change", node, error)
+        self.event(node, "Warning", "ReconcileFailed", f"{error} (not retried until the node or its Jobs change)")
 
     def resync(self) -> None:
         with self.lock:
             names = set(self.nodes) | {
                 str((_meta(j).get("annotations") or {}).get(NODE_ANNOTATION, "")) for j in self.jobs.values()
             }
+            names -= set(self.halted)
         for name in names - {""}:
             self.queue.add(name)
 
@@ -215,7 +244,7 @@ class NodeController:
                 created = self.http.post(
                     object_path("batch/v1", "jobs", self.options.namespace), self.template.render(spec)
                 )
-            except KubeApiError as exc:
+            except KubeError as exc:
                 if exc.code != 409:
                     raise
                 return
@@ -266,7 +295,7 @@ class NodeController:
             meta["annotations"] = dict(annotations)
         try:
             updated = self.http.patch(object_path("v1", "nodes", None, str(_meta(node)["name"])), {"metadata": meta})
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code in (404, 409):
                 raise RetryLater(f"node changed meanwhile ({exc.reason})") from exc
             raise
@@ -281,14 +310,14 @@ class NodeController:
                 object_path("batch/v1", "jobs", namespace, name),
                 {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
             )
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 404:
                 raise
         pods, _ = self.http.list(object_path("v1", "pods", namespace), {"labelSelector": f"job-name={name}"})
         for pod in pods:
             try:
                 self.http.delete(object_path("v1", "pods", namespace, str(_meta(pod)["name"])))
-            except KubeApiError as exc:
+            except KubeError as exc:
                 if exc.code != 404:
                     raise
         with self.lock:

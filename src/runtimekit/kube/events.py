@@ -24,7 +24,8 @@ from typing import Any, Protocol
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 DEFAULT_QPS = 50.0  # kube-scheduler's --kube-api-qps and --kube-api-burst defaults
@@ -82,7 +83,7 @@ def post_event(http: KubeHttp, body: Mapping[str, Any]) -> bool:
     """Write an Event, best effort as in Kubernetes: a refusal is logged and dropped. True if written."""
     try:
         http.post(object_path("v1", "events", body["metadata"]["namespace"]), dict(body))
-    except KubeApiError as exc:
+    except KubeError as exc:
         involved = body["involvedObject"]
         log.info("could not record event %s on %s %s: %s", body["reason"], involved["kind"], involved["name"], exc)
         return False

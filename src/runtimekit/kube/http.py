@@ -3,8 +3,9 @@
 lightkube reads the kubeconfig (or the in-cluster service account) and builds an HTTP client with
 the server URL, TLS and credentials; `KubeHttp` sends plain requests through it and returns dicts.
 The informers, the scheduler's binder and the controller use it where typed models would only be
-converted back to dicts (list and watch of thousands of pods). Errors are `KubeApiError` with the
-server's `Status` code and reason, so callers can tell a conflict from a missing object.
+converted back to dicts (list and watch of thousands of pods). Errors are `runtimekit.kube.errors`
+exceptions chosen by the server's `Status` code, with its reason and message, so callers can tell
+a conflict from a missing object, and a temporary failure from a permanent one.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
 
 from runtimekit.kube import jsoncodec
+from runtimekit.kube.errors import KubeError, UnavailableError
 from runtimekit.kube.plainhttp import PlainHttp
 
 JSON = dict[str, Any]
@@ -32,33 +34,20 @@ PATCH_TYPES = {
 }
 
 
-class KubeApiError(Exception):
-    """A request the API server refused (with its Status) or could not be reached (code 0)."""
+def error_of(status_code: int, reason: str, content: bytes) -> KubeError:
+    """The error of an answer: the server's `Status` object when the body is one, else the HTTP status."""
+    text = content.decode(errors="replace")
+    try:
+        status = jsoncodec.loads(content)
+        return KubeError.of(
+            int(status.get("code", status_code)), str(status.get("reason", "")), str(status.get("message", text))
+        )
+    except (ValueError, AttributeError):
+        return KubeError.of(status_code, reason, text[:500])
 
-    def __init__(self, code: int, reason: str, message: str) -> None:
-        super().__init__(f"{code} {reason}: {message}")
-        self.code, self.reason, self.message = code, reason, message
 
-    @property
-    def retryable(self) -> bool:
-        """Worth another try later: unreachable, throttled, or a server-side failure."""
-        return self.code in (0, 429) or self.code >= 500
-
-    @classmethod
-    def from_response(cls, response: httpx.Response) -> KubeApiError:
-        return cls.from_parts(response.status_code, response.reason_phrase, response.content)
-
-    @classmethod
-    def from_parts(cls, status_code: int, reason: str, content: bytes) -> KubeApiError:
-        """The error of an answer: the server's `Status` object when the body is one, else the HTTP status."""
-        text = content.decode(errors="replace")
-        try:
-            status = jsoncodec.loads(content)
-            return cls(
-                int(status.get("code", status_code)), str(status.get("reason", "")), str(status.get("message", text))
-            )
-        except (ValueError, AttributeError):
-            return cls(status_code, reason, text[:500])
+def unreachable(what: str, exc: BaseException) -> UnavailableError:
+    return UnavailableError(f"{what}: {exc}", 0, "Unreachable")
 
 
 def load_config(kubeconfig: str | os.PathLike[str] | None = None, server: str | None = None) -> SingleConfig:
@@ -122,15 +111,15 @@ class KubeHttp:
         content_type: str = "application/json",
         timeout: float | None = None,
     ) -> bytes:
-        """Send a request; the answer's body, or KubeApiError."""
+        """Send a request; the answer's body, or a KubeError."""
         content = jsoncodec.dumps(body) if body is not None else None
         if self._plain is not None:
             try:
                 answer = self._plain.request(method, path, _params(params), content, content_type, timeout)
             except (OSError, http.client.HTTPException) as exc:
-                raise KubeApiError(0, "Unreachable", f"{method} {path}: {exc}") from exc
+                raise unreachable(f"{method} {path}", exc) from exc
             if answer.status >= 400:
-                raise KubeApiError.from_parts(answer.status, answer.reason, answer.content)
+                raise error_of(answer.status, answer.reason, answer.content)
             return answer.content
         headers = {"Accept": "application/json"}
         if content is not None:
@@ -145,9 +134,9 @@ class KubeHttp:
                 timeout=httpx.Timeout(timeout) if timeout is not None else httpx.USE_CLIENT_DEFAULT,
             )
         except httpx.HTTPError as exc:
-            raise KubeApiError(0, "Unreachable", f"{method} {path}: {exc}") from exc
+            raise unreachable(f"{method} {path}", exc) from exc
         if response.status_code >= 400:
-            raise KubeApiError.from_response(response)
+            raise error_of(response.status_code, response.reason_phrase, response.content)
         return response.content
 
     def get(self, path: str, params: Mapping[str, Any] | None = None) -> JSON:
@@ -187,7 +176,7 @@ class KubeHttp:
         self, path: str, resource_version: str, params: Mapping[str, Any] | None = None, timeout_seconds: int = 300
     ) -> Iterator[WatchEvent]:
         """Stream watch events from `resource_version`, with bookmarks, until the server ends it.
-        An ERROR event (e.g. 410 Gone) is raised as KubeApiError."""
+        An ERROR event (e.g. 410 Gone) is raised as its KubeError (ExpiredError)."""
         query = dict(
             params or {},
             watch="true",
@@ -201,21 +190,21 @@ class KubeHttp:
         try:
             response = self._client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            raise KubeApiError(0, "Unreachable", f"watch {path}: {exc}") from exc
+            raise unreachable(f"watch {path}", exc) from exc
         try:
             if response.status_code >= 400:
                 response.read()
-                raise KubeApiError.from_response(response)
+                raise error_of(response.status_code, response.reason_phrase, response.content)
             for line in _lines(response.iter_bytes()):
                 event = jsoncodec.loads(line)
                 kind, obj = event.get("type", ""), event.get("object") or {}
                 if kind == "ERROR":
-                    raise KubeApiError(
+                    raise KubeError.of(
                         int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", ""))
                     )
                 yield WatchEvent(kind, obj)
         except httpx.HTTPError as exc:
-            raise KubeApiError(0, "Unreachable", f"watch {path} broke: {exc}") from exc
+            raise unreachable(f"watch {path} broke", exc) from exc
         finally:
             response.close()
 

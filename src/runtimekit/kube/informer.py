@@ -16,7 +16,8 @@ from typing import Any, Protocol
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +73,7 @@ class Informer:
                     self._relist()
                 self._watch()
                 self.backoff.reset()
-            except KubeApiError as exc:
+            except KubeError as exc:
                 if self._workers.stopped:  # the connection was closed under a stopped watch: not an error
                     break
                 if exc.code == 410:

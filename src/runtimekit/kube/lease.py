@@ -14,7 +14,8 @@ import time
 from collections.abc import Callable
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 
@@ -56,13 +57,13 @@ class LeaderElector:
         """One attempt; True when this candidate holds the lease afterwards."""
         try:
             lease = self.http.get(f"{self._path}/{self.name}")
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 404:
                 raise
             try:
                 self.http.post(self._path, self._body(0, None))
                 return True
-            except KubeApiError as create_error:
+            except KubeError as create_error:
                 if create_error.code == 409:
                     return False
                 raise
@@ -77,7 +78,7 @@ class LeaderElector:
         body["metadata"]["resourceVersion"] = (lease.get("metadata") or {}).get("resourceVersion")
         try:
             self.http.put(f"{self._path}/{self.name}", body)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code == 409:
                 return False
             raise
@@ -88,7 +89,7 @@ class LeaderElector:
         while not self._stop.is_set():
             try:
                 held = self.try_acquire_or_renew()
-            except KubeApiError as exc:
+            except KubeError as exc:
                 log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
                 # keep leading only while a renewal is still due well before the lease could expire
                 held = self.leading.is_set() and self.clock() - last_renew < self.lease_seconds * 2 / 3
@@ -121,5 +122,5 @@ class LeaderElector:
                 lease["spec"]["holderIdentity"] = ""
                 lease["spec"]["renewTime"] = "1970-01-01T00:00:00.000000Z"
                 self.http.put(f"{self._path}/{self.name}", lease)
-        except KubeApiError as exc:
+        except KubeError as exc:
             log.info("could not release lease: %s", exc)

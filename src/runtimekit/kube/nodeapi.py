@@ -4,8 +4,9 @@
 (`runtimekit.deviceplugin.kubeapi.NodeApi`) and the runtime (`runtimekit.runtime.pods.PodSource`)
 declare. It sends raw JSON through `KubeHttp` (lightkube's connection config, no typed models), so
 objects come back exactly as the server wrote them, fields a model would not know included. Every
-failure is raised as a `runtimekit.kube.errors` exception: ConflictError for a failed
-resourceVersion precondition, NotFoundError, UnavailableError (unreachable, 429, 5xx), KubeError.
+failure is raised as a `runtimekit.kube.errors` exception (ConflictError for a failed
+resourceVersion precondition, NotFoundError, UnavailableError, ...), its message prefixed with
+what was being done.
 """
 
 from __future__ import annotations
@@ -13,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
-from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError, UnavailableError
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 from runtimekit.kube.nodepods import NodePods
 
 T = TypeVar("T")
@@ -23,15 +24,8 @@ T = TypeVar("T")
 def _translate(call: Callable[[], T], what: str) -> T:
     try:
         return call()
-    except KubeApiError as exc:
-        message = f"{what}: {exc}"
-        if exc.code == 409:
-            raise ConflictError(message) from exc
-        if exc.code == 404:
-            raise NotFoundError(message) from exc
-        if exc.retryable:
-            raise UnavailableError(message) from exc
-        raise KubeError(message) from exc
+    except KubeError as exc:
+        raise exc.with_context(what) from exc
 
 
 def metadata_patch(

@@ -9,8 +9,9 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from runtimekit.base.timestamps import rfc3339
+from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import EventRecorder, pod_event_body
-from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 
 
 class PodRef(Protocol):
@@ -41,7 +42,7 @@ class KubeBinder:
             options["preconditions"] = {"uid": task.uid}
         try:
             self.http.delete(object_path("v1", "pods", task.namespace, task.name), options)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code not in (404, 409):
                 raise
         self.event(
@@ -72,7 +73,7 @@ class KubeBinder:
                 {"status": {"conditions": [condition]}},
                 "strategic",
             )
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 404:
                 raise
 

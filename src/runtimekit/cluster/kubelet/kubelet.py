@@ -55,8 +55,9 @@ from runtimekit.cluster.kubelet.status import (
     running_status,
     terminated_status,
 )
+from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
 from runtimekit.protocol import Protocol
 
@@ -131,7 +132,7 @@ class SimulatedKubelet:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> SimulatedKubelet:
-        """Register the Node (raises KubeApiError when refused), then watch and run pods."""
+        """Register the Node (raises KubeError when refused), then watch and run pods."""
         self.reporter.register()
         self.informer.start()
         self._workers.spawn(f"kubelet {self.node} pods", self._work)
@@ -358,7 +359,7 @@ class SimulatedKubelet:
         }
         try:
             self.http.delete(object_path("v1", "pods", identity.namespace, identity.name), options)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code not in (404, 409):
                 log.warning(
                     "kubelet %s: cannot delete pod %s/%s: %s", self.node, identity.namespace, identity.name, exc
@@ -385,12 +386,12 @@ class SimulatedKubelet:
     def _patch(self, identity: PodIdentity, body: JSON) -> None:
         try:
             self.http.patch(object_path("v1", "pods", identity.namespace, identity.name), body)
-        except KubeApiError as exc:
+        except KubeError as exc:
             log.info("kubelet %s: cannot patch pod %s/%s: %s", self.node, identity.namespace, identity.name, exc)
 
     def _patch_status(self, identity: PodIdentity, status: JSON) -> None:
         path = object_path("v1", "pods", identity.namespace, identity.name, "status")
         try:
             self.http.patch(path, {"metadata": {"uid": identity.uid}, "status": status}, "strategic")
-        except KubeApiError as exc:
+        except KubeError as exc:
             log.info("kubelet %s: cannot update pod %s/%s: %s", self.node, identity.namespace, identity.name, exc)

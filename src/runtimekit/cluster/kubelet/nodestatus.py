@@ -21,7 +21,8 @@ from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.kubelet.admission import CPU, MEMORY, PODS, base_units
 from runtimekit.cluster.kubelet.devices import NodeDevices
 from runtimekit.cluster.kubelet.status import node_manifest, node_status
-from runtimekit.kube.http import KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-node-lease"
@@ -92,14 +93,14 @@ class NodeReporter:
         return self.devices.capacity(), self.devices.allocatable()
 
     def register(self) -> None:
-        """Create or update the Node object; raises KubeApiError when the API server refuses."""
+        """Create or update the Node object; raises KubeError when the API server refuses."""
         resources = self._resources()
         labels, annotations = self.devices.node_metadata()
         labels = {**self.shape.labels, **labels}
         manifest = node_manifest(self.shape.name, labels, annotations, self._status(resources))
         try:
             self.http.post(object_path("v1", "nodes"), manifest)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 409:
                 raise
             self.http.patch(self._path, {"metadata": {k: manifest["metadata"][k] for k in ("labels", "annotations")}})
@@ -124,7 +125,7 @@ class NodeReporter:
                     self._renew_lease()
                     self.heartbeats += 1
                     next_lease = now
-            except KubeApiError as exc:
+            except KubeError as exc:
                 log.warning("node %s: status update failed (will retry): %s", self.shape.name, exc)
 
     def _renew_lease(self) -> None:
@@ -132,7 +133,7 @@ class NodeReporter:
         path = object_path("coordination.k8s.io/v1", "leases", LEASE_NAMESPACE, self.shape.name)
         try:
             self.http.patch(path, {"spec": {"renewTime": now}})
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 404:
                 raise
             lease = {
