@@ -1,9 +1,18 @@
-"""Leader election on a `coordination.k8s.io/v1` Lease, as client-go's leaderelection does it.
+"""Leader election on a `coordination.k8s.io/v1` Lease, as client-go's `leaderelection` does it.
 
-A candidate acquires the lease when it is free or expired (renewTime + leaseDurationSeconds in
-the past), renews it every `renew_every` seconds, and updates only with the resourceVersion it
-read, so two candidates can never both win. A leader that fails to renew before the lease expires
-steps down. Callers: the scheduler and the controller (`--leader-elect`).
+Expiry is judged by the local clock only, never by the times other candidates write: each candidate
+remembers the lease record it last saw and the moment, on its own monotonic clock, at which it saw
+that record change. The lease is free to take when it has no holder, or when the record has not
+changed for `leaseDurationSeconds` by that clock. A holder whose wall clock is hours off therefore
+neither loses its lease early nor keeps it late; `renewTime` and `acquireTime` are written for
+people and `kubectl`, not read.
+
+Every write carries the resourceVersion read, so of several candidates at most one wins a round
+(the others get 409 Conflict). The leader renews every `renew_every` seconds. It steps down at once
+when it sees another holder in the record, and after `renew_deadline` seconds (less than the lease
+duration, so it is not leading by the time others may take over) without a successful renewal.
+`step()` is one round (tests drive it with injected clocks); `start()` runs rounds on a thread.
+Callers: the scheduler and the controller (`--leader-elect`).
 """
 
 from __future__ import annotations
@@ -11,13 +20,22 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any
 
-from runtimekit.base.timestamps import parse_rfc3339, rfc3339
-from runtimekit.kube.errors import KubeError
+from runtimekit.base.threads import Workers
+from runtimekit.base.timestamps import rfc3339
+from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
 from runtimekit.kube.http import JSON, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
+RECORD_FIELDS = ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions")
+
+
+def lease_record(lease: Mapping[str, Any]) -> tuple[Any, ...]:
+    """What of a Lease counts as its record: a change of any of it shows the holder is alive."""
+    spec = lease.get("spec") or {}
+    return tuple(spec.get(key) for key in RECORD_FIELDS)
 
 
 class LeaderElector:
@@ -29,98 +47,121 @@ class LeaderElector:
         identity: str,
         lease_seconds: float = 15.0,
         renew_every: float = 2.0,
-        clock: Callable[[], float] = time.time,
+        *,
+        renew_deadline: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+        wall: Callable[[], float] = time.time,
     ) -> None:
+        """`clock` measures durations (monotonic); `wall` only stamps the times written in the Lease."""
         self.http, self.name, self.namespace, self.identity = http, name, namespace, identity
-        self.lease_seconds, self.renew_every, self.clock = lease_seconds, renew_every, clock
+        self.lease_seconds, self.renew_every = lease_seconds, renew_every
+        self.renew_deadline = lease_seconds * 2 / 3 if renew_deadline is None else renew_deadline
+        if not 0 < self.renew_deadline < lease_seconds:
+            raise ValueError("the renew deadline must be shorter than the lease duration")
+        self.clock, self.wall = clock, wall
         self.leading = threading.Event()
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self.observed: tuple[Any, ...] | None = None  # the record last seen ...
+        self.observed_at = 0.0  # ... and when it was first seen as it is, by `clock`
+        self._renewed_at = 0.0
+        self._workers = Workers(f"lease {name}")
         self._path = object_path("coordination.k8s.io/v1", "leases", namespace)
 
-    def _body(self, transitions: int, acquire: str | None) -> JSON:
-        now = rfc3339(micro=True)
+    @property
+    def holder(self) -> str:
+        """The holder in the record last seen ('' when none or not seen yet)."""
+        return str(self.observed[0] or "") if self.observed else ""
+
+    def _observe(self, lease: Mapping[str, Any]) -> None:
+        record = lease_record(lease)
+        if record != self.observed:
+            self.observed, self.observed_at = record, self.clock()
+
+    def _body(self, spec: Mapping[str, Any], holding: bool, resource_version: str | None) -> JSON:
+        now = rfc3339(self.wall(), micro=True)
+        transitions = int(spec.get("leaseTransitions") or 0)
+        metadata: JSON = {"name": self.name, "namespace": self.namespace}
+        if resource_version is not None:
+            metadata["resourceVersion"] = resource_version
         return {
             "apiVersion": "coordination.k8s.io/v1",
             "kind": "Lease",
-            "metadata": {"name": self.name, "namespace": self.namespace},
+            "metadata": metadata,
             "spec": {
                 "holderIdentity": self.identity,
                 "leaseDurationSeconds": round(self.lease_seconds),
-                "acquireTime": acquire or now,
+                "acquireTime": spec.get("acquireTime") if holding else now,
                 "renewTime": now,
-                "leaseTransitions": transitions,
+                "leaseTransitions": transitions if holding or resource_version is None else transitions + 1,
             },
         }
 
     def try_acquire_or_renew(self) -> bool:
-        """One attempt; True when this candidate holds the lease afterwards."""
+        """One attempt; True when this candidate holds the lease afterwards. Raises KubeError when
+        the API server cannot be asked (a conflict is an answer: False)."""
         try:
             lease = self.http.get(f"{self._path}/{self.name}")
-        except KubeError as exc:
-            if exc.code != 404:
-                raise
+        except NotFoundError:
             try:
-                self.http.post(self._path, self._body(0, None))
-                return True
-            except KubeError as create_error:
-                if create_error.code == 409:
-                    return False
-                raise
+                self._observe(self.http.post(self._path, self._body({}, False, None)))
+            except ConflictError:
+                return False  # another candidate created it first
+            return True
+        self._observe(lease)
         spec = lease.get("spec") or {}
-        holder = spec.get("holderIdentity") or ""
+        holder = str(spec.get("holderIdentity") or "")
         duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
-        expired = (parse_rfc3339(spec.get("renewTime")) or 0.0) + duration < self.clock()
-        if holder and holder != self.identity and not expired:
+        if holder and holder != self.identity and self.clock() < self.observed_at + duration:
             return False
-        transitions = int(spec.get("leaseTransitions") or 0) + (0 if holder == self.identity else 1)
-        body = self._body(transitions, spec.get("acquireTime") if holder == self.identity else None)
-        body["metadata"]["resourceVersion"] = (lease.get("metadata") or {}).get("resourceVersion")
+        version = str((lease.get("metadata") or {}).get("resourceVersion", ""))
         try:
-            self.http.put(f"{self._path}/{self.name}", body)
-        except KubeError as exc:
-            if exc.code == 409:
-                return False
-            raise
+            written = self.http.put(f"{self._path}/{self.name}", self._body(spec, holder == self.identity, version))
+        except ConflictError:
+            return False  # someone wrote since we read: look again next round
+        self._observe(written)
         return True
 
-    def run(self) -> None:
-        last_renew = 0.0
-        while not self._stop.is_set():
-            try:
-                held = self.try_acquire_or_renew()
-            except KubeError as exc:
-                log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
-                # keep leading only while a renewal is still due well before the lease could expire
-                held = self.leading.is_set() and self.clock() - last_renew < self.lease_seconds * 2 / 3
-            if held:
-                last_renew = self.clock()
-                if not self.leading.is_set():
-                    log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
-                self.leading.set()
-            elif self.leading.is_set():
-                log.warning("lost lease %s/%s", self.namespace, self.name)
+    def step(self) -> bool:
+        """One round: try to acquire or renew, then lead or not (see the module docstring)."""
+        try:
+            held = self.try_acquire_or_renew()
+        except KubeError as exc:
+            log.warning("lease %s/%s: %s", self.namespace, self.name, exc)
+            held = False
+        now = self.clock()
+        if held:
+            self._renewed_at = now
+            if not self.leading.is_set():
+                log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
+            self.leading.set()
+        elif self.leading.is_set():
+            taken = self.holder not in ("", self.identity)
+            if taken or now - self._renewed_at >= self.renew_deadline:
+                why = f"now held by {self.holder}" if taken else f"not renewed for {now - self._renewed_at:.1f} s"
+                log.warning("lost lease %s/%s: %s", self.namespace, self.name, why)
                 self.leading.clear()
-            self._stop.wait(self.renew_every)
+        return self.leading.is_set()
+
+    def run(self) -> None:
+        while not self._workers.stopped:
+            self.step()
+            self._workers.wait(self.renew_every)
         self.leading.clear()
 
     def start(self) -> LeaderElector:
-        self._thread = threading.Thread(target=self.run, name=f"lease {self.name}", daemon=True)
-        self._thread.start()
+        self._workers.spawn(f"lease {self.name}", self.run)
         return self
 
     def stop(self) -> None:
-        self._stop.set()
-        if self._thread is not None:
-            self._thread.join(5)
+        self._workers.stop(5.0)
+        self.leading.clear()
 
     def release(self) -> None:
-        """Give the lease up at shutdown so a standby takes over at once."""
+        """Give the lease up at shutdown so a standby takes over at once (it sees no holder)."""
         try:
             lease = self.http.get(f"{self._path}/{self.name}")
-            if (lease.get("spec") or {}).get("holderIdentity") == self.identity:
-                lease["spec"]["holderIdentity"] = ""
-                lease["spec"]["renewTime"] = "1970-01-01T00:00:00.000000Z"
+            spec = lease.get("spec") or {}
+            if spec.get("holderIdentity") == self.identity:
+                lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1}
                 self.http.put(f"{self._path}/{self.name}", lease)
         except KubeError as exc:
-            log.info("could not release lease: %s", exc)
+            log.info("could not release lease %s/%s: %s", self.namespace, self.name, exc)
