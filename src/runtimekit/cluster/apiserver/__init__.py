@@ -12,8 +12,9 @@ resource table), `selectors`, `patch` and `patchschema`, `validation`, `defaults
 `crds`, `tables` and `printers`, `errors`, `persist`, `kubeconfig` (JSON: `runtimekit.kube.jsoncodec`).
 """
 
+from runtimekit.cluster.apiserver.deletion import KubeletHook
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
-from runtimekit.cluster.apiserver.operations import Api, KubeletHook
+from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.server import ApiServer
 

@@ -10,21 +10,53 @@
 - Deleting a CustomResourceDefinition deletes its objects and stops serving the resource.
 `propagationPolicy` is accepted; there is no garbage collector for owner references.
 Called by the HTTP handlers and by `operations.Api` (an update that removes the last finalizer).
+It works on what `ApiState` names of the API (`operations.Api` has it) and imports nothing of
+`operations`, so the two modules do not import each other.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver.errors import bad_request, conflict, forbidden
-from runtimekit.cluster.apiserver.operations import Api, Obj
-from runtimekit.cluster.apiserver.resources import ResourceInfo
-from runtimekit.cluster.apiserver.store import Stored
+from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
+from runtimekit.cluster.apiserver.store import Store, Stored
 
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+Obj = dict[str, Any]
+
+
+class KubeletHook(Protocol):
+    """A simulated kubelet taking part in pod deletion."""
+
+    def manages(self, node_name: str) -> bool:
+        """True when this kubelet runs the node's pods: deleting one of them with a grace period then
+        only marks it (deletionTimestamp, deletionGracePeriodSeconds) and the kubelet finishes the
+        deletion with a DELETE of grace period 0 once the containers are stopped."""
+        ...
+
+
+class ApiState(Protocol):
+    """What deletion reads and writes of the API server's state (`operations.Api`)."""
+
+    table: ResourceTable
+    store: Store
+    clock: Callable[[], float]
+    kubelets: list[KubeletHook]
+    terminating: set[str]  # namespaces being deleted
+
+    def resource(self, group: str, version: str, plural: str) -> ResourceInfo: ...
+
+    def storage_of(self, info: ResourceInfo) -> ResourceInfo: ...
+
+    def get(self, info: ResourceInfo, namespace: str, name: str) -> Stored:
+        """The stored object; raises 404 NotFound when there is none."""
+        ...
+
+    def now(self) -> str: ...
 
 
 @dataclass(frozen=True)
@@ -58,7 +90,7 @@ class Deleted:
     gone: bool
 
 
-def delete(api: Api, info: ResourceInfo, namespace: str, name: str, options: DeleteOptions) -> Deleted:
+def delete(api: ApiState, info: ResourceInfo, namespace: str, name: str, options: DeleteOptions) -> Deleted:
     storage = api.storage_of(info)
     with api.store.lock:
         current = api.get(storage, namespace, name)
@@ -92,7 +124,7 @@ def _preconditions(info: ResourceInfo, current: Stored, obj: Obj, options: Delet
         raise conflict(info.plural, current.name, why, info.group)
 
 
-def _mark(api: Api, storage: ResourceInfo, current: Stored, obj: Obj, grace: int) -> Stored:
+def _mark(api: ApiState, storage: ResourceInfo, current: Stored, obj: Obj, grace: int) -> Stored:
     """Set deletionTimestamp (once; a shorter grace period moves it earlier)."""
     meta = obj["metadata"]
     previous = meta.get("deletionGracePeriodSeconds")
@@ -103,11 +135,11 @@ def _mark(api: Api, storage: ResourceInfo, current: Stored, obj: Obj, grace: int
     return api.store.put(storage, obj, current)
 
 
-def _later(api: Api, seconds: int) -> str:
+def _later(api: ApiState, seconds: int) -> str:
     return rfc3339(api.clock() + seconds)
 
 
-def _pod_grace(api: Api, storage: ResourceInfo, pod: Obj, options: DeleteOptions) -> int:
+def _pod_grace(api: ApiState, storage: ResourceInfo, pod: Obj, options: DeleteOptions) -> int:
     """The grace period a pod deletion waits for its kubelet, 0 for an immediate delete."""
     if storage.group != "" or storage.kind != "Pod":
         return 0
@@ -121,7 +153,7 @@ def _pod_grace(api: Api, storage: ResourceInfo, pod: Obj, options: DeleteOptions
     return grace if any(hook.manages(node) for hook in api.kubelets) else 0
 
 
-def finish_deletion(api: Api, storage: ResourceInfo, current: Stored, final: Obj | None) -> Stored:
+def finish_deletion(api: ApiState, storage: ResourceInfo, current: Stored, final: Obj | None) -> Stored:
     """Remove the object (as `final` when given: an update that cleared the last finalizer)."""
     with api.store.lock:
         if final is not None:
@@ -136,7 +168,7 @@ def finish_deletion(api: Api, storage: ResourceInfo, current: Stored, final: Obj
         return gone
 
 
-def _drop_custom_resources(api: Api, crd: Obj) -> None:
+def _drop_custom_resources(api: ApiState, crd: Obj) -> None:
     spec = crd.get("spec") or {}
     group, plural = spec.get("group", ""), (spec.get("names") or {}).get("plural", "")
     served = api.table.by_storage(f"{group}/{plural}")
@@ -149,7 +181,7 @@ def _drop_custom_resources(api: Api, crd: Obj) -> None:
     api.store.drop_bucket(storage.storage)
 
 
-def _namespaced_storages(api: Api) -> list[ResourceInfo]:
+def _namespaced_storages(api: ApiState) -> list[ResourceInfo]:
     seen: dict[str, ResourceInfo] = {}
     for info in api.table.all():
         if info.namespaced and not info.view and "create" in info.verbs:
@@ -157,7 +189,7 @@ def _namespaced_storages(api: Api) -> list[ResourceInfo]:
     return list(seen.values())
 
 
-def _delete_namespace(api: Api, storage: ResourceInfo, current: Stored, obj: Obj) -> Deleted:
+def _delete_namespace(api: ApiState, storage: ResourceInfo, current: Stored, obj: Obj) -> Deleted:
     name = current.name
     if name not in api.terminating:
         obj["metadata"]["deletionTimestamp"] = api.now()
@@ -174,11 +206,11 @@ def _delete_namespace(api: Api, storage: ResourceInfo, current: Stored, obj: Obj
     return Deleted(api.get(storage, "", name), gone=False)
 
 
-def _namespace_empty(api: Api, namespace: str) -> bool:
+def _namespace_empty(api: ApiState, namespace: str) -> bool:
     return all(api.store.count(info, namespace) == 0 for info in _namespaced_storages(api))
 
 
-def _finish_namespace_if_empty(api: Api, namespace: str) -> None:
+def _finish_namespace_if_empty(api: ApiState, namespace: str) -> None:
     ns_info = api.resource("", "v1", "namespaces")
     current = api.store.get(ns_info, "", namespace)
     if current is not None and _namespace_empty(api, namespace):

@@ -14,13 +14,14 @@ import random
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any
 
 import yaml
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver import conversion, crds, validation
 from runtimekit.cluster.apiserver.defaults import apply_defaults
+from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
     Cause,
@@ -56,16 +57,6 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Obj = dict[str, Any]
-
-
-class KubeletHook(Protocol):
-    """A simulated kubelet taking part in pod deletion (see `deletion.py`)."""
-
-    def manages(self, node_name: str) -> bool:
-        """True when this kubelet runs the node's pods: deleting one of them with a grace period then
-        only marks it (deletionTimestamp, deletionGracePeriodSeconds) and the kubelet finishes the
-        deletion with a DELETE of grace period 0 once the containers are stopped."""
-        ...
 
 
 def decode_body(body: bytes, content_type: str, kind: str) -> Any:
@@ -346,9 +337,6 @@ class Api:
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
             if _graceful_pending(storage, new):
                 return self.store.put(storage, new, current)
-            # deletion.py builds on this module; importing it here, late, keeps the import graph acyclic
-            from runtimekit.cluster.apiserver.deletion import finish_deletion
-
             return finish_deletion(self, storage, current, new)
         stored = self.store.put(storage, new, current)
         if storage.group == "apiextensions.k8s.io" and not subresource:

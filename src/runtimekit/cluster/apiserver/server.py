@@ -24,10 +24,11 @@ from types import TracebackType
 from aiohttp import web
 
 from runtimekit.base.threads import Workers
+from runtimekit.cluster.apiserver.deletion import KubeletHook
 from runtimekit.cluster.apiserver.discovery import KubernetesVersion
 from runtimekit.cluster.apiserver.handlers import Handlers
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
-from runtimekit.cluster.apiserver.operations import Api, KubeletHook
+from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.persist import SqlitePersistence
 from runtimekit.cluster.apiserver.resources import ResourceTable
 from runtimekit.cluster.apiserver.store import Store
