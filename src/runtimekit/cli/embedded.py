@@ -16,7 +16,8 @@ The exporter plugs in through `ClusterOptions.exporter` (`runtimekit up` passes
 `runtimekit.cli.node_exporter.start_node_exporter`) — a
 factory called once per started node that returns something with `url` and `stop()`; its URL then
 appears in `cluster.json` (`exporter`, null until then).
-These two modules are the only place that wires components together; they never import each other.
+These two modules are the only place that wires components together; `embedded_nodes` knows the
+cluster only as its `NodeHost` and never imports this module.
 """
 
 from __future__ import annotations
@@ -33,9 +34,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
-from typing import Protocol as Interface
 
-from runtimekit.cli.embedded_nodes import SimulatedNode, socket_root, start_direct_node, start_plugin_node
+from runtimekit.cli.embedded_nodes import (
+    NodeOptions,
+    SimulatedNode,
+    StartedExporter,
+    socket_root,
+    start_direct_node,
+    start_plugin_node,
+)
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.jobs import JobController
 from runtimekit.cluster.kubelet.runner import (
@@ -56,15 +63,7 @@ EXAMPLE_CONF = REPO_ROOT / "examples" / "scheduler" / "gpushare.conf"
 BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within it
 
 
-class StartedExporter(Interface):
-    """What an exporter factory returns: where it serves, and how to stop it."""
-
-    url: str
-
-    def stop(self) -> None: ...
-
-
-ExporterFactory = Callable[["SimulatedNode"], StartedExporter | None]
+ExporterFactory = Callable[[SimulatedNode], StartedExporter | None]
 
 
 @dataclass(frozen=True)
@@ -103,6 +102,21 @@ class ClusterOptions:
         if self.mig_mode or self.mig_layout:
             self._validate_mig(spec.mig_capable)
 
+    @property
+    def node_options(self) -> NodeOptions:
+        return NodeOptions(
+            cpu=self.node_cpu,
+            memory=self.node_memory,
+            gpus=self.gpus_per_node,
+            gpu_model=self.gpu_model,
+            isolation=self.isolation,
+            mig_mode=self.mig_mode,
+            mig_layout=self.mig_layout,
+            seed=self.seed,
+            reconcile_s=self.reconcile_s,
+            runner=self.runner,
+        )
+
     def _validate_mig(self, capable: bool) -> None:
         from runtimekit.runtime.mig import parse_mig_config
 
@@ -139,6 +153,10 @@ class EmbeddedCluster:
     @property
     def expected_gpus(self) -> int:
         return self.options.gpus_per_node
+
+    @property
+    def node_options(self) -> NodeOptions:
+        return self.options.node_options
 
     def http(self, agent: str) -> KubeHttp:
         return KubeHttp.connect(server=self.url, user_agent=agent)

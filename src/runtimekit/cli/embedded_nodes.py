@@ -1,7 +1,8 @@
 """The embedded cluster's simulated nodes: one `SimulatedNode` per node, started in *plugin* mode (the
 kubelet's `DeviceManager` and PodResources server, the node runtime on the simulated backend, the
 device plugin registered with that kubelet, the `SimulatedKubelet`) or in *direct* mode (only the
-kubelet, advertising the GPUs itself). `runtimekit.cli.embedded` starts them."""
+kubelet, advertising the GPUs itself). `runtimekit.cli.embedded` starts them, as their `NodeHost`:
+this module knows the cluster only through that interface and never imports `embedded`."""
 
 from __future__ import annotations
 
@@ -10,24 +11,83 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+from typing import Protocol as Interface
 
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.cluster.kubelet.devices import DirectDevices, PluginDevices
 from runtimekit.cluster.kubelet.kubelet import KubeletOptions, SimulatedKubelet
 from runtimekit.cluster.kubelet.nodestatus import NodeShape
 from runtimekit.cluster.kubelet.podresources import serve_pod_resources
+from runtimekit.cluster.kubelet.runner import ContainerRunner
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.nodeapi import KubeNodeApi
-
-if TYPE_CHECKING:
-    from runtimekit.cli.embedded import EmbeddedCluster, StartedExporter
+from runtimekit.model import NodeInventory
+from runtimekit.protocol import Protocol
 
 log = logging.getLogger(__name__)
 SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; the longest socket name below is ~52
 SOCKET_NAME_ROOM = 60
 RECONCILE_GRACE_S = 0.2  # a bound pod is always in the API server's list, so a short grace is safe
+
+
+@dataclass(frozen=True)
+class NodeOptions:
+    """What every node of a cluster is started with (from `ClusterOptions`)."""
+
+    cpu: str = "64"
+    memory: str = "512Gi"
+    gpus: int = 8
+    gpu_model: str = "H200"
+    isolation: str = "none"  # plugin mode: the runtime's --isolation
+    mig_mode: str = ""  # plugin mode: the runtime's --mig-mode
+    mig_layout: str = ""  # plugin mode: the runtime's --mig-layout
+    seed: int = 0
+    reconcile_s: float = 2.0  # the runtime's reconcile interval
+    runner: ContainerRunner | None = None  # runs a pod's `runtimekit` containers
+
+
+class StartedExporter(Interface):
+    """What an exporter factory returns: where it serves, and how to stop it."""
+
+    url: str
+
+    def stop(self) -> None: ...
+
+
+class NodeHost(Interface):
+    """What a node needs of the cluster that starts it (`runtimekit.cli.embedded.EmbeddedCluster`)."""
+
+    @property
+    def protocol(self) -> Protocol: ...
+
+    @property
+    def state_dir(self) -> Path:
+        """Nodes keep their files under `<state_dir>/nodes/<name>`."""
+        ...
+
+    @property
+    def socket_root(self) -> Path:
+        """Nodes make their unix sockets under `<socket_root>/n<index>` (a short path)."""
+        ...
+
+    @property
+    def node_options(self) -> NodeOptions: ...
+
+    @property
+    def api(self) -> ApiServer:
+        """The API server, with which a node's kubelet registers as a kubelet hook."""
+        ...
+
+    def http(self, agent: str) -> KubeHttp:
+        """A client of the cluster's API server with this user agent (the node closes it)."""
+        ...
+
+    def expected_inventory(self, node: str) -> NodeInventory:
+        """The node's simulated GPUs."""
+        ...
 
 
 @dataclass
@@ -62,32 +122,30 @@ def socket_root(state_dir: Path) -> Path:
 
 
 # -- nodes ---------------------------------------------------------------------------------------
-def _shape(cluster: EmbeddedCluster, name: str) -> NodeShape:
-    return NodeShape(name, cpu=cluster.options.node_cpu, memory=cluster.options.node_memory)
+def _shape(cluster: NodeHost, name: str) -> NodeShape:
+    return NodeShape(name, cpu=cluster.node_options.cpu, memory=cluster.node_options.memory)
 
 
-def _kubelet_options(
-    cluster: EmbeddedCluster, name: str, index: int, folder: Path, socket: str | None
-) -> KubeletOptions:
+def _kubelet_options(cluster: NodeHost, name: str, index: int, folder: Path, socket: str | None) -> KubeletOptions:
     return KubeletOptions(
         _shape(cluster, name), cluster.protocol, runtime_socket=socket, work_dir=folder / "containers", node_index=index
     )
 
 
-def start_direct_node(cluster: EmbeddedCluster, name: str, index: int) -> SimulatedNode:
+def start_direct_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode:
     """A node whose kubelet advertises the simulated GPUs itself (no runtime, no device plugin)."""
     folder = cluster.state_dir / "nodes" / name
-    options = cluster.options
     http = cluster.http(f"runtimekit-kubelet/{name}")
     devices = DirectDevices(cluster.expected_inventory(name), cluster.protocol)
-    kubelet = SimulatedKubelet(http, devices, _kubelet_options(cluster, name, index, folder, None), options.runner)
+    options = _kubelet_options(cluster, name, index, folder, None)
+    kubelet = SimulatedKubelet(http, devices, options, cluster.node_options.runner)
     node = SimulatedNode(name, index, folder, kubelet, http, resources=devices.capacity())
     cluster.api.add_kubelet_hook(kubelet)
     kubelet.start()
     return node
 
 
-def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> SimulatedNode:
+def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode:
     """A node with the real node components: kubelet device manager, runtime, device plugin, kubelet."""
     folder = cluster.state_dir / "nodes" / name
     sockets = cluster.socket_root / f"n{index}"
@@ -96,7 +154,7 @@ def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
     http = cluster.http(f"runtimekit-node/{name}")
     manager = DeviceManager(sockets / "plugins").start()
     options = _kubelet_options(cluster, name, index, folder, runtime_socket)
-    kubelet = SimulatedKubelet(http, PluginDevices(manager), options, cluster.options.runner)
+    kubelet = SimulatedKubelet(http, PluginDevices(manager), options, cluster.node_options.runner)
     node = SimulatedNode(name, index, folder, kubelet, http, runtime_socket, parts=[manager.stop])
     try:
         cluster.api.add_kubelet_hook(kubelet)
@@ -116,7 +174,7 @@ def start_plugin_node(cluster: EmbeddedCluster, name: str, index: int) -> Simula
     return node
 
 
-def _plugin_resources(cluster: EmbeddedCluster, runtime_socket: str) -> dict[str, int]:
+def _plugin_resources(cluster: NodeHost, runtime_socket: str) -> dict[str, int]:
     """What the device plugin will advertise per resource, from the runtime's GPUs as it lists them."""
     from runtimekit.deviceplugin.resources import advertised, resource_specs
 
@@ -126,11 +184,11 @@ def _plugin_resources(cluster: EmbeddedCluster, runtime_socket: str) -> dict[str
     return {spec.name: len(advertised(spec, devices, unit)) for spec in resource_specs(devices, cluster.protocol)}
 
 
-def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, pod_resources: str) -> Any:
+def _start_runtime(cluster: NodeHost, node: SimulatedNode, folder: Path, pod_resources: str) -> Any:
     from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
     from runtimekit.runtime.pods import KubeletPodResources
 
-    options = cluster.options
+    options = cluster.node_options
     assert node.runtime_socket is not None
     runtime_options = RuntimeOptions(
         backend="simulated",
@@ -141,7 +199,7 @@ def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, 
         isolation=options.isolation,
         mig_mode=options.mig_mode,
         mig_layout=options.mig_layout,
-        simulate_gpus=f"{options.gpus_per_node}x{options.gpu_model}",
+        simulate_gpus=f"{options.gpus}x{options.gpu_model}",
         seed=options.seed + node.index,
         mps_pipe_dir=str(folder / "mps" / "pipe"),
         mps_log_dir=str(folder / "mps" / "log"),
@@ -152,7 +210,7 @@ def _start_runtime(cluster: EmbeddedCluster, node: SimulatedNode, folder: Path, 
     return RuntimeDaemon(runtime, node.runtime_socket, options.reconcile_s).start()
 
 
-def _start_device_plugin(cluster: EmbeddedCluster, node: SimulatedNode, plugin_dir: Path) -> Callable[[], None]:
+def _start_device_plugin(cluster: NodeHost, node: SimulatedNode, plugin_dir: Path) -> Callable[[], None]:
     """Start the device plugin against the node's runtime; returns its stop function."""
     from runtimekit.deviceplugin.manager import DevicePluginManager
     from runtimekit.deviceplugin.publisher import NodePublisher
