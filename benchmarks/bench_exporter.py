@@ -27,8 +27,9 @@ from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
-from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.values import RuntimeSettings
 
 
 def free_port() -> int:

@@ -29,7 +29,8 @@ from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.backend import BackendError, DeviceInfo
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.nvml import NvmlBackend, nvml_error_code
-from runtimekit.runtime.service import AllocateInput, NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
+from runtimekit.runtime.values import AllocateInput, RuntimeSettings
 
 
 def gi_profiles(nvml: Any, handle: Any) -> dict[str, str]:

@@ -16,8 +16,9 @@ from runtimekit.controller.trigger import LabelTrigger, load_trigger
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
-from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.values import RuntimeSettings
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -28,8 +28,9 @@ from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mps import CommandResult, MpsDaemon
-from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.values import RuntimeSettings
 
 P = Protocol.default()
 NS = "kube-system"

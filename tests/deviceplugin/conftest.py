@@ -16,8 +16,9 @@ from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, Pl
 from runtimekit.model import MigMode, simulated_uuid
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
-from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.values import RuntimeSettings
 
 
 @pytest.fixture

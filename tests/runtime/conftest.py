@@ -18,8 +18,9 @@ from runtimekit.runtime.daemon import SIMULATED_MIG_STATE, RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mps import MpsDaemon
 from runtimekit.runtime.pods import PodResourcesSource, PodSource
-from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.values import RuntimeSettings
 
 
 @pytest.fixture

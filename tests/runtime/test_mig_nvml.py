@@ -20,7 +20,8 @@ from runtimekit.runtime.backend import MigError, MigFailure
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.nvml import NvmlBackend
-from runtimekit.runtime.service import AllocateInput, NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
+from runtimekit.runtime.values import AllocateInput, RuntimeSettings
 
 
 @pytest.fixture

@@ -17,8 +17,9 @@ from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, MigMode, NodeName, simulated_uuid
 from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.pods import StaticPods
-from runtimekit.runtime.service import AllocateInput, NodeRuntime
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend
+from runtimekit.runtime.values import AllocateInput
 
 A100, H200 = simulated_uuid(NODE, 0), simulated_uuid(NODE, 1)
 MIXED = {"gpus": "1xA100-80GB,1xH200", "mig_modes": {0: MigMode.DYNAMIC}}

@@ -11,7 +11,7 @@ from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.backend import EventKind, Fault
 from runtimekit.runtime.mps import CommandResult, MpsDaemon, MpsState
 from runtimekit.runtime.pods import StaticPods
-from runtimekit.runtime.service import AllocateInput, CheckpointStatus
+from runtimekit.runtime.values import AllocateInput, CheckpointStatus
 
 GPU0 = simulated_uuid(NODE, 0)
 GPU1 = simulated_uuid(NODE, 1)

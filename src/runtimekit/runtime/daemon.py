@@ -24,8 +24,9 @@ from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.mps import MpsDaemon
 from runtimekit.runtime.nvml import NvmlBackend
 from runtimekit.runtime.pods import PodResourcesSource, PodSource
-from runtimekit.runtime.service import NodeRuntime, RuntimeSettings
+from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, gpu_count, parse_gpu_spec
+from runtimekit.runtime.values import RuntimeSettings
 
 log = logging.getLogger(__name__)
 

@@ -26,7 +26,8 @@ from runtimekit.runtime.backend import DeviceInfo, EventKind, Fault
 from runtimekit.runtime.devices import DeviceView
 from runtimekit.runtime.mig import max_instances
 from runtimekit.runtime.mps import MpsState
-from runtimekit.runtime.service import AllocateInput, CheckpointStatus, NodeRuntime, RuntimeStatus
+from runtimekit.runtime.service import NodeRuntime
+from runtimekit.runtime.values import AllocateInput, CheckpointStatus, RuntimeStatus
 
 log = logging.getLogger(__name__)
 

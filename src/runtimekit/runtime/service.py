@@ -21,17 +21,13 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from enum import StrEnum
-from pathlib import Path
+from dataclasses import replace
 from typing import Any
 
-from runtimekit import __version__
 from runtimekit.api.runtime_features import API_LEVEL, FEATURES
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import GpuUUID
-from runtimekit.protocol import Protocol as KitProtocol
-from runtimekit.runtime.allocations import Allocation, AllocationBook, PodRef, Requested
+from runtimekit.runtime.allocations import Allocation, AllocationBook
 from runtimekit.runtime.backend import (
     DeviceInfo,
     EventKind,
@@ -39,91 +35,27 @@ from runtimekit.runtime.backend import (
     FaultInjector,
     GpuBackend,
     GpuLoad,
-    GpuSample,
     HealthEvent,
     MigControl,
 )
-from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, XidRecord
-from runtimekit.runtime.isolation import ContainerEdits, Isolation
+from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView
+from runtimekit.runtime.isolation import Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
 from runtimekit.runtime.pods import PodResourcesSource, PodSource, allocations_from_pods, stale_allocations
 from runtimekit.runtime.state import CheckpointCorrupt, ConfigState, StateDir
+from runtimekit.runtime.values import (
+    AllocateInput,
+    AllocateResult,
+    CheckpointStatus,
+    ExporterData,
+    GpuData,
+    RuntimeSettings,
+    RuntimeStatus,
+    VersionInfo,
+)
 
 log = logging.getLogger(__name__)
-
-
-class CheckpointStatus(StrEnum):
-    OK = "ok"
-    RECOVERED = "recovered"
-    UNRECOVERED = "unrecovered"
-
-
-@dataclass(frozen=True)
-class RuntimeSettings:
-    node_name: str
-    state_dir: Path
-    protocol: KitProtocol
-    runtime_version: str = __version__
-    reconcile_grace_s: float = 30.0
-
-
-@dataclass(frozen=True)
-class VersionInfo:
-    runtime_version: str
-    api_level: int
-    features: tuple[str, ...]
-    backend: str
-    isolation: str
-    node_name: str
-    protocol_fingerprint: str
-
-
-@dataclass(frozen=True)
-class AllocateInput:
-    pod: PodRef
-    container: str
-    shares: tuple[Requested, ...]
-    resource_name: str = ""
-    device_ids: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class AllocateResult:
-    allocation: Allocation
-    edits: ContainerEdits
-
-
-@dataclass(frozen=True)
-class RuntimeStatus:
-    enabled: bool
-    reason: str
-    changed_unix_ms: int
-    isolation: str
-    mps_state: MpsState
-    mps_message: str
-    checkpoint: CheckpointStatus
-    checkpoint_message: str
-    allocation_count: int
-    version: VersionInfo
-    last_reconcile_unix_ms: int
-    last_reconcile_message: str
-
-
-@dataclass(frozen=True)
-class GpuData:
-    view: DeviceView
-    sample: GpuSample
-    xids: tuple[XidRecord, ...]
-    xid_count: int
-
-
-@dataclass(frozen=True)
-class ExporterData:
-    node_name: str
-    unix_ms: int
-    gpus: tuple[GpuData, ...]
-    allocations: tuple[Allocation, ...]
 
 
 class NodeRuntime:

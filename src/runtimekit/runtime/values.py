@@ -1,0 +1,90 @@
+"""The values the node runtime service (`service.NodeRuntime`) is built with, takes and returns:
+plain frozen records, so the gRPC adapters, the daemon and tests share them without the logic.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from runtimekit import __version__
+from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.runtime.allocations import Allocation, PodRef, Requested
+from runtimekit.runtime.backend import GpuSample
+from runtimekit.runtime.devices import DeviceView, XidRecord
+from runtimekit.runtime.isolation import ContainerEdits
+from runtimekit.runtime.mps import MpsState
+
+
+class CheckpointStatus(StrEnum):
+    OK = "ok"
+    RECOVERED = "recovered"
+    UNRECOVERED = "unrecovered"
+
+
+@dataclass(frozen=True)
+class RuntimeSettings:
+    node_name: str
+    state_dir: Path
+    protocol: KitProtocol
+    runtime_version: str = __version__
+    reconcile_grace_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    runtime_version: str
+    api_level: int
+    features: tuple[str, ...]
+    backend: str
+    isolation: str
+    node_name: str
+    protocol_fingerprint: str
+
+
+@dataclass(frozen=True)
+class AllocateInput:
+    pod: PodRef
+    container: str
+    shares: tuple[Requested, ...]
+    resource_name: str = ""
+    device_ids: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AllocateResult:
+    allocation: Allocation
+    edits: ContainerEdits
+
+
+@dataclass(frozen=True)
+class RuntimeStatus:
+    enabled: bool
+    reason: str
+    changed_unix_ms: int
+    isolation: str
+    mps_state: MpsState
+    mps_message: str
+    checkpoint: CheckpointStatus
+    checkpoint_message: str
+    allocation_count: int
+    version: VersionInfo
+    last_reconcile_unix_ms: int
+    last_reconcile_message: str
+
+
+@dataclass(frozen=True)
+class GpuData:
+    view: DeviceView
+    sample: GpuSample
+    xids: tuple[XidRecord, ...]
+    xid_count: int
+
+
+@dataclass(frozen=True)
+class ExporterData:
+    node_name: str
+    unix_ms: int
+    gpus: tuple[GpuData, ...]
+    allocations: tuple[Allocation, ...]
