@@ -89,7 +89,7 @@ def exporter(node: Node) -> Iterator[Exporter]:
     client = RuntimeClient(node.socket, timeout_s=2.0)
     registry.register(RuntimeCollector(client, Protocol.default()))
     detector = HealthDetector(client, HealthConfig(interval_seconds=0.2, recovery_seconds=2.0))
-    registry.register(HealthCollector(detector))  # type: ignore[arg-type]
+    registry.register(HealthCollector(detector))
     server = MetricsServer(registry, "127.0.0.1", 0).start()
     detector.start()
     yield Exporter(f"http://{server.address}", server.address, detector, registry)

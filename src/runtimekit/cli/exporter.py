@@ -20,13 +20,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from prometheus_client import CollectorRegistry
-
     from runtimekit.api.runtime_client import RuntimeClient
-    from runtimekit.exporter.collector import RuntimeCollector
     from runtimekit.exporter.config import ConfigError, load_config
-    from runtimekit.exporter.extensions import ExtensionContext, ExtensionError, load_collectors
-    from runtimekit.exporter.health import HealthCollector, HealthDetector
+    from runtimekit.exporter.extensions import ExtensionContext, ExtensionError
+    from runtimekit.exporter.health import HealthDetector
+    from runtimekit.exporter.registry import build_registry
     from runtimekit.exporter.server import MetricsServer
     from runtimekit.protocol import ProtocolError, load_protocol
 
@@ -41,15 +39,12 @@ def run(args: argparse.Namespace) -> int:
     socket = args.runtime_socket or protocol.sockets.runtime
     node = args.node_name or config.node_name
     client = RuntimeClient(socket, timeout_s=config.runtime_timeout_seconds)
-    registry = CollectorRegistry()
-    registry.register(RuntimeCollector(client, protocol, node))
     detector = HealthDetector(client, config.health, node)
-    registry.register(HealthCollector(detector))  # type: ignore[arg-type]
     try:
-        for collector in load_collectors(ExtensionContext(client, protocol, config, node)):
-            registry.register(collector)
+        registry = build_registry(ExtensionContext(client, protocol, config, node), detector)
     except ExtensionError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        client.close()
         return 2
     try:
         server = MetricsServer(registry, *listen).start()

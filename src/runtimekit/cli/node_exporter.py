@@ -1,23 +1,32 @@
-"""The exporter of one embedded-cluster node, in process: the same collectors and health detector
+"""The exporter of one embedded-cluster node, in process: the same registry (`build_registry`: the
+runtime's metrics, the health counters and the config's extension collectors) and health detector
 as `runtimekit exporter`, serving /metrics on a free local port. `runtimekit up` plugs it in
 through `ClusterOptions.exporter`."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-from prometheus_client import CollectorRegistry
+from typing import Protocol as Interface
 
 from runtimekit.api.runtime_client import RuntimeClient
-from runtimekit.exporter.collector import RuntimeCollector
 from runtimekit.exporter.config import ExporterConfig
-from runtimekit.exporter.health import HealthCollector, HealthDetector
+from runtimekit.exporter.extensions import ExtensionContext
+from runtimekit.exporter.health import HealthDetector
+from runtimekit.exporter.registry import build_registry
 from runtimekit.exporter.server import MetricsServer
 from runtimekit.protocol import Protocol
 
-if TYPE_CHECKING:
-    from runtimekit.cli.embedded_nodes import SimulatedNode
+
+class ExportedNode(Interface):
+    """What the exporter needs of a node (`embedded_nodes.SimulatedNode` has it)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def runtime_socket(self) -> str | None:
+        """None when the node has no runtime (direct mode)."""
+        ...
 
 
 @dataclass
@@ -34,18 +43,21 @@ class NodeExporter:
 
 
 def start_node_exporter(
-    node: SimulatedNode, config: ExporterConfig | None = None, protocol: Protocol | None = None
+    node: ExportedNode, config: ExporterConfig | None = None, protocol: Protocol | None = None
 ) -> NodeExporter | None:
-    """An exporter for a node with a runtime (None in direct mode, where there is none)."""
+    """An exporter for a node with a runtime (None in direct mode, where there is none). Raises
+    ExtensionError when a collector the config names cannot be loaded."""
     if node.runtime_socket is None:
         return None
     config = config or ExporterConfig()
     client = RuntimeClient(node.runtime_socket, timeout_s=config.runtime_timeout_seconds)
-    registry = CollectorRegistry()
-    registry.register(RuntimeCollector(client, protocol or Protocol.default(), node.name))
     detector = HealthDetector(client, config.health, node.name)
-    registry.register(HealthCollector(detector))  # type: ignore[arg-type]
-    server = MetricsServer(registry, "127.0.0.1", 0).start()
+    try:
+        context = ExtensionContext(client, protocol or Protocol.default(), config, node.name)
+        server = MetricsServer(build_registry(context, detector), "127.0.0.1", 0).start()
+    except BaseException:
+        client.close()
+        raise
     if config.health.enabled:
         detector.start()
     return NodeExporter(f"http://{server.address}/metrics", server, detector, client)

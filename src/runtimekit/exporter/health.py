@@ -14,8 +14,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+
+from prometheus_client.core import CounterMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
 from runtimekit.base.threads import Workers
@@ -148,15 +151,13 @@ class HealthDetector:
         self._workers.stop(5.0)
 
 
-class HealthCollector:
+class HealthCollector(Collector):
     """Counters of the detector's decisions: `runtimekit_gpu_health_changes_total{kind, healthy}`."""
 
     def __init__(self, detector: HealthDetector) -> None:
         self.detector = detector
 
-    def collect(self) -> list[object]:
-        from prometheus_client.core import CounterMetricFamily
-
+    def collect(self) -> Iterable[Metric]:
         family = CounterMetricFamily(
             "runtimekit_gpu_health_changes",
             "GPUs marked healthy or unhealthy by the exporter",

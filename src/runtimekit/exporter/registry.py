@@ -1,0 +1,23 @@
+"""The exporter's metrics registry, built in one place for `runtimekit exporter` and for the
+embedded cluster's per-node exporters: the runtime's metrics (`RuntimeCollector`), the health
+detector's counters (`HealthCollector`), and every extension collector the config names (one
+that cannot be loaded is an `ExtensionError` naming it, before anything is served).
+"""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry
+
+from runtimekit.exporter.collector import RuntimeCollector
+from runtimekit.exporter.extensions import ExtensionContext, load_collectors
+from runtimekit.exporter.health import HealthCollector, HealthDetector
+
+
+def build_registry(context: ExtensionContext, detector: HealthDetector) -> CollectorRegistry:
+    """A fresh registry with every collector of one node's exporter."""
+    registry = CollectorRegistry()
+    registry.register(RuntimeCollector(context.client, context.protocol, context.node_name))
+    registry.register(HealthCollector(detector))
+    for collector in load_collectors(context):
+        registry.register(collector)
+    return registry
