@@ -87,9 +87,14 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("create", "", "events")],
     ),
-    # runtimekit.kube.events: the scheduler's Events, written off the binding path.
+    # runtimekit.kube.events: the scheduler's Events, written off the binding path ...
     ("kube/events.py", "_drain", "post", "object_path('v1', 'events', body['metadata']['namespace'])"): (
         ("scheduler",),
+        [("create", "", "events")],
+    ),
+    # ... and the controller's Events on Nodes, written at once (NodeController.event -> post_event).
+    ("kube/events.py", "post_event", "post", "object_path('v1', 'events', body['metadata']['namespace'])"): (
+        ("controller",),
         [("create", "", "events")],
     ),
     ("kube/scheduling.py", "report", "patch", "object_path('v1', 'pods', task.namespace, task.name, 'status')"): (
@@ -145,10 +150,6 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("controller",),
         [("list", "", "pods")],
     ),
-    ("controller/reconciler.py", "event", "post", "object_path('v1', 'events', self.options.event_namespace)"): (
-        ("controller",),
-        [("create", "", "events")],
-    ),
     ("controller/server.py", "__init__", "Informer", "'/api/v1/nodes'"): (
         ("controller",),
         [("list", "", "nodes"), ("watch", "", "nodes")],
@@ -195,11 +196,14 @@ class CallSites(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         f = node.func
         where = self.functions[-1] if self.functions else "<module>"
+        client = f.value if isinstance(f, ast.Attribute) else None
         if (
             isinstance(f, ast.Attribute)
             and f.attr in HTTP_METHODS
-            and isinstance(f.value, ast.Attribute)
-            and f.value.attr in ("http", "_http")
+            and (
+                (isinstance(client, ast.Attribute) and client.attr in ("http", "_http"))
+                or (isinstance(client, ast.Name) and client.id == "http")  # a function given the client
+            )
         ):
             self.sites.append((self.module, where, f.attr, ast.unparse(node.args[0]) if node.args else ""))
         if isinstance(f, ast.Name) and f.id in ("Informer", "LeaderElector") and len(node.args) > 1:
