@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
+
+from runtimekit.cli.signals import wait_for_stop_signal
 
 log = logging.getLogger("runtimekit.controller")
 
@@ -62,9 +62,6 @@ def run(args: argparse.Namespace) -> int:
         leader = LeaderElector(http, "lj-runtimekit-controller", args.lease_namespace, identity)
     log.info("controller starting (protocol fingerprint %s, jobs in %s)", protocol.fingerprint, args.namespace)
     server = ControllerServer(http, NodeController(http, protocol, trigger, template, options), leader).start()
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    wait_for_stop_signal()
     server.stop()
     return 0

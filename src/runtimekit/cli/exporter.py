@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
+
+from runtimekit.cli.signals import wait_for_stop_signal
 
 log = logging.getLogger("runtimekit.exporter")
 
@@ -59,10 +59,7 @@ def run(args: argparse.Namespace) -> int:
         socket,
         protocol.fingerprint,
     )
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    stop.wait()
+    wait_for_stop_signal()
     detector.stop()
     server.stop()
     client.close()

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from runtimekit.protocol import Protocol
     from runtimekit.scheduler.framework import Framework
     from runtimekit.scheduler.server import SchedulerOptions
+
+from runtimekit.cli.signals import wait_for_stop_signal
 
 log = logging.getLogger("runtimekit.scheduler")
 
@@ -83,11 +83,8 @@ def run(args: argparse.Namespace) -> int:
     http = KubeHttp.connect(args.kubeconfig, user_agent=f"runtimekit-scheduler/{protocol.scheduler_name}")
     scheduler = Scheduler(http, framework, protocol, options)
     tune_process()
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
     scheduler.start()
-    stop.wait()
+    wait_for_stop_signal()
     log.info("stopping")
     scheduler.stop()
     return 0
