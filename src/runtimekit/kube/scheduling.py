@@ -89,7 +89,7 @@ class KubeBinder:
         """Create a Queue unless it exists; False when the API server does not serve Queues."""
         try:
             self.http.post(object_path("scheduling.volcano.sh/v1beta1", "queues"), dict(manifest))
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code == 404:
                 return False
             if exc.code != 409:
