@@ -150,6 +150,11 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
         for index in range(2):
             create(api, pods, gpu_pod(f"gang-{index}", 1, "low", {"scheduling.k8s.io/group-name": "gang"}))
         wait_for(lambda: recorded("podgroups/status"), what="the PodGroup status")
+        # The queues Volcano always has are created once it leads, then their status written.
+        def queue_created() -> bool:
+            return any(a.resource == "queues" and a.verb == "create" for a in proxy.seen())
+
+        wait_for(lambda: queue_created() and recorded("queues/status"), what="the default queue and its status")
         # Binds (pods/binding), then a higher-priority pod preempts it (delete pods) and binds.
         create(api, pods, gpu_pod("low", 1, "low"))
         wait_for(lambda: node_of("low") == NODE, what="the low-priority pod to bind")
