@@ -150,6 +150,7 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
         for index in range(2):
             create(api, pods, gpu_pod(f"gang-{index}", 1, "low", {"scheduling.k8s.io/group-name": "gang"}))
         wait_for(lambda: recorded("podgroups/status"), what="the PodGroup status")
+
         # The queues Volcano always has are created once it leads, then their status written.
         def queue_created() -> bool:
             return any(a.resource == "queues" and a.verb == "create" for a in proxy.seen())

@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.model import (
     Assignment,
     GpuShare,
@@ -369,7 +370,7 @@ class LiveCache(ClusterBook):
                                 "reason": "NotEnoughResources",
                                 "message": f"{pending}/{len(job.tasks)} tasks in gang unschedulable: "
                                 f"{unschedulable.message if isinstance(unschedulable, FitErrors) else ''}",
-                                "lastTransitionTime": _rfc3339(now),
+                                "lastTransitionTime": rfc3339(now),
                             }
                         )
                     group_status = {"phase": phase, "running": ready, "conditions": conditions}
@@ -416,7 +417,3 @@ class LiveCache(ClusterBook):
                 continue
             self._queues_written[name] = status
         return len(fresh)
-
-
-def _rfc3339(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

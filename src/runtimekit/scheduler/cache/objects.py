@@ -7,9 +7,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.model import (
     Assignment,
     AssignmentError,
@@ -56,12 +56,8 @@ def key_of(obj: Mapping[str, Any]) -> str:
 
 
 def timestamp(text: object) -> float:
-    if not isinstance(text, str) or not text:
-        return 0.0
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return 0.0
+    """Seconds since the epoch of an RFC 3339 time; 0 for a missing or unreadable one."""
+    return parse_rfc3339(text) or 0.0
 
 
 # -- nodes -----------------------------------------------------------------------------------------
