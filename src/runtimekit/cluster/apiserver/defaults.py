@@ -102,9 +102,30 @@ def _deployment(obj: Obj) -> None:
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
-    spec.setdefault(
-        "strategy", {"type": "RollingUpdate", "rollingUpdate": {"maxSurge": "25%", "maxUnavailable": "25%"}}
-    )
+    strategy = spec.setdefault("strategy", {})
+    if isinstance(strategy, MutableMapping) and strategy.setdefault("type", "RollingUpdate") == "RollingUpdate":
+        rolling = strategy.setdefault("rollingUpdate", {})
+        if isinstance(rolling, MutableMapping):
+            rolling.setdefault("maxSurge", "25%")
+            rolling.setdefault("maxUnavailable", "25%")
+    _template(obj)
+
+
+def _replicaset(obj: Obj) -> None:
+    obj.setdefault("spec", {}).setdefault("replicas", 1)
+    _template(obj)
+
+
+def _statefulset(obj: Obj) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("replicas", 1)
+    spec.setdefault("podManagementPolicy", "OrderedReady")
+    spec.setdefault("revisionHistoryLimit", 10)
+    strategy = spec.setdefault("updateStrategy", {"type": "RollingUpdate"})
+    if strategy.get("type", "RollingUpdate") == "RollingUpdate":
+        strategy.setdefault("type", "RollingUpdate")
+        strategy.setdefault("rollingUpdate", {}).setdefault("partition", 0)
+    spec.setdefault("persistentVolumeClaimRetentionPolicy", {"whenDeleted": "Retain", "whenScaled": "Retain"})
     _template(obj)
 
 
@@ -175,8 +196,8 @@ _BY_KIND: dict[str, Callable[[Obj], None]] = {
     "Pod": _pod,
     "Deployment": _deployment,
     "DaemonSet": _daemonset,
-    "StatefulSet": _template,
-    "ReplicaSet": _template,
+    "StatefulSet": _statefulset,
+    "ReplicaSet": _replicaset,
     "Job": _job,
     "Namespace": _namespace,
     "Service": _service,

@@ -1,14 +1,20 @@
-"""Deletion semantics: preconditions, finalizers, graceful pod deletion and the cascades.
+"""Deletion semantics: preconditions, finalizers, graceful pod deletion, propagation and the cascades.
 
 - An object with finalizers gets `deletionTimestamp` (and `deletionGracePeriodSeconds: 0`) and stays
-  until an update removes the last finalizer; then it is deleted.
+  until an update removes the last one; then it is deleted.
+- Propagation (`propagationPolicy`, or the legacy `orphanDependents`, in the DeleteOptions body or the
+  query) is recorded as kube-apiserver records it, for the garbage collector to carry out:
+  `Orphan` adds the `orphan` finalizer, `Foreground` the `foregroundDeletion` finalizer (each removes
+  the other), `Background` removes both; without a policy, a GC finalizer the object already has is
+  honoured, else Background. A delete that changes nothing else and leaves no finalizer deletes at once.
 - A pod is deleted at once, unless a registered `KubeletHook` manages its node, it is not finished
   and the grace period (DeleteOptions, else `spec.terminationGracePeriodSeconds`) is above 0: then
   it is only marked, and the kubelet deletes it with grace period 0 when its containers stop.
 - A namespace turns `Terminating`, its objects are deleted, and it goes once it is empty;
   `default`, `kube-system` and `kube-public` cannot be deleted.
 - Deleting a CustomResourceDefinition deletes its objects and stops serving the resource.
-`propagationPolicy` is accepted; there is no garbage collector for owner references.
+The garbage collector itself (dependents of deleted owners) is a controller of the embedded cluster
+(`runtimekit.cluster.controllers.garbagecollector`), as kube-controller-manager's is.
 Called by the HTTP handlers and by `operations.Api` (an update that removes the last finalizer).
 It works on what `ApiState` names of the API (`operations.Api` has it) and imports nothing of
 `operations`, so the two modules do not import each other.
@@ -21,11 +27,21 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster.apiserver.errors import bad_request, conflict, forbidden
+from runtimekit.cluster.apiserver.errors import (
+    bad_request,
+    conflict,
+    field_invalid,
+    field_unsupported,
+    forbidden,
+    invalid,
+)
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
 
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+ORPHAN = "orphan"
+FOREGROUND = "foregroundDeletion"
+POLICIES = ("Foreground", "Background", "Orphan")
 Obj = dict[str, Any]
 
 
@@ -65,6 +81,7 @@ class DeleteOptions:
     uid: str | None = None
     resource_version: str | None = None
     dry_run: bool = False
+    propagation: str | None = None  # Foreground, Background or Orphan; None: as the object's finalizers say
 
     @classmethod
     def parse(cls, body: Any, query: Mapping[str, str]) -> DeleteOptions:
@@ -79,7 +96,38 @@ class DeleteOptions:
             grace_value = None if grace is None else int(grace)
         except (TypeError, ValueError):
             raise bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
-        return cls(grace_value, pre.get("uid"), pre.get("resourceVersion"), "All" in dry)
+        propagation = _propagation(body.get("propagationPolicy", query.get("propagationPolicy")), body, query)
+        return cls(grace_value, pre.get("uid"), pre.get("resourceVersion"), "All" in dry, propagation)
+
+
+def _propagation(policy: object, body: Mapping[str, Any], query: Mapping[str, str]) -> str | None:
+    """The propagation policy asked for; `orphanDependents` (deprecated) maps to Orphan or Background."""
+    orphan = body.get("orphanDependents", query.get("orphanDependents"))
+    if orphan is not None and policy is not None:
+        why = "orphanDependents and deletionPropagation cannot be both set"
+        cause = field_invalid("propagationPolicy", policy, why)
+        raise invalid("DeleteOptions", "", [cause])
+    if orphan is not None:
+        return "Orphan" if str(orphan).lower() in ("true", "1") else "Background"
+    if policy is None or policy == "":
+        return None
+    if policy not in POLICIES:
+        raise invalid("DeleteOptions", "", [field_unsupported("propagationPolicy", policy, list(POLICIES))])
+    return str(policy)
+
+
+def gc_finalizers(finalizers: list[str], propagation: str | None) -> list[str]:
+    """The finalizers an object keeps when deleted with `propagation` (kube's
+    deletionFinalizersForGarbageCollection): Orphan adds `orphan`, Foreground `foregroundDeletion`,
+    Background drops both, None keeps what the object has."""
+    if propagation is None:
+        return list(finalizers)
+    kept = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+    if propagation == "Orphan":
+        kept.append(ORPHAN)
+    elif propagation == "Foreground":
+        kept.append(FOREGROUND)
+    return kept
 
 
 @dataclass(frozen=True)
@@ -101,10 +149,18 @@ def delete(api: ApiState, info: ResourceInfo, namespace: str, name: str, options
         if options.dry_run:
             return Deleted(current, gone=True)
         meta = obj["metadata"]
-        if meta.get("finalizers"):
-            return Deleted(_mark(api, storage, current, obj, 0), gone=False)
         if storage.group == "" and storage.kind == "Namespace":
+            if meta.get("finalizers"):
+                return Deleted(_mark(api, storage, current, obj, 0), gone=False)
             return _delete_namespace(api, storage, current, obj)
+        finalizers = gc_finalizers(list(meta.get("finalizers") or []), options.propagation)
+        if finalizers:
+            changed = finalizers != list(meta.get("finalizers") or [])
+            meta["finalizers"] = finalizers
+            return Deleted(_mark(api, storage, current, obj, 0, force=changed), gone=False)
+        if meta.get("finalizers"):  # only GC finalizers, all dropped (Background): delete now
+            meta.pop("finalizers")
+            current = api.store.put(storage, obj, current)
         grace = _pod_grace(api, storage, obj, options)
         if grace:
             return Deleted(_mark(api, storage, current, obj, grace), gone=False)
@@ -124,12 +180,13 @@ def _preconditions(info: ResourceInfo, current: Stored, obj: Obj, options: Delet
         raise conflict(info.plural, current.name, why, info.group)
 
 
-def _mark(api: ApiState, storage: ResourceInfo, current: Stored, obj: Obj, grace: int) -> Stored:
-    """Set deletionTimestamp (once; a shorter grace period moves it earlier)."""
+def _mark(api: ApiState, storage: ResourceInfo, current: Stored, obj: Obj, grace: int, force: bool = False) -> Stored:
+    """Set deletionTimestamp (once; a shorter grace period moves it earlier); `force` stores `obj`
+    even when the timestamp stays (its finalizers changed)."""
     meta = obj["metadata"]
     previous = meta.get("deletionGracePeriodSeconds")
     if meta.get("deletionTimestamp") and previous is not None and int(previous) <= grace:
-        return current
+        return api.store.put(storage, obj, current) if force else current
     meta["deletionTimestamp"] = _later(api, grace)
     meta["deletionGracePeriodSeconds"] = grace
     return api.store.put(storage, obj, current)

@@ -19,9 +19,11 @@ _SUBRESOURCE_VERBS = {
     "finalize": ("update",),
     "binding": ("create",),
     "eviction": ("create",),
+    "scale": ("get", "patch", "update"),
 }
-_SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction"}
-_SUBRESOURCE_GROUP = {"eviction": ("policy", "v1")}  # subresources whose body is of another group
+_SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction", "scale": "Scale"}
+# subresources whose body is of another group
+_SUBRESOURCE_GROUP = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
 
 
 @dataclass(frozen=True)

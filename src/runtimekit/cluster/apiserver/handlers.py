@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from runtimekit.cluster.apiserver import conversion, discovery
+from runtimekit.cluster.apiserver import conversion, discovery, scale
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -64,6 +64,7 @@ _SUBRESOURCE_METHODS = {
     "finalize": ("PUT",),
     "binding": ("POST",),
     "eviction": ("POST",),
+    "scale": ("GET", "PUT", "PATCH"),
 }
 _STREAM_ITEMS = 1000  # lists longer than this are streamed in chunks of this many items
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -150,6 +151,8 @@ class Handlers:
         method = request.method
         if target.subresource and method not in _SUBRESOURCE_METHODS[target.subresource]:
             raise method_not_allowed()
+        if target.subresource == "scale":
+            return await self._scale(request, info, target)
         if method == "GET" and (target.watch or (target.name is None and parse_bool(query, "watch"))):
             self._allow(info, "watch")
             return await self._watch(request, info, target, query)
@@ -348,6 +351,22 @@ class Handlers:
             if self.api.store.get(info, stored.namespace, stored.name) is not None:
                 results.append(delete(self.api, info, stored.namespace, stored.name, options).stored)
         return _json(list_bytes(info, self.api.store.rv, "", [self.api.served(info, s) for s in results]))
+
+    async def _scale(self, request: web.Request, info: ResourceInfo, target: Target) -> web.Response:
+        """GET, PUT or PATCH `.../<name>/scale` (see `scale.py`)."""
+        assert target.name is not None
+        namespace, method = target.namespace or "", request.method
+        self._allow(info, _METHOD_VERBS[method])
+        if method == "GET":
+            body = scale.get_scale(self.api, info, namespace, target.name)
+        elif method == "PUT":
+            scale_body = await self._body(request, "Scale")
+            body = scale.update_scale(self.api, info, namespace, target.name, scale_body, _dry_run(request))
+        else:
+            content_type = request.headers.get("Content-Type", "")
+            raw = await request.read()
+            body = scale.patch_scale(self.api, info, namespace, target.name, content_type, raw, _dry_run(request))
+        return _json(dumps(body))
 
     async def _bind(self, request: web.Request, target: Target, name: str | None) -> web.Response:
         if target.namespace is None:

@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster.apiserver import conversion, crds, validation
+from runtimekit.cluster.apiserver import conversion, crds, validation, volcano, workloads
 from runtimekit.cluster.apiserver.defaults import apply_defaults
 from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
 from runtimekit.cluster.apiserver.errors import (
@@ -192,8 +192,12 @@ class Api:
             causes += validation.check_pod(obj) if old is None else validation.check_pod_update(old, obj)
         if info.group == "apiextensions.k8s.io":
             causes += crds.check_crd(obj)
+        if info.group == "apps" and info.kind in workloads.KINDS:
+            causes += workloads.check_workload(obj, old)
         if causes:
             raise invalid(info.kind, str(meta.get("name", "")), causes, info.group)
+        if volcano.is_job(info.group, info.kind):
+            volcano.admit_job(obj, old)
 
     # create ---------------------------------------------------------------------------------------
 
@@ -206,6 +210,8 @@ class Api:
         with self.store.lock:
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(storage, meta)
+            if volcano.is_job(storage.group, storage.kind):  # its mutating webhook runs before validation
+                volcano.apply_job_defaults(obj)
             self.validate(info, obj, None)
             self._namespace_ready(info, meta.get("namespace", ""), meta["name"])
             if _set_resource_version(meta.get("resourceVersion")):

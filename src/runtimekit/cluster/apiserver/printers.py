@@ -2,8 +2,9 @@
 and CustomResourceDefinition `additionalPrinterColumns` (a simple JSONPath).
 
 `cells_for`/`columns_for` give kubectl the columns it shows for namespaces, configmaps, services,
-events, deployments, jobs, leases, priority classes, CRDs and custom resources; every other kind
-gets NAME and AGE. Cells that depend on the time are `Since` markers, rendered per request.
+events, deployments, replica sets, stateful sets, controller revisions, jobs, leases, priority classes,
+CRDs and custom resources; every other kind gets NAME and AGE. Cells that depend on the time are
+`Since` markers, rendered per request.
 Pure functions; used by `tables.TableMaker`.
 """
 
@@ -129,6 +130,16 @@ def _event_time(event: Obj) -> Since:
     )
 
 
+def _controller(obj: Obj) -> str:
+    """`<kind lowercased>.<group>/<name>` of the controlling owner, as kubectl prints it."""
+    for ref in get_path(obj, "metadata", "ownerReferences") or []:
+        if ref.get("controller"):
+            group = str(ref.get("apiVersion", "")).rpartition("/")[0]
+            kind = str(ref.get("kind", "")).lower()
+            return f"{kind}.{group}/{ref.get('name')}" if group else f"{kind}/{ref.get('name')}"
+    return "<none>"
+
+
 def _status_count(field: str) -> Callable[[Obj], object]:
     return lambda obj: int(get_path(obj, "status", field) or 0)
 
@@ -165,6 +176,16 @@ _CELLS: dict[tuple[str, str], Callable[[Obj], tuple[object, ...]]] = {
         lambda o: int(get_path(o, "status", "availableReplicas") or 0),
         created,
     ),
+    ("apps", "ReplicaSet"): _simple(
+        lambda o: int(get_path(o, "spec", "replicas") or 0),
+        _status_count("replicas"),
+        _status_count("readyReplicas"),
+        created,
+    ),
+    ("apps", "StatefulSet"): _simple(
+        lambda o: f"{get_path(o, 'status', 'readyReplicas') or 0}/{get_path(o, 'spec', 'replicas') or 0}", created
+    ),
+    ("apps", "ControllerRevision"): _simple(_controller, lambda o: int(o.get("revision") or 0), created),
     ("apps", "DaemonSet"): _simple(
         *(
             _status_count(f)
@@ -205,6 +226,14 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("", "Service"): (Column("Type"), Column("Cluster-IP"), Column("External-IP"), Column("Port(s)"), AGE),
     ("", "Event"): (Column("Last Seen"), Column("Type"), Column("Reason"), Column("Object"), Column("Message")),
     ("apps", "Deployment"): (Column("Ready"), Column("Up-to-date", "integer"), Column("Available", "integer"), AGE),
+    ("apps", "ReplicaSet"): (
+        Column("Desired", "integer"),
+        Column("Current", "integer"),
+        Column("Ready", "integer"),
+        AGE,
+    ),
+    ("apps", "StatefulSet"): (Column("Ready"), AGE),
+    ("apps", "ControllerRevision"): (Column("Controller"), Column("Revision", "integer"), AGE),
     ("apps", "DaemonSet"): (
         *(Column(n, "integer") for n in ("Desired", "Current", "Ready", "Up-to-date", "Available")),
         Column("Node Selector"),

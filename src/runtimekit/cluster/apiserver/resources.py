@@ -98,6 +98,7 @@ def _same(*labels: str) -> tuple[tuple[str, str], ...]:
 
 
 _STATUS = frozenset({"status"})
+_SCALABLE = frozenset({"status", "scale"})  # the workloads `kubectl scale` works on
 _EVENT_FIELDS = (
     *_same(
         "involvedObject.kind",
@@ -121,6 +122,13 @@ _EVENTS_V1_FIELDS = (
 _VOLCANO_PODGROUP_COLUMNS = (
     PrinterColumn("STATUS", "string", ".status.phase"),
     PrinterColumn("minMember", "integer", ".spec.minMember"),
+    PrinterColumn("RUNNINGS", "integer", ".status.running"),
+    PrinterColumn("AGE", "date", ".metadata.creationTimestamp"),
+    PrinterColumn("QUEUE", "string", ".spec.queue", priority=1),
+)
+_VOLCANO_JOB_COLUMNS = (  # as Volcano's batch.volcano.sh_jobs CRD declares them
+    PrinterColumn("STATUS", "string", ".status.state.phase"),
+    PrinterColumn("minAvailable", "integer", ".status.minAvailable"),
     PrinterColumn("RUNNINGS", "integer", ".status.running"),
     PrinterColumn("AGE", "date", ".metadata.creationTimestamp"),
     PrinterColumn("QUEUE", "string", ".spec.queue", priority=1),
@@ -195,10 +203,11 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo("", "v1", "endpoints", "Endpoints", True, ("ep",)),
     ResourceInfo("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", True, ("pvc",), subresources=_STATUS),
-    ResourceInfo("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), subresources=_STATUS),
+    ResourceInfo("apps", "v1", "deployments", "Deployment", True, ("deploy",), ("all",), subresources=_SCALABLE),
     ResourceInfo("apps", "v1", "daemonsets", "DaemonSet", True, ("ds",), ("all",), subresources=_STATUS),
-    ResourceInfo("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",), subresources=_STATUS),
-    ResourceInfo("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), subresources=_STATUS),
+    ResourceInfo("apps", "v1", "statefulsets", "StatefulSet", True, ("sts",), ("all",), subresources=_SCALABLE),
+    ResourceInfo("apps", "v1", "replicasets", "ReplicaSet", True, ("rs",), ("all",), subresources=_SCALABLE),
+    ResourceInfo("apps", "v1", "controllerrevisions", "ControllerRevision", True),
     ResourceInfo(
         "batch", "v1", "jobs", "Job", True, (), ("all",), subresources=_STATUS, fields=_same("status.successful")
     ),
@@ -266,6 +275,18 @@ BUILTIN: tuple[ResourceInfo, ...] = (
         strategic_merge=False,
         custom=True,
         printer_columns=_VOLCANO_QUEUE_COLUMNS,
+    ),
+    ResourceInfo(
+        "batch.volcano.sh",
+        "v1alpha1",
+        "jobs",
+        "Job",
+        True,
+        ("vcjob", "vj"),
+        subresources=_STATUS,
+        strategic_merge=False,
+        custom=True,
+        printer_columns=_VOLCANO_JOB_COLUMNS,
     ),
 )
 
