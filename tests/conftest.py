@@ -8,7 +8,7 @@ import pytest
 
 from runtimekit.protocol import Protocol
 
-pytest_plugins = ["fixtures.apiserver"]
+pytest_plugins = ["fixtures.apiserver", "fixtures.controllers"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_TRACES = ROOT.parent / "shared" / "traces" / "openb"

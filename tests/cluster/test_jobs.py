@@ -1,6 +1,6 @@
 """The embedded cluster's Job controller, with a direct-mode simulated kubelet whose container runner
 answers from a script: pods from the template, retries within backoffLimit, the deadline, Job
-status and conditions, and pods deleted with their Job."""
+status and conditions, and pods deleted with their Job (or orphaned) by the garbage collector."""
 
 from __future__ import annotations
 
@@ -13,6 +13,8 @@ import pytest
 
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.controllers.garbagecollector import GarbageCollector
+from runtimekit.cluster.controllers.manager import ControllerManager
 from runtimekit.cluster.jobs import JobController
 from runtimekit.cluster.kubelet.devices import DirectDevices
 from runtimekit.cluster.kubelet.kubelet import KubeletOptions, SimulatedKubelet
@@ -58,8 +60,11 @@ def http(apiserver: ApiServer, runner: ScriptedRunner, tmp_path: Path) -> Iterat
     apiserver.add_kubelet_hook(kubelet)
     kubelet.start()
     jobs = JobController(KubeHttp.connect(server=apiserver.url)).start()
+    collector = ControllerManager(KubeHttp.connect(server=apiserver.url), [GarbageCollector]).start()
     assert jobs.synced(10)
+    assert collector.synced(10)
     yield kube
+    collector.stop()
     jobs.stop()
     kubelet.stop()
     kube.close()
@@ -158,3 +163,21 @@ def test_deleting_a_job_deletes_its_pods(http: KubeHttp) -> None:
     wait_for(lambda: not pods_of(http, "forever"), what="the pods garbage-collected")
     with pytest.raises(KubeError):
         http.get(f"{JOBS}/forever")
+
+
+def test_orphan_deletion_keeps_the_pods_without_their_owner(http: KubeHttp) -> None:
+    http.post(JOBS, job("kept", command=["sleep", "infinity"]))
+    wait_for(lambda: pods_of(http, "kept"), what="the job's pod")
+    http.delete(f"{JOBS}/kept", {"propagationPolicy": "Orphan"})
+
+    def gone() -> bool:
+        try:
+            http.get(f"{JOBS}/kept")
+        except KubeApiError as exc:
+            return exc.code == 404
+        return False
+
+    wait_for(gone, what="the job deleted once its pods are orphaned")
+    [pod] = pods_of(http, "kept")
+    assert not pod["metadata"].get("ownerReferences")
+    assert not pod["metadata"].get("deletionTimestamp")

@@ -8,8 +8,11 @@ it all. `runtimekit up`, `runtimekit demo` and the tests use it. Per node (`Simu
   (`runtimekit.runtime`, simulated backend) on a unix socket, the device plugin
   (`runtimekit.deviceplugin`) registered with that kubelet, and the `SimulatedKubelet`;
 - *direct* mode: only the `SimulatedKubelet`, advertising the GPUs itself (`DirectDevices`).
-Cluster-wide, on threads: the Job controller, the scheduler (`examples/scheduler/gpushare.conf`
-when the repository is at hand, else the built-in conf) and the node controller. Pods whose
+Cluster-wide, on threads: the Job controller, the workload controllers (garbage collector,
+Deployments, ReplicaSets, StatefulSets, Volcano Jobs and the unscheduled-pod check:
+`runtimekit.cluster.controllers.manager`), the scheduler (`examples/scheduler/gpushare.conf` when
+the repository is at hand, else the built-in conf; it answers to the protocol's scheduler name and
+`ClusterOptions.scheduler_names`, `default-scheduler` by default) and the node controller. Pods whose
 container runs `runtimekit <subcommand>` (the controller's job-agent Jobs) are run in process by
 `run_runtimekit` against their node's runtime socket.
 The exporter plugs in through `ClusterOptions.exporter` (`runtimekit up` passes
@@ -44,6 +47,7 @@ from runtimekit.cli.embedded_nodes import (
     start_plugin_node,
 )
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
 from runtimekit.cluster.jobs import JobController
 from runtimekit.cluster.kubelet.runner import (
     ContainerRunner,
@@ -79,6 +83,7 @@ class ClusterOptions:
     mig_layout: str = ""  # the runtimes' --mig-layout for static MIG GPUs
     scheduler: bool = True
     scheduler_conf: str | None = None  # None: examples/scheduler/gpushare.conf, else the built-in conf
+    scheduler_names: tuple[str, ...] = ("default-scheduler",)  # answered besides the protocol's name
     controller: bool = True
     protocol_path: str | None = None
     node_prefix: str = "gpu-node-"
@@ -147,6 +152,7 @@ class EmbeddedCluster:
         self.scheduler: Any = None
         self.controller: Any = None
         self.jobs: JobController | None = None
+        self.workloads: ControllerManager | None = None
         self.socket_root = socket_root(state_dir)
         self._stopped = False
 
@@ -169,6 +175,8 @@ class EmbeddedCluster:
             missing.append("scheduler")
         if self.jobs is not None and not self.jobs.synced(0):
             missing.append("job controller")
+        if self.workloads is not None and not self.workloads.synced(0):
+            missing.append("workload controllers")
         if self.controller is not None and not self.controller.synced(0):
             missing.append("controller")
         return missing
@@ -251,7 +259,7 @@ class EmbeddedCluster:
         """Tell every informer to stop, then wait for them together: each leaves at its watch's next
         bookmark (BOOKMARK_S), so the components' own stop() calls find them gone."""
         informers = [n.kubelet.informer for n in self.nodes]
-        for component in (self.scheduler, self.controller, self.jobs):
+        for component in (self.scheduler, self.controller, self.jobs, self.workloads):
             if component is not None:
                 informers += component.informers
         for informer in informers:
@@ -279,11 +287,26 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
         conf = str(EXAMPLE_CONF)
     parser = argparse.ArgumentParser()
     add_arguments(parser)  # the scheduler's own defaults (bind workers, event rate, ...)
-    args = parser.parse_args(["--identity", "embedded", "--seed", str(cluster.options.seed)])
+    names = [a for name in cluster.options.scheduler_names for a in ("--scheduler-name", name)]
+    args = parser.parse_args(["--identity", "embedded", "--seed", str(cluster.options.seed), *names])
     args.protocol, args.config = cluster.options.protocol_path, conf
     protocol, framework, options = build(args)
     log.info("scheduler conf: %s", conf or "built-in")
     return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
+
+
+def answered_names(options: ClusterOptions, protocol: Protocol) -> tuple[str, ...]:
+    """The schedulerName values the embedded scheduler takes pods of (none without a scheduler)."""
+    if not options.scheduler:
+        return ()
+    return tuple(dict.fromkeys((protocol.scheduler_name, *options.scheduler_names)))
+
+
+def _start_workload_controllers(cluster: EmbeddedCluster) -> ControllerManager:
+    """Volcano Jobs without a schedulerName go to the kit's scheduler (Volcano's webhook would name its own)."""
+    answered = answered_names(cluster.options, cluster.protocol)
+    factories = default_controllers(cluster.protocol.scheduler_name, answered)
+    return ControllerManager(cluster.http("runtimekit-controller-manager"), factories).start()
 
 
 def _start_controller(cluster: EmbeddedCluster) -> Any:
@@ -326,6 +349,8 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     jobs = JobController(cluster.http("runtimekit-job-controller")).start()
     cluster.jobs = jobs
     cluster.components.append(("job controller", jobs))
+    cluster.workloads = _start_workload_controllers(cluster)
+    cluster.components.append(("workload controllers", cluster.workloads))
     start_node = start_direct_node if options.direct else start_plugin_node
     for index in range(1, options.nodes + 1):
         node = start_node(cluster, f"{options.node_prefix}{index}", index)

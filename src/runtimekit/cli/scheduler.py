@@ -31,6 +31,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and node tie order")
     parser.add_argument("--event-qps", type=float, default=50.0, help="Events written per second at most (0: no limit)")
     parser.add_argument("--event-burst", type=int, default=100, help="Events written in a burst at most")
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="also take pods whose schedulerName is NAME (repeatable; the protocol's name is always taken)",
+    )
 
 
 def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptions]:
@@ -61,6 +68,7 @@ def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptio
         leader_elect=args.leader_elect,
         lease_name=args.lease_name,
         lease_namespace=args.lease_namespace,
+        scheduler_names=tuple(args.scheduler_name or ()),
     )
     if args.identity:
         options.identity = args.identity

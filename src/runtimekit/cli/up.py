@@ -2,7 +2,9 @@
 
 Starts the embedded API server, the simulated nodes (each with a runtime, the device plugin and a
 simulated kubelet, or with `--direct` only a kubelet advertising the GPUs itself), the Job
-controller, the scheduler and the node controller (`runtimekit.cli.embedded`), writes
+controller, the workload controllers (Deployments, ReplicaSets, StatefulSets, Volcano Jobs, garbage
+collection), the scheduler (answering to the protocol's scheduler name, `default-scheduler` and each
+`--scheduler-name`) and the node controller (`runtimekit.cli.embedded`), writes
 `DIR/kubeconfig` and `DIR/cluster.json`, and prints exactly one line on stdout,
 `ready: <kubeconfig>`, once nodes are Ready with their GPUs advertised and the scheduler has seen
 them. Runs until SIGINT/SIGTERM, then stops everything and exits 0. Exits 2 for bad options or a
@@ -38,6 +40,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--mig-layout", default="", help="MIG profiles of static GPUs: 3g.40gb,2g.20gb,... or INDEX:PROFILES;..."
     )
     parser.add_argument("--scheduler-conf", help="scheduler conf (default: examples/scheduler/gpushare.conf)")
+    parser.add_argument(
+        "--scheduler-name",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="the scheduler answers to the protocol's scheduler name and to default-scheduler (so pods with "
+        "no schedulerName are scheduled); each --scheduler-name adds a name, e.g. volcano (repeatable)",
+    )
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
     parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
     parser.add_argument("--no-exporter", action="store_true", help="do not run an exporter per node")
@@ -60,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         mig_mode=args.mig_mode,
         mig_layout=args.mig_layout,
         scheduler_conf=args.scheduler_conf,
+        scheduler_names=("default-scheduler", *args.scheduler_name),
         protocol_path=args.protocol,
         exporter=None if args.no_exporter else start_node_exporter,
     )

@@ -10,8 +10,9 @@ For every Job in every namespace, level-based and idempotent:
 - `Complete` (with `completionTime`) when `succeeded` reaches `completions`; `Failed` with reason
   `BackoffLimitExceeded` when `failed` exceeds `backoffLimit` (default 6), or `DeadlineExceeded`
   when `activeDeadlineSeconds` have passed since `startTime` — its active pods are deleted then;
-- when a Job is deleted, deletes its pods, as the garbage collector does for Background
-  propagation (Orphan propagation is not honoured: the controller cannot see the delete options).
+- pods carry an owner reference to their Job (`blockOwnerDeletion`), so the garbage collector
+  (`runtimekit.cluster.controllers.garbagecollector`) deletes them with it, or orphans them, as the
+  delete's propagation policy says.
 A failed pod is never restarted in place (restartPolicy OnFailure behaves as Never): it counts
 against `backoffLimit` and a new pod replaces it at once, without kube's exponential delay.
 Not supported: indexed completion, pod failure and success policies, `ttlSecondsAfterFinished`.
@@ -128,15 +129,10 @@ class JobController:
         key = _key(obj)
         with self._lock:
             if kind == "DELETED":
-                old = self.jobs.pop(key, None)
-                uid = str(_meta(obj).get("uid") or _meta(old or {}).get("uid") or "")
-            else:
-                self.jobs[key] = obj
-                uid = ""
-        if uid:
-            self._workers.spawn("job-gc", lambda: self._collect(uid))
-        else:
-            self.queue.add(key)
+                self.jobs.pop(key, None)
+                return
+            self.jobs[key] = obj
+        self.queue.add(key)
 
     def _on_pod(self, kind: str, obj: JSON) -> None:
         uid = str(_meta(obj).get("uid", ""))
@@ -272,14 +268,6 @@ class JobController:
         with self._lock:
             if _key(updated) in self.jobs:
                 self.jobs[_key(updated)] = updated
-
-    def _collect(self, job_uid: str) -> None:
-        """Garbage collection of a deleted Job's pods (Background propagation)."""
-        try:
-            pods, _ = self.http.list("/api/v1/pods", {"labelSelector": f"{UID_LABEL}={job_uid}"})
-            self._delete_pods(pods)
-        except KubeError as exc:
-            log.warning("cannot delete the pods of deleted Job %s: %s", job_uid, exc)
 
 
 def _phase(pod: Mapping[str, Any]) -> str:

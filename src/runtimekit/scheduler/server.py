@@ -45,6 +45,7 @@ class SchedulerOptions:
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     lease_seconds: float = 15.0
     renew_every: float = 2.0
+    scheduler_names: tuple[str, ...] = ()  # schedulerName values answered besides the protocol's
 
 
 class Scheduler:
@@ -68,7 +69,7 @@ class Scheduler:
             binder = self.kube_binder = KubeBinder(http, protocol.scheduler_name, self.events)
         self.cache = LiveCache(
             protocol,
-            protocol.scheduler_name,
+            self.names,
             binder,
             retry_seconds=self.options.retry_seconds,
             bind_workers=self.options.bind_workers,
@@ -95,10 +96,14 @@ class Scheduler:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The schedulerName values this scheduler takes pods of: the protocol's, then the options'."""
+        extra = [n for n in self.options.scheduler_names if n != self.protocol.scheduler_name]
+        return (self.protocol.scheduler_name, *dict.fromkeys(extra))
+
     def start(self) -> Scheduler:
-        log.info(
-            "scheduler %s starting (protocol fingerprint %s)", self.protocol.scheduler_name, self.protocol.fingerprint
-        )
+        log.info("scheduler %s starting (protocol fingerprint %s)", ", ".join(self.names), self.protocol.fingerprint)
         for informer in self.informers:
             informer.start()
         if self.elector is not None:

@@ -3,8 +3,9 @@
 Clients see these fields in what they read back: a pod gets `schedulerName: default-scheduler`,
 `restartPolicy`, container `imagePullPolicy`, requests defaulted from limits, the default
 not-ready/unreachable tolerations and a `Pending` status with its QoS class; a namespace gets its
-`kubernetes.io/metadata.name` label. `apply_defaults` mutates the object it is given (a fresh copy
-owned by the caller). Pure functions; called by `operations.py` on create.
+`kubernetes.io/metadata.name` label; workloads get kube's apps/v1 defaults (strategies, replicas,
+the pod template's defaults), on update too (`apply_update_defaults`). Both mutate the object they
+are given (a fresh copy owned by the caller). Pure functions; called by `operations.py` on create.
 """
 
 from __future__ import annotations
@@ -212,3 +213,13 @@ def apply_defaults(group: str, kind: str, obj: Obj) -> None:
         defaulter = _BY_KIND.get(kind)
         if defaulter is not None:
             defaulter(obj)
+
+
+_WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet")})
+
+
+def apply_update_defaults(group: str, kind: str, obj: Obj) -> None:
+    """Defaults on update, where kube applies them too: the workload kinds, whose controllers compare
+    the stored template with what they created from it."""
+    if (group, kind) in _WORKLOADS:
+        _BY_KIND[kind](obj)

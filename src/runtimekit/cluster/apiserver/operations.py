@@ -20,7 +20,7 @@ import yaml
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver import conversion, crds, validation, volcano, workloads
-from runtimekit.cluster.apiserver.defaults import apply_defaults
+from runtimekit.cluster.apiserver.defaults import apply_defaults, apply_update_defaults
 from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -334,6 +334,8 @@ class Api:
         old = current.obj()
         self._preconditions(info, current, old, obj)
         new = self._merge_update(storage, old, obj, subresource)
+        if not subresource:
+            apply_update_defaults(storage.group, storage.kind, new)
         self.validate(info, new, old)
         if storage.tracks_generation and _spec_part(new) != _spec_part(old):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1

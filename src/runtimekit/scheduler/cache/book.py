@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -63,8 +63,12 @@ class PendingPod:
 
 
 class ClusterBook:
-    def __init__(self, protocol: KitProtocol, scheduler_name: str, clock: Callable[[], float] = time.time) -> None:
-        self.protocol, self.scheduler_name, self.clock = protocol, scheduler_name, clock
+    def __init__(
+        self, protocol: KitProtocol, scheduler_name: str | Collection[str], clock: Callable[[], float] = time.time
+    ) -> None:
+        self.protocol, self.clock = protocol, clock
+        # the schedulerName values whose pods this book takes (Volcano's --scheduler-name is repeatable)
+        self.scheduler_names = frozenset([scheduler_name] if isinstance(scheduler_name, str) else scheduler_name)
         self.lock = threading.RLock()
         self.work = threading.Event()  # set when there may be something to schedule
         self.ledger = Ledger()
@@ -139,7 +143,7 @@ class ClusterBook:
             self.pending.pop(uid, None)
             self._book_bound(obj)
             return
-        if spec.get("schedulerName", "default-scheduler") != self.scheduler_name or is_deleting(obj):
+        if spec.get("schedulerName", "default-scheduler") not in self.scheduler_names or is_deleting(obj):
             return
         if uid in self.assumed:  # our bind is in flight; the event is older than it
             return

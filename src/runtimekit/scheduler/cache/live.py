@@ -16,7 +16,7 @@ import functools
 import logging
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any, Protocol
 
@@ -81,7 +81,7 @@ class LiveCache(ClusterBook):
     def __init__(
         self,
         protocol: KitProtocol,
-        scheduler_name: str,
+        scheduler_name: str | Collection[str],
         binder: Binder,
         clock: Callable[[], float] = time.time,
         retry_seconds: float = 30.0,

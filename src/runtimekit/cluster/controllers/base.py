@@ -1,0 +1,174 @@
+"""The skeleton every workload controller shares: a queue of keys, one worker, retries, writes.
+
+A `Controller` registers handlers on shared informers in its constructor, queues `namespace/name`
+keys from them, and `sync(key)` brings that one object's world to what it asks for. A sync that
+fails on the API (a conflict, an object gone meanwhile) is retried after a second, any other error
+after five; a sync is level-based, so a retry simply looks again.
+
+Writes go through `create`, `delete`, `patch_meta` and `put_status`, which also record the answer in
+the informer's cache (so the next sync sees them at once) and ignore what kube's controllers ignore
+(a 404 on delete; a 409 makes the sync retry). `claim` adopts and releases objects by selector as
+kube's ControllerRefManager does. `event` records an Event about an object.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from runtimekit.cluster import labelselector
+from runtimekit.cluster.controllers.informers import Informers, ObjectCache, SharedInformer, controller_uid
+from runtimekit.cluster.controllers.pods import is_terminating, meta
+from runtimekit.cluster.controllers.workqueue import DelayQueue
+from runtimekit.cluster.events import record_event
+from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+
+log = logging.getLogger(__name__)
+
+
+def path_of(api_version: str, plural: str, obj: Mapping[str, Any], subresource: str | None = None) -> str:
+    return object_path(
+        api_version, plural, str(meta(obj).get("namespace", "")), str(meta(obj).get("name")), subresource
+    )
+
+
+class Controller:
+    """See the module docstring. Subclasses set `name` and implement `sync`."""
+
+    name = "controller"
+
+    def __init__(self, http: KubeHttp, informers: Informers, clock: Callable[[], float] = time.time) -> None:
+        self.http, self.informers, self.clock = http, informers, clock
+        self.queue = DelayQueue()
+        self.watched: list[SharedInformer] = []
+        self._thread: threading.Thread | None = None
+
+    def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer:
+        shared = self.informers.resource(path, optional)
+        shared.on(handler)
+        self.watched.append(shared)
+        return shared
+
+    # -- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> Controller:
+        self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
+        self._thread.start()
+        return self
+
+    def synced(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        return all(s.informer.synced.wait(max(0.0, deadline - time.monotonic())) for s in self.watched)
+
+    def stop(self, timeout_s: float = 5.0) -> None:
+        self.queue.close()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+
+    def _work(self) -> None:
+        while (key := self.queue.get()) is not None:
+            if not self.synced(0):  # never act on a half-listed world
+                self.queue.add_after(key, 0.2)
+                continue
+            try:
+                self.sync(key)
+            except KubeApiError as exc:
+                log.info("%s %s: %s; again in 1 s", self.name, key, exc)
+                self.queue.add_after(key, 1.0)
+            except Exception:
+                log.exception("%s %s: sync failed; again in 5 s", self.name, key)
+                self.queue.add_after(key, 5.0)
+
+    def sync(self, key: str) -> None:
+        raise NotImplementedError
+
+    # -- writes -------------------------------------------------------------------------------
+    def create(self, api_version: str, plural: str, body: JSON, cache: ObjectCache) -> JSON:
+        namespace = str(meta(body).get("namespace", ""))
+        made = self.http.post(object_path(api_version, plural, namespace), body)
+        cache.written(made)
+        return made
+
+    def delete(
+        self, obj: Mapping[str, Any], api_version: str, plural: str, cache: ObjectCache, propagation: str = ""
+    ) -> None:
+        """Delete with a UID precondition; an object already gone is fine."""
+        options: JSON = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": meta(obj).get("uid")}}
+        if propagation:
+            options["propagationPolicy"] = propagation
+        try:
+            answer = self.http.delete(path_of(api_version, plural, obj), options)
+        except KubeApiError as exc:
+            if exc.code == 404:
+                return
+            raise
+        if answer.get("kind") == "Status":  # kinds that do not return the object: it is gone
+            return
+        if is_terminating(answer):
+            cache.written(answer)
+        else:
+            cache.removed(answer)
+
+    def patch_meta(
+        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache
+    ) -> JSON:
+        """A merge patch of metadata, conditional on the version we saw."""
+        body = {"metadata": {**metadata, "resourceVersion": meta(obj).get("resourceVersion")}}
+        patched = self.http.patch(path_of(api_version, plural, obj), body, "merge")
+        cache.written(patched)
+        return patched
+
+    def put_status(
+        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JSON, cache: ObjectCache
+    ) -> JSON:
+        """Replace the status (PUT .../status, conditional on the version we saw)."""
+        body = {**obj, "status": status}
+        updated = self.http.put(path_of(api_version, plural, obj, "status"), body)
+        cache.written(updated)
+        return updated
+
+    def event(self, obj: Mapping[str, Any], api_version: str, kind: str, type_: str, reason: str, text: str) -> None:
+        involved = {"apiVersion": api_version, "kind": kind, "metadata": meta(obj)}
+        record_event(self.http, involved, type_, reason, text, self.name)
+
+    # -- ownership ----------------------------------------------------------------------------
+    def claim(
+        self,
+        owner: Mapping[str, Any],
+        owner_ref: JSON,
+        selector: Mapping[str, Any] | None,
+        candidates: Sequence[JSON],
+        target: tuple[str, str, ObjectCache],
+    ) -> list[JSON]:
+        """The candidates `owner` controls once orphans that match its selector are adopted and owned
+        objects that no longer match are released (kube's ClaimPods / ClaimReplicaSets)."""
+        api_version, plural, cache = target
+        uid = str(meta(owner).get("uid", ""))
+        claimed: list[JSON] = []
+        for obj in candidates:
+            controller = controller_uid(obj)
+            matches = labelselector.matches(selector, meta(obj).get("labels"))
+            if controller == uid:
+                if matches or is_terminating(owner):
+                    claimed.append(obj)
+                else:
+                    refs = [r for r in meta(obj).get("ownerReferences") or [] if r.get("uid") != uid]
+                    self._try_patch(obj, api_version, plural, {"ownerReferences": refs}, cache)
+            elif not controller and matches and not is_terminating(owner) and not is_terminating(obj):
+                refs = [*(meta(obj).get("ownerReferences") or []), owner_ref]
+                adopted = self._try_patch(obj, api_version, plural, {"ownerReferences": refs}, cache)
+                if adopted is not None:
+                    claimed.append(adopted)
+        return claimed
+
+    def _try_patch(
+        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache
+    ) -> JSON | None:
+        try:
+            return self.patch_meta(obj, api_version, plural, metadata, cache)
+        except KubeApiError as exc:
+            if exc.code in (404, 409):
+                return None  # gone or changed: the next sync looks again
+            raise

@@ -1,0 +1,92 @@
+"""ControllerRevisions of a StatefulSet: the templates it has had, numbered, as kube keeps them.
+
+A revision's `data` is the patch `{"spec": {"template": <template, "$patch": "replace">}}`, its name
+`<set>-<hash>` (hash of the data and the collision count), its labels the template's plus
+`controller.kubernetes.io/hash`. `next_revisions` decides, from the set's template and its existing
+revisions (oldest first), whether the latest revision stands, an older equal one comes back with a
+new number (a rollback), or a new one is to be created. Pure functions; `statefulsets.py` writes.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from runtimekit.cluster.controllers.pods import meta, owner_ref, template_hash
+from runtimekit.kube.http import JSON
+
+HASH_LABEL = "controller.kubernetes.io/hash"
+
+
+def revision_data(template: Mapping[str, Any]) -> JSON:
+    patched = copy.deepcopy(dict(template))
+    patched["$patch"] = "replace"
+    return {"spec": {"template": patched}}
+
+
+def template_of(revision: Mapping[str, Any]) -> JSON:
+    """The pod template a revision records."""
+    template = copy.deepcopy(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
+    template.pop("$patch", None)
+    return template
+
+
+def number(revision: Mapping[str, Any]) -> int:
+    return int(revision.get("revision") or 0)
+
+
+def ordered(revisions: Sequence[JSON]) -> list[JSON]:
+    """Oldest (lowest revision number) first, ties by name."""
+    return sorted(revisions, key=lambda r: (number(r), str(meta(r).get("name"))))
+
+
+def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision: int, collisions: int) -> JSON:
+    """A ControllerRevision to create for `owner` (a StatefulSet) recording `template`."""
+    data = revision_data(template)
+    digest = template_hash(data, collisions)
+    labels = dict((template.get("metadata") or {}).get("labels") or {})
+    labels[HASH_LABEL] = digest
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ControllerRevision",
+        "metadata": {
+            "name": f"{meta(owner).get('name')}-{digest}",
+            "namespace": meta(owner).get("namespace"),
+            "labels": labels,
+            "ownerReferences": [owner_ref(owner, "apps/v1", "StatefulSet")],
+        },
+        "data": data,
+        "revision": revision,
+    }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What to do: `reuse` an existing revision (possibly renumbered to `renumber`), or `create`."""
+
+    reuse: JSON | None
+    renumber: int | None
+    create: JSON | None
+
+
+def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JSON], collisions: int) -> Plan:
+    """The update revision for the owner's current template (see the module docstring)."""
+    history = ordered(revisions)
+    template = (owner.get("spec") or {}).get("template") or {}
+    data = revision_data(template)
+    upcoming = (number(history[-1]) if history else 0) + 1
+    equal = [r for r in history if r.get("data") == data]
+    if equal and equal[-1] is history[-1]:
+        return Plan(history[-1], None, None)
+    if equal:
+        return Plan(equal[-1], upcoming, None)
+    return Plan(None, None, new_revision(owner, template, upcoming, collisions))
+
+
+def history_victims(revisions: Sequence[JSON], live: set[str], limit: int) -> list[JSON]:
+    """Revisions beyond `limit` that no pod and neither current nor update revision uses, oldest first."""
+    history = [r for r in ordered(revisions) if str(meta(r).get("name")) not in live]
+    surplus = len(history) - limit
+    return history[:surplus] if surplus > 0 else []
