@@ -50,18 +50,6 @@ def _name(obj: Mapping[str, Any]) -> str:
     return str(meta(obj).get("name", ""))
 
 
-def _without_hash(template: Mapping[str, Any]) -> JSON:
-    result = copy.deepcopy(dict(template))
-    labels = (result.get("metadata") or {}).get("labels")
-    if isinstance(labels, dict):
-        labels.pop(rollout.HASH_LABEL, None)
-        if not labels:
-            result["metadata"].pop("labels")
-    if result.get("metadata") == {}:
-        result.pop("metadata")
-    return result
-
-
 class DeploymentController(Controller):
     """See the module docstring."""
 
@@ -131,12 +119,12 @@ class DeploymentController(Controller):
             self._recreate(d, status, sets)
 
     def _find(self, d: JSON, sets: Sequence[JSON]) -> tuple[JSON | None, list[JSON]]:
-        template = _without_hash((d.get("spec") or {}).get("template") or {})
+        template = (d.get("spec") or {}).get("template") or {}
         new_set = next(
             (
                 rs
                 for rs in rollout.created_order(sets)
-                if _without_hash((rs.get("spec") or {}).get("template") or {}) == template
+                if rollout.same_template((rs.get("spec") or {}).get("template") or {}, template)
             ),
             None,
         )

@@ -137,6 +137,17 @@ def pod_from_template(
     return {"apiVersion": "v1", "kind": "Pod", "metadata": pod_meta, "spec": copy.deepcopy(template.get("spec") or {})}
 
 
+def semantic(value: Any) -> Any:
+    """A value as kube's semantic equality sees it: nulls, empty maps and empty lists are absent
+    (`kubectl rollout undo` sends a template with `creationTimestamp: null`)."""
+    if isinstance(value, Mapping):
+        cleaned = {k: semantic(v) for k, v in value.items()}
+        return {k: v for k, v in cleaned.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [semantic(v) for v in value]
+    return value
+
+
 def fnv32a(data: bytes) -> int:
     value = 0x811C9DC5
     for byte in data:

@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.cluster.controllers.pods import meta, owner_ref, template_hash
+from runtimekit.cluster.controllers.pods import meta, owner_ref, semantic, template_hash
 from runtimekit.kube.http import JSON
 
 HASH_LABEL = "controller.kubernetes.io/hash"
@@ -77,7 +77,7 @@ def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JSON], collisio
     template = (owner.get("spec") or {}).get("template") or {}
     data = revision_data(template)
     upcoming = (number(history[-1]) if history else 0) + 1
-    equal = [r for r in history if r.get("data") == data]
+    equal = [r for r in history if semantic(r.get("data")) == semantic(data)]
     if equal and equal[-1] is history[-1]:
         return Plan(history[-1], None, None)
     if equal:

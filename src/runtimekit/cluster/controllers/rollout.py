@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtimekit.cluster import intstr
-from runtimekit.cluster.controllers.pods import epoch, meta, template_hash
+from runtimekit.cluster.controllers.pods import epoch, meta, semantic, template_hash
 from runtimekit.kube.http import JSON
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -37,6 +37,17 @@ def replicas(obj: Mapping[str, Any]) -> int:
 
 def status_count(obj: Mapping[str, Any], field: str) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
+
+
+def same_template(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+    """Whether two pod templates are equal ignoring `pod-template-hash` (kube's EqualIgnoreHash)."""
+
+    def stripped(template: Mapping[str, Any]) -> Any:
+        clean = semantic(template)
+        (clean.get("metadata") or {}).get("labels", {}).pop(HASH_LABEL, None)
+        return semantic(clean)
+
+    return bool(stripped(a) == stripped(b))
 
 
 def has_deadline(deployment: Mapping[str, Any]) -> bool:
