@@ -397,3 +397,14 @@ def test_queue_status_counts_pod_groups_and_what_the_queue_holds() -> None:
     assert default["allocated"] == {"cpu": "2000m", "memory": "1024Mi", CORE: "30"}
     assert api.queue_status["shut"]["state"] == "Closed"
     assert cache.sync_queues() == 0  # nothing changed: nothing written
+
+
+def test_a_cache_takes_the_pods_of_every_name_it_answers_to() -> None:
+    api = FakeApi()
+    cache = LiveCache(P, (P.scheduler_name, "default-scheduler"), api, bind_workers=2, retry_seconds=0.0)
+    try:
+        for name, scheduler in (("ours", P.scheduler_name), ("plain", "default-scheduler"), ("theirs", "volcano")):
+            cache.on_pod("ADDED", pod_object(name, {CORE: 30}, scheduler=scheduler))
+        assert sorted(e.task.name for e in cache.pending.values()) == ["ours", "plain"]
+    finally:
+        cache.close()
