@@ -196,3 +196,21 @@ def test_up_with_no_options_runs_four_nodes_of_eight_h200_and_cleans_up(tmp_path
         code = up.stop(signal.SIGINT)
     assert code == 0
     assert not kubeconfig.parent.exists()  # the temporary state folder goes with the cluster
+
+
+def test_up_help_says_which_scheduler_names_are_answered() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "runtimekit.cli.main", "up", "--help"], capture_output=True, text=True, check=True
+    )
+    text = " ".join(done.stdout.split())
+    assert "--scheduler-name NAME" in text
+    assert "default-scheduler (so pods with no schedulerName are scheduled)" in text
+
+
+def test_the_scheduler_answers_to_the_protocol_default_and_added_names() -> None:
+    from runtimekit.cli.embedded import ClusterOptions, answered_names
+
+    assert answered_names(ClusterOptions(), P) == (P.scheduler_name, "default-scheduler")
+    options = ClusterOptions(scheduler_names=("default-scheduler", "volcano", "volcano"))
+    assert answered_names(options, P) == (P.scheduler_name, "default-scheduler", "volcano")
+    assert answered_names(ClusterOptions(scheduler=False), P) == ()
