@@ -1,8 +1,9 @@
 """The work queue of a controller: keys to sync, each at most once in the queue, and timed work.
 
 `add(key)` queues a key (a key already waiting is not queued twice); `add_after(key, seconds)`
-queues it later (deadlines, retries); `get()` blocks for the next key and returns None once the
-queue is closed. One worker per queue, so a key is never synced twice at the same time.
+queues it later (deadlines, retries; a key already due earlier is not scheduled again, so a
+controller that asks on every sync keeps one timer per key); `get()` blocks for the next key and
+returns None once the queue is closed. One worker per queue, so a key is never synced twice at the same time.
 Callers: the workload controllers, the Job controller.
 """
 
@@ -20,6 +21,7 @@ class DelayQueue:
         self._cond = threading.Condition()
         self._ready: dict[str, None] = {}
         self._later: list[tuple[float, str]] = []
+        self._due: dict[str, float] = {}  # key -> when its earliest timer fires
         self.closed = False
 
     def add(self, key: str) -> None:
@@ -28,8 +30,13 @@ class DelayQueue:
             self._cond.notify_all()
 
     def add_after(self, key: str, delay_s: float) -> None:
+        due = time.monotonic() + max(0.0, delay_s)
         with self._cond:
-            heapq.heappush(self._later, (time.monotonic() + max(0.0, delay_s), key))
+            known = self._due.get(key)
+            if known is not None and known <= due:
+                return
+            self._due[key] = due
+            heapq.heappush(self._later, (due, key))
             self._cond.notify_all()
 
     def get(self) -> str | None:
@@ -38,7 +45,10 @@ class DelayQueue:
             while not self.closed:
                 now = time.monotonic()
                 while self._later and self._later[0][0] <= now:
-                    self._ready[heapq.heappop(self._later)[1]] = None
+                    due, key = heapq.heappop(self._later)
+                    if self._due.get(key) == due:  # else an earlier timer of the key fired already
+                        del self._due[key]
+                        self._ready[key] = None
                 if self._ready:
                     key = next(iter(self._ready))
                     del self._ready[key]

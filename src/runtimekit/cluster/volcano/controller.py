@@ -182,6 +182,10 @@ class VolcanoJobController(Controller):
                 with self._lock:  # keep what is not done for the retry
                     self._requests.setdefault(key, deque()).extendleft(reversed(pending[index:]))
                 raise
+        with self._lock:
+            later = [d for d, r, _ in self._delayed if r.job == key]
+        if later:  # the queue keeps one timer per key: the earliest of what is still delayed
+            self.queue.add_after(key, min(later) - time.monotonic())
 
     def _handle(self, request: Request) -> None:
         job = self.jobs.get(request.job)
