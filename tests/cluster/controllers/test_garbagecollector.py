@@ -141,8 +141,12 @@ def test_kubectl_delete_cascade_modes(workloads: Workloads, kubectl: Kubectl) ->
     kubectl("delete", "rs/web", "--cascade=orphan")
     [pod] = workloads.pods("app=web")
     assert not pod["metadata"].get("ownerReferences")
-    workloads.http.post(RS, replicaset("web", 1))  # adopts the orphan instead of making another pod
-    workloads.wait(lambda: workloads.pods("app=web")[0]["metadata"].get("ownerReferences"), "adopted")
-    assert len(workloads.pods("app=web")) == 1
+    workloads.http.post(RS, replicaset("web", 1))  # adopts the orphan (and deletes any pod too many)
+
+    def one_owned() -> bool:
+        pods = workloads.pods("app=web")
+        return len(pods) == 1 and bool(pods[0]["metadata"].get("ownerReferences"))
+
+    workloads.wait(one_owned, "one pod, adopted")
     kubectl("delete", "rs/web", "--cascade=foreground", "--timeout=60s")
     assert not workloads.pods("app=web")

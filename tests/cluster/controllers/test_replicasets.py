@@ -122,7 +122,9 @@ def test_orphans_are_adopted_and_pods_that_stop_matching_are_released(workloads:
     orphan = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "stray", "labels": {"app": "web"}}}
     orphan["spec"] = {"containers": [{"name": "c", "image": "nginx"}], "nodeName": "node-1"}
     workloads.http.post(PODS, orphan)
-    created = workloads.http.post(RS, replicaset("web", 2))
+    # its pods stay unscheduled, so should the set make two before it adopts the stray one (informers
+    # race), one of those goes, never the stray pod: unscheduled pods are deleted first
+    created = workloads.http.post(RS, replicaset("web", 2, on_node=False))
     workloads.wait(lambda: len(workloads.pods("app=web")) == 2, "two pods")
 
     def adopted() -> bool:
