@@ -244,9 +244,14 @@ def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None) -> str:
 
 
 # -- queues ----------------------------------------------------------------------------------------
+QUOTA_ONLY = ("requests.", "limits.", "count/")  # quota names, no resource of a node (Volcano skips them too)
+
+
 def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resources | None:
     """A ResourceList (cpu, memory, GPUs as whole count or core percent, MIG slices and other
-    scalar resources by name) as a resource vector; None when absent or unreadable."""
+    scalar resources by name) as a resource vector; None when absent or unreadable. Quota names
+    (`requests.cpu`, `count/pods`: Volcano's job controller writes them into a PodGroup's
+    minResources) are not resources and are left out."""
     if not amounts:
         return None
     res = protocol.resources
@@ -256,7 +261,9 @@ def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resou
         scalars = {
             str(name): scalar_amount(str(name), value)
             for name, value in amounts.items()
-            if name not in NODE_COUNTED and name not in (res.gpu, res.core, res.memory)
+            if name not in NODE_COUNTED
+            and name not in (res.gpu, res.core, res.memory)
+            and not str(name).startswith(QUOTA_ONLY)
         }
         return Resources(
             cpu_milli(amounts.get("cpu", 0)), memory_mib(amounts.get("memory", 0)), gpu, scalars_of(scalars)
