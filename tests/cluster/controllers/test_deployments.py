@@ -228,6 +228,9 @@ def test_kubectl_rollout_status_and_undo(workloads: Workloads, kubectl: Kubectl)
     assert current["metadata"]["name"] == first  # the first ReplicaSet came back as revision 3
     assert current["metadata"]["annotations"][rollout.REVISION_HISTORY] == "1"
     assert d["spec"]["template"]["spec"]["containers"][0]["image"] == "nginx:1.25"
+    described = kubectl("describe", "deployment", "web").stdout
+    assert f"NewReplicaSet:   {first} (2/2 replicas created)" in described
+    assert "Progressing    True    NewReplicaSetAvailable" in described
     history = kubectl("rollout", "history", "deployment/web").stdout
     assert "2 " in history
     assert "3 " in history
