@@ -12,8 +12,7 @@ Cluster-wide, on threads: the Job controller, the workload controllers (garbage 
 Deployments, ReplicaSets, StatefulSets, Volcano Jobs and the unscheduled-pod check:
 `runtimekit.cluster.controllers.manager`), the scheduler (`examples/scheduler/gpushare.conf` when
 the repository is at hand, else the built-in conf; it answers to the protocol's scheduler name and
-`ClusterOptions.scheduler_names`, `default-scheduler` by default) and the node controller; the
-`default` Volcano Queue is created as a Volcano install has it. Pods whose
+`ClusterOptions.scheduler_names`, `default-scheduler` by default) and the node controller. Pods whose
 container runs `runtimekit <subcommand>` (the controller's job-agent Jobs) are run in process by
 `run_runtimekit` against their node's runtime socket.
 The exporter plugs in through `ClusterOptions.exporter` (`runtimekit up` passes
@@ -296,23 +295,6 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
     return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
 
 
-def _default_queue(cluster: EmbeddedCluster) -> None:
-    """The `default` Volcano Queue every Volcano install has (jobs and PodGroups name it; once any
-    other Queue exists, the scheduler knows only the queues it sees)."""
-    http = cluster.http("runtimekit-up")
-    path = "/apis/scheduling.volcano.sh/v1beta1/queues"
-    body = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": "default"}}
-    body["spec"] = {"weight": 1, "reclaimable": True}
-    try:
-        http.post(path, body)
-        http.patch(f"{path}/default/status", {"status": {"state": "Open"}}, "merge")
-    except KubeApiError as exc:
-        if exc.code != 409:  # 409: a restarted cluster has it already
-            raise
-    finally:
-        http.close()
-
-
 def answered_names(options: ClusterOptions, protocol: Protocol) -> tuple[str, ...]:
     """The schedulerName values the embedded scheduler takes pods of (none without a scheduler)."""
     if not options.scheduler:
@@ -364,7 +346,6 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     cluster.api.start()
     cluster.url = cluster.api.url
     cluster.api.write_kubeconfig(cluster.kubeconfig)
-    _default_queue(cluster)
     jobs = JobController(cluster.http("runtimekit-job-controller")).start()
     cluster.jobs = jobs
     cluster.components.append(("job controller", jobs))
