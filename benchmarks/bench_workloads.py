@@ -25,7 +25,8 @@ from collections.abc import Callable
 from typing import Any
 
 from runtimekit.cli.embedded import ClusterOptions, start_cluster
-from runtimekit.kube.http import KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import KubeHttp
 from runtimekit.protocol import Protocol
 
 P = Protocol.default()
@@ -62,7 +63,7 @@ def rolled_out(http: KubeHttp, name: str, replicas: int) -> bool:
 def gone(http: KubeHttp, path: str) -> bool:
     try:
         http.get(path)
-    except KubeApiError as exc:
+    except KubeError as exc:
         return exc.code == 404
     return False
 

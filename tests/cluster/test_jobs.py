@@ -173,7 +173,7 @@ def test_orphan_deletion_keeps_the_pods_without_their_owner(http: KubeHttp) -> N
     def gone() -> bool:
         try:
             http.get(f"{JOBS}/kept")
-        except KubeApiError as exc:
+        except KubeError as exc:
             return exc.code == 404
         return False
 

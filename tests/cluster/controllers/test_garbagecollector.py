@@ -8,7 +8,7 @@ from typing import Any
 
 from fixtures.apiserver import Kubectl
 from fixtures.controllers import NS, PODS, Workloads, set_ready, template
-from runtimekit.kube.http import KubeApiError
+from runtimekit.kube.errors import KubeError
 
 DEPLOY = f"/apis/apps/v1/namespaces/{NS}/deployments"
 RS = f"/apis/apps/v1/namespaces/{NS}/replicasets"
@@ -18,7 +18,7 @@ CONFIGMAPS = f"/api/v1/namespaces/{NS}/configmaps"
 def exists(w: Workloads, path: str) -> bool:
     try:
         w.http.get(path)
-    except KubeApiError as exc:
+    except KubeError as exc:
         if exc.code == 404:
             return False
         raise

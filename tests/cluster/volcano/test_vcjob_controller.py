@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from fixtures.controllers import NODE, NS, PODS, Workloads, set_ready
-from runtimekit.kube.http import KubeApiError
+from runtimekit.kube.errors import KubeError
 
 JOBS = f"/apis/batch.volcano.sh/v1alpha1/namespaces/{NS}/jobs"
 GROUPS = f"/apis/scheduling.volcano.sh/v1beta1/namespaces/{NS}/podgroups"
@@ -158,7 +158,7 @@ def test_deleting_the_job_collects_what_it_made(workloads: Workloads) -> None:
     def service_gone() -> bool:
         try:
             workloads.http.get(f"/api/v1/namespaces/{NS}/services/gone")
-        except KubeApiError as exc:
+        except KubeError as exc:
             return exc.code == 404
         return False
 

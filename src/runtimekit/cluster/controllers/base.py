@@ -1,9 +1,11 @@
 """The skeleton every workload controller shares: a queue of keys, one worker, retries, writes.
 
 A `Controller` registers handlers on shared informers in its constructor, queues `namespace/name`
-keys from them, and `sync(key)` brings that one object's world to what it asks for. A sync that
-fails on the API (a conflict, an object gone meanwhile) is retried after a second, any other error
-after five; a sync is level-based, so a retry simply looks again.
+keys from them, and `sync(key)` brings that one object's world to what it asks for. Its queue is
+`runtimekit.base.workqueue.WorkQueue` (a key is never synced twice at once; a failed sync is retried
+after the key's exponential back-off, which starts over once a sync succeeds), its worker a
+`runtimekit.base.threads.Workers` thread. `requeue_after` keeps one timer per key (the earliest), so
+a controller may ask on every sync. A sync is level-based, so a retry simply looks again.
 
 Writes go through `create`, `delete`, `patch_meta` and `put_status`, which also record the answer in
 the informer's cache (so the next sync sees them at once) and ignore what kube's controllers ignore
@@ -19,12 +21,15 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from runtimekit.base.backoff import Backoff
+from runtimekit.base.threads import Workers
+from runtimekit.base.workqueue import WorkQueue
 from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers.informers import Informers, ObjectCache, SharedInformer, controller_uid
 from runtimekit.cluster.controllers.pods import is_terminating, meta
-from runtimekit.cluster.controllers.workqueue import DelayQueue
-from runtimekit.cluster.events import record_event
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.events import record_event
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +47,11 @@ class Controller:
 
     def __init__(self, http: KubeHttp, informers: Informers, clock: Callable[[], float] = time.time) -> None:
         self.http, self.informers, self.clock = http, informers, clock
-        self.queue = DelayQueue()
+        self.queue = WorkQueue(Backoff(initial=0.5, maximum=30.0))
         self.watched: list[SharedInformer] = []
-        self._thread: threading.Thread | None = None
+        self._workers = Workers(self.name)
+        self._timers: dict[str, float] = {}  # key -> when its earliest requeue is due (monotonic)
+        self._timers_lock = threading.Lock()
 
     def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer:
         shared = self.informers.resource(path, optional)
@@ -54,8 +61,7 @@ class Controller:
 
     # -- lifecycle ----------------------------------------------------------------------------
     def start(self) -> Controller:
-        self._thread = threading.Thread(target=self._work, name=self.name, daemon=True)
-        self._thread.start()
+        self._workers.spawn(self.name, self._work)
         return self
 
     def synced(self, timeout_s: float) -> bool:
@@ -64,22 +70,33 @@ class Controller:
 
     def stop(self, timeout_s: float = 5.0) -> None:
         self.queue.close()
-        if self._thread is not None:
-            self._thread.join(timeout_s)
+        self._workers.stop(timeout_s)
+
+    def requeue_after(self, key: str, delay_s: float) -> None:
+        """Sync `key` again after `delay_s`, unless an earlier requeue of it is still to come."""
+        now = time.monotonic()
+        due = now + max(0.0, delay_s)
+        with self._timers_lock:
+            known = self._timers.get(key)
+            if known is not None and now < known <= due:
+                return
+            self._timers[key] = due
+        self.queue.add_after(key, delay_s)
 
     def _work(self) -> None:
         while (key := self.queue.get()) is not None:
-            if not self.synced(0):  # never act on a half-listed world
-                self.queue.add_after(key, 0.2)
-                continue
             try:
+                if not self.synced(0):  # never act on a half-listed world
+                    self.queue.add_after(key, 0.2)
+                    continue
                 self.sync(key)
-            except KubeApiError as exc:
-                log.info("%s %s: %s; again in 1 s", self.name, key, exc)
-                self.queue.add_after(key, 1.0)
+                self.queue.forget(key)
+            except KubeError as exc:
+                log.info("%s %s: %s; again in %.1f s", self.name, key, exc, self.queue.retry(key))
             except Exception:
-                log.exception("%s %s: sync failed; again in 5 s", self.name, key)
-                self.queue.add_after(key, 5.0)
+                log.exception("%s %s: sync failed; again in %.1f s", self.name, key, self.queue.retry(key))
+            finally:
+                self.queue.done(key)
 
     def sync(self, key: str) -> None:
         raise NotImplementedError
@@ -100,7 +117,7 @@ class Controller:
             options["propagationPolicy"] = propagation
         try:
             answer = self.http.delete(path_of(api_version, plural, obj), options)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code == 404:
                 return
             raise
@@ -168,7 +185,7 @@ class Controller:
     ) -> JSON | None:
         try:
             return self.patch_meta(obj, api_version, plural, metadata, cache)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code in (404, 409):
                 return None  # gone or changed: the next sync looks again
             raise

@@ -31,13 +31,15 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers import rollout
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.conditions import set_condition
 from runtimekit.cluster.controllers.informers import Change, Informers, controller_uid
-from runtimekit.cluster.controllers.pods import FINISHED, epoch, key_of, meta, owner_key, owner_ref, phase, rfc3339
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.cluster.controllers.pods import FINISHED, key_of, meta, owner_key, owner_ref, phase
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 DEPLOY_PATH = "/apis/apps/v1/deployments"
@@ -241,7 +243,7 @@ class DeploymentController(Controller):
         body["metadata"]["annotations"] = rollout.new_set_annotations(d, {}, revision, False)
         try:
             made = self.create("apps/v1", "replicasets", body, self.sets)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 409:
                 message = f'Failed to create new replica set "{body["metadata"]["name"]}": {exc}'
                 self._record(d, "Warning", "ReplicaSetCreateError", message)
@@ -368,9 +370,9 @@ class DeploymentController(Controller):
             )
         latest = _condition(status, PROGRESSING)
         if latest is not None and latest.get("status") == "True" and latest.get("reason") != "NewReplicaSetAvailable":
-            since = epoch(latest.get("lastUpdateTime")) or self.clock()
+            since = parse_rfc3339(latest.get("lastUpdateTime")) or self.clock()
             deadline = int((d.get("spec") or {}).get("progressDeadlineSeconds", 600))
-            self.queue.add_after(key_of(d), max(1.0, since + deadline - self.clock() + 1))
+            self.requeue_after(key_of(d), max(1.0, since + deadline - self.clock() + 1))
 
     def _timed_out(self, d: JSON, status: JSON) -> bool:
         condition = _condition(status, PROGRESSING)
@@ -378,7 +380,7 @@ class DeploymentController(Controller):
             return False
         if condition.get("reason") == "ProgressDeadlineExceeded":
             return True
-        since = epoch(condition.get("lastUpdateTime")) or self.clock()
+        since = parse_rfc3339(condition.get("lastUpdateTime")) or self.clock()
         return since + int((d.get("spec") or {}).get("progressDeadlineSeconds", 600)) < self.clock()
 
     def _write_status(self, d: JSON, status: JSON) -> None:

@@ -26,7 +26,8 @@ from typing import Any
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.informers import Change, Informers, ObjectCache
 from runtimekit.cluster.controllers.pods import key_of, meta
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
@@ -212,7 +213,7 @@ class GarbageCollector(Controller):
         path = object_path(str(ref.get("apiVersion")), plural, namespace if namespaced else None, str(ref.get("name")))
         try:
             return self.http.get(path)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code == 404:
                 return {}
             raise
@@ -225,7 +226,7 @@ class GarbageCollector(Controller):
             base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
             try:
                 listed = self.http.get(base).get("resources") or []
-            except KubeApiError:
+            except KubeError:
                 listed = []
             match = next((r for r in listed if r.get("kind") == kind and "/" not in str(r.get("name"))), None)
             self._resources[(api_version, kind)] = (
@@ -264,6 +265,6 @@ class GarbageCollector(Controller):
         remaining = [f for f in _finalizers(obj) if f != finalizer]
         try:
             self.patch_meta(obj, kind.api_version, kind.plural, {"finalizers": remaining or None}, self.caches[kind])
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 404:
                 raise

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 import copy
 import json
-import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.kube.http import JSON
 
 FINISHED = frozenset({"Succeeded", "Failed"})
@@ -35,20 +34,6 @@ def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def key_of(obj: Mapping[str, Any]) -> str:
     return f"{meta(obj).get('namespace', '')}/{meta(obj).get('name', '')}"
-
-
-def rfc3339(seconds: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(seconds))
-
-
-def epoch(text: object) -> float | None:
-    """Seconds since the epoch of an RFC 3339 timestamp, None when absent or unreadable."""
-    if not isinstance(text, str) or not text:
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def phase(pod: Mapping[str, Any]) -> str:
@@ -84,7 +69,7 @@ def ready_since(pod: Mapping[str, Any]) -> float | None:
     condition = _ready_condition(pod)
     if condition is None or condition.get("status") != "True":
         return None
-    return epoch(condition.get("lastTransitionTime"))
+    return parse_rfc3339(condition.get("lastTransitionTime"))
 
 
 def is_available(pod: Mapping[str, Any], min_ready_s: int, now: float) -> bool:
@@ -180,7 +165,7 @@ def deletion_order(pods: Sequence[JSON]) -> list[JSON]:
     def rank(pod: JSON) -> tuple[float, ...]:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         since = ready_since(pod)
-        created = epoch(meta(pod).get("creationTimestamp"))
+        created = parse_rfc3339(meta(pod).get("creationTimestamp"))
         return (
             1 if node else 0,
             _PHASE_RANK.get(phase(pod), 0),

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.informers import Change, Informers
@@ -34,9 +35,9 @@ from runtimekit.cluster.controllers.pods import (
     owner_key,
     owner_ref,
     pod_from_template,
-    rfc3339,
 )
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp
 
 log = logging.getLogger(__name__)
 RS_PATH = "/apis/apps/v1/replicasets"
@@ -84,11 +85,11 @@ class ReplicaSetController(Controller):
         if not is_terminating(rs):
             try:
                 pods = self._manage(rs, pods)
-            except KubeApiError as exc:
+            except KubeError as exc:
                 failure = str(exc)
         self._write_status(rs, pods, failure)
         if failure:
-            raise KubeApiError(500, "ManageReplicasFailed", failure)
+            raise KubeError(failure, 500, "ManageReplicasFailed")
 
     def _manage(self, rs: JSON, pods: list[JSON]) -> list[JSON]:
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
@@ -115,7 +116,7 @@ class ReplicaSetController(Controller):
                 body = pod_from_template(template, ref, namespace, generate_name=f"{_name(rs)}-")
                 try:
                     pod = self.create("v1", "pods", body, self.pods)
-                except KubeApiError as exc:
+                except KubeError as exc:
                     self.event(rs, "apps/v1", "ReplicaSet", "Warning", "FailedCreate", f"Error creating: {exc}")
                     raise
                 made.append(pod)
@@ -145,7 +146,7 @@ class ReplicaSetController(Controller):
         if status != old:
             self.put_status(rs, "apps/v1", "replicasets", status, self.sets)
         if min_ready and status["readyReplicas"] == spec.get("replicas", 1) != status["availableReplicas"]:
-            self.queue.add_after(key_of(rs), min_ready)
+            self.requeue_after(key_of(rs), min_ready)
 
 
 def _name(obj: Mapping[str, Any]) -> str:

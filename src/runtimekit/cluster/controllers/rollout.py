@@ -15,8 +15,9 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.cluster import intstr
-from runtimekit.cluster.controllers.pods import epoch, meta, semantic, template_hash
+from runtimekit.cluster.controllers.pods import meta, semantic, template_hash
 from runtimekit.kube.http import JSON
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -95,7 +96,9 @@ def max_unavailable(deployment: Mapping[str, Any]) -> int:
 
 def created_order(sets: Sequence[JSON]) -> list[JSON]:
     """Oldest first (creation time, then name)."""
-    return sorted(sets, key=lambda rs: (epoch(meta(rs).get("creationTimestamp")) or 0.0, str(meta(rs).get("name"))))
+    return sorted(
+        sets, key=lambda rs: (parse_rfc3339(meta(rs).get("creationTimestamp")) or 0.0, str(meta(rs).get("name")))
+    )
 
 
 def active(sets: Sequence[JSON | None]) -> list[JSON]:

@@ -47,7 +47,8 @@ from runtimekit.cluster.controllers.pods import (
     phase,
     pod_from_template,
 )
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp
 
 log = logging.getLogger(__name__)
 STS_PATH = "/apis/apps/v1/statefulsets"
@@ -136,7 +137,7 @@ class StatefulSetController(Controller):
     def _create_revision(self, body: JSON) -> JSON:
         try:
             return self.create("apps/v1", "controllerrevisions", body, self.revisions)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 409:
                 raise
             existing = self.revisions.get(key_of(body))
@@ -200,7 +201,7 @@ class StatefulSetController(Controller):
         }
         try:
             self.create("v1", "persistentvolumeclaims", body, self.claims)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 409:
                 raise
             return
@@ -288,7 +289,7 @@ class StatefulSetController(Controller):
         if status != old:
             self.put_status(sts, "apps/v1", "statefulsets", status, self.sets)
         if min_ready and status["readyReplicas"] != status["availableReplicas"]:
-            self.queue.add_after(key_of(sts), min_ready)
+            self.requeue_after(key_of(sts), min_ready)
 
     def _truncate(self, sts: JSON, current: JSON, update: JSON, pods: Sequence[JSON]) -> None:
         live = {_name(current), _name(update), *(_revision_of(p) for p in pods)}

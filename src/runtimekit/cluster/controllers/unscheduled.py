@@ -52,7 +52,7 @@ class UnscheduledCheck(Controller):
                 self._told.discard(str(meta(change.obj).get("uid", "")))
             return
         if change.old is None and not (change.new.get("spec") or {}).get("nodeName"):
-            self.queue.add_after(key_of(change.new), self.grace_s)
+            self.requeue_after(key_of(change.new), self.grace_s)
 
     def sync(self, key: str) -> None:
         pod = self.pods.get(key)

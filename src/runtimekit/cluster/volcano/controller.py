@@ -31,12 +31,14 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
+from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.informers import Change, Informers
-from runtimekit.cluster.controllers.pods import epoch, is_terminating, key_of, meta, phase, rfc3339
+from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
 from runtimekit.cluster.volcano import jobpods, states
 from runtimekit.cluster.volcano.policies import Request, action_for
-from runtimekit.kube.http import JSON, KubeApiError, KubeHttp, object_path
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.http import JSON, KubeHttp, object_path
 
 log = logging.getLogger(__name__)
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/jobs"
@@ -185,7 +187,7 @@ class VolcanoJobController(Controller):
         with self._lock:
             later = [d for d, r, _ in self._delayed if r.job == key]
         if later:  # the queue keeps one timer per key: the earliest of what is still delayed
-            self.queue.add_after(key, min(later) - time.monotonic())
+            self.requeue_after(key, min(later) - time.monotonic())
 
     def _handle(self, request: Request) -> None:
         job = self.jobs.get(request.job)
@@ -196,7 +198,7 @@ class VolcanoJobController(Controller):
             version = int((job.get("status") or {}).get("version") or 0)
             with self._lock:
                 self._delayed.append((time.monotonic() + delay, _act(request, action), version))
-            self.queue.add_after(request.job, delay)
+            self.requeue_after(request.job, delay)
             self._record(job, "Normal", "ExecuteAction", f"Execute action {action} after {_duration(delay)}")
             return
         if action != "SyncJob":
@@ -301,7 +303,7 @@ class VolcanoJobController(Controller):
         status["conditions"] = [*conditions, {"status": state, "lastTransitionTime": stamp}]
         if kill:
             created = meta(job).get("creationTimestamp")
-            status["runningDuration"] = _duration(self.clock() - (epoch(created) or self.clock()))
+            status["runningDuration"] = _duration(self.clock() - (parse_rfc3339(created) or self.clock()))
         self.put_status(job, jobpods.API_VERSION, "jobs", status, self.jobs)
 
     # -- what a job owns ----------------------------------------------------------------------
@@ -343,7 +345,7 @@ class VolcanoJobController(Controller):
         path = object_path("v1", plural, namespace, name)
         try:
             self.http.post(object_path("v1", plural, namespace), body)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code != 409:
                 raise
             if plural == "configmaps":
@@ -358,7 +360,7 @@ class VolcanoJobController(Controller):
         if current is None:
             try:
                 self.create("scheduling.volcano.sh/v1beta1", "podgroups", body, self.groups)
-            except KubeApiError as exc:
+            except KubeError as exc:
                 if exc.code != 409:
                     raise
             return
@@ -401,7 +403,7 @@ class VolcanoJobController(Controller):
         pod = jobpods.make_pod(job, task, index, self.default_scheduler)
         try:
             return self.create("v1", "pods", pod, self.pods)
-        except KubeApiError as exc:
+        except KubeError as exc:
             if exc.code == 409:
                 return None
             self._record(

@@ -1,28 +1,37 @@
-"""The controllers' plumbing: the work queue's timers and the informer cache's guard against stale
-versions (what kube's workqueue and shared informer caches guarantee)."""
+"""The controllers' plumbing: the informer cache's guard against stale versions (what kube's shared
+informer caches guarantee) and the one timer a controller keeps per key."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from runtimekit.cluster.controllers.informers import ObjectCache, controller_uid
-from runtimekit.cluster.controllers.workqueue import DelayQueue
+from runtimekit.cluster.controllers.base import Controller
+from runtimekit.cluster.controllers.informers import Informers, ObjectCache, controller_uid
+from runtimekit.kube.http import KubeHttp
 
 
-def test_a_key_waits_once_and_keeps_its_earliest_timer() -> None:
-    queue = DelayQueue()
-    queue.add("b")
-    queue.add("b")
-    queue.add_after("a", 0.05)
-    queue.add_after("a", 3600)  # later than the timer it has: no second timer
-    queue.add_after("c", 3600)
-    queue.add_after("c", 0.01)  # earlier: replaces the hour
-    assert queue.get() == "b"
-    assert sorted([queue.get(), queue.get()]) == ["a", "c"]
-    queue.add("d")
-    assert queue.get() == "d"  # neither "a" nor "c" comes back
-    queue.close()
-    assert queue.get() is None
+class Timers:
+    """Stands in for the work queue: records the delays asked for."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[str, float]] = []
+
+    def add_after(self, key: str, delay: float) -> None:
+        self.asked.append((key, delay))
+
+
+def test_a_controller_keeps_the_earliest_timer_of_a_key() -> None:
+    http = KubeHttp.connect(server="http://127.0.0.1:9")  # never called
+    controller = Controller(http, Informers(http))
+    timers = Timers()
+    controller.queue = timers  # type: ignore[assignment]
+    controller.requeue_after("a", 600)
+    controller.requeue_after("a", 600)  # already due then: nothing new
+    controller.requeue_after("a", 2)  # earlier: a new timer
+    controller.requeue_after("a", 300)  # later than the 2 s one: nothing new
+    controller.requeue_after("b", 5)
+    assert timers.asked == [("a", 600), ("a", 2), ("b", 5)]
+    http.close()
 
 
 def obj(name: str, rv: int, uid: str = "u1", owner: str = "") -> dict[str, Any]:
