@@ -13,8 +13,14 @@
       arguments: {...}
 
 Every `enable...` flag that is not set is true (Volcano's ApplyPluginConfDefaults). Unknown top-level
-keys, unknown flags and malformed values raise `ConfError` naming them; unknown action and plugin
-names are caught when the framework is built against a registry.
+keys, unknown flags and malformed values are errors naming them; unknown action and plugin names are
+caught when the framework is built against a registry (`build.py`).
+
+The file may be the bare conf or a whole ConfigMap (as `kubectl get configmap -o yaml` writes it, or
+one document of a rendered chart): the conf is then its `volcano-scheduler.conf` key, or its only key.
+
+`parse_conf`/`load_conf` raise `ConfError` at the first error; `read_conf` reports every problem to a
+`Problems` and returns what it could read, for `--check-conf`, start-up and conf reload.
 """
 
 from __future__ import annotations
@@ -26,6 +32,18 @@ from typing import Any
 
 import yaml
 
+from runtimekit.scheduler.framework.problems import ConfError, Problems
+
+__all__ = [
+    "CONFIGMAP_KEY",
+    "ConfError",
+    "PluginOption",
+    "SchedulerConf",
+    "Tier",
+    "load_conf",
+    "parse_conf",
+    "read_conf",
+]
 # Volcano's YAML flag keys (note the mix of enable... and enabled...).
 PLUGIN_FLAGS = (
     "enableJobOrder",
@@ -56,10 +74,7 @@ PLUGIN_FLAGS = (
     "enableDevice",  # ours: the device-allocation point (which GPUs inside the chosen node)
 )
 _TOP_KEYS = {"actions", "tiers", "configurations", "metrics"}
-
-
-class ConfError(ValueError):
-    """A scheduler configuration that cannot be used; the message names the key or name."""
+CONFIGMAP_KEY = "volcano-scheduler.conf"  # the key Volcano's chart mounts
 
 
 @dataclass(frozen=True)
@@ -109,66 +124,154 @@ tiers:
 
 
 def parse_conf(text: str, source: str = "<conf>") -> SchedulerConf:
+    """The conf in `text`; raises ConfError at the first problem."""
+    conf = read_conf(text, source, Problems(fail_fast=True))
+    assert conf is not None  # failing fast, an unreadable conf has raised
+    return conf
+
+
+def load_conf(path: str | Path | None) -> SchedulerConf:
+    """The conf in the file at `path` (the built-in default for None); raises ConfError at the first problem."""
+    if path is None:
+        return parse_conf(DEFAULT_CONF_TEXT, "<default>")
+    return parse_conf(read_text(path), str(path))
+
+
+def read_text(path: str | Path) -> str:
     try:
-        data = yaml.safe_load(text)
+        return Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+        raise ConfError(f"{path}: cannot read: {reason}") from exc
+
+
+def read_conf(text: str, source: str, problems: Problems) -> SchedulerConf | None:
+    """Parse `text` (a bare conf or a ConfigMap holding one), reporting every problem to `problems`.
+    Returns the conf with what could be read (bad entries left out), or None when there is no conf
+    to speak of (not YAML, not a mapping, no usable ConfigMap key)."""
+    try:
+        documents = [d for d in yaml.safe_load_all(text) if d is not None]
     except yaml.YAMLError as exc:
-        raise ConfError(f"{source}: not valid YAML: {exc}") from exc
+        problems.error(f"{source}: not valid YAML: {exc}")
+        return None
+    if len(documents) > 1 or (documents and _is_configmap(documents[0])):
+        found = _from_configmaps(documents, source, problems)
+        if found is None:
+            return None
+        text, source = found
+        return read_conf(text, source, problems)
+    data = documents[0] if documents else None
     if not isinstance(data, Mapping):
-        raise ConfError(f"{source}: expected a mapping with 'actions' and 'tiers'")
-    unknown = sorted(set(data) - _TOP_KEYS)
-    if unknown:
-        raise ConfError(f"{source}: unknown key {unknown[0]!r}; expected {sorted(_TOP_KEYS)}")
-    actions_raw = data.get("actions")
-    if not isinstance(actions_raw, str) or not actions_raw.strip():
-        raise ConfError(f"{source}: 'actions' must be a comma-separated string of action names")
-    actions = tuple(a.strip() for a in actions_raw.split(",") if a.strip())
-    tiers_raw = data.get("tiers") or []
-    if not isinstance(tiers_raw, list):
-        raise ConfError(f"{source}: 'tiers' must be a list")
-    tiers = tuple(_tier(source, i, t) for i, t in enumerate(tiers_raw))
-    configurations: dict[str, Mapping[str, Any]] = {}
-    for i, item in enumerate(data.get("configurations") or []):
-        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
-            raise ConfError(f"{source}: configurations[{i}] needs a 'name'")
-        args = item.get("arguments") or {}
-        if not isinstance(args, Mapping):
-            raise ConfError(f"{source}: configurations[{i}].arguments must be a mapping")
-        configurations[item["name"]] = dict(args)
-    metrics = data.get("metrics") or {}
-    if not isinstance(metrics, Mapping):
-        raise ConfError(f"{source}: 'metrics' must be a mapping")
-    return SchedulerConf(actions, tiers, configurations, {str(k): str(v) for k, v in metrics.items()})
+        problems.error(f"{source}: expected a mapping with 'actions' and 'tiers'")
+        return None
+    unknown = sorted(set(data) - _TOP_KEYS, key=str)
+    for key in unknown:
+        problems.error(f"{source}: unknown key {key!r}; expected {sorted(_TOP_KEYS)}")
+    return SchedulerConf(
+        _actions(source, data.get("actions"), problems),
+        _tiers(source, data.get("tiers"), problems),
+        _configurations(source, data.get("configurations"), problems),
+        _metrics(source, data.get("metrics"), problems),
+    )
 
 
-def _tier(source: str, index: int, raw: object) -> Tier:
-    if not isinstance(raw, Mapping) or not isinstance(raw.get("plugins"), list):
-        raise ConfError(f"{source}: tiers[{index}] must be a mapping with a 'plugins' list")
-    return Tier(tuple(_plugin(source, f"tiers[{index}].plugins[{j}]", p) for j, p in enumerate(raw["plugins"])))
+def _is_configmap(doc: object) -> bool:
+    return isinstance(doc, Mapping) and doc.get("kind") == "ConfigMap"
 
 
-def _plugin(source: str, where: str, raw: object) -> PluginOption:
+def _from_configmaps(documents: list[Any], source: str, problems: Problems) -> tuple[str, str] | None:
+    """The conf text of a ConfigMap file: the `volcano-scheduler.conf` key, or the only key."""
+    maps = [d for d in documents if _is_configmap(d)]
+    if not maps:
+        problems.error(f"{source}: {len(documents)} YAML documents and no ConfigMap among them")
+        return None
+    chosen = [m for m in maps if CONFIGMAP_KEY in (m.get("data") or {})]
+    key = CONFIGMAP_KEY
+    if not chosen:
+        chosen = [m for m in maps if isinstance(m.get("data"), Mapping) and len(m["data"]) == 1]
+        key = next(iter(chosen[0]["data"])) if len(chosen) == 1 else key
+    if len(chosen) != 1:
+        names = ", ".join(f"{_name(m)} ({', '.join(map(str, m.get('data') or {})) or 'no data'})" for m in maps)
+        problems.error(f"{source}: no single ConfigMap with a {CONFIGMAP_KEY!r} key or only one key: {names}")
+        return None
+    text = chosen[0]["data"][key]
+    if not isinstance(text, str):
+        problems.error(f"{source}: ConfigMap {_name(chosen[0])}: key {key!r} is not a string")
+        return None
+    return text, f"{source} (ConfigMap {_name(chosen[0])}, key {key})"
+
+
+def _name(configmap: Mapping[str, Any]) -> str:
+    return str((configmap.get("metadata") or {}).get("name") or "<unnamed>")
+
+
+def _actions(source: str, raw: object, problems: Problems) -> tuple[str, ...]:
+    if not isinstance(raw, str) or not raw.strip():
+        problems.error(f"{source}: 'actions' must be a comma-separated string of action names")
+        return ()
+    return tuple(a.strip() for a in raw.split(",") if a.strip())
+
+
+def _tiers(source: str, raw: object, problems: Problems) -> tuple[Tier, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        problems.error(f"{source}: 'tiers' must be a list")
+        return ()
+    tiers = []
+    for i, tier in enumerate(raw):
+        if not isinstance(tier, Mapping) or not isinstance(tier.get("plugins"), list):
+            problems.error(f"{source}: tiers[{i}] must be a mapping with a 'plugins' list")
+            continue
+        plugins = (_plugin(source, f"tiers[{i}].plugins[{j}]", p, problems) for j, p in enumerate(tier["plugins"]))
+        tiers.append(Tier(tuple(p for p in plugins if p is not None)))
+    return tuple(tiers)
+
+
+def _plugin(source: str, where: str, raw: object, problems: Problems) -> PluginOption | None:
     if not isinstance(raw, Mapping) or not isinstance(raw.get("name"), str) or not raw["name"]:
-        raise ConfError(f"{source}: {where} needs a 'name'")
+        problems.error(f"{source}: {where} needs a 'name'")
+        return None
     flags: dict[str, bool] = {}
     for key, value in raw.items():
         if key in ("name", "arguments"):
             continue
         if key not in PLUGIN_FLAGS:
-            raise ConfError(f"{source}: {where} ({raw['name']}): unknown key {key!r}")
-        if not isinstance(value, bool):
-            raise ConfError(f"{source}: {where} ({raw['name']}): {key} must be true or false")
-        flags[key] = value
+            problems.error(f"{source}: {where} ({raw['name']}): unknown key {key!r}")
+        elif not isinstance(value, bool):
+            problems.error(f"{source}: {where} ({raw['name']}): {key} must be true or false")
+        else:
+            flags[key] = value
     args = raw.get("arguments") or {}
     if not isinstance(args, Mapping):
-        raise ConfError(f"{source}: {where} ({raw['name']}): arguments must be a mapping")
+        problems.error(f"{source}: {where} ({raw['name']}): arguments must be a mapping")
+        args = {}
     return PluginOption(raw["name"], dict(args), flags)
 
 
-def load_conf(path: str | Path | None) -> SchedulerConf:
-    if path is None:
-        return parse_conf(DEFAULT_CONF_TEXT, "<default>")
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    return parse_conf(text, str(path))
+def _configurations(source: str, raw: object, problems: Problems) -> dict[str, Mapping[str, Any]]:
+    configurations: dict[str, Mapping[str, Any]] = {}
+    if raw is None:
+        return configurations
+    if not isinstance(raw, list):
+        problems.error(f"{source}: 'configurations' must be a list")
+        return configurations
+    for i, item in enumerate(raw):
+        if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
+            problems.error(f"{source}: configurations[{i}] needs a 'name'")
+            continue
+        args = item.get("arguments") or {}
+        if not isinstance(args, Mapping):
+            problems.error(f"{source}: configurations[{i}].arguments must be a mapping")
+            continue
+        configurations[item["name"]] = dict(args)
+    return configurations
+
+
+def _metrics(source: str, raw: object, problems: Problems) -> dict[str, str]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        problems.error(f"{source}: 'metrics' must be a mapping")
+        return {}
+    return {str(k): str(v) for k, v in raw.items()}

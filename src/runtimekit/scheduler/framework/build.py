@@ -1,0 +1,69 @@
+"""Building a framework's actions and plugins from a conf and a registry, reporting every problem.
+
+One place decides what a conf entry becomes: an action or plugin built from its registered builder,
+or a problem (unknown name, bad argument, a builder that fails). `Framework(...)` calls it failing
+fast (the first error raised as it was: `RegistryError`, `ArgumentError`, ...); `check.py` calls it
+collecting, so that `--check-conf`, start-up and conf reload can say every problem at once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from runtimekit.scheduler.framework.action import Action
+from runtimekit.scheduler.framework.arguments import ArgumentError
+from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
+from runtimekit.scheduler.framework.interfaces import Plugin
+from runtimekit.scheduler.framework.problems import ConfError, Problems
+from runtimekit.scheduler.framework.registry import BuildContext, Registry, RegistryError
+
+# What a builder raises for a bad conf entry; anything else is a builder's bug, raised as it is
+# when failing fast and reported as an error when collecting.
+CONF_ERRORS = (RegistryError, ArgumentError, ConfError)
+
+
+@dataclass(frozen=True)
+class BuiltPlugin:
+    option: PluginOption
+    plugin: Plugin
+
+
+def build_actions(
+    conf: SchedulerConf, registry: Registry, context: BuildContext, problems: Problems, source: str = "<conf>"
+) -> list[Action]:
+    """The conf's actions in order; an action that cannot be built is reported and left out."""
+    actions = []
+    for name in conf.actions:
+        try:
+            actions.append(registry.build_action(name, conf.action_arguments(name), context))
+        except Exception as exc:
+            _report(problems, f"{source}: actions: {name}", exc)
+    for name in conf.configurations:
+        if name not in conf.actions:
+            problems.warning(f"{source}: configurations: {name!r} is not in 'actions'; its arguments are not used")
+    return actions
+
+
+def build_tiers(
+    conf: SchedulerConf, registry: Registry, context: BuildContext, problems: Problems, source: str = "<conf>"
+) -> list[list[BuiltPlugin]]:
+    """The conf's plugins tier by tier; a plugin that cannot be built is reported and left out."""
+    tiers: list[list[BuiltPlugin]] = []
+    for i, tier in enumerate(conf.tiers):
+        built = []
+        for j, option in enumerate(tier.plugins):
+            try:
+                built.append(BuiltPlugin(option, registry.build_plugin(option.name, option.arguments, context)))
+            except Exception as exc:
+                _report(problems, f"{source}: tiers[{i}].plugins[{j}] ({option.name})", exc)
+        tiers.append(built)
+    return tiers
+
+
+def _report(problems: Problems, where: str, exc: Exception) -> None:
+    if isinstance(exc, CONF_ERRORS):
+        problems.error(f"{where}: {exc}", exc)
+    elif problems.fail_fast:
+        raise exc
+    else:
+        problems.error(f"{where}: building failed: {type(exc).__name__}: {exc}")
