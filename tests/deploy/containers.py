@@ -9,7 +9,7 @@ import importlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from runtimekit.cli.main import COMMANDS, build_parser
+from runtimekit.cli.main import COMMANDS, build_parser, parse_command
 
 CONFIG_DIR = "/etc/lj-runtimekit"
 
@@ -20,9 +20,7 @@ def parse_args(args: Sequence[str]) -> tuple[str, argparse.Namespace]:
     if top.command is None:
         raise SystemExit(f"no command in {list(args)}")
     module = importlib.import_module(COMMANDS[top.command][0])
-    sub = argparse.ArgumentParser(prog=f"runtimekit {top.command}")
-    module.add_arguments(sub)
-    return str(top.command), sub.parse_args(rest)
+    return str(top.command), parse_command(module, str(top.command), rest)
 
 
 def materialise(args: Sequence[str], data: Mapping[str, str], folder: Path) -> list[str]:

@@ -8,10 +8,12 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from types import ModuleType
 
 from runtimekit import __version__
 
-# name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int.
+# name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int, and
+# may define parse_args(parser, argv) -> Namespace when its command line needs more than argparse.
 COMMANDS: dict[str, tuple[str, str]] = {
     "protocol": ("runtimekit.cli.protocol_cmd", "show or compare protocol.yaml files"),
     "simulate": ("runtimekit.cli.simulate", "replay a cluster trace through the scheduler"),
@@ -38,6 +40,17 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def parse_command(module: ModuleType, command: str, argv: Sequence[str]) -> argparse.Namespace:
+    """A subcommand's arguments, parsed by its own `parse_args` where it has one."""
+    sub = argparse.ArgumentParser(prog=f"runtimekit {command}", description=COMMANDS[command][1])
+    module.add_arguments(sub)
+    parse = getattr(module, "parse_args", None)
+    if parse is not None:
+        args: argparse.Namespace = parse(sub, list(argv))
+        return args
+    return sub.parse_args(list(argv))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser()
@@ -46,9 +59,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     module = importlib.import_module(COMMANDS[top.command][0])
-    sub = argparse.ArgumentParser(prog=f"runtimekit {top.command}", description=COMMANDS[top.command][1])
-    module.add_arguments(sub)
-    args = sub.parse_args(rest)
+    args = parse_command(module, str(top.command), rest)
     logging.basicConfig(
         level=getattr(logging, str(top.log_level).upper(), logging.INFO),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",

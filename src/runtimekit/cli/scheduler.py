@@ -1,15 +1,26 @@
-"""`runtimekit scheduler`: the GPU-sharing scheduler as a secondary scheduler (docs/user-guide/scheduler.md)."""
+"""`runtimekit scheduler`: the GPU-sharing scheduler as a secondary scheduler (docs/user-guide/scheduler.md).
+
+It takes its own flags and Volcano's (`vc-scheduler`'s, read as Volcano reads them: see
+`volcano_flags.py` and docs/user-guide/coming-from-volcano.md), so Volcano's manifests run it unchanged.
+`--check-conf FILE` checks a conf (bare or in a ConfigMap) and prints every problem at once.
+"""
 
 from __future__ import annotations
 
 import argparse
 import logging
 import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, normalise
 
 if TYPE_CHECKING:
     from runtimekit.protocol import Protocol
     from runtimekit.scheduler.framework import Framework
+    from runtimekit.scheduler.framework.check import Checked
+    from runtimekit.scheduler.framework.registry import BuildContext, Registry
     from runtimekit.scheduler.server import SchedulerOptions
 
 from runtimekit.cli.signals import wait_for_stop_signal
@@ -18,64 +29,217 @@ log = logging.getLogger("runtimekit.scheduler")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
-    parser.add_argument("--config", help="scheduler conf in Volcano's format (default: the built-in conf)")
-    parser.add_argument("--plugins-dir", help="load actions and plugins from the Python modules in this folder")
-    parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
-    parser.add_argument("--leader-elect", action="store_true", help="hold a Lease; only the holder schedules")
-    parser.add_argument("--lease-namespace", default="kube-system")
-    parser.add_argument("--lease-name", default="lj-runtimekit-scheduler")
-    parser.add_argument("--identity", help="leader-election identity (default: host name and pid)")
-    parser.add_argument("--period", type=float, default=0.05, help="shortest time between sessions, seconds")
-    parser.add_argument("--bind-workers", type=int, default=8, help="concurrent bind requests")
-    parser.add_argument("--seed", type=int, default=0, help="seed for the random policy and node tie order")
-    parser.add_argument("--event-qps", type=float, default=50.0, help="Events written per second at most (0: no limit)")
-    parser.add_argument("--event-burst", type=int, default=100, help="Events written in a burst at most")
-    parser.add_argument(
+    add = parser.add_argument
+    add("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
+    add("--master", help="the API server's address (overrides the kubeconfig's; Volcano's flag)")
+    add("--config", "--scheduler-conf", dest="config", help="scheduler conf in Volcano's format, bare or a ConfigMap")
+    add("--check-conf", metavar="FILE", help="check a conf (bare or a ConfigMap), print every problem, and exit")
+    add("--plugins-dir", help="load actions and plugins from the Python modules in this folder")
+    add("--protocol", help="protocol.yaml (default: built-in names)")
+    add(
         "--scheduler-name",
         action="append",
-        default=[],
+        dest="scheduler_names",
         metavar="NAME",
         help="also take pods whose schedulerName is NAME (repeatable; the protocol's name is always taken)",
     )
+    add("--default-queue", default="default", help="the queue of a pod or PodGroup that names none (default)")
+    add("--leader-elect", type=go_bool, default=False, help="hold a Lease; only the holder schedules")
+    add(
+        "--lease-namespace",
+        "--leader-elect-resource-namespace",
+        "--lock-object-namespace",
+        dest="lease_namespace",
+        default="kube-system",
+        help="the Lease's namespace (kube-system)",
+    )
+    add(
+        "--lease-name",
+        "--leader-elect-resource-name",
+        dest="lease_name",
+        default=None,
+        help="the Lease's name (default: the scheduler name)",
+    )
+    add("--leader-elect-lease-duration", type=go_duration, default=15.0, help="how long a Lease holds (15s)")
+    add("--leader-elect-renew-deadline", type=go_duration, default=10.0, help="leader gives up after (10s)")
+    add("--leader-elect-retry-period", type=go_duration, default=2.0, help="renew and retry every (2s)")
+    add("--leader-elect-resource-lock", default="leases", help="only 'leases' (Volcano's default)")
+    add("--identity", help="leader-election identity (default: host name and pid)")
+    add("--period", type=float, default=0.05, help="shortest time between sessions, seconds")
+    add("--schedule-period", type=go_duration, default=None, help="the same as a Go duration (Volcano's flag)")
+    add("--bind-workers", type=int, default=8, help="concurrent bind requests")
+    add("--seed", type=int, default=0, help="seed for the random policy and node tie order")
+    add("--event-qps", type=float, default=50.0, help="Events written per second at most (0: no limit)")
+    add("--event-burst", type=int, default=100, help="Events written in a burst at most")
+    add("--kube-api-qps", type=float, default=2000.0, help="API requests per second at most (2000; 0: no limit)")
+    add("--kube-api-burst", type=int, default=2000, help="API requests in a burst at most (2000)")
+    add("--enable-healthz", type=go_bool, default=False, help="serve /healthz at --healthz-address")
+    add("--healthz-address", default=":11251", help="health check address (:11251)")
+    add("--enable-metrics", type=go_bool, default=False, help="serve /metrics at --listen-address")
+    add("--listen-address", default=":8080", help="metrics address (:8080)")
+    add("--ca-cert-file", help="with --tls-cert-file and --tls-private-key-file: /healthz over TLS")
+    add("--tls-cert-file", help="certificate for the health check server")
+    add("--tls-private-key-file", help="private key for --tls-cert-file")
+    add("--percentage-nodes-to-find", type=int, default=0, help="percent of nodes to find feasible (0: adaptive)")
+    add("--minimum-percentage-nodes-to-find", type=int, default=5, help="floor of the adaptive percentage (5)")
+    add("--minimum-feasible-nodes", type=int, default=100, help="feasible nodes to find at least (100)")
+    add("--conf-poll", type=float, default=1.0, help="seconds between looks at the conf file (reload)")
+    add("-v", "--v", dest="verbosity", type=int, default=None, help="klog verbosity: 4 or more logs debug lines")
+    add("--logtostderr", type=go_bool, default=True, help="logs go to standard error (always)")
+    add("--version", type=go_bool, default=False, help="print the version and exit")
 
 
-def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptions]:
-    """Protocol, framework and options from the arguments; raises with a message naming what is wrong."""
+def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the kit's flags and Volcano's: pflag syntax first (volcano_flags.normalise), then
+    argparse. What is accepted without effect is kept in `args.flag_warnings`, logged at start."""
+    try:
+        normalised = normalise(argv)
+    except FlagError as exc:
+        parser.error(str(exc))
+    args, extras = parser.parse_known_args(normalised.args)
+    unknown = [e for e in extras if e.startswith("-")]
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    warnings = list(normalised.warnings)
+    warnings += [f"ignoring the stray argument {e!r} (Volcano ignores it too)" for e in extras]
+    if args.leader_elect_resource_lock != "leases":
+        warnings.append(f"--leader-elect-resource-lock={args.leader_elect_resource_lock}: a Lease is always used")
+    if not args.logtostderr:
+        warnings.append("--logtostderr=false: no effect here: logs always go to standard error")
+    args.flag_warnings = warnings
+    return args
+
+
+def registry_and_context(args: argparse.Namespace) -> tuple[Registry, BuildContext]:
+    """The registry (built-in, entry points, --plugins-dir) and build context (--protocol, --seed)."""
     import random
 
     from runtimekit.protocol import load_protocol
     from runtimekit.scheduler.builtin import builtin_registry
-    from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
-    from runtimekit.scheduler.framework.arguments import ArgumentError
-    from runtimekit.scheduler.server import SchedulerOptions
+    from runtimekit.scheduler.framework import BuildContext
 
-    if args.event_qps < 0 or args.event_burst < 1:
-        raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
     protocol = load_protocol(args.protocol)
     registry = builtin_registry()
     registry.load_entry_points()
     if args.plugins_dir:
         loaded = registry.load_directory(args.plugins_dir)
         log.info("loaded from %s: %s", args.plugins_dir, ", ".join(loaded) or "nothing")
-    conf = load_conf(args.config)
-    framework = Framework(conf, registry, BuildContext(protocol=protocol, rng=random.Random(args.seed)))
+    return registry, BuildContext(protocol=protocol, rng=random.Random(args.seed))
+
+
+class ConfCheckFailed(ValueError):
+    """The conf has errors; the message lists every one, a line each."""
+
+
+def checked_framework(args: argparse.Namespace, registry: Registry, context: BuildContext) -> Checked:
+    """The conf checked as `--check-conf` checks it; raises ConfCheckFailed listing every error."""
+    from runtimekit.scheduler.framework.check import check_file
+
+    checked = check_file(args.config, registry, context)
+    for problem in checked.problems.warnings:
+        log.warning("%s", problem.message)
+    if checked.framework is None:
+        raise ConfCheckFailed("\n".join(p.message for p in checked.problems.errors))
+    return checked
+
+
+def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptions]:
+    """Protocol, framework and options from the arguments; raises with a message naming what is wrong."""
+    prepared = prepare(args)
+    return prepared.protocol, prepared.framework, prepared.options
+
+
+@dataclass(frozen=True)
+class Prepared:
+    protocol: Protocol
+    framework: Framework
+    options: SchedulerOptions
+    registry: Registry  # kept to rebuild the framework when the conf file changes
+    context: BuildContext
+
+
+def prepare(args: argparse.Namespace) -> Prepared:
+    """What `build` returns, with the registry and build context a conf reload needs."""
+    from runtimekit.scheduler.framework.arguments import ArgumentError
+    from runtimekit.scheduler.server import NodeSampling, SchedulerOptions
+
+    if args.event_qps < 0 or args.event_burst < 1:
+        raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
+    if args.kube_api_qps < 0 or args.kube_api_burst < 1:
+        raise ArgumentError("--kube-api-qps must be 0 (no limit) or more and --kube-api-burst 1 or more")
+    sampling = NodeSampling(
+        args.percentage_nodes_to_find, args.minimum_percentage_nodes_to_find, args.minimum_feasible_nodes
+    )
+    registry, context = registry_and_context(args)
+    framework = checked_framework(args, registry, context).framework
+    assert framework is not None
+    protocol = context.protocol
+    names = tuple(dict.fromkeys([protocol.scheduler_name, *(args.scheduler_names or ())]))
     options = SchedulerOptions(
-        period=args.period,
+        period=args.period if args.schedule_period is None else args.schedule_period,
         bind_workers=args.bind_workers,
         event_qps=args.event_qps,
         event_burst=args.event_burst,
         leader_elect=args.leader_elect,
-        lease_name=args.lease_name,
+        lease_name=args.lease_name or names[0],
         lease_namespace=args.lease_namespace,
-        scheduler_names=tuple(args.scheduler_name or ()),
+        lease_seconds=args.leader_elect_lease_duration,
+        renew_deadline=args.leader_elect_renew_deadline,
+        renew_every=args.leader_elect_retry_period,
+        scheduler_names=names,
+        default_queue=args.default_queue,
+        node_sampling=sampling,
+        conf_path=args.config,
+        conf_poll=args.conf_poll,
+        healthz_address=args.healthz_address if args.enable_healthz else None,
+        metrics_address=args.listen_address if args.enable_metrics else None,
+        tls=(args.ca_cert_file, args.tls_cert_file, args.tls_private_key_file),
     )
     if args.identity:
         options.identity = args.identity
-    return protocol, framework, options
+    return Prepared(protocol, framework, options, registry, context)
+
+
+def check_command(args: argparse.Namespace) -> int:
+    """`--check-conf FILE`: every problem, a line each, then a count; 1 when there are errors."""
+    from runtimekit.protocol import ProtocolError
+    from runtimekit.scheduler.framework import RegistryError
+    from runtimekit.scheduler.framework.check import check_file
+
+    try:
+        registry, context = registry_and_context(args)
+    except (ProtocolError, RegistryError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    checked = check_file(args.check_conf, registry, context)
+    for problem in checked.problems.items:
+        print(problem)
+    errors, warnings = len(checked.problems.errors), len(checked.problems.warnings)
+    print(f"{checked.source}: {errors} error(s), {warnings} warning(s)")
+    return 1 if errors else 0
+
+
+def set_verbosity(verbosity: int | None) -> None:
+    """klog's -v: 4 and above log debug lines (Volcano logs its details at V(4) and V(5))."""
+    if verbosity is not None:
+        logging.getLogger().setLevel(logging.DEBUG if verbosity >= 4 else logging.INFO)
 
 
 def run(args: argparse.Namespace) -> int:
+    from runtimekit import __version__
+
+    if args.version:
+        print(f"runtimekit scheduler {__version__}")
+        return 0
+    set_verbosity(args.verbosity)
+    for warning in args.flag_warnings:
+        log.warning("%s", warning)
+    if args.check_conf:
+        return check_command(args)
+    return serve(args)
+
+
+def serve(args: argparse.Namespace) -> int:
     from runtimekit.kube.http import KubeHttp
     from runtimekit.protocol import ProtocolError
     from runtimekit.scheduler.collector import tune_process
@@ -84,12 +248,19 @@ def run(args: argparse.Namespace) -> int:
     from runtimekit.scheduler.server import Scheduler
 
     try:
-        protocol, framework, options = build(args)
+        prepared = prepare(args)
+    except ConfCheckFailed as exc:
+        for line in str(exc).splitlines():
+            print(f"error: {line}", file=sys.stderr)
+        return 2
     except (ProtocolError, ConfError, RegistryError, ArgumentError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    http = KubeHttp.connect(args.kubeconfig, user_agent=f"runtimekit-scheduler/{protocol.scheduler_name}")
-    scheduler = Scheduler(http, framework, protocol, options)
+    agent = f"runtimekit-scheduler/{prepared.options.scheduler_names[0]}"
+    http = KubeHttp.connect(args.kubeconfig, master=args.master, user_agent=agent)
+    http.limit(args.kube_api_qps, args.kube_api_burst)
+    scheduler = Scheduler(http, prepared.framework, prepared.protocol, prepared.options)
+    scheduler.watch_conf(prepared.registry, prepared.context)
     tune_process()
     scheduler.start()
     wait_for_stop_signal()

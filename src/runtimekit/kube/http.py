@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx2 as httpx
+import msgspec
 from lightkube.config import client_adapter
 from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, User
+from lightkube.core.exceptions import ConfigError
 
 from runtimekit.kube import jsoncodec
 from runtimekit.kube.errors import KubeError, UnavailableError
 from runtimekit.kube.plainhttp import PlainHttp
+from runtimekit.kube.ratelimit import RequestLimiter
 
 JSON = dict[str, Any]
 PATCH_TYPES = {
@@ -50,9 +53,19 @@ def unreachable(what: str, exc: BaseException) -> UnavailableError:
     return UnavailableError(f"{what}: {exc}", 0, "Unreachable")
 
 
-def load_config(kubeconfig: str | os.PathLike[str] | None = None, server: str | None = None) -> SingleConfig:
+def load_config(
+    kubeconfig: str | os.PathLike[str] | None = None, server: str | None = None, master: str | None = None
+) -> SingleConfig:
     """The connection config: an explicit server URL, a kubeconfig file, `$KUBECONFIG`, the in-cluster
-    service account, or `~/.kube/config`, in that order."""
+    service account, or `~/.kube/config`, in that order. `master` replaces the server address of
+    whichever config is found, keeping its credentials (client-go's `--master`); with no config at
+    all it is used alone."""
+    if master:
+        try:
+            config = load_config(kubeconfig)
+        except (OSError, ValueError, ConfigError):
+            return load_config(server=master)
+        return config._replace(cluster=msgspec.structs.replace(config.cluster, server=master))
     if server:
         return _single(KubeConfig.from_one(cluster=Cluster(server=server), user=User()))
     path = kubeconfig or os.environ.get("KUBECONFIG")
@@ -92,10 +105,17 @@ class KubeHttp:
         self._plain = PlainHttp(config, timeout, user_agent) if PlainHttp.supports(config) else None
         self.server = str(config.cluster.server)
         self.namespace = config.namespace or "default"
+        self.limiter: RequestLimiter | None = None
 
     @classmethod
-    def connect(cls, kubeconfig: str | None = None, server: str | None = None, **kwargs: Any) -> KubeHttp:
-        return cls(load_config(kubeconfig, server), **kwargs)
+    def connect(
+        cls, kubeconfig: str | None = None, server: str | None = None, master: str | None = None, **kwargs: Any
+    ) -> KubeHttp:
+        return cls(load_config(kubeconfig, server, master), **kwargs)
+
+    def limit(self, qps: float, burst: int) -> None:
+        """Requests with an answer wait to stay within `qps` a second, bursts up to `burst` (0: no limit)."""
+        self.limiter = RequestLimiter(qps, burst) if qps > 0 else None
 
     def close(self) -> None:
         self._client.close()
@@ -112,6 +132,8 @@ class KubeHttp:
         timeout: float | None = None,
     ) -> bytes:
         """Send a request; the answer's body, or a KubeError."""
+        if self.limiter is not None:
+            self.limiter.wait()
         content = jsoncodec.dumps(body) if body is not None else None
         if self._plain is not None:
             try:

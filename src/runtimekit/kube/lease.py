@@ -67,6 +67,11 @@ class LeaderElector:
         self._path = object_path("coordination.k8s.io/v1", "leases", namespace)
 
     @property
+    def renewed_at(self) -> float:
+        """When this candidate last held the lease, by `clock` (0 before it ever did)."""
+        return self._renewed_at
+
+    @property
     def holder(self) -> str:
         """The holder in the record last seen ('' when none or not seen yet)."""
         return str(self.observed[0] or "") if self.observed else ""

@@ -5,6 +5,11 @@ With leader election only the holder of the Lease schedules.
 
 Nothing is scheduled before the Node and Pod informers have synced, so a restarted scheduler first
 rebuilds every booking from the API objects (ARCHITECTURE §2).
+
+Around that: Volcano's metrics (`metrics/`), `/healthz` and `/metrics` (`endpoints.py`), and conf
+reload (`reload.py`): a new framework built from a changed conf takes over between two sessions,
+keeping the cache; a refused conf leaves a Warning Event on the scheduler's Pod (`POD_NAME` and
+`POD_NAMESPACE` from the downward API), else on its Lease, else only the log says so.
 """
 
 from __future__ import annotations
@@ -14,21 +19,37 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
-from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder
-from runtimekit.kube.http import KubeHttp
+from prometheus_client import CollectorRegistry, ProcessCollector
+
+from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.scheduling import KubeBinder
 from runtimekit.protocol import Protocol
 from runtimekit.scheduler.cache.live import Binder, LiveCache
-from runtimekit.scheduler.cache.queues import ALWAYS, queue_manifest
+from runtimekit.scheduler.cache.objects import timestamp
+from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
+from runtimekit.scheduler.endpoints import Endpoint, Route, Tls, healthz_route, metrics_route
 from runtimekit.scheduler.framework import Framework
+from runtimekit.scheduler.framework.check import Checked, check_conf
+from runtimekit.scheduler.framework.registry import BuildContext, Registry
+from runtimekit.scheduler.framework.sampling import NodeSampler, NodeSampling
+from runtimekit.scheduler.metrics.series import ValueVec
+from runtimekit.scheduler.metrics.state import ClusterState
+from runtimekit.scheduler.metrics.volcano import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
+from runtimekit.scheduler.reload import ConfWatcher
+
+__all__ = ["NodeSampling", "Scheduler", "SchedulerOptions"]
 
 log = logging.getLogger(__name__)
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
 QUEUE_STATUS_EVERY_S = 1.0  # queue status is written at most this often (when it changed)
+LEASE_TOLERANCE_S = 20.0  # kube-scheduler's: a leader this late renewing its Lease is unhealthy
 
 
 @dataclass
@@ -45,7 +66,15 @@ class SchedulerOptions:
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     lease_seconds: float = 15.0
     renew_every: float = 2.0
+    renew_deadline: float = 10.0
     scheduler_names: tuple[str, ...] = ()  # schedulerName values answered besides the protocol's
+    default_queue: str = "default"
+    node_sampling: NodeSampling | None = None  # None: score every feasible node
+    conf_path: str | None = None  # watched for changes when set
+    conf_poll: float = 1.0
+    healthz_address: str | None = None  # serve /healthz there
+    metrics_address: str | None = None  # serve /metrics there
+    tls: tuple[str | None, str | None, str | None] = (None, None, None)  # CA, certificate, key for /healthz
 
 
 class Scheduler:
@@ -59,26 +88,32 @@ class Scheduler:
     ) -> None:
         self.http, self.framework, self.protocol = http, framework, protocol
         self.options = options or SchedulerOptions()
-        needs_running = bool({"preempt", "reclaim"} & set(framework.action_names))
+        self.metrics = SchedulerMetrics()
         self.events: EventRecorder | None = None
         self.kube_binder: KubeBinder | None = None
         if binder is None:
             self.events = EventRecorder(
-                http, protocol.scheduler_name, qps=self.options.event_qps, burst=self.options.event_burst
+                http, self.component, qps=self.options.event_qps, burst=self.options.event_burst
             )
-            binder = self.kube_binder = KubeBinder(http, protocol.scheduler_name, self.events)
+            binder = self.kube_binder = KubeBinder(http, self.component, self.events)
         self.cache = LiveCache(
             protocol,
             self.names,
-            binder,
+            ObservedBinder(binder, self.metrics),
             retry_seconds=self.options.retry_seconds,
             bind_workers=self.options.bind_workers,
-            include_running=needs_running,
         )
+        self.cache.scheduler_names = frozenset(self.names)
+        self.cache.default_queue = self.options.default_queue
+        self.metrics.jobs = lambda: set(self.cache.jobs)
+        self._observed = ObservedCache(self.cache, self.metrics)
+        self.sampler = NodeSampler(self.options.node_sampling) if self.options.node_sampling else None
+        self._use(framework)
+        self._next: Framework | None = None  # a reloaded framework, taken up between sessions
         c = self.cache
         self.informers = [
             Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
-            Informer(http, "/api/v1/pods", c.on_pod, name="pods"),
+            Informer(http, "/api/v1/pods", self._on_pod, name="pods"),
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
             Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
         ]
@@ -91,7 +126,27 @@ class Scheduler:
                 self.options.identity,
                 self.options.lease_seconds,
                 self.options.renew_every,
+                renew_deadline=self.options.renew_deadline,
             )
+        self.registry = CollectorRegistry()
+        self.registry.register(self.metrics)
+        self.registry.register(ClusterState(self.cache, protocol, lambda: self.framework.queue_figures, self))
+        self.conf_reloads = ValueVec(
+            "runtimekit_scheduler_conf_reloads_total",
+            "Conf file changes acted on, by result (applied, refused)",
+            ("result",),
+            "counter",
+        )
+        self.conf_ok = ValueVec(
+            "runtimekit_scheduler_conf_last_reload_successful",
+            "1 when the latest conf file change was applied (or none was seen)",
+        )
+        self.conf_ok.set(1)
+        self.registry.register(self.conf_reloads)
+        self.registry.register(self.conf_ok)
+        ProcessCollector(registry=self.registry)
+        self.watcher: ConfWatcher | None = None
+        self.endpoints: list[Endpoint] = []
         self.sessions = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -102,14 +157,117 @@ class Scheduler:
         extra = [n for n in self.options.scheduler_names if n != self.protocol.scheduler_name]
         return (self.protocol.scheduler_name, *dict.fromkeys(extra))
 
+    @property
+    def component(self) -> str:
+        """The name Events are written under: the protocol's scheduler name."""
+        return self.names[0]
+
+    def _use(self, framework: Framework) -> None:
+        framework.observer = self.metrics
+        framework.sampler = self.sampler
+        self.cache.include_running = bool({"preempt", "reclaim"} & set(framework.action_names))
+        self.framework = framework
+
+    def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """Pods to the cache; a new pending pod of ours is Volcano's `Watched` stage."""
+        self.cache.on_pod(kind, obj)
+        spec = obj.get("spec") or {}
+        if kind == "ADDED" and not spec.get("nodeName") and spec.get("schedulerName") in self.cache.scheduler_names:
+            created = timestamp((obj.get("metadata") or {}).get("creationTimestamp"))
+            if created > 0:
+                self.metrics.task.observe(max(0.0, time.time() - created) * 1000, WATCHED)
+
+    # -- conf reload -----------------------------------------------------------------------
+    def watch_conf(self, registry: Registry, context: BuildContext) -> None:
+        """Watch `options.conf_path` (when set) and rebuild the framework from it when it changes."""
+        if self.options.conf_path is None:
+            return
+        self.watcher = ConfWatcher(
+            self.options.conf_path,
+            lambda text, source: check_conf(text, source, registry, context),
+            self._reloaded,
+            self._refused,
+            self.options.conf_poll,
+        )
+
+    def _reloaded(self, checked: Checked) -> None:
+        assert checked.framework is not None
+        self._next = checked.framework
+        self.conf_reloads.add(1, "applied")
+        self.conf_ok.set(1)
+        self.cache.work.set()
+
+    def _refused(self, checked: Checked) -> None:
+        self.conf_reloads.add(1, "refused")
+        self.conf_ok.set(0)
+        errors = checked.problems.errors
+        message = f"conf {checked.source} refused, the running conf stays: " + "; ".join(p.message for p in errors)
+        involved = self._event_target()
+        if involved is None:
+            return
+        body = event_body(involved, involved["namespace"], self.component, "Warning", "SchedulerConfRefused", message)
+        try:
+            self.http.post(object_path("v1", "events", involved["namespace"]), body)
+        except Exception as exc:
+            log.warning("could not record the refused conf as an Event: %s", exc)
+
+    def _event_target(self) -> dict[str, str] | None:
+        """The scheduler's own Pod (downward API), else its Lease, else None."""
+        pod, namespace = os.environ.get("POD_NAME"), os.environ.get("POD_NAMESPACE")
+        if pod and namespace:
+            return {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": pod}
+        if self.elector is not None:
+            return {
+                "apiVersion": "coordination.k8s.io/v1",
+                "kind": "Lease",
+                "namespace": self.options.lease_namespace,
+                "name": self.options.lease_name,
+            }
+        return None
+
+    # -- health ----------------------------------------------------------------------------
+    def _health_checks(self) -> list[tuple[str, Callable[[], str | None]]]:
+        checks: list[tuple[str, Callable[[], str | None]]] = [("ping", lambda: None), ("scheduler", self._alive)]
+        if self.elector is not None:
+            checks.append(("leaderElection", self._lease_fresh))
+        return checks
+
+    def _alive(self) -> str | None:
+        return None if self._thread is not None and self._thread.is_alive() else "the scheduling thread has stopped"
+
+    def _lease_fresh(self) -> str | None:
+        elector = self.elector
+        if elector is None or not elector.leading.is_set():
+            return None  # a standby is healthy
+        late = elector.clock() - elector.renewed_at - elector.lease_seconds
+        return f"the Lease was last renewed {late:.0f}s past its duration" if late > LEASE_TOLERANCE_S else None
+
+    def _serve(self) -> None:
+        routes: dict[str, dict[str, Route]] = {}
+        tls: Tls | None = None
+        if self.options.healthz_address is not None:
+            routes.setdefault(self.options.healthz_address, {})["/healthz"] = healthz_route(self._health_checks())
+            ca, cert, key = self.options.tls
+            tls = Tls(ca, cert, key) if ca and cert and key else None
+        if self.options.metrics_address is not None:
+            routes.setdefault(self.options.metrics_address, {})["/metrics"] = metrics_route(self.registry)
+        for address, served in routes.items():
+            secure = tls if "/healthz" in served else None
+            self.endpoints.append(Endpoint(address, served, secure).start())
+            log.info("serving %s at %s%s", " and ".join(sorted(served)), address, " (TLS)" if secure else "")
+
+    # -- running ---------------------------------------------------------------------------
     def start(self) -> Scheduler:
         log.info("scheduler %s starting (protocol fingerprint %s)", ", ".join(self.names), self.protocol.fingerprint)
+        self._serve()
         for informer in self.informers:
             informer.start()
         if self.elector is not None:
             self.elector.start()
         self._thread = threading.Thread(target=self._loop, name="scheduling", daemon=True)
         self._thread.start()
+        if self.watcher is not None:
+            self.watcher.start()
         return self
 
     def synced(self, timeout: float | None = None) -> bool:
@@ -139,6 +297,10 @@ class Scheduler:
             self.cache.work.clear()
             if self._stop.is_set():
                 break
+            if self._next is not None:  # between two sessions: the reloaded conf takes over
+                framework, self._next = self._next, None
+                self._use(framework)
+                log.info("conf reloaded: actions %s", ", ".join(framework.action_names))
             if not self.leading:
                 continue
             if not queues_ensured:
@@ -155,7 +317,7 @@ class Scheduler:
                 continue
             last = time.monotonic()
             try:
-                self.framework.run_once(self.cache)
+                self.framework.run_once(self._observed)
                 self.sessions += 1
             except Exception:
                 log.exception("scheduling session failed")
@@ -163,10 +325,10 @@ class Scheduler:
                 self.cache.work.set()
 
     def _ensure_queues(self) -> None:
-        """Create the queues Volcano always has (`default`, `root`) where Queues are served."""
+        """Create the queues Volcano always has (the default queue, `root`) where Queues are served."""
         if self.kube_binder is None:
             return
-        for name in ALWAYS:
+        for name in dict.fromkeys((self.options.default_queue, ROOT_QUEUE)):
             if name in self.cache.queues:
                 continue
             try:
@@ -179,6 +341,8 @@ class Scheduler:
     def stop(self) -> None:
         self._stop.set()
         self.cache.work.set()
+        if self.watcher is not None:
+            self.watcher.stop()
         if self._thread is not None:
             self._thread.join(10)
         for informer in self.informers:
@@ -189,3 +353,5 @@ class Scheduler:
         if self.elector is not None:
             self.elector.stop()
             self.elector.release()
+        for endpoint in self.endpoints:
+            endpoint.stop()

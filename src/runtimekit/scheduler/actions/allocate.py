@@ -7,6 +7,7 @@ so that other jobs get a turn (Volcano's allocate)."""
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -160,6 +161,7 @@ def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> t
     if not ssn.allocatable(queue, task):
         status = Status(Code.UNSCHEDULABLE, (f"queue {queue.name} would exceed its capability",), "allocate")
         return FitErrors(status=status), False
+    started = time.perf_counter() if ssn.observer is not None else 0.0
     row, errors = ssn.select(task)
     if row is None:
         if ssn.explain:
@@ -172,6 +174,8 @@ def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> t
         stmt.allocate(task, row, choice)
     except LedgerError as exc:
         return FitErrors(nodes=errors.nodes, status=Status(Code.ERROR, (str(exc),), "allocate")), True
+    if ssn.observer is not None:
+        ssn.observer.decided(choice.policy or "none", time.perf_counter() - started)
     return None, False
 
 

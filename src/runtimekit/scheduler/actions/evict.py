@@ -117,12 +117,17 @@ def evict_for_queue(
                 return [t for t in on_row.get(row, []) if may_evict(job, t)]
 
             rows = [r for r in ssn.candidate_rows().tolist() if r in on_row and r not in hopeless]
+            if ssn.observer is not None and reason == "preempt":
+                ssn.observer.preemption_attempt()
             try:
                 if make_room(ssn, stmt, task, rows, candidates, choose, reason):
                     ssn.touched_jobs.add(job.key)
             except Exception:  # this pod gives up its turn alone; the session goes on
                 log.exception("%s: making room for %s/%s failed", reason, task.namespace, task.name)
         if ssn.job_pipelined(job):
+            victims = sum(1 for op in stmt.ops if op.kind == "evict")
             stmt.commit()
+            if victims and ssn.observer is not None:
+                ssn.observer.evicted(reason, victims)
         else:
             stmt.discard()

@@ -34,7 +34,15 @@ from runtimekit.scheduler.cache.objects import (
     queue_of,
     task_from_pod,
 )
-from runtimekit.scheduler.framework.info import JobKey, NodeMeta, QueueInfo, Resources, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import (
+    DEFAULT_QUEUE,
+    JobKey,
+    NodeMeta,
+    QueueInfo,
+    Resources,
+    TaskInfo,
+    TaskStatus,
+)
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +77,7 @@ class ClusterBook:
         self.protocol, self.clock = protocol, clock
         # the schedulerName values whose pods this book takes (Volcano's --scheduler-name is repeatable)
         self.scheduler_names = frozenset([scheduler_name] if isinstance(scheduler_name, str) else scheduler_name)
+        self.default_queue = DEFAULT_QUEUE  # the queue of a pod or PodGroup that names none
         self.lock = threading.RLock()
         self.work = threading.Event()  # set when there may be something to schedule
         self.ledger = Ledger()
@@ -218,7 +227,7 @@ class ClusterBook:
 
     def _account(self, task: TaskInfo, sign: int) -> None:
         job = self.jobs.get(task.job)
-        queue = queue_of(task.pod or {}, job.group if job else None)
+        queue = queue_of(task.pod or {}, job.group if job else None, self.default_queue)
         current = self.queue_allocated.get(queue, Resources())
         delta = task.resources
         self.queue_allocated[queue] = current + delta if sign > 0 else current - delta

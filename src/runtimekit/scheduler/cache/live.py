@@ -161,7 +161,7 @@ class LiveCache(ClusterBook):
                         info.add(inflight)
                 jobs[job.key] = info
             queues = {name: q.clone() for name, q in self.queues.items()}
-            for name in ALWAYS:  # Volcano always has them: a pod never waits for them to be created
+            for name in (self.default_queue, *ALWAYS):  # Volcano always has them: a pod never waits for them
                 queues.setdefault(name, QueueInfo(name))
             metas = list(self.meta_rows) + [None] * max(0, table.rows - len(self.meta_rows))
             names = sorted({m.gpu_model for m in metas if m is not None and m.gpu_model})
@@ -199,7 +199,7 @@ class LiveCache(ClusterBook):
         if members:
             priority = max(t.priority for t in members)
         created = min((t.created for t in members), default=0.0)
-        queue = queue_of(members[0].pod or {} if members else {}, job.group)
+        queue = queue_of(members[0].pod or {} if members else {}, job.group, self.default_queue)
         phase = job.phase or ("Pending" if job.group is not None else "Inqueue")
         min_resources = None
         if job.group is not None and spec.get("minResources"):
@@ -393,7 +393,7 @@ class LiveCache(ClusterBook):
                     for m in job.members
                     if m in self.running or m in self.pending
                 ]
-                queue = queue_of(members[0].pod or {} if members else {}, job.group)
+                queue = queue_of(members[0].pod or {} if members else {}, job.group, self.default_queue)
                 if queue not in phases or (job.group is None and not members):
                     continue
                 if job.group is not None:

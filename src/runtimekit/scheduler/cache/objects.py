@@ -235,12 +235,12 @@ def assignment_of(pod: Mapping[str, Any], protocol: Protocol) -> Assignment | No
         return None
 
 
-def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None) -> str:
+def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None, default: str = DEFAULT_QUEUE) -> str:
     if group is not None:
         queue = (group.get("spec") or {}).get("queue")
         if queue:
             return str(queue)
-    return str((meta(pod).get("annotations") or {}).get(QUEUE_ANNOTATION) or DEFAULT_QUEUE)
+    return str((meta(pod).get("annotations") or {}).get(QUEUE_ANNOTATION) or default)
 
 
 # -- queues ----------------------------------------------------------------------------------------

@@ -18,7 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from runtimekit.model import GpuKind
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
+from runtimekit.scheduler.framework.observe import ReportsQueues
 from runtimekit.scheduler.framework.status import Status
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
 from runtimekit.scheduler.framework.view import SessionView
@@ -100,6 +102,15 @@ class DeviceAllocate(Named, Protocol):
     def allocate_devices(self, task: TaskInfo, row: int, ssn: SessionView) -> DeviceChoice | Status | None:
         """The devices the task takes on node `row`: a choice, a failure Status, or None when the
         task asks for nothing this plugin manages. The first plugin that answers owns the task."""
+
+
+@runtime_checkable
+class DeviceKinds(Protocol):
+    """Which kinds of GPU request a `DeviceAllocate` plugin allocates (whole GPUs, shares, MIG
+    slices). Read once by the conf check (`check.py`) to warn when a kind has no allocator; a
+    DeviceAllocate plugin that does not say is taken to allocate every kind."""
+
+    device_kinds: frozenset[GpuKind]
 
 
 # -- jobs and gangs ----------------------------------------------------------------------------
@@ -228,6 +239,7 @@ class PluginLists:
     allocatable: Tiered[Allocatable] = field(default_factory=Tiered, metadata=_gate(Allocatable, "enabledAllocatable"))
     preemptive: Tiered[Preemptive] = field(default_factory=Tiered, metadata=_gate(Preemptive, "enablePreemptive"))
     event_handler: Tiered[EventHandler] = field(default_factory=Tiered, metadata=_gate(EventHandler, None))
+    queue_reports: Tiered[ReportsQueues] = field(default_factory=Tiered, metadata=_gate(ReportsQueues, None))
     every: Tiered[Plugin] = field(default_factory=Tiered)  # every plugin, whatever it implements
 
     @classmethod

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import itertools
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
 
@@ -27,6 +28,8 @@ from runtimekit.model import Placement, PodKey
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.interfaces import PluginLists, Tiered
+from runtimekit.scheduler.framework.observe import STAGE_PREDICATE, STAGE_SCORING, Observer
+from runtimekit.scheduler.framework.sampling import NodeSampler
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SUCCESS, Code, Explain, FitErrors, Status, error
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
@@ -46,6 +49,8 @@ class Session:
         snapshot: Snapshot,
         enabled_actions: frozenset[str] = frozenset(),
         explain: bool = True,
+        observer: Observer | None = None,
+        sampler: NodeSampler | None = None,
     ) -> None:
         self.uid = next(_session_ids)
         self.plugins = plugins
@@ -58,6 +63,8 @@ class Session:
         self.enabled_actions = enabled_actions
         self.touched_jobs: set[str] = set()
         self.explain = explain  # work out why unschedulable tasks fit nowhere
+        self.observer = observer  # told how long predicates and scoring take (the scheduler's metrics)
+        self.sampler = sampler  # limits how many feasible nodes are scored (--percentage-nodes-to-find)
 
     def implementing(self, interface: type[T]) -> list[list[T]]:
         """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
@@ -217,13 +224,31 @@ class Session:
 
     def select(self, task: TaskInfo) -> tuple[int | None, FitErrors]:
         """Predicates, then scores, then the best node: the row for the task, or None."""
+        if self.observer is not None:
+            return self._observed_select(task, self.observer)
         rows, errors = self.feasible(task)
+        if self.sampler is not None and rows.size > 1:
+            rows = self.sampler.take(self.candidate_rows(), rows)
         if rows.size == 0:
             return None, errors
         if rows.size == 1:
             # As kube-scheduler: a single feasible node is taken without scoring.
             return int(rows[0]), errors
         return self.best_node(task, rows, self.node_order(task, rows)), errors
+
+    def _observed_select(self, task: TaskInfo, observer: Observer) -> tuple[int | None, FitErrors]:
+        """`select`, telling the observer how long the predicates and the scoring took."""
+        started = time.perf_counter()
+        rows, errors = self.feasible(task)
+        if self.sampler is not None and rows.size > 1:
+            rows = self.sampler.take(self.candidate_rows(), rows)
+        scoring = time.perf_counter()
+        observer.stage_done(STAGE_PREDICATE, scoring - started)
+        if rows.size <= 1:
+            return (int(rows[0]) if rows.size else None), errors
+        row = self.best_node(task, rows, self.node_order(task, rows))
+        observer.stage_done(STAGE_SCORING, time.perf_counter() - scoring)
+        return row, errors
 
     def allocate_devices(self, task: TaskInfo, row: int) -> DeviceChoice | Status:
         """The devices every device plugin chooses for the containers it manages (gpushare the

@@ -30,6 +30,7 @@ from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
     DeviceChoice,
+    DeviceKinds,
     NodeOrder,
     Plugin,
     Predicate,
@@ -152,8 +153,9 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
     return Choice(tuple(slots), before, node_value(states, occupied))
 
 
-class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
+class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds):
     name = NAME
+    device_kinds = frozenset({GpuKind.MIG})
 
     def __init__(self, args: MigArgs) -> None:
         self.args = args

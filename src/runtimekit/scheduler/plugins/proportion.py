@@ -5,7 +5,7 @@ share is `overused` and gets nothing more this session; a queue may not exceed i
 other queues may reclaim what a queue holds beyond its share (if that queue is reclaimable).
 
 Implements QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued and
-EventHandler."""
+EventHandler, and reports each queue's figures for Volcano's queue metrics (ReportsQueues)."""
 
 from __future__ import annotations
 
@@ -34,6 +34,7 @@ from runtimekit.scheduler.framework.interfaces import (
     Reclaimable,
     Vote,
 )
+from runtimekit.scheduler.framework.observe import QueueFigures, ReportsQueues
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
@@ -98,7 +99,9 @@ def water_fill(attrs: Sequence[QueueAttr], total: Resources) -> None:
         remaining = remaining - given
 
 
-class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued, EventHandler):
+class Proportion(
+    Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued, EventHandler, ReportsQueues
+):
     name = "proportion"
 
     def __init__(self) -> None:
@@ -188,6 +191,21 @@ class Proportion(Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqu
         attr = self._attr_of(task)
         if attr is not None:
             attr.allocated = attr.allocated - task.resources
+
+    def queue_figures(self) -> Mapping[str, QueueFigures]:
+        return {
+            name: QueueFigures(
+                request=attr.request,
+                inqueue=attr.inqueue,
+                deserved=attr.deserved,
+                capability=attr.queue.capability,
+                real_capability=attr.capability,
+                share=attr.share(),
+                weight=attr.queue.weight,
+                overused=self.overused(attr.queue),
+            )
+            for name, attr in self.attrs.items()
+        }
 
     def _attr_of(self, task: TaskInfo) -> QueueAttr | None:
         job = self.jobs.get(task.job)

@@ -26,6 +26,7 @@ from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
     DeviceChoice,
+    DeviceKinds,
     Mask,
     NodeOrder,
     Plugin,
@@ -78,8 +79,9 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate):
+class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds):
     name = NAME
+    device_kinds = frozenset({GpuKind.WHOLE, GpuKind.SHARE})
 
     def __init__(self, args: GpuShareArgs, context: BuildContext, workload: TargetWorkload | None = None) -> None:
         self.args = args
