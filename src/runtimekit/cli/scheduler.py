@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from runtimekit.scheduler.framework import Framework
     from runtimekit.scheduler.framework.check import Checked
     from runtimekit.scheduler.framework.registry import BuildContext, Registry
+    from runtimekit.scheduler.framework.sampling import NodeSampling
     from runtimekit.scheduler.server import SchedulerOptions
 
 from runtimekit.cli.signals import wait_for_stop_signal
@@ -80,9 +81,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--ca-cert-file", help="with --tls-cert-file and --tls-private-key-file: /healthz over TLS")
     add("--tls-cert-file", help="certificate for the health check server")
     add("--tls-private-key-file", help="private key for --tls-cert-file")
-    add("--percentage-nodes-to-find", type=int, default=0, help="percent of nodes to find feasible (0: adaptive)")
-    add("--minimum-percentage-nodes-to-find", type=int, default=5, help="floor of the adaptive percentage (5)")
-    add("--minimum-feasible-nodes", type=int, default=100, help="feasible nodes to find at least (100)")
+    add("--percentage-nodes-to-find", type=int, help="score this percent of the nodes' feasible ones (0: adaptive)")
+    add("--minimum-percentage-nodes-to-find", type=int, help="floor of the adaptive percentage (5)")
+    add("--minimum-feasible-nodes", type=int, help="feasible nodes to find at least (100)")
     add("--conf-poll", type=float, default=1.0, help="seconds between looks at the conf file (reload)")
     add("-v", "--v", dest="verbosity", type=int, default=None, help="klog verbosity: 4 or more logs debug lines")
     add("--logtostderr", type=go_bool, default=True, help="logs go to standard error (always)")
@@ -127,6 +128,23 @@ def registry_and_context(args: argparse.Namespace) -> tuple[Registry, BuildConte
     return registry, BuildContext(protocol=protocol, rng=random.Random(args.seed))
 
 
+def node_sampling(args: argparse.Namespace) -> NodeSampling | None:
+    """Volcano's feasible-node limit when any of its three flags is given (the others at Volcano's
+    defaults); None otherwise, so that every feasible node is scored, as before these flags."""
+    from runtimekit.scheduler.framework.sampling import NodeSampling
+
+    given = (args.percentage_nodes_to_find, args.minimum_percentage_nodes_to_find, args.minimum_feasible_nodes)
+    if all(value is None for value in given):
+        return None
+    defaults = NodeSampling()
+    percentage, minimum_percentage, minimum = given
+    return NodeSampling(
+        defaults.percentage if percentage is None else percentage,
+        defaults.min_percentage if minimum_percentage is None else minimum_percentage,
+        defaults.min_nodes if minimum is None else minimum,
+    )
+
+
 class ConfCheckFailed(ValueError):
     """The conf has errors; the message lists every one, a line each."""
 
@@ -161,15 +179,13 @@ class Prepared:
 def prepare(args: argparse.Namespace) -> Prepared:
     """What `build` returns, with the registry and build context a conf reload needs."""
     from runtimekit.scheduler.framework.arguments import ArgumentError
-    from runtimekit.scheduler.server import NodeSampling, SchedulerOptions
+    from runtimekit.scheduler.server import SchedulerOptions
 
     if args.event_qps < 0 or args.event_burst < 1:
         raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
     if args.kube_api_qps < 0 or args.kube_api_burst < 1:
         raise ArgumentError("--kube-api-qps must be 0 (no limit) or more and --kube-api-burst 1 or more")
-    sampling = NodeSampling(
-        args.percentage_nodes_to_find, args.minimum_percentage_nodes_to_find, args.minimum_feasible_nodes
-    )
+    sampling = node_sampling(args)
     registry, context = registry_and_context(args)
     framework = checked_framework(args, registry, context).framework
     assert framework is not None

@@ -56,9 +56,11 @@ def check_conf(text: str, source: str, registry: Registry, context: BuildContext
     conf = read_conf(text, source, problems)
     if conf is None:
         return Checked(source, problems)
-    framework = Framework(conf, registry, context, problems=problems, source=source)
-    device_coverage(framework.plugins, context.protocol, source, problems)
-    return Checked(source, problems, conf, None if problems.errors else framework)
+    framework = Framework(conf, registry, context, problems=problems, source=conf.source)
+    if problems.errors:  # a plugin that failed to build may be the one that allocates: no guessing
+        return Checked(conf.source, problems, conf)
+    device_coverage(framework.plugins, context.protocol, conf.source, problems)
+    return Checked(conf.source, problems, conf, framework)
 
 
 def device_coverage(plugins: PluginLists, protocol: Protocol, source: str, problems: Problems) -> None:

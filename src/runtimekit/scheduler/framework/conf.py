@@ -98,6 +98,7 @@ class SchedulerConf:
     tiers: tuple[Tier, ...]
     configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     metrics: Mapping[str, str] = field(default_factory=dict)
+    source: str = field(default="<conf>", compare=False)  # where it was read: file, ConfigMap and key
 
     def plugin_names(self) -> list[str]:
         return [p.name for tier in self.tiers for p in tier.plugins]
@@ -172,6 +173,7 @@ def read_conf(text: str, source: str, problems: Problems) -> SchedulerConf | Non
         _tiers(source, data.get("tiers"), problems),
         _configurations(source, data.get("configurations"), problems),
         _metrics(source, data.get("metrics"), problems),
+        source,
     )
 
 
@@ -242,7 +244,8 @@ def _plugin(source: str, where: str, raw: object, problems: Problems) -> PluginO
             problems.error(f"{source}: {where} ({raw['name']}): {key} must be true or false")
         else:
             flags[key] = value
-    args = raw.get("arguments") or {}
+    args = raw.get("arguments")
+    args = {} if args is None else args
     if not isinstance(args, Mapping):
         problems.error(f"{source}: {where} ({raw['name']}): arguments must be a mapping")
         args = {}
@@ -260,7 +263,8 @@ def _configurations(source: str, raw: object, problems: Problems) -> dict[str, M
         if not isinstance(item, Mapping) or not isinstance(item.get("name"), str):
             problems.error(f"{source}: configurations[{i}] needs a 'name'")
             continue
-        args = item.get("arguments") or {}
+        args = item.get("arguments")
+        args = {} if args is None else args
         if not isinstance(args, Mapping):
             problems.error(f"{source}: configurations[{i}].arguments must be a mapping")
             continue

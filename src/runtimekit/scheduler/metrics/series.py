@@ -28,6 +28,7 @@ LabelValues = tuple[str, ...]
 def go_float(value: float) -> str:
     """`value` as Go's text exposition writes it (strconv.FormatFloat(v, 'g', -1, 64), with 1, 0, -1
     and the infinities spelt out)."""
+    value = float(value)  # numpy numbers and bools too
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
