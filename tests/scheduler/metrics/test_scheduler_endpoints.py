@@ -129,7 +129,7 @@ def value(text: str, series: str) -> float:
 def scheduled(http: KubeHttp) -> Iterator[tuple[Scheduler, str]]:
     """A scheduler that bound a share and a whole GPU and failed a pod too big for any node."""
     http.post("/api/v1/nodes", node("n1", 2))
-    scheduler = start(http)
+    scheduler = start(http, retry_seconds=0.5)  # toobig is retried: sessions go on, so rates are not 0
     try:
         http.post("/api/v1/namespaces/default/pods", pod("frac", {P.resources.core: 25, P.resources.memory: 20}))
         http.post("/api/v1/namespaces/default/pods", pod("whole", {P.resources.gpu: 1}))
