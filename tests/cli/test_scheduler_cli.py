@@ -10,6 +10,7 @@ The Volcano facts used here: its options.go (flag names and defaults: --schedule
 from __future__ import annotations
 
 import argparse
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -258,3 +259,19 @@ def test_version_is_printed() -> None:
     done = run_cli("--version")
     assert done.returncode == 0
     assert done.stdout.startswith("runtimekit scheduler ")
+
+
+def documented_flags() -> set[str]:
+    page = (ROOT / "docs" / "user-guide" / "coming-from-volcano.md").read_text()
+    table = page[page.index("| Volcano flag |") : page.index("**Feasible nodes.**")]
+    rows = [line.split("|")[1] for line in table.splitlines() if line.startswith("| ")]
+    return {flag.lstrip("-") for row in rows for flag in re.findall(r"`(-{1,2}[a-z][a-z0-9_-]*)`", row)}
+
+
+def test_the_coming_from_volcano_page_lists_every_flag_the_cli_reads() -> None:
+    parser = argparse.ArgumentParser()
+    cli.add_arguments(parser)
+    known = {o.lstrip("-") for action in parser._actions for o in action.option_strings} | set(ignored_flags())
+    documented = documented_flags()
+    assert documented - known == set()  # every flag on the page is read
+    assert set(ignored_flags()) - documented == set()  # every flag accepted without effect says so there

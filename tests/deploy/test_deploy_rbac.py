@@ -119,6 +119,8 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
     _, args = parse_args(started_args(manifests, "lj-runtimekit-scheduler-framework", tmp_path))
     protocol, framework, options = build(args)
     assert options.leader_elect
+    assert (options.healthz_address, options.metrics_address) == (":11251", ":8080")
+    options.healthz_address = options.metrics_address = "127.0.0.1:0"  # served, on a free port of this machine
     options.period, options.renew_every, options.idle_wakeup = 0.02, 0.2, 0.5
     for name, value in (("low", 10), ("high", 1000)):
         create(api, "/apis/scheduling.k8s.io/v1/priorityclasses", {

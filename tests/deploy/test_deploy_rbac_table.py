@@ -92,9 +92,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("create", "", "events")],
     ),
-    # ... and the controller's Events on Nodes, written at once (NodeController.event -> post_event).
+    # ... the controller's Events on Nodes, written at once (NodeController.event -> post_event), and
+    # the scheduler's Warning Event about a refused conf reload (on its Pod or Lease).
     ("kube/events.py", "post_event", "post", "object_path('v1', 'events', body['metadata']['namespace'])"): (
-        ("controller",),
+        ("controller", "scheduler"),
         [("create", "", "events")],
     ),
     ("kube/scheduling.py", "report", "patch", "object_path('v1', 'pods', task.namespace, task.name, 'status')"): (

@@ -25,8 +25,8 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 
-from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body
-from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body, post_event
+from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.scheduling import KubeBinder
@@ -206,10 +206,7 @@ class Scheduler:
         if involved is None:
             return
         body = event_body(involved, involved["namespace"], self.component, "Warning", "SchedulerConfRefused", message)
-        try:
-            self.http.post(object_path("v1", "events", involved["namespace"]), body)
-        except Exception as exc:
-            log.warning("could not record the refused conf as an Event: %s", exc)
+        post_event(self.http, body)
 
     def _event_target(self) -> dict[str, str] | None:
         """The scheduler's own Pod (downward API), else its Lease, else None."""
