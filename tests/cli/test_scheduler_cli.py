@@ -72,7 +72,7 @@ def test_go_booleans(text: str, value: bool) -> None:
         pytest.param(["--scheduler_conf=x"], ["--scheduler-conf=x"], [], id="underscores-are-dashes"),
         pytest.param(
             ["--node-worker-threads=20", "--csi-storage"], [], ["--node-worker-threads", "--csi-storage"], id="ignored"
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_pflag_syntax_is_normalised(argv: list[str], args: list[str], warned: list[str]) -> None:
@@ -111,7 +111,7 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
         "-v=3",
         "2>&1",
     )
-    protocol, framework, options = cli.build(args)
+    _protocol, framework, options = cli.build(args)
     assert framework.action_names == ("enqueue", "allocate", "backfill")
     assert options.scheduler_names == ("volcano", "gpu-sched")
     assert options.period == 1.0
@@ -132,11 +132,12 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
 
 def test_defaults_keep_the_kits_behaviour() -> None:
     args = parse()
-    protocol, framework, options = cli.build(args)
+    protocol, _framework, options = cli.build(args)
     assert options.scheduler_names == (protocol.scheduler_name,)
     assert options.period == 0.05
     assert options.node_sampling is None  # every feasible node is scored unless asked otherwise
-    assert options.healthz_address is None and options.metrics_address is None
+    assert options.healthz_address is None
+    assert options.metrics_address is None
     assert options.lease_name == protocol.scheduler_name
     assert args.flag_warnings == []
 
@@ -222,7 +223,7 @@ def configmap(name: str, data: dict[str, str]) -> dict[str, object]:
             ],
             "ConfigMap vs",
             id="rendered-chart",
-        ),  # fmt: skip
+        ),
     ],
 )
 def test_check_conf_reads_a_whole_configmap(tmp_path: Path, documents: list[dict[str, object]], source: str) -> None:

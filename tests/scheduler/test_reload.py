@@ -102,7 +102,8 @@ def test_a_bad_conf_is_refused_once_and_a_good_one_after_it_applies(
     (checked,) = refused
     assert len(checked.problems.errors) == 2  # both errors, not the first only
     logged = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
-    assert len(logged) == 2 and "unknown action 'shuffle'" in logged[0]
+    assert len(logged) == 2
+    assert "unknown action 'shuffle'" in logged[0]
     assert watcher.poll() is None  # the same bytes are not refused again
     mounted.update(conf("spread"))
     assert [watcher.poll(), watcher.poll()] == ["waiting", "applied"]
@@ -200,7 +201,8 @@ def test_the_live_scheduler_reloads_between_sessions_and_refuses_a_bad_conf(
         wait_for(lambda: scheduler.framework is not first, what="the reloaded framework in use")
         http.post("/api/v1/namespaces/default/pods", share_pod("after"))
         wait_for(lambda: policy_of(http, "after") == "spread", what="bound under spread")
-        assert scheduler.cache is cache and len(cache.running) == 2  # the cache was kept
+        assert scheduler.cache is cache
+        assert len(cache.running) == 2
 
         reloaded = scheduler.framework
         mounted.update(BAD)
@@ -208,11 +210,13 @@ def test_the_live_scheduler_reloads_between_sessions_and_refuses_a_bad_conf(
         assert event["type"] == "Warning"
         assert event["involvedObject"]["kind"] == "Pod"
         assert event["involvedObject"]["name"] == "volcano-scheduler-0"
-        assert "unknown action 'shuffle'" in event["message"] and "unknown policy 'x'" in event["message"]
+        assert "unknown action 'shuffle'" in event["message"]
+        assert "unknown policy 'x'" in event["message"]
         assert scheduler.framework is reloaded  # the running conf stays
         http.post("/api/v1/namespaces/default/pods", share_pod("still"))
         wait_for(lambda: policy_of(http, "still") == "spread", what="still bound under spread")
-        assert scheduler.conf_reloads.get("applied") == 1 and scheduler.conf_reloads.get("refused") == 1
+        assert scheduler.conf_reloads.get("applied") == 1
+        assert scheduler.conf_reloads.get("refused") == 1
         assert scheduler.conf_ok.get() == 0
     finally:
         scheduler.stop()

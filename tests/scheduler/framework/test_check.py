@@ -30,7 +30,8 @@ metrics: 3
 def test_every_problem_is_collected_in_order() -> None:
     problems = Problems()
     conf = read_conf(MANY, "m.conf", problems)
-    assert conf is not None and conf.plugin_names() == ["gang", "unheard"]
+    assert conf is not None
+    assert conf.plugin_names() == ["gang", "unheard"]
     assert [p.message for p in problems.errors] == [
         "m.conf: tiers[0].plugins[0] (gang): enableJobReady must be true or false",
         "m.conf: tiers[0].plugins[1] needs a 'name'",
@@ -72,7 +73,8 @@ def test_kinds_of_gpu_request_without_an_allocator_are_warned(plugins: str, miss
     warned = [p.message for p in checked.problems.warnings]
     assert len(warned) == len(missing)
     for message, what in zip(warned, missing, strict=True):
-        assert f"no plugin allocates {what}" in message and "will stay Pending" in message
+        assert f"no plugin allocates {what}" in message
+        assert "will stay Pending" in message
 
 
 def test_a_device_plugin_with_its_device_point_off_allocates_nothing() -> None:

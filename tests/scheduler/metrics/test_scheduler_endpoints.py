@@ -206,12 +206,13 @@ def test_promtool_finds_nothing_but_volcanos_own_naming(scheduled: tuple[Schedul
     )
     problems = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
     assert done.returncode in (0, 3), problems  # 3: lint problems only; a parse error is 1
-    assert problems and [p for p in problems if not VOLCANO_LINT.match(p)] == []
+    assert problems
+    assert [p for p in problems if not VOLCANO_LINT.match(p)] == []
     assert not any(p.startswith("runtimekit_") for p in problems)
 
 
 def test_a_real_prometheus_answers_volcanos_dashboard_queries(scheduled: tuple[Scheduler, str], tmp_path: Path) -> None:
-    scheduler, metrics_url = scheduled
+    scheduler, _metrics_url = scheduled
     prometheus = start_prometheus(scheduler.endpoints[1].address, tmp_path)
     try:
         dashboard = [
@@ -292,8 +293,9 @@ def test_healthz_is_leader_aware(http: KubeHttp) -> None:
     leader = start(http, leader_elect=True, identity="a", lease_namespace="default")
     standby = start(http, leader_elect=True, identity="b", lease_namespace="default")
     try:
-        assert leader.elector is not None and standby.elector is not None
-        wait_for(lambda: leader.elector.leading.is_set(), what="a leads")  # type: ignore[union-attr]
+        assert leader.elector is not None
+        assert standby.elector is not None
+        wait_for(leader.elector.leading.is_set, what="a leads")  # type: ignore[union-attr]
         for scheduler in (leader, standby):
             answer = httpx2.get(url(scheduler, 0, "/healthz?verbose"), timeout=5)
             assert answer.status_code == 200
