@@ -276,3 +276,10 @@ def test_the_coming_from_volcano_page_lists_every_flag_the_cli_reads() -> None:
     documented = documented_flags()
     assert documented - known == set()  # every flag on the page is read
     assert set(ignored_flags()) - documented == set()  # every flag accepted without effect says so there
+
+
+def test_a_lease_shorter_than_its_renew_deadline_is_refused() -> None:
+    from runtimekit.scheduler.framework.arguments import ArgumentError
+
+    with pytest.raises(ArgumentError, match="must exceed --leader-elect-renew-deadline"):
+        cli.build(parse("--leader-elect", "--leader-elect-lease-duration=5s"))

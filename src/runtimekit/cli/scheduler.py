@@ -185,6 +185,13 @@ def prepare(args: argparse.Namespace) -> Prepared:
         raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
     if args.kube_api_qps < 0 or args.kube_api_burst < 1:
         raise ArgumentError("--kube-api-qps must be 0 (no limit) or more and --kube-api-burst 1 or more")
+    lease, renew, retry = (
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    )
+    if not (lease > renew > 0 and retry > 0):  # client-go's ValidateLeaderElectionConfiguration
+        raise ArgumentError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, all above 0")
     sampling = node_sampling(args)
     registry, context = registry_and_context(args)
     framework = checked_framework(args, registry, context).framework

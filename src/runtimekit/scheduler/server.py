@@ -66,7 +66,7 @@ class SchedulerOptions:
     identity: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
     lease_seconds: float = 15.0
     renew_every: float = 2.0
-    renew_deadline: float = 10.0
+    renew_deadline: float | None = None  # None: two thirds of the lease
     scheduler_names: tuple[str, ...] = ()  # schedulerName values answered besides the protocol's
     default_queue: str = "default"
     node_sampling: NodeSampling | None = None  # None: score every feasible node

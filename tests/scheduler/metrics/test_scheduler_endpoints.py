@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -300,9 +299,11 @@ def test_healthz_is_leader_aware(http: KubeHttp) -> None:
             answer = httpx2.get(url(scheduler, 0, "/healthz?verbose"), timeout=5)
             assert answer.status_code == 200
             assert "[+]leaderElection ok" in answer.text
-        leader.elector.stop()  # a leader whose renewals stopped long ago: unhealthy, so restarted
-        leader.elector.leading.set()
-        leader.elector.renewed_at = time.time() - leader.elector.lease_seconds - 60
+        elector = leader.elector
+        elector.stop()  # a leader whose renewals stopped long ago (by its clock): unhealthy, so restarted
+        elector.leading.set()
+        renewed = elector.renewed_at
+        elector.clock = lambda: renewed + elector.lease_seconds + 60
         answer = httpx2.get(url(leader, 0, "/healthz"), timeout=5)
         assert answer.status_code == 500
         assert "[-]leaderElection failed: the Lease was last renewed 60s past its duration" in answer.text
