@@ -113,7 +113,7 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
     )
     _protocol, framework, options = cli.build(args)
     assert framework.action_names == ("enqueue", "allocate", "backfill")
-    assert options.scheduler_names == ("volcano", "gpu-sched")
+    assert options.scheduler_names == (_protocol.scheduler_name, "volcano", "gpu-sched")  # ours is always taken
     assert options.period == 1.0
     assert not options.leader_elect
     assert options.lease_namespace == "volcano-system"
