@@ -61,15 +61,15 @@ tools: $(STAMP)
 bench: $(STUBS_STAMP)
 	@for b in benchmarks/bench_*.py; do echo "== $$b"; $(BIN)/python $$b || exit 1; done
 
-build: $(STUBS_STAMP)
-	$(BIN)/python -m pip install -q build
-	$(BIN)/python -m build --sdist --wheel --outdir dist .
+# the sdist, then the wheel built from it (the build step generates the gRPC stubs; see setup.py)
+build: $(STAMP)
+	$(BIN)/python -m build --outdir dist .
 
 # The kit's image (Dockerfile) and its installation with deploy/deploy-all.sh (docs/install.md).
 # `make docker IMAGE=registry.example.com/lj-runtimekit/runtimekit TAG=0.1.0`; `make deploy` with the same
 # IMAGE and TAG (DEPLOY_ARGS adds deploy-all.sh options, e.g. --namespace=gpu --kubeconfig=FILE).
 IMAGE  ?= ghcr.io/lj-runtimekit/runtimekit
-TAG    ?= $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml)
+TAG    ?= $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' src/runtimekit/_version.py)
 DOCKER ?= docker
 DEPLOY_ARGS ?=
 

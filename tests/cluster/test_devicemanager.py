@@ -98,13 +98,13 @@ class Rig:
         if self.server is not None:
             self.server.stop(0).wait()
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-        dp_grpc.add_DevicePluginServicer_to_server(self.plugin, self.server)  # type: ignore[no-untyped-call]
+        dp_grpc.add_DevicePluginServicer_to_server(self.plugin, self.server)
         self.server.add_insecure_port(kubelet.unix_target(str(self.plugin_dir / "fake.sock")))
         self.server.start()
 
     def register(self, version: str = kubelet.VERSION, resource: str = RESOURCE, endpoint: str = "fake.sock") -> None:
         with grpc.insecure_channel(kubelet.unix_target(str(self.kubelet.socket))) as channel:
-            stub = dp_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
+            stub = dp_grpc.RegistrationStub(channel)
             stub.Register(dp.RegisterRequest(version=version, endpoint=endpoint, resource_name=resource), timeout=5)
 
     def listed(self, count: int) -> bool:
@@ -241,7 +241,7 @@ def test_pod_resources_api(rig: Rig) -> None:
     server = serve_pod_resources(rig.kubelet, socket, lambda: running)
     try:
         with grpc.insecure_channel(kubelet.unix_target(str(socket))) as channel:
-            stub = pr_grpc.PodResourcesListerStub(channel)  # type: ignore[no-untyped-call]
+            stub = pr_grpc.PodResourcesListerStub(channel)
             listed = stub.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources
             allocatable = stub.GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5).devices
             one = stub.Get(pr.GetPodResourcesRequest(pod_name="a", pod_namespace="ns"), timeout=5).pod_resources

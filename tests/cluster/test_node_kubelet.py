@@ -115,7 +115,7 @@ def test_a_pod_is_admitted_through_the_device_plugin_and_the_runtime(cluster: Em
             ("trainer", simulated_uuid(NODE, 1))
         ]
     with grpc.insecure_channel(unix_target(str(cluster.socket_root / "n1" / "pod-resources.sock"))) as channel:
-        listed = pr_grpc.PodResourcesListerStub(channel).List(pr.ListPodResourcesRequest(), timeout=5)  # type: ignore[no-untyped-call]
+        listed = pr_grpc.PodResourcesListerStub(channel).List(pr.ListPodResourcesRequest(), timeout=5)
     devices = {
         d.resource_name: list(d.device_ids) for p in listed.pod_resources for c in p.containers for d in c.devices
     }

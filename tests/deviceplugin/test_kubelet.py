@@ -129,7 +129,7 @@ def test_pods_are_admitted_through_kubelet_with_their_assigned_gpus(make_stack: 
     server = serve_pod_resources(kl, socket)
     try:
         with grpc.insecure_channel(kubelet.unix_target(str(socket))) as channel:
-            stub = pr_grpc.PodResourcesListerStub(channel)  # type: ignore[no-untyped-call]
+            stub = pr_grpc.PodResourcesListerStub(channel)
             pods = stub.List(pr.ListPodResourcesRequest(), timeout=5).pod_resources
             allocatable = stub.GetAllocatableResources(pr.AllocatableResourcesRequest(), timeout=5).devices
     finally:

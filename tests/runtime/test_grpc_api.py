@@ -177,7 +177,7 @@ class OldRuntime(pb_grpc.RuntimeServiceServicer):
 @pytest.fixture
 def old_runtime(short_dir: Path) -> Iterator[str]:
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
-    pb_grpc.add_RuntimeServiceServicer_to_server(OldRuntime(), server)  # type: ignore[no-untyped-call]
+    pb_grpc.add_RuntimeServiceServicer_to_server(OldRuntime(), server)
     socket = str(short_dir / "old.sock")
     server.add_insecure_port(f"unix://{socket}")
     server.start()

@@ -118,10 +118,10 @@ class RuntimeClient:
         self.timeout_s = timeout_s
         self._check = check_features
         self._channel = grpc.insecure_channel(unix_target(socket_path))
-        self._runtime = pb_grpc.RuntimeServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._exporter = pb_grpc.ExporterServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._config = pb_grpc.ConfigServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._admin = pb_grpc.AdminServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._runtime = pb_grpc.RuntimeServiceStub(self._channel)
+        self._exporter = pb_grpc.ExporterServiceStub(self._channel)
+        self._config = pb_grpc.ConfigServiceStub(self._channel)
+        self._admin = pb_grpc.AdminServiceStub(self._channel)
         self._version: RuntimeVersion | None = None
         self._lock = threading.Lock()
 
@@ -250,7 +250,7 @@ class RuntimeClient:
 
     # -- AdminService --------------------------------------------------------------------------
     def inject_fault(
-        self, kind: pb.FaultKind, gpu_index: int, xid: int = 0, uncorrectable: bool = False, count: int = 1
+        self, kind: pb.FaultKind.ValueType, gpu_index: int, xid: int = 0, uncorrectable: bool = False, count: int = 1
     ) -> pb.Device:
         self._need("fault-injection")
         request = pb.InjectFaultRequest(

@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from runtimekit import __version__
+from runtimekit.api.runtime_features import API_LEVEL
+from runtimekit.protocol.loader import PROTOCOL_VERSION
 
 # name -> (module, one-line help). Each module defines add_arguments(parser) and run(args) -> int, and
 # may define parse_args(parser, argv) -> Namespace when its command line needs more than argparse.
@@ -30,9 +32,27 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def version_text() -> str:
+    """What `runtimekit --version` prints: the kit's version, the runtime gRPC API level it speaks
+    (docs/runtime-api.md) and the protocol version it reads (docs/protocol.md), one per line."""
+    return f"runtimekit {__version__}\nruntime API level {API_LEVEL}\nprotocol version {PROTOCOL_VERSION}\n"
+
+
+class _VersionAction(argparse.Action):
+    """argparse's own version action re-wraps its text into one paragraph; this prints it as it is."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_kwargs: object) -> None:
+        help_text = "print the version, the runtime API level and the protocol version"
+        super().__init__(option_strings, dest, nargs=0, help=help_text)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object, **_kwargs: object) -> None:
+        sys.stdout.write(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="runtimekit", description="LJ RuntimeKit: GPU sharing for Kubernetes")
-    parser.add_argument("--version", action="version", version=f"runtimekit {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     parser.add_argument("--log-level", default="INFO", help="DEBUG, INFO, WARNING or ERROR (default INFO)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (_module, help_text) in COMMANDS.items():

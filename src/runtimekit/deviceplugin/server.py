@@ -141,7 +141,7 @@ class ResourceServer:
         self.socket.unlink(missing_ok=True)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="device-plugin"))
         self._servicer = DevicePluginServicer(self._service, self.spec)
-        dp_grpc.add_DevicePluginServicer_to_server(self._servicer, server)  # type: ignore[no-untyped-call]
+        dp_grpc.add_DevicePluginServicer_to_server(self._servicer, server)
         if server.add_insecure_port(kubelet.unix_target(str(self.socket))) == 0:
             raise OSError(f"cannot listen on {self.socket}")
         server.start()
@@ -158,7 +158,7 @@ class ResourceServer:
     def register(self, kubelet_socket: Path, timeout_s: float = 5.0) -> None:
         """Register with kubelet. Raises grpc.RpcError when kubelet refuses or is not there."""
         with grpc.insecure_channel(kubelet.unix_target(str(kubelet_socket))) as channel:
-            stub = dp_grpc.RegistrationStub(channel)  # type: ignore[no-untyped-call]
+            stub = dp_grpc.RegistrationStub(channel)
             request = dp.RegisterRequest(
                 version=kubelet.VERSION, endpoint=self.socket.name, resource_name=self.spec.name, options=OPTIONS
             )

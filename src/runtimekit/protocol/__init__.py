@@ -6,6 +6,7 @@
 
 from runtimekit.protocol.loader import (
     DEFAULTS,
+    PROTOCOL_VERSION,
     Protocol,
     ProtocolError,
     compare_protocols,
@@ -16,6 +17,7 @@ from runtimekit.protocol.loader import (
 
 __all__ = [
     "DEFAULTS",
+    "PROTOCOL_VERSION",
     "Protocol",
     "ProtocolError",
     "compare_protocols",

@@ -16,7 +16,7 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import yaml
@@ -33,6 +33,11 @@ from runtimekit.protocol.names import (
 )
 
 Validator = Callable[[str], str | None]
+
+# The protocol's version: which keys a component knows. A key is only ever added (with a default, so
+# older files keep loading); each addition raises the version, so `runtimekit --version` tells which
+# protocol files a component can read (those written for this version or an older one).
+PROTOCOL_VERSION: Final = 1
 
 
 class ProtocolError(typed.ConfigError):

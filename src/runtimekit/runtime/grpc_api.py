@@ -59,7 +59,7 @@ rpc = grpc_method("runtime")
 
 
 # -- message builders ----------------------------------------------------------------------------
-def health_message(healthy: bool) -> pb.Health:
+def health_message(healthy: bool) -> pb.Health.ValueType:
     return pb.HEALTH_HEALTHY if healthy else pb.HEALTH_UNHEALTHY
 
 
@@ -333,10 +333,10 @@ def serve(runtime: NodeRuntime, socket_path: str, max_workers: int = 16) -> grpc
     if path.exists() or path.is_symlink():
         path.unlink()
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="runtime-rpc"))
-    pb_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(runtime), server)  # type: ignore[no-untyped-call]
-    pb_grpc.add_ExporterServiceServicer_to_server(ExporterServicer(runtime), server)  # type: ignore[no-untyped-call]
-    pb_grpc.add_ConfigServiceServicer_to_server(ConfigServicer(runtime), server)  # type: ignore[no-untyped-call]
-    pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(runtime), server)  # type: ignore[no-untyped-call]
+    pb_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(runtime), server)
+    pb_grpc.add_ExporterServiceServicer_to_server(ExporterServicer(runtime), server)
+    pb_grpc.add_ConfigServiceServicer_to_server(ConfigServicer(runtime), server)
+    pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(runtime), server)
     if server.add_insecure_port(unix_target(str(path))) == 0:
         raise OSError(f"cannot listen on {path}")
     server.start()

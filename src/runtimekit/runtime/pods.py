@@ -63,7 +63,7 @@ class KubeletPodResources:
 
     def running_pods(self) -> set[tuple[str, str]]:
         with grpc.insecure_channel(unix_target(self.socket_path)) as channel:
-            stub = pr_grpc.PodResourcesListerStub(channel)  # type: ignore[no-untyped-call]
+            stub = pr_grpc.PodResourcesListerStub(channel)
             reply: pr.ListPodResourcesResponse = stub.List(pr.ListPodResourcesRequest(), timeout=self._timeout)
         return {(p.namespace, p.name) for p in reply.pod_resources}
 

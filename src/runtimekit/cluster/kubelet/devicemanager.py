@@ -95,7 +95,7 @@ class _Endpoint:
         self.socket = socket
         self.options = options
         self.channel = grpc.insecure_channel(kubelet.unix_target(str(socket)))
-        self.stub = dp_grpc.DevicePluginStub(self.channel)  # type: ignore[no-untyped-call]
+        self.stub = dp_grpc.DevicePluginStub(self.channel)
         self.devices: dict[str, str] = {}  # ID -> Healthy | Unhealthy
         self.updates = 0
         self.call: Any = None
@@ -155,7 +155,7 @@ class DeviceManager:
         self._cleanup_sockets()
         self._load_checkpoint()
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="kubelet-registration"))
-        dp_grpc.add_RegistrationServicer_to_server(_Registration(self), server)  # type: ignore[no-untyped-call]
+        dp_grpc.add_RegistrationServicer_to_server(_Registration(self), server)
         if server.add_insecure_port(kubelet.unix_target(str(self.socket))) == 0:
             raise OSError(f"cannot listen on {self.socket}")
         server.start()
@@ -214,7 +214,7 @@ class DeviceManager:
 
     def _dial(self, socket: Path) -> dp.DevicePluginOptions:
         with grpc.insecure_channel(kubelet.unix_target(str(socket))) as channel:
-            stub = dp_grpc.DevicePluginStub(channel)  # type: ignore[no-untyped-call]
+            stub = dp_grpc.DevicePluginStub(channel)
             options: dp.DevicePluginOptions = stub.GetDevicePluginOptions(
                 dp.Empty(), timeout=self._dial_timeout, wait_for_ready=True
             )

@@ -81,9 +81,7 @@ def serve_pod_resources(manager: DeviceManager, socket: Path, running_pods: Runn
     socket.parent.mkdir(parents=True, exist_ok=True)
     socket.unlink(missing_ok=True)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="pod-resources"))
-    pr_grpc.add_PodResourcesListerServicer_to_server(  # type: ignore[no-untyped-call]
-        PodResourcesServicer(manager, running_pods), server
-    )
+    pr_grpc.add_PodResourcesListerServicer_to_server(PodResourcesServicer(manager, running_pods), server)
     if server.add_insecure_port(kubelet.unix_target(str(socket))) == 0:
         raise OSError(f"cannot listen on {socket}")
     server.start()
