@@ -120,6 +120,17 @@ def test_up_serves_a_cluster_kubectl_sees_and_stops_on_sigterm(state_dir: Path, 
     assert "embedded cluster stopped" in (tmp_path / "up.log").read_text()
 
 
+def test_up_stops_cleanly_on_a_sigterm_sent_as_soon_as_it_is_ready(state_dir: Path, tmp_path: Path) -> None:
+    """A supervisor (or a test) that stops the cluster on seeing `ready:` gets a clean stop, not a kill."""
+    args = ("--nodes", "1", "--gpus-per-node", "1", "--no-exporter", "--state-dir", str(state_dir))
+    up = start_up(*args, log=tmp_path / "up.log")
+    line = up.next_line(timeout=90)
+    code = up.stop()
+    assert line == f"ready: {state_dir / 'kubeconfig'}", (tmp_path / "up.log").read_text()[-3000:]
+    assert code == 0, (tmp_path / "up.log").read_text()[-3000:]
+    assert "embedded cluster stopped" in (tmp_path / "up.log").read_text()
+
+
 def test_up_refuses_bad_options(tmp_path: Path) -> None:
     up = start_up("--gpu-model", "Z80", log=tmp_path / "up.log")
     assert up.process.wait(timeout=60) == 2

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 
-from runtimekit.cli.signals import wait_for_stop_signal
+from runtimekit.cli.signals import catch_stop_signals
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.apiserver.server import DEFAULT_VERSION
 
@@ -46,8 +46,9 @@ def run(args: argparse.Namespace) -> int:
         if args.kubeconfig_out:
             path = server.write_kubeconfig(args.kubeconfig_out)
             log.info("kubeconfig written to %s (kubectl --kubeconfig %s get nodes)", path, path)
-        print(server.url, flush=True)
-        wait_for_stop_signal()
+        with catch_stop_signals() as stop:  # before printing the URL: a SIGTERM on seeing it stops cleanly
+            print(server.url, flush=True)
+            stop.wait()
     finally:
         server.close()
     return 0

@@ -56,7 +56,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from runtimekit.cli.embedded import ClusterOptions, start_cluster
     from runtimekit.cli.node_exporter import start_node_exporter
-    from runtimekit.cli.signals import wait_for_stop_signal
+    from runtimekit.cli.signals import catch_stop_signals
     from runtimekit.protocol import ProtocolError
 
     options = ClusterOptions(
@@ -80,8 +80,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: cannot start the embedded cluster: {exc}", file=sys.stderr)
         return 2
     log.info("API server %s, %d nodes; state in %s", cluster.url, len(cluster.nodes), cluster.state_dir)
-    print(f"ready: {cluster.kubeconfig}", flush=True)
-    signum = wait_for_stop_signal()
+    with catch_stop_signals() as stop:  # before `ready:`, so a SIGTERM sent on seeing it still stops cleanly
+        print(f"ready: {cluster.kubeconfig}", flush=True)
+        signum = stop.wait()
     log.info("signal %d: stopping", signum)
     cluster.stop()
     return 0
