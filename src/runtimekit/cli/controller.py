@@ -8,13 +8,15 @@ import sys
 
 from runtimekit.cli.signals import wait_for_stop_signal
 
+from runtimekit._version import DEFAULT_IMAGE
+
 log = logging.getLogger("runtimekit.controller")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, in-cluster, ~/.kube/config)")
     parser.add_argument("--namespace", default="kube-system", help="where the Jobs run (default kube-system)")
-    parser.add_argument("--image", default="ghcr.io/lj-runtimekit/runtimekit:0.1.0", help="image of the job-agent")
+    parser.add_argument("--image", default=DEFAULT_IMAGE, help=f"image of the job-agent (default {DEFAULT_IMAGE})")
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
     parser.add_argument("--job-template", help="a Job manifest template (YAML with {{node}}, {{action}}, ...)")
     parser.add_argument("--trigger", help="module:attribute of a trigger (default: the protocol's enable label)")

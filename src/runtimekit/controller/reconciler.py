@@ -29,6 +29,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from runtimekit._version import DEFAULT_IMAGE
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.base.workqueue import WorkQueue
 from runtimekit.controller.jobs import (
@@ -54,7 +55,7 @@ STATE_FOR = {"enable": "enabled", "disable": "disabled"}
 @dataclass
 class ControllerOptions:
     namespace: str = "kube-system"
-    image: str = "ghcr.io/lj-runtimekit/runtimekit:0.1.0"
+    image: str = DEFAULT_IMAGE
     job_prefix: str = "lj-runtimekit"
     success_ttl: float = 60.0
     failed_history: int = 3

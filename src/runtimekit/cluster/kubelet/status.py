@@ -14,11 +14,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from runtimekit._version import __version__
 from runtimekit.cluster.kubelet.admission import REJECTED
 
 JSON = dict[str, Any]
 KUBELET_VERSION = "v1.31.0-runtimekit"
-CONTAINER_RUNTIME = "simulated://0.1.0"
+CONTAINER_RUNTIME = f"simulated://{__version__}"
 
 
 # -- nodes ---------------------------------------------------------------------------------------
