@@ -8,7 +8,7 @@ PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
 STUBS_STAMP := $(PROTO_OUT)/.stubs-stamp
 PYTEST_ARGS ?=
 
-.PHONY: help venv proto demo test test-slow test-all lint bench build docker deploy tools clean
+.PHONY: help venv proto demo test test-slow test-all image-test lint bench build docker deploy tools clean
 
 help:
 	@echo "make demo       create .venv, install, run the demo on the embedded default"
@@ -18,6 +18,7 @@ help:
 	@echo "make proto      regenerate gRPC stubs from proto/"
 	@echo "make tools      fetch prometheus/promtool, helm, shellcheck, hadolint into .tools/ (tests use them)"
 	@echo "make test-slow  only the slow and end-to-end suites; make test-all: everything"
+	@echo "make image-test build the image with podman (scripts/build_image.sh) and check it (root, podman, mmdebstrap)"
 	@echo "make build      sdist and wheel into dist/"
 	@echo "make docker     build the image (IMAGE=... TAG=...); make deploy: deploy-all.sh with it"
 	@echo "make clean      remove the virtualenv, generated stubs and caches"
@@ -42,13 +43,20 @@ demo: $(STUBS_STAMP)
 	$(BIN)/runtimekit demo
 
 test: $(STUBS_STAMP)
-	$(BIN)/python -m pytest -m "not slow and not e2e" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not e2e and not image" $(PYTEST_ARGS)
 
 test-slow: $(STUBS_STAMP)
 	$(BIN)/python -m pytest -m "slow or e2e" $(PYTEST_ARGS)
 
 test-all: $(STUBS_STAMP)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The image built with podman on a Debian base made with mmdebstrap, then checked from its files
+# (tests/deploy/test_image.py); the build's JSON report (size, seconds) ends in out/image-report.json.
+IMAGE_REPORT ?= out/image-report.json
+image-test: $(STUBS_STAMP)
+	RUNTIMEKIT_IMAGE_REPORT=$(IMAGE_REPORT) $(BIN)/python -m pytest -m image tests/deploy/test_image.py $(PYTEST_ARGS)
+	@cat $(IMAGE_REPORT)
 
 lint: $(STUBS_STAMP)
 	$(BIN)/ruff check src tests benchmarks examples scripts

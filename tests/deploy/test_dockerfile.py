@@ -1,7 +1,9 @@
-"""The Dockerfile (read with a small parser; no Docker engine here) and the Makefile's docker and
-deploy targets: a pinned base, a builder stage that generates the gRPC stubs and builds the wheel,
-a runtime stage that installs it offline and runs as the non-root user the manifests expect, the
-`runtimekit` entry point, a build context holding what the builder copies, and clear failures."""
+"""The Dockerfile (read with a small parser) and the Makefile's docker and deploy targets: a pinned
+base that a build argument replaces, a builder stage that builds the wheel (the build backend
+generates the gRPC stubs) into a virtualenv, a runtime stage that copies only that virtualenv and
+runs as the non-root user the manifests expect, the `runtimekit` entry point, a build context
+holding what the builder copies, and clear failures. The image itself is built and run by
+tests/deploy/test_image.py (`make image-test`)."""
 
 from __future__ import annotations
 
@@ -60,25 +62,28 @@ def of(items: list[Instruction], stage: str, keyword: str) -> list[str]:
 def test_the_base_image_is_pinned_by_tag_and_digest(dockerfile: list[Instruction]) -> None:
     (arg,) = [i.args for i in dockerfile if i.keyword == "ARG" and i.args.startswith("PYTHON_IMAGE=")]
     assert re.fullmatch(r"PYTHON_IMAGE=python:3\.11\.\d+-slim-bookworm@sha256:[0-9a-f]{64}", arg)
+    # one build argument names the base of both stages (scripts/build_image.sh passes a local one)
     assert [i.args for i in dockerfile if i.keyword == "FROM"] == [
         "${PYTHON_IMAGE} AS builder",
         "${PYTHON_IMAGE} AS runtime",
     ]
 
 
-def test_the_builder_generates_the_stubs_and_builds_the_wheel(dockerfile: list[Instruction]) -> None:
+def test_the_builder_builds_the_wheel_into_a_virtualenv_without_pip(dockerfile: list[Instruction]) -> None:
     runs = " ".join(of(dockerfile, "builder", "RUN"))
-    assert "grpcio-tools" in runs
-    assert "python scripts/gen_proto.py" in runs
+    assert "gen_proto" not in runs  # the build backend (setup.py) generates the stubs
     assert "python -m build --wheel" in runs
-    assert "pip wheel --wheel-dir /wheels" in runs
+    assert "python3 -m venv --without-pip /opt/runtimekit" in runs
+    assert "--python /opt/runtimekit/bin/python install" in runs
+    assert "--mount=type=cache,target=/root/.cache/pip" in runs  # pip's cache never lands in a layer
 
 
-def test_the_runtime_stage_installs_offline_and_runs_as_the_manifests_user(dockerfile: list[Instruction]) -> None:
-    assert of(dockerfile, "runtime", "COPY") == []  # nothing of the build context reaches the final image
-    (run,) = of(dockerfile, "runtime", "RUN")
-    assert "--mount=type=bind,from=builder,source=/wheels" in run
-    assert "pip install --no-index --find-links=/wheels" in run
+def test_the_runtime_stage_copies_the_virtualenv_only_and_runs_as_the_manifests_user(
+    dockerfile: list[Instruction],
+) -> None:
+    assert of(dockerfile, "runtime", "COPY") == ["--from=builder /opt/runtimekit /opt/runtimekit"]
+    (env,) = of(dockerfile, "runtime", "ENV")
+    assert "PATH=/opt/runtimekit/bin:${PATH}" in env
     assert of(dockerfile, "runtime", "USER") == ["65532:65532"]  # numeric, so runAsNonRoot can verify it
     assert [json.loads(e) for e in of(dockerfile, "runtime", "ENTRYPOINT")] == [["runtimekit"]]
     non_root = {
@@ -134,3 +139,18 @@ def test_make_targets_use_the_configured_image() -> None:
     assert "deploy/deploy-all.sh deploy --image=registry.example.com/rk:9.9 --namespace=gpu" in deploy.stdout
     default = make("-n", "deploy").stdout
     assert f"--image={DEFAULT_IMAGE}" in default
+
+
+BUILD_IMAGE = ROOT / "scripts" / "build_image.sh"
+
+
+def test_build_image_is_valid_bash_and_fails_clearly_on_a_bad_argument() -> None:
+    assert subprocess.run(["bash", "-n", str(BUILD_IMAGE)], check=False).returncode == 0
+    done = subprocess.run([str(tool("shellcheck")), str(BUILD_IMAGE)], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stdout
+    usage = subprocess.run(["bash", str(BUILD_IMAGE), "--help"], capture_output=True, text=True, check=False)
+    assert usage.returncode == 0
+    assert "--isolation chroot" in usage.stdout
+    bad = subprocess.run(["bash", str(BUILD_IMAGE), "--push"], capture_output=True, text=True, check=False)
+    assert bad.returncode == 2
+    assert bad.stderr.strip() == "build_image.sh: unknown argument '--push' (see --help)"
