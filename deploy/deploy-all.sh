@@ -93,16 +93,39 @@ else
   done
 fi
 
+# A manifest file with the image and namespace applied.
+substitute() {
+  sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" "$1"
+}
+
+sha256() {
+  if command -v sha256sum >/dev/null; then sha256sum; else shasum -a 256; fi | cut -d' ' -f1
+}
+
+# The sha256 of the data of a component's ConfigMap (its 02-configmap.yaml from `data:` on, as
+# rendered): the value of its pod template's checksum/config annotation, so that a changed protocol
+# or conf changes the pod template and `deploy` rolls the pods (the Helm chart does the same).
+config_checksum() {
+  local f="$HERE/$1/02-configmap.yaml"
+  [[ -e "$f" ]] || return 0
+  substitute "$f" | sed -n '/^data:/,$p' | sha256
+}
+
 # Print the manifests of the given components (in the order given), image and namespace applied.
 render() {
-  local first=1 c f
+  local first=1 c f checksum
   for c in "$@"; do
+    checksum="$(config_checksum "$c")"
     for f in "$HERE/$c"/[0-9][0-9]-*.yaml; do
       [[ -e "$f" ]] || die "no manifests in $HERE/$c"
       [[ $first == 1 ]] || echo "---"
       first=0
       echo "# Source: deploy/$c/$(basename "$f")"
-      sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" "$f"
+      if [[ -n "$checksum" ]]; then
+        substitute "$f" | sed -e "s|^\( *checksum/config:\).*|\1 ${checksum}|"
+      else
+        substitute "$f"
+      fi
     done
   done
 }
