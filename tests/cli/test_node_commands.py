@@ -135,11 +135,26 @@ def test_runtime_daemon_serves_and_stops_cleanly_on_signals(short_dir: Path, sto
     ("args", "message"),
     [
         (["runtime", "--backend", "simulated", "--simulate-gpus", "2xB300"], "unknown GPU model 'B300'"),
-        (["device-plugin", "--memory-unit", "512Mi"], "differs from the protocol's memoryUnit 1Gi"),
-        (["device-plugin", "--memory-unit", "1.5Gi"], "--memory-unit"),
+        (["device-plugin", "--memory-unit", "1.5Gi"], "--memory-unit: '1.5Gi' is not a quantity"),
+        (["device-plugin", "--memory-unit", "1000k"], "--memory-unit: '1000k' must be a positive whole number of MiB"),
     ],
 )
 def test_bad_flags_exit_2(short_dir: Path, caplog: pytest.LogCaptureFixture, args: list[str], message: str) -> None:
     extra = ["--socket", str(short_dir / "x.sock"), "--state-dir", str(short_dir / "s")] if args[0] == "runtime" else []
     assert main([*args, *extra]) == 2
     assert message in caplog.text
+
+
+@pytest.mark.parametrize(
+    ("flag", "mib"),
+    [
+        pytest.param(None, 1024, id="default-the-protocols"),
+        pytest.param("512Mi", 512, id="smaller-than-the-protocols"),
+        pytest.param("2Gi", 2048, id="larger-than-the-protocols"),
+    ],
+)
+def test_the_device_plugins_memory_unit_may_differ_from_the_protocols(flag: str | None, mib: int) -> None:
+    """Each node's plugin sizes its gpu-memory devices with its own unit and publishes it on its node."""
+    from runtimekit.cli.device_plugin import memory_unit
+
+    assert memory_unit(Protocol.default(), flag) == mib

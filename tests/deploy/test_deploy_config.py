@@ -90,9 +90,9 @@ def test_args_parse_and_config_files_load(
         assert job["spec"]["template"]["spec"]["containers"][0]["image"] == args.image
         assert args.leader_elect
     elif command == "device-plugin":
-        from runtimekit.cli.device_plugin import check_memory_unit
+        from runtimekit.cli.device_plugin import memory_unit
 
-        assert check_memory_unit(protocol, args.memory_unit) is None
+        assert memory_unit(protocol, args.memory_unit) == protocol.memory_unit_mib
     elif command == "runtime":
         assert args.backend == ("simulated" if render == "helm-custom" else "nvml")
         assert args.mps_pipe_dir.startswith(posixpath.dirname(protocol.sockets.runtime) + "/")

@@ -30,6 +30,7 @@ def make_stack() -> Iterator[StackFactory]:
         isolation: str = "mps",
         mig_layouts: Mapping[int, Sequence[str]] | None = None,
         mig_modes: Mapping[int, MigMode] | None = None,
+        memory_unit: int = 0,
     ) -> Stack:
         root = Path(tempfile.mkdtemp(prefix="dp-"))
         backend = SimulatedBackend(NODE, parse_gpu_spec(gpus), mig_layouts=mig_layouts, mig_modes=mig_modes)
@@ -45,7 +46,7 @@ def make_stack() -> Iterator[StackFactory]:
         kube = FakeNodeApi()
         state = DeviceState()
         state.update(client.list_devices())
-        service = DevicePluginService(PluginSettings(NODE, PROTOCOL), client, kube, state)
+        service = DevicePluginService(PluginSettings(NODE, PROTOCOL, memory_unit), client, kube, state)
         count = len(backend.devices())
         stack = Stack(root, daemon, client, kube, service, [simulated_uuid(NODE, i) for i in range(count)])
         stacks.append(stack)

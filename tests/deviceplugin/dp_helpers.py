@@ -188,7 +188,7 @@ class Stack:
     def start_plugin(self, poll_s: float = 0.05, runtime_grace_s: float = 5.0) -> DevicePluginManager:
         """Start the simulated kubelet first (kubelet.sock), then the plugin manager."""
         self.kubelet = DeviceManager(self.dir / "plugins").start()
-        publisher = NodePublisher(self.kube, NODE, PROTOCOL)
+        publisher = NodePublisher(self.kube, NODE, PROTOCOL, self.service.settings.memory_unit_mib)
         self.manager = DevicePluginManager(
             self.service, self.client.watch_devices, self.dir / "plugins", publisher, poll_s, runtime_grace_s
         ).start(first_devices_timeout_s=5.0)

@@ -64,13 +64,30 @@ def test_node_inventory_and_labels_follow_health(make_stack: StackFactory) -> No
         return json.loads(text)["gpus"] if text else []
 
     assert stack.kube.wait_node(lambda api: len(inventory(api)) == 2)
-    assert stack.kube.node_labels[NODE] == {PROTOCOL.labels.gpu_model: "H200", PROTOCOL.labels.gpu_count: "2"}
+    assert stack.kube.node_labels[NODE] == {
+        PROTOCOL.labels.gpu_model: "H200",
+        PROTOCOL.labels.gpu_count: "2",
+        PROTOCOL.labels.memory_unit: "1Gi",  # the protocol's memoryUnit: the plugin has no --memory-unit
+    }
     assert [(g["uuid"], g["memoryMiB"], g["health"]) for g in inventory(stack.kube)] == [
         (stack.gpus[0], H200, "Healthy"),
         (stack.gpus[1], H200, "Healthy"),
     ]
     stack.client.set_device_health(stack.gpus[0], False, "too hot", "exporter")
     assert stack.kube.wait_node(lambda api: inventory(api)[0]["health"] == "Unhealthy")
+
+
+@pytest.mark.parametrize(("unit", "label"), [(512, "512Mi"), (2048, "2Gi")], ids=["512Mi", "2Gi"])
+def test_a_plugin_with_its_own_memory_unit_advertises_and_publishes_it(
+    make_stack: StackFactory, unit: int, label: str
+) -> None:
+    """`--memory-unit` other than the protocol's: memory devices of that size, and the node says so."""
+    stack = make_stack(memory_unit=unit)
+    stack.start_plugin()
+    kl = stack.kubelet
+    assert kl is not None
+    assert kl.wait_for(lambda k: k.capacity() == {RES.gpu: 2, RES.core: 200, RES.memory: 2 * (H200 // unit)})
+    assert stack.kube.wait_node(lambda api: api.node_labels.get(NODE, {}).get(PROTOCOL.labels.memory_unit) == label)
 
 
 def test_kubelet_restart_makes_the_plugin_register_again(make_stack: StackFactory) -> None:

@@ -44,6 +44,7 @@ labels.state: {{ $p.labels.state }}
 labels.gpuModel: {{ $p.labels.gpuModel }}
 labels.gpuCount: {{ $p.labels.gpuCount }}
 labels.migMode: {{ $p.labels.migMode }}
+labels.memoryUnit: {{ $p.labels.memoryUnit }}
 annotations.nodeDevices: {{ $p.annotations.nodeDevices }}
 annotations.assignment: {{ $p.annotations.assignment }}
 annotations.assumeTime: {{ $p.annotations.assumeTime }}

@@ -6,9 +6,8 @@ import argparse
 import logging
 import sys
 
-from runtimekit.cli.signals import wait_for_stop_signal
-
 from runtimekit._version import DEFAULT_IMAGE
+from runtimekit.cli.signals import wait_for_stop_signal
 
 log = logging.getLogger("runtimekit.controller")
 

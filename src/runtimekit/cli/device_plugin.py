@@ -2,8 +2,10 @@
 
 Registers `resources.gpu`, `resources.core`, `resources.memory` (and a resource per MIG profile)
 with kubelet through `<plugin-dir>/kubelet.sock`, publishes the node's GPU inventory, and runs until
-SIGINT/SIGTERM. Exits 2 for bad flags, a runtime that does not answer, or a `--memory-unit` that
-disagrees with the protocol (the scheduler counts memory units with the protocol's value).
+SIGINT/SIGTERM. `--memory-unit` sets the size of one `resources.memory` device on this node (default:
+the protocol's memoryUnit); the plugin publishes it in the node label `labels.memoryUnit`, where the
+scheduler reads it, so nodes may use different units. Exits 2 for bad flags or a runtime that does
+not answer.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
 from runtimekit.protocol import Protocol, ProtocolError, load_protocol
-from runtimekit.protocol.names import memory_unit_mib
+from runtimekit.protocol.names import format_memory_unit, memory_unit_mib
 
 log = logging.getLogger("runtimekit.deviceplugin")
 
@@ -31,25 +33,22 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plugin-dir", default=kubelet.DEVICE_PLUGIN_PATH, help="kubelet's device plugin folder")
     parser.add_argument("--node-name", default=os.environ.get("NODE_NAME") or socket.gethostname())
     parser.add_argument("--kubeconfig", help="a kubeconfig file or an API server URL (default: in-cluster)")
-    parser.add_argument("--memory-unit", help="size of one gpu-memory device (default: memoryUnit of the protocol)")
+    parser.add_argument(
+        "--memory-unit", help="size of one gpu-memory device on this node, e.g. 512Mi (default: protocol's memoryUnit)"
+    )
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in defaults)")
     parser.add_argument("--startup-timeout", type=float, default=60.0, help="seconds to wait for the runtime")
 
 
-def check_memory_unit(protocol: Protocol, flag: str | None) -> str | None:
-    """Why `--memory-unit` cannot be used with this protocol, or None."""
+def memory_unit(protocol: Protocol, flag: str | None) -> int:
+    """MiB per gpu-memory device on this node: `--memory-unit`, else the protocol's memoryUnit.
+    Raises ValueError (naming the flag) for a value that is not a whole number of MiB."""
     if flag is None:
-        return None
+        return protocol.memory_unit_mib
     try:
-        size = memory_unit_mib(flag)
+        return memory_unit_mib(flag)
     except ValueError as exc:
-        return f"--memory-unit: {exc}"
-    if size != protocol.memory_unit_mib:
-        return (
-            f"--memory-unit {flag} differs from the protocol's memoryUnit {protocol.memory_unit}; the scheduler "
-            "counts gpu-memory in the protocol's unit, so set memoryUnit in protocol.yaml instead"
-        )
-    return None
+        raise ValueError(f"--memory-unit: {exc}") from None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -58,11 +57,13 @@ def run(args: argparse.Namespace) -> int:
     except ProtocolError as exc:
         log.error("%s", exc)
         return 2
-    problem = check_memory_unit(protocol, args.memory_unit)
-    if problem:
-        log.error("%s", problem)
+    try:
+        unit = memory_unit(protocol, args.memory_unit)
+    except ValueError as exc:
+        log.error("%s", exc)
         return 2
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
+    log.info("gpu-memory unit on this node: %s", format_memory_unit(unit))
     from runtimekit.kube.nodeapi import KubeNodeApi
 
     kube = KubeNodeApi.connect(args.kubeconfig)
@@ -79,10 +80,12 @@ def run(args: argparse.Namespace) -> int:
                 protocol.fingerprint,
             )
         pods = kube.node_pods(args.node_name).start()
-        service = DevicePluginService(PluginSettings(args.node_name, protocol), client, kube, DeviceState(), pods)
-        manager = DevicePluginManager(
-            service, client.watch_devices, Path(args.plugin_dir), NodePublisher(kube, args.node_name, protocol)
-        ).start(first_devices_timeout_s=args.startup_timeout)
+        settings = PluginSettings(args.node_name, protocol, unit)
+        service = DevicePluginService(settings, client, kube, DeviceState(), pods)
+        publisher = NodePublisher(kube, args.node_name, protocol, unit)
+        manager = DevicePluginManager(service, client.watch_devices, Path(args.plugin_dir), publisher).start(
+            first_devices_timeout_s=args.startup_timeout
+        )
     except (RuntimeCallError, FeatureUnavailable, TimeoutError, OSError) as exc:
         log.error("cannot start the device plugin: %s", exc)
         client.close()

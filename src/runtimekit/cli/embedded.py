@@ -60,6 +60,7 @@ from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import Protocol, load_protocol
+from runtimekit.protocol.names import memory_unit_mib
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -81,6 +82,7 @@ class ClusterOptions:
     isolation: str = "none"  # none | mps | hami-core (plugin mode)
     mig_mode: str = ""  # the runtimes' --mig-mode (plugin mode): off|static|dynamic or INDEX:MODE,...
     mig_layout: str = ""  # the runtimes' --mig-layout for static MIG GPUs
+    memory_unit: str = ""  # gpu-memory unit per node: UNIT for all, or NAME=UNIT,...; "": the protocol's
     scheduler: bool = True
     scheduler_conf: str | None = None  # None: examples/scheduler/gpushare.conf, else the built-in conf
     scheduler_names: tuple[str, ...] = ("default-scheduler",)  # answered besides the protocol's name
@@ -106,6 +108,38 @@ class ClusterOptions:
             raise ValueError(str(exc.args[0])) from None
         if self.mig_mode or self.mig_layout:
             self._validate_mig(spec.mig_capable)
+        self.memory_units(0)
+
+    def node_names(self) -> list[str]:
+        return [f"{self.node_prefix}{index}" for index in range(1, self.nodes + 1)]
+
+    def memory_units(self, default_mib: int) -> dict[str, int]:
+        """MiB per gpu-memory device of each node (`memory_unit`, else `default_mib`), as each node's
+        device plugin (or, in direct mode, kubelet) advertises them. Raises ValueError naming the
+        bad entry: `512Mi` for every node, `gpu-node-2=512Mi,gpu-node-3=256Mi` per node, or both."""
+        units = dict.fromkeys(self.node_names(), default_mib)
+        named: set[str] = set()
+        bare: int | None = None
+        for entry in filter(None, (e.strip() for e in self.memory_unit.split(","))):
+            name, equals, value = entry.rpartition("=")
+            try:
+                mib = memory_unit_mib(value)
+            except ValueError as exc:
+                raise ValueError(f"--memory-unit {entry!r}: {exc}") from None
+            if not equals:
+                if bare is not None:
+                    raise ValueError(f"--memory-unit: one unit for all nodes at most, got {self.memory_unit!r}")
+                bare = mib
+            elif name not in units:
+                raise ValueError(f"--memory-unit {entry!r}: no node {name!r} (nodes: {', '.join(units)})")
+            elif name in named:
+                raise ValueError(f"--memory-unit: node {name!r} is named twice")
+            else:
+                units[name] = mib
+                named.add(name)
+        if bare is not None:
+            units.update({name: bare for name in units if name not in named})
+        return units
 
     @property
     def node_options(self) -> NodeOptions:
@@ -137,6 +171,7 @@ class EmbeddedCluster:
 
     def __init__(self, options: ClusterOptions, protocol: Protocol, state_dir: Path, owns_state: bool) -> None:
         self.options, self.protocol = options, protocol
+        self._memory_units = options.memory_units(protocol.memory_unit_mib)  # node name -> MiB per device
         self.state_dir, self._owns_state = state_dir, owns_state
         self.api = ApiServer(
             port=options.port,
@@ -163,6 +198,9 @@ class EmbeddedCluster:
     @property
     def node_options(self) -> NodeOptions:
         return self.options.node_options
+
+    def memory_unit(self, node: str) -> int:
+        return self._memory_units[node]
 
     def http(self, agent: str) -> KubeHttp:
         return KubeHttp.connect(server=self.url, user_agent=agent)

@@ -89,6 +89,10 @@ class NodeHost(Interface):
         """The node's simulated GPUs."""
         ...
 
+    def memory_unit(self, node: str) -> int:
+        """MiB per gpu-memory device on the node: its device plugin's `--memory-unit`."""
+        ...
+
 
 @dataclass
 class SimulatedNode:
@@ -136,7 +140,7 @@ def start_direct_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
     """A node whose kubelet advertises the simulated GPUs itself (no runtime, no device plugin)."""
     folder = cluster.state_dir / "nodes" / name
     http = cluster.http(f"runtimekit-kubelet/{name}")
-    devices = DirectDevices(cluster.expected_inventory(name), cluster.protocol)
+    devices = DirectDevices(cluster.expected_inventory(name), cluster.protocol, cluster.memory_unit(name))
     options = _kubelet_options(cluster, name, index, folder, None)
     kubelet = SimulatedKubelet(http, devices, options, cluster.node_options.runner)
     node = SimulatedNode(name, index, folder, kubelet, http, resources=devices.capacity())
@@ -164,7 +168,7 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
         node.parts.insert(0, lambda: _stop_server(server))
         node.runtime = _start_runtime(cluster, node, folder, str(pod_resources))
         node.parts.insert(0, node.runtime.stop)
-        node.resources = _plugin_resources(cluster, runtime_socket)
+        node.resources = _plugin_resources(cluster, runtime_socket, cluster.memory_unit(name))
         node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins"))
         kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
     except BaseException:
@@ -174,13 +178,12 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
     return node
 
 
-def _plugin_resources(cluster: NodeHost, runtime_socket: str) -> dict[str, int]:
+def _plugin_resources(cluster: NodeHost, runtime_socket: str, unit: int) -> dict[str, int]:
     """What the device plugin will advertise per resource, from the runtime's GPUs as it lists them."""
     from runtimekit.deviceplugin.resources import advertised, resource_specs
 
     with RuntimeClient(runtime_socket) as client:
         devices = client.list_devices()
-    unit = cluster.protocol.memory_unit_mib
     return {spec.name: len(advertised(spec, devices, unit)) for spec in resource_specs(devices, cluster.protocol)}
 
 
@@ -224,9 +227,10 @@ def _start_device_plugin(cluster: NodeHost, node: SimulatedNode, plugin_dir: Pat
         client.require("devices", "watch-devices", "allocate")
         kube = KubeNodeApi(node.http)
         pods = kube.node_pods(node.name).start()
-        settings = PluginSettings(node.name, cluster.protocol)
+        unit = cluster.memory_unit(node.name)
+        settings = PluginSettings(node.name, cluster.protocol, unit)
         service = DevicePluginService(settings, client, kube, DeviceState(), pods)
-        publisher = NodePublisher(kube, node.name, cluster.protocol)
+        publisher = NodePublisher(kube, node.name, cluster.protocol, unit)
         manager = DevicePluginManager(service, client.watch_devices, plugin_dir, publisher).start(30.0)
     except BaseException:
         client.close()

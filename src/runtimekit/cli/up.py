@@ -39,6 +39,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--mig-layout", default="", help="MIG profiles of static GPUs: 3g.40gb,2g.20gb,... or INDEX:PROFILES;..."
     )
+    parser.add_argument(
+        "--memory-unit",
+        default="",
+        help="gpu-memory unit of the nodes: 512Mi for all, or NODE=UNIT,... (default: the protocol's memoryUnit)",
+    )
     parser.add_argument("--scheduler-conf", help="scheduler conf (default: examples/scheduler/gpushare.conf)")
     parser.add_argument(
         "--scheduler-name",
@@ -69,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         isolation=args.isolation,
         mig_mode=args.mig_mode,
         mig_layout=args.mig_layout,
+        memory_unit=args.memory_unit,
         scheduler_conf=args.scheduler_conf,
         scheduler_names=("default-scheduler", *args.scheduler_name),
         protocol_path=args.protocol,

@@ -1,6 +1,8 @@
 """Publish the node's GPU inventory for the scheduler: the `annotations.nodeDevices` annotation
 (`NodeInventory.to_annotation()`, with each GPU's MIG mode and, for static MIG GPUs, their MIG devices
-with start slices) and the `labels.gpuModel` / `labels.gpuCount` labels.
+with start slices), the `labels.gpuModel` / `labels.gpuCount` labels, and the `labels.memoryUnit`
+label: the size of one gpu-memory device on this node, which the scheduler reads to convert a pod's
+gpu-memory count to MiB there.
 
 `NodePublisher.publish(devices)` patches the node only when what it would write differs from what it
 last wrote, so health changes are published and nothing else costs a request. Callers: the device
@@ -18,6 +20,7 @@ from runtimekit.kube.errors import KubeError
 from runtimekit.model import Gpu, GpuUUID, MigMode, NodeInventory, NodeName
 from runtimekit.model.gpu import MigInstance
 from runtimekit.protocol import Protocol
+from runtimekit.protocol.names import format_memory_unit
 
 log = logging.getLogger(__name__)
 
@@ -49,23 +52,30 @@ def _static_devices(device: pb.Device) -> tuple[MigInstance, ...]:
     return tuple(MigInstance(m.uuid, m.profile, m.start) for m in sorted(device.mig_devices, key=lambda m: m.start))
 
 
-def node_metadata(node: str, devices: Sequence[pb.Device], protocol: Protocol) -> tuple[dict[str, str], dict[str, str]]:
-    """(labels, annotations) describing the node's GPUs."""
+def node_metadata(
+    node: str, devices: Sequence[pb.Device], protocol: Protocol, memory_unit_mib: int = 0
+) -> tuple[dict[str, str], dict[str, str]]:
+    """(labels, annotations) describing the node's GPUs; `memory_unit_mib` 0 means the protocol's."""
     inv = inventory(node, devices)
-    labels = {protocol.labels.gpu_model: inv.model, protocol.labels.gpu_count: str(len(inv.gpus))}
+    labels = {
+        protocol.labels.gpu_model: inv.model,
+        protocol.labels.gpu_count: str(len(inv.gpus)),
+        protocol.labels.memory_unit: format_memory_unit(memory_unit_mib or protocol.memory_unit_mib),
+    }
     return labels, {protocol.annotations.node_devices: inv.to_annotation()}
 
 
 class NodePublisher:
-    def __init__(self, kube: NodeApi, node: str, protocol: Protocol) -> None:
+    def __init__(self, kube: NodeApi, node: str, protocol: Protocol, memory_unit_mib: int = 0) -> None:
         self._kube = kube
         self._node = node
         self._protocol = protocol
+        self._memory_unit_mib = memory_unit_mib
         self._last: tuple[dict[str, str], dict[str, str]] | None = None
 
     def publish(self, devices: Sequence[pb.Device]) -> bool:
         """Write the node's labels and inventory when they changed; False when the API server refused."""
-        wanted = node_metadata(self._node, devices, self._protocol)
+        wanted = node_metadata(self._node, devices, self._protocol, self._memory_unit_mib)
         if wanted == self._last:
             return True
         labels, annotations = wanted

@@ -132,10 +132,12 @@ class DeviceState:
 class PluginSettings:
     node_name: str
     protocol: KitProtocol
+    memory_unit: int = 0  # MiB per gpu-memory device on this node (--memory-unit); 0: the protocol's memoryUnit
 
     @property
     def memory_unit_mib(self) -> int:
-        return self.protocol.memory_unit_mib
+        """The size of one gpu-memory device this plugin advertises, and publishes on its node."""
+        return self.memory_unit or self.protocol.memory_unit_mib
 
 
 class DevicePluginService:

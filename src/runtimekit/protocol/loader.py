@@ -37,7 +37,7 @@ Validator = Callable[[str], str | None]
 # The protocol's version: which keys a component knows. A key is only ever added (with a default, so
 # older files keep loading); each addition raises the version, so `runtimekit --version` tells which
 # protocol files a component can read (those written for this version or an older one).
-PROTOCOL_VERSION: Final = 1
+PROTOCOL_VERSION: Final = 2  # 2: labels.memoryUnit
 
 
 class ProtocolError(typed.ConfigError):
@@ -63,6 +63,7 @@ class Labels(msgspec.Struct, frozen=True, rename="camel"):
     gpu_model: str = "aliyun.com/gpu-model"
     gpu_count: str = "aliyun.com/gpu-count"
     mig_mode: str = "aliyun.com/gpu-mig-mode"
+    memory_unit: str = "aliyun.com/gpu-memory-unit"  # protocol version 2
 
 
 class Annotations(msgspec.Struct, frozen=True, rename="camel"):
@@ -122,6 +123,7 @@ _CHECKS: Mapping[str, Validator] = {
     "labels.gpuModel": check_qualified_name,
     "labels.gpuCount": check_qualified_name,
     "labels.migMode": check_qualified_name,
+    "labels.memoryUnit": check_qualified_name,
     "annotations.nodeDevices": check_qualified_name,
     "annotations.assignment": check_qualified_name,
     "annotations.assumeTime": check_qualified_name,

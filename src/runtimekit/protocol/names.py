@@ -68,6 +68,14 @@ def memory_unit_mib(value: str) -> int:
     return size // _MIB
 
 
+def format_memory_unit(mib: int) -> str:
+    """A memory unit of `mib` MiB as its shortest quantity (`1Gi`, `512Mi`), valid as a label value;
+    `memory_unit_mib(format_memory_unit(n)) == n`."""
+    if mib <= 0:
+        raise ValueError(f"a memory unit must be a positive number of MiB, got {mib}")
+    return f"{mib >> 10}Gi" if mib % 1024 == 0 else f"{mib}Mi"
+
+
 def check_memory_unit(value: str) -> str | None:
     try:
         memory_unit_mib(value)

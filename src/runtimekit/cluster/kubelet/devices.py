@@ -8,8 +8,8 @@ Two implementations of `NodeDevices`:
 - `DirectDevices`: no runtime and no plugin. The kubelet advertises a fixed simulated inventory
   (the counts the device plugin would advertise: one `resources.gpu` device per GPU, 100
   `resources.core` devices per GPU, one `resources.memory` device per memory unit) and writes the
-  node devices annotation and GPU labels itself; admission allocates nothing and gives a container
-  `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
+  node devices annotation, the GPU labels and the memory unit label itself; admission allocates
+  nothing and gives a container `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.model import Assignment, AssignmentError, NodeInventory
 from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol.names import format_memory_unit
 
 CORE_DEVICES_PER_GPU = 100  # what the device plugin advertises per GPU for resources.core
 ContainerEnv = dict[str, dict[str, str]]  # container name -> environment the runtime would set
@@ -74,13 +75,14 @@ class PluginDevices:
 class DirectDevices:
     """See the module docstring."""
 
-    def __init__(self, inventory: NodeInventory, protocol: KitProtocol) -> None:
+    def __init__(self, inventory: NodeInventory, protocol: KitProtocol, memory_unit_mib: int = 0) -> None:
         self.inventory = inventory
         self.protocol = protocol
+        self.memory_unit_mib = memory_unit_mib or protocol.memory_unit_mib  # MiB per resources.memory device
 
     def capacity(self) -> dict[str, int]:
         names, gpus = self.protocol.resources, self.inventory.gpus
-        unit = self.protocol.memory_unit_mib
+        unit = self.memory_unit_mib
         return {
             names.gpu: len(gpus),
             names.core: CORE_DEVICES_PER_GPU * len(gpus),
@@ -94,6 +96,7 @@ class DirectDevices:
         labels = {
             self.protocol.labels.gpu_model: self.inventory.model,
             self.protocol.labels.gpu_count: str(len(self.inventory.gpus)),
+            self.protocol.labels.memory_unit: format_memory_unit(self.memory_unit_mib),
         }
         return labels, {self.protocol.annotations.node_devices: self.inventory.to_annotation()}
 

@@ -4,6 +4,7 @@ and multi-GPU pods, with a choice of placement policies.
 Implements: PrePredicate (request sanity), Predicate (GPU fit and the allowed GPU models, over all
 nodes at once), NodeOrder (the policy's score x weight) and DeviceAllocate (the GPUs inside the
 chosen node). A pod may pick another policy with the protocol's `annotations.policy` annotation.
+A gpu-memory request counts in the unit of the node it is checked against (`units`).
 
 Arguments (Volcano style, the `gpushare.` prefix optional):
     gpushare.policy: packfrag     # packfrag, fgd, random, dotprod, gpuclustering, gpupacking, bestfit, binpack, spread
@@ -58,6 +59,7 @@ from runtimekit.scheduler.plugins.gpushare.policies import (
     PolicyContext,
     TargetWorkload,
 )
+from runtimekit.scheduler.plugins.gpushare.units import UNREADABLE, NodeUnits, in_unit, uses_units
 
 NAME = "gpushare"
 
@@ -98,6 +100,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         self._learned: set[str] = set()
         self._needs: dict[int, _Need] = {}
         self._ctx: PolicyContext | None = None
+        self.units = NodeUnits(context.protocol.labels.memory_unit, context.protocol.memory_unit_mib)
 
     def need(self, request: PodRequest) -> _Need:
         """What this plugin reads of a request, worked out once per request object (a pod's request
@@ -151,6 +154,56 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         requests = self.need(task.request).gpus
         if not requests:
             return Verdict.all(rows.size)
+        if any(uses_units(r) for r in requests) and not self.units.uniform(ssn.snapshot):
+            units = self.units.of(ssn.snapshot)[rows]
+            if (units != self.units.default_mib).any():
+                return self._predicate_per_unit(task, rows, ssn, requests, units)
+        return self._predicate(task, rows, ssn, requests)
+
+    def _predicate_per_unit(
+        self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...], units: Rows
+    ) -> Verdict:
+        """The predicate over rows of several memory units: each group of rows with its unit's requests.
+        A node whose unit label is unreadable fails, and no eviction helps it."""
+        passed = np.zeros(rows.size, np.bool_)
+        parts: list[tuple[Rows, Verdict]] = []
+        for unit in np.unique(units).tolist():
+            where = np.flatnonzero(units == unit)
+            if unit == UNREADABLE:
+                why = f"node label {self.units.label} is not a memory unit (such as 1Gi or 512Mi)"
+                every = np.ones(where.size, np.bool_)
+                parts.append((where, Verdict(np.zeros(where.size, np.bool_), [(why, every)], every)))
+                continue
+            scaled = tuple(in_unit(r, self.units.default_mib, unit) for r in requests)
+            verdict = self._predicate(task, rows[where], ssn, scaled)
+            passed[where] = verdict.passed
+            parts.append((where, verdict))
+
+        def spread(mask: Mask, where: Rows) -> Mask:
+            full = np.zeros(rows.size, np.bool_)
+            full[where] = mask
+            return full
+
+        def explain() -> list[tuple[str, Mask]]:
+            return [
+                (why, spread(mask, where))
+                for where, verdict in parts
+                for why, mask in (verdict.reasons() if callable(verdict.reasons) else verdict.reasons)
+            ]
+
+        def hopeless() -> Mask:
+            out = np.zeros(rows.size, np.bool_)
+            for where, verdict in parts:
+                found = verdict.unresolvable() if callable(verdict.unresolvable) else verdict.unresolvable
+                if found is not None:
+                    out |= spread(found, where)
+            return out
+
+        return Verdict(passed, explain, unresolvable=hopeless)
+
+    def _predicate(
+        self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...]
+    ) -> Verdict:
         table = ssn.table
 
         def hopeless() -> Mask:
@@ -210,16 +263,18 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
             return None
         policy = self.policy_for(task)
         ctx = PolicyContext(ssn.table.copy(), self.rng) if len(requests) > 1 else self._context(ssn.table)
+        unit = int(self.units.of(ssn.snapshot)[row]) if any(uses_units(c.gpu) for c in requests) else 0
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         for container in requests:
-            fitting = fitting_gpus(ctx.table, row, container.gpu)
-            if fitting.size < container.gpu.count:
+            gpu = in_unit(container.gpu, self.units.default_mib, unit) if unit else container.gpu
+            fitting = fitting_gpus(ctx.table, row, gpu)
+            if fitting.size < gpu.count:
                 return unschedulable(f"container {container.container}: GPUs no longer fit on the chosen node")
             if isinstance(policy, FgdPolicy) and policy.workload is None:
-                columns = POLICIES["bestfit"]().choose(ctx, shape, container.gpu, row, fitting)
+                columns = POLICIES["bestfit"]().choose(ctx, shape, gpu, row, fitting)
             else:
-                columns = policy.choose(ctx, shape, container.gpu, row, fitting)
-            taken = slots_for(ctx.table, row, container.gpu, columns)
+                columns = policy.choose(ctx, shape, gpu, row, fitting)
+            taken = slots_for(ctx.table, row, gpu, columns)
             chosen.append((container.container, taken))
             if len(requests) > 1:
                 _take_scratch(ctx, row, taken)
