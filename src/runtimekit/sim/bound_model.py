@@ -1,0 +1,341 @@
+"""The offline packing problem of a set of arrived pods, and its pattern LP / MILP relaxation.
+
+Problem: choose a subset of the pods and place it on the nodes (CPU, memory, per-GPU milli, whole
+GPUs exclusive, GPU model allowed) so that the placed GPU milli is largest. The relaxation below
+keeps the GPU side exact and weakens the rest; every step is a valid relaxation (any real packing
+gives a solution of the model with the same value), so its LP optimum is an upper bound:
+
+  * CPU-only pods are left out: they add nothing to the objective and only take room, so dropping
+    them from any packing keeps it feasible with the same value.
+  * A pod that no empty node of any class can host (CPU, memory, model, GPU count) is left out.
+  * Nodes are grouped into classes (GPU model, GPUs per node, CPU, memory). Per class c with n_c
+    nodes of g_c GPUs: the GPUs carrying share pods and the whole-GPU pods' GPUs together are at
+    most n_c g_c. Whole pods ask 1, 2, 4 or 8 GPUs and nodes have 1, 2, 4 or 8, so whole pods that
+    fit by count also fit node by node (divisible sizes: largest first leaves no holes); where a
+    pod asks more GPUs than a node has, it may not use the class at all.
+  * Each GPU carrying share pods follows a pattern: how many slots of each share size it has, the
+    sizes summing to at most 1000 milli. Share pods of size m placed in the class are at most the
+    slots of size m there. (A multi-GPU share pod, absent from openb, counts as k slots of size m:
+    dropping "on distinct GPUs of one node" only relaxes.)
+  * CPU and memory are summed over the class: the pods placed in class c use at most n_c times a
+    node's CPU and memory (per-node limits summed).
+  * Pods of a kind (CPU, memory, GPU demand, models) are interchangeable: at most as many placed
+    as arrived.
+
+Objective: sum of the placed pods' GPU milli. The LP over all patterns is solved by column
+generation (pricing: an unbounded knapsack over the share sizes per class, exact by dynamic
+programming); the bound reported is the Lagrangian bound of the restricted LP plus, per class,
+n_c g_c times the best pattern's positive reduced profit, which is valid at every iteration and
+equals the LP optimum once no pattern prices out. The MILP over the generated patterns gives an
+integer plan (how many GPUs of each class carry each pattern, which kinds go where), which
+`offline_packing` turns into a real packing. Callers: sim/bound.py.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import Bounds, LinearConstraint, linprog, milp
+from scipy.sparse import coo_matrix
+
+from runtimekit.model.trace import TraceNode, TracePod
+
+MILLI = 1000
+PRESSURE = 0.01  # the plan's cost of a pod's CPU and memory share of a node (see `solve_milp`)
+REDUCED_EPS = 1e-7  # a pattern enters the LP when its reduced profit beats this (relative to MILLI)
+
+
+@dataclass(frozen=True)
+class NodeClass:
+    model: str
+    gpus: int
+    cpu: int
+    mem: int
+    nodes: tuple[int, ...]  # indices into the node list
+
+    @property
+    def size(self) -> int:
+        return len(self.nodes)
+
+
+@dataclass(frozen=True)
+class PodKind:
+    """Interchangeable pods: same CPU, memory, GPU demand and allowed models."""
+
+    cpu: int
+    mem: int
+    count: int  # GPUs
+    milli: int  # per GPU
+    models: frozenset[str] | None
+    pods: tuple[int, ...]  # indices into the pod sequence
+
+    @property
+    def whole(self) -> bool:
+        return self.milli >= MILLI
+
+    @property
+    def value(self) -> int:
+        return self.count * min(self.milli, MILLI)
+
+    def fits_class(self, c: NodeClass) -> bool:
+        return (
+            self.count <= c.gpus
+            and self.cpu <= c.cpu
+            and self.mem <= c.mem
+            and (self.models is None or c.model in self.models)
+        )
+
+
+@dataclass(frozen=True)
+class Instance:
+    classes: tuple[NodeClass, ...]
+    kinds: tuple[PodKind, ...]  # GPU pods only, each hostable by at least one class
+    sizes: tuple[int, ...]  # distinct share sizes (milli), ascending
+    grain: int  # every value and size is a multiple of it
+    left_out: tuple[int, ...]  # pod indices no empty node can host (GPU pods)
+
+
+def node_classes(nodes: Sequence[TraceNode]) -> tuple[NodeClass, ...]:
+    groups: dict[tuple[str, int, int, int], list[int]] = defaultdict(list)
+    for i, n in enumerate(nodes):
+        if n.gpus:
+            groups[(n.model, n.gpus, n.cpu_milli, n.memory_mib)].append(i)
+    return tuple(NodeClass(m, g, c, mem, tuple(ix)) for (m, g, c, mem), ix in sorted(groups.items()))
+
+
+def build_instance(nodes: Sequence[TraceNode], pods: Sequence[TracePod], resources: bool = True) -> Instance:
+    """The instance of the pods (indices into `pods`). Without `resources` every pod asks no CPU and
+    no memory: the GPU side alone, to see whether CPU and memory change the bound."""
+    classes = node_classes(nodes)
+    groups: dict[tuple[int, int, int, int, frozenset[str] | None], list[int]] = defaultdict(list)
+    for i, p in enumerate(pods):
+        if p.num_gpu and p.gpu_milli > 0:
+            cpu, mem = (p.cpu_milli, p.memory_mib) if resources else (0, 0)
+            groups[(cpu, mem, p.num_gpu, min(p.gpu_milli, MILLI), p.allowed_models())].append(i)
+    kinds, left_out = [], []
+    for (cpu, mem, count, milli, models), ix in groups.items():
+        kind = PodKind(cpu, mem, count, milli, models, tuple(ix))
+        if any(kind.fits_class(c) for c in classes):
+            kinds.append(kind)
+        else:
+            left_out.extend(ix)
+    kinds.sort(key=lambda k: (k.count, k.milli, k.cpu, k.mem, sorted(k.models or ())))
+    sizes = tuple(sorted({k.milli for k in kinds if not k.whole}))
+    grain = math.gcd(MILLI, *sizes) if sizes else MILLI
+    return Instance(classes, tuple(kinds), sizes, grain, tuple(sorted(left_out)))
+
+
+def best_pattern(profit: Sequence[float], sizes: Sequence[int], grain: int) -> tuple[float, tuple[int, ...]]:
+    """The most profitable way to fill one GPU (unbounded knapsack, capacity 1000 milli, exact DP):
+    (profit, slots per size)."""
+    cap = MILLI // grain
+    best = [0.0] * (cap + 1)
+    take = [-1] * (cap + 1)
+    steps = [s // grain for s in sizes]
+    for w in range(1, cap + 1):
+        best[w], take[w] = best[w - 1], -1
+        for j, s in enumerate(steps):
+            if s <= w and profit[j] > 0 and best[w - s] + profit[j] > best[w] + 1e-12:
+                best[w], take[w] = best[w - s] + profit[j], j
+    slots = [0] * len(sizes)
+    w = cap
+    while w > 0:
+        j = take[w]
+        if j < 0:
+            w -= 1
+        else:
+            slots[j] += 1
+            w -= steps[j]
+    return best[cap], tuple(slots)
+
+
+@dataclass
+class Plan:
+    """An integer plan of the relaxation: per class, GPUs per pattern and pods per kind."""
+
+    patterns: dict[int, dict[tuple[int, ...], int]] = field(default_factory=dict)  # class -> pattern -> GPUs
+    placed: dict[int, dict[int, int]] = field(default_factory=dict)  # class -> kind -> pods
+    value: int = 0
+
+
+@dataclass
+class Relaxation:
+    """The pattern LP / MILP of one instance."""
+
+    instance: Instance
+    patterns: list[list[tuple[int, ...]]] = field(default_factory=list)  # per class
+    lp_value: float = 0.0
+    upper: int = 0  # the valid upper bound, milli, a multiple of the grain
+    iterations: int = 0
+
+    def __post_init__(self) -> None:
+        inst = self.instance
+        self._var: list[tuple[str, int, int]] = []  # ('u', class, kind) for placements
+        for ci, c in enumerate(inst.classes):
+            for ki, k in enumerate(inst.kinds):
+                if k.fits_class(c):
+                    self._var.append(("u", ci, ki))
+        if not self.patterns:
+            self.patterns = [self._start_patterns(ci) for ci in range(len(inst.classes))]
+
+    def _class_sizes(self, ci: int) -> list[int]:
+        """Indices into `sizes` of the share sizes some kind hostable in the class has."""
+        inst = self.instance
+        c = inst.classes[ci]
+        found = {inst.sizes.index(k.milli) for k in inst.kinds if not k.whole and k.fits_class(c)}
+        return sorted(found)
+
+    def _start_patterns(self, ci: int) -> list[tuple[int, ...]]:
+        out = []
+        for j in self._class_sizes(ci):
+            slots = [0] * len(self.instance.sizes)
+            slots[j] = MILLI // self.instance.sizes[j]
+            out.append(tuple(slots))
+        return out
+
+    # -- the model --------------------------------------------------------------------------
+    def _matrix(
+        self, headroom: dict[int, float] | None = None
+    ) -> tuple[np.ndarray, coo_matrix, np.ndarray, list[tuple[str, int, int]]]:
+        """(objective to maximise, A, b) for A x <= b, and what each column is. `headroom` scales a
+        class's CPU and memory sums down (for building a packing, never for the bound)."""
+        inst = self.instance
+        columns = list(self._var)
+        for ci, pats in enumerate(self.patterns):
+            columns.extend(("z", ci, pi) for pi in range(len(pats)))
+        nc, ns, nk = len(inst.classes), len(inst.sizes), len(inst.kinds)
+        # rows: gpu[c], slot[c, s], cpu[c], mem[c], supply[k]
+        r_gpu, r_slot, r_cpu, r_mem, r_sup = 0, nc, nc + nc * ns, 2 * nc + nc * ns, 3 * nc + nc * ns
+        rows = r_sup + nk
+        data: list[float] = []
+        ri: list[int] = []
+        cj: list[int] = []
+        obj = np.zeros(len(columns))
+        for j, (what, ci, x) in enumerate(columns):
+            if what == "u":
+                k = inst.kinds[x]
+                obj[j] = k.value
+                entries = [(r_cpu + ci, k.cpu), (r_mem + ci, k.mem), (r_sup + x, 1)]
+                if k.whole:
+                    entries.append((r_gpu + ci, k.count))
+                else:
+                    entries.append((r_slot + ci * ns + inst.sizes.index(k.milli), k.count))
+            else:
+                slots = self.patterns[ci][x]
+                entries = [(r_gpu + ci, 1)] + [(r_slot + ci * ns + s, -a) for s, a in enumerate(slots) if a]
+            for r, v in entries:
+                ri.append(r)
+                cj.append(j)
+                data.append(float(v))
+        b = np.zeros(rows)
+        for ci, c in enumerate(inst.classes):
+            b[r_gpu + ci] = c.size * c.gpus
+            keep = (headroom or {}).get(ci, 1.0)
+            b[r_cpu + ci] = math.floor(keep * c.size * c.cpu)
+            b[r_mem + ci] = math.floor(keep * c.size * c.mem)
+        for ki, k in enumerate(inst.kinds):
+            b[r_sup + ki] = len(k.pods)
+        a = coo_matrix((data, (ri, cj)), shape=(rows, len(columns)))
+        return obj, a, b, columns
+
+    def solve_lp(self, max_iterations: int = 200) -> float:
+        """Column generation to LP optimality; sets `lp_value` and `upper` (a valid bound)."""
+        inst = self.instance
+        nc, ns = len(inst.classes), len(inst.sizes)
+        best_bound = math.inf
+        for it in range(max_iterations):
+            obj, a, b, _ = self._matrix()
+            # scale CPU/memory rows so HiGHS sees numbers of similar size (duals rescaled below)
+            scale = np.ones(b.size)
+            for r0 in (nc + nc * ns, 2 * nc + nc * ns):
+                scale[r0 : r0 + nc] = 1.0 / np.maximum(b[r0 : r0 + nc], 1.0)
+            a_s = coo_matrix((a.data * scale[a.row], (a.row, a.col)), shape=a.shape).tocsr()
+            res = linprog(-obj, A_ub=a_s, b_ub=b * scale, bounds=(0, None), method="highs")
+            if res.status != 0:
+                raise RuntimeError(f"offline bound: the LP failed ({res.message})")
+            value = -float(res.fun)
+            duals = np.maximum(-np.asarray(res.ineqlin.marginals) * scale, 0.0)  # per unit of the original rows
+            added = 0
+            delta = np.zeros(nc)  # per class: how far the best pattern violates its dual constraint
+            for ci in range(nc):
+                allowed = self._class_sizes(ci)
+                if not allowed:
+                    continue
+                profit = [0.0] * ns
+                for s in allowed:
+                    profit[s] = duals[nc + ci * ns + s]
+                got, slots = best_pattern(profit, inst.sizes, inst.grain)
+                delta[ci] = max(0.0, got - duals[ci])
+                if got - duals[ci] > REDUCED_EPS * MILLI and slots not in self.patterns[ci]:
+                    self.patterns[ci].append(slots)
+                    added += 1
+            best_bound = min(best_bound, self._dual_bound(obj, a, b, duals, delta))
+            self.iterations = it + 1
+            self.lp_value = value
+            if not added:
+                break
+        g = inst.grain
+        # a small tolerance against the solver's rounding, then down to the grain (values are multiples)
+        self.upper = math.floor((best_bound + 1e-6 * max(1.0, best_bound)) / g + 1e-9) * g
+        return best_bound
+
+    def _dual_bound(self, obj: np.ndarray, a: coo_matrix, b: np.ndarray, duals: np.ndarray, delta: np.ndarray) -> float:
+        """b.y of a dual-feasible y made from the LP's duals: each class's GPU price raised by its
+        best pattern's excess (`delta`), then each kind's supply price by whatever its placement
+        columns still miss (solver tolerance). Weak duality makes it an upper bound of the LP over
+        every pattern, hence of every packing."""
+        nc = len(self.instance.classes)
+        y = duals.copy()
+        y[:nc] += delta
+        r_sup = b.size - len(self.instance.kinds)
+        n_var = len(self._var)
+        covered = np.zeros(a.shape[1])
+        np.add.at(covered, a.col, a.data * y[a.row])
+        short = np.maximum(obj[:n_var] - covered[:n_var], 0.0)  # placement columns only
+        for j, (_, _, ki) in enumerate(self._var):
+            if short[j] > 0:
+                y[r_sup + ki] = max(y[r_sup + ki], duals[r_sup + ki] + short[j])
+        return float(b @ y)
+
+    def solve_milp(
+        self,
+        headroom: dict[int, float] | None = None,
+        pressure: float = PRESSURE,
+        time_limit: float = 60.0,
+        gap: float = 1e-5,
+    ) -> Plan:
+        """The integer plan over the generated patterns (a feasible point of the relaxation, with each
+        class's CPU and memory sums scaled by `headroom`). Among plans of about the same value it
+        prefers those that leave nodes CPU and memory: each placed pod costs `pressure` x 1000 x
+        (its share of a node's CPU plus its share of a node's memory) x the node's GPUs, so pods
+        asking much CPU go where CPU is plentiful and the plan can be laid out node by node."""
+        inst = self.instance
+        obj, a, b, columns = self._matrix(headroom)
+        cost = obj.copy()
+        for j, (what, ci, x) in enumerate(columns):
+            if what == "u":
+                c, k = inst.classes[ci], inst.kinds[x]
+                cost[j] -= pressure * MILLI * c.gpus * (k.cpu / c.cpu + k.mem / c.mem)
+        res = milp(
+            -cost,
+            constraints=LinearConstraint(a.tocsr(), -np.inf, b),
+            integrality=np.ones(obj.size),
+            bounds=Bounds(0, np.inf),
+            options={"time_limit": time_limit, "mip_rel_gap": gap, "disp": False},
+        )
+        if res.x is None:
+            raise RuntimeError(f"offline bound: the MILP found no solution ({res.message})")
+        plan = Plan()
+        for (what, ci, x), v in zip(columns, np.round(res.x).astype(np.int64).tolist(), strict=True):
+            if v <= 0:
+                continue
+            if what == "u":
+                plan.placed.setdefault(ci, {})[x] = v
+                plan.value += v * inst.kinds[x].value
+            else:
+                plan.patterns.setdefault(ci, {})[self.patterns[ci][x]] = v
+        return plan
