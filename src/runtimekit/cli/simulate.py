@@ -37,6 +37,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--plot", dest="plot_out", help="write allocation against arrivals as PNG")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
+    parser.add_argument(
+        "--bound",
+        nargs="?",
+        const=DEFAULT_BOUND_COLUMNS,
+        default="",
+        metavar="COLUMNS",
+        help="also bound the offline optimum at these columns (default when given alone: "
+        f"{DEFAULT_BOUND_COLUMNS}); about half a minute per column and seed",
+    )
+
+
+DEFAULT_BOUND_COLUMNS = "50,60,70,80,90,100,110,120,130"
+
+
+def parse_columns(text: str) -> tuple[int, ...]:
+    """`100,130` or a range `90-100` (columns 0..130); empty: none."""
+    columns: list[int] = []
+    for part in (p.strip() for p in text.split(",") if p.strip()):
+        low, dash, high = part.partition("-")
+        if not (low.isdigit() and (not dash or high.isdigit())):
+            raise ValueError(f"bound columns must look like 100,130 or 90-100; got {text!r}")
+        columns.extend(range(int(low), int(high) + 1) if dash else [int(low)])
+    return tuple(dict.fromkeys(columns))
 
 
 def _policies(text: str) -> tuple[str, ...]:
@@ -59,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
             _policies(args.policy),
             parse_seeds(args.seeds),
             args.tune,
+            parse_columns(args.bound),
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
@@ -77,8 +101,9 @@ def run(args: argparse.Namespace) -> int:
     if args.csv_out:
         write_atomic(args.csv_out, report_csv(report.results))
     if args.plot_out:
-        plot(report.results, args.plot_out, title=f"{spec.pods_file.rsplit('/', 1)[-1]}, tune {spec.tune}")
-    sys.stdout.write(render_table(report.results))
+        title = f"{spec.pods_file.rsplit('/', 1)[-1]}, tune {spec.tune}"
+        plot(report.results, args.plot_out, title=title, bounds=report.bounds)
+    sys.stdout.write(render_table(report.results, bounds=report.bounds))
     print(f"{len(report.results)} runs in {report.seconds:.1f} s")
     return 0
 

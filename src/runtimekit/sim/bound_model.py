@@ -37,12 +37,14 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.optimize import Bounds, LinearConstraint, linprog, milp
-from scipy.sparse import coo_matrix
 
 from runtimekit.model.trace import TraceNode, TracePod
+
+if TYPE_CHECKING:  # scipy is imported when a bound is solved, not with the simulator
+    from scipy.sparse import coo_matrix
 
 MILLI = 1000
 PRESSURE = 0.01  # the plan's cost of a pod's CPU and memory share of a node (see `solve_milp`)
@@ -203,6 +205,8 @@ class Relaxation:
     ) -> tuple[np.ndarray, coo_matrix, np.ndarray, list[tuple[str, int, int]]]:
         """(objective to maximise, A, b) for A x <= b, and what each column is. `headroom` scales a
         class's CPU and memory sums down (for building a packing, never for the bound)."""
+        from scipy.sparse import coo_matrix
+
         inst = self.instance
         columns = list(self._var)
         for ci, pats in enumerate(self.patterns):
@@ -244,6 +248,9 @@ class Relaxation:
 
     def solve_lp(self, max_iterations: int = 200) -> float:
         """Column generation to LP optimality; sets `lp_value` and `upper` (a valid bound)."""
+        from scipy.optimize import linprog
+        from scipy.sparse import coo_matrix
+
         inst = self.instance
         nc, ns = len(inst.classes), len(inst.sizes)
         best_bound = math.inf
@@ -313,6 +320,8 @@ class Relaxation:
         prefers those that leave nodes CPU and memory: each placed pod costs `pressure` x 1000 x
         (its share of a node's CPU plus its share of a node's memory) x the node's GPUs, so pods
         asking much CPU go where CPU is plentiful and the plan can be laid out node by node."""
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
         inst = self.instance
         obj, a, b, columns = self._matrix(headroom)
         cost = obj.copy()

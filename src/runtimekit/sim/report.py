@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtimekit.base.files import replacing
+from runtimekit.sim.bound import BoundResult
 from runtimekit.sim.replay import ReplayResult
 from runtimekit.sim.runner import SimulationReport
 
@@ -78,8 +79,19 @@ def summarize(results: Sequence[ReplayResult], columns: Sequence[str] = SUMMARY_
     return out
 
 
-def render_table(results: Sequence[ReplayResult], title: str = "") -> str:
-    """The summary as a rich table rendered to text."""
+def bound_summary(bounds: Sequence[BoundResult]) -> dict[str, tuple[float, float]]:
+    """column -> (mean upper, mean lower) over the seeds that bound it."""
+    out: dict[str, tuple[float, float]] = {}
+    columns = sorted({c for b in bounds for c in b.columns}, key=int)
+    for column in columns:
+        cells = [b.columns[column] for b in bounds if column in b.columns]
+        out[column] = (statistics.fmean(c.upper for c in cells), statistics.fmean(c.lower for c in cells))
+    return out
+
+
+def render_table(results: Sequence[ReplayResult], title: str = "", bounds: Sequence[BoundResult] = ()) -> str:
+    """The summary as a rich table rendered to text; with bounds, a last row gives the offline limit
+    (mean upper bound over seeds, the checked packings' mean after the slash)."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
@@ -94,15 +106,25 @@ def render_table(results: Sequence[ReplayResult], title: str = "") -> str:
     for policy, cells in summarize(results).items():
         n = max((c.n for c in cells.values()), default=0)
         table.add_row(policy, str(n), *(str(cells[c]) if c in cells else "-" for c in SUMMARY_COLUMNS))
+    if bounds:
+        limit = bound_summary(bounds)
+        table.add_row(
+            "offline bound",
+            str(len(bounds)),
+            *(f"{limit[c][0]:.2f} / {limit[c][1]:.2f}" if c in limit else "-" for c in SUMMARY_COLUMNS),
+        )
     console = Console(file=io.StringIO(), width=120, force_terminal=False)
     console.print(table)
     text: str = console.file.getvalue()  # type: ignore[attr-defined]
     return text
 
 
-def plot(results: Sequence[ReplayResult], path: str | Path, title: str = "") -> None:
+def plot(
+    results: Sequence[ReplayResult], path: str | Path, title: str = "", bounds: Sequence[BoundResult] = ()
+) -> None:
     """Allocation % against arrived % per policy (median over seeds, band = min..max), as the
-    paper's Fig. 9a shows it, written atomically as PNG."""
+    paper's Fig. 9a shows it, written atomically as PNG. With bounds, the offline limit (mean upper
+    bound over seeds at the bounded columns) is drawn in black, in the zoom too."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -125,6 +147,16 @@ def plot(results: Sequence[ReplayResult], path: str | Path, title: str = "") -> 
             alpha=0.15,
             linewidth=0,
         )
+    limit = sorted(((int(c), up) for c, (up, _) in bound_summary(bounds).items()), key=lambda p: p[0])
+    if limit:
+        ax.plot(
+            [p[0] for p in limit],
+            [p[1] for p in limit],
+            color="black",
+            linestyle="--",
+            marker=".",
+            label="offline bound",
+        )
     ax.plot([0, 100], [0, 100], color="grey", linestyle=":", linewidth=1, label="ideal")
     ax.set_xlim(0, 130)
     ax.set_ylim(0, 100)
@@ -141,6 +173,9 @@ def plot(results: Sequence[ReplayResult], path: str | Path, title: str = "") -> 
             if (values := [c for r in runs if (c := r.columns.get(str(x))) is not None])
         ]
         inset.plot([p[0] for p in zoom], [p[1] for p in zoom], linewidth=1.2)
+    near = [p for p in limit if p[0] >= 80]
+    if near:
+        inset.plot([p[0] for p in near], [p[1] for p in near], color="black", linestyle="--", marker=".", linewidth=1)
     inset.set_title("zoom: arrived 80-130 %", fontsize=8)
     inset.tick_params(labelsize=7)
     inset.grid(True, alpha=0.3)

@@ -19,6 +19,7 @@ from runtimekit import __version__
 from runtimekit.model.trace import TraceError, TraceNode, TracePod, read_node_list, read_pod_list, spec_warnings
 from runtimekit.scheduler.plugins.gpushare.policies import POLICIES
 from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.sim.bound import BoundResult, bound_columns
 from runtimekit.sim.replay import Cluster, ReplayResult, replay, target_workload
 
 log = logging.getLogger(__name__)
@@ -41,6 +42,7 @@ class SimulationSpec:
     policies: tuple[str, ...] = ("fgd",)
     seeds: tuple[int, ...] = tuple(range(42, 52))
     tune: float = 1.3
+    bound_columns: tuple[int, ...] = ()  # columns to bound offline (sim/bound.py); none: no bound
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.policies if p not in POLICIES]
@@ -50,6 +52,9 @@ class SimulationSpec:
             raise ValueError("give at least one seed")
         if not 0 < self.tune <= 10:
             raise ValueError(f"tune must be in (0, 10], got {self.tune}")
+        bad = [c for c in self.bound_columns if not 0 <= c <= 130]
+        if bad:
+            raise ValueError(f"bound columns must be in 0..130, got {bad[0]}")
 
 
 @dataclass
@@ -58,6 +63,7 @@ class SimulationReport:
     results: list[ReplayResult] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    bounds: list[BoundResult] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -66,6 +72,7 @@ class SimulationReport:
             "pods_file": self.spec.pods_file,
             "tune": self.spec.tune,
             "results": [r.to_json() for r in self.results],
+            "bounds": [b.to_json() for b in self.bounds],
         }
 
 
@@ -115,6 +122,16 @@ def _run_one(task: tuple[int, str]) -> ReplayResult:
     return result
 
 
+def _bound_one(seed: int) -> BoundResult:
+    nodes, pods = _WORKER["nodes"], _WORKER["pods"]
+    assert isinstance(nodes, list)
+    assert isinstance(pods, list)
+    arrivals = build_arrivals(pods, nodes, seed, float(_WORKER["tune"]))  # type: ignore[arg-type]
+    columns = _WORKER["bound_columns"]
+    assert isinstance(columns, tuple)
+    return bound_columns(nodes, arrivals, seed, columns)
+
+
 def run_simulation(
     spec: SimulationSpec,
     jobs: int = 1,
@@ -128,6 +145,8 @@ def run_simulation(
         log.warning("%s", warning)
     tasks = [(seed, policy) for seed in spec.seeds for policy in spec.policies]
     results: list[ReplayResult] = []
+    bounds: list[BoundResult] = []
+    _WORKER["bound_columns"] = spec.bound_columns  # workers fork after this
     if jobs <= 1 or len(tasks) == 1:
         _init_worker(nodes, pods, spec.tune)
         workload, cluster = _WORKER["workload"], _WORKER["cluster"]
@@ -138,6 +157,8 @@ def run_simulation(
                 results.append(result)
                 if on_result:
                     on_result(result)
+        if spec.bound_columns:
+            bounds = [_bound_one(seed) for seed in spec.seeds]
     else:
         context = multiprocessing.get_context("fork")
         with context.Pool(jobs, _init_worker, (nodes, pods, spec.tune)) as pool:
@@ -145,7 +166,9 @@ def run_simulation(
                 results.append(result)
                 if on_result:
                     on_result(result)
-    return SimulationReport(spec, results, warnings, time.perf_counter() - started)
+            if spec.bound_columns:
+                bounds = list(pool.imap(_bound_one, spec.seeds))
+    return SimulationReport(spec, results, warnings, time.perf_counter() - started, bounds)
 
 
 def expected_events(spec: SimulationSpec, pods: Sequence[TracePod], nodes: Sequence[TraceNode]) -> int:
