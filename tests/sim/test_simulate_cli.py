@@ -55,7 +55,8 @@ def test_simulate_writes_json_csv_plot_and_a_table(
     )
     assert code == 0
     report = json.loads((out / "r.json").read_text())
-    assert set(report) == {"runtimekit_version", "nodes_file", "pods_file", "tune", "results"}
+    assert set(report) == {"runtimekit_version", "nodes_file", "pods_file", "tune", "results", "bounds"}
+    assert report["bounds"] == []  # only with --bound
     assert report["tune"] == 1.3
     runs = report["results"]
     assert [(r["policy"], r["seed"]) for r in runs] == [(p, s) for s in (1, 2, 3) for p in ("fgd", "bestfit", "random")]
@@ -130,9 +131,38 @@ def test_unknown_gpu_model_in_spec_is_a_warning_with_the_line(
     assert f"warning: {pods}:20: pod pod-999" in err
 
 
+def test_bound_beside_the_policies_in_json_table_and_plot(
+    trace: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--bound adds, per seed and bounded column, an upper bound no policy's column exceeds and the
+    value of a checked packing below it."""
+    nodes, pods = trace
+    out = tmp_path / "out"
+    args = ["simulate", "--nodes", str(nodes), "--pods", str(pods), "--policy", "fgd,packfrag", "--seeds", "1,2"]
+    args += ["--bound", "0-130", "--json", str(out / "r.json"), "--plot", str(out / "r.png"), "--quiet"]
+    assert main(args) == 0
+    report = json.loads((out / "r.json").read_text())
+    assert [b["seed"] for b in report["bounds"]] == [1, 2]
+    for bound in report["bounds"]:
+        # nine GPUs: a pod moves arrivals by several points, so only some columns have events
+        filled = {c for r in report["results"] if r["seed"] == bound["seed"] for c, v in r["columns"].items() if v}
+        assert set(bound["columns"]) == filled
+        for column, cell in bound["columns"].items():
+            assert cell["lower"] <= cell["upper"] <= 100.0
+            for run in report["results"]:
+                if run["seed"] == bound["seed"]:
+                    assert run["columns"][column] <= cell["upper"] + 0.01  # events and columns are rounded
+    assert (out / "r.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "offline bound" in capsys.readouterr().out
+
+
 def test_bad_arguments(trace: tuple[Path, Path], capsys: pytest.CaptureFixture[str]) -> None:
     nodes, pods = trace
     assert main(["simulate", "--nodes", str(nodes), "--pods", str(pods), "--policy", "nosuch", "--quiet"]) == 2
     assert "unknown policy 'nosuch'" in capsys.readouterr().err
     assert main(["simulate", "--nodes", str(nodes), "--pods", str(pods), "--seeds", "a-b", "--quiet"]) == 2
     assert "seeds must look like" in capsys.readouterr().err
+    assert main(["simulate", "--nodes", str(nodes), "--pods", str(pods), "--bound", "x", "--quiet"]) == 2
+    assert "bound columns must look like" in capsys.readouterr().err
+    assert main(["simulate", "--nodes", str(nodes), "--pods", str(pods), "--bound", "140", "--quiet"]) == 2
+    assert "bound columns must be in 0..130" in capsys.readouterr().err

@@ -252,6 +252,9 @@ class Relaxation:
         from scipy.sparse import coo_matrix
 
         inst = self.instance
+        if not inst.kinds:  # no pod fits any node
+            self.lp_value, self.upper = 0.0, 0
+            return 0.0
         nc, ns = len(inst.classes), len(inst.sizes)
         best_bound = math.inf
         for it in range(max_iterations):
@@ -323,6 +326,8 @@ class Relaxation:
         from scipy.optimize import Bounds, LinearConstraint, milp
 
         inst = self.instance
+        if not inst.kinds:
+            return Plan()
         obj, a, b, columns = self._matrix(headroom)
         cost = obj.copy()
         for j, (what, ci, x) in enumerate(columns):

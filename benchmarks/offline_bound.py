@@ -1,0 +1,114 @@
+"""The offline limit of every openb pod list: per list, seed and column, an upper bound on the GPU
+allocation of any packing of the arrived pods and a checked packing (lower bound)
+(docs/results/offline-bound.md; `runtimekit simulate --bound` gives the same beside the policies).
+
+Per (list, seed, column) the JSON row has the column's upper and lower bound (% of GPUs, mean over
+the column's events) and, with --gpu-only, the largest amount by which dropping every CPU and
+memory request raises the upper bound at the column's boundary prefixes (0 means CPU and memory
+change no bound there). Per list and column the summary gives mean [min, max] over seeds.
+Usage: .venv/bin/python benchmarks/offline_bound.py [--traces DIR[,DIR]] [--lists default,...]
+       [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--jobs 1] [--markdown FILE]
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import statistics
+import sys
+from pathlib import Path
+
+from fgd_table import trace_arguments
+
+from runtimekit.model.trace import read_node_list, read_pod_list
+from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.sim.bound import bound_columns
+from runtimekit.sim.runner import parse_seeds
+
+
+def find(traces: str, name: str) -> Path:
+    """The folder (of a comma-separated list) that has the pod list."""
+    for folder in traces.split(","):
+        if (Path(folder) / f"openb_pod_list_{name}.csv").exists():
+            return Path(folder)
+    raise SystemExit(f"error: no folder of {traces} has openb_pod_list_{name}.csv")
+
+
+def one(task: tuple[str, str, int, tuple[int, ...], int, bool]) -> dict[str, object]:
+    folder, name, seed, columns, segments, gpu_only = task
+    nodes = read_node_list(Path(folder) / "openb_node_list_gpu_node.csv")
+    pods = read_pod_list(Path(folder) / f"openb_pod_list_{name}.csv")
+    result = bound_columns(nodes, build_arrivals(pods, nodes, seed, 1.3), seed, columns, segments, gpu_only)
+    cells: dict[str, dict[str, float | int | None]] = {}
+    for column, cell in result.columns.items():
+        raised = [p.gpu_only_upper - p.upper for p in cell.points if p.gpu_only_upper is not None]
+        cells[column] = {
+            "upper": round(cell.upper, 3),
+            "lower": round(cell.lower, 3),
+            "gpu_only_raise_milli": max(raised) if raised else None,
+            "whole_unplaced_milli": max(p.whole_arrived - p.whole_placed for p in cell.points),
+        }
+    print(f"{name} seed {seed}: {json.dumps(cells)} {result.seconds:.0f} s", file=sys.stderr)
+    return {"list": name, "seed": seed, "columns": cells, "seconds": round(result.seconds, 1)}
+
+
+def summary(rows: list[dict[str, object]], columns: tuple[int, ...]) -> dict[str, dict[str, dict[str, float]]]:
+    out: dict[str, dict[str, dict[str, float]]] = {}
+    for name in dict.fromkeys(str(r["list"]) for r in rows):
+        out[name] = {}
+        for column in map(str, columns):
+            cells = [r["columns"][column] for r in rows if r["list"] == name and column in r["columns"]]  # type: ignore[index, operator]
+            if not cells:
+                continue
+            ups = [c["upper"] for c in cells]
+            lows = [c["lower"] for c in cells]
+            out[name][column] = {
+                "upper_mean": round(statistics.fmean(ups), 3),
+                "upper_min": min(ups),
+                "upper_max": max(ups),
+                "lower_mean": round(statistics.fmean(lows), 3),
+                "gap_max": round(max(c["upper"] - c["lower"] for c in cells), 3),
+            }
+    return out
+
+
+def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
+    lines = [
+        "| list | col | upper mean [min, max] | lower (checked packing) mean | largest upper − lower |",
+        "|---|---|---|---|---|",
+    ]
+    for name, by_column in table.items():
+        for column, c in by_column.items():
+            lines.append(
+                f"| {name} | {column} | {c['upper_mean']:.2f} [{c['upper_min']:.2f}, {c['upper_max']:.2f}] | "
+                f"{c['lower_mean']:.2f} | {c['gap_max']:.3f} |"
+            )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = trace_arguments((__doc__ or "").splitlines()[0], jobs=1)
+    parser.add_argument("--columns", default="100,130")
+    parser.add_argument("--segments", type=int, default=4, help="boundary prefixes per column, less one")
+    parser.add_argument("--gpu-only", action="store_true", help="also bound without CPU and memory")
+    args = parser.parse_args()
+    columns = tuple(int(c) for c in args.columns.split(","))
+    tasks = [
+        (str(find(args.traces, name)), name, seed, columns, args.segments, args.gpu_only)
+        for name in args.lists.split(",")
+        for seed in parse_seeds(args.seeds)
+    ]
+    if args.jobs > 1:
+        with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
+            rows = list(pool.imap(one, tasks))
+    else:
+        rows = [one(t) for t in tasks]
+    table = summary(rows, columns)
+    print(json.dumps({"seeds": args.seeds, "tune": 1.3, "columns": columns, "summary": table, "rows": rows}, indent=1))
+    if args.markdown:
+        Path(args.markdown).write_text(markdown(table))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,176 @@
+"""The offline bound: hand-worked instances, and on small random ones the exact optimum (found by
+exhaustive search) lies between the checked packing and the LP bound."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from runtimekit.model.trace import TraceNode, TracePod
+from runtimekit.sim.arrivals import Arrivals
+from runtimekit.sim.bound import bound_columns, column_events, prefix_bound
+from runtimekit.sim.bound_model import Relaxation, best_pattern, build_instance
+from runtimekit.sim.columns import bucket_columns
+from runtimekit.sim.feasibility import check
+
+
+def share(name: str, milli: int, cpu: int = 1000, mem: int = 1024, spec: str = "") -> TracePod:
+    return TracePod(name, cpu, mem, 1, milli, spec)
+
+
+def whole(name: str, count: int, cpu: int = 1000, mem: int = 1024) -> TracePod:
+    return TracePod(name, cpu, mem, count, 1000)
+
+
+def optimum(nodes: Sequence[TraceNode], pods: Sequence[TracePod]) -> int:
+    """The best packing by exhaustive search (tiny instances only)."""
+    cpu = [n.cpu_milli for n in nodes]
+    mem = [n.memory_mib for n in nodes]
+    free = [[1000] * n.gpus for n in nodes]
+    best = 0
+
+    def go(i: int, value: int, left: int) -> None:
+        nonlocal best
+        best = max(best, value)
+        if i == len(pods) or value + left <= best:
+            return
+        pod = pods[i]
+        rest = left - pod.total_gpu_milli
+        models = pod.allowed_models()
+        if pod.total_gpu_milli:
+            for n, node in enumerate(nodes):
+                if cpu[n] < pod.cpu_milli or mem[n] < pod.memory_mib or (models and node.model not in models):
+                    continue
+                cpu[n] -= pod.cpu_milli
+                mem[n] -= pod.memory_mib
+                if pod.gpu_milli >= 1000:
+                    fully = [g for g, f in enumerate(free[n]) if f == 1000]
+                    if len(fully) >= pod.num_gpu:
+                        for g in fully[: pod.num_gpu]:
+                            free[n][g] = 0
+                        go(i + 1, value + pod.total_gpu_milli, rest)
+                        for g in fully[: pod.num_gpu]:
+                            free[n][g] = 1000
+                else:
+                    for g in sorted(set(range(len(free[n]))), key=lambda g: free[n][g]):
+                        if free[n][g] >= pod.gpu_milli:
+                            free[n][g] -= pod.gpu_milli
+                            go(i + 1, value + pod.total_gpu_milli, rest)
+                            free[n][g] += pod.gpu_milli
+                cpu[n] += pod.cpu_milli
+                mem[n] += pod.memory_mib
+        go(i + 1, value, rest)
+
+    go(0, 0, sum(p.total_gpu_milli for p in pods))
+    return best
+
+
+@pytest.mark.parametrize(
+    ("profit", "sizes", "expected"),
+    [
+        pytest.param([1.0, 3.0], [500, 810], (3.0, (0, 1)), id="one-big"),
+        pytest.param([1.0, 1.5], [500, 810], (2.0, (2, 0)), id="two-halves"),
+        pytest.param([0.15, 1.0], [200, 810], (1.0, (0, 1)), id="gap-too-small"),
+        pytest.param([0.0, 0.0], [200, 810], (0.0, (0, 0)), id="nothing-pays"),
+    ],
+)
+def test_best_pattern_fills_one_gpu_exactly(
+    profit: list[float], sizes: list[int], expected: tuple[float, tuple[int, ...]]
+) -> None:
+    assert best_pattern(profit, sizes, 10) == expected
+
+
+@pytest.mark.parametrize(
+    ("nodes", "pods", "value"),
+    [
+        pytest.param(
+            [TraceNode("n", 8000, 8192, 1, "T4")], [share("a", 810), share("b", 810)], 810, id="810s-never-share"
+        ),
+        pytest.param(
+            [TraceNode("n", 8000, 8192, 1, "T4")],
+            [share("a", 600), share("b", 500), share("c", 400)],
+            1000,
+            id="best-pair",
+        ),
+        pytest.param(
+            [TraceNode("n", 8000, 8192, 2, "T4")],
+            [whole("a", 1, cpu=6000), whole("b", 1, cpu=6000)],
+            1000,
+            id="cpu-binds-whole-pods",
+        ),
+        pytest.param(
+            [TraceNode("n", 8000, 8192, 2, "T4"), TraceNode("m", 8000, 8192, 4, "V100M16")],
+            [whole("eight", 8), whole("four", 4), share("x", 300, spec="P100")],
+            4000,
+            id="no-host-for-8-gpus-nor-p100",
+        ),
+        pytest.param(
+            [TraceNode("n", 8000, 8192, 2, "T4")],
+            [share("a", 500), TracePod("cpu", 8000, 1024, 0, 0), share("b", 500)],
+            1000,
+            id="cpu-only-pods-are-dropped",
+        ),
+    ],
+)
+def test_hand_worked_instances(nodes: list[TraceNode], pods: list[TracePod], value: int) -> None:
+    bound, packing = prefix_bound(nodes, pods)
+    assert bound.upper == value
+    assert bound.lower == value == check(nodes, pods, packing)
+
+
+def test_the_lp_bound_holds_at_every_iteration_and_tightens() -> None:
+    nodes = [TraceNode(f"n{i}", 64000, 65536, 2, "T4") for i in range(3)]
+    pods = [share(f"p{i}", m) for i, m in enumerate([810, 470, 470, 320, 650, 230, 160, 810, 550, 460])]
+    relaxation = Relaxation(build_instance(nodes, pods))
+    relaxation.solve_lp(max_iterations=1)  # start patterns only: a weak but valid bound
+    first = relaxation.upper
+    relaxation.solve_lp()
+    assert optimum(nodes, pods) <= relaxation.upper <= first
+
+
+SIZES = st.sampled_from([110, 230, 320, 470, 650, 810, 1000])
+
+
+@st.composite
+def instances(draw: st.DrawFn) -> tuple[list[TraceNode], list[TracePod]]:
+    nodes = [
+        TraceNode(f"n{i}", draw(st.sampled_from([4000, 16000])), 65536, draw(st.sampled_from([1, 2, 4])), model)
+        for i, model in enumerate(draw(st.lists(st.sampled_from(["T4", "P100"]), min_size=1, max_size=2)))
+    ]
+    pods = []
+    for i in range(draw(st.integers(1, 7))):
+        milli, count = draw(SIZES), 1
+        if milli == 1000:
+            count = draw(st.sampled_from([1, 2, 4]))
+        spec = draw(st.sampled_from(["", "", "P100"]))
+        pods.append(TracePod(f"p{i}", draw(st.sampled_from([1000, 3000, 9000])), 1024, count, milli, spec))
+    return nodes, pods
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(instances())
+def test_the_optimum_lies_between_the_checked_packing_and_the_bound(
+    instance: tuple[list[TraceNode], list[TracePod]],
+) -> None:
+    nodes, pods = instance
+    bound, packing = prefix_bound(nodes, pods, gpu_only=True)
+    best = optimum(nodes, pods)
+    assert check(nodes, pods, packing) == bound.lower <= best <= bound.upper <= bound.arrived
+    assert bound.gpu_only_upper is not None
+    assert bound.upper <= bound.gpu_only_upper  # dropping CPU and memory only relaxes
+
+
+def test_columns_are_bounded_over_the_events_the_replay_averages() -> None:
+    """Below full load everything fits: each column's bounds are the arrivals themselves, over the
+    same events `bucket_columns` averages."""
+    nodes = [TraceNode(f"n{i}", 64000, 262144, 8, "G2") for i in range(4)]
+    pods = [share(f"p{i}", 500) for i in range(80)]  # 40 GPUs' worth arriving onto 32
+    arrived = [500 * (i + 1) for i in range(80)]
+    result = bound_columns(nodes, Arrivals(pods, {}, 0), 1, [50, 100, 125])
+    replayed = bucket_columns(arrived, [min(a, 32_000) for a in arrived], 32)
+    assert column_events(arrived, 32, 50) == [i for i, a in enumerate(arrived) if round(a / 320) == 50]
+    assert result.columns["50"].upper == result.columns["50"].lower == pytest.approx(replayed["50"], abs=0.01)
+    assert result.columns["125"].upper == result.columns["125"].lower == pytest.approx(100.0)
