@@ -7,7 +7,8 @@ the column's events) and, with --gpu-only, the largest amount by which dropping 
 memory request raises the upper bound at the column's boundary prefixes (0 means CPU and memory
 change no bound there). Per list and column the summary gives mean [min, max] over seeds.
 Usage: .venv/bin/python benchmarks/offline_bound.py [--traces DIR[,DIR]] [--lists default,...]
-       [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--jobs 1] [--markdown FILE]
+       [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--quick] [--jobs 1]
+       [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -34,11 +35,11 @@ def find(traces: str, name: str) -> Path:
     raise SystemExit(f"error: no folder of {traces} has openb_pod_list_{name}.csv")
 
 
-def one(task: tuple[str, str, int, tuple[int, ...], int, bool]) -> dict[str, object]:
-    folder, name, seed, columns, segments, gpu_only = task
+def one(task: tuple[str, str, int, tuple[int, ...], int, bool, bool]) -> dict[str, object]:
+    folder, name, seed, columns, segments, gpu_only, quick = task
     nodes = read_node_list(Path(folder) / "openb_node_list_gpu_node.csv")
     pods = read_pod_list(Path(folder) / f"openb_pod_list_{name}.csv")
-    result = bound_columns(nodes, build_arrivals(pods, nodes, seed, 1.3), seed, columns, segments, gpu_only)
+    result = bound_columns(nodes, build_arrivals(pods, nodes, seed, 1.3), seed, columns, segments, gpu_only, quick)
     cells: dict[str, dict[str, float | int | None]] = {}
     for column, cell in result.columns.items():
         raised = [p.gpu_only_upper - p.upper for p in cell.points if p.gpu_only_upper is not None]
@@ -91,10 +92,11 @@ def main() -> int:
     parser.add_argument("--columns", default="100,130")
     parser.add_argument("--segments", type=int, default=4, help="boundary prefixes per column, less one")
     parser.add_argument("--gpu-only", action="store_true", help="also bound without CPU and memory")
+    parser.add_argument("--quick", action="store_true", help="one MILP per column (lower bound a little lower)")
     args = parser.parse_args()
     columns = tuple(int(c) for c in args.columns.split(","))
     tasks = [
-        (str(find(args.traces, name)), name, seed, columns, args.segments, args.gpu_only)
+        (str(find(args.traces, name)), name, seed, columns, args.segments, args.gpu_only, args.quick)
         for name in args.lists.split(",")
         for seed in parse_seeds(args.seeds)
     ]

@@ -97,11 +97,13 @@ def prefix_bound(
     start: Sequence[Placement] = (),
     gpu_only: bool = False,
     headroom: dict[int, float] | None = None,
+    plan: bool = True,
 ) -> tuple[PrefixBound, list[Placement]]:
     """Bounds for packing `pods`, and the packing behind the lower one: `start` (a packing of some
     of the pods) with the others fitted around it, or a MILP plan laid out when that is better.
     `headroom` (per class, see `_packing_from_plan`) is read and updated, so that later prefixes of
-    the same arrivals start from what this one learnt."""
+    the same arrivals start from what this one learnt. Without `plan` the lower bound only extends
+    `start` (much quicker; the upper bound is the same)."""
     arrived = sum(p.total_gpu_milli for p in pods)
     placed = {p for p, _, _ in start}
     rest = [i for i, p in enumerate(pods) if p.num_gpu and p.gpu_milli > 0 and i not in placed]
@@ -114,7 +116,7 @@ def prefix_bound(
         relaxation = Relaxation(instance)
         relaxation.solve_lp()
         upper = min(arrived, relaxation.upper)
-        if lower < upper:
+        if lower < upper and plan:
             headroom = {} if headroom is None else headroom
             packing, lower = _packing_from_plan(nodes, pods, relaxation, packing, lower, upper, headroom)
     gpu_only_upper = None
@@ -172,8 +174,11 @@ def bound_columns(
     columns: Sequence[int],
     segments: int = 4,
     gpu_only: bool = False,
+    quick: bool = False,
 ) -> BoundResult:
-    """Upper and lower bounds of each column for one arrival sequence."""
+    """Upper and lower bounds of each column for one arrival sequence. `quick` lays out a MILP plan
+    only at each column's first boundary and extends that packing at the later ones (a lower bound
+    a little further below; the upper bound is the same)."""
     started = time.perf_counter()
     total_gpus = sum(n.gpus for n in nodes)
     pods = arrivals.pods
@@ -194,7 +199,8 @@ def bound_columns(
         packings: list[list[Placement]] = []
         packing: list[Placement] = []
         for cut in cuts:
-            point, packing = prefix_bound(nodes, pods[: cut + 1], packing, gpu_only, headroom)
+            plan = not quick or cut == cuts[0]
+            point, packing = prefix_bound(nodes, pods[: cut + 1], packing, gpu_only, headroom, plan)
             points.append(point)
             packings.append(packing)
         cut_last = cuts[-1]

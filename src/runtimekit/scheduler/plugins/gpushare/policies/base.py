@@ -9,7 +9,7 @@ limits which GPUs fit. Pure functions of the node table; callers: the gpushare p
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -23,12 +23,15 @@ MAX_SPEC_GPU = 8_000
 
 @dataclass(frozen=True)
 class PodShape:
-    """A pod as policies see it: CPU milli and its GPU demand (per-GPU milli x count)."""
+    """A pod as policies see it: CPU milli and its GPU demand (per-GPU milli x count). Its memory
+    rides along but is no part of its identity: policies key their caches by shape, and scores
+    do not depend on memory (packfrag reads it only to keep hosts of rare pods, see there)."""
 
     cpu_milli: int
     milli: int = 0  # per GPU; 0 for a CPU-only pod
     count: int = 0  # number of GPUs; 0 for a CPU-only pod
     whole: bool = False
+    memory_mib: int = field(default=0, compare=False)
 
     @property
     def total_milli(self) -> int:
@@ -48,9 +51,9 @@ class PodShape:
         """The shape of a pod; a pod with several GPU containers is scored by its largest one."""
         gpus = [c.gpu for c in request.gpus if c.gpu.kind is not GpuKind.MIG]
         if not gpus:
-            return cls(request.cpu_milli)
+            return cls(request.cpu_milli, memory_mib=request.memory_mib)
         main = max(gpus, key=lambda g: g.core_milli * g.count)
-        return cls(request.cpu_milli, main.core_milli, main.count, main.kind is GpuKind.WHOLE)
+        return cls(request.cpu_milli, main.core_milli, main.count, main.kind is GpuKind.WHOLE, request.memory_mib)
 
 
 @dataclass

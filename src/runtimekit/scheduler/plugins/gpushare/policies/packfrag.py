@@ -57,6 +57,8 @@ CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
+RARE_HOSTS = 4.0  # a whole-GPU type is rare when at most 1 in this many nodes with its GPUs can host it
+HOST_PENALTY = 100  # score points a placement loses for spoiling a host of a rare type (see `_protect`)
 
 
 @runtime_checkable
@@ -85,8 +87,15 @@ class UsableCapacity:
         self._facts: dict[tuple[int, ...], tuple[list[int], list[int], int]] = {}  # see `_gpu_facts`
         self._per_pod = np.maximum(self.count, 1)[None, :]
         weight = np.where(self.whole, whole_weight / np.maximum(self.count, 1), 1.0)
+        # (GPUs, CPU) of the whole-GPU types few nodes can host, any model allowed (see `_protect`)
+        self.rare: list[tuple[int, int]] = []
         if table is not None:
-            weight = np.where(self.whole, np.minimum(1.0, weight * _host_rarity(self, table)), weight)
+            rarity = _host_rarity(self, table)
+            weight = np.where(self.whole, np.minimum(1.0, weight * rarity), weight)
+            rare = self.whole & (rarity >= RARE_HOSTS) & np.array([a is None for a in (t.allowed() for t in types)])
+            self.rare = sorted({(int(self.count[i]), int(self.cpu[i])) for i in np.flatnonzero(rare).tolist()})
+            known = {count for count, _ in self.rare}
+            self.rare += [r for r in _rare_nodes(table) if r[0] not in known]
         self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
         self._allowed = [t.allowed() for t in types]
         self._runs_on: dict[str, npt.NDArray[np.bool_]] = {}
@@ -238,6 +247,8 @@ class PackFragPolicy:
         self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
         # per (shape, node state id): each distinct placement's GPU free value and the state it leaves
         self._afters: dict[tuple[PodShape, int], list[tuple[int, int]]] = {}
+        # per rare whole-GPU type (GPUs, CPU): the most memory a pod of it has asked (see `_protect`)
+        self._rare_memory: dict[tuple[int, int], int] = {}
 
     def _drop_caches(self) -> None:
         self._shapes.clear()
@@ -289,6 +300,34 @@ class PackFragPolicy:
             self._nodes.refresh(table, stale)
             cache.store(table, stale, self._rescore(capacity, shape, cache, table, stale))
         scores: IntArray = cache.values(table, rows)
+        if capacity.rare:
+            scores = self._protect(capacity, shape, table, rows, scores)
+        return scores
+
+    def _protect(
+        self, capacity: UsableCapacity, shape: PodShape, table: NodeTable, rows: IntArray, scores: IntArray
+    ) -> IntArray:
+        """Keep the few nodes that can host a rare whole-GPU type (8 GPUs and 120 cores: 39 of 617
+        8-GPU nodes on openb) for it: a placement that leaves such a node unable to host it (too few
+        free GPUs, CPU, or memory for the most a pod of the type has asked) loses `HOST_PENALTY`
+        points, so it goes there only when no other node can take the pod. The usable capacity
+        weighs such a type by its share of pods, far too little to keep its hosts free
+        (docs/results/better-than-fgd.md, "Below full load")."""
+        whole = table.gpu_whole[rows]
+        cpu = table.cpu_free[rows]
+        mem = table.mem_free[rows]
+        used = shape.count if shape.gpu else 0  # a share pod on a host takes one of its free GPUs
+        for count, need in capacity.rare:
+            if shape.whole and shape.count >= count and shape.cpu_milli >= need:
+                key = (count, need)  # a pod of the type (or a larger one): every node it can use is a host
+                self._rare_memory[key] = max(self._rare_memory.get(key, 0), shape.memory_mib)
+                continue
+            memory = self._rare_memory.get((count, need), 0)
+            host = (whole >= count) & (cpu >= need) & (mem >= memory)
+            after = (whole - used >= count) & (cpu - shape.cpu_milli >= need) & (mem - shape.memory_mib >= memory)
+            spoiled = host & ~after
+            if spoiled.any():
+                scores = np.where(spoiled, scores - HOST_PENALTY, scores)
         return scores
 
     @staticmethod
@@ -433,6 +472,28 @@ class PackFragPolicy:
         )
         scores = self._scores(np.array([values[0] - u for u in values[1:]])).tolist()
         return {v: sc for (v, _), sc in zip(afters, scores, strict=True)}
+
+
+def _rare_nodes(table: NodeTable) -> list[tuple[int, int]]:
+    """(GPUs k, CPU) for nodes whose whole-node capacity few nodes match, before any pod that needs
+    it has been seen: the nodes with k GPUs and more CPU than any node outside them with at least k
+    GPUs, when they are at most 1 in `RARE_HOSTS` of the nodes with at least k GPUs and all have
+    exactly k. On openb: the 39 G3 nodes (8 GPUs, 128 cores; other 8-GPU nodes have at most 96),
+    which the 8-GPU pods asking 120 cores need; CPU-rich, they are where CPU-heavy pods cost least."""
+    n = table.rows
+    gpus, cpu = table.gpu_count[:n], table.cpu_total[:n]
+    out = []
+    for k in sorted(set(gpus[gpus > 0].tolist())):
+        with_k = gpus >= k
+        levels = sorted(set(cpu[with_k].tolist()))
+        for below in reversed(levels[:-1]):  # the richest tier first, then wider ones while still rare
+            hosts = with_k & (cpu > below)
+            if int(np.count_nonzero(hosts)) * RARE_HOSTS > int(np.count_nonzero(with_k)):
+                break
+            if np.all(gpus[hosts] == k):
+                out.append((k, below + 1))
+                break
+    return out
 
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
