@@ -4,12 +4,24 @@ gpushare plugin feeds it, and (slow) that it allocates more than FGD on a trace 
 from __future__ import annotations
 
 import random
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from runtimekit.model import GpuKind, GpuRequest, NodeCapacity, NodeInventory, NodeName, NodeTable, PodKey
+from runtimekit.model import (
+    MILLI,
+    GpuKind,
+    GpuRequest,
+    NodeCapacity,
+    NodeInventory,
+    NodeName,
+    NodeTable,
+    Placement,
+    PodKey,
+    Slot,
+)
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
@@ -214,3 +226,78 @@ def test_node_states_start_afresh_past_the_limit_and_scores_stay_right(monkeypat
         fresh = PackFragPolicy(halves()).score(ctx, SHARE_500, rows(table, "a", "b"))
         assert policy.score(ctx, SHARE_500, rows(table, "a", "b")).tolist() == fresh.tolist()
         assert len(policy._nodes.states) <= 3 + 8  # at most the limit plus one pod's worth of new states
+
+
+def rich_and_plain(rich_free: Sequence[int] = (1000,) * 8, rich_cpu: int = 128_000) -> NodeTable:
+    """Five 8-GPU nodes with 96 cores and one with 128 (openb's G2 and G3, one to five)."""
+    table = NodeTable()
+    for i in range(5):
+        table.add_node(NodeInventory.simulated(f"g2-{i}", "G2", 8, 16384), NodeCapacity(96_000, 10**6, 110))
+    table.add_node(NodeInventory.simulated("g3", "G3", 8, 16384), NodeCapacity(128_000, 10**6, 110))
+    slots = tuple(Slot(i, MILLI - free, 0) for i, free in enumerate(rich_free) if free < MILLI)
+    table.take(Placement(NodeName("g3"), 128_000 - rich_cpu, 0, slots))
+    return table
+
+
+@pytest.mark.parametrize(
+    ("capacities", "expected"),
+    [
+        pytest.param([(8, 96_000)] * 5 + [(8, 128_000)], [(8, 96_001)], id="one-rich-of-six"),
+        pytest.param([(8, 96_000), (8, 128_000)], [], id="one-of-two-is-not-rare"),
+        pytest.param([(4, 96_000)] * 10 + [(8, 128_000), (4, 128_000)], [], id="rich-nodes-of-two-sizes"),
+        pytest.param([(8, 96_000)] * 6, [], id="all-alike"),
+    ],
+)
+def test_nodes_few_others_match_are_rare_hosts(
+    capacities: list[tuple[int, int]], expected: list[tuple[int, int]]
+) -> None:
+    from runtimekit.scheduler.plugins.gpushare.policies.packfrag import _rare_nodes
+
+    table = NodeTable()
+    for i, (gpus, cpus) in enumerate(capacities):
+        table.add_node(NodeInventory.simulated(f"n{i}", "G2", gpus, 16384), NodeCapacity(cpus, 10**6, 110))
+    assert _rare_nodes(table) == expected
+
+
+@pytest.mark.parametrize(
+    ("shape", "rich_free", "rich_cpu", "penalised"),
+    [
+        pytest.param(SHARE_500, (1000,) * 8, 128_000, True, id="share-pod-on-an-intact-rich-node"),
+        pytest.param(SHARE_500, (500,) + (1000,) * 7, 128_000, False, id="rich-node-already-in-use"),
+        pytest.param(PodShape(4_000), (1000,) * 8, 128_000, False, id="cpu-only-pod-leaving-enough-cpu"),
+        pytest.param(PodShape(40_000), (1000,) * 8, 128_000, True, id="cpu-only-pod-taking-the-extra-cpu"),
+        pytest.param(PodShape(1000, 1000, 8, True), (1000,) * 8, 100_000, True, id="eight-gpus-on-the-rich-node"),
+    ],
+)
+def test_a_placement_that_spoils_a_rare_host_goes_last(
+    shape: PodShape, rich_free: tuple[int, ...], rich_cpu: int, penalised: bool
+) -> None:
+    """Before any pod needing it arrives, the one node with more CPU than any other 8-GPU node is
+    kept whole: a pod that would leave it without 8 free GPUs or more than 96 free cores loses 100
+    points, so it goes there only when nothing else can take it."""
+    table = rich_and_plain(rich_free, rich_cpu)
+    ctx = PolicyContext(table, random.Random(1))
+    every = np.arange(table.rows)
+    scores = PackFragPolicy(halves()).score(ctx, shape, every)
+    rich = table.row("g3")
+    assert bool(scores[rich] < 0) == penalised
+    assert (scores[np.arange(table.rows) != rich] >= 0).all()
+    some = rows(table, "g3", "g2-1")  # a subset of the rows: the same by row
+    assert PackFragPolicy(halves()).score(ctx, shape, some).tolist() == scores[some].tolist()
+
+
+def test_a_rare_type_once_seen_sets_what_its_hosts_keep() -> None:
+    """Once 8-GPU pods asking 120 cores are in the workload, the rich node keeps 120 cores (not just
+    more than the other nodes' 96) and the memory the least of them asked; such a pod itself is not
+    held back."""
+    workload = TargetWorkload.from_types([HALF, PodType(120_000, 1000, 8)] + [HALF] * 20, coverage=1.0)
+    table = rich_and_plain()
+    ctx = PolicyContext(table, random.Random(1))
+    policy = PackFragPolicy(workload)
+    every = np.arange(table.rows)
+    rich = table.row("g3")
+    eight = PodShape(120_000, 1000, 8, True, memory_mib=700_000)
+    assert policy.score(ctx, eight, every)[rich] >= 0  # the type itself, and its memory learnt
+    assert policy.score(ctx, PodShape(10_000), every)[rich] < 0  # 118 cores left: too few now
+    assert policy.score(ctx, PodShape(1_000, memory_mib=200_000), every)[rich] >= 0
+    assert policy.score(ctx, PodShape(1_000, memory_mib=400_000), every)[rich] < 0  # 600 GiB left

@@ -87,15 +87,20 @@ class UsableCapacity:
         self._facts: dict[tuple[int, ...], tuple[list[int], list[int], int]] = {}  # see `_gpu_facts`
         self._per_pod = np.maximum(self.count, 1)[None, :]
         weight = np.where(self.whole, whole_weight / np.maximum(self.count, 1), 1.0)
-        # (GPUs, CPU) of the whole-GPU types few nodes can host, any model allowed (see `_protect`)
+        # (GPUs, least CPU) of the whole-GPU types few nodes can host, any model allowed, one per GPU
+        # count; before such a type is seen, of the nodes few others match (see `_protect`)
         self.rare: list[tuple[int, int]] = []
         if table is not None:
             rarity = _host_rarity(self, table)
             weight = np.where(self.whole, np.minimum(1.0, weight * rarity), weight)
             rare = self.whole & (rarity >= RARE_HOSTS) & np.array([a is None for a in (t.allowed() for t in types)])
-            self.rare = sorted({(int(self.count[i]), int(self.cpu[i])) for i in np.flatnonzero(rare).tolist()})
-            known = {count for count, _ in self.rare}
-            self.rare += [r for r in _rare_nodes(table) if r[0] not in known]
+            least: dict[int, int] = {}  # per GPU count, the least CPU a rare type of it asks
+            for i in np.flatnonzero(rare).tolist():
+                k = int(self.count[i])
+                least[k] = min(least.get(k, CPU_SPAN), int(self.cpu[i]))
+            for k, need in _rare_nodes(table):
+                least.setdefault(k, need)
+            self.rare = sorted(least.items())
         self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
         self._allowed = [t.allowed() for t in types]
         self._runs_on: dict[str, npt.NDArray[np.bool_]] = {}
@@ -196,6 +201,25 @@ class UsableCapacity:
         return row
 
 
+class _Hosts:
+    """The rows that could host a rare type when empty (`able`), their ledger versions when last
+    looked at, and those that can now (`rows`) with their free GPUs, CPU and memory; `spare`: the
+    most GPUs a host has beyond the type's count."""
+
+    def __init__(self, able: IntArray) -> None:
+        self.able = able
+        self.version: IntArray | None = None
+        self.rows = self.whole = self.cpu = self.mem = able[:0]
+        self.spare = 0
+
+    def update(self, table: NodeTable, version: IntArray, count: int, need: int, memory: int) -> None:
+        whole, cpu, mem = table.gpu_whole[self.able], table.cpu_free[self.able], table.mem_free[self.able]
+        ok = (whole >= count) & (cpu >= need) & (mem >= memory)
+        self.version = version
+        self.rows, self.whole, self.cpu, self.mem = self.able[ok], whole[ok], cpu[ok], mem[ok]
+        self.spare = int(self.whole.max()) - count if self.rows.size else 0
+
+
 class OnlineWorkload:
     """The pod types of the last `window` pods. Rebuilt after 1, 2, 4, ... pods (a quick cold
     start), then every `relearn_every` pods (rebuilding drops the policy's caches)."""
@@ -247,12 +271,14 @@ class PackFragPolicy:
         self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
         # per (shape, node state id): each distinct placement's GPU free value and the state it leaves
         self._afters: dict[tuple[PodShape, int], list[tuple[int, int]]] = {}
-        # per rare whole-GPU type (GPUs, CPU): the most memory a pod of it has asked (see `_protect`)
-        self._rare_memory: dict[tuple[int, int], int] = {}
+        # per GPU count of a rare whole-GPU type: the least memory such a pod has asked (see `_protect`)
+        self._rare_memory: dict[int, int] = {}
+        self._hosts: dict[tuple[int, int, int], _Hosts] = {}  # per rare type (GPUs, CPU, memory)
 
     def _drop_caches(self) -> None:
         self._shapes.clear()
         self._choices.clear()
+        self._hosts.clear()
 
     @property
     def pods_seen(self) -> int:
@@ -299,36 +325,62 @@ class PackFragPolicy:
         if stale.size:  # only rows whose score is stale need their node state
             self._nodes.refresh(table, stale)
             cache.store(table, stale, self._rescore(capacity, shape, cache, table, stale))
-        scores: IntArray = cache.values(table, rows)
-        if capacity.rare:
-            scores = self._protect(capacity, shape, table, rows, scores)
-        return scores
+        spoiled = self._spoiled(capacity, shape, table) if capacity.rare else None
+        if spoiled is None:
+            scores: IntArray = cache.values(table, rows)
+            return scores
+        every = cache.value[: table.rows].copy()  # penalise by row, then pick the candidates
+        every[spoiled] -= HOST_PENALTY
+        picked: IntArray = every if table.all_active(rows) else every[rows]
+        return picked
 
-    def _protect(
-        self, capacity: UsableCapacity, shape: PodShape, table: NodeTable, rows: IntArray, scores: IntArray
-    ) -> IntArray:
+    def _hosts_now(self, table: NodeTable, count: int, need: int, memory: int) -> _Hosts:
+        """The rows that can host a pod of `count` GPUs, `need` CPU and `memory` now. The rows that
+        could when empty are found once after each relearn (`_drop_caches`, so nodes added or
+        changed count from then on); which of them can now is worked out again only when one of
+        their ledger rows has changed."""
+        key = (count, need, memory)
+        found = self._hosts.get(key)
+        if found is None or (found.able.size and int(found.able[-1]) >= table.rows):
+            if len(self._hosts) > 64:
+                self._hosts.clear()
+            n = table.rows
+            able = (table.gpu_count[:n] >= count) & (table.cpu_total[:n] >= need) & (table.mem_total[:n] >= memory)
+            found = self._hosts[key] = _Hosts(np.flatnonzero(able & table.active[:n]))
+        version = table.version[found.able]
+        if found.version is None or (version != found.version).any():
+            found.update(table, version, count, need, memory)
+        return found
+
+    def _spoiled(self, capacity: UsableCapacity, shape: PodShape, table: NodeTable) -> IntArray | None:
         """Keep the few nodes that can host a rare whole-GPU type (8 GPUs and 120 cores: 39 of 617
-        8-GPU nodes on openb) for it: a placement that leaves such a node unable to host it (too few
-        free GPUs, CPU, or memory for the most a pod of the type has asked) loses `HOST_PENALTY`
-        points, so it goes there only when no other node can take the pod. The usable capacity
-        weighs such a type by its share of pods, far too little to keep its hosts free
-        (docs/results/better-than-fgd.md, "Below full load")."""
-        whole = table.gpu_whole[rows]
-        cpu = table.cpu_free[rows]
-        mem = table.mem_free[rows]
+        8-GPU nodes on openb) for it: the rows where this pod would leave such a node unable to host
+        it (too few free GPUs, CPU, or memory for the least a pod of such types has asked), which
+        lose `HOST_PENALTY` points, so that the pod goes there only when no other node can take it;
+        None when there are none. The usable capacity weighs such a type by its share of pods, far
+        too little to keep its hosts free (docs/results/better-than-fgd.md, "Below full load")."""
         used = shape.count if shape.gpu else 0  # a share pod on a host takes one of its free GPUs
+        out = None
         for count, need in capacity.rare:
             if shape.whole and shape.count >= count and shape.cpu_milli >= need:
-                key = (count, need)  # a pod of the type (or a larger one): every node it can use is a host
-                self._rare_memory[key] = max(self._rare_memory.get(key, 0), shape.memory_mib)
+                # a pod of the type (or a larger one): every node it can use is a host
+                self._rare_memory[count] = min(self._rare_memory.get(count, shape.memory_mib), shape.memory_mib)
                 continue
-            memory = self._rare_memory.get((count, need), 0)
-            host = (whole >= count) & (cpu >= need) & (mem >= memory)
-            after = (whole - used >= count) & (cpu - shape.cpu_milli >= need) & (mem - shape.memory_mib >= memory)
-            spoiled = host & ~after
-            if spoiled.any():
-                scores = np.where(spoiled, scores - HOST_PENALTY, scores)
-        return scores
+            memory = self._rare_memory.get(count, 0)
+            hosts = self._hosts_now(table, count, need, memory)
+            if not hosts.rows.size:
+                continue
+            if used and used > hosts.spare:  # the usual case: a GPU pod spoils every host
+                spoiled = hosts.rows
+            else:
+                spoiled = hosts.rows[
+                    (hosts.whole - used < count)
+                    | (hosts.cpu - shape.cpu_milli < need)
+                    | (hosts.mem - shape.memory_mib < memory)
+                ]
+            if spoiled.size:
+                out = spoiled if out is None else np.union1d(out, spoiled)
+        return out
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
