@@ -15,7 +15,7 @@ column 50-130; the mean difference over the lists at least +0.5 at columns 100 a
 half of the gap to the offline bound closed at column 100 on average over the lists; time ratio <= 2.
 Prints JSON with "goal_met" and each part of it; exits 0 either way (it is a measurement).
 Usage: .venv/bin/python benchmarks/better_than_fgd.py [--policy packfrag] [--lists default,...]
-       [--seeds 42-51] [--jobs 1] [--bounds bound.json] [--markdown FILE]
+       [--seeds 42-51] [--jobs 1] [--bounds bound.json] [--rows earlier.json] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -123,12 +123,14 @@ def main() -> int:
     parser = trace_arguments((__doc__ or "").splitlines()[0], jobs=1)
     parser.add_argument("--policy", default="packfrag")
     parser.add_argument("--bounds", help="offline_bound.py's JSON for the same lists and seeds")
+    parser.add_argument("--rows", help="take the replays' rows from this script's earlier JSON(s), comma-separated")
     args = parser.parse_args()
     seeds = parse_seeds(args.seeds)
     bounds = json.loads(Path(args.bounds).read_text()) if args.bounds else None
+    earlier = {r["list"]: r for f in (args.rows or "").split(",") if f for r in json.loads(Path(f).read_text())["rows"]}
     rows = []
     for name in args.lists.split(","):
-        row = compare(Path(args.traces), name, args.policy, seeds, args.jobs)
+        row = earlier.get(name) or compare(Path(args.traces), name, args.policy, seeds, args.jobs)
         if bounds:
             add_bounds(row, bounds, args.policy, seeds)
         rows.append(row)
