@@ -7,8 +7,8 @@ the column's events) and, with --gpu-only, the largest amount by which dropping 
 memory request raises the upper bound at the column's boundary prefixes (0 means CPU and memory
 change no bound there). Per list and column the summary gives mean [min, max] over seeds.
 Usage: .venv/bin/python benchmarks/offline_bound.py [--traces DIR[,DIR]] [--lists default,...]
-       [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--quick] [--jobs 1]
-       [--markdown FILE]
+       [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--plans every|first|none]
+       [--merge earlier.json] [--jobs 1] [--markdown FILE]
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from fgd_table import trace_arguments
 
 from runtimekit.model.trace import read_node_list, read_pod_list
 from runtimekit.sim.arrivals import build_arrivals
-from runtimekit.sim.bound import bound_columns
+from runtimekit.sim.bound import PLANS, bound_columns
 from runtimekit.sim.runner import parse_seeds
 
 
@@ -35,11 +35,11 @@ def find(traces: str, name: str) -> Path:
     raise SystemExit(f"error: no folder of {traces} has openb_pod_list_{name}.csv")
 
 
-def one(task: tuple[str, str, int, tuple[int, ...], int, bool, bool]) -> dict[str, object]:
-    folder, name, seed, columns, segments, gpu_only, quick = task
+def one(task: tuple[str, str, int, tuple[int, ...], int, bool, str]) -> dict[str, object]:
+    folder, name, seed, columns, segments, gpu_only, plans = task
     nodes = read_node_list(Path(folder) / "openb_node_list_gpu_node.csv")
     pods = read_pod_list(Path(folder) / f"openb_pod_list_{name}.csv")
-    result = bound_columns(nodes, build_arrivals(pods, nodes, seed, 1.3), seed, columns, segments, gpu_only, quick)
+    result = bound_columns(nodes, build_arrivals(pods, nodes, seed, 1.3), seed, columns, segments, gpu_only, plans)
     cells: dict[str, dict[str, float | int | None]] = {}
     for column, cell in result.columns.items():
         raised = [p.gpu_only_upper - p.upper for p in cell.points if p.gpu_only_upper is not None]
@@ -92,19 +92,30 @@ def main() -> int:
     parser.add_argument("--columns", default="100,130")
     parser.add_argument("--segments", type=int, default=4, help="boundary prefixes per column, less one")
     parser.add_argument("--gpu-only", action="store_true", help="also bound without CPU and memory")
-    parser.add_argument("--quick", action="store_true", help="one MILP per column (lower bound a little lower)")
+    parser.add_argument(
+        "--plans",
+        default="every",
+        choices=PLANS,
+        help="where a MILP plan is laid out (the lower bound; see sim/bound.py)",
+    )
+    parser.add_argument("--merge", help="also take rows from earlier JSON output(s) of this script, comma-separated")
     args = parser.parse_args()
     columns = tuple(int(c) for c in args.columns.split(","))
     tasks = [
-        (str(find(args.traces, name)), name, seed, columns, args.segments, args.gpu_only, args.quick)
+        (str(find(args.traces, name)), name, seed, columns, args.segments, args.gpu_only, args.plans)
         for name in args.lists.split(",")
         for seed in parse_seeds(args.seeds)
     ]
+    merged = [r for f in (args.merge or "").split(",") if f for r in json.loads(Path(f).read_text())["rows"]]
+    done = {(r["list"], r["seed"]) for r in merged}
+    tasks = [t for t in tasks if (t[1], t[2]) not in done]
     if args.jobs > 1:
         with multiprocessing.get_context("fork").Pool(args.jobs) as pool:
             rows = list(pool.imap(one, tasks))
     else:
         rows = [one(t) for t in tasks]
+    rows = sorted([*merged, *rows], key=lambda r: (args.lists.split(",").index(str(r["list"])), r["seed"]))  # type: ignore[call-overload]
+    rows = [r for r in rows if r["list"] in args.lists.split(",") and r["seed"] in parse_seeds(args.seeds)]
     table = summary(rows, columns)
     print(json.dumps({"seeds": args.seeds, "tune": 1.3, "columns": columns, "summary": table, "rows": rows}, indent=1))
     if args.markdown:

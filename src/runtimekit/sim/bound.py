@@ -26,6 +26,7 @@ from runtimekit.sim.offline_packing import Filler, Placement, extend, pack
 
 HEADROOM_STEP = 0.04  # how much a class's CPU and memory are tightened when its nodes shed pods
 HEADROOM_TRIES = 8
+PLANS = ("every", "first", "none")
 CLOSE = 2e-5  # a packing this near the upper bound (share of capacity, 0.002 points) is not improved on
 
 
@@ -174,11 +175,14 @@ def bound_columns(
     columns: Sequence[int],
     segments: int = 4,
     gpu_only: bool = False,
-    quick: bool = False,
+    plans: str = "every",
 ) -> BoundResult:
-    """Upper and lower bounds of each column for one arrival sequence. `quick` lays out a MILP plan
-    only at each column's first boundary and extends that packing at the later ones (a lower bound
-    a little further below; the upper bound is the same)."""
+    """Upper and lower bounds of each column for one arrival sequence. `plans` says at which of a
+    column's boundaries a MILP plan is laid out: "every", "first" (the later ones extend that
+    packing), or "none" (the packing is grown pod by pod from empty: far quicker, the lower bound
+    further below); the upper bound is the same."""
+    if plans not in PLANS:
+        raise ValueError(f"plans must be one of {', '.join(PLANS)}, got {plans!r}")
     started = time.perf_counter()
     total_gpus = sum(n.gpus for n in nodes)
     pods = arrivals.pods
@@ -199,7 +203,7 @@ def bound_columns(
         packings: list[list[Placement]] = []
         packing: list[Placement] = []
         for cut in cuts:
-            plan = not quick or cut == cuts[0]
+            plan = plans == "every" or (plans == "first" and cut == cuts[0])
             point, packing = prefix_bound(nodes, pods[: cut + 1], packing, gpu_only, headroom, plan)
             points.append(point)
             packings.append(packing)
