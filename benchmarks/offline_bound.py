@@ -106,7 +106,8 @@ def main() -> int:
         for name in args.lists.split(",")
         for seed in parse_seeds(args.seeds)
     ]
-    merged = [r for f in (args.merge or "").split(",") if f for r in json.loads(Path(f).read_text())["rows"]]
+    earlier = [r for f in (args.merge or "").split(",") if f for r in json.loads(Path(f).read_text())["rows"]]
+    merged = list({(r["list"], r["seed"]): r for r in reversed(earlier)}.values())  # the first file wins
     done = {(r["list"], r["seed"]) for r in merged}
     tasks = [t for t in tasks if (t[1], t[2]) not in done]
     if args.jobs > 1:
