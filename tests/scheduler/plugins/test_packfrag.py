@@ -301,3 +301,27 @@ def test_a_rare_type_once_seen_sets_what_its_hosts_keep() -> None:
     assert policy.score(ctx, PodShape(10_000), every)[rich] < 0  # 118 cores left: too few now
     assert policy.score(ctx, PodShape(1_000, memory_mib=200_000), every)[rich] >= 0
     assert policy.score(ctx, PodShape(1_000, memory_mib=400_000), every)[rich] < 0  # 600 GiB left
+
+
+def test_once_the_rare_type_is_known_only_a_reserve_of_hosts_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the rare type in the workload the hosts kept are RESERVE times the pods of it expected
+    while the free GPUs last, plus two: with the expectation set to nothing, two. A third host may
+    be spoiled; once only two are left, they are kept."""
+    from runtimekit.scheduler.plugins.gpushare.policies import packfrag
+
+    monkeypatch.setattr(packfrag, "RESERVE", 0.0)
+    workload = TargetWorkload.from_types([HALF, PodType(120_000, 1000, 8)], coverage=1.0)
+    table = NodeTable()
+    for i in range(12):
+        table.add_node(NodeInventory.simulated(f"g2-{i}", "G2", 8, 16384), NodeCapacity(96_000, 10**6, 110))
+    for i in range(3):
+        table.add_node(NodeInventory.simulated(f"g3-{i}", "G3", 8, 16384), NodeCapacity(128_000, 10**6, 110))
+    ctx = PolicyContext(table, random.Random(1))
+    policy = PackFragPolicy(workload)
+    every = np.arange(table.rows)
+    rich = rows(table, "g3-0", "g3-1", "g3-2")
+    assert (policy.score(ctx, SHARE_500, every)[rich] >= 0).all()  # three hosts, two to keep
+    table.take(Placement(NodeName("g3-0"), 1000, 0, (Slot(0, 500, 0),)))
+    scores = policy.score(ctx, SHARE_500, every)
+    assert (scores[rich[1:]] < 0).all()
+    assert scores[rich[0]] >= 0  # no longer a host

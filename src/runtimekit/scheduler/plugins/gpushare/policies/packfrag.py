@@ -31,6 +31,7 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 from __future__ import annotations
 
 import itertools
+import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from typing import Protocol, runtime_checkable
@@ -58,6 +59,7 @@ BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.buck
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
 RARE_HOSTS = 4.0  # a whole-GPU type is rare when at most 1 in this many nodes with its GPUs can host it
+RESERVE = 3.0  # hosts of a rare type kept per such pod expected before the free GPUs run out
 HOST_PENALTY = 100  # score points a placement loses for spoiling a host of a rare type (see `_protect`)
 
 
@@ -90,17 +92,22 @@ class UsableCapacity:
         # (GPUs, least CPU) of the whole-GPU types few nodes can host, any model allowed, one per GPU
         # count; before such a type is seen, of the nodes few others match (see `_protect`)
         self.rare: list[tuple[int, int]] = []
+        self.rare_share: dict[int, float] = {}  # per GPU count: the learned share of pods of such types
         if table is not None:
             rarity = _host_rarity(self, table)
             weight = np.where(self.whole, np.minimum(1.0, weight * rarity), weight)
             rare = self.whole & (rarity >= RARE_HOSTS) & np.array([a is None for a in (t.allowed() for t in types)])
             least: dict[int, int] = {}  # per GPU count, the least CPU a rare type of it asks
+            probabilities = np.asarray(workload.probabilities, np.float64)
             for i in np.flatnonzero(rare).tolist():
                 k = int(self.count[i])
                 least[k] = min(least.get(k, CPU_SPAN), int(self.cpu[i]))
+                self.rare_share[k] = self.rare_share.get(k, 0.0) + float(probabilities[i])
             for k, need in _rare_nodes(table):
                 least.setdefault(k, need)
             self.rare = sorted(least.items())
+        # GPU milli an average pod asks: how many more pods the free GPUs hold (see `_spoiled`)
+        self.pod_milli = float(np.asarray(workload.probabilities) @ (self.milli * self.count)) or float(MILLI)
         self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
         self._allowed = [t.allowed() for t in types]
         self._runs_on: dict[str, npt.NDArray[np.bool_]] = {}
@@ -352,6 +359,18 @@ class PackFragPolicy:
             found.update(table, version, count, need, memory)
         return found
 
+    @staticmethod
+    def _reserve(capacity: UsableCapacity, table: NodeTable, count: int) -> int:
+        """How many hosts of a rare type of `count` GPUs to keep: `RESERVE` times the pods of such
+        types expected while the free GPUs last (the learned share of them times the pods the free
+        GPU milli still holds), plus two; every host until such a type has been seen. The reserve
+        shrinks as the cluster fills, so near full load the hosts' GPUs go to whatever arrives."""
+        share = capacity.rare_share.get(count)
+        if share is None:
+            return CPU_SPAN
+        pods_left = float(table.gpu_sum[: table.rows].sum()) / capacity.pod_milli
+        return math.ceil(RESERVE * share * pods_left) + 2
+
     def _spoiled(self, capacity: UsableCapacity, shape: PodShape, table: NodeTable) -> IntArray | None:
         """Keep the few nodes that can host a rare whole-GPU type (8 GPUs and 120 cores: 39 of 617
         8-GPU nodes on openb) for it: the rows where this pod would leave such a node unable to host
@@ -368,7 +387,7 @@ class PackFragPolicy:
                 continue
             memory = self._rare_memory.get(count, 0)
             hosts = self._hosts_now(table, count, need, memory)
-            if not hosts.rows.size:
+            if not hosts.rows.size or hosts.rows.size > self._reserve(capacity, table, count):
                 continue
             if used and used > hosts.spare:  # the usual case: a GPU pod spoils every host
                 spoiled = hosts.rows
