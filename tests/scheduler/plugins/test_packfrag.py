@@ -251,7 +251,7 @@ def rich_and_plain(rich_free: Sequence[int] = (1000,) * 8, rich_cpu: int = 128_0
 def test_nodes_few_others_match_are_rare_hosts(
     capacities: list[tuple[int, int]], expected: list[tuple[int, int]]
 ) -> None:
-    from runtimekit.scheduler.plugins.gpushare.policies.packfrag import _rare_nodes
+    from runtimekit.scheduler.plugins.gpushare.policies.rarehosts import rare_nodes as _rare_nodes
 
     table = NodeTable()
     for i, (gpus, cpus) in enumerate(capacities):
@@ -307,9 +307,9 @@ def test_once_the_rare_type_is_known_only_a_reserve_of_hosts_is_kept(monkeypatch
     """With the rare type in the workload the hosts kept are RESERVE times the pods of it expected
     while the free GPUs last, plus two: with the expectation set to nothing, two. A third host may
     be spoiled; once only two are left, they are kept."""
-    from runtimekit.scheduler.plugins.gpushare.policies import packfrag
+    from runtimekit.scheduler.plugins.gpushare.policies import rarehosts
 
-    monkeypatch.setattr(packfrag, "RESERVE", 0.0)
+    monkeypatch.setattr(rarehosts, "RESERVE", 0.0)
     workload = TargetWorkload.from_types([HALF, PodType(120_000, 1000, 8)], coverage=1.0)
     table = NodeTable()
     for i in range(12):

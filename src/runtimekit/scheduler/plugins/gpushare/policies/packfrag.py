@@ -31,7 +31,6 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 from __future__ import annotations
 
 import itertools
-import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from typing import Protocol, runtime_checkable
@@ -49,6 +48,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.nodestates import (
     best_gpu,
     placements,
 )
+from runtimekit.scheduler.plugins.gpushare.policies.rarehosts import HOST_PENALTY, RareHosts, rare_types
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 FloatArray = npt.NDArray[np.float64]
@@ -58,9 +58,6 @@ CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
-RARE_HOSTS = 4.0  # a whole-GPU type is rare when at most 1 in this many nodes with its GPUs can host it
-RESERVE = 3.0  # hosts of a rare type kept per such pod expected before the free GPUs run out
-HOST_PENALTY = 100  # score points a placement loses for spoiling a host of a rare type (see `_protect`)
 
 
 @runtime_checkable
@@ -89,23 +86,15 @@ class UsableCapacity:
         self._facts: dict[tuple[int, ...], tuple[list[int], list[int], int]] = {}  # see `_gpu_facts`
         self._per_pod = np.maximum(self.count, 1)[None, :]
         weight = np.where(self.whole, whole_weight / np.maximum(self.count, 1), 1.0)
-        # (GPUs, least CPU) of the whole-GPU types few nodes can host, any model allowed, one per GPU
-        # count; before such a type is seen, of the nodes few others match (see `_protect`)
-        self.rare: list[tuple[int, int]] = []
-        self.rare_share: dict[int, float] = {}  # per GPU count: the learned share of pods of such types
+        self.rare: list[tuple[int, int]] = []  # see rarehosts.rare_types
+        self.rare_share: dict[int, float] = {}
         if table is not None:
             rarity = _host_rarity(self, table)
             weight = np.where(self.whole, np.minimum(1.0, weight * rarity), weight)
-            rare = self.whole & (rarity >= RARE_HOSTS) & np.array([a is None for a in (t.allowed() for t in types)])
-            least: dict[int, int] = {}  # per GPU count, the least CPU a rare type of it asks
-            probabilities = np.asarray(workload.probabilities, np.float64)
-            for i in np.flatnonzero(rare).tolist():
-                k = int(self.count[i])
-                least[k] = min(least.get(k, CPU_SPAN), int(self.cpu[i]))
-                self.rare_share[k] = self.rare_share.get(k, 0.0) + float(probabilities[i])
-            for k, need in _rare_nodes(table):
-                least.setdefault(k, need)
-            self.rare = sorted(least.items())
+            allowed_any = np.array([a is None for a in (t.allowed() for t in types)], np.bool_)
+            self.rare, self.rare_share = rare_types(
+                self.whole & allowed_any, self.count, self.cpu, rarity, workload.probabilities, table
+            )
         # GPU milli an average pod asks: how many more pods the free GPUs hold (see `_spoiled`)
         self.pod_milli = float(np.asarray(workload.probabilities) @ (self.milli * self.count)) or float(MILLI)
         self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
@@ -208,25 +197,6 @@ class UsableCapacity:
         return row
 
 
-class _Hosts:
-    """The rows that could host a rare type when empty (`able`), their ledger versions when last
-    looked at, and those that can now (`rows`) with their free GPUs, CPU and memory; `spare`: the
-    most GPUs a host has beyond the type's count."""
-
-    def __init__(self, able: IntArray) -> None:
-        self.able = able
-        self.version: IntArray | None = None
-        self.rows = self.whole = self.cpu = self.mem = able[:0]
-        self.spare = 0
-
-    def update(self, table: NodeTable, version: IntArray, count: int, need: int, memory: int) -> None:
-        whole, cpu, mem = table.gpu_whole[self.able], table.cpu_free[self.able], table.mem_free[self.able]
-        ok = (whole >= count) & (cpu >= need) & (mem >= memory)
-        self.version = version
-        self.rows, self.whole, self.cpu, self.mem = self.able[ok], whole[ok], cpu[ok], mem[ok]
-        self.spare = int(self.whole.max()) - count if self.rows.size else 0
-
-
 class OnlineWorkload:
     """The pod types of the last `window` pods. Rebuilt after 1, 2, 4, ... pods (a quick cold
     start), then every `relearn_every` pods (rebuilding drops the policy's caches)."""
@@ -278,14 +248,12 @@ class PackFragPolicy:
         self._choices: dict[tuple[PodShape, int, int, int], dict[int, int]] = {}
         # per (shape, node state id): each distinct placement's GPU free value and the state it leaves
         self._afters: dict[tuple[PodShape, int], list[tuple[int, int]]] = {}
-        # per GPU count of a rare whole-GPU type: the least memory such a pod has asked (see `_protect`)
-        self._rare_memory: dict[int, int] = {}
-        self._hosts: dict[tuple[int, int, int], _Hosts] = {}  # per rare type (GPUs, CPU, memory)
+        self._rare = RareHosts()  # the hosts of rare whole-GPU types, kept (rarehosts.py)
 
     def _drop_caches(self) -> None:
         self._shapes.clear()
         self._choices.clear()
-        self._hosts.clear()
+        self._rare.forget()
 
     @property
     def pods_seen(self) -> int:
@@ -332,74 +300,18 @@ class PackFragPolicy:
         if stale.size:  # only rows whose score is stale need their node state
             self._nodes.refresh(table, stale)
             cache.store(table, stale, self._rescore(capacity, shape, cache, table, stale))
-        spoiled = self._spoiled(capacity, shape, table) if capacity.rare else None
+        spoiled = (
+            self._rare.spoiled(capacity.rare, capacity.rare_share, capacity.pod_milli, shape, table)
+            if capacity.rare
+            else None
+        )
         if spoiled is None:
             scores: IntArray = cache.values(table, rows)
             return scores
         every = cache.value[: table.rows].copy()  # penalise by row, then pick the candidates
-        every[spoiled] -= HOST_PENALTY
+        every[spoiled] -= HOST_PENALTY  # the pod goes there only when no other node can take it
         picked: IntArray = every if table.all_active(rows) else every[rows]
         return picked
-
-    def _hosts_now(self, table: NodeTable, count: int, need: int, memory: int) -> _Hosts:
-        """The rows that can host a pod of `count` GPUs, `need` CPU and `memory` now. The rows that
-        could when empty are found once after each relearn (`_drop_caches`, so nodes added or
-        changed count from then on); which of them can now is worked out again only when one of
-        their ledger rows has changed."""
-        key = (count, need, memory)
-        found = self._hosts.get(key)
-        if found is None or (found.able.size and int(found.able[-1]) >= table.rows):
-            if len(self._hosts) > 64:
-                self._hosts.clear()
-            n = table.rows
-            able = (table.gpu_count[:n] >= count) & (table.cpu_total[:n] >= need) & (table.mem_total[:n] >= memory)
-            found = self._hosts[key] = _Hosts(np.flatnonzero(able & table.active[:n]))
-        version = table.version[found.able]
-        if found.version is None or (version != found.version).any():
-            found.update(table, version, count, need, memory)
-        return found
-
-    @staticmethod
-    def _reserve(capacity: UsableCapacity, table: NodeTable, count: int) -> int:
-        """How many hosts of a rare type of `count` GPUs to keep: `RESERVE` times the pods of such
-        types expected while the free GPUs last (the learned share of them times the pods the free
-        GPU milli still holds), plus two; every host until such a type has been seen. The reserve
-        shrinks as the cluster fills, so near full load the hosts' GPUs go to whatever arrives."""
-        share = capacity.rare_share.get(count)
-        if share is None:
-            return CPU_SPAN
-        pods_left = float(table.gpu_sum[: table.rows].sum()) / capacity.pod_milli
-        return math.ceil(RESERVE * share * pods_left) + 2
-
-    def _spoiled(self, capacity: UsableCapacity, shape: PodShape, table: NodeTable) -> IntArray | None:
-        """Keep the few nodes that can host a rare whole-GPU type (8 GPUs and 120 cores: 39 of 617
-        8-GPU nodes on openb) for it: the rows where this pod would leave such a node unable to host
-        it (too few free GPUs, CPU, or memory for the least a pod of such types has asked), which
-        lose `HOST_PENALTY` points, so that the pod goes there only when no other node can take it;
-        None when there are none. The usable capacity weighs such a type by its share of pods, far
-        too little to keep its hosts free (docs/results/better-than-fgd.md, "Below full load")."""
-        used = shape.count if shape.gpu else 0  # a share pod on a host takes one of its free GPUs
-        out = None
-        for count, need in capacity.rare:
-            if shape.whole and shape.count >= count and shape.cpu_milli >= need:
-                # a pod of the type (or a larger one): every node it can use is a host
-                self._rare_memory[count] = min(self._rare_memory.get(count, shape.memory_mib), shape.memory_mib)
-                continue
-            memory = self._rare_memory.get(count, 0)
-            hosts = self._hosts_now(table, count, need, memory)
-            if not hosts.rows.size or hosts.rows.size > self._reserve(capacity, table, count):
-                continue
-            if used and used > hosts.spare:  # the usual case: a GPU pod spoils every host
-                spoiled = hosts.rows
-            else:
-                spoiled = hosts.rows[
-                    (hosts.whole - used < count)
-                    | (hosts.cpu - shape.cpu_milli < need)
-                    | (hosts.mem - shape.memory_mib < memory)
-                ]
-            if spoiled.size:
-                out = spoiled if out is None else np.union1d(out, spoiled)
-        return out
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
@@ -543,28 +455,6 @@ class PackFragPolicy:
         )
         scores = self._scores(np.array([values[0] - u for u in values[1:]])).tolist()
         return {v: sc for (v, _), sc in zip(afters, scores, strict=True)}
-
-
-def _rare_nodes(table: NodeTable) -> list[tuple[int, int]]:
-    """(GPUs k, CPU) for nodes whose whole-node capacity few nodes match, before any pod that needs
-    it has been seen: the nodes with k GPUs and more CPU than any node outside them with at least k
-    GPUs, when they are at most 1 in `RARE_HOSTS` of the nodes with at least k GPUs and all have
-    exactly k. On openb: the 39 G3 nodes (8 GPUs, 128 cores; other 8-GPU nodes have at most 96),
-    which the 8-GPU pods asking 120 cores need; CPU-rich, they are where CPU-heavy pods cost least."""
-    n = table.rows
-    gpus, cpu = table.gpu_count[:n], table.cpu_total[:n]
-    out = []
-    for k in sorted(set(gpus[gpus > 0].tolist())):
-        with_k = gpus >= k
-        levels = sorted(set(cpu[with_k].tolist()))
-        for below in reversed(levels[:-1]):  # the richest tier first, then wider ones while still rare
-            hosts = with_k & (cpu > below)
-            if int(np.count_nonzero(hosts)) * RARE_HOSTS > int(np.count_nonzero(with_k)):
-                break
-            if np.all(gpus[hosts] == k):
-                out.append((k, below + 1))
-                break
-    return out
 
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
