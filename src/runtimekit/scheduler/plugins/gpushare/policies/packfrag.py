@@ -14,8 +14,9 @@ already counted, in full, by every share type that could use them, and counting 
 weight per whole type made the policy hoard idle GPUs and intact nodes for whole-GPU pods (which
 find idle GPUs anyway until late) at the share pods' expense. A whole-GPU type that few nodes can
 ever host keeps more: its weight is multiplied by (nodes with k GPUs) / (those that also have its
-CPU), up to 1, worked out from the node table whenever the workload changes.
-docs/results/better-than-fgd.md has the measurements behind the weights.
+CPU), up to 1, worked out from the node table whenever the workload changes; and the hosts of such
+rare types are kept for them: a placement that would spoil one loses `HOST_PENALTY` points
+(rarehosts.py). docs/results/better-than-fgd.md has the measurements behind the weights.
 
 FGD (fgd.py) measures the same thing with two differences: it counts a node as usable for t
 whenever one pod of t fits, however little CPU is left for more, and it adds the pod's own request
