@@ -115,8 +115,9 @@ def main() -> int:
             rows = list(pool.imap(one, tasks))
     else:
         rows = [one(t) for t in tasks]
-    rows = sorted([*merged, *rows], key=lambda r: (args.lists.split(",").index(str(r["list"])), r["seed"]))  # type: ignore[call-overload]
-    rows = [r for r in rows if r["list"] in args.lists.split(",") and r["seed"] in parse_seeds(args.seeds)]
+    names, wanted = args.lists.split(","), parse_seeds(args.seeds)
+    rows = [r for r in [*merged, *rows] if r["list"] in names and r["seed"] in wanted]
+    rows.sort(key=lambda r: (names.index(str(r["list"])), r["seed"]))
     table = summary(rows, columns)
     print(json.dumps({"seeds": args.seeds, "tune": 1.3, "columns": columns, "summary": table, "rows": rows}, indent=1))
     if args.markdown:
