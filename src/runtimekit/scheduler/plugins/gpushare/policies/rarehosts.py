@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
-from runtimekit.model import NodeTable
+from runtimekit.model import MILLI, NodeTable
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape
 
@@ -106,10 +106,12 @@ class RareHosts:
     def __init__(self) -> None:
         self._memory: dict[int, int] = {}  # per GPU count: the least memory a rare pod has asked
         self._hosts: dict[tuple[int, int, int], _Hosts] = {}  # per (GPUs, CPU, memory)
+        self._most_pods = 0.0  # pods the cluster's GPUs hold when empty (see `_keeps`)
 
     def forget(self) -> None:
         """Find the candidate rows again (after a relearn: nodes added or changed count from then on)."""
         self._hosts.clear()
+        self._most_pods = 0.0
 
     def spoiled(
         self,
@@ -123,6 +125,8 @@ class RareHosts:
         rare type; None when there are none. `rare`: (GPUs, least CPU) per rare GPU count;
         `rare_share`: their learned share of pods; `pod_milli`: the GPU milli a pod asks on average."""
         used = shape.count if shape.gpu else 0  # a share pod on a host takes one of its free GPUs
+        if not self._most_pods:
+            self._most_pods = float(table.gpu_usable[: table.rows].sum()) * MILLI / pod_milli
         out = None
         for count, need in rare:
             if shape.whole and shape.count >= count and shape.cpu_milli >= need:
@@ -131,7 +135,7 @@ class RareHosts:
                 continue
             memory = self._memory.get(count, 0)
             hosts = self._hosts_now(table, count, need, memory)
-            if not hosts.rows.size or hosts.rows.size > _reserve(rare_share.get(count), pod_milli, table):
+            if not hosts.rows.size or not self._keeps(hosts.rows.size, rare_share.get(count), pod_milli, table):
                 continue
             if used and used > hosts.spare:  # the usual case: a GPU pod spoils every host
                 spoiled = hosts.rows
@@ -144,6 +148,18 @@ class RareHosts:
             if spoiled.size:
                 out = spoiled if out is None else np.union1d(out, spoiled)
         return out
+
+    def _keeps(self, hosts: int, share: float | None, pod_milli: float, table: NodeTable) -> bool:
+        """Whether `hosts` hosts of a rare type are at most the reserve to keep: `RESERVE` times the
+        pods of such types expected while the free GPUs last (their learned share times the pods the
+        free GPU milli still holds), plus two; every host until such a type has been seen (`share`
+        None). The free GPU milli is summed only when the answer depends on it."""
+        if share is None or hosts <= 2:
+            return True
+        if hosts > RESERVE * share * self._most_pods + 3:  # more than even an empty cluster would keep
+            return False
+        pods_left = float(table.gpu_sum[: table.rows].sum()) / pod_milli
+        return hosts <= math.ceil(RESERVE * share * pods_left) + 2
 
     def _hosts_now(self, table: NodeTable, count: int, need: int, memory: int) -> _Hosts:
         key = (count, need, memory)
@@ -158,13 +174,3 @@ class RareHosts:
         if found.version is None or (version != found.version).any():
             found.update(table, version, count, need, memory)
         return found
-
-
-def _reserve(share: float | None, pod_milli: float, table: NodeTable) -> int:
-    """How many hosts of a rare type to keep: `RESERVE` times the pods of such types expected while
-    the free GPUs last (their learned share times the pods the free GPU milli still holds), plus
-    two; every host until such a type has been seen (`share` None)."""
-    if share is None:
-        return UNSEEN
-    pods_left = float(table.gpu_sum[: table.rows].sum()) / pod_milli
-    return math.ceil(RESERVE * share * pods_left) + 2
