@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 import statistics
 from collections.abc import Sequence
@@ -124,7 +125,8 @@ def plot(
 ) -> None:
     """Allocation % against arrived % per policy (median over seeds, band = min..max), as the
     paper's Fig. 9a shows it, written atomically as PNG. With bounds, the offline limit (mean upper
-    bound over seeds at the bounded columns) is drawn in black, in the zoom too."""
+    bound over seeds) is marked in black at the bounded columns, in the zoom too: between two
+    columns far apart it is not known, so they are joined only when adjacent."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -148,15 +150,11 @@ def plot(
             linewidth=0,
         )
     limit = sorted(((int(c), up) for c, (up, _) in bound_summary(bounds).items()), key=lambda p: p[0])
-    if limit:
-        ax.plot(
-            [p[0] for p in limit],
-            [p[1] for p in limit],
-            color="black",
-            linestyle="--",
-            marker=".",
-            label="offline bound",
-        )
+    if limit:  # markers at the bounded columns; a line only where they are next to each other
+        ax.plot([p[0] for p in limit], [p[1] for p in limit], "k.", label="offline bound")
+        for left, right in itertools.pairwise(limit):
+            if right[0] - left[0] <= 1:
+                ax.plot([left[0], right[0]], [left[1], right[1]], color="black", linestyle="--", linewidth=1)
     ax.plot([0, 100], [0, 100], color="grey", linestyle=":", linewidth=1, label="ideal")
     ax.set_xlim(0, 130)
     ax.set_ylim(0, 100)
@@ -175,7 +173,7 @@ def plot(
         inset.plot([p[0] for p in zoom], [p[1] for p in zoom], linewidth=1.2)
     near = [p for p in limit if p[0] >= 80]
     if near:
-        inset.plot([p[0] for p in near], [p[1] for p in near], color="black", linestyle="--", marker=".", linewidth=1)
+        inset.plot([p[0] for p in near], [p[1] for p in near], "k.")
     inset.set_title("zoom: arrived 80-130 %", fontsize=8)
     inset.tick_params(labelsize=7)
     inset.grid(True, alpha=0.3)
