@@ -6,9 +6,11 @@ A column is the mean allocation over the events whose arrived share rounds to it
 At event i no policy can allocate more than OPT(i), the best packing of the first i pods, and
 OPT(i) never falls as pods arrive. The column's events are cut into `segments` runs at boundary
 events b_0 < ... < b_S; for an event i in (b_j, b_j+1] the upper bound is min(arrived(i),
-UB(b_j+1)) and the lower bound LB(b_j) (a packing of fewer pods stays feasible). UB comes from the
-pattern LP (sim/bound_model.py); LB from a packing that `feasibility.check` accepted: the MILP plan
-laid out at b_0 (sim/offline_packing.py), extended by the later pods at each later boundary.
+UB(b_j+1)), and the lower bound the value of the packing of b_j grown pod by pod up to i (a
+packing of fewer pods stays feasible as pods arrive). UB comes from the pattern LP
+(sim/bound_model.py). The packing at a boundary is the previous boundary's with the new pods
+fitted in, or a MILP plan laid out (sim/offline_packing.py) when that is better; every packing
+counted, grown ones included, is accepted by `feasibility.check` first.
 Callers: sim/runner.py (`runtimekit simulate --bound`), benchmarks/offline_bound.py.
 """
 
@@ -21,7 +23,7 @@ from dataclasses import dataclass, field
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.bound_model import Relaxation, build_instance
-from runtimekit.sim.feasibility import check
+from runtimekit.sim.feasibility import InfeasiblePacking, check
 from runtimekit.sim.offline_packing import Filler, Placement, extend, pack
 
 HEADROOM_STEP = 0.04  # how much a class's CPU and memory are tightened when its nodes shed pods
@@ -168,6 +170,13 @@ def _packing_from_plan(
     return best, lower
 
 
+def _checked(nodes: Sequence[TraceNode], pods: Sequence[TracePod], filler: Filler | None) -> None:
+    """Check a grown packing once it has grown all it will: every value it had on the way belongs to
+    a part of it, and a part of a feasible packing is feasible."""
+    if filler is not None and check(nodes, pods, filler.packing) != filler.value:
+        raise InfeasiblePacking("a grown packing is not worth what it was counted at")
+
+
 def bound_columns(
     nodes: Sequence[TraceNode],
     arrivals: Arrivals,
@@ -215,11 +224,13 @@ def bound_columns(
             after = next(j for j, cut in enumerate(cuts) if cut >= i)  # first boundary at or past i
             ups.append(min(arrived[i], points[after].upper) / scale)
             if i in cuts:  # a boundary's own packing, then grown pod by pod up to the next one
+                _checked(nodes, pods, filler)
                 filler = Filler(nodes, pods[: cut_last + 1], packings[cuts.index(i)])
             else:
                 assert filler is not None
                 filler.add([i])
             lows.append(filler.value / scale)
+        _checked(nodes, pods, filler)
         result.columns[str(column)] = ColumnBound(column, sum(ups) / len(ups), sum(lows) / len(lows), tuple(points))
     result.seconds = time.perf_counter() - started
     return result
