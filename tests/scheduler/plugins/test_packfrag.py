@@ -189,7 +189,9 @@ def test_the_plugin_teaches_each_pod_once_however_often_it_is_retried() -> None:
 def test_packfrag_allocates_more_than_fgd(openb_dir: Path, name: str) -> None:
     """gpuspec10 (10 % of pods restricted to GPU models) and multigpu20 (more multi-GPU pods, where
     counting whole-GPU types at full weight had left packfrag +0.14 ahead): packfrag is ahead by
-    +0.5 to +1.4 points at columns 100 and 130 on every seed 42-51 (docs/results/better-than-fgd.md)."""
+    +0.4 to +1.4 points at columns 100 and 130 on every seed 42-51, and behind at no column from 50
+    on (before the rare hosts were kept it failed 8-GPU pods from column 59 on multigpu20, seed 42;
+    docs/results/better-than-fgd.md)."""
     pods = openb_dir / f"openb_pod_list_{name}.csv"
     if not pods.exists():
         pytest.skip(f"{pods.name} is in the shared traces only (not bundled), and they are not here")
@@ -209,6 +211,8 @@ def test_packfrag_allocates_more_than_fgd(openb_dir: Path, name: str) -> None:
             assert packfrag.columns[column] is not None
             assert fgd.columns[column] is not None
             assert packfrag.columns[column] > fgd.columns[column] + 0.3, (seed, column)  # type: ignore[operator]
+        for column in map(str, range(50, 131)):
+            assert packfrag.columns[column] >= fgd.columns[column] - 0.05, (seed, column)  # type: ignore[operator]
 
 
 def test_node_states_start_afresh_past_the_limit_and_scores_stay_right(monkeypatch: pytest.MonkeyPatch) -> None:
