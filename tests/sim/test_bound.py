@@ -3,8 +3,6 @@ exhaustive search) lies between the checked packing and the LP bound."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -12,75 +10,9 @@ from hypothesis import strategies as st
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.bound import bound_columns, column_events, prefix_bound
-from runtimekit.sim.bound_model import Relaxation, best_pattern, build_instance
 from runtimekit.sim.columns import bucket_columns
 from runtimekit.sim.feasibility import check
-
-
-def share(name: str, milli: int, cpu: int = 1000, mem: int = 1024, spec: str = "") -> TracePod:
-    return TracePod(name, cpu, mem, 1, milli, spec)
-
-
-def whole(name: str, count: int, cpu: int = 1000, mem: int = 1024) -> TracePod:
-    return TracePod(name, cpu, mem, count, 1000)
-
-
-def optimum(nodes: Sequence[TraceNode], pods: Sequence[TracePod]) -> int:
-    """The best packing by exhaustive search (tiny instances only)."""
-    cpu = [n.cpu_milli for n in nodes]
-    mem = [n.memory_mib for n in nodes]
-    free = [[1000] * n.gpus for n in nodes]
-    best = 0
-
-    def go(i: int, value: int, left: int) -> None:
-        nonlocal best
-        best = max(best, value)
-        if i == len(pods) or value + left <= best:
-            return
-        pod = pods[i]
-        rest = left - pod.total_gpu_milli
-        models = pod.allowed_models()
-        if pod.total_gpu_milli:
-            for n, node in enumerate(nodes):
-                if cpu[n] < pod.cpu_milli or mem[n] < pod.memory_mib or (models and node.model not in models):
-                    continue
-                cpu[n] -= pod.cpu_milli
-                mem[n] -= pod.memory_mib
-                if pod.gpu_milli >= 1000:
-                    fully = [g for g, f in enumerate(free[n]) if f == 1000]
-                    if len(fully) >= pod.num_gpu:
-                        for g in fully[: pod.num_gpu]:
-                            free[n][g] = 0
-                        go(i + 1, value + pod.total_gpu_milli, rest)
-                        for g in fully[: pod.num_gpu]:
-                            free[n][g] = 1000
-                else:
-                    for g in sorted(set(range(len(free[n]))), key=lambda g: free[n][g]):
-                        if free[n][g] >= pod.gpu_milli:
-                            free[n][g] -= pod.gpu_milli
-                            go(i + 1, value + pod.total_gpu_milli, rest)
-                            free[n][g] += pod.gpu_milli
-                cpu[n] += pod.cpu_milli
-                mem[n] += pod.memory_mib
-        go(i + 1, value, rest)
-
-    go(0, 0, sum(p.total_gpu_milli for p in pods))
-    return best
-
-
-@pytest.mark.parametrize(
-    ("profit", "sizes", "expected"),
-    [
-        pytest.param([1.0, 3.0], [500, 810], (3.0, (0, 1)), id="one-big"),
-        pytest.param([1.0, 1.5], [500, 810], (2.0, (2, 0)), id="two-halves"),
-        pytest.param([0.15, 1.0], [200, 810], (1.0, (0, 1)), id="gap-too-small"),
-        pytest.param([0.0, 0.0], [200, 810], (0.0, (0, 0)), id="nothing-pays"),
-    ],
-)
-def test_best_pattern_fills_one_gpu_exactly(
-    profit: list[float], sizes: list[int], expected: tuple[float, tuple[int, ...]]
-) -> None:
-    assert best_pattern(profit, sizes, 10) == expected
+from sim.helpers import optimum, share, whole
 
 
 @pytest.mark.parametrize(
@@ -119,16 +51,6 @@ def test_hand_worked_instances(nodes: list[TraceNode], pods: list[TracePod], val
     bound, packing = prefix_bound(nodes, pods)
     assert bound.upper == value
     assert bound.lower == value == check(nodes, pods, packing)
-
-
-def test_the_lp_bound_holds_at_every_iteration_and_tightens() -> None:
-    nodes = [TraceNode(f"n{i}", 64000, 65536, 2, "T4") for i in range(3)]
-    pods = [share(f"p{i}", m) for i, m in enumerate([810, 470, 470, 320, 650, 230, 160, 810, 550, 460])]
-    relaxation = Relaxation(build_instance(nodes, pods))
-    relaxation.solve_lp(max_iterations=1)  # start patterns only: a weak but valid bound
-    first = relaxation.upper
-    relaxation.solve_lp()
-    assert optimum(nodes, pods) <= relaxation.upper <= first
 
 
 SIZES = st.sampled_from([110, 230, 320, 470, 650, 810, 1000])
