@@ -83,11 +83,12 @@ class Framework:
             plugin.on_session_close(ssn)
             if observer is not None:
                 observer.plugin_done(plugin.name, ON_SESSION_CLOSE, time.perf_counter() - begun)
-        self.queue_figures = {
-            name: figures
-            for plugin in self.plugins.queue_reports.flat
-            for name, figures in plugin.queue_figures().items()
-        } or self.queue_figures
+        if self.plugins.queue_reports.flat:
+            self.queue_figures = {
+                name: figures
+                for plugin in self.plugins.queue_reports.flat
+                for name, figures in plugin.queue_figures().items()
+            } or self.queue_figures
         touched = ssn.touched_jobs
         for key in sorted(touched) if len(touched) > 1 else touched:
             job = ssn.jobs.get(JobKey(key))

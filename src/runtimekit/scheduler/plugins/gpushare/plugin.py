@@ -112,8 +112,9 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         if len(self._needs) >= 4096:
             self._needs.clear()
         containers = tuple(c for c in request.gpus if c.gpu.kind is not GpuKind.MIG)
+        gpus = tuple(c.gpu for c in containers)
         need = self._needs[id(request)] = _Need(
-            request, PodShape.of(request), containers, tuple(c.gpu for c in containers)
+            request, PodShape.of(request), containers, gpus, any(uses_units(g) for g in gpus)
         )
         return need
 
@@ -151,10 +152,11 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
 
     # -- Predicate -------------------------------------------------------------------------
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
-        requests = self.need(task.request).gpus
+        need = self.need(task.request)
+        requests = need.gpus
         if not requests:
             return Verdict.all(rows.size)
-        if any(uses_units(r) for r in requests) and not self.units.uniform(ssn.snapshot):
+        if need.in_units and not self.units.uniform(ssn.snapshot):
             units = self.units.of(ssn.snapshot)[rows]
             if (units != self.units.default_mib).any():
                 return self._predicate_per_unit(task, rows, ssn, requests, units)
@@ -201,9 +203,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
 
         return Verdict(passed, explain, unresolvable=hopeless)
 
-    def _predicate(
-        self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...]
-    ) -> Verdict:
+    def _predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...]) -> Verdict:
         table = ssn.table
 
         def hopeless() -> Mask:
@@ -263,7 +263,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
             return None
         policy = self.policy_for(task)
         ctx = PolicyContext(ssn.table.copy(), self.rng) if len(requests) > 1 else self._context(ssn.table)
-        unit = int(self.units.of(ssn.snapshot)[row]) if any(uses_units(c.gpu) for c in requests) else 0
+        unit = int(self.units.of(ssn.snapshot)[row]) if need.in_units else 0
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         for container in requests:
             gpu = in_unit(container.gpu, self.units.default_mib, unit) if unit else container.gpu
@@ -289,6 +289,7 @@ class _Need:
     shape: PodShape
     containers: tuple[ContainerGpuRequest, ...]
     gpus: tuple[GpuRequest, ...]  # the containers' requests, in order
+    in_units: bool  # some container's memory is counted in gpu-memory units (which nodes may size apart)
 
 
 def _take_scratch(ctx: PolicyContext, row: int, slots: tuple[Slot, ...]) -> None:
