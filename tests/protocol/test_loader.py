@@ -149,3 +149,102 @@ def test_cli_show_and_check(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     broken.write_text("nope: 1\n")
     assert main(["protocol", "check", str(custom), str(broken)]) == 2
     assert "unknown key 'nope'" in capsys.readouterr().err
+
+
+# -- version 2: what the presets need ---------------------------------------------------------------
+def test_a_file_newer_than_this_component_is_refused_saying_so() -> None:
+    newer = loader.PROTOCOL_VERSION + 1
+    with pytest.raises(ProtocolError, match=f"written for protocol version {newer}, but this runtimekit understands"):
+        parse_protocol_text(f"version: {newer}\nresources.gpu: a.com/gpu\nresources.someday: x\n", "p.yaml")
+
+
+@pytest.mark.parametrize("text", ["version: 0\n", "version: two\n", "version: true\n", "version: 1.5\n"])
+def test_a_version_must_be_a_whole_number_from_one(text: str) -> None:
+    with pytest.raises(ProtocolError, match="key 'version' must be a whole number from 1"):
+        parse_protocol_text(text, "p.yaml")
+
+
+def test_the_version_is_read_but_is_no_name() -> None:
+    old = parse_protocol_text("resources.gpu: a.com/gpu\n")
+    new = parse_protocol_text(f"version: {loader.PROTOCOL_VERSION}\nresources.gpu: a.com/gpu\n")
+    assert (old.version, new.version) == (1, loader.PROTOCOL_VERSION)
+    assert old == new
+    assert old.fingerprint == new.fingerprint
+    assert "version" not in new.values
+    assert parse_protocol_text(new.to_yaml()).version == loader.PROTOCOL_VERSION
+
+
+def test_keys_added_later_count_in_the_fingerprint_only_when_they_differ_from_their_defaults() -> None:
+    plain = parse_protocol_text("")
+    spelled_out = parse_protocol_text("resources.memoryPercent: ''\naliases.gpu: ''\nrules.modelMatch: exact\n")
+    assert plain.fingerprint == spelled_out.fingerprint
+    assert parse_protocol_text("rules.modelMatch: contains\n").fingerprint != plain.fingerprint
+    # the version-1 keys alone decide the default fingerprint: what a version-1 component computes
+    import hashlib
+    import json
+
+    version_one = {k: v for k, v in DEFAULTS.items() if k not in loader.ADDED_KEYS}
+    digest = hashlib.sha256(json.dumps(dict(sorted(version_one.items())), separators=(",", ":")).encode())
+    assert plain.fingerprint == digest.hexdigest()[:12]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("aliases:\n  memory: [v.sh/gpu-memory, w.sh/mem]\n", id="yaml-list"),
+        pytest.param("aliases.memory: 'v.sh/gpu-memory, w.sh/mem'\n", id="comma-separated"),
+    ],
+)
+def test_a_resource_may_have_several_names(text: str) -> None:
+    protocol = parse_protocol_text(text)
+    assert protocol.names("memory") == ("aliyun.com/gpu-memory", "v.sh/gpu-memory", "w.sh/mem")
+    assert protocol.values["aliases.memory"] == "v.sh/gpu-memory,w.sh/mem"
+    assert protocol.manages("w.sh/mem")
+    assert not protocol.manages("w.sh/other")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("aliases.gpu: aliyun.com/gpu-memory\n", "names 'aliyun.com/gpu-memory', which", id="two-kinds"),
+        pytest.param("aliases.memoryPercent: a.com/pct\n", "needs resources.memoryPercent", id="alias-of-nothing"),
+        pytest.param("aliases.core: [a.com/ok, bad]\n", "aliases.core", id="bad-alias"),
+        pytest.param("aliases.core: [a.com/ok, 5]\n", "must be a list of names", id="list-of-non-names"),
+        pytest.param("resources.gpuReplicas: 0\n", "resources.gpuReplicas", id="no-replicas"),
+        pytest.param("resources.gpuReplicas: 1000\n", "resources.gpuReplicas", id="too-many-replicas"),
+        pytest.param("resources.memoryAdvertised: maybe\n", "resources.memoryAdvertised", id="not-a-switch"),
+        pytest.param("rules.memoryDefault: half\n", "one of proportional, whole", id="unknown-memory-rule"),
+        pytest.param("schedulerAliases: [ok, Not_OK]\n", "schedulerAliases", id="bad-scheduler-alias"),
+        pytest.param("resources.gpu: [a.com/x, b.com/y]\n", "resources.gpu", id="list-for-one-name"),
+    ],
+)
+def test_bad_version_two_values_are_refused_naming_the_key(text: str, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message.replace(".", r"\.").replace("[", r"\[")):
+        parse_protocol_text(text, "p.yaml")
+
+
+def test_unset_version_two_names_are_empty_and_the_defaults_keep_version_one_behaviour() -> None:
+    protocol = Protocol.default()
+    assert protocol.names("memoryPercent") == ()
+    assert protocol.resources.gpu_replicas == 1
+    assert protocol.resources.memory_advertised
+    assert (protocol.rules.memory_default, protocol.rules.model_match) == ("proportional", "exact")
+    assert protocol.scheduler_aliases == ()
+
+
+def test_check_compares_version_two_keys_and_show_prints_the_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = tmp_path / "a.yaml"
+    a.write_text("version: 2\nschedulerAliases: [hami-scheduler]\nresources.gpuReplicas: 10\n")
+    b = tmp_path / "b.yaml"
+    b.write_text("schedulerAliases: volcano\n")
+    assert main(["protocol", "check", str(a), str(b)]) == 1
+    err = capsys.readouterr().err
+    assert "differs: schedulerAliases" in err
+    assert "differs: resources.gpuReplicas" in err
+    assert main(["protocol", "show", str(a)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith(f"version: {loader.PROTOCOL_VERSION}\n")
+    assert "resources.gpuReplicas: 10\n" in out
+    assert "schedulerAliases: hami-scheduler\n" in out

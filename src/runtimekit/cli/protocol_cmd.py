@@ -1,11 +1,14 @@
-"""`runtimekit protocol show [FILE]` and `runtimekit protocol check FILE...`."""
+"""`runtimekit protocol show [FILE]`, `runtimekit protocol check FILE...` and
+`runtimekit protocol preset NAME [--output FILE]` (a peer system's names: runtimekit.protocol.presets)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from runtimekit.protocol import ProtocolError, compare_protocols, load_protocol, load_protocol_sources
+from runtimekit.protocol.presets import PRESETS, preset_text
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -14,10 +17,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("file", nargs="?", help="a protocol.yaml (default: the built-in defaults)")
     check = sub.add_parser("check", help="compare protocol files or ConfigMap manifests holding protocol.yaml")
     check.add_argument("files", nargs="+", help="protocol.yaml files and/or manifests with ConfigMaps")
+    known = ", ".join(f"{name} ({p.system})" for name, p in PRESETS.items())
+    preset = sub.add_parser(
+        "preset", help=f"write the protocol.yaml under which another system's manifests run: {known}"
+    )
+    preset.add_argument("name", metavar="NAME", help=f"one of: {', '.join(PRESETS)}")
+    preset.add_argument("-o", "--output", help="write to this file (default: standard output)")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
+        if args.action == "preset":
+            text = preset_text(args.name)
+            if args.output:
+                Path(args.output).write_text(text, encoding="utf-8")
+            else:
+                sys.stdout.write(text)
+            return 0
         if args.action == "show":
             protocol = load_protocol(args.file)
             sys.stdout.write(protocol.to_yaml())
@@ -26,6 +42,9 @@ def run(args: argparse.Namespace) -> int:
         found = [item for path in args.files for item in load_protocol_sources(path)]
     except ProtocolError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:
+        print(f"error: cannot write {args.output}: {exc.strerror or exc}", file=sys.stderr)
         return 2
     if len(found) < 2:
         print(f"error: need at least two protocols to compare, found {len(found)}", file=sys.stderr)

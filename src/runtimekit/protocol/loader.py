@@ -4,24 +4,29 @@ The file is a YAML mapping of dotted keys (`resources.gpu: aliyun.com/gpu`); nes
 accepted and mean the same dotted keys. Every key has a built-in default, so an empty file is the
 default protocol. The mapping goes through the kit's one typed configuration path
 (`runtimekit.base.config`) into frozen structs, then each name is checked by its validator;
-unknown keys and bad values raise `ProtocolError` naming the key. Every value is a name, so
-every value must be a string.
-Callers: every component at start-up, `runtimekit protocol show|check`, and tests.
+unknown keys and bad values raise `ProtocolError` naming the key. Values are names, so strings,
+except the few counts and switches (`resources.gpuReplicas`, `resources.memoryAdvertised`); a name
+list (`aliases.*`, `schedulerAliases`) is a YAML list or one comma-separated string.
+The file may say which protocol version it is written for (`version: 3`); a component refuses a
+file newer than `PROTOCOL_VERSION` with a message saying so, rather than failing on its new keys.
+Callers: every component at start-up, `runtimekit protocol show|check|preset`, and tests.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 import msgspec
 import yaml
 
 from runtimekit.base import config as typed
+from runtimekit.protocol.checks import alias_problem, read_version
 from runtimekit.protocol.names import (
     check_absolute_path,
     check_dns_subdomain,
@@ -29,15 +34,44 @@ from runtimekit.protocol.names import (
     check_memory_unit,
     check_mig_prefix,
     check_qualified_name,
+    check_replicas,
+    list_of,
     memory_unit_mib,
+    optional,
+    split_names,
 )
 
 Validator = Callable[[str], str | None]
 
 # The protocol's version: which keys a component knows. A key is only ever added (with a default, so
 # older files keep loading); each addition raises the version, so `runtimekit --version` tells which
-# protocol files a component can read (those written for this version or an older one).
-PROTOCOL_VERSION: Final = 2  # 2: labels.memoryUnit
+# protocol files a component can read (those written for this version or an older one). A file may name
+# the version it needs (`version: 3`); a component refuses a newer one with a clear message.
+# 2: labels.memoryUnit
+# 3: resources.memoryPercent, resources.gpuReplicas, resources.memoryAdvertised, aliases.*, rules.*,
+#    annotations.gpuModelsExcluded, .gpuUuids, .gpuUuidsExcluded, .nodePolicy, .gpuPolicy,
+#    schedulerAliases (what the peers' presets need: runtimekit.protocol.presets)
+PROTOCOL_VERSION: Final = 3
+# Keys added after version 1. Left at their defaults they do not enter the fingerprint, so components
+# of different versions that agree on every name they share show the same fingerprint.
+ADDED_KEYS: Final = {
+    "labels.memoryUnit": 2,
+    "resources.memoryPercent": 3,
+    "resources.gpuReplicas": 3,
+    "resources.memoryAdvertised": 3,
+    "aliases.gpu": 3,
+    "aliases.core": 3,
+    "aliases.memory": 3,
+    "aliases.memoryPercent": 3,
+    "rules.memoryDefault": 3,
+    "rules.modelMatch": 3,
+    "annotations.gpuModelsExcluded": 3,
+    "annotations.gpuUuids": 3,
+    "annotations.gpuUuidsExcluded": 3,
+    "annotations.nodePolicy": 3,
+    "annotations.gpuPolicy": 3,
+    "schedulerAliases": 3,
+}
 
 
 class ProtocolError(typed.ConfigError):
@@ -50,11 +84,33 @@ class Resources(msgspec.Struct, frozen=True, rename="camel"):
     core: str = "aliyun.com/gpu-core.percentage"
     memory: str = "aliyun.com/gpu-memory"
     mig_prefix: str = "aliyun.com/mig-"
+    memory_percent: str = ""  # v3: percent of one GPU's memory ("": no such resource)
+    gpu_replicas: int = 1  # v3: devices per GPU the device plugin advertises under `gpu`
+    memory_advertised: bool = True  # v3: whether the device plugin registers `memory` with kubelet
 
     def manages(self, resource: str) -> bool:
-        """True for the kit's own GPU resources (whole GPUs, shares, MIG slices), which the GPU
-        plugins account; any other resource is a scalar the fit check compares with allocatable."""
+        """True for the kit's own GPU resources (whole GPUs, shares, MIG slices) under their first
+        names; `Protocol.manages` adds the aliases."""
         return resource in (self.gpu, self.core, self.memory) or resource.startswith(self.mig_prefix)
+
+
+class Aliases(msgspec.Struct, frozen=True, rename="camel"):
+    """v3: more names for a resource, comma-separated; a pod may use any one of them (never two)."""
+
+    gpu: str = ""
+    core: str = ""
+    memory: str = ""
+    memory_percent: str = ""
+
+
+class Rules(msgspec.Struct, frozen=True, rename="camel"):
+    """v3: how a request and the GPU-model annotations are read."""
+
+    # the memory of a share that names none: in proportion to its compute, or all of the GPU's
+    memory_default: Literal["proportional", "whole"] = "proportional"
+    # GPU models in the model annotations: the exact model name, or any part of the model or
+    # product name without regard to case ("A100" matches "NVIDIA A100-SXM4-80GB", as HAMi matches)
+    model_match: Literal["exact", "contains"] = "exact"
 
 
 class Labels(msgspec.Struct, frozen=True, rename="camel"):
@@ -74,6 +130,11 @@ class Annotations(msgspec.Struct, frozen=True, rename="camel"):
     policy: str = "runtimekit.aliyun.com/placement-policy"
     gpu_models: str = "runtimekit.aliyun.com/gpu-models"
     simulated_runtime: str = "runtimekit.aliyun.com/simulated-runtime"
+    gpu_models_excluded: str = ""  # v3: pod: GPU models not to use ("": no such annotation)
+    gpu_uuids: str = ""  # v3: pod: the only GPUs (UUIDs) to use
+    gpu_uuids_excluded: str = ""  # v3: pod: GPUs (UUIDs) not to use
+    node_policy: str = ""  # v3: pod: how to choose the node (a policy name), with gpu_policy below
+    gpu_policy: str = ""  # v3: pod: how to choose the GPUs on it
 
 
 class Sockets(msgspec.Struct, frozen=True, rename="camel"):
@@ -89,6 +150,9 @@ class _File(msgspec.Struct, frozen=True, rename="camel"):
     labels: Labels = Labels()
     annotations: Annotations = Annotations()
     sockets: Sockets = Sockets()
+    aliases: Aliases = Aliases()
+    rules: Rules = Rules()
+    scheduler_aliases: str = ""  # v3: more schedulerName values the scheduler answers to
 
 
 def _dotted(
@@ -110,7 +174,24 @@ def _dotted(
     return out
 
 
-DEFAULTS: Mapping[str, str] = _dotted(msgspec.to_builtins(_File()), "<defaults>")
+def _text(value: object) -> str:
+    """A value as the flat view holds it: names as they are, switches as `true`/`false`, counts in digits."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _flat(parsed: _File, source: str) -> dict[str, str]:
+    return {key: _text(value) for key, value in _dotted(msgspec.to_builtins(parsed), source).items()}
+
+
+def _typed(value: str) -> str | None:
+    """The typed conversion already checked the value (a switch, or one of a few words)."""
+    del value
+    return None
+
+
+DEFAULTS: Mapping[str, str] = _flat(_File(), "<defaults>")
 _CHECKS: Mapping[str, Validator] = {
     "resources.gpu": check_extended_resource_name,
     "resources.core": check_extended_resource_name,
@@ -132,12 +213,30 @@ _CHECKS: Mapping[str, Validator] = {
     "annotations.gpuModels": check_qualified_name,
     "annotations.simulatedRuntime": check_qualified_name,
     "sockets.runtime": check_absolute_path,
+    "resources.memoryPercent": optional(check_extended_resource_name),
+    "resources.gpuReplicas": check_replicas,
+    "resources.memoryAdvertised": _typed,
+    "aliases.gpu": list_of(check_extended_resource_name),
+    "aliases.core": list_of(check_extended_resource_name),
+    "aliases.memory": list_of(check_extended_resource_name),
+    "aliases.memoryPercent": list_of(check_extended_resource_name),
+    "rules.memoryDefault": _typed,
+    "rules.modelMatch": _typed,
+    "annotations.gpuModelsExcluded": optional(check_qualified_name),
+    "annotations.gpuUuids": optional(check_qualified_name),
+    "annotations.gpuUuidsExcluded": optional(check_qualified_name),
+    "annotations.nodePolicy": optional(check_qualified_name),
+    "annotations.gpuPolicy": optional(check_qualified_name),
+    "schedulerAliases": list_of(check_dns_subdomain),
 }
+_UNQUOTED = frozenset({"resources.gpuReplicas", "resources.memoryAdvertised"})  # a count and a switch
+RESOURCE_KINDS: Final = ("gpu", "core", "memory", "memoryPercent")  # the resources that may have aliases
 
 
 @dataclass(frozen=True)
 class Protocol:
-    """The effective protocol: typed groups plus the flat dotted-key view it was built from."""
+    """The effective protocol: typed groups plus the flat dotted-key view it was built from.
+    `version` is what the file said it was written for (1 when it did not say)."""
 
     values: Mapping[str, str]
     resources: Resources
@@ -147,18 +246,46 @@ class Protocol:
     memory_unit: str
     memory_unit_mib: int
     scheduler_name: str
+    aliases: Aliases
+    rules: Rules
+    scheduler_aliases: tuple[str, ...] = ()
+    version: int = field(default=1, compare=False)
+
+    def names(self, kind: str) -> tuple[str, ...]:
+        """Every name of one resource (`gpu`, `core`, `memory`, `memoryPercent`): the first name, then
+        its aliases; empty for a resource the protocol does not have."""
+        first = {
+            "gpu": self.resources.gpu,
+            "core": self.resources.core,
+            "memory": self.resources.memory,
+            "memoryPercent": self.resources.memory_percent,
+        }[kind]
+        more = self.values[f"aliases.{kind}"]
+        return tuple(n for n in (first, *split_names(more)) if n)
 
     def manages(self, resource: str) -> bool:
-        return self.resources.manages(resource)
+        """True for the kit's own GPU resources (whole GPUs, shares, MIG slices) under any of their
+        names, which the GPU plugins account; any other resource is a scalar the fit check compares
+        with allocatable."""
+        return resource in self._managed or resource.startswith(self.resources.mig_prefix)
+
+    @functools.cached_property
+    def _managed(self) -> frozenset[str]:
+        return frozenset(n for kind in RESOURCE_KINDS for n in self.names(kind))
 
     @property
     def fingerprint(self) -> str:
-        """A short hash of every effective value; equal protocols have equal fingerprints."""
-        canonical = json.dumps(dict(sorted(self.values.items())), separators=(",", ":"))
+        """A short hash of every effective value; equal protocols have equal fingerprints. Keys added
+        after version 1 count only when they differ from their defaults (see ADDED_KEYS)."""
+        counted = {k: v for k, v in self.values.items() if k not in ADDED_KEYS or v != DEFAULTS[k]}
+        canonical = json.dumps(dict(sorted(counted.items())), separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     def to_yaml(self) -> str:
-        return "".join(f"{key}: {_quote(value)}\n" for key, value in self.values.items())
+        """The protocol as a file of dotted keys, every key, under this version's number."""
+        lines = [f"version: {PROTOCOL_VERSION}\n"]
+        lines += [f"{key}: {value if key in _UNQUOTED else _quote(value)}\n" for key, value in self.values.items()]
+        return "".join(lines)
 
     @classmethod
     def default(cls) -> Protocol:
@@ -170,11 +297,24 @@ def _quote(value: str) -> str:
     return dumped.removesuffix("\n...").strip()
 
 
+def _lists_allowed(dotted: str) -> bool:
+    parts = [typed.canonical(part) for part in dotted.split(".")]
+    return parts[:1] == ["aliases"] or parts == ["scheduleraliases"]
+
+
 def _nested(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     """Dotted keys as nested mappings (`resources.gpu: x` as `resources: {gpu: x}`), nested ones as
-    they are; a key given both ways, or twice, is an error naming it."""
+    they are; a key given both ways, or twice, is an error naming it. A list of names, where a key
+    takes several, becomes their comma-separated form."""
     out: dict[str, Any] = {}
-    for dotted, value in _dotted(data, source).items():
+    for dotted, given in _dotted(data, source).items():
+        value = given
+        if isinstance(given, list) and _lists_allowed(dotted):
+            if not all(isinstance(item, str) for item in given):
+                raise ProtocolError(f"{source}: key {dotted!r} must be a list of names, got {given!r}")
+            value = ",".join(given)
+        if isinstance(value, str) and _lists_allowed(dotted):
+            value = ",".join(split_names(value))  # one spelling, so equal lists compare equal
         if not dotted or any(not part for part in dotted.split(".")):
             raise ProtocolError(f"{source}: key {dotted!r} is not a dotted name")
         *groups, last = dotted.split(".")
@@ -189,14 +329,31 @@ def _nested(data: Mapping[str, Any], source: str) -> dict[str, Any]:
     return out
 
 
+def _version(nested: dict[str, Any], source: str) -> int:
+    """The version the file says it is written for (1 when it does not say); a newer one than this
+    component knows is refused here, before its keys could be reported as unknown."""
+    found = [key for key in nested if typed.canonical(key) == "version"]
+    if len(found) > 1:
+        raise ProtocolError(f"{source}: key 'version' is given twice")
+    version, problem = read_version(nested.pop(found[0]) if found else None, PROTOCOL_VERSION)
+    if problem:
+        raise ProtocolError(f"{source}: {problem}")
+    return version
+
+
 def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
     """Validate a mapping of dotted (or nested) keys and build the effective protocol."""
-    parsed = typed.convert(_File, _nested(data, source), where=f"{source}: ", error=ProtocolError)
-    values: dict[str, str] = _dotted(msgspec.to_builtins(parsed), source)
+    nested = _nested(data, source)
+    version = _version(nested, source)
+    parsed = typed.convert(_File, nested, where=f"{source}: ", error=ProtocolError)
+    values = _flat(parsed, source)
     for key, check in _CHECKS.items():
         problem = check(values[key])
         if problem:
             raise ProtocolError(f"{source}: key {key!r} has a bad value {values[key]!r}: {problem}")
+    problem = alias_problem(values, RESOURCE_KINDS)
+    if problem:
+        raise ProtocolError(f"{source}: {problem}")
     return Protocol(
         values=values,
         resources=parsed.resources,
@@ -206,6 +363,10 @@ def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
         memory_unit=parsed.memory_unit,
         memory_unit_mib=memory_unit_mib(parsed.memory_unit),
         scheduler_name=parsed.scheduler_name,
+        aliases=parsed.aliases,
+        rules=parsed.rules,
+        scheduler_aliases=split_names(parsed.scheduler_aliases),
+        version=version,
     )
 
 

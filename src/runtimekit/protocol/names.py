@@ -6,6 +6,7 @@ Each `check_*` returns None when the value is valid, else a short reason. Pure f
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _DNS_SUBDOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
@@ -81,4 +82,40 @@ def check_memory_unit(value: str) -> str | None:
         memory_unit_mib(value)
     except ValueError as exc:
         return str(exc)
+    return None
+
+
+MAX_REPLICAS = 100  # HAMi's and Volcano's deviceSplitCount is 10; kubelet lists every replica
+
+
+def split_names(value: str) -> tuple[str, ...]:
+    """The names of a comma-separated list, trimmed, without empty ones."""
+    return tuple(part.strip() for part in value.split(",") if part.strip())
+
+
+def optional(check: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """`check`, except that an empty value (the key names nothing) is fine."""
+
+    def checked(value: str) -> str | None:
+        return check(value) if value else None
+
+    return checked
+
+
+def list_of(check: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    """`check` on every name of a comma-separated list (empty: no names)."""
+
+    def checked(value: str) -> str | None:
+        for name in split_names(value):
+            problem = check(name)
+            if problem:
+                return f"{name!r}: {problem}"
+        return None
+
+    return checked
+
+
+def check_replicas(value: str) -> str | None:
+    if not value.isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
+        return f"must be a whole number from 1 to {MAX_REPLICAS}"
     return None
