@@ -7,6 +7,7 @@ import pytest
 from runtimekit.model import GpuKind, GpuRequest, RequestError, parse_pod_request
 from runtimekit.model.quantity import cpu_milli, memory_mib, parse_quantity
 from runtimekit.protocol import Protocol
+from runtimekit.protocol.presets import preset_protocol
 
 P = Protocol.default()
 GPU, CORE, MEM, MIG = P.resources.gpu, P.resources.core, P.resources.memory, P.resources.mig_prefix
@@ -203,3 +204,129 @@ def test_sidecars_add_to_the_pod_and_to_the_init_containers_after_them() -> None
 )
 def test_only_a_pod_asking_nothing_at_all_is_empty(limits: dict[str, Any], empty: bool) -> None:
     assert parse_pod_request(pod(c(limits=limits)), P).is_empty is empty
+
+
+# -- requests under the peers' presets (HAMi's examples/nvidia, Volcano's vGPU examples) ---------------
+HAMI = preset_protocol("hami")
+VOLCANO = preset_protocol("volcano-vgpu")
+H100_MIB = 81559
+
+
+@pytest.mark.parametrize(
+    ("limits", "kind", "count", "core", "memory_on_h100"),
+    [
+        # default_use.yaml: 1 GPU, 3000 MiB, 30 % of its cores
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000, "nvidia.com/gpucores": 30}, GpuKind.SHARE, 1, 300, 3000),
+        # use_memory_fraction.yaml: 2 GPUs, 50 % of each one's memory, 30 % of its cores
+        (
+            {"nvidia.com/gpu": 2, "nvidia.com/gpumem-percentage": 50, "nvidia.com/gpucores": 30},
+            GpuKind.SHARE,
+            2,
+            300,
+            H100_MIB // 2,
+        ),
+        # use_exclusive_card.yaml: 100 % of memory and cores on 2 GPUs
+        (
+            {"nvidia.com/gpu": 2, "nvidia.com/gpumem-percentage": 100, "nvidia.com/gpucores": 100},
+            GpuKind.SHARE,
+            2,
+            1000,
+            H100_MIB,
+        ),
+        # use_as_normal.yaml / default_use_legacy.yaml: whole GPUs
+        ({"nvidia.com/gpu": 2}, GpuKind.WHOLE, 2, 1000, H100_MIB),
+        # cores without memory: the card's whole memory (HAMi's default of 100 %)
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 30}, GpuKind.SHARE, 1, 300, H100_MIB),
+        # all of the memory and no compute share: HAMi makes it exclusive
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 100}, GpuKind.WHOLE, 1, 1000, H100_MIB),
+        # memory without cores: no compute guarantee (HAMi's defaultCores 0)
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000}, GpuKind.SHARE, 1, 0, 3000),
+        # gpumem 0 and gpumem-percentage 0 read as not given
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 0, "nvidia.com/gpucores": 20}, GpuKind.SHARE, 1, 200, H100_MIB),
+        (
+            {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 0, "nvidia.com/gpucores": 20},
+            GpuKind.SHARE,
+            1,
+            200,
+            H100_MIB,
+        ),
+        # an amount wins over a percentage, as in HAMi
+        (
+            {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 2048, "nvidia.com/gpumem-percentage": 50},
+            GpuKind.SHARE,
+            1,
+            0,
+            2048,
+        ),
+        # a percentage alone (no count): one GPU
+        ({"nvidia.com/gpumem-percentage": 25}, GpuKind.SHARE, 1, 0, H100_MIB // 4),
+    ],
+    ids=[
+        "default-use",
+        "memory-fraction",
+        "exclusive-card",
+        "as-normal",
+        "cores-only-whole-memory",
+        "all-memory-no-cores-is-whole",
+        "memory-only",
+        "memory-zero-is-none",
+        "percent-zero-is-none",
+        "amount-wins",
+        "percent-alone",
+    ],
+)
+def test_hami_requests(limits: dict[str, int], kind: GpuKind, count: int, core: int, memory_on_h100: int) -> None:
+    [container] = parse_pod_request(pod(c(limits=limits)), HAMI).gpus
+    assert (container.gpu.kind, container.gpu.count, container.gpu.core_milli) == (kind, count, core)
+    assert container.gpu.memory_on(H100_MIB) == memory_on_h100
+
+
+def test_a_percentage_is_of_each_gpus_own_memory() -> None:
+    [container] = parse_pod_request(pod(c(limits={"nvidia.com/gpumem-percentage": 40})), HAMI).gpus
+    assert [container.gpu.memory_on(m) for m in (81920, 40960, 15360)] == [32768, 16384, 6144]
+    assert container.gpu.memory_mib is None
+    assert not container.gpu.fixed_memory
+
+
+@pytest.mark.parametrize(
+    ("limits", "message"),
+    [
+        ({"nvidia.com/gpumem-percentage": 101}, "nvidia.com/gpumem-percentage is 101, above 100 %"),
+        ({"nvidia.com/gpumem": 3000}, "nvidia.com/gpumem alone is not allocated by kubelet"),
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 101}, "above 100 % of one GPU"),
+        ({"nvidia.com/gpucores": 30, "nvidia.com/mig-1g.10gb": 1}, "a MIG slice cannot be combined"),
+    ],
+    ids=["percent-above-100", "memory-alone-never-reaches-the-device-plugin", "cores-above-100", "mig-and-share"],
+)
+def test_bad_hami_requests_say_why(limits: dict[str, int], message: str) -> None:
+    with pytest.raises(RequestError, match=message):
+        parse_pod_request(pod(c(limits=limits)), HAMI)
+
+
+def test_volcano_names_and_their_older_aliases() -> None:
+    # vgpu-case03.yml: two containers, 2 vGPUs each, 2000 and 3000 MiB
+    request = parse_pod_request(
+        pod(
+            c("a", {"volcano.sh/vgpu-number": 2, "volcano.sh/vgpu-memory": 2000}),
+            c("b", {}),
+            c("c", {"volcano.sh/vgpu-number": 2, "volcano.sh/vgpu-memory": 3000}),
+        ),
+        VOLCANO,
+    )
+    assert [(g.container, g.gpu.count, g.gpu.memory_mib) for g in request.gpus] == [("a", 2, 2000), ("c", 2, 3000)]
+    [older] = parse_pod_request(
+        pod(c(limits={"volcano.sh/gpu-number": 1, "volcano.sh/gpu-memory": 1024})), VOLCANO
+    ).gpus
+    assert (older.gpu.count, older.gpu.memory_mib) == (1, 1024)
+    with pytest.raises(RequestError, match="volcano.sh/vgpu-memory and volcano.sh/gpu-memory name the same resource"):
+        parse_pod_request(pod(c(limits={"volcano.sh/vgpu-memory": 1, "volcano.sh/gpu-memory": 1})), VOLCANO)
+
+
+def test_the_names_of_a_preset_are_not_scalars_and_the_default_protocol_is_unchanged() -> None:
+    request = parse_pod_request(
+        pod(c(limits={"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 10, "example.com/nic": 1})), HAMI
+    )
+    assert request.scalars == (("example.com/nic", 1),)
+    [default] = parse_pod_request(pod(c(limits={CORE: 30})), P).gpus
+    assert default.gpu.memory_on(H100_MIB) == 30 * H100_MIB // 100  # in proportion to the compute share
+    assert parse_pod_request(pod(c(limits={"nvidia.com/gpumem": 5})), P).scalars == (("nvidia.com/gpumem", 5),)

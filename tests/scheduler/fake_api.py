@@ -126,6 +126,9 @@ class FakeApi:
     def report(self, task: TaskInfo, scheduled: bool, reason: str, message: str) -> None:
         self.events.append((task.name, reason, message))
 
+    def event(self, task: TaskInfo, kind: str, reason: str, message: str) -> None:
+        self.events.append((task.name, reason, message))
+
     def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         self.groups[f"{namespace}/{name}"] = status
 

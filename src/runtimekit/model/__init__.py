@@ -35,6 +35,7 @@ from runtimekit.model.request import (
     parse_container_gpu,
     parse_pod_request,
 )
+from runtimekit.model.selector import GpuSelector, selector_from_annotations
 
 __all__ = [
     "GPU_MODELS",
@@ -46,6 +47,7 @@ __all__ = [
     "GpuKind",
     "GpuModelSpec",
     "GpuRequest",
+    "GpuSelector",
     "GpuShare",
     "GpuUUID",
     "InventoryError",
@@ -65,6 +67,7 @@ __all__ = [
     "parse_container_gpu",
     "parse_pod_request",
     "placement_from_assignment",
+    "selector_from_annotations",
     "shares_for",
     "simulated_uuid",
 ]

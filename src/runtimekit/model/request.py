@@ -4,11 +4,18 @@
 resource names and returns a `PodRequest`, or raises `RequestError` with a reason a user can act on.
 Rules (docs/user-guide/requests.md):
 - `resources.gpu: N` alone: N whole GPUs.
-- `resources.core: P` and/or `resources.memory: M` (memory units): one shared GPU with P % of its
-  compute and M units of its memory. With `resources.gpu: N` as well: N GPUs, each with P % and M.
+- `resources.core: P` and/or `resources.memory: M` (memory units) and/or `resources.memoryPercent: Q`:
+  one shared GPU with P % of its compute and M units (or Q % of the chosen GPU's memory; M wins when
+  both are given, as HAMi has it). With `resources.gpu: N` as well: N GPUs, each with P % and M.
   Core missing means no compute share (memory-only); memory missing means memory in proportion
-  to the compute share (P % of the chosen GPU's memory, rounded down).
+  to the compute share (P % of the chosen GPU's memory, rounded down), or all of it when
+  `rules.memoryDefault` is `whole` (HAMi's and Volcano's rule; there a memory amount of 0 counts as
+  none, and all of the memory without a compute share is a whole GPU).
+- Each resource may be asked for under any one of its names (`Protocol.names`: the first, then
+  `aliases.*`), never under two.
 - `<migPrefix><profile>: N`: N MIG slices of that profile. It cannot be mixed with the others.
+- A container must ask for some resource the device plugin registers with kubelet, or kubelet never
+  calls Allocate for it: with `resources.memoryAdvertised: false`, memory alone is refused.
 - Any other resource (an extended resource such as `example.com/foo`, `ephemeral-storage`,
   `hugepages-2Mi`) is a scalar the scheduler checks against the node's allocatable, as
   kube-scheduler's NodeResourcesFit does.
@@ -51,9 +58,10 @@ class GpuRequest:
     kind: GpuKind
     count: int
     core_milli: int = MILLI_PER_GPU
-    memory_mib: int | None = None  # None: whole GPU memory (whole) or in proportion to core (share)
+    memory_mib: int | None = None  # None: whole GPU memory (whole), memory_percent, or in proportion to core
     mig_profile: str = ""
     resource: str = ""  # the resource name a MIG request was made with (e.g. aliyun.com/mig-1g.10gb)
+    memory_percent: int | None = None  # percent of the chosen GPU's memory, when memory_mib is None
 
     def __post_init__(self) -> None:
         if self.count < 1:
@@ -62,6 +70,8 @@ class GpuRequest:
             raise RequestError(f"a GPU share must be 0-100 %, got {self.core_milli / 10:g} %")
         if self.memory_mib is not None and self.memory_mib < 0:
             raise RequestError(f"GPU memory must not be negative, got {self.memory_mib} MiB")
+        if self.memory_percent is not None and not 0 <= self.memory_percent <= 100:
+            raise RequestError(f"a GPU memory share must be 0-100 %, got {self.memory_percent} %")
         if self.kind is GpuKind.MIG and not self.mig_profile:
             raise RequestError("a MIG request needs a profile")
 
@@ -70,12 +80,20 @@ class GpuRequest:
         return self.kind is GpuKind.WHOLE
 
     def memory_on(self, gpu_memory_mib: int) -> int:
-        """MiB this request takes on a GPU with `gpu_memory_mib` of memory."""
+        """MiB this request takes on a GPU with `gpu_memory_mib` of memory: the one rule every fit
+        check and every assignment uses (`memory_per_gpu` is the same over arrays)."""
         if self.kind is GpuKind.WHOLE:
             return gpu_memory_mib
         if self.memory_mib is not None:
             return self.memory_mib
+        if self.memory_percent is not None:
+            return self.memory_percent * gpu_memory_mib // 100
         return self.core_milli * gpu_memory_mib // MILLI_PER_GPU
+
+    @property
+    def fixed_memory(self) -> bool:
+        """Whether the memory is the same on every GPU (an amount), not a share of the GPU's memory."""
+        return self.kind is GpuKind.SHARE and self.memory_mib is not None
 
     @property
     def total_milli(self) -> int:
@@ -145,12 +163,19 @@ def parse_container_gpu(
     name = str(container.get("name", "?"))
     res = protocol.resources
     amounts = dict(limits) if limits is not None else _limits_first(container)
-    gpus = _count(res.gpu, name, amounts[res.gpu]) if res.gpu in amounts else None
-    core = _count(res.core, name, amounts[res.core]) if res.core in amounts else None
-    units = _count(res.memory, name, amounts[res.memory]) if res.memory in amounts else None
+    given: list[str] = []
+
+    def amount(kind: str) -> int | None:
+        names = [n for n in protocol.names(kind) if n in amounts]
+        if len(names) > 1:
+            raise RequestError(f"container {name!r}: {' and '.join(names)} name the same resource; give one of them")
+        given.extend(names)
+        return _count(names[0], name, amounts[names[0]]) if names else None
+
+    gpus, core, units, percent = amount("gpu"), amount("core"), amount("memory"), amount("memoryPercent")
     migs = {k: v for k, v in amounts.items() if k.startswith(res.mig_prefix)}
     if migs:
-        if gpus or core or units:
+        if gpus or core or units or percent:
             raise RequestError(f"container {name!r}: a MIG slice cannot be combined with GPU shares or whole GPUs")
         if len(migs) > 1:
             raise RequestError(f"container {name!r}: ask for one MIG profile per container, got {sorted(migs)}")
@@ -158,19 +183,44 @@ def parse_container_gpu(
         count = _count(key, name, value)
         profile = key[len(res.mig_prefix) :]
         return GpuRequest(GpuKind.MIG, count, 0, None, profile, key) if count else None
-    if gpus == 0 and not core and not units:
+    whole_default = protocol.rules.memory_default == "whole"
+    if whole_default and units == 0:
+        units = None  # HAMi and Volcano read a memory amount of 0 as none given
+    if percent is not None and percent > 100:
+        raise RequestError(f"container {name!r}: {given[-1]} is {percent}, above 100 % of one GPU's memory")
+    if percent == 0:
+        percent = None  # as HAMi reads it: no memory share given
+    if gpus == 0 and not core and not units and not percent:
         return None
-    if core is None and units is None:
+    if core is None and units is None and percent is None:
         return GpuRequest(GpuKind.WHOLE, gpus) if gpus else None
     if core is not None and core > 100:
         raise RequestError(
             f"container {name!r}: {res.core} is {core}, above 100 % of one GPU; ask for whole GPUs with "
             f"{res.gpu} instead, or for {res.gpu}: N with a per-GPU share"
         )
-    if (core or 0) == 0 and (units or 0) == 0:
+    if units is None and percent is None and whole_default:
+        percent = 100
+    if (core or 0) == 0 and (units or 0) == 0 and (percent or 0) == 0:
         raise RequestError(f"container {name!r}: {res.core} and {res.memory} are both 0")
+    _check_allocated_by_kubelet(name, given, protocol)
+    if core is None and units is None and percent == 100:
+        return GpuRequest(GpuKind.WHOLE, gpus or 1)  # all of the memory and no compute share: the whole GPU
     memory = None if units is None else units * protocol.memory_unit_mib
-    return GpuRequest(GpuKind.SHARE, gpus or 1, (core or 0) * 10, memory)
+    percent = None if memory is not None else percent
+    return GpuRequest(GpuKind.SHARE, gpus or 1, (core or 0) * 10, memory, memory_percent=percent)
+
+
+def _check_allocated_by_kubelet(container: str, given: list[str], protocol: Protocol) -> None:
+    """kubelet calls the device plugin's Allocate only for resources the plugin registers; a container
+    asking only for memory the plugin does not register would run without its GPU."""
+    if protocol.resources.memory_advertised or not given:
+        return
+    if all(n in protocol.names("memory") for n in given):
+        raise RequestError(
+            f"container {container!r}: {given[0]} alone is not allocated by kubelet under this protocol (GPU "
+            f"memory is counted by the scheduler only); ask for {protocol.resources.gpu}: 1 as well"
+        )
 
 
 def _limits_first(container: Mapping[str, Any]) -> dict[str, Any]:

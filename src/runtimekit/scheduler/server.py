@@ -153,8 +153,10 @@ class Scheduler:
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The schedulerName values this scheduler takes pods of: the protocol's, then the options'."""
-        extra = [n for n in self.options.scheduler_names if n != self.protocol.scheduler_name]
+        """The schedulerName values this scheduler takes pods of: the protocol's name and its
+        `schedulerAliases` (a preset's: `hami-scheduler`, `volcano`), then the options'."""
+        own = self.protocol.scheduler_name
+        extra = [n for n in (*self.protocol.scheduler_aliases, *self.options.scheduler_names) if n != own]
         return (self.protocol.scheduler_name, *dict.fromkeys(extra))
 
     @property

@@ -21,6 +21,7 @@ from typing import Any
 
 from runtimekit.model import Ledger, LedgerError, NodeName, Placement, PodKey, placement_from_assignment
 from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol.peers import foreign_names
 from runtimekit.scheduler.cache.objects import (
     NodeState,
     assignment_of,
@@ -70,6 +71,9 @@ class PendingPod:
     reported: str = ""
 
 
+MAX_NOTICES = 1000
+
+
 class ClusterBook:
     def __init__(
         self, protocol: KitProtocol, scheduler_name: str | Collection[str], clock: Callable[[], float] = time.time
@@ -95,6 +99,9 @@ class ClusterBook:
         self.queue_allocated: dict[str, Resources] = {}
         self.conflicts: dict[PodKey, str] = {}
         self.assumed: dict[PodKey, float] = {}  # pods this scheduler bound, not yet seen bound
+        # Warnings about peers' names a new pending pod carries that the protocol does not read
+        # (runtimekit.protocol.peers), written as Events by the live cache outside the lock.
+        self.notices: list[tuple[TaskInfo, str]] = []
 
     # -- nodes -----------------------------------------------------------------------------
     def on_node(self, kind: str, obj: Mapping[str, Any]) -> None:
@@ -161,6 +168,9 @@ class ClusterBook:
         if entry is None:
             self.pending[uid] = PendingPod(task)
             self._join(task, obj)
+            offered = self.ledger.table.scalar_free.keys()
+            self.notices += [(task, f.message()) for f in foreign_names(obj, self.protocol, offered)]
+            del self.notices[:-MAX_NOTICES]  # a scheduler that does not lead writes none: keep the newest
             self.work.set()
         else:
             entry.task = task

@@ -51,6 +51,7 @@ from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.status import Code, FitErrors
 
 log = logging.getLogger(__name__)
+PEER_NAME_REASON = "UnsupportedName"  # the Event reason of a peer's name the protocol does not read
 INITIAL_BACKOFF_S, MAX_BACKOFF_S = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds / podMaxBackoffSeconds
 
 
@@ -69,6 +70,9 @@ class Binder(Protocol):
 
     def report(self, task: TaskInfo, scheduled: bool, reason: str, message: str) -> None:
         """Record an event on the pod and set its PodScheduled condition."""
+
+    def event(self, task: TaskInfo, kind: str, reason: str, message: str) -> None:
+        """Record an event on the pod, nothing else."""
 
     def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
         """Write a PodGroup's status (phase, counts, conditions)."""
@@ -129,7 +133,18 @@ class LiveCache(ClusterBook):
         snapshot = self._snapshot(missing_groups)
         for task, message in missing_groups:
             self._safe_report(task, False, "FailedScheduling", message)
+        self.write_notices()
         return snapshot
+
+    def write_notices(self) -> None:
+        """Warn pods about peers' names the protocol does not read (each pod once, when first seen)."""
+        with self.lock:
+            notices, self.notices = self.notices, []
+        for task, message in notices:
+            try:
+                self.binder.event(task, "Warning", PEER_NAME_REASON, message)
+            except Exception as exc:
+                log.warning("cannot warn pod %s/%s: %s", task.namespace, task.name, exc)
 
     def _snapshot(self, missing_groups: list[tuple[TaskInfo, str]]) -> Snapshot:
         with self.lock:

@@ -21,6 +21,7 @@ from runtimekit.model import (
     PodRequest,
     RequestError,
     parse_pod_request,
+    selector_from_annotations,
 )
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
@@ -82,7 +83,7 @@ def node_scalars(allocatable: Mapping[str, Any], protocol: Protocol) -> tuple[Sc
     res = protocol.resources
     for key, value in allocatable.items():
         name = str(key)
-        if name in NODE_COUNTED or name in (res.gpu, res.core, res.memory):
+        if name in NODE_COUNTED or (protocol.manages(name) and not name.startswith(res.mig_prefix)):
             continue
         amount = scalar_amount(name, value)
         (migs if name.startswith(res.mig_prefix) else booked)[name] = amount
@@ -201,6 +202,8 @@ def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
         where, invalid = Constraints(), invalid or f"invalid spec: nodeSelector, affinity or tolerations: {exc}"
     models_text = str(annotations.get(protocol.annotations.gpu_models, "")).strip()
     models = frozenset(m for m in models_text.replace(",", "|").split("|") if m) if models_text else None
+    if protocol.rules.model_match != "exact":  # then the selector reads the allowed models, per GPU
+        models = None
     job, _ = job_key(pod)
     priority = spec.get("priority")
     priority = priority if isinstance(priority, int) else 0
@@ -212,8 +215,9 @@ def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
         request=request,
         priority=priority,
         created=timestamp(m.get("creationTimestamp")),
-        policy=str(annotations.get(protocol.annotations.policy, "")),
+        policy=pod_policy(annotations, protocol),
         gpu_models=models,
+        gpu_select=selector_from_annotations(annotations, protocol),
         invalid=invalid,
         preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
         pod=pod,
@@ -222,6 +226,20 @@ def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
         critical=priority >= CRITICAL_PRIORITY
         or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
     )
+
+
+def pod_policy(annotations: Mapping[str, Any], protocol: Protocol) -> str:
+    """The placement policy a pod asks for: the protocol's `annotations.policy` when given, else
+    `<node policy>/<GPU policy>` from `annotations.nodePolicy` and `.gpuPolicy` (HAMi's
+    `hami.io/node-scheduler-policy` and `hami.io/gpu-scheduler-policy`), a part left empty when its
+    annotation is absent; "" for the scheduler's default."""
+    names = protocol.annotations
+    own = str(annotations.get(names.policy, "")).strip()
+    if own:
+        return own
+    node = str(annotations.get(names.node_policy, "")).strip() if names.node_policy else ""
+    gpu = str(annotations.get(names.gpu_policy, "")).strip() if names.gpu_policy else ""
+    return f"{node}/{gpu}" if node or gpu else ""
 
 
 def assignment_of(pod: Mapping[str, Any], protocol: Protocol) -> Assignment | None:
@@ -256,13 +274,13 @@ def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resou
         return None
     res = protocol.resources
     try:
-        gpu = whole_number(amounts.get(res.gpu, 0)) * 1000
-        gpu += whole_number(amounts.get(res.core, 0)) * 10
+        gpu = sum(whole_number(amounts.get(name, 0)) for name in protocol.names("gpu")) * 1000
+        gpu += sum(whole_number(amounts.get(name, 0)) for name in protocol.names("core")) * 10
         scalars = {
             str(name): scalar_amount(str(name), value)
             for name, value in amounts.items()
             if name not in NODE_COUNTED
-            and name not in (res.gpu, res.core, res.memory)
+            and not (protocol.manages(str(name)) and not str(name).startswith(res.mig_prefix))
             and not str(name).startswith(QUOTA_ONLY)
         }
         return Resources(
@@ -278,11 +296,11 @@ def capability_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Reso
     limit = resources_of(amounts, protocol)
     if limit is None or amounts is None:
         return None
-    res = protocol.resources
+    gpu_names = (*protocol.names("gpu"), *protocol.names("core"))
     return Resources(
         limit.cpu if "cpu" in amounts else LIMIT,
         limit.memory if "memory" in amounts else LIMIT,
-        limit.gpu if res.gpu in amounts or res.core in amounts else LIMIT,
+        limit.gpu if any(name in amounts for name in gpu_names) else LIMIT,
         limit.scalars,
     )
 

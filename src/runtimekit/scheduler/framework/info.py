@@ -14,7 +14,7 @@ from typing import Any, NewType, TypeVar
 
 import numpy as np
 
-from runtimekit.model import NodeName, NodeTable, Placement, PodKey, PodRequest
+from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
 
@@ -124,10 +124,16 @@ class Resources:
     @classmethod
     def of(cls, request: PodRequest) -> Resources:
         scalars = request.scalars
+        gpu = request.gpu_milli
         for container in request.gpus:  # MIG slices count under their resource name, as in Volcano
             if container.gpu.resource:
                 scalars = combine(scalars, ((container.gpu.resource, container.gpu.count),))
-        return cls(request.cpu_milli, request.memory_mib, request.gpu_milli, scalars)
+            elif container.gpu.kind is GpuKind.SHARE and container.gpu.core_milli == 0:
+                # GPU memory without a compute share still asks for a GPU, as a Volcano vGPU pod's memory
+                # is a dimension it asks for: it counts as the smallest share (1 milli a GPU), so that a
+                # queue holding its share of every other dimension can take it (HAMi's gpumem alone).
+                gpu += container.gpu.count
+        return cls(request.cpu_milli, request.memory_mib, gpu, scalars)
 
 
 def union_dims(*vectors: Resources) -> tuple[str, ...]:
@@ -220,6 +226,7 @@ class TaskInfo:
     created: float = 0.0
     policy: str = ""  # placement policy asked for by annotation ("" = the plugin's default)
     gpu_models: frozenset[str] | None = None  # allowed GPU models (None = any)
+    gpu_select: GpuSelector | None = None  # GPUs (models, UUIDs) to use or avoid, per GPU (None = any)
     invalid: str = ""  # why the request cannot be honoured ("" = valid)
     preemptable: bool = True
     pod: Mapping[str, Any] | None = None  # the manifest; None in trace replay

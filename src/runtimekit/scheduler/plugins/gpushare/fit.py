@@ -19,6 +19,16 @@ REASON_MODEL = "GPU model mismatch"
 REASON_TOO_BIG = "gpu-memory request larger than the GPU"
 
 
+def memory_need(req: GpuRequest, total_mem: IntArray) -> IntArray | int:
+    """MiB a share takes on GPUs of `total_mem` MiB: `GpuRequest.memory_on` over an array (an amount,
+    a percent of the GPU's memory, or in proportion to the compute share)."""
+    if req.memory_mib is not None:
+        return req.memory_mib
+    if req.memory_percent is not None:
+        return (req.memory_percent * total_mem) // 100
+    return (req.core_milli * total_mem) // MILLI
+
+
 def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest) -> tuple[BoolArray, BoolArray]:
     """Per (row, GPU): can this GPU hold one unit of the request; and is the memory the only problem."""
     usable = table.usable[rows]
@@ -29,9 +39,8 @@ def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest) -> tuple[BoolArray
         core_ok = usable & (core == MILLI)
         mem_ok = free_mem == total_mem
     else:
-        need = req.memory_mib if req.memory_mib is not None else (req.core_milli * total_mem) // MILLI
         core_ok = usable & (core >= req.core_milli)
-        mem_ok = free_mem >= need
+        mem_ok = free_mem >= memory_need(req, total_mem)
     return core_ok & mem_ok, core_ok & ~mem_ok
 
 
@@ -90,12 +99,7 @@ def fitting_gpus(table: NodeTable, row: int, req: GpuRequest) -> IntArray:
         columns = [c for c in gpus if usable[c] and core[c] == MILLI and free_mem[c] == total_mem[c]]
     else:
         columns = [
-            c
-            for c in gpus
-            if usable[c]
-            and core[c] >= req.core_milli
-            and free_mem[c]
-            >= (req.memory_mib if req.memory_mib is not None else req.core_milli * total_mem[c] // MILLI)
+            c for c in gpus if usable[c] and core[c] >= req.core_milli and free_mem[c] >= req.memory_on(total_mem[c])
         ]
     return np.array(columns, np.int64)
 
@@ -119,7 +123,7 @@ def sequential_fit(table: NodeTable, row: int, requests: Sequence[GpuRequest]) -
             ok = usable & (core == MILLI) & (mem == total)
             take_core, take_mem = np.full_like(core, MILLI), total
         else:
-            need = req.memory_mib if req.memory_mib is not None else (req.core_milli * total) // MILLI
+            need = memory_need(req, total)
             ok = usable & (core >= req.core_milli) & (mem >= need)
             take_core, take_mem = np.full_like(core, req.core_milli), need * np.ones_like(mem)
         cols = np.flatnonzero(ok)[: req.count]

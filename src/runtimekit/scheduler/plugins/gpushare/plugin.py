@@ -3,7 +3,9 @@ and multi-GPU pods, with a choice of placement policies.
 
 Implements: PrePredicate (request sanity), Predicate (GPU fit and the allowed GPU models, over all
 nodes at once), NodeOrder (the policy's score x weight) and DeviceAllocate (the GPUs inside the
-chosen node). A pod may pick another policy with the protocol's `annotations.policy` annotation.
+chosen node). A pod may pick another policy with the protocol's `annotations.policy` annotation, or a
+node policy and a GPU policy apart (`podpolicy`); a pod's GPU constraints (models, UUIDs) are checked
+on a copy of the table holding only the GPUs it may use (`selection`).
 A gpu-memory request counts in the unit of the node it is checked against (`units`).
 
 Arguments (Volcano style, the `gpushare.` prefix optional):
@@ -22,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodRequest, Slot
+from runtimekit.model.selector import MODELS, UUIDS
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
@@ -48,6 +51,7 @@ from runtimekit.scheduler.plugins.gpushare.fit import (
     sequential_fit,
     slots_for,
 )
+from runtimekit.scheduler.plugins.gpushare.podpolicy import is_split, resolve
 from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
     POLICIES,
@@ -59,6 +63,7 @@ from runtimekit.scheduler.plugins.gpushare.policies import (
     PolicyContext,
     TargetWorkload,
 )
+from runtimekit.scheduler.plugins.gpushare.selection import RestrictedView, restrict
 from runtimekit.scheduler.plugins.gpushare.units import UNREADABLE, NodeUnits, in_unit, uses_units
 
 NAME = "gpushare"
@@ -95,12 +100,17 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         if workload is not None:
             self.set_workload(workload)
         self._pod_policy_key = context.protocol.annotations.policy
+        self._split_keys = (context.protocol.annotations.node_policy, context.protocol.annotations.gpu_policy)
+        self._splits: dict[str, Policy] = {}
         self._observed: set[str] = set()
         self._learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
         self._learned: set[str] = set()
         self._needs: dict[int, _Need] = {}
         self._ctx: PolicyContext | None = None
         self.units = NodeUnits(context.protocol.labels.memory_unit, context.protocol.memory_unit_mib)
+        # memory kubelet never sees (resources.memoryAdvertised: false) is MiB in the protocol's unit on
+        # every node, whatever unit a device plugin publishes
+        self._node_units = context.protocol.resources.memory_advertised
 
     def need(self, request: PodRequest) -> _Need:
         """What this plugin reads of a request, worked out once per request object (a pod's request
@@ -136,11 +146,24 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
             return self.policies[task.policy]
+        if self.args.allow_pod_policy and is_split(task.policy):
+            found = self._split(task.policy)
+            if not isinstance(found, str):
+                return found
         return self.policies[self.args.policy]
+
+    def _split(self, asked: str) -> Policy | str:
+        if len(self._splits) > 1024:
+            self._splits.clear()
+        return resolve(asked, self.policies, self.args.policy, self._split_keys, self._splits)
 
     # -- PrePredicate ----------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> Status:
-        if task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
+        if task.policy and is_split(task.policy) and self.args.allow_pod_policy:
+            found = self._split(task.policy)
+            if isinstance(found, str):
+                return unresolvable(found)
+        elif task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
             return unresolvable(f"unknown placement policy {task.policy!r} in annotation {self._pod_policy_key}")
         learner = self._learners.get(self.policy_for(task).name)
         if learner is not None and task.key not in self._learned:
@@ -156,7 +179,9 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         requests = need.gpus
         if not requests:
             return Verdict.all(rows.size)
-        if need.in_units and not self.units.uniform(ssn.snapshot):
+        if task.gpu_select is not None and not isinstance(ssn, RestrictedView):
+            return self._predicate_selected(task, rows, ssn)
+        if self._node_units and need.in_units and not self.units.uniform(ssn.snapshot):
             units = self.units.of(ssn.snapshot)[rows]
             if (units != self.units.default_mib).any():
                 return self._predicate_per_unit(task, rows, ssn, requests, units)
@@ -238,6 +263,26 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
 
         return Verdict(passed, explain, unresolvable=hopeless)
 
+    def _predicate_selected(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
+        """The predicate over only the GPUs the pod may use; nodes with none fail for that reason."""
+        assert task.gpu_select is not None
+        select = task.gpu_select
+        restriction = restrict(ssn.table, select, rows)
+        inner = self.predicate(task, rows, RestrictedView(ssn, restriction.table))
+        no_model, no_uuid = restriction.no_model[rows], restriction.no_uuid[rows]
+        ruled_out = no_model | no_uuid
+
+        def explain() -> list[tuple[str, Mask]]:
+            found = inner.reasons() if callable(inner.reasons) else inner.reasons
+            out = [(select.reason(MODELS), no_model), (select.reason(UUIDS), no_uuid)]
+            return out + [(why, mask & ~ruled_out) for why, mask in found]
+
+        def hopeless() -> Mask:
+            found = inner.unresolvable() if callable(inner.unresolvable) else inner.unresolvable
+            return ruled_out if found is None else ruled_out | found
+
+        return Verdict(inner.passed & ~ruled_out, explain, unresolvable=hopeless)
+
     # -- NodeOrder -------------------------------------------------------------------------
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
@@ -261,9 +306,12 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         requests, shape = need.containers, need.shape
         if not requests:
             return None
+        if task.gpu_select is not None and not isinstance(ssn, RestrictedView):
+            restriction = restrict(ssn.table, task.gpu_select, np.array([row], np.int64))
+            return self.allocate_devices(task, row, RestrictedView(ssn, restriction.table))
         policy = self.policy_for(task)
         ctx = PolicyContext(ssn.table.copy(), self.rng) if len(requests) > 1 else self._context(ssn.table)
-        unit = int(self.units.of(ssn.snapshot)[row]) if need.in_units else 0
+        unit = int(self.units.of(ssn.snapshot)[row]) if self._node_units and need.in_units else 0
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         for container in requests:
             gpu = in_unit(container.gpu, self.units.default_mib, unit) if unit else container.gpu
