@@ -203,13 +203,21 @@ def test_failed_allocate_fails_admission_and_frees_the_devices(rig: Rig) -> None
         "Allocate failed due to rpc error: code = FAILED_PRECONDITION desc = no pod waits for this, which is unexpected"
     )
     assert rig.kubelet.allocations() == []
-    with pytest.raises(AdmissionError, match="capacity: 0"):
-        rig.kubelet.admit_pod(
-            {
-                "metadata": {"name": "x", "uid": "x"},
-                "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/other": "1"}}}]},
-            }
-        )
+
+
+def test_a_resource_no_plugin_serves_is_not_the_device_managers(rig: Rig) -> None:
+    """kubelet's isDevicePluginResource: such a resource (a scheduler extender's) allocates nothing."""
+    rig.register()
+    assert rig.listed(4)
+    options = rig.kubelet.admit_pod(
+        {
+            "metadata": {"name": "x", "uid": "x"},
+            "spec": {"containers": [{"name": "c", "resources": {"limits": {"example.com/other": "1"}}}]},
+        }
+    )
+    assert not options["c"].envs
+    assert rig.kubelet.allocations() == []
+    assert not rig.plugin.allocate_calls
 
 
 def test_restart_removes_sockets_keeps_checkpoint_and_needs_re_registration(rig: Rig) -> None:

@@ -139,9 +139,8 @@ def test_a_failed_allocate_fails_the_pod_with_kubelets_message(http: KubeHttp) -
     [
         ({RES.gpu: "3"}, f"OutOf{RES.gpu}", f"{RES.gpu}, requested: 3, used: 0, capacity: 2"),
         ({"cpu": "65"}, "OutOfcpu", "cpu, requested: 65000, used: 0, capacity: 64000"),
-        ({"example.com/fpga": "1"}, "OutOfexample.com/fpga", "example.com/fpga, requested: 1, used: 0, capacity: 0"),
     ],
-    ids=["more-gpus-than-the-node", "more-cpu-than-the-node", "a-resource-nobody-advertises"],
+    ids=["more-gpus-than-the-node", "more-cpu-than-the-node"],
 )
 def test_a_pod_that_does_not_fit_is_rejected_out_of_the_resource(
     http: KubeHttp, limits: dict[str, str], reason: str, detail: str
@@ -150,6 +149,14 @@ def test_a_pod_that_does_not_fit_is_rejected_out_of_the_resource(
     pod = phase(http, "big", "Failed")
     assert pod["status"]["reason"] == reason
     assert pod["status"]["message"] == f"Pod was rejected: Node didn't have enough resource: {detail}"
+
+
+def test_an_extended_resource_no_plugin_advertises_is_let_through_as_kubelet_does(http: KubeHttp) -> None:
+    """kubelet's removeMissingExtendedResources: a scheduler extender's resource (HAMi's gpumem) is
+    not the node's to count; only the resources it advertises are checked."""
+    http.post(PODS, gpu_pod("extender", {"example.com/fpga": "1"}, gpu=None))
+    pod = phase(http, "extender", "Running")
+    assert pod["spec"]["containers"][0]["resources"]["limits"]["example.com/fpga"] == "1"
 
 
 def test_a_simulated_run_time_ends_in_success_and_frees_the_gpu(cluster: EmbeddedCluster, http: KubeHttp) -> None:

@@ -123,8 +123,23 @@ ALLOCATABLE = {"cpu": 8000, "memory": 32 << 30, "pods": 3, "aliyun.com/gpu": 2}
             "OutOfcpu",
             "Node didn't have enough resource: cpu, requested: 9000, used: 0, capacity: 8000",
         ),
+        ({"nvidia.com/gpumem": 3000, "aliyun.com/gpu": 1}, {}, 0, None, None),
+        (
+            {"hugepages-2Mi": 2 << 20},
+            {},
+            0,
+            "OutOfhugepages-2Mi",
+            f"Node didn't have enough resource: hugepages-2Mi, requested: {2 << 20}, used: 0, capacity: 0",
+        ),
     ],
-    ids=["fits-exactly", "gpus-taken", "too-many-pods", "cpu-reported-before-memory"],
+    ids=[
+        "fits-exactly",
+        "gpus-taken",
+        "too-many-pods",
+        "cpu-reported-before-memory",
+        "an-extended-resource-the-node-lacks-is-let-through",
+        "a-native-resource-the-node-lacks-is-not",
+    ],
 )
 def test_fit(
     requests: dict[str, int], used: dict[str, int], active: int, reason: str | None, message: str | None

@@ -15,6 +15,7 @@ from runtimekit.deviceplugin.resources import (
     resource_specs,
     socket_name,
 )
+from runtimekit.protocol.presets import preset_protocol
 
 DEVICES = [
     pb.Device(index=0, uuid="GPU-a", memory_mib=15360, health=pb.HEALTH_HEALTHY, mig_mode=pb.MIG_MODE_OFF, numa_node=0),
@@ -78,3 +79,61 @@ def test_ids_are_stable_and_map_back_to_their_gpu() -> None:
 def test_socket_names() -> None:
     assert socket_name("aliyun.com/gpu-core.percentage") == "lj-runtimekit-aliyun.com_gpu-core.percentage.sock"
     assert len({socket_name(s.name) for s in resource_specs(DEVICES, PROTOCOL)}) == 5
+
+
+@pytest.mark.parametrize(
+    ("preset", "registered"),
+    [
+        pytest.param(
+            "hami",
+            [
+                ("nvidia.com/gpu", ResourceKind.GPU, 10),
+                ("nvidia.com/gpucores", ResourceKind.CORE, 1),
+                ("nvidia.com/gpumem-percentage", ResourceKind.MEMORY_PERCENT, 1),
+                ("nvidia.com/mig-1g.10gb", ResourceKind.MIG, 1),
+                ("nvidia.com/mig-3g.40gb", ResourceKind.MIG, 1),
+            ],
+            id="hami-no-gpumem",
+        ),
+        pytest.param(
+            "volcano-vgpu",
+            [
+                ("volcano.sh/vgpu-number", ResourceKind.GPU, 10),
+                ("volcano.sh/gpu-number", ResourceKind.GPU, 10),
+                ("volcano.sh/vgpu-cores", ResourceKind.CORE, 1),
+                ("volcano.sh/vgpu-memory-percentage", ResourceKind.MEMORY_PERCENT, 1),
+                ("nvidia.com/mig-1g.10gb", ResourceKind.MIG, 1),
+                ("nvidia.com/mig-3g.40gb", ResourceKind.MIG, 1),
+            ],
+            id="volcano-aliases-too",
+        ),
+        pytest.param(
+            "gpushare",
+            [
+                ("aliyun.com/gpu-count", ResourceKind.GPU, 1),
+                ("aliyun.com/gpu-core.percentage", ResourceKind.CORE, 1),
+                ("aliyun.com/gpu-mem", ResourceKind.MEMORY, 1),
+                ("aliyun.com/mig-1g.10gb", ResourceKind.MIG, 1),
+                ("aliyun.com/mig-3g.40gb", ResourceKind.MIG, 1),
+            ],
+            id="gpushare-gib",
+        ),
+    ],
+)
+def test_a_preset_registers_every_name_kubelet_must_allocate(
+    preset: str, registered: list[tuple[str, ResourceKind, int]]
+) -> None:
+    specs = resource_specs(DEVICES, preset_protocol(preset))
+    assert [(s.name, s.kind, s.replicas) for s in specs] == registered
+
+
+def test_gpu_replicas_and_memory_percent_devices() -> None:
+    """HAMi's node offers each card 10 times over (deviceSplitCount), so ten shares asking for
+    nvidia.com/gpu: 1 can sit on one card; percent devices are one per percent, as cores."""
+    replicated = advertised(ResourceSpec("nvidia.com/gpu", ResourceKind.GPU, replicas=10), DEVICES, 1)
+    assert len(replicated) == 20
+    assert {gpu_of(d.id) for d in replicated} == {"GPU-a", "GPU-b"}
+    assert replicated[0].id == "GPU-a::0"
+    percent = advertised(ResourceSpec("x.io/pct", ResourceKind.MEMORY_PERCENT), DEVICES, 1)
+    assert len(percent) == 200
+    assert sum(d.healthy for d in percent) == 100

@@ -1,9 +1,16 @@
 """What the device plugin advertises to kubelet, per extended resource, from the runtime's GPUs.
 
 Device ID scheme (stable across restarts: it depends only on GPU UUIDs, sizes and MIG layouts):
-- `resources.gpu`:    one device per GPU, ID `<gpu-uuid>`;
+- `resources.gpu`:    one device per GPU, ID `<gpu-uuid>`; with `resources.gpuReplicas` R > 1 (HAMi's
+  and Volcano's split count, so that shares asking for it can sit on one GPU), R devices per GPU,
+  IDs `<gpu-uuid>::0` … `::<R-1>`;
 - `resources.core`:   100 devices per GPU (1 % each), IDs `<gpu-uuid>::0` … `<gpu-uuid>::99`;
 - `resources.memory`: memory ÷ memory unit devices per GPU, IDs `<gpu-uuid>::0` … `::<units-1>`;
+  not registered with `resources.memoryAdvertised: false` (MiB units would make hundreds of
+  thousands of devices; kubelet lets a resource no plugin registers through, as HAMi relies on);
+- `resources.memoryPercent`: 100 devices per GPU (1 % of its memory each), as core;
+- each alias of these (`aliases.*`) is registered too, with the same devices, so kubelet calls
+  Allocate whichever name a container uses;
 - `<migPrefix><profile>` on a GPU in static MIG mode: one device per existing MIG device of that
   profile, ID `<mig-uuid>`;
 - `<migPrefix><profile>` on a GPU in dynamic MIG mode: as many devices as instances of the profile
@@ -35,6 +42,7 @@ class ResourceKind(StrEnum):
     GPU = "gpu"
     CORE = "core"
     MEMORY = "memory"
+    MEMORY_PERCENT = "memoryPercent"
     MIG = "mig"
 
 
@@ -50,6 +58,7 @@ class ResourceSpec:
     name: str
     kind: ResourceKind
     mig_profile: str = ""
+    replicas: int = 1  # devices per GPU of a GPU resource
 
 
 def gpu_of(device_id: str) -> str:
@@ -92,13 +101,16 @@ def dynamic_ids(device: pb.Device, profile: str) -> list[str]:
 
 
 def resource_specs(devices: Iterable[pb.Device], protocol: Protocol) -> list[ResourceSpec]:
-    """The resources to register: gpu, core and memory always, plus one per MIG profile offered."""
+    """The resources to register under every name they have: gpu and core always, memory unless the
+    protocol keeps it from kubelet, memoryPercent when the protocol has it, plus one per MIG profile
+    offered."""
     names = protocol.resources
-    specs = [
-        ResourceSpec(names.gpu, ResourceKind.GPU),
-        ResourceSpec(names.core, ResourceKind.CORE),
-        ResourceSpec(names.memory, ResourceKind.MEMORY),
-    ]
+    replicas = names.gpu_replicas
+    specs = [ResourceSpec(name, ResourceKind.GPU, replicas=replicas) for name in protocol.names("gpu")]
+    specs += [ResourceSpec(name, ResourceKind.CORE) for name in protocol.names("core")]
+    if names.memory_advertised:
+        specs += [ResourceSpec(name, ResourceKind.MEMORY) for name in protocol.names("memory")]
+    specs += [ResourceSpec(name, ResourceKind.MEMORY_PERCENT) for name in protocol.names("memoryPercent")]
     profiles = sorted({p for d in devices for p in offered_profiles(d)})
     specs += [ResourceSpec(names.mig_prefix + p, ResourceKind.MIG, p) for p in profiles]
     return specs
@@ -122,8 +134,8 @@ def advertised(spec: ResourceSpec, devices: Sequence[pb.Device], memory_unit_mib
         if not _shareable(device):
             continue
         if spec.kind is ResourceKind.GPU:
-            ids = [device.uuid]
-        elif spec.kind is ResourceKind.CORE:
+            ids = [device.uuid] if spec.replicas == 1 else replica_ids(device.uuid, spec.replicas)
+        elif spec.kind in (ResourceKind.CORE, ResourceKind.MEMORY_PERCENT):
             ids = replica_ids(device.uuid, CORE_DEVICES_PER_GPU)
         else:
             ids = replica_ids(device.uuid, device.memory_mib // memory_unit_mib)

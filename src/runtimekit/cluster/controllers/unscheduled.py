@@ -17,6 +17,7 @@ from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
 from runtimekit.kube.http import KubeHttp
+from runtimekit.protocol.peers import presets_answering
 
 PODS_PATH = "/api/v1/pods"
 REASON = "NoScheduler"
@@ -27,9 +28,13 @@ def message(wanted: str, answered: Iterable[str]) -> str:
     if not names:
         return f'no scheduler runs in this cluster, so nothing will schedule this pod (schedulerName "{wanted}")'
     listed = ", ".join(names)
+    presets = presets_answering(wanted)
+    how = f"runtimekit up --scheduler-name {wanted} adds that name"
+    if presets:
+        how = f"runtimekit up --protocol {presets[0]} answers to it, with that system's names; {how}"
     return (
         f'no scheduler in this cluster answers to schedulerName "{wanted}", so this pod stays Pending; '
-        f"the embedded scheduler answers to {listed} (runtimekit up --scheduler-name {wanted} adds that name)"
+        f"the embedded scheduler answers to {listed} ({how})"
     )
 
 

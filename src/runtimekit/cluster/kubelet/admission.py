@@ -5,9 +5,11 @@ which reuses the scheduler's `noderesources.Fits`): the pod count, then `cpu`, `
 other resource the pod asks for, where requested + used by the node's active pods must not exceed
 the node's allocatable. A pod that does not fit is rejected with reason `OutOf<resource>` and the
 message `Node didn't have enough resource: <name>, requested: R, used: U, capacity: C` (cpu in
-milli-cores, memory in bytes, other resources as counts). Unlike kubelet, a resource the node does
-not advertise at all counts as capacity 0 (kubelet lets extended resources without a device plugin
-through for scheduler extenders; the embedded cluster has none).
+milli-cores, memory in bytes, other resources as counts). As kubelet does
+(`removeMissingExtendedResources`), an extended resource the node does not advertise at all is left
+out of the check: such resources are a scheduler's to account (HAMi's `nvidia.com/gpumem`, or the
+kit's GPU memory under `resources.memoryAdvertised: false`), and the scheduler's own fit check keeps
+pods asking for unknown ones off every node.
 Callers: `SimulatedKubelet`, before the device manager allocates devices.
 """
 
@@ -78,12 +80,18 @@ def check_fit(
         return _insufficient(PODS, 1, active_pods, pod_capacity)
     for name in _ordered(requests):
         wanted = requests[name]
-        if name == PODS or wanted <= 0:
+        if name == PODS or wanted <= 0 or (is_extended(name) and name not in allocatable):
             continue
         capacity, taken = allocatable.get(name, 0), used.get(name, 0)
         if wanted > capacity - taken:
             return _insufficient(name, wanted, taken, capacity)
     return None
+
+
+def is_extended(name: str) -> bool:
+    """kubelet's IsExtendedResourceName: a domain-prefixed name outside kubernetes.io (not cpu, memory,
+    ephemeral-storage, hugepages-*, nor a quota name)."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
 def _insufficient(name: str, requested: int, used: int, capacity: int) -> AdmissionError:

@@ -6,7 +6,8 @@
   registration of the same resource replaces the old one;
 - keeps, per resource, the healthy and unhealthy device IDs of the latest ListAndWatch answer; when
   the stream ends every device of the resource turns unhealthy;
-- at admission (`admit_pod`), per container and resource: takes free healthy IDs, asks
+- at admission (`admit_pod`), per container and resource a plugin serves (others are not the device
+  manager's, as kubelet's isDevicePluginResource has it): takes free healthy IDs, asks
   GetPreferredAllocation when the plugin offers it and there are more candidates than needed, calls
   Allocate, records the IDs and checkpoints them (`kubelet_internal_checkpoint`); failures raise
   `AdmissionError` with kubelet's wording (`Allocate failed due to …, which is unexpected`);
@@ -290,11 +291,18 @@ class DeviceManager:
                     name = str(container.get("name", ""))
                     options = out.setdefault(name, ContainerOptions())
                     for resource, count in sorted(_resource_amounts(container).items()):
+                        if not self._is_plugin_resource(resource):
+                            continue  # kubelet's isDevicePluginResource: no plugin's, nothing to allocate
                         options.merge(self._allocate_container(identity, name, resource, count))
             except AdmissionError:
                 self.remove_pod(identity.uid)
                 raise
         return out
+
+    def _is_plugin_resource(self, resource: str) -> bool:
+        """Whether a device plugin serves (or served, and devices of it are still held) `resource`."""
+        with self._cond:
+            return resource in self._endpoints or any(r == resource for (_, _, r) in self._allocated)
 
     def _allocate_container(
         self, pod: PodIdentity, container: str, resource: str, count: int

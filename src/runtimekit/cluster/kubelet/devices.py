@@ -6,10 +6,12 @@ Two implementations of `NodeDevices`:
   the plugins' Allocate per container and resource, as kubelet does, and hands the container the
   plugin's environment. The device plugin publishes the node's GPU inventory itself.
 - `DirectDevices`: no runtime and no plugin. The kubelet advertises a fixed simulated inventory
-  (the counts the device plugin would advertise: one `resources.gpu` device per GPU, 100
-  `resources.core` devices per GPU, one `resources.memory` device per memory unit) and writes the
-  node devices annotation, the GPU labels and the memory unit label itself; admission allocates
-  nothing and gives a container `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
+  (the counts the device plugin would advertise, under every name of each resource:
+  `resources.gpuReplicas` `resources.gpu` devices per GPU, 100 `resources.core` and 100
+  `resources.memoryPercent` devices per GPU, one `resources.memory` device per memory unit unless the
+  protocol keeps memory from kubelet) and writes the node devices annotation, the GPU labels and the
+  memory unit label itself; admission allocates nothing and gives a container
+  `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
 """
 
 from __future__ import annotations
@@ -81,13 +83,17 @@ class DirectDevices:
         self.memory_unit_mib = memory_unit_mib or protocol.memory_unit_mib  # MiB per resources.memory device
 
     def capacity(self) -> dict[str, int]:
-        names, gpus = self.protocol.resources, self.inventory.gpus
+        protocol, gpus = self.protocol, self.inventory.gpus
         unit = self.memory_unit_mib
-        return {
-            names.gpu: len(gpus),
-            names.core: CORE_DEVICES_PER_GPU * len(gpus),
-            names.memory: sum(g.memory_mib // unit for g in gpus),
+        counts = {
+            "gpu": protocol.resources.gpu_replicas * len(gpus),
+            "core": CORE_DEVICES_PER_GPU * len(gpus),
+            "memory": sum(g.memory_mib // unit for g in gpus),
+            "memoryPercent": CORE_DEVICES_PER_GPU * len(gpus),
         }
+        if not protocol.resources.memory_advertised:
+            del counts["memory"]
+        return {name: count for kind, count in counts.items() for name in protocol.names(kind)}
 
     def allocatable(self) -> dict[str, int]:
         return self.capacity()
