@@ -33,7 +33,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -59,8 +59,9 @@ from runtimekit.cluster.kubelet.runner import (
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory, gpu_model
-from runtimekit.protocol import Protocol, load_protocol
+from runtimekit.protocol import Protocol, ProtocolError, load_protocol
 from runtimekit.protocol.names import memory_unit_mib
+from runtimekit.protocol.presets import PRESETS, preset_text
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -75,7 +76,7 @@ ExporterFactory = Callable[[SimulatedNode], StartedExporter | None]
 class ClusterOptions:
     nodes: int = 4
     gpus_per_node: int = 8
-    gpu_model: str = "H200"
+    gpu_model: str = "H200"  # every node's, or several taken in turn over the nodes: A100-80GB,H200
     port: int = 0
     state_dir: Path | None = None  # None: a temporary folder, removed at stop
     direct: bool = False
@@ -103,11 +104,13 @@ class ClusterOptions:
         if self.isolation not in ("none", "mps", "hami-core"):
             raise ValueError(f"--isolation must be none, mps or hami-core, got {self.isolation!r}")
         try:
-            spec = gpu_model(self.gpu_model)
+            specs = [gpu_model(model) for model in self.gpu_models()]
         except KeyError as exc:
             raise ValueError(str(exc.args[0])) from None
+        if not specs:
+            raise ValueError("--gpu-model names no model")
         if self.mig_mode or self.mig_layout:
-            self._validate_mig(spec.mig_capable)
+            self._validate_mig(all(spec.mig_capable for spec in specs))
         self.memory_units(0)
 
     def node_names(self) -> list[str]:
@@ -140,6 +143,15 @@ class ClusterOptions:
         if bare is not None:
             units.update({name: bare for name in units if name not in named})
         return units
+
+    def gpu_models(self) -> list[str]:
+        """The models of `gpu_model`: one for every node, or several (`A100,H200`) taken in turn."""
+        return [model.strip() for model in self.gpu_model.split(",") if model.strip()]
+
+    def gpu_model_of(self, index: int) -> str:
+        """The GPU model of node `index` (from 1): the models of `gpu_model` in turn."""
+        models = self.gpu_models()
+        return gpu_model(models[(index - 1) % len(models)]).name
 
     @property
     def node_options(self) -> NodeOptions:
@@ -231,10 +243,15 @@ class EmbeddedCluster:
         annotated = self.protocol.annotations.node_devices in ((obj.get("metadata") or {}).get("annotations") or {})
         return ready and advertised and annotated
 
+    def gpu_model(self, node: str) -> str:
+        """The GPU model of a node (`ClusterOptions.gpu_model`, taken in turn over the nodes)."""
+        prefix = self.options.node_prefix
+        index = int(node[len(prefix) :]) if node.startswith(prefix) and node[len(prefix) :].isdigit() else 1
+        return self.options.gpu_model_of(index)
+
     def expected_inventory(self, node: str) -> NodeInventory:
         """A node's simulated GPUs (the simulated backend derives the same UUIDs from the node name)."""
-        options = self.options
-        return NodeInventory.simulated(node, gpu_model(options.gpu_model).name, options.gpus_per_node)
+        return NodeInventory.simulated(node, self.gpu_model(node), self.options.gpus_per_node)
 
     def _scheduler_ready(self) -> bool:
         if not self.scheduler.synced(0):
@@ -337,7 +354,7 @@ def answered_names(options: ClusterOptions, protocol: Protocol) -> tuple[str, ..
     """The schedulerName values the embedded scheduler takes pods of (none without a scheduler)."""
     if not options.scheduler:
         return ()
-    return tuple(dict.fromkeys((protocol.scheduler_name, *options.scheduler_names)))
+    return tuple(dict.fromkeys((protocol.scheduler_name, *protocol.scheduler_aliases, *options.scheduler_names)))
 
 
 def _start_workload_controllers(cluster: EmbeddedCluster) -> ControllerManager:
@@ -364,10 +381,16 @@ def start_cluster(options: ClusterOptions | None = None, ready_timeout_s: float 
     """Start everything and wait until it is ready; on any failure, stop what started and raise."""
     options = options or ClusterOptions()
     options.validate()
-    protocol = load_protocol(options.protocol_path)
     owns_state = options.state_dir is None
     state_dir = Path(tempfile.mkdtemp(prefix="rk-up-")) if owns_state else Path(options.state_dir or ".").resolve()
     state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        options = replace(options, protocol_path=protocol_file(options.protocol_path, state_dir))
+        protocol = load_protocol(options.protocol_path)
+    except BaseException:
+        if owns_state:
+            shutil.rmtree(state_dir, ignore_errors=True)
+        raise
     cluster = EmbeddedCluster(options, protocol, state_dir, owns_state)
     try:
         _start_all(cluster)
@@ -377,6 +400,21 @@ def start_cluster(options: ClusterOptions | None = None, ready_timeout_s: float 
         cluster.stop()
         raise
     return cluster
+
+
+def protocol_file(value: str | None, state_dir: Path) -> str | None:
+    """`--protocol`: a protocol file as it is, or the name of a preset (`hami`, `gpushare`,
+    `volcano-vgpu`, `nvidia`; runtimekit.protocol.presets) written to `<state_dir>/protocol.yaml`, which
+    every component of the cluster then reads. A name that is neither is refused, listing the presets."""
+    if value is None or Path(value).exists():
+        return value
+    if value not in PRESETS:
+        if "/" in value or value.endswith((".yaml", ".yml")):
+            return value  # a path: the loader says it cannot read it
+        raise ProtocolError(f"--protocol {value!r}: no such file, and no such preset ({', '.join(PRESETS)})")
+    path = state_dir / "protocol.yaml"
+    path.write_text(preset_text(value), encoding="utf-8")
+    return str(path)
 
 
 def _start_all(cluster: EmbeddedCluster) -> None:

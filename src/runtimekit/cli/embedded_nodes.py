@@ -93,6 +93,10 @@ class NodeHost(Interface):
         """MiB per gpu-memory device on the node: its device plugin's `--memory-unit`."""
         ...
 
+    def gpu_model(self, node: str) -> str:
+        """The model of the node's simulated GPUs."""
+        ...
+
 
 @dataclass
 class SimulatedNode:
@@ -202,7 +206,7 @@ def _start_runtime(cluster: NodeHost, node: SimulatedNode, folder: Path, pod_res
         isolation=options.isolation,
         mig_mode=options.mig_mode,
         mig_layout=options.mig_layout,
-        simulate_gpus=f"{options.gpus}x{options.gpu_model}",
+        simulate_gpus=f"{options.gpus}x{cluster.gpu_model(node.name)}",
         seed=options.seed + node.index,
         mps_pipe_dir=str(folder / "mps" / "pipe"),
         mps_log_dir=str(folder / "mps" / "log"),

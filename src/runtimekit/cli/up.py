@@ -3,11 +3,12 @@
 Starts the embedded API server, the simulated nodes (each with a runtime, the device plugin and a
 simulated kubelet, or with `--direct` only a kubelet advertising the GPUs itself), the Job
 controller, the workload controllers (Deployments, ReplicaSets, StatefulSets, Volcano Jobs, garbage
-collection), the scheduler (answering to the protocol's scheduler name, `default-scheduler` and each
-`--scheduler-name`) and the node controller (`runtimekit.cli.embedded`), writes
+collection), the scheduler (answering to the protocol's scheduler name and its aliases,
+`default-scheduler` and each `--scheduler-name`) and the node controller (`runtimekit.cli.embedded`), writes
 `DIR/kubeconfig` and `DIR/cluster.json`, and prints exactly one line on stdout,
 `ready: <kubeconfig>`, once nodes are Ready with their GPUs advertised and the scheduler has seen
-them. Runs until SIGINT/SIGTERM, then stops everything and exits 0. Exits 2 for bad options or a
+them. `--protocol` takes a protocol file or a preset's name (`--protocol hami`: HAMi's manifests run
+unchanged; docs/user-guide/coming-from-hami.md). Runs until SIGINT/SIGTERM, then stops everything and exits 0. Exits 2 for bad options or a
 cluster that does not come up (the reason on stderr).
 """
 
@@ -24,7 +25,11 @@ log = logging.getLogger("runtimekit.up")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--nodes", type=int, default=4, help="simulated GPU nodes (default 4)")
     parser.add_argument("--gpus-per-node", type=int, default=8, help="GPUs per node (default 8)")
-    parser.add_argument("--gpu-model", default="H200", help="GPU model of every node (default H200)")
+    parser.add_argument(
+        "--gpu-model",
+        default="H200",
+        help="GPU model of every node (default H200), or several taken in turn over the nodes: A100-80GB,H200",
+    )
     parser.add_argument("--port", type=int, default=0, help="API server port (default: a free one)")
     parser.add_argument(
         "--state-dir", help="kubeconfig, cluster.json, API objects and node state (default: a temp folder)"
@@ -53,7 +58,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the scheduler answers to the protocol's scheduler name and to default-scheduler (so pods with "
         "no schedulerName are scheduled); each --scheduler-name adds a name, e.g. volcano (repeatable)",
     )
-    parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
+    parser.add_argument(
+        "--protocol",
+        help="protocol.yaml, or a preset under which another system's manifests run unchanged: hami, gpushare, "
+        "volcano-vgpu or nvidia (runtimekit protocol preset; default: built-in names)",
+    )
     parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
     parser.add_argument("--no-exporter", action="store_true", help="do not run an exporter per node")
 
