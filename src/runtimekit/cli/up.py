@@ -8,8 +8,8 @@ collection), the scheduler (answering to the protocol's scheduler name and its a
 `DIR/kubeconfig` and `DIR/cluster.json`, and prints exactly one line on stdout,
 `ready: <kubeconfig>`, once nodes are Ready with their GPUs advertised and the scheduler has seen
 them. `--protocol` takes a protocol file or a preset's name (`--protocol hami`: HAMi's manifests run
-unchanged; docs/user-guide/coming-from-hami.md). Runs until SIGINT/SIGTERM, then stops everything and exits 0. Exits 2 for bad options or a
-cluster that does not come up (the reason on stderr).
+unchanged; docs/user-guide/coming-from-hami.md). Runs until SIGINT/SIGTERM, then stops everything and
+exits 0. Exits 2 for bad options or a cluster that does not come up (the reason on stderr).
 """
 
 from __future__ import annotations

@@ -54,7 +54,8 @@ def uuids(node: str) -> list[str]:
 def resolve(annotations: dict[str, str]) -> dict[str, str]:
     """`{node:index}` in a value stands for that simulated GPU's UUID."""
     out = {}
-    for key, value in annotations.items():
+    for key, given in annotations.items():
+        value = given
         for node in ("a100-node", "h200-node"):
             for index, uuid in enumerate(uuids(node)):
                 value = value.replace(f"{{{node}:{index}}}", uuid)
