@@ -2,7 +2,7 @@
 # Install, remove or print the LJ RuntimeKit manifests under deploy/ (docs/install.md).
 #
 #   deploy/deploy-all.sh deploy|delete|render|restart [--components=a,b] [--image=REGISTRY/NAME:TAG]
-#                        [--namespace=NS] [--kubeconfig=FILE]
+#                        [--namespace=NS] [--kubeconfig=FILE] [--preset=NAME]
 #
 #   deploy   kubectl apply the manifests (idempotent: a second run changes nothing)
 #   delete   kubectl delete them (absent objects are fine); keeps the CRDs unless --components names crds
@@ -12,7 +12,9 @@
 # Components, in install order: crds runtime deviceplugin scheduler exporter controller (default: all;
 # device-plugin is accepted for deviceplugin). --image replaces the kit's image everywhere, including the
 # controller's --image for its job-agent Jobs; --namespace replaces kube-system everywhere, including
-# the RoleBindings' subjects and the components' --namespace/--lease-namespace flags. KUBECTL names the
+# the RoleBindings' subjects and the components' --namespace/--lease-namespace flags. --preset puts a
+# protocol preset (hami, gpushare, volcano-vgpu, nvidia: deploy/presets/, as `runtimekit protocol preset`
+# writes them) into every component's ConfigMap, so that system's pods run unchanged. KUBECTL names the
 # kubectl binary (default: kubectl).
 set -euo pipefail
 
@@ -23,7 +25,7 @@ ALL_COMPONENTS=(crds runtime deviceplugin scheduler exporter controller)
 KUBECTL="${KUBECTL:-kubectl}"
 
 usage() {
-  sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -36,6 +38,7 @@ components=""
 image="$DEFAULT_IMAGE"
 namespace="$DEFAULT_NAMESPACE"
 kubeconfig=""
+preset=""
 
 for arg in "$@"; do
   case "$arg" in
@@ -47,6 +50,7 @@ for arg in "$@"; do
     --image=*) image="${arg#*=}" ;;
     --namespace=*) namespace="${arg#*=}" ;;
     --kubeconfig=*) kubeconfig="${arg#*=}" ;;
+    --preset=*) preset="${arg#*=}" ;;
     -h | --help)
       usage
       exit 0
@@ -60,6 +64,11 @@ done
 [[ "$image" == */* ]] || die "--image '$image' has no repository path (REGISTRY/NAME:TAG)"
 [[ ${#namespace} -le 63 && "$namespace" =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] ||
   die "--namespace '$namespace' is not a valid namespace name (lower-case letters, digits, '-')"
+if [[ -n "$preset" && ! -r "$HERE/presets/$preset.yaml" ]]; then
+  known_presets=()
+  for f in "$HERE"/presets/*.yaml; do known_presets+=("$(basename "$f" .yaml)"); done
+  die "--preset '$preset' is not a preset (known: ${known_presets[*]})"
+fi
 if [[ -n "$kubeconfig" && ! -r "$kubeconfig" ]]; then
   die "--kubeconfig '$kubeconfig' cannot be read"
 fi
@@ -93,9 +102,9 @@ else
   done
 fi
 
-# A manifest file with the image and namespace applied.
+# A manifest file with the image, the namespace and the protocol preset applied.
 substitute() {
-  sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" "$1"
+  sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" "$1" | with_preset
 }
 
 sha256() {
@@ -128,6 +137,26 @@ render() {
       fi
     done
   done
+}
+
+# The ConfigMaps' protocol.yaml replaced by the preset's file (indented as the block it replaces).
+with_preset() {
+  if [[ -z "$preset" ]]; then
+    cat
+    return
+  fi
+  awk -v file="$HERE/presets/$preset.yaml" '
+    skipping && /^    / { next }
+    { skipping = 0 }
+    /^  protocol\.yaml: \|$/ {
+      print
+      while ((getline line < file) > 0) print "    " line
+      close(file)
+      skipping = 1
+      next
+    }
+    { print }
+  '
 }
 
 kube() {

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 import yaml
 
-from deploy.manifests import CHART, DEPLOY, render_chart
+from deploy.manifests import CHART, DEPLOY, render_chart, render_deploy, run_deploy_all
 from runtimekit.cli.main import main
-from runtimekit.protocol import Protocol, load_protocol
-from runtimekit.protocol.loader import DEFAULTS
+from runtimekit.protocol import PROTOCOL_VERSION, Protocol, load_protocol
+from runtimekit.protocol.loader import DEFAULTS, load_protocol_sources
+from runtimekit.protocol.presets import PRESETS, preset_protocol, preset_text
 
 CONFIGMAPS = sorted(DEPLOY.glob("*/02-configmap.yaml"))
 
@@ -89,8 +90,61 @@ def flatten(data: dict[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def test_the_chart_has_a_value_for_every_protocol_key() -> None:
-    values = yaml.safe_load((CHART / "values.yaml").read_text())
-    assert flatten(values["protocol"]) == dict(DEFAULTS)
+    values = flatten(yaml.safe_load((CHART / "values.yaml").read_text())["protocol"])
+    assert values.pop("preset") == ""
+    as_text = {k: ("true" if v is True else "false" if v is False else str(v)) for k, v in values.items()}
+    assert as_text == dict(DEFAULTS)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_the_preset_files_of_the_chart_and_of_deploy_are_what_the_cli_writes(name: str) -> None:
+    assert (CHART / "files" / "presets" / f"{name}.yaml").read_text() == preset_text(name)
+    assert (DEPLOY / "presets" / f"{name}.yaml").read_text() == preset_text(name)
+
+
+@pytest.mark.parametrize("name", list(PRESETS))
+def test_a_preset_by_name_reaches_every_configmap_both_ways(
+    name: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    for way, text in (
+        ("helm", render_chart("--set", f"protocol.preset={name}")),
+        ("deploy", render_deploy(f"--preset={name}")),
+    ):
+        rendered = tmp_path / f"{way}.yaml"
+        rendered.write_text(text)
+        found = load_protocol_sources(rendered)
+        assert len(found) == 5, way
+        assert all(protocol == preset_protocol(name) for _, protocol in found), way
+        assert all(protocol.version == PROTOCOL_VERSION for _, protocol in found), way
+
+
+def test_deploy_all_refuses_an_unknown_preset() -> None:
+    done = run_deploy_all("render", "--preset=koordinator")
+    assert done.returncode == 2
+    assert "--preset 'koordinator' is not a preset (known: gpushare hami nvidia volcano-vgpu)" in done.stderr
+
+
+def test_version_two_chart_values_render_as_the_protocol_reads_them(tmp_path: Path) -> None:
+    rendered = tmp_path / "chart.yaml"
+    rendered.write_text(
+        render_chart(
+            "--set",
+            "protocol.rules.modelMatch=contains",
+            "--set",
+            "protocol.aliases.memory=a.com/m\\, b.com/n",
+            "--set",
+            "protocol.resources.gpuReplicas=10",
+            "--set",
+            "protocol.resources.memoryAdvertised=false",
+            "--set",
+            "protocol.schedulerAliases=hami-scheduler",
+        )
+    )
+    [(_, protocol), *rest] = load_protocol_sources(rendered)
+    assert all(other == protocol for _, other in rest)
+    assert protocol.names("memory") == ("aliyun.com/gpu-memory", "a.com/m", "b.com/n")
+    assert (protocol.resources.gpu_replicas, protocol.resources.memory_advertised) == (10, False)
+    assert (protocol.rules.model_match, protocol.scheduler_aliases) == ("contains", ("hami-scheduler",))
 
 
 def test_helm_renders_agreeing_configmaps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

@@ -31,6 +31,9 @@ def test_helm_lint_strict_is_clean(home: Path) -> None:
     [
         pytest.param("protocol.labels.zone=x", "/protocol/labels", id="unknown-protocol-key"),
         pytest.param("protocol.memoryUnit=lots", "/protocol/memoryUnit", id="bad-memory-unit"),
+        pytest.param("protocol.preset=koordinator", "/protocol/preset", id="unknown-preset"),
+        pytest.param("protocol.rules.modelMatch=fuzzy", "/protocol/rules/modelMatch", id="unknown-model-rule"),
+        pytest.param("protocol.resources.gpuReplicas=0", "/protocol/resources/gpuReplicas", id="no-replicas"),
         pytest.param("protocol.sockets.runtime=relative.sock", "/protocol/sockets/runtime", id="relative-socket"),
         pytest.param("runtime.isolation=cuda", "/runtime/isolation", id="bad-isolation"),
         pytest.param("runtime.backend=rocm", "/runtime/backend", id="bad-backend"),
@@ -42,6 +45,21 @@ def test_the_values_schema_rejects_bad_values(home: Path, flag: str, path: str) 
     done = helm(home, "template", "x", str(CHART), "--set", flag)
     assert done.returncode != 0
     assert f"at '{path}'" in done.stderr
+
+
+def test_a_preset_keeps_the_runtime_socket_where_it_is(home: Path) -> None:
+    done = helm(
+        home,
+        "template",
+        "x",
+        str(CHART),
+        "--set",
+        "protocol.preset=hami",
+        "--set",
+        "protocol.sockets.runtime=/run/x.sock",
+    )
+    assert done.returncode != 0
+    assert "protocol.preset keeps the runtime socket at /run/lj-runtimekit/runtime.sock" in done.stderr
 
 
 def test_chart_versions_are_the_kits() -> None:

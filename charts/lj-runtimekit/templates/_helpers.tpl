@@ -30,9 +30,16 @@ app.kubernetes.io/name: lj-runtimekit
 app.kubernetes.io/component: {{ . }}
 {{- end }}
 
-{{/* protocol.yaml, dotted keys in the loader's order (runtimekit protocol show). */}}
+{{/* protocol.yaml, dotted keys in the loader's order (runtimekit protocol show); with protocol.preset,
+the preset's file (files/presets/, as `runtimekit protocol preset NAME` writes it). */}}
 {{- define "lj-runtimekit.protocol" -}}
 {{- $p := .Values.protocol -}}
+{{- if $p.preset -}}
+{{- if ne $p.sockets.runtime "/run/lj-runtimekit/runtime.sock" -}}
+{{- fail "protocol.preset keeps the runtime socket at /run/lj-runtimekit/runtime.sock: leave protocol.sockets.runtime as it is" -}}
+{{- end -}}
+{{- .Files.Get (printf "files/presets/%s.yaml" $p.preset) | trim -}}
+{{- else -}}
 resources.gpu: {{ $p.resources.gpu }}
 resources.core: {{ $p.resources.core }}
 resources.memory: {{ $p.resources.memory }}
@@ -53,6 +60,31 @@ annotations.policy: {{ $p.annotations.policy }}
 annotations.gpuModels: {{ $p.annotations.gpuModels }}
 annotations.simulatedRuntime: {{ $p.annotations.simulatedRuntime }}
 sockets.runtime: {{ $p.sockets.runtime }}
+{{- include "lj-runtimekit.protocolV2" $p }}
+{{- end -}}
+{{- end }}
+
+{{/* The keys of protocol version 2, each only when it differs from its default (so that the default
+render is the version-1 file of deploy/). */}}
+{{- define "lj-runtimekit.protocolV2" -}}
+{{- $names := dict "resources.memoryPercent" .resources.memoryPercent "aliases.gpu" .aliases.gpu "aliases.core" .aliases.core "aliases.memory" .aliases.memory "aliases.memoryPercent" .aliases.memoryPercent "annotations.gpuModelsExcluded" .annotations.gpuModelsExcluded "annotations.gpuUuids" .annotations.gpuUuids "annotations.gpuUuidsExcluded" .annotations.gpuUuidsExcluded "annotations.nodePolicy" .annotations.nodePolicy "annotations.gpuPolicy" .annotations.gpuPolicy "schedulerAliases" .schedulerAliases -}}
+{{- range $key := keys $names | sortAlpha }}
+{{- with index $names $key }}
+{{ $key }}: {{ . | quote }}
+{{- end }}
+{{- end }}
+{{- if ne (int .resources.gpuReplicas) 1 }}
+resources.gpuReplicas: {{ .resources.gpuReplicas }}
+{{- end }}
+{{- if not .resources.memoryAdvertised }}
+resources.memoryAdvertised: false
+{{- end }}
+{{- if ne .rules.memoryDefault "proportional" }}
+rules.memoryDefault: {{ .rules.memoryDefault }}
+{{- end }}
+{{- if ne .rules.modelMatch "exact" }}
+rules.modelMatch: {{ .rules.modelMatch }}
+{{- end }}
 {{- end }}
 
 {{- define "lj-runtimekit.socketDir" -}}
