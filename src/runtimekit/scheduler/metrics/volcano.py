@@ -287,6 +287,9 @@ class ObservedBinder:
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.binder.evict(task, reason)
 
+    def event(self, task: TaskInfo, kind: str, reason: str, message: str) -> None:
+        self.binder.event(task, kind, reason, message)
+
     def report(self, task: TaskInfo, scheduled: bool, reason: str, message: str) -> None:
         self.binder.report(task, scheduled, reason, message)
 
