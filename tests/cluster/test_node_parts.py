@@ -1,5 +1,6 @@
 """The simulated kubelet's pure parts, as tables: durations, command-line path mapping, the resource fit
-check with kubelet's wording, pod status shapes; and per-thread output capture."""
+check with kubelet's wording, pod status shapes, what a direct node advertises; and per-thread output
+capture."""
 
 from __future__ import annotations
 
@@ -11,8 +12,11 @@ from typing import Any
 import pytest
 
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests
+from runtimekit.cluster.kubelet.devices import DirectDevices
 from runtimekit.cluster.kubelet.runner import NodeContext, capture_output, map_paths, parse_duration, runtimekit_argv
 from runtimekit.cluster.kubelet.status import Terminated, terminated_status
+from runtimekit.model import NodeInventory
+from runtimekit.protocol.presets import preset_protocol
 
 
 @pytest.mark.parametrize(
@@ -185,3 +189,35 @@ def test_output_is_captured_per_thread(capsys: pytest.CaptureFixture[str]) -> No
     print("after")
     assert captured.getvalue() == "mine\nalso mine\n"
     assert capsys.readouterr().out == "not mine\nafter\n"
+
+
+@pytest.mark.parametrize(
+    ("preset", "capacity"),
+    [
+        pytest.param(
+            "hami",
+            {"nvidia.com/gpu": 20, "nvidia.com/gpucores": 200, "nvidia.com/gpumem-percentage": 200},
+            id="hami-ten-per-card-no-mib",
+        ),
+        pytest.param(
+            "volcano-vgpu",
+            {
+                "volcano.sh/vgpu-number": 20,
+                "volcano.sh/gpu-number": 20,
+                "volcano.sh/vgpu-cores": 200,
+                "volcano.sh/vgpu-memory-percentage": 200,
+            },
+            id="volcano-with-aliases",
+        ),
+        pytest.param(
+            "gpushare",
+            {"aliyun.com/gpu-count": 2, "aliyun.com/gpu-core.percentage": 200, "aliyun.com/gpu-mem": 30},
+            id="gpushare-gib",
+        ),
+    ],
+)
+def test_a_direct_node_advertises_what_the_device_plugin_would_under_a_preset(
+    preset: str, capacity: dict[str, int]
+) -> None:
+    devices = DirectDevices(NodeInventory.simulated("n1", "T4", 2), preset_protocol(preset))
+    assert devices.capacity() == capacity

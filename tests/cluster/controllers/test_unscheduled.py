@@ -57,3 +57,9 @@ def test_without_a_scheduler_every_pod_is_told() -> None:
     assert message("default-scheduler", []) == (
         'no scheduler runs in this cluster, so nothing will schedule this pod (schedulerName "default-scheduler")'
     )
+
+
+def test_a_scheduler_name_a_preset_answers_to_is_named_with_the_preset() -> None:
+    told = message("hami-scheduler", ["default-scheduler", "lj-runtimekit-scheduler"])
+    assert "runtimekit up --protocol hami answers to it, with that system's names" in told
+    assert "runtimekit up --protocol" not in message("my-own", ["default-scheduler"])
