@@ -30,22 +30,33 @@ class Restriction:
 
 def restrict(table: NodeTable, selector: GpuSelector, rows: IntArray | None = None) -> Restriction:
     """A copy of `table` in which GPUs the selector rules out are unusable (as unhealthy GPUs are), on
-    `rows` (default: every node's row; the other rows are left as they are)."""
+    `rows` (default: every node's row). A row where every GPU is ruled out is left as it is: the
+    predicate fails it by `no_model` / `no_uuid` whatever the copy says."""
     out = table.copy()
     no_model = np.zeros(table.rows, np.bool_)
     no_uuid = np.zeros(table.rows, np.bool_)
+    model_ok: dict[str, bool] = {}  # a cluster has few models: match each once
+    names = table.names()
     for row in (table.active_rows() if rows is None else rows).tolist():
-        name = table.names()[row]
+        name = names[row]
         if name is None:
             continue
         inventory = table.inventory(name)
         if not inventory.gpus:
             continue
-        verdicts = [selector.why_not(gpu) for gpu in inventory.gpus]
+        verdicts = []
+        for gpu in inventory.gpus:
+            if gpu.model not in model_ok:
+                model_ok[gpu.model] = selector.model_ok(gpu.model)
+            verdicts.append(
+                "" if model_ok[gpu.model] and selector.uuid_ok(gpu.uuid) else (UUIDS if model_ok[gpu.model] else MODELS)
+            )
         if all(v == MODELS for v in verdicts):
             no_model[row] = True
-        elif all(v for v in verdicts) and any(v == UUIDS for v in verdicts):
+            continue
+        if all(verdicts):
             no_uuid[row] = True
+            continue
         ruled_out = {gpu.uuid for gpu, v in zip(inventory.gpus, verdicts, strict=True) if v}
         if ruled_out:
             unhealthy = {gpu.uuid for gpu in inventory.gpus if not gpu.healthy}
