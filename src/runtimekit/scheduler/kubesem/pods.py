@@ -1,0 +1,104 @@
+"""What the inter-pod filters and scores need to know about one pod, parsed once from its manifest
+(kube-scheduler's `framework.PodInfo`, plus its spread constraints, host ports and images).
+
+A part that does not parse (an affinity term, a spread constraint) is left out and named in
+`problem`: kube-scheduler refuses to place such a pod ("parsing pod: ..."), while an existing pod
+with one still counts with the parts that did parse. Pure; callers: the scheduler caches (existing
+pods) and the predicates and nodeorder plugins (the pod being placed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm, affinity_terms
+from runtimekit.scheduler.kubesem.labels import SelectorError
+from runtimekit.scheduler.kubesem.ports import HostPort, host_ports
+from runtimekit.scheduler.kubesem.spread import SpreadConstraint, spread_constraints
+
+DEFAULT_NAMESPACE = "default"
+
+
+@dataclass(frozen=True, eq=False)
+class PodFacts:
+    namespace: str
+    labels: Mapping[str, str] = field(default_factory=dict)
+    terminating: bool = False
+    affinity: tuple[AffinityTerm, ...] = ()  # required
+    anti_affinity: tuple[AffinityTerm, ...] = ()  # required
+    preferred_affinity: tuple[WeightedTerm, ...] = ()
+    preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
+    spread: tuple[SpreadConstraint, ...] = ()
+    ports: tuple[HostPort, ...] = ()
+    images: tuple[str, ...] = ()  # normalised image names of init and app containers
+    containers: int = 0  # init and app containers (image locality's threshold scales with it)
+    problem: str = ""
+
+    @property
+    def has_pod_affinity(self) -> bool:
+        return bool(self.affinity or self.anti_affinity or self.preferred_affinity or self.preferred_anti_affinity)
+
+    @property
+    def simple(self) -> bool:
+        """No inter-pod affinity, spread constraint or host port of its own (only existing pods'
+        terms can concern it)."""
+        return not (self.has_pod_affinity or self.spread or self.ports)
+
+
+@lru_cache(maxsize=256)
+def plain_facts(namespace: str) -> PodFacts:
+    """The facts of a pod known without a manifest (trace replay): its namespace, no labels."""
+    return PodFacts(namespace)
+
+
+def normalized_image(name: str) -> str:
+    """The CRI name of an image reference: ':latest' added when it names neither tag nor digest."""
+    return name + ":latest" if name.rfind(":") <= name.rfind("/") else name
+
+
+def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
+    """The facts of a pod manifest (a dict as the API serves it)."""
+    meta = pod.get("metadata") or {}
+    spec = pod.get("spec") or {}
+    namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE)
+    raw_labels = meta.get("labels") or {}
+    labels = {str(k): str(v) for k, v in raw_labels.items()} if isinstance(raw_labels, Mapping) else {}
+    problems: list[str] = []
+    affinity = spec.get("affinity") or {}
+    if not isinstance(affinity, Mapping):
+        affinity = {}
+    try:
+        required, preferred = affinity_terms(affinity, "podAffinity", namespace, labels)
+    except SelectorError as exc:
+        required, preferred = (), ()
+        problems.append(f"affinity terms: {exc}")
+    try:
+        anti, preferred_anti = affinity_terms(affinity, "podAntiAffinity", namespace, labels)
+    except SelectorError as exc:
+        anti, preferred_anti = (), ()
+        problems.append(f"anti-affinity terms: {exc}")
+    try:
+        spread = spread_constraints(spec, labels)
+    except SelectorError as exc:
+        spread = ()
+        problems.append(f"topology spread constraints: {exc}")
+    containers = [
+        c for c in (spec.get("initContainers") or []) + (spec.get("containers") or []) if isinstance(c, Mapping)
+    ]
+    return PodFacts(
+        namespace=namespace,
+        labels=labels,
+        terminating=bool(meta.get("deletionTimestamp")),
+        affinity=required,
+        anti_affinity=anti,
+        preferred_affinity=preferred,
+        preferred_anti_affinity=preferred_anti,
+        spread=spread,
+        ports=host_ports(spec),
+        images=tuple(normalized_image(str(c["image"])) for c in containers if c.get("image")),
+        containers=len(containers),
+        problem=f"parsing pod: {'; '.join(problems)}" if problems else "",
+    )

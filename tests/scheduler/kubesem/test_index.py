@@ -1,0 +1,108 @@
+"""The pod index: a snapshot costs nothing when nothing changed, and counts and term lookups kept
+current by session placements and evictions equal those worked out from scratch."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from runtimekit.scheduler.kubesem.index import PodBook, PodIndex
+from runtimekit.scheduler.kubesem.pods import PodFacts, pod_facts
+from scheduler.kubesem.builders import exists, is_in, pod, term, weighted
+
+NODES = ["n0", "n1", "n2", "n3"]
+ROW = {n: i for i, n in enumerate(NODES)}
+
+
+def test_frozen_is_reused_until_something_changes() -> None:
+    book = PodBook()
+    book.add("a", pod_facts(pod("a")), "n0")
+    first = book.frozen()
+    assert book.frozen() is first
+    book.set_namespace("ns", {"team": "x"})
+    second = book.frozen()
+    assert second is not first
+    assert second.namespaces == {"ns": {"team": "x"}}
+    book.set_namespace("ns", {"team": "x"})
+    assert book.frozen() is second
+    book.remove("a")
+    assert "a" not in book.frozen().pods
+
+
+def _random_pod(rng: random.Random, i: int) -> dict:
+    labels = {k: rng.choice(["a", "b"]) for k in ("app", "tier") if rng.random() < 0.7}
+    anti = [term(is_in("app", labels["app"]), "zone")] if "app" in labels and rng.random() < 0.5 else []
+    pref = [weighted(3, term(exists("tier"), "zone"))] if rng.random() < 0.3 else []
+    return pod(
+        f"p{i}",
+        node=rng.choice(NODES),
+        ns=rng.choice(["default", "other"]),
+        labels=labels,
+        anti=anti,
+        preferred=pref,
+        terminating=rng.random() < 0.1,
+    )
+
+
+QUERIES = [
+    (term(is_in("app", "a"), "zone"),),
+    (term(exists("tier"), "zone"),),
+    (term(is_in("app", "b"), "zone"), term(is_in("tier", "a"), "zone")),
+    (term({}, "zone", ns_selector={}),),
+]
+
+
+def _view(index: PodIndex, probes: list[PodFacts]) -> list[object]:
+    out: list[object] = []
+    for raw_terms in QUERIES:
+        terms = tuple(pod_facts(pod(anti=list(raw_terms))).anti_affinity)
+        out.append(index.counts(terms).tolist())
+        out.append(index.counts(terms, skip_terminating=True).tolist())
+    for probe in probes:
+        for kind in ("anti_affinity", "preferred_affinity"):
+            found = index.selecting(kind, probe, {})  # type: ignore[arg-type]
+            out.append(sorted((repr(key), sorted(rows.items())) for key, rows in found))
+    return out
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_incremental_changes_equal_a_fresh_index(seed: int) -> None:
+    rng = random.Random(seed)
+    manifests = [_random_pod(rng, i) for i in range(40)]
+    base, extra = manifests[:25], manifests[25:]
+    book = PodBook()
+    for m in base:
+        book.add(m["metadata"]["uid"], pod_facts(m), m["spec"]["nodeName"])
+    index = PodIndex(book.frozen(), ROW.get, len(NODES))
+    probes = [
+        pod_facts(pod("probe", labels={"app": "a", "tier": "b"})),
+        pod_facts(pod("probe2", ns="other", labels={"app": "b"})),
+    ]
+    _view(index, probes)  # build every lookup before the changes, so they are updated, not rebuilt
+    live = {m["metadata"]["uid"]: m for m in base}
+    for step in range(60):
+        if rng.random() < 0.5 and extra:
+            m = extra.pop()
+            live[m["metadata"]["uid"]] = m
+            index.add(m["metadata"]["uid"], pod_facts(m), ROW[m["spec"]["nodeName"]])
+        elif live:
+            key = rng.choice(sorted(live))
+            del live[key]
+            index.remove(key)
+            index.remove(key)  # idempotent
+        fresh_book = PodBook()
+        for key, m in live.items():
+            fresh_book.add(key, pod_facts(m), m["spec"]["nodeName"])
+        fresh = PodIndex(fresh_book.frozen(), ROW.get, len(NODES))
+        assert _view(index, probes) == _view(fresh, probes), f"step {step}"
+
+
+def test_pods_on_nodes_the_session_does_not_know_are_left_out() -> None:
+    book = PodBook()
+    book.add("gone", pod_facts(pod("gone", labels={"app": "a"})), "vanished")
+    book.add("here", pod_facts(pod("here", labels={"app": "a"})), "n1")
+    index = PodIndex(book.frozen(), ROW.get, len(NODES))
+    (item,) = pod_facts(pod(anti=[term(is_in("app", "a"), "zone")])).anti_affinity
+    assert index.counts((item,)).tolist() == [0, 1, 0, 0]
+    assert [key for key, _, _ in index.items()] == ["here"]

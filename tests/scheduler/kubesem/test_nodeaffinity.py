@@ -1,0 +1,44 @@
+"""Required and preferred node affinity against kube-scheduler's NodeAffinity tables (`node_cases.py`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from runtimekit.scheduler.kubesem.labels import SelectorError
+from runtimekit.scheduler.kubesem.nodeaffinity import (
+    node_selector_pairs,
+    preferred_score,
+    preferred_terms,
+    required_matches,
+    required_terms,
+)
+from runtimekit.scheduler.kubesem.scores import default_normalize
+from scheduler.kubesem.builders import expr, exprs, pod
+from scheduler.kubesem.node_cases import NODE_AFFINITY_CASES, NODE_AFFINITY_SCORES, preferred
+
+
+@pytest.mark.parametrize(("manifest", "labels", "name", "fit"), NODE_AFFINITY_CASES)
+def test_required_node_affinity(manifest: Any, labels: dict[str, str], name: str, fit: bool) -> None:
+    spec = manifest["spec"]
+    assert required_matches(node_selector_pairs(spec), required_terms(spec), labels, name) is fit
+
+
+@pytest.mark.parametrize(("manifest", "nodes", "want"), NODE_AFFINITY_SCORES)
+def test_preferred_node_affinity(manifest: Any, nodes: list[tuple[str, dict[str, str]]], want: list[int]) -> None:
+    terms = preferred_terms(manifest["spec"])
+    raw = np.array([preferred_score(terms, labels, name) for name, labels in nodes], np.float64)
+    assert default_normalize(raw).tolist() == want
+
+
+def test_an_invalid_preferred_term_is_an_error() -> None:
+    manifest = pod(node_affinity=preferred((2, exprs(expr("invalid key", "In", "bar")))))
+    with pytest.raises(SelectorError, match="invalid key"):
+        preferred_terms(manifest["spec"])
+
+
+def test_weight_zero_and_empty_preferred_terms_are_left_out() -> None:
+    manifest = pod(node_affinity=preferred((0, exprs(expr("a", "Exists"))), (3, {})))
+    assert preferred_terms(manifest["spec"]) == ()
