@@ -211,8 +211,10 @@ def test_scenario(scenario: Scenario) -> None:
 
 def test_unschedulable_pods_say_why() -> None:
     cache = run(SCENARIOS[4])
+    # kube-scheduler runs TaintToleration before NodeAffinity: the tainted node says so
     assert cache.unschedulable[PodKey("none-0")].message == (
-        "0/3 nodes are available: 3 node(s) didn't match Pod's node affinity/selector."
+        "0/3 nodes are available: 2 node(s) didn't match Pod's node affinity/selector, "
+        "1 node(s) had untolerated taint(s)."
     )
 
 

@@ -96,6 +96,7 @@ def test_incremental_changes_equal_a_fresh_index(seed: int) -> None:
             fresh_book.add(key, pod_facts(m), m["spec"]["nodeName"])
         fresh = PodIndex(fresh_book.frozen(), ROW.get, len(NODES))
         assert _view(index, probes) == _view(fresh, probes), f"step {step}"
+        assert (index.has_anti_affinity, index.has_terms) == (fresh.has_anti_affinity, fresh.has_terms)
 
 
 def test_pods_on_nodes_the_session_does_not_know_are_left_out() -> None:

@@ -44,6 +44,8 @@ from runtimekit.scheduler.framework.info import (
     TaskInfo,
     TaskStatus,
 )
+from runtimekit.scheduler.kubesem.index import PodBook
+from runtimekit.scheduler.kubesem.pods import pod_facts
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,9 @@ class ClusterBook:
         # Warnings about peers' names a new pending pod carries that the protocol does not read
         # (runtimekit.protocol.peers), written as Events by the live cache outside the lock.
         self.notices: list[tuple[TaskInfo, str]] = []
+        # what inter-pod affinity, spread and host ports read of the pods booked on nodes, and
+        # the labels of every namespace (kept in step with the ledger's bookings)
+        self.pods = PodBook()
 
     # -- nodes -----------------------------------------------------------------------------
     def on_node(self, kind: str, obj: Mapping[str, Any]) -> None:
@@ -118,6 +123,7 @@ class ClusterBook:
             log.warning("node %s: %s", state.meta.name, state.problem)
         dropped = self.ledger.set_node(state.inventory, state.capacity)
         for pod, reason in dropped:
+            self.pods.remove(pod)
             self.conflicts[pod] = reason
             log.error("node %s changed under pod %s: %s", state.meta.name, pod, reason)
         row = self.ledger.table.row(state.meta.name)
@@ -134,6 +140,7 @@ class ClusterBook:
             return
         row = self.ledger.table.row(name)
         for pod in self.ledger.remove_node(name):
+            self.pods.remove(pod)
             task = self.running.pop(pod, None)
             if task is not None and task.pod is not None:
                 self.orphans[pod] = task.pod
@@ -199,6 +206,7 @@ class ClusterBook:
                 self._account(previous, -1)
             self.running[task.key] = task
             self._account(task, +1)
+            self.pods.add(task.key, pod_facts(pod), node)
             self._join(task, pod)
             return
         if held is not None:
@@ -233,6 +241,7 @@ class ClusterBook:
         task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
         self.running[task.key] = task
         self._account(task, +1)
+        self.pods.add(task.key, pod_facts(pod), node)
         self._join(task, pod)
 
     def _account(self, task: TaskInfo, sign: int) -> None:
@@ -247,6 +256,7 @@ class ClusterBook:
         if task is not None:
             self._account(task, -1)
         self.ledger.release(uid)
+        self.pods.remove(uid)
 
     def _forget_pod(self, uid: PodKey, name_key: str) -> None:
         self.uid_of.pop(name_key, None)
@@ -281,6 +291,17 @@ class ClusterBook:
                     job = self.jobs[JobKey(key)] = JobState(JobKey(key), namespace, name)
                 job.group = dict(obj)
                 job.phase = str((obj.get("status") or {}).get("phase") or "")
+            self._bump()
+
+    def on_namespace(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """Namespace labels, for inter-pod affinity terms with a namespaceSelector."""
+        name = str(meta(obj).get("name", ""))
+        labels = meta(obj).get("labels") or {}
+        with self.lock:
+            if kind == "DELETED":
+                self.pods.set_namespace(name, None)
+            else:
+                self.pods.set_namespace(name, {str(k): str(v) for k, v in labels.items()})
             self._bump()
 
     def on_queue(self, kind: str, obj: Mapping[str, Any]) -> None:

@@ -34,9 +34,7 @@ from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
 from runtimekit.protocol import Protocol as KitProtocol
 from runtimekit.scheduler.cache.book import ClusterBook, JobState, PendingPod
-from runtimekit.scheduler.cache.objects import (
-    queue_of,
-)
+from runtimekit.scheduler.cache.objects import facts_of, queue_of
 from runtimekit.scheduler.cache.queues import ALWAYS, changed, queue_status
 from runtimekit.scheduler.framework.info import (
     JobInfo,
@@ -201,6 +199,7 @@ class LiveCache(ClusterBook):
                 self.meta_version,
                 capacity,
                 dict(self.queue_allocated),
+                self.pods.frozen(),
             )
 
     def _job_info(self, job: JobState) -> JobInfo:
@@ -259,6 +258,7 @@ class LiveCache(ClusterBook):
                 self.work.set()
                 return
             self.assumed[task.key] = self.clock()
+            self.pods.add(task.key, facts_of(entry.task), task.node)
             annotations = {self.protocol.annotations.assume_time: str(time.time_ns())}
             if choice.containers:
                 annotations[self.protocol.annotations.assignment] = self.assignment_for(task, choice).to_annotation()
@@ -309,6 +309,7 @@ class LiveCache(ClusterBook):
                 self.assumed.pop(task.key, None)
                 if self.ledger.booking(task.key) is not None and task.key not in self.running:
                     self.ledger.release(task.key)
+                    self.pods.remove(task.key)
                 entry = self.pending.get(task.key)
                 if entry is not None:
                     delay = min(60.0, 0.5 * 2 ** min(entry.attempts, 7))

@@ -38,6 +38,8 @@ from runtimekit.scheduler.framework.info import (
     TaskInfo,
     Toleration,
 )
+from runtimekit.scheduler.kubesem import nodeaffinity
+from runtimekit.scheduler.kubesem.pods import PodFacts, plain_facts, pod_facts
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -127,8 +129,21 @@ def node_state(node: Mapping[str, Any], protocol: Protocol) -> NodeState:
         if isinstance(condition, Mapping) and condition.get("type") == "Ready":
             ready = condition.get("status") == "True"
     model = inventory.model or labels.get(protocol.labels.gpu_model, "")
-    node_meta = NodeMeta(name, labels, taints, bool(spec.get("unschedulable")), model, ready)
+    node_meta = NodeMeta(name, labels, taints, bool(spec.get("unschedulable")), model, ready, node_images(status))
     return NodeState(node_meta, inventory, capacity, problem, offered)
+
+
+def node_images(status: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+    """status.images as (name, size in bytes), one entry per name (image locality reads them)."""
+    out: dict[str, int] = {}
+    for image in status.get("images") or []:
+        if not isinstance(image, Mapping):
+            continue
+        size = image.get("sizeBytes")
+        size = size if isinstance(size, int) and not isinstance(size, bool) and size >= 0 else 0
+        for name in image.get("names") or []:
+            out[str(name)] = size
+    return tuple(sorted(out.items()))
 
 
 # -- pods ------------------------------------------------------------------------------------------
@@ -152,25 +167,11 @@ def job_key(pod: Mapping[str, Any]) -> tuple[JobKey, bool]:
 
 
 def constraints(spec: Mapping[str, Any]) -> Constraints:
-    selector = tuple(sorted((str(k), str(v)) for k, v in (spec.get("nodeSelector") or {}).items()))
-    terms: list[tuple[Requirement, ...]] = []
-    affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
-        "requiredDuringSchedulingIgnoredDuringExecution"
-    ) or {}
-    for term in affinity.get("nodeSelectorTerms") or []:
-        reqs = tuple(
-            Requirement(
-                str(e.get("key", "")), str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or ())
-            )
-            for e in (term or {}).get("matchExpressions") or []
-        )
-        reqs += tuple(
-            Requirement(
-                f"field:{e.get('key')}", str(e.get("operator", "In")), tuple(str(v) for v in e.get("values") or ())
-            )
-            for e in (term or {}).get("matchFields") or []
-        )
-        terms.append(reqs)
+    """Where a pod may run, from its spec (nodeSelector, required node affinity as
+    `kubesem.nodeaffinity` parses it, tolerations, a preset nodeName)."""
+    terms = tuple(
+        tuple(Requirement(r.key, r.operator, r.values) for r in term) for term in nodeaffinity.required_terms(spec)
+    )
     tolerations = tuple(
         Toleration(
             str(t.get("key", "")), str(t.get("operator", "Equal")), str(t.get("value", "")), str(t.get("effect", ""))
@@ -178,7 +179,7 @@ def constraints(spec: Mapping[str, Any]) -> Constraints:
         for t in spec.get("tolerations") or []
         if isinstance(t, Mapping)
     )
-    return Constraints(selector, tuple(terms), tolerations)
+    return Constraints(nodeaffinity.node_selector_pairs(spec), terms, tolerations, str(spec.get("nodeName") or ""))
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -240,6 +241,12 @@ def pod_policy(annotations: Mapping[str, Any], protocol: Protocol) -> str:
     node = str(annotations.get(names.node_policy, "")).strip() if names.node_policy else ""
     gpu = str(annotations.get(names.gpu_policy, "")).strip() if names.gpu_policy else ""
     return f"{node}/{gpu}" if node or gpu else ""
+
+
+def facts_of(task: TaskInfo) -> PodFacts:
+    """What inter-pod affinity, spread and host ports read of a task's pod (only its namespace when
+    there is no manifest, as in trace replay)."""
+    return pod_facts(task.pod) if task.pod is not None else plain_facts(task.namespace)
 
 
 def assignment_of(pod: Mapping[str, Any], protocol: Protocol) -> Assignment | None:

@@ -19,6 +19,7 @@ from runtimekit.model import (
     PodKey,
 )
 from runtimekit.model.ledger import IntArray
+from runtimekit.scheduler.cache.objects import facts_of
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobInfo,
@@ -32,6 +33,7 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.status import FitErrors
+from runtimekit.scheduler.kubesem.index import PodBook
 
 
 class StaticCache:
@@ -63,6 +65,7 @@ class StaticCache:
         self.choices: dict[PodKey, DeviceChoice] = {}
         self.evicted: list[tuple[PodKey, str]] = []
         self.unschedulable: dict[PodKey, FitErrors] = {}
+        self.pods = PodBook()  # pods on nodes as inter-pod affinity and spread see them (bound ones added)
         # the nodes are fixed, so their total is too
         self.capacity = Resources(
             int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000
@@ -114,6 +117,7 @@ class StaticCache:
             0,
             capacity,
             allocated,
+            self.pods.frozen(),
         )
 
     def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
@@ -125,6 +129,8 @@ class StaticCache:
         task.status = TaskStatus.BOUND
         self.bound[task.key] = task
         self.choices[task.key] = choice
+        if task.node is not None:
+            self.pods.add(task.key, facts_of(task), task.node)
         job = self.jobs.get(task.job)
         if job is not None and task.key in job.tasks and job.tasks[task.key] is not task:
             job.tasks[task.key].status = TaskStatus.BOUND
@@ -139,6 +145,7 @@ class StaticCache:
         else:
             self.ledger.forget(task.key)
         self.bound.pop(task.key, None)
+        self.pods.remove(task.key)
         job = self.jobs.get(task.job)
         if job is not None:
             job.tasks.pop(task.key, None)

@@ -17,9 +17,14 @@ import numpy as np
 from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
+from runtimekit.scheduler.kubesem import nodeaffinity
+from runtimekit.scheduler.kubesem import taints as kube_taints
+from runtimekit.scheduler.kubesem.index import EMPTY as EMPTY_PODS
+from runtimekit.scheduler.kubesem.index import PodSet
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
+NODE_NAME_REASON = "node(s) didn't match the requested node name"
 _T = TypeVar("_T")
 
 
@@ -150,63 +155,46 @@ class Toleration:
     effect: str = ""  # "" matches every effect
 
     def tolerates(self, taint: Taint) -> bool:
-        if self.effect and self.effect != taint.effect:
-            return False
-        if self.operator == "Exists":
-            return not self.key or self.key == taint.key
-        return self.key == taint.key and self.value == taint.value
+        return kube_taints.tolerates(self, taint)
 
 
 @dataclass(frozen=True)
 class Requirement:
-    """A node selector requirement: key In/NotIn/Exists/DoesNotExist/Gt/Lt values."""
+    """A node selector requirement: key In/NotIn/Exists/DoesNotExist/Gt/Lt values; a key with the
+    `field:` prefix is a matchFields requirement (`field:metadata.name`), operator `Invalid` stands
+    for a term that does not parse (see `kubesem.nodeaffinity`)."""
 
     key: str
     operator: str
     values: tuple[str, ...] = ()
 
-    def matches(self, labels: Mapping[str, str]) -> bool:
-        value = labels.get(self.key)
-        op = self.operator
-        if op == "In":
-            return value is not None and value in self.values
-        if op == "NotIn":
-            return value is None or value not in self.values
-        if op == "Exists":
-            return value is not None
-        if op == "DoesNotExist":
-            return value is None
-        if op in ("Gt", "Lt") and value is not None and self.values:
-            try:
-                left, right = int(value), int(self.values[0])
-            except ValueError:
-                return False
-            return left > right if op == "Gt" else left < right
-        return False
+    def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
+        return nodeaffinity.requirement_matches(self, labels, name)
 
 
 @dataclass(frozen=True)
 class Constraints:
-    """Where a pod may run: nodeSelector, required node affinity (terms ORed, requirements ANDed)
-    and the taints it tolerates. Hashable, so fit masks can be cached per distinct constraint."""
+    """Where a pod may run: nodeSelector, required node affinity (terms ORed, requirements ANDed;
+    an empty term, or a required affinity with no term, matches no node), the taints it tolerates
+    and a preset spec.nodeName. Hashable, so fit masks can be cached per distinct constraint."""
 
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity_terms: tuple[tuple[Requirement, ...], ...] = ()
     tolerations: tuple[Toleration, ...] = ()
-    node_name: str = ""  # spec.nodeName asked for up front is honoured by the binder, not here
+    node_name: str = ""  # spec.nodeName: only that node (kube-scheduler's NodeName filter)
+
+    def matches_node(self, node: NodeMeta) -> bool:
+        """The node meets the nodeSelector and the required node affinity."""
+        return nodeaffinity.required_matches(self.node_selector, self.affinity_terms, node.labels, node.name)
 
     def fits(self, node: NodeMeta) -> str | None:
-        """Why the node is not allowed, or None."""
-        for key, value in self.node_selector:
-            if node.labels.get(key) != value:
-                return "node(s) didn't match Pod's node affinity/selector"
-        if self.affinity_terms:
-            labels = {**node.labels, "field:metadata.name": node.name}
-            if not any(all(r.matches(labels) for r in term) for term in self.affinity_terms):
-                return "node(s) didn't match Pod's node affinity/selector"
-        for taint in node.taints:
-            if taint.effect in ("NoSchedule", "NoExecute") and not any(t.tolerates(taint) for t in self.tolerations):
-                return f"node(s) had untolerated taint {{{taint.key}: {taint.value}}}"
+        """Why the node is not allowed by name, taints or node affinity (kube-scheduler's order), or None."""
+        if self.node_name and self.node_name != node.name:
+            return NODE_NAME_REASON
+        if kube_taints.untolerated(node.taints, self.tolerations) is not None:
+            return kube_taints.REASON
+        if not self.matches_node(node):
+            return nodeaffinity.REASON
         return None
 
 
@@ -334,6 +322,7 @@ class NodeMeta:
     unschedulable: bool = False
     gpu_model: str = ""
     ready: bool = True
+    images: tuple[tuple[str, int], ...] = ()  # (image name, size in bytes) from status.images, per name
 
 
 @dataclass
@@ -351,6 +340,7 @@ class Snapshot:
     meta_version: int = 0  # changes whenever any node's labels, taints or schedulability change
     capacity: Resources = field(default_factory=Resources)  # of all schedulable nodes
     queue_allocated: dict[str, Resources] = field(default_factory=dict)  # held by running pods, per queue
+    pods: PodSet = EMPTY_PODS  # pods on nodes and namespace labels, for inter-pod affinity and spread
 
     def tasks(self) -> Iterator[TaskInfo]:
         for job in self.jobs.values():

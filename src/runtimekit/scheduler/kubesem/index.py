@@ -17,7 +17,7 @@ Pure (no scheduler types); callers: the scheduler caches (`PodBook`) and the plu
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Literal
@@ -27,7 +27,7 @@ import numpy.typing as npt
 
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm
 from runtimekit.scheduler.kubesem.pods import PodFacts
-from runtimekit.scheduler.kubesem.ports import PortsInUse
+from runtimekit.scheduler.kubesem.ports import HostPort, PortsInUse
 
 Ints = npt.NDArray[np.int64]
 Kind = Literal["affinity", "anti_affinity", "preferred_affinity", "preferred_anti_affinity"]
@@ -120,6 +120,7 @@ class PodIndex:
         self._counters: dict[tuple[tuple[AffinityTerm, ...], bool], _Counter] = {}
         self._terms: dict[Kind, _TermIndex] = {}
         self._ports: dict[int, PortsInUse] | None = None
+        self._added_anti = self._removed_anti = self._added_terms = self._removed_terms = 0
 
     # -- the live set ----------------------------------------------------------------------
     def _rows_of_base(self) -> dict[str, int]:
@@ -133,13 +134,17 @@ class PodIndex:
         return self._base_rows
 
     def get(self, key: str) -> tuple[PodFacts, int] | None:
+        """A placed pod's facts and row (None: not placed, or on a node the session does not know)."""
         found = self.added.get(key)
         if found is not None:
             return found
         if key in self.removed:
             return None
-        row = self._rows_of_base().get(key)
-        return None if row is None else (self.base.pods[key][0], row)
+        placed = self.base.pods.get(key)
+        if placed is None:
+            return None
+        row = self._base_rows.get(key) if self._base_rows is not None else self._row_of(placed[1])
+        return None if row is None else (placed[0], row)
 
     def items(self) -> Iterator[tuple[str, PodFacts, int]]:
         removed, added = self.removed, self.added
@@ -155,9 +160,12 @@ class PodIndex:
     @property
     def has_anti_affinity(self) -> bool:
         """Whether any placed pod carries required anti-affinity (else nobody need look)."""
-        if self.base.with_anti_affinity and not self.removed:
-            return True
-        return any(f.anti_affinity for _, f, _ in self._with_terms())
+        return self.base.with_anti_affinity - self._removed_anti + self._added_anti > 0
+
+    @property
+    def has_terms(self) -> bool:
+        """Whether any placed pod carries inter-pod affinity terms of any kind."""
+        return len(self.base.with_terms) - self._removed_terms + self._added_terms > 0
 
     def _with_terms(self) -> Iterator[tuple[str, PodFacts, int]]:
         removed, added, rows = self.removed, self.added, self._rows_of_base()
@@ -176,9 +184,13 @@ class PodIndex:
             return
         if current is not None:
             self._forget(key, *current)
-        self.removed.discard(key)
-        if not (key in self._rows_of_base() and self._rows_of_base()[key] == row and self.base.pods[key][0] is facts):
+        placed = self.base.pods.get(key)
+        if key in self.removed and placed is not None and placed[0] is facts and self._row_of(placed[1]) == row:
+            self.removed.discard(key)  # the base pod comes back
+            self._count(facts, -1, removed=True)
+        else:
             self.added[key] = (facts, row)
+            self._count(facts, +1, removed=False)
         self._apply(key, facts, row, +1)
 
     def remove(self, key: str) -> None:
@@ -188,9 +200,21 @@ class PodIndex:
             self._forget(key, *current)
 
     def _forget(self, key: str, facts: PodFacts, row: int) -> None:
-        if self.added.pop(key, None) is None:
+        if self.added.pop(key, None) is not None:
+            self._count(facts, -1, removed=False)
+        else:
             self.removed.add(key)
+            self._count(facts, +1, removed=True)
         self._apply(key, facts, row, -1)
+
+    def _count(self, facts: PodFacts, sign: int, removed: bool) -> None:
+        anti, terms = (sign if facts.anti_affinity else 0), (sign if facts.has_pod_affinity else 0)
+        if removed:
+            self._removed_anti += anti
+            self._removed_terms += terms
+        else:
+            self._added_anti += anti
+            self._added_terms += terms
 
     def _apply(self, key: str, facts: PodFacts, row: int, sign: int) -> None:
         if self._labels is not None and self._namespace_keys is not None:
@@ -272,7 +296,7 @@ class PodIndex:
         return index.selecting(pod, ns_labels)
 
     # -- host ports ------------------------------------------------------------------------
-    def ports(self, row: int) -> PortsInUse | None:
+    def _held_ports(self) -> dict[int, PortsInUse]:
         if self._ports is None:
             self._ports = {}
             for _key, facts, at in self.items():
@@ -280,7 +304,16 @@ class PodIndex:
                     held = self._ports.setdefault(at, PortsInUse())
                     for port in facts.ports:
                         held.add(port)
-        return self._ports.get(row)
+        return self._ports
+
+    def ports(self, row: int) -> PortsInUse | None:
+        """The host ports held on a node (None: none)."""
+        return self._held_ports().get(row)
+
+    def port_conflicts(self, wanted: Iterable[HostPort]) -> list[int]:
+        """The rows where a held host port conflicts with one of `wanted`."""
+        asked = tuple(wanted)
+        return [row for row, held in self._held_ports().items() if held.any_conflict(asked)]
 
 
 def _terms_of(facts: PodFacts, kind: Kind) -> tuple[TermKey, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm, affinity_terms
 from runtimekit.scheduler.kubesem.labels import SelectorError
+from runtimekit.scheduler.kubesem.nodeaffinity import PreferredTerm, preferred_terms
 from runtimekit.scheduler.kubesem.ports import HostPort, host_ports
 from runtimekit.scheduler.kubesem.spread import SpreadConstraint, spread_constraints
 
@@ -33,6 +34,7 @@ class PodFacts:
     preferred_anti_affinity: tuple[WeightedTerm, ...] = ()
     spread: tuple[SpreadConstraint, ...] = ()
     ports: tuple[HostPort, ...] = ()
+    preferred_nodes: tuple[PreferredTerm, ...] = ()  # preferred node affinity
     images: tuple[str, ...] = ()  # normalised image names of init and app containers
     containers: int = 0  # init and app containers (image locality's threshold scales with it)
     problem: str = ""
@@ -85,6 +87,11 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     except SelectorError as exc:
         spread = ()
         problems.append(f"topology spread constraints: {exc}")
+    try:
+        preferred_nodes = preferred_terms(spec)
+    except SelectorError as exc:
+        preferred_nodes = ()
+        problems.append(f"preferred node affinity: {exc}")
     containers = [
         c for c in (spec.get("initContainers") or []) + (spec.get("containers") or []) if isinstance(c, Mapping)
     ]
@@ -98,6 +105,7 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
         preferred_anti_affinity=preferred_anti,
         spread=spread,
         ports=host_ports(spec),
+        preferred_nodes=preferred_nodes,
         images=tuple(normalized_image(str(c["image"])) for c in containers if c.get("image")),
         containers=len(containers),
         problem=f"parsing pod: {'; '.join(problems)}" if problems else "",

@@ -1,34 +1,59 @@
-"""`nodeorder`: Kubernetes' node scores, weighted — least requested (spread CPU and memory use),
-most requested (pack it), balanced resources (CPU and memory used alike), preferred node affinity,
-and fewest untolerated PreferNoSchedule taints. Each is 0-100 before its weight.
+"""`nodeorder`: kube-scheduler's node scores, each normalised to 0-100 as kube-scheduler's plugin
+does and multiplied by its weight (Volcano's nodeorder arguments), summed:
 
-Implements NodeOrder. Arguments are Volcano's: `leastrequested.weight` (default 1),
-`mostrequested.weight` (0), `balancedresource.weight` (1), `nodeaffinity.weight` (1),
-`tainttoleration.weight` (1); Volcano's other score weights (`podaffinity`, `imagelocality`,
-`podtopologyspread`, `selectorspread`, `volumebinding`) are accepted and have no effect."""
+| argument (default) | score |
+|---|---|
+| `leastrequested.weight` (1) | NodeResourcesFit LeastAllocated: free CPU and memory after placing |
+| `mostrequested.weight` (0) | NodeResourcesFit MostAllocated: the opposite |
+| `balancedresource.weight` (1) | NodeResourcesBalancedAllocation: CPU and memory used alike |
+| `nodeaffinity.weight` (2) | NodeAffinity: preferred node affinity, sum of matching weights |
+| `podaffinity.weight` (2) | InterPodAffinity: preferred (anti-)affinity both ways, placed pods' required affinity |
+| `tainttoleration.weight` (3) | TaintToleration: fewest untolerated PreferNoSchedule taints |
+| `imagelocality.weight` (1) | ImageLocality: the pod's images already on the node |
+| `podtopologyspread.weight` (2) | PodTopologySpread: ScheduleAnyway constraints, fewer matching pods |
+
+The defaults are Volcano's. `podaffinity.hardPodAffinityWeight` (1, 0-100) is kube-scheduler's
+InterPodAffinityArgs.HardPodAffinityWeight, the weight of a placed pod's required affinity term
+that selects the incoming pod (Volcano builds the plugin with 0). SelectorSpread and volume
+binding are not part of this scheduler: `selectorspread.weight` and `volumebinding.weight` are
+accepted at 0 and refused otherwise; a negative weight is refused.
+
+Node-level raw scores (preferred node affinity, taints, images) are cached per distinct pod term
+until node metadata changes; inter-pod and spread scores read the session's topology counts (see
+`kubestate`). Semantics: `runtimekit.scheduler.kubesem`.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from runtimekit.scheduler.cache.objects import constraints as parse_constraints
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
-from runtimekit.scheduler.framework.info import Requirement, TaskInfo
-from runtimekit.scheduler.framework.interfaces import NodeOrder, Plugin, Rows, Scores
+from runtimekit.scheduler.framework.info import TaskInfo
+from runtimekit.scheduler.framework.interfaces import EventHandler, NodeOrder, Plugin, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
+from runtimekit.scheduler.kubesem import interpod, nodeaffinity, spread, spreading, taints
+from runtimekit.scheduler.kubesem.scores import default_normalize, image_score
+from runtimekit.scheduler.plugins import kubestate
 
-IGNORED = (
-    "podaffinity.weight",
-    "imagelocality.weight",
-    "podtopologyspread.weight",
-    "selectorspread.weight",
-    "volumebinding.weight",
+WEIGHTS = (
+    "leastrequested",
+    "mostrequested",
+    "balancedresource",
+    "nodeaffinity",
+    "podaffinity",
+    "tainttoleration",
+    "imagelocality",
+    "podtopologyspread",
 )
+NOT_HERE = {
+    "selectorspread": "SelectorSpread is not part of this scheduler (use podtopologyspread)",
+    "volumebinding": "volume binding is not part of this scheduler",
+}
 
 
 @dataclass(frozen=True)
@@ -36,14 +61,24 @@ class NodeOrderArgs:
     leastrequested: float = 1.0
     mostrequested: float = 0.0
     balancedresource: float = 1.0
-    nodeaffinity: float = 1.0
-    tainttoleration: float = 1.0
-    ignored: float = 0.0
+    nodeaffinity: float = 2.0
+    podaffinity: float = 2.0
+    tainttoleration: float = 3.0
+    imagelocality: float = 1.0
+    podtopologyspread: float = 2.0
+    hard_pod_affinity_weight: int = 1
+    selectorspread: float = 0.0
+    volumebinding: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("leastrequested", "mostrequested", "balancedresource", "nodeaffinity", "tainttoleration"):
+        for name in (*WEIGHTS, *NOT_HERE):
             if getattr(self, name) < 0:
                 raise ArgumentError(f"nodeorder: {name}.weight must not be negative")
+        for name, why in NOT_HERE.items():
+            if getattr(self, name):
+                raise ArgumentError(f"nodeorder: {name}.weight: only 0 is supported: {why}")
+        if not 0 <= self.hard_pod_affinity_weight <= 100:
+            raise ArgumentError("nodeorder: podaffinity.hardPodAffinityWeight must be in 0-100")
 
 
 def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
@@ -55,33 +90,114 @@ def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray
     return np.clip(cpu, 0, 1), np.clip(mem, 0, 1)
 
 
-def _preferred(pod: Mapping[str, Any] | None) -> list[tuple[int, tuple[Requirement, ...]]]:
-    if not pod:
-        return []
-    affinity = ((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}
-    out = []
-    for item in affinity.get("preferredDuringSchedulingIgnoredDuringExecution") or []:
-        term = parse_constraints(
-            {
-                "affinity": {
-                    "nodeAffinity": {
-                        "requiredDuringSchedulingIgnoredDuringExecution": {
-                            "nodeSelectorTerms": [item.get("preference") or {}]
-                        }
-                    }
-                }
-            }
-        ).affinity_terms
-        if term:
-            out.append((int(item.get("weight", 1)), term[0]))
-    return out
-
-
-class NodeOrderPlugin(Plugin, NodeOrder):
+class NodeOrderPlugin(Plugin, NodeOrder, EventHandler):
     name = "nodeorder"
 
     def __init__(self, args: NodeOrderArgs) -> None:
         self.args = args
+        self._raw: dict[tuple[str, Hashable, int, int], np.ndarray] = {}
+        self._view: SessionView | None = None
+
+    # -- session events: the topology counts follow the session's placements ---------------
+    def on_session_open(self, ssn: SessionView) -> None:
+        self._view = ssn
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        kubestate.close(ssn)
+        self._view = None
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        if self._view is not None:
+            kubestate.session(self._view).placed(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        if self._view is not None:
+            kubestate.session(self._view).left(task)
+
+    # -- node-level raw scores, cached per distinct pod term -------------------------------
+    def _per_node(self, kind: str, key: Hashable, ssn: SessionView, compute: Callable[[], np.ndarray]) -> np.ndarray:
+        cache_key = (kind, key, ssn.snapshot.meta_version, ssn.table.rows)
+        found = self._raw.get(cache_key)
+        if found is None:
+            if len(self._raw) > 512:
+                self._raw.clear()
+            found = self._raw[cache_key] = compute()
+        return found
+
+    def _preferred_nodes(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+        terms = kubestate.facts(task).preferred_nodes
+        if not terms:
+            return None
+        metas = ssn.snapshot.meta
+
+        def compute() -> np.ndarray:
+            return np.array(
+                [
+                    nodeaffinity.preferred_score(terms, m.labels, m.name) if m is not None else 0
+                    for m in metas[: ssn.table.rows]
+                ],
+                np.float64,
+            )
+
+        return default_normalize(self._per_node("affinity", terms, ssn, compute)[rows])
+
+    def _taints(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+        tolerations = task.constraints.tolerations
+        metas = ssn.snapshot.meta
+
+        def compute() -> np.ndarray:
+            return np.array(
+                [
+                    taints.intolerable_prefer_no_schedule(m.taints, tolerations) if m is not None else 0
+                    for m in metas[: ssn.table.rows]
+                ],
+                np.float64,
+            )
+
+        return default_normalize(self._per_node("taints", tolerations, ssn, compute)[rows], reverse=True)
+
+    def _images(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+        facts = kubestate.facts(task)
+        if not facts.images:
+            return None
+        metas = ssn.snapshot.meta[: ssn.table.rows]
+
+        def compute() -> np.ndarray:
+            spread_counts: dict[str, int] = {}  # how many nodes have each image
+            for m in metas:
+                for name, _size in m.images if m is not None else ():
+                    spread_counts[name] = spread_counts.get(name, 0) + 1
+            total = sum(1 for m in metas if m is not None)
+            return np.array(
+                [
+                    image_score(facts.images, facts.containers, dict(m.images), spread_counts, total) if m else 0
+                    for m in metas
+                ],
+                np.float64,
+            )
+
+        return self._per_node("images", (facts.images, facts.containers), ssn, compute)[rows]
+
+    # -- scores of the session's pods ------------------------------------------------------
+    def _pod_affinity(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+        facts = kubestate.facts(task)
+        if facts.problem:
+            return None
+        own = facts.preferred_affinity or facts.preferred_anti_affinity
+        kube = kubestate.session(ssn)
+        if not own and not kube.index.has_terms:
+            return None
+        raw = interpod.raw_scores(kube.index, kube.topology, facts, rows, self.args.hard_pod_affinity_weight)
+        return None if raw is None else interpod.normalize(raw)
+
+    def _spread(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+        facts = kubestate.facts(task)
+        soft = [c for c in facts.spread if not c.hard]
+        if not soft:
+            return None
+        kube = kubestate.session(ssn)
+        affinity, tolerated = kubestate.node_masks(task.constraints, ssn)
+        return spread.score(spreading.inputs(soft, facts, kube.index, kube.topology, affinity, tolerated), rows)
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         a = self.args
@@ -94,48 +210,22 @@ class NodeOrderPlugin(Plugin, NodeOrder):
                 score += a.mostrequested * np.floor((cpu + mem) / 2 * 100)
             if a.balancedresource:
                 score += a.balancedresource * np.floor((1 - np.abs(cpu - mem) / 2) * 100)
-        metas = ssn.snapshot.meta
-        preferred = _preferred(task.pod) if a.nodeaffinity else []
-        if preferred:
-            raw = np.array(
-                [
-                    sum(w for w, reqs in preferred if all(r.matches(metas[row].labels) for r in reqs))
-                    if metas[row] is not None
-                    else 0
-                    for row in rows.tolist()
-                ],
-                np.float64,
-            )
-            if raw.max() > 0:
-                score += a.nodeaffinity * np.floor(raw * 100 / raw.max())
-        if a.tainttoleration:
-            counts = (
-                np.array(
-                    [
-                        sum(
-                            1
-                            for t in metas[row].taints
-                            if t.effect == "PreferNoSchedule"
-                            and not any(tol.tolerates(t) for tol in task.constraints.tolerations)
-                        )
-                        if metas[row] is not None
-                        else 0
-                        for row in rows.tolist()
-                    ],
-                    np.float64,
-                )
-                if any(m is not None and m.taints for m in metas)
-                else np.zeros(rows.size)
-            )
-            if counts.max() > 0:
-                score += a.tainttoleration * np.floor((1 - counts / counts.max()) * 100)
+        parts: tuple[tuple[float, Callable[[TaskInfo, Rows, SessionView], np.ndarray | None]], ...] = (
+            (a.nodeaffinity, self._preferred_nodes),
+            (a.tainttoleration, self._taints),
+            (a.imagelocality, self._images),
+            (a.podaffinity, self._pod_affinity),
+            (a.podtopologyspread, self._spread),
+        )
+        for weight, part in parts:
+            if weight:
+                found = part(task, rows, ssn)
+                if found is not None:
+                    score += weight * found
         return score
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> NodeOrderPlugin:
-    mapped = {k: v for k, v in arguments.items() if k not in IGNORED}
-    aliases = {
-        f"{n}.weight": n
-        for n in ("leastrequested", "mostrequested", "balancedresource", "nodeaffinity", "tainttoleration")
-    }
-    return NodeOrderPlugin(parse_arguments(NodeOrderArgs, "nodeorder", mapped, aliases))
+    aliases = {f"{n}.weight": n for n in (*WEIGHTS, *NOT_HERE)}
+    aliases["podaffinity.hardPodAffinityWeight"] = "hard_pod_affinity_weight"
+    return NodeOrderPlugin(parse_arguments(NodeOrderArgs, "nodeorder", arguments, aliases))

@@ -1,88 +1,234 @@
-"""`predicates`: Kubernetes' node filters — node selector, required node affinity, taints and
-tolerations, cordoned (unschedulable) and not-ready nodes. CPU, memory and pod-count fit is
-checked by the session for every task.
+"""`predicates`: kube-scheduler's node filters, as Volcano's predicates plugin runs them — in
+kube-scheduler's order, the first failing one giving the node's reason:
 
-Implements Predicate. Results are cached per distinct pod constraint until a node's labels, taints
-or schedulability change, so thousands of pods alike cost one pass over the nodes.
-Volcano's predicate arguments (`predicate.GPUSharingEnable`, `predicate.CacheEnable`, ...) are
-accepted and have no effect: GPU fit belongs to the gpushare plugin here."""
+NodeUnschedulable (cordoned nodes), NodeName (a preset spec.nodeName), TaintToleration (NoSchedule
+and NoExecute), NodeAffinity (nodeSelector, required node affinity), NodePorts (host ports),
+Volcano's proportional check, PodTopologySpread (DoNotSchedule constraints) and InterPodAffinity
+(required affinity and anti-affinity, and the placed pods' anti-affinity). Removed and not-ready
+nodes are rejected first. CPU, memory, pod count and extended resources are the session's check.
+
+The semantics are `runtimekit.scheduler.kubesem`'s. Node-level verdicts are cached per distinct
+pod constraint until a node's labels, taints or schedulability change, so thousands of pods alike
+cost one pass over the nodes; the inter-pod checks read per-session topology counts that the
+session's placements and evictions keep current (see `kubestate`). A pod without inter-pod
+affinity, spread constraints or host ports, in a cluster where no placed pod has required
+anti-affinity, takes only the cached node-level path.
+
+Arguments (Volcano's): `predicate.NodeAffinityEnable`, `predicate.NodePortsEnable`,
+`predicate.TaintTolerationEnable`, `predicate.PodAffinityEnable`, `predicate.PodTopologySpreadEnable`
+(default true) turn a filter off; `predicate.ProportionalEnable` with `predicate.resources` and
+`predicate.resources.<name>.cpu|memory` keep CPU and memory in proportion to idle devices;
+`predicate.CacheEnable` is accepted (verdicts are always cached here, exactly). Filters this
+scheduler does not have (volumes, DRA, Volcano's GPU sharing) are refused when switched on.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
 
-from runtimekit.scheduler.framework.info import Constraints, NodeMeta, Taint, TaskInfo
-from runtimekit.scheduler.framework.interfaces import Plugin, Predicate, Rows, Verdict
+from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
+from runtimekit.scheduler.framework.interfaces import EventHandler, Mask, Plugin, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
-from runtimekit.scheduler.plugins.common import no_arguments
+from runtimekit.scheduler.kubesem import interpod, nodeaffinity, ports, spread, spreading, taints
+from runtimekit.scheduler.plugins import kubestate
+from runtimekit.scheduler.plugins.predicate_args import PredicatesArgs, parse_predicates_args
 
-UNSCHEDULABLE_TAINT = Taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
-VOLCANO_KEYS = (
-    "predicate.GPUSharingEnable",
-    "predicate.GPUNumberEnable",
-    "predicate.CacheEnable",
-    "predicate.ProportionalEnable",
-    "predicate.resources",
-    "predicate.VGPUEnable",
-    "predicate.NodeAffinityEnable",
-    "predicate.NodePortsEnable",
-    "predicate.TaintTolerationEnable",
-    "predicate.PodAffinityEnable",
-    "predicate.NodeVolumeLimitsEnable",
-    "predicate.VolumeZoneEnable",
-    "predicate.PodTopologySpreadEnable",
-)
+REMOVED, NOT_READY = "node(s) were removed", "node(s) were not ready"
+# reason codes: 0 passes; the order is the order of the filters
+REASONS: list[str] = [
+    "",
+    REMOVED,
+    NOT_READY,
+    taints.UNSCHEDULABLE_REASON,
+    NODE_NAME_REASON,
+    taints.REASON,
+    nodeaffinity.REASON,
+    ports.REASON,
+    spread.LABEL_REASON,
+    spread.REASON,
+    interpod.AFFINITY_REASON,
+    interpod.ANTI_AFFINITY_REASON,
+    interpod.EXISTING_ANTI_AFFINITY_REASON,
+]
+CODE = {reason: i for i, reason in enumerate(REASONS)}
+# failures no eviction can turn into a fit (kube-scheduler's UnschedulableAndUnresolvable)
+_RESOLVABLE = {CODE[ports.REASON], CODE[spread.REASON], CODE[interpod.ANTI_AFFINITY_REASON]}
+_RESOLVABLE.add(CODE[interpod.EXISTING_ANTI_AFFINITY_REASON])
+_SPREAD = {spread.MISSING_LABEL: CODE[spread.LABEL_REASON], spread.TOO_SKEWED: CODE[spread.REASON]}
+_INTERPOD = {
+    interpod.AFFINITY: CODE[interpod.AFFINITY_REASON],
+    interpod.ANTI_AFFINITY: CODE[interpod.ANTI_AFFINITY_REASON],
+    interpod.EXISTING_ANTI_AFFINITY: CODE[interpod.EXISTING_ANTI_AFFINITY_REASON],
+}
+Codes = np.ndarray
 
 
-class Predicates(Plugin, Predicate):
+class Predicates(Plugin, Predicate, EventHandler):
     name = "predicates"
 
-    def __init__(self) -> None:
-        self._cache: dict[tuple[Constraints, int, int], tuple[np.ndarray, list[str | None]]] = {}
+    def __init__(self, args: PredicatesArgs | None = None) -> None:
+        self.args = args or PredicatesArgs()
+        self._static: dict[tuple[Constraints, int, int], Codes] = {}
+        self._view: SessionView | None = None
+        self._extra: dict[str, int] = {}  # reasons made on the fly (parse problems, proportional)
 
-    def _node_verdicts(self, constraints: Constraints, ssn: SessionView) -> tuple[np.ndarray, list[str | None]]:
+    # -- session events (AddPod / RemovePod) -----------------------------------------------
+    def on_session_open(self, ssn: SessionView) -> None:
+        self._view = ssn
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        kubestate.close(ssn)
+        self._view = None
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        if self._view is not None:
+            kubestate.session(self._view).placed(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        if self._view is not None:
+            kubestate.session(self._view).left(task)
+
+    # -- node-level filters, cached per constraint -----------------------------------------
+    def _node_codes(self, constraints: Constraints, ssn: SessionView) -> Codes:
         key = (constraints, ssn.snapshot.meta_version, ssn.table.rows)
-        found = self._cache.get(key)
+        found = self._static.get(key)
         if found is None:
-            if len(self._cache) > 256:
-                self._cache.clear()
-            reasons: list[str | None] = []
-            for node in ssn.snapshot.meta[: ssn.table.rows]:
-                reasons.append(self._why(constraints, node))
-            found = (np.array([r is None for r in reasons], np.bool_), reasons)
-            self._cache[key] = found
+            if len(self._static) > 256:
+                self._static.clear()
+            metas = ssn.snapshot.meta
+            found = np.array([self._node_code(constraints, metas[row]) for row in range(ssn.table.rows)], np.int8)
+            self._static[key] = found
         return found
 
-    @staticmethod
-    def _why(constraints: Constraints, node: NodeMeta | None) -> str | None:
+    def _node_code(self, constraints: Constraints, node: NodeMeta | None) -> int:
+        args = self.args
         if node is None:
-            return "node(s) were removed"
+            return CODE[REMOVED]
         if not node.ready:
-            return "node(s) were not ready"
-        if node.unschedulable and not any(t.tolerates(UNSCHEDULABLE_TAINT) for t in constraints.tolerations):
-            return "node(s) were unschedulable"
-        return constraints.fits(node)
+            return CODE[NOT_READY]
+        if node.unschedulable and not taints.tolerates_unschedulable(constraints.tolerations):
+            return CODE[taints.UNSCHEDULABLE_REASON]
+        if constraints.node_name and constraints.node_name != node.name:
+            return CODE[NODE_NAME_REASON]
+        if args.taint_toleration and taints.untolerated(node.taints, constraints.tolerations) is not None:
+            return CODE[taints.REASON]
+        if args.node_affinity and not constraints.matches_node(node):
+            return CODE[nodeaffinity.REASON]
+        return 0
 
+    # -- the predicate ---------------------------------------------------------------------
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
-        passed_all, reasons = self._node_verdicts(task.constraints, ssn)
-        passed = passed_all[rows]
+        codes = self._node_codes(task.constraints, ssn)[rows]
+        facts = kubestate.facts(task)
+        args = self.args
+        wants = (
+            facts.problem
+            or (args.node_ports and facts.ports)
+            or (args.pod_topology_spread and any(c.hard for c in facts.spread))
+            or args.proportional
+            or (args.pod_affinity and (facts.affinity or facts.anti_affinity))
+        )
+        if wants or (args.pod_affinity and kubestate.session(ssn).index.has_anti_affinity):
+            open_rows = codes == 0
+            if open_rows.any():
+                codes = codes.astype(np.int16)
+                codes[open_rows] = self._pod_codes(task, rows[open_rows], ssn)
+        passed = codes == 0
+        if np.count_nonzero(passed) == passed.size:
+            return Verdict(passed)
+        reasons = self.reason_texts()
 
-        def explain() -> list[tuple[str, np.ndarray]]:
-            out: dict[str, np.ndarray] = {}
-            for i, row in enumerate(rows.tolist()):
-                why = reasons[row]
-                if why is not None:
-                    out.setdefault(why, np.zeros(rows.size, np.bool_))[i] = True
-            return list(out.items())
+        def explain() -> list[tuple[str, Mask]]:
+            return [(reasons[int(code)], codes == code) for code in np.unique(codes[~passed])]
 
-        # a selector, an affinity, a taint or a cordon: no eviction makes the node fit
-        return Verdict(passed, explain, unresolvable=lambda: ~passed)
+        def unresolvable() -> Mask:
+            resolvable: Mask = np.isin(codes, list(_RESOLVABLE | set(self._resolvable_extra())))
+            out: Mask = ~passed & ~resolvable
+            return out
+
+        return Verdict(passed, explain, unresolvable)
+
+    def reason_texts(self) -> list[str]:
+        texts = list(REASONS)
+        for reason, code in self._extra.items():
+            texts.extend([""] * (code + 1 - len(texts)))
+            texts[code] = reason
+        return texts
+
+    def _resolvable_extra(self) -> list[int]:
+        return [code for reason, code in self._extra.items() if reason.startswith("proportional")]
+
+    def _code(self, reason: str) -> int:
+        code = CODE.get(reason) or self._extra.get(reason)
+        if code is None:
+            if len(self._extra) > 64:  # parse problems are per pod: keep the table small
+                self._extra.clear()
+            code = self._extra[reason] = len(REASONS) + len(self._extra)
+        return code
+
+    def _pod_codes(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Codes:
+        """Host ports, proportional, topology spread and inter-pod affinity for rows that passed
+        the node-level filters: the code of the first that fails per row."""
+        facts = kubestate.facts(task)
+        out = np.zeros(rows.size, np.int16)
+        if facts.problem:
+            out[:] = self._code(facts.problem)
+            return out
+        args = self.args
+        kube = kubestate.session(ssn)
+        steps: list[Callable[[Rows], Codes]] = []
+        if args.node_ports and facts.ports:
+            conflicts = kube.index.port_conflicts(facts.ports)
+            steps.append(lambda r: np.where(np.isin(r, conflicts), CODE[ports.REASON], 0))
+        if args.proportional:
+            steps.append(lambda r: self._proportional(task, r, ssn))
+        hard = [c for c in facts.spread if c.hard]
+        if args.pod_topology_spread and hard:
+            affinity, tolerated = kubestate.node_masks(task.constraints, ssn)
+            inputs = spreading.inputs(hard, facts, kube.index, kube.topology, affinity, tolerated)
+            steps.append(lambda r: _mapped(spread.filter_codes(inputs, facts.labels, r), _SPREAD))
+        if args.pod_affinity and interpod.needs_filter(facts, kube.index):
+            steps.append(lambda r: _mapped(interpod.filter_codes(kube.index, kube.topology, facts, r), _INTERPOD))
+        for step in steps:
+            open_rows = out == 0
+            if not open_rows.any():
+                break
+            out[open_rows] = step(rows[open_rows])
+        return out
+
+    def _proportional(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Codes:
+        """Volcano's proportional predicate: a pod that asks for none of the listed resources must
+        leave the CPU and memory the node's idle ones are entitled to."""
+        args, request, table = self.args, task.request, ssn.table
+        asked = dict(request.scalars)
+        if any(asked.get(name, 0) > 0 for name in args.resources) or (
+            args.gpu_resource in args.resources and request.uses_gpu
+        ):
+            return np.zeros(rows.size, np.int16)
+        out = np.zeros(rows.size, np.int16)
+        cpu_left = table.cpu_free[rows] - request.cpu_milli
+        mem_left = table.mem_free[rows] - request.memory_mib
+        for name in args.resources:
+            column = table.gpu_whole if name == args.gpu_resource else table.scalar_free.get(name)
+            if column is None:
+                continue
+            idle = column[rows].astype(np.float64)
+            cpu_rate, mem_rate = args.rates.get(name, (1.0, 1.0))
+            short = (cpu_left < idle * cpu_rate * 1000) | (mem_left < idle * mem_rate * 1e9 / (1 << 20))
+            out[(out == 0) & short] = self._code(f"proportional of resource {name} check failed")
+        return out
+
+
+def _mapped(codes: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
+    out = np.zeros(codes.size, np.int16)
+    for source, target in table.items():
+        out[codes == source] = target
+    return out
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Predicates:
-    no_arguments("predicates", arguments, VOLCANO_KEYS)
-    return Predicates()
+    return Predicates(parse_predicates_args(arguments, context.protocol.resources.gpu))

@@ -1,0 +1,106 @@
+"""The `predicates` plugin's arguments: Volcano's `predicate.*` keys, each implemented or refused.
+
+- `predicate.NodeAffinityEnable`, `NodePortsEnable`, `TaintTolerationEnable`, `PodAffinityEnable`,
+  `PodTopologySpreadEnable`: true (default) or false, turning that filter on or off;
+- `predicate.ProportionalEnable`, `predicate.resources` (comma-separated resource names) and
+  `predicate.resources.<name>.cpu|memory` (CPUs and GB kept per idle unit, default 1): Volcano's
+  proportional check; a rate for a resource not listed, or a negative one, is refused;
+- `predicate.CacheEnable`: accepted, true or false (Volcano's speed switch; node-level verdicts
+  are always cached here, and exactly, so either value places pods the same);
+- volume and DRA filters and Volcano's predicate-level GPU sharing (`NodeVolumeLimitsEnable`,
+  `VolumeZoneEnable`, `VolumeBindingEnable`, `DynamicResourceAllocationEnable`, `GPUSharingEnable`,
+  `GPUNumberEnable`, `VGPUEnable`) are not part of this scheduler: false is accepted, true refused.
+Any other key is refused by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from runtimekit.scheduler.framework.arguments import ArgumentError
+
+PREFIX = "predicate."
+SWITCHES = {
+    "NodeAffinityEnable": "node_affinity",
+    "NodePortsEnable": "node_ports",
+    "TaintTolerationEnable": "taint_toleration",
+    "PodAffinityEnable": "pod_affinity",
+    "PodTopologySpreadEnable": "pod_topology_spread",
+    "ProportionalEnable": "proportional",
+    "CacheEnable": "cache",
+}
+NOT_HERE = {
+    "NodeVolumeLimitsEnable": "volume predicates are not part of this scheduler",
+    "VolumeZoneEnable": "volume predicates are not part of this scheduler",
+    "VolumeBindingEnable": "volume binding is not part of this scheduler",
+    "DynamicResourceAllocationEnable": "dynamic resource allocation is not part of this scheduler",
+    "GPUSharingEnable": "GPU sharing is the gpushare plugin's here",
+    "GPUNumberEnable": "GPU sharing is the gpushare plugin's here",
+    "VGPUEnable": "GPU sharing is the gpushare plugin's here",
+}
+
+
+@dataclass(frozen=True)
+class PredicatesArgs:
+    node_affinity: bool = True
+    node_ports: bool = True
+    taint_toleration: bool = True
+    pod_affinity: bool = True
+    pod_topology_spread: bool = True
+    proportional: bool = False
+    cache: bool = False
+    resources: tuple[str, ...] = ()
+    rates: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # name -> (cpu, memory GB)
+    gpu_resource: str = ""  # the kit's whole-GPU resource name (its idle count is whole free GPUs)
+
+
+def _bool(key: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise ArgumentError(f"predicates: argument {key!r} must be true or false, got {value!r}")
+
+
+def _rate(key: str, value: Any) -> float:
+    try:
+        rate = float(value)
+    except (TypeError, ValueError):
+        raise ArgumentError(f"predicates: argument {key!r} must be a number, got {value!r}") from None
+    if isinstance(value, bool) or rate < 0:
+        raise ArgumentError(f"predicates: argument {key!r} must be a number >= 0, got {value!r}")
+    return rate
+
+
+def parse_predicates_args(arguments: Mapping[str, Any], gpu_resource: str = "") -> PredicatesArgs:
+    """Validate Volcano's predicate arguments; raises ArgumentError naming the first bad key."""
+    values: dict[str, Any] = {"gpu_resource": gpu_resource}
+    rate_keys: dict[str, Any] = {}
+    for key, value in arguments.items():
+        short = key[len(PREFIX) :] if key.startswith(PREFIX) else None
+        if short in SWITCHES:
+            values[SWITCHES[short]] = _bool(key, value)
+        elif short in NOT_HERE:
+            if _bool(key, value):
+                raise ArgumentError(f"predicates: {key}: true is not supported: {NOT_HERE[short]}")
+        elif short == "resources":
+            names = value.split(",") if isinstance(value, str) else value
+            if not isinstance(names, list | tuple):
+                raise ArgumentError(f"predicates: argument {key!r} must be resource names, got {value!r}")
+            values["resources"] = tuple(str(n).strip() for n in names if str(n).strip())
+        elif short is not None and short.startswith("resources.") and short.endswith((".cpu", ".memory")):
+            rate_keys[key] = value
+        else:
+            known = sorted(PREFIX + k for k in (*SWITCHES, *NOT_HERE, "resources"))
+            raise ArgumentError(f"predicates: unknown argument {key!r}; known: {', '.join(known)}")
+    resources = values.get("resources", ())
+    rates: dict[str, list[float]] = {name: [1.0, 1.0] for name in resources}
+    for key, value in rate_keys.items():
+        name, _, kind = key[len(PREFIX + "resources.") :].rpartition(".")
+        if name not in rates:
+            raise ArgumentError(f"predicates: {key}: {name!r} is not one of predicate.resources")
+        rates[name][0 if kind == "cpu" else 1] = _rate(key, value)
+    values["rates"] = {name: (cpu, memory) for name, (cpu, memory) in rates.items()}
+    return PredicatesArgs(**values)
