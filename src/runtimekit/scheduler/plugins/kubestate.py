@@ -12,6 +12,7 @@ scheduler runs one session at a time (a few recent ones are kept for tests that 
 
 from __future__ import annotations
 
+import itertools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -45,7 +46,7 @@ class KubeSession:
 
         self.row_of = row_of
         self.index = PodIndex(ssn.snapshot.pods, row_of, table.rows)
-        self.topology = topology_of(ssn.snapshot.meta, ssn.snapshot.meta_version, table.rows)
+        self.topology = scope(ssn).topology
 
     def placed(self, task: TaskInfo) -> None:
         """A task took a node in the session (or an eviction was undone)."""
@@ -75,22 +76,60 @@ def close(ssn: SessionView) -> None:
     _sessions.pop(ssn.uid, None)
 
 
-_topology: tuple[int, int, Sequence[NodeMeta | None], Topology] | None = None
+class NodeScope:
+    """What is worked out once per set of node metadata: the topology, the per-constraint node
+    masks, and a serial that plugins key their own node-level caches by."""
+
+    _serials = itertools.count(1)
+
+    def __init__(self, meta: Sequence[NodeMeta | None], version: int, rows: int) -> None:
+        self.meta, self.version, self.rows = meta, version, rows
+        self.serial = next(self._serials)
+        labels: list[Mapping[str, str] | None] = [m.labels if m is not None else None for m in meta[:rows]]
+        labels.extend([None] * (rows - len(labels)))
+        self.topology = Topology(labels)
+        self.masks: dict[Constraints, tuple[Mask, Mask]] = {}
+
+    def same(self, meta: Sequence[NodeMeta | None], version: int, rows: int) -> bool:
+        """Whether these are the metadata this scope was made from (equal version, row count and
+        entries; the live cache hands out a fresh list of the same objects)."""
+        if version != self.version or rows != self.rows:
+            return False
+        if meta is self.meta:
+            return True
+        if list(meta[:rows]) != list(self.meta[:rows]):
+            return False
+        self.meta = meta  # the next look is by identity
+        return True
 
 
-def topology_of(meta: Sequence[NodeMeta | None], version: int, rows: int) -> Topology:
-    """The topology of the nodes' labels, reused while the node metadata is the same (equal
-    version, row count and entries; the live cache hands out a fresh list of the same objects)."""
-    global _topology
-    if _topology is not None:
-        old_version, old_rows, old_meta, found = _topology
-        if old_version == version and old_rows == rows and (old_meta is meta or list(old_meta) == list(meta)):
-            return found
-    labels: list[Mapping[str, str] | None] = [m.labels if m is not None else None for m in meta[:rows]]
-    labels.extend([None] * (rows - len(labels)))
-    made = Topology(labels)
-    _topology = (version, rows, meta, made)
-    return made
+_scope: NodeScope | None = None
+
+
+def scope(ssn: SessionView) -> NodeScope:
+    """The node scope of a session's snapshot (reused while the node metadata is the same)."""
+    global _scope
+    snapshot = ssn.snapshot
+    rows = ssn.table.rows
+    if _scope is None or not _scope.same(snapshot.meta, snapshot.meta_version, rows):
+        _scope = NodeScope(snapshot.meta, snapshot.meta_version, rows)
+    return _scope
+
+
+def node_masks(constraints: Constraints, ssn: SessionView) -> tuple[Mask, Mask]:
+    """Per row: the node meets the pod's node selector and required node affinity / carries no
+    NoSchedule or NoExecute taint the pod does not tolerate (topology spread's inclusion policies)."""
+    nodes = scope(ssn)
+    found = nodes.masks.get(constraints)
+    if found is None:
+        if len(nodes.masks) > 256:
+            nodes.masks.clear()
+        metas = nodes.meta[: nodes.rows]
+        tolerations = constraints.tolerations
+        affinity = np.array([m is not None and constraints.matches_node(m) for m in metas], np.bool_)
+        tolerated = np.array([m is not None and untolerated(m.taints, tolerations) is None for m in metas], np.bool_)
+        found = nodes.masks[constraints] = (affinity, tolerated)
+    return found
 
 
 _facts: dict[str, tuple[Any, PodFacts]] = {}
@@ -109,22 +148,3 @@ def facts(task: TaskInfo) -> PodFacts:
     parsed = pod_facts(pod)
     _facts[task.key] = (pod, parsed)
     return parsed
-
-
-_masks: dict[tuple[Constraints, int, int], tuple[Mask, Mask]] = {}
-
-
-def node_masks(constraints: Constraints, ssn: SessionView) -> tuple[Mask, Mask]:
-    """Per row: the node meets the pod's node selector and required node affinity / carries no
-    NoSchedule or NoExecute taint the pod does not tolerate (topology spread's inclusion policies)."""
-    key = (constraints, ssn.snapshot.meta_version, ssn.table.rows)
-    found = _masks.get(key)
-    if found is None:
-        if len(_masks) > 256:
-            _masks.clear()
-        metas = ssn.snapshot.meta[: ssn.table.rows]
-        tolerations = constraints.tolerations
-        affinity = np.array([m is not None and constraints.matches_node(m) for m in metas], np.bool_)
-        tolerated = np.array([m is not None and untolerated(m.taints, tolerations) is None for m in metas], np.bool_)
-        found = _masks[key] = (affinity, tolerated)
-    return found

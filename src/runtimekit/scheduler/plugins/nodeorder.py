@@ -95,7 +95,7 @@ class NodeOrderPlugin(Plugin, NodeOrder, EventHandler):
 
     def __init__(self, args: NodeOrderArgs) -> None:
         self.args = args
-        self._raw: dict[tuple[str, Hashable, int, int], np.ndarray] = {}
+        self._raw: dict[tuple[str, Hashable, int], np.ndarray] = {}
         self._view: SessionView | None = None
 
     # -- session events: the topology counts follow the session's placements ---------------
@@ -116,7 +116,7 @@ class NodeOrderPlugin(Plugin, NodeOrder, EventHandler):
 
     # -- node-level raw scores, cached per distinct pod term -------------------------------
     def _per_node(self, kind: str, key: Hashable, ssn: SessionView, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        cache_key = (kind, key, ssn.snapshot.meta_version, ssn.table.rows)
+        cache_key = (kind, key, kubestate.scope(ssn).serial)
         found = self._raw.get(cache_key)
         if found is None:
             if len(self._raw) > 512:

@@ -72,7 +72,7 @@ class Predicates(Plugin, Predicate, EventHandler):
 
     def __init__(self, args: PredicatesArgs | None = None) -> None:
         self.args = args or PredicatesArgs()
-        self._static: dict[tuple[Constraints, int, int], Codes] = {}
+        self._static: dict[tuple[Constraints, int], Codes] = {}
         self._view: SessionView | None = None
         self._extra: dict[str, int] = {}  # reasons made on the fly (parse problems, proportional)
 
@@ -94,7 +94,7 @@ class Predicates(Plugin, Predicate, EventHandler):
 
     # -- node-level filters, cached per constraint -----------------------------------------
     def _node_codes(self, constraints: Constraints, ssn: SessionView) -> Codes:
-        key = (constraints, ssn.snapshot.meta_version, ssn.table.rows)
+        key = (constraints, kubestate.scope(ssn).serial)
         found = self._static.get(key)
         if found is None:
             if len(self._static) > 256:
