@@ -169,6 +169,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("list", "", "pods"), ("watch", "", "pods")],
     ),
+    ("scheduler/server.py", "__init__", "Informer", "'/api/v1/namespaces'"): (
+        ("scheduler",),
+        [("list", "", "namespaces"), ("watch", "", "namespaces")],
+    ),
     ("scheduler/server.py", "__init__", "Informer", "f'{VOLCANO}/podgroups'"): (
         ("scheduler",),
         [("list", "scheduling.volcano.sh", "podgroups"), ("watch", "scheduling.volcano.sh", "podgroups")],

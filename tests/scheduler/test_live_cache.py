@@ -289,6 +289,14 @@ class LiveCacheMachine(RuleBasedStateMachine):
     def ledger_matches_the_pods(self) -> None:
         same(self.cache.ledger, expected(self.api))
 
+    @invariant()
+    def pod_book_follows_the_bookings(self) -> None:
+        """What inter-pod affinity sees on nodes is exactly what holds resources there."""
+        book = self.cache.pods.frozen().pods
+        bookings = self.cache.ledger.bookings()
+        assert set(book) == set(bookings)
+        assert {k: node for k, (_, node) in book.items()} == {k: p.node for k, p in bookings.items()}
+
     def teardown(self) -> None:
         self.cache.close()
 
@@ -408,3 +416,39 @@ def test_a_cache_takes_the_pods_of_every_name_it_answers_to() -> None:
         assert sorted(e.task.name for e in cache.pending.values()) == ["ours", "plain"]
     finally:
         cache.close()
+
+
+def test_namespace_labels_reach_the_snapshot_for_namespace_selectors() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1"))
+    cache, framework = make(api)
+    cache.on_namespace("ADDED", {"metadata": {"name": "team-a", "labels": {"team": "a"}}})
+    assert cache.snapshot().pods.namespaces == {"team-a": {"team": "a"}}
+    cache.on_namespace("MODIFIED", {"metadata": {"name": "team-a", "labels": {"team": "b"}}})
+    assert cache.snapshot().pods.namespaces == {"team-a": {"team": "b"}}
+    cache.on_namespace("DELETED", {"metadata": {"name": "team-a"}})
+    assert cache.snapshot().pods.namespaces == {}
+    cache.close()
+
+
+def test_placed_pods_keep_their_labels_and_terms_in_the_snapshot() -> None:
+    api = FakeApi()
+    api.add_node(node_object("n1"))
+    held = pod_object("held", {}, cpu="1")
+    held["metadata"]["labels"] = {"app": "db"}
+    held["spec"]["affinity"] = {
+        "podAntiAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": [
+                {"labelSelector": {"matchLabels": {"app": "db"}}, "topologyKey": "kubernetes.io/hostname"}
+            ]
+        }
+    }
+    api.add_pod(held)
+    cache, framework = make(api)
+    schedule(cache, framework)
+    pods = cache.snapshot().pods
+    ((facts, node),) = pods.pods.values()
+    assert node == "n1"
+    assert facts.labels == {"app": "db"}
+    assert pods.with_anti_affinity == 1
+    cache.close()

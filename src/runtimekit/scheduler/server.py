@@ -1,4 +1,5 @@
-"""The live scheduler: informers on Nodes, Pods, PodGroups and Queues feed the cache; a scheduling
+"""The live scheduler: informers on Nodes, Pods, Namespaces (their labels, for inter-pod affinity's
+namespaceSelector), PodGroups and Queues feed the cache; a scheduling
 thread runs a session whenever there is work (new pods, or a change that could help a waiting
 pod), at most every `period` seconds; binds go to the API server from a pool of binder threads.
 With leader election only the holder of the Lease schedules.
@@ -114,6 +115,7 @@ class Scheduler:
         self.informers = [
             Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
             Informer(http, "/api/v1/pods", self._on_pod, name="pods"),
+            Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces"),
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
             Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
         ]
