@@ -421,7 +421,7 @@ def test_a_cache_takes_the_pods_of_every_name_it_answers_to() -> None:
 def test_namespace_labels_reach_the_snapshot_for_namespace_selectors() -> None:
     api = FakeApi()
     api.add_node(node_object("n1"))
-    cache, framework = make(api)
+    cache, _ = make(api)
     cache.on_namespace("ADDED", {"metadata": {"name": "team-a", "labels": {"team": "a"}}})
     assert cache.snapshot().pods.namespaces == {"team-a": {"team": "a"}}
     cache.on_namespace("MODIFIED", {"metadata": {"name": "team-a", "labels": {"team": "b"}}})

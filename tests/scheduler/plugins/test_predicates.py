@@ -173,4 +173,5 @@ def test_volcano_arguments_that_change_nothing_here_are_accepted() -> None:
         {"predicate.CacheEnable": True, "predicate.VolumeZoneEnable": False, "predicate.GPUSharingEnable": False},
         BuildContext(),
     )
-    assert built.args.node_ports and built.args.pod_affinity
+    assert built.args.node_ports
+    assert built.args.pod_affinity
