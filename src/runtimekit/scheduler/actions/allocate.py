@@ -13,7 +13,7 @@ from typing import Any
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
-from runtimekit.scheduler.actions.shortfall import gang_shortfall
+from runtimekit.scheduler.actions.shortfall import about_room, gang_shortfall
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -140,7 +140,8 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             # members that fitted placed (before they are given back), not one member's view of it
             placed = job.ready_count() + job.waiting_count()
             failed = job.fit_errors.get(tasks[failed_at].key)
-            if isinstance(failed, FitErrors) and failed.status is not None:  # not a matter of room
+            # not a matter of room (a node-independent failure, or placement constraints): its own words
+            if isinstance(failed, FitErrors) and (failed.status is not None or not about_room(failed.reasons)):
                 message = f"{placed}/{len(job.tasks)} tasks placed; {tasks[failed_at].name}: {failed.message}"
             else:
                 message = gang_shortfall(ssn.table, placed, len(job.tasks), tasks[failed_at:])

@@ -7,7 +7,7 @@ callers: the allocate action, when a gang's trial placement is discarded.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -46,6 +46,14 @@ def largest_free(table: NodeTable, request: PodRequest) -> str:
     if GpuKind.MIG in kinds:
         return "no free slot of that profile"
     return f"most free CPU on one node {int(np.max(table.cpu_free[rows])) / 1000:g}"
+
+
+def about_room(reasons: Iterable[str]) -> bool:
+    """Whether a member's per-node reasons are all about room (resources, GPUs, pod slots), so the
+    shortfall says it all; kube-scheduler phrases every placement constraint "node(s) ..." (taints,
+    node affinity, host ports, topology spread, inter-pod affinity), and those the member's own
+    message must tell."""
+    return not any(reason.startswith("node(s)") for reason in reasons)
 
 
 def gang_shortfall(table: NodeTable, placed: int, total: int, unplaced: Sequence[TaskInfo]) -> str:
