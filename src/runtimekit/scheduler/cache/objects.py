@@ -39,7 +39,7 @@ from runtimekit.scheduler.framework.info import (
     Toleration,
 )
 from runtimekit.scheduler.kubesem import nodeaffinity
-from runtimekit.scheduler.kubesem.pods import PodFacts, plain_facts, pod_facts
+from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -246,7 +246,7 @@ def pod_policy(annotations: Mapping[str, Any], protocol: Protocol) -> str:
 def facts_of(task: TaskInfo) -> PodFacts:
     """What inter-pod affinity, spread and host ports read of a task's pod (only its namespace when
     there is no manifest, as in trace replay)."""
-    return pod_facts(task.pod) if task.pod is not None else plain_facts(task.namespace)
+    return facts_for(task.key, task.pod, task.namespace)
 
 
 def assignment_of(pod: Mapping[str, Any], protocol: Protocol) -> Assignment | None:

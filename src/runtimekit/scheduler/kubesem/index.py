@@ -118,6 +118,8 @@ class PodIndex:
         self._labels: dict[tuple[str, str], set[str]] | None = None  # (key, value) -> pod keys
         self._namespace_keys: dict[str, set[str]] | None = None
         self._counters: dict[tuple[tuple[AffinityTerm, ...], bool], _Counter] = {}
+        # counters by a (key, value) label every pod they count carries (None: no such label)
+        self._counters_by_hint: dict[tuple[str, str] | None, list[_Counter]] = {}
         self._terms: dict[Kind, _TermIndex] = {}
         self._ports: dict[int, PortsInUse] | None = None
         self._added_anti = self._removed_anti = self._added_terms = self._removed_terms = 0
@@ -223,9 +225,15 @@ class PodIndex:
             for pair in facts.labels.items():
                 found = self._labels.setdefault(pair, set())
                 (found.add if sign > 0 else found.discard)(key)
-        for counter in self._counters.values():
-            if self._selected(counter, facts):
-                counter.counts[row] += sign
+        by_hint = self._counters_by_hint
+        if by_hint:
+            for counter in by_hint.get(None, ()):
+                if self._selected(counter, facts):
+                    counter.counts[row] += sign
+            for pair in facts.labels.items():
+                for counter in by_hint.get(pair, ()):
+                    if self._selected(counter, facts):
+                        counter.counts[row] += sign
         for kind, index in self._terms.items():
             index.apply(_terms_of(facts, kind), row, sign)
         if self._ports is not None and facts.ports:
@@ -282,6 +290,8 @@ class PodIndex:
                     if found is not None and self._selected(counter, found[0]):
                         counter.counts[found[1]] += 1
             self._counters[key] = counter
+            hint = next((h for h in (t.selector.hint() for t in terms) if h is not None), None)
+            self._counters_by_hint.setdefault(hint, []).append(counter)
         return counter.counts
 
     # -- existing pods' terms --------------------------------------------------------------

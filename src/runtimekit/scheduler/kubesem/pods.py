@@ -110,3 +110,22 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
         containers=len(containers),
         problem=f"parsing pod: {'; '.join(problems)}" if problems else "",
     )
+
+
+_KEEP = 1 << 16
+_memo: dict[str, tuple[Mapping[str, Any], PodFacts]] = {}
+
+
+def facts_for(key: str, pod: Mapping[str, Any] | None, namespace: str) -> PodFacts:
+    """`pod_facts(pod)`, parsed once per manifest object under a pod's key (the filters, the scores
+    and the cache's book of placed pods all ask); only the namespace when there is no manifest."""
+    if pod is None:
+        return plain_facts(namespace)
+    found = _memo.get(key)
+    if found is not None and found[0] is pod:
+        return found[1]
+    if len(_memo) >= _KEEP:
+        _memo.clear()
+    parsed = pod_facts(pod)
+    _memo[key] = (pod, parsed)
+    return parsed

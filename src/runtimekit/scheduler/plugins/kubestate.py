@@ -15,7 +15,6 @@ from __future__ import annotations
 import itertools
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import numpy as np
 
@@ -24,12 +23,11 @@ from runtimekit.scheduler.framework.info import Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.values import Mask
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem.index import PodIndex
-from runtimekit.scheduler.kubesem.pods import PodFacts, plain_facts, pod_facts
+from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for
 from runtimekit.scheduler.kubesem.taints import untolerated
 from runtimekit.scheduler.kubesem.topology import Topology
 
 _KEEP_SESSIONS = 4
-_KEEP_FACTS = 1 << 16
 
 
 class KubeSession:
@@ -132,19 +130,6 @@ def node_masks(constraints: Constraints, ssn: SessionView) -> tuple[Mask, Mask]:
     return found
 
 
-_facts: dict[str, tuple[Any, PodFacts]] = {}
-
-
 def facts(task: TaskInfo) -> PodFacts:
     """A task's pod facts, parsed once per manifest object."""
-    pod = task.pod
-    if pod is None:
-        return plain_facts(task.namespace)
-    found = _facts.get(task.key)
-    if found is not None and found[0] is pod:
-        return found[1]
-    if len(_facts) >= _KEEP_FACTS:
-        _facts.clear()
-    parsed = pod_facts(pod)
-    _facts[task.key] = (pod, parsed)
-    return parsed
+    return facts_for(task.key, task.pod, task.namespace)
