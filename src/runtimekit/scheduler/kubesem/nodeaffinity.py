@@ -139,22 +139,47 @@ def _invalid(reason: str) -> Term:
 
 
 def node_selector_pairs(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+    """The nodeSelector's pairs; raises SelectorError when it is not an object."""
     selector = spec.get("nodeSelector") or {}
-    return tuple(sorted((str(k), str(v)) for k, v in selector.items())) if isinstance(selector, Mapping) else ()
+    if not isinstance(selector, Mapping):
+        raise SelectorError("nodeSelector: must be an object")
+    return tuple(sorted((str(k), str(v)) for k, v in selector.items()))
+
+
+def _shaped(item: Any, path: str) -> None:
+    """Raises SelectorError when a term is not shaped as the API requires (an object of lists of
+    objects): such a pod is malformed, not merely unmatched."""
+    if item is None:
+        return
+    if not isinstance(item, Mapping):
+        raise SelectorError(f"{path}: must be an object")
+    for field in ("matchExpressions", "matchFields"):
+        exprs = item.get(field) or []
+        if not isinstance(exprs, list) or not all(isinstance(e, Mapping) for e in exprs):
+            raise SelectorError(f"{path}.{field}: must be a list of objects")
 
 
 def required_terms(spec: Mapping[str, Any]) -> tuple[Term, ...]:
     """The required node affinity of a pod spec as terms. `()` when the pod states none; a required
-    affinity that can never match (no terms) is `((),)`. Terms that do not parse are kept as a
-    never-matching term whose requirement carries the reason."""
+    affinity that can never match (no terms) is `((),)`. Terms whose requirements do not parse (an
+    unknown operator, values that do not suit it) are kept as a never-matching term carrying the
+    reason, as kube-scheduler's lazy-error node selector ignores them; a malformed shape (a term
+    that is not an object) raises SelectorError."""
     node_affinity = ((spec.get("affinity") or {}).get("nodeAffinity") or {}) if isinstance(spec, Mapping) else {}
+    if not isinstance(node_affinity, Mapping):
+        raise SelectorError("affinity.nodeAffinity: must be an object")
     required = node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
     if required is None:
         return ()
-    items = (required.get("nodeSelectorTerms") or []) if isinstance(required, Mapping) else []
+    if not isinstance(required, Mapping):
+        raise SelectorError("requiredDuringSchedulingIgnoredDuringExecution: must be an object")
+    items = required.get("nodeSelectorTerms") or []
+    if not isinstance(items, list):
+        raise SelectorError("nodeSelectorTerms: must be a list")
     terms: list[Term] = []
     for i, item in enumerate(items):
         path = f"nodeSelectorTerms[{i}]"
+        _shaped(item, path)
         try:
             terms.append(_term(item, path))
         except SelectorError as exc:
