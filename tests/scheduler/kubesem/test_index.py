@@ -7,8 +7,10 @@ import random
 
 import pytest
 
-from runtimekit.scheduler.kubesem.index import PodBook, PodIndex
+from runtimekit.scheduler.kubesem.index import PodIndex
+from runtimekit.scheduler.kubesem.podbook import PodBook, PodSet
 from runtimekit.scheduler.kubesem.pods import PodFacts, pod_facts
+from runtimekit.scheduler.kubesem.ports import HostPort
 from scheduler.kubesem.builders import exists, is_in, pod, term, weighted
 
 NODES = ["n0", "n1", "n2", "n3"]
@@ -34,8 +36,10 @@ def _random_pod(rng: random.Random, i: int) -> dict:
     labels = {k: rng.choice(["a", "b"]) for k in ("app", "tier") if rng.random() < 0.7}
     anti = [term(is_in("app", labels["app"]), "zone")] if "app" in labels and rng.random() < 0.5 else []
     pref = [weighted(3, term(exists("tier"), "zone"))] if rng.random() < 0.3 else []
+    ports = [("TCP", rng.choice(["", "10.0.0.1"]), rng.choice([80, 443]))] if rng.random() < 0.3 else []
     return pod(
         f"p{i}",
+        ports=ports,
         node=rng.choice(NODES),
         ns=rng.choice(["default", "other"]),
         labels=labels,
@@ -59,6 +63,8 @@ def _view(index: PodIndex, probes: list[PodFacts]) -> list[object]:
         terms = tuple(pod_facts(pod(anti=list(raw_terms))).anti_affinity)
         out.append(index.counts(terms).tolist())
         out.append(index.counts(terms, skip_terminating=True).tolist())
+    for wanted in ((HostPort("0.0.0.0", "TCP", 80),), (HostPort("10.0.0.2", "TCP", 443),)):
+        out.append(sorted(index.port_conflicts(wanted)))
     for probe in probes:
         for kind in ("anti_affinity", "preferred_affinity"):
             found = index.selecting(kind, probe, {})  # type: ignore[arg-type]
@@ -81,21 +87,29 @@ def test_incremental_changes_equal_a_fresh_index(seed: int) -> None:
     ]
     _view(index, probes)  # build every lookup before the changes, so they are updated, not rebuilt
     live = {m["metadata"]["uid"]: m for m in base}
+    log: list[tuple[str, PodFacts | None, int]] = []  # the changes so far, for an index built after them
     for step in range(60):
         if rng.random() < 0.5 and extra:
             m = extra.pop()
             live[m["metadata"]["uid"]] = m
-            index.add(m["metadata"]["uid"], pod_facts(m), ROW[m["spec"]["nodeName"]])
+            facts = pod_facts(m)
+            index.add(m["metadata"]["uid"], facts, ROW[m["spec"]["nodeName"]])
+            log.append((m["metadata"]["uid"], facts, ROW[m["spec"]["nodeName"]]))
         elif live:
             key = rng.choice(sorted(live))
             del live[key]
             index.remove(key)
             index.remove(key)  # idempotent
+            log.append((key, None, -1))
+        late = PodIndex(book.frozen(), ROW.get, len(NODES))  # lookups first built with changes made
+        for key, facts, row in log:
+            late.add(key, facts, row) if facts is not None else late.remove(key)
         fresh_book = PodBook()
         for key, m in live.items():
             fresh_book.add(key, pod_facts(m), m["spec"]["nodeName"])
         fresh = PodIndex(fresh_book.frozen(), ROW.get, len(NODES))
         assert _view(index, probes) == _view(fresh, probes), f"step {step}"
+        assert _view(late, probes) == _view(fresh, probes), f"step {step}"
         assert (index.has_anti_affinity, index.has_terms) == (fresh.has_anti_affinity, fresh.has_terms)
 
 
@@ -107,3 +121,48 @@ def test_pods_on_nodes_the_session_does_not_know_are_left_out() -> None:
     (item,) = pod_facts(pod(anti=[term(is_in("app", "a"), "zone")])).anti_affinity
     assert index.counts((item,)).tolist() == [0, 1, 0, 0]
     assert [key for key, _, _ in index.items()] == ["here"]
+
+
+def _seen(frozen: PodSet) -> tuple[object, ...]:
+    groups = tuple(
+        {name: sorted(keys) for name, keys in found.items()}
+        for found in (frozen.by_label, frozen.by_namespace, frozen.carrying)
+    )
+    terms = {
+        kind: (
+            sorted((repr(key), sorted(nodes.items())) for key, nodes in found.nodes.items()),
+            {hint: sorted(map(repr, keys)) for hint, keys in found.by_hint.items()},
+        )
+        for kind, found in frozen.terms.items()
+        if found.nodes or found.by_hint
+    }
+    return (*groups, terms)
+
+
+def _indexes(book: PodBook) -> tuple[object, ...]:
+    return _seen(book.frozen())
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_book_indexes_are_copied_on_write(seed: int) -> None:
+    """A frozen set never changes after the book does, and its indexes equal a fresh book's."""
+    rng = random.Random(seed)
+    book = PodBook()
+    live: dict[str, dict] = {}
+    for step in range(80):
+        before = book.frozen()
+        seen = _seen(before)
+        if rng.random() < 0.6 or not live:
+            m = _random_pod(rng, step)
+            key = rng.choice([m["metadata"]["uid"], *sorted(live)])  # sometimes a pod moved or relabelled
+            live[key] = m
+            book.add(key, pod_facts(m), m["spec"]["nodeName"])
+        else:
+            key = rng.choice(sorted(live))
+            del live[key]
+            book.remove(key)
+        assert _seen(before) == seen, f"step {step}: a frozen set changed"
+        fresh = PodBook()
+        for k, m in live.items():
+            fresh.add(k, pod_facts(m), m["spec"]["nodeName"])
+        assert _indexes(book) == _indexes(fresh), f"step {step}"

@@ -44,7 +44,7 @@ from runtimekit.scheduler.framework.info import (
     TaskInfo,
     TaskStatus,
 )
-from runtimekit.scheduler.kubesem.index import PodBook
+from runtimekit.scheduler.kubesem.podbook import PodBook
 from runtimekit.scheduler.kubesem.pods import pod_facts
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.status import FitErrors
-from runtimekit.scheduler.kubesem.index import PodBook
+from runtimekit.scheduler.kubesem.podbook import PodBook
 
 
 class StaticCache:

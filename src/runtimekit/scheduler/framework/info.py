@@ -19,8 +19,8 @@ from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
 from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
-from runtimekit.scheduler.kubesem.index import EMPTY as EMPTY_PODS
-from runtimekit.scheduler.kubesem.index import PodSet
+from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
+from runtimekit.scheduler.kubesem.podbook import PodSet
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"

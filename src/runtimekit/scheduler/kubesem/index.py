@@ -1,17 +1,14 @@
-"""The pods placed on nodes, as the inter-pod filters and scores read them.
+"""The pods placed on nodes, as the inter-pod filters and scores of one session read them.
 
-- `PodBook` (mutable, one per scheduler cache): pods bound or assumed, by key, with the node they
-  are on, and the labels of every namespace. `frozen()` hands out an immutable `PodSet`, the same
-  object until something changes, so a snapshot costs nothing when nothing did.
-- `PodIndex` (one per session): the `PodSet` plus the session's own placements and evictions
-  (kube-scheduler's AddPod/RemovePod), with what the filters and scores ask for worked out on first
-  use and then kept current as pods are added and removed:
+`PodIndex` (one per session): a `podbook.PodSet` plus the session's own placements and evictions
+(kube-scheduler's AddPod/RemovePod), with what the filters and scores ask for worked out on first
+use and then kept current as pods are added and removed:
   * `counts(terms)`: per node row, the pods every term selects (the pre-computed topology counts
-    of PreFilter/PreScore), found through a label index rather than by scanning every pod;
+    of PreFilter/PreScore), found through the set's label index rather than by scanning every pod;
   * `selecting(kind, pod)`: the existing pods' terms of one kind (required anti-affinity, ...)
     that select a pod, with the rows of the pods carrying them;
   * `ports(row)`: the host ports held on a node.
-Pure (no scheduler types); callers: the scheduler caches (`PodBook`) and the plugins (`PodIndex`).
+Pure (no scheduler types); callers: the plugins.
 """
 
 from __future__ import annotations
@@ -19,84 +16,17 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm
+from runtimekit.scheduler.kubesem.podbook import KINDS, PORTS, Hint, Kind, PodSet, carried, hint_of, term_of
 from runtimekit.scheduler.kubesem.pods import PodFacts
 from runtimekit.scheduler.kubesem.ports import HostPort, PortsInUse
 
 Ints = npt.NDArray[np.int64]
-Kind = Literal["affinity", "anti_affinity", "preferred_affinity", "preferred_anti_affinity"]
 TermKey = AffinityTerm | WeightedTerm
-
-
-class PodSet:
-    """An immutable set of placed pods: key -> (facts, node name), and namespace -> labels."""
-
-    def __init__(
-        self,
-        pods: Mapping[str, tuple[PodFacts, str]],
-        namespaces: Mapping[str, Mapping[str, str]],
-        version: int = 0,
-    ) -> None:
-        self.pods = pods
-        self.namespaces = namespaces
-        self.version = version
-
-    @cached_property
-    def with_terms(self) -> frozenset[str]:
-        """Keys of the pods with any inter-pod affinity term."""
-        return frozenset(k for k, (f, _) in self.pods.items() if f.has_pod_affinity)
-
-    @cached_property
-    def with_anti_affinity(self) -> int:
-        """How many pods carry required anti-affinity (every placement must respect them)."""
-        return sum(1 for k in self.with_terms if self.pods[k][0].anti_affinity)
-
-
-EMPTY = PodSet({}, {})
-
-
-class PodBook:
-    """The pods a scheduler cache knows on nodes; not thread-safe (the cache holds its lock)."""
-
-    def __init__(self) -> None:
-        self._pods: dict[str, tuple[PodFacts, str]] = {}
-        self._namespaces: dict[str, Mapping[str, str]] = {}
-        self._version = 0
-        self._frozen: PodSet = EMPTY
-
-    def add(self, key: str, facts: PodFacts, node: str) -> None:
-        self._pods[key] = (facts, node)
-        self._version += 1
-
-    def remove(self, key: str) -> None:
-        if self._pods.pop(key, None) is not None:
-            self._version += 1
-
-    def set_namespace(self, name: str, labels: Mapping[str, str] | None) -> None:
-        """The labels of a namespace (None: it was deleted)."""
-        if labels is None:
-            if self._namespaces.pop(name, None) is not None:
-                self._version += 1
-        elif self._namespaces.get(name) != labels:
-            self._namespaces[name] = dict(labels)
-            self._version += 1
-
-    def __contains__(self, key: object) -> bool:
-        return key in self._pods
-
-    def __len__(self) -> int:
-        return len(self._pods)
-
-    def frozen(self) -> PodSet:
-        if self._frozen.version != self._version or (self._frozen is EMPTY and self._pods):
-            self._frozen = PodSet(dict(self._pods), dict(self._namespaces), self._version)
-        return self._frozen
 
 
 @dataclass
@@ -115,12 +45,11 @@ class PodIndex:
         self._base_rows: dict[str, int] | None = None
         self.added: dict[str, tuple[PodFacts, int]] = {}
         self.removed: set[str] = set()
-        self._labels: dict[tuple[str, str], set[str]] | None = None  # (key, value) -> pod keys
-        self._namespace_keys: dict[str, set[str]] | None = None
         self._counters: dict[tuple[tuple[AffinityTerm, ...], bool], _Counter] = {}
         # counters by a (key, value) label every pod they count carries (None: no such label)
         self._counters_by_hint: dict[tuple[str, str] | None, list[_Counter]] = {}
-        self._terms: dict[Kind, _TermIndex] = {}
+        self._added_by: dict[tuple[str, str] | str, set[str]] = {}  # added keys by label, by namespace
+        self._overlay: dict[Kind, _Overlay] = {}  # the session's changes to the set's `terms`
         self._ports: dict[int, PortsInUse] | None = None
         self._added_anti = self._removed_anti = self._added_terms = self._removed_terms = 0
 
@@ -169,13 +98,16 @@ class PodIndex:
         """Whether any placed pod carries inter-pod affinity terms of any kind."""
         return len(self.base.with_terms) - self._removed_terms + self._added_terms > 0
 
-    def _with_terms(self) -> Iterator[tuple[str, PodFacts, int]]:
-        removed, added, rows = self.removed, self.added, self._rows_of_base()
-        for key in self.base.with_terms:
-            if key not in removed and key not in added and key in rows:
-                yield key, self.base.pods[key][0], rows[key]
+    def _carrying(self, group: str) -> Iterator[tuple[str, PodFacts, int]]:
+        """The placed pods in one of the set's `carrying` groups (a kind of term, ports)."""
+        added, get = self.added, self.get
+        for key in self.base.keys_carrying(group):
+            if key not in added:
+                found = get(key)
+                if found is not None:
+                    yield key, found[0], found[1]
         for key, (facts, row) in added.items():
-            if facts.has_pod_affinity:
+            if group in carried(facts):
                 yield key, facts, row
 
     # -- session changes (AddPod / RemovePod) ----------------------------------------------
@@ -192,6 +124,7 @@ class PodIndex:
             self._count(facts, -1, removed=True)
         else:
             self.added[key] = (facts, row)
+            self._added_keys(key, facts, +1)
             self._count(facts, +1, removed=False)
         self._apply(key, facts, row, +1)
 
@@ -201,8 +134,16 @@ class PodIndex:
         if current is not None:
             self._forget(key, *current)
 
+    def _added_keys(self, key: str, facts: PodFacts, sign: int) -> None:
+        """Keep the session's placements indexed by label and namespace, as the set's pods are."""
+        groups: list[tuple[str, str] | str] = [*facts.labels.items(), facts.namespace]
+        for group in groups:
+            keys = self._added_by.setdefault(group, set())
+            (keys.add if sign > 0 else keys.discard)(key)
+
     def _forget(self, key: str, facts: PodFacts, row: int) -> None:
         if self.added.pop(key, None) is not None:
+            self._added_keys(key, facts, -1)
             self._count(facts, -1, removed=False)
         else:
             self.removed.add(key)
@@ -219,12 +160,6 @@ class PodIndex:
             self._added_terms += terms
 
     def _apply(self, key: str, facts: PodFacts, row: int, sign: int) -> None:
-        if self._labels is not None and self._namespace_keys is not None:
-            keys = self._namespace_keys.setdefault(facts.namespace, set())
-            (keys.add if sign > 0 else keys.discard)(key)
-            for pair in facts.labels.items():
-                found = self._labels.setdefault(pair, set())
-                (found.add if sign > 0 else found.discard)(key)
         by_hint = self._counters_by_hint
         if by_hint:
             for counter in by_hint.get(None, ()):
@@ -234,8 +169,14 @@ class PodIndex:
                 for counter in by_hint.get(pair, ()):
                     if self._selected(counter, facts):
                         counter.counts[row] += sign
-        for kind, index in self._terms.items():
-            index.apply(_terms_of(facts, kind), row, sign)
+        if facts.has_pod_affinity:
+            for kind in KINDS:
+                terms = _terms_of(facts, kind)
+                if terms:
+                    overlay = self._overlay.get(kind)
+                    if overlay is None:
+                        overlay = self._overlay[kind] = _Overlay()
+                    overlay.apply(terms, row, sign)
         if self._ports is not None and facts.ports:
             held = self._ports.setdefault(row, PortsInUse())
             for port in facts.ports:
@@ -248,29 +189,22 @@ class PodIndex:
         ns_labels = self.base.namespaces.get(facts.namespace)
         return all(t.matches(facts.namespace, facts.labels, ns_labels) for t in counter.terms)
 
-    def _build_labels(self) -> None:
-        if self._labels is None or self._namespace_keys is None:
-            labels: dict[tuple[str, str], set[str]] = {}
-            namespaces: dict[str, set[str]] = {}
-            for key, facts, _row in self.items():
-                namespaces.setdefault(facts.namespace, set()).add(key)
-                for pair in facts.labels.items():
-                    labels.setdefault(pair, set()).add(key)
-            self._labels, self._namespace_keys = labels, namespaces
-
     def _candidates(self, terms: tuple[AffinityTerm, ...]) -> Iterator[str] | None:
-        """Keys that may satisfy all terms, from the label index (None: every pod may)."""
-        self._build_labels()
-        assert self._labels is not None
-        assert self._namespace_keys is not None
+        """Keys that may satisfy all terms, from the set's label or namespace index and the
+        session's placements (None: every pod may)."""
+        added, by = self.added, self._added_by
         for term in terms:
             hint = term.selector.hint()
             if hint is not None:
-                return iter(list(self._labels.get(hint, ())))
+                keys = [k for k in self.base.by_label.get(hint, ()) if k not in added]
+                keys.extend(by.get(hint, ()))
+                return iter(keys)
         first = terms[0] if terms else None
-        if first is not None and first.ns_selector.nothing:
-            return iter([k for ns in first.namespaces for k in self._namespace_keys.get(ns, ())])
-        return None
+        if first is None or not first.ns_selector.nothing:
+            return None
+        keys = [k for ns in first.namespaces for k in self.base.by_namespace.get(ns, ()) if k not in added]
+        keys.extend(k for ns in first.namespaces for k in by.get(ns, ()))
+        return iter(keys)
 
     def counts(self, terms: tuple[AffinityTerm, ...], skip_terminating: bool = False) -> Ints:
         """Per row: the placed pods every term selects (terminating ones left out if asked). The
@@ -297,19 +231,36 @@ class PodIndex:
     # -- existing pods' terms --------------------------------------------------------------
     def selecting(self, kind: Kind, pod: PodFacts, ns_labels: Mapping[str, str]) -> list[tuple[TermKey, Counter[int]]]:
         """The terms of this kind carried by placed pods that select `pod` (in a namespace with
-        `ns_labels`), each with the rows of the pods that carry it and how many there."""
-        index = self._terms.get(kind)
-        if index is None:
-            index = self._terms[kind] = _TermIndex()
-            for _key, facts, row in self._with_terms():
-                index.apply(_terms_of(facts, kind), row, +1)
-        return index.selecting(pod, ns_labels)
+        `ns_labels`), each with the rows of the pods that carry it and how many there: the set's
+        terms (by node, kept by the cache across sessions) with the session's changes."""
+        base = self.base.terms.get(kind)
+        overlay = self._overlay.get(kind)
+        candidates: set[TermKey] = base.candidates(pod.labels) if base is not None else set()
+        if overlay is not None:
+            candidates |= overlay.candidates(pod.labels)
+        out = []
+        row_of = self._row_of
+        for key in candidates:
+            if not term_of(key).matches(pod.namespace, pod.labels, ns_labels):
+                continue
+            rows: Counter[int] = Counter()
+            if base is not None:
+                for node, n in base.nodes.get(key, {}).items():
+                    row = row_of(node)
+                    if row is not None:
+                        rows[row] += n
+            if overlay is not None:
+                rows.update(overlay.rows.get(key, {}))
+            rows = +rows  # the counts that stay positive
+            if rows:
+                out.append((key, rows))
+        return out
 
     # -- host ports ------------------------------------------------------------------------
     def _held_ports(self) -> dict[int, PortsInUse]:
         if self._ports is None:
             self._ports = {}
-            for _key, facts, at in self.items():
+            for _key, facts, at in self._carrying(PORTS):
                 if facts.ports:
                     held = self._ports.setdefault(at, PortsInUse())
                     for port in facts.ports:
@@ -331,39 +282,26 @@ def _terms_of(facts: PodFacts, kind: Kind) -> tuple[TermKey, ...]:
     return terms
 
 
-class _TermIndex:
-    """Distinct terms of one kind -> rows of the pods carrying them; with a (key, value) hint index
-    so that a pod is tested only against the terms that can select it."""
+class _Overlay:
+    """A session's changes to one kind of `Terms`: term -> row -> pods added (less those removed);
+    with the terms by `hint_of`."""
 
     def __init__(self) -> None:
         self.rows: dict[TermKey, Counter[int]] = {}
-        self.by_hint: dict[tuple[str, str], set[TermKey]] = {}
-        self.unhinted: set[TermKey] = set()
+        self.by_hint: dict[Hint, set[TermKey]] = {}
 
     def apply(self, terms: tuple[TermKey, ...], row: int, sign: int) -> None:
         for key in terms:
             rows = self.rows.get(key)
             if rows is None:
-                if sign < 0:
-                    continue
                 rows = self.rows[key] = Counter()
-                hint = _term(key).selector.hint()
-                (self.by_hint.setdefault(hint, set()).add(key) if hint else self.unhinted.add(key))
+                self.by_hint.setdefault(hint_of(key), set()).add(key)
             rows[row] += sign
-            if rows[row] <= 0:
+            if rows[row] == 0:
                 del rows[row]
 
-    def selecting(self, pod: PodFacts, ns_labels: Mapping[str, str]) -> list[tuple[TermKey, Counter[int]]]:
-        candidates = set(self.unhinted)
-        for pair in pod.labels.items():
-            candidates.update(self.by_hint.get(pair, ()))
-        out = []
-        for key in candidates:
-            rows = self.rows[key]
-            if rows and _term(key).matches(pod.namespace, pod.labels, ns_labels):
-                out.append((key, rows))
+    def candidates(self, labels: Mapping[str, str]) -> set[TermKey]:
+        out = set(self.by_hint.get(None, ()))
+        for pair in labels.items():
+            out.update(self.by_hint.get(pair, ()))
         return out
-
-
-def _term(key: TermKey) -> AffinityTerm:
-    return key.term if isinstance(key, WeightedTerm) else key

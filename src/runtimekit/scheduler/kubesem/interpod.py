@@ -98,9 +98,11 @@ def existing_anti_affinity_fails(index: PodIndex, topology: Topology, pod: PodFa
     for term, rows in index.selecting("anti_affinity", pod, ns_labels):
         assert isinstance(term, AffinityTerm)
         domains = topology.domains(term.topology_key)
-        bad = {int(domains[row]) for row in rows if domains[row] >= 0}
+        bad = [d for d in {int(domains[row]) for row in rows} if d >= 0]
         if bad:
-            hit = np.isin(domains, list(bad))
+            flagged = np.zeros(topology.count(term.topology_key) + 1, np.bool_)  # the last: no domain (-1)
+            flagged[bad] = True
+            hit = flagged[domains]
             out = hit if out is None else out | hit
     return out
 
