@@ -33,6 +33,8 @@ TERMS, PORTS = "terms", "ports"  # any inter-pod term; any host port
 
 def carried(facts: PodFacts) -> tuple[str, ...]:
     """The `carrying` groups a pod belongs to."""
+    if not facts.ports and not facts.has_pod_affinity:
+        return ()
     out: tuple[str, ...] = tuple(kind for kind in KINDS if getattr(facts, kind))
     if out:
         out = (*out, TERMS)
@@ -189,9 +191,14 @@ class PodBook:
         self._frozen: PodSet = EMPTY
 
     def _index(self, key: str, facts: PodFacts, node: str, sign: int) -> None:
-        for pair in facts.labels.items():
-            (self._by_label.add if sign > 0 else self._by_label.discard)(pair, key)
-        (self._by_namespace.add if sign > 0 else self._by_namespace.discard)(facts.namespace, key)
+        if sign > 0:
+            self._by_namespace.add(facts.namespace, key)
+            for pair in facts.labels.items():
+                self._by_label.add(pair, key)
+        else:
+            self._by_namespace.discard(facts.namespace, key)
+            for pair in facts.labels.items():
+                self._by_label.discard(pair, key)
         for group in carried(facts):
             (self._carrying.add if sign > 0 else self._carrying.discard)(group, key)
             if group in self._terms:
