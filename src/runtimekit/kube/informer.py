@@ -44,6 +44,7 @@ class Informer:
         watch_timeout: int = 300,
         on_relist: Callable[[], None] | None = None,
         optional: bool = False,
+        forbidden_ok: bool = False,
     ) -> None:
         self.http, self.path, self.handler = http, path, handler
         self.params = dict(params or {})
@@ -51,6 +52,9 @@ class Informer:
         self.watch_timeout = watch_timeout
         self.on_relist = on_relist
         self.optional = optional  # a kind the server may not serve (e.g. a CRD not installed)
+        # a kind the role may not grant (a ClusterRole from before it was read): synced and empty
+        # until it is, looked at again every minute
+        self.forbidden_ok = forbidden_ok
         self.served = True
         self.synced = threading.Event()
         self.resource_version = ""
@@ -79,6 +83,13 @@ class Informer:
                 if exc.code == 410:
                     log.info("%s: resourceVersion %s expired, listing again", self.name, self.resource_version)
                     self.resource_version = ""
+                    continue
+                if exc.code == 403 and self.forbidden_ok:
+                    if self.served:
+                        log.warning("%s: not permitted (%s); will look again every minute", self.name, exc.message)
+                    self.served = False
+                    self.synced.set()
+                    self._stop.wait(60.0)
                     continue
                 if exc.code == 404 and self.optional:
                     if self.served:

@@ -115,7 +115,8 @@ class Scheduler:
         self.informers = [
             Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
             Informer(http, "/api/v1/pods", self._on_pod, name="pods"),
-            Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces"),
+            # a ClusterRole from before namespaces were read must not stop scheduling
+            Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces", forbidden_ok=True),
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
             Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
         ]
