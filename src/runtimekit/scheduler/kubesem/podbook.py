@@ -3,8 +3,8 @@ and host ports, and the immutable sets it hands to sessions.
 
 - `PodBook` (mutable, one per scheduler cache): pods bound or assumed, by key, with the node they
   are on, and the labels of every namespace; with indexes kept current as pods come and go (pod
-  keys by label, by namespace, and by what they carry: each kind of inter-pod term, host ports;
-  and per kind of term, the distinct terms with the nodes of the pods carrying them).
+  keys by label and by what they carry: each kind of inter-pod term, host ports; and per kind of
+  term, the distinct terms with the nodes of the pods carrying them).
 - `PodSet` (immutable): what `PodBook.frozen()` hands out, the same object until something
   changes. The indexes are copied on write, so freezing costs one copy of the top-level maps, not
   a pass over every pod; a session reads them instead of scanning all pods.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Set
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Generic, Literal, TypeVar
 
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm
@@ -148,7 +149,6 @@ class PodSet:
         namespaces: Mapping[str, Mapping[str, str]],
         version: int = 0,
         by_label: Mapping[tuple[str, str], Set[str]] | None = None,
-        by_namespace: Mapping[str, Set[str]] | None = None,
         carrying: Mapping[str, Set[str]] | None = None,
         terms: Mapping[str, Terms] | None = None,
     ) -> None:
@@ -156,9 +156,17 @@ class PodSet:
         self.namespaces = namespaces
         self.version = version
         self.by_label: Mapping[tuple[str, str], Set[str]] = by_label or {}
-        self.by_namespace: Mapping[str, Set[str]] = by_namespace or {}
         self.carrying: Mapping[str, Set[str]] = carrying or {}
         self.terms: Mapping[str, Terms] = terms or {}  # per kind (`KINDS`)
+
+    @cached_property
+    def by_namespace(self) -> Mapping[str, Set[str]]:
+        """Pod keys by namespace, worked out when first asked (only terms that select by namespace
+        alone, with an empty label selector, need it; a bind costs nothing for it)."""
+        out: dict[str, set[str]] = {}
+        for key, (facts, _) in self.pods.items():
+            out.setdefault(facts.namespace, set()).add(key)
+        return out
 
     def keys_carrying(self, group: str) -> Set[str]:
         """Keys of the pods carrying a kind of term (`KINDS`), any term (`TERMS`), host ports (`PORTS`)."""
@@ -184,21 +192,14 @@ class PodBook:
         self._pods: dict[str, tuple[PodFacts, str]] = {}
         self._namespaces: dict[str, Mapping[str, str]] = {}
         self._by_label: _Groups[tuple[str, str], str] = _Groups()
-        self._by_namespace: _Groups[str, str] = _Groups()
         self._carrying: _Groups[str, str] = _Groups()
         self._terms: dict[str, _TermBook] = {kind: _TermBook() for kind in KINDS}
         self._version = 0
         self._frozen: PodSet = EMPTY
 
     def _index(self, key: str, facts: PodFacts, node: str, sign: int) -> None:
-        if sign > 0:
-            self._by_namespace.add(facts.namespace, key)
-            for pair in facts.labels.items():
-                self._by_label.add(pair, key)
-        else:
-            self._by_namespace.discard(facts.namespace, key)
-            for pair in facts.labels.items():
-                self._by_label.discard(pair, key)
+        for pair in facts.labels.items():
+            (self._by_label.add if sign > 0 else self._by_label.discard)(pair, key)
         for group in carried(facts):
             (self._carrying.add if sign > 0 else self._carrying.discard)(group, key)
             if group in self._terms:
@@ -240,7 +241,6 @@ class PodBook:
                 dict(self._namespaces),
                 self._version,
                 self._by_label.freeze(),
-                self._by_namespace.freeze(),
                 self._carrying.freeze(),
                 {kind: book.freeze() for kind, book in self._terms.items()},
             )
