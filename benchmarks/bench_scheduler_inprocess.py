@@ -23,6 +23,7 @@ import argparse
 import json
 import random
 import time
+from collections import Counter
 from contextlib import nullcontext
 from typing import Any
 
@@ -66,6 +67,20 @@ def worker(job: str) -> dict[str, Any]:
             ],
         },
     }
+
+
+def broken_jobs(cache: StaticCache, zones: int) -> int:
+    """Jobs with two workers on one node, or with zones (of `zones`) whose worker counts differ by
+    more than 1: what the anti-affinity and the spread constraint forbid."""
+    nodes: dict[str, list[str]] = {}
+    for task in cache.bound.values():
+        nodes.setdefault(str(task.job), []).append(str(task.node))
+    broken = 0
+    for placed in nodes.values():
+        per_zone = Counter(int(node[len("node-") :]) // 100 for node in placed)
+        fewest = min(per_zone.values()) if len(per_zone) == zones else 0
+        broken += len(set(placed)) != len(placed) or max(per_zone.values()) - fewest > 1
+    return broken
 
 
 def main() -> None:
@@ -147,6 +162,7 @@ def main() -> None:
                     cache.remove_job(key)
         elapsed = time.perf_counter() - started  # before the old thresholds come back and collect
         cpu = time.process_time() - cpu_started
+    broken = broken_jobs(cache, -(-args.nodes // 100)) if args.affinity else 0
     print(
         json.dumps(
             {
@@ -166,6 +182,7 @@ def main() -> None:
                 "decisions_per_second": round(args.pods / elapsed, 1),
                 "cpu_seconds": round(cpu, 2),  # this process's CPU time: steadier than the wall on a busy host
                 "decisions_per_cpu_second": round(args.pods / cpu, 1),
+                "jobs_breaking_their_constraints": broken,
                 "session_seconds_p50": round(sorted(session_times)[len(session_times) // 2], 3),
             },
             indent=2,
