@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtimekit.kube.http import KubeApiError
+from runtimekit.kube.errors import KubeError
 from runtimekit.kube.informer import Informer
 
 
@@ -19,7 +19,7 @@ class Forbidden:
 
     def list(self, path: str, params: Any = None) -> Any:
         self.lists += 1
-        raise KubeApiError(403, "Forbidden", f"cannot list resource at {path}")
+        raise KubeError.of(403, "Forbidden", f"cannot list resource at {path}")
 
 
 @pytest.mark.parametrize(("forbidden_ok", "synced"), [(True, True), (False, False)])

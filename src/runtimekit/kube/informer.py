@@ -89,7 +89,7 @@ class Informer:
                         log.warning("%s: not permitted (%s); will look again every minute", self.name, exc.message)
                     self.served = False
                     self.synced.set()
-                    self._stop.wait(60.0)
+                    self._workers.wait(60.0)
                     continue
                 if exc.code == 404 and self.optional:
                     if self.served:
