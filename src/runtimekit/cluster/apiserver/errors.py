@@ -45,8 +45,9 @@ class ApiError(Exception):
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         }
+        if self.reason:  # a storage error passed through (etcd's "request is too large") has none
+            body["reason"] = self.reason
         if self.details:
             body["details"] = self.details
         body["code"] = self.code

@@ -16,6 +16,7 @@ from typing import Any
 from aiohttp import web
 
 from runtimekit.cluster.apiserver import conversion, discovery, scale
+from runtimekit.cluster.apiserver.bodies import MAX_BODY_BYTES, body_too_large
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -54,6 +55,7 @@ from runtimekit.cluster.apiserver.routing import (
 )
 from runtimekit.cluster.apiserver.store import Stored, dumps
 from runtimekit.cluster.apiserver.tables import TableMaker
+from runtimekit.cluster.apiserver.typed import FieldValidation, collect_warnings
 from runtimekit.cluster.apiserver.watch import Waker, WatchRequest, WatchStream, pods_on_node
 
 log = logging.getLogger(__name__)
@@ -89,6 +91,13 @@ class Handlers:
     address: Callable[[], str]
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        with collect_warnings() as warnings:
+            response = await self._answer(request)
+        for text in warnings:  # as kube-apiserver sends them; clients print "Warning: <text>"
+            response.headers.add("Warning", '299 - "' + text.replace("\\", "\\\\").replace('"', '\\"') + '"')
+        return response
+
+    async def _answer(self, request: web.Request) -> web.StreamResponse:
         try:
             return await self._route(request)
         except ApiError as exc:
@@ -195,7 +204,7 @@ class Handlers:
         content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
         if content_type not in _BODY_TYPES and content_type not in ("", "*/*", "text/plain"):
             raise unsupported_media_type(content_type, ["application/json", "application/yaml"])
-        return decode_body(await request.read(), content_type, kind)
+        return decode_body(await _read(request), content_type, kind)
 
     def _one(self, request: web.Request, info: ResourceInfo, stored: Stored, status: int = 200) -> web.Response:
         """A single object in the requested rendering (kubectl asks for a one-row Table)."""
@@ -290,7 +299,9 @@ class Handlers:
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         body = await self._body(request, info.kind)
-        stored = self.api.create(info, target.namespace or "", body, dry_run=_dry_run(request))
+        stored = self.api.create(
+            info, target.namespace or "", body, dry_run=_dry_run(request), validation=_field_validation(query)
+        )
         return self._one(request, info, stored, 201)
 
     async def _update(
@@ -299,7 +310,13 @@ class Handlers:
         assert target.name is not None
         body = await self._body(request, info.kind)
         stored = self.api.update(
-            info, target.namespace or "", target.name, body, subresource=target.subresource, dry_run=_dry_run(request)
+            info,
+            target.namespace or "",
+            target.name,
+            body,
+            subresource=target.subresource,
+            dry_run=_dry_run(request),
+            validation=_field_validation(query),
         )
         return self._one(request, info, stored)
 
@@ -312,9 +329,10 @@ class Handlers:
             target.namespace or "",
             target.name,
             request.headers.get("Content-Type", ""),
-            await request.read(),
+            await _read(request),
             subresource=target.subresource,
             dry_run=_dry_run(request),
+            validation=_field_validation(query),
         )
         return self._one(request, info, stored)
 
@@ -322,7 +340,7 @@ class Handlers:
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         assert target.name is not None
-        raw = await request.read()
+        raw = await _read(request)
         options = DeleteOptions.parse(
             decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
         )
@@ -340,7 +358,7 @@ class Handlers:
     ) -> web.Response:
         if info.namespaced and target.namespace is None:
             raise method_not_allowed()
-        raw = await request.read()
+        raw = await _read(request)
         options = DeleteOptions.parse(
             decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
         )
@@ -439,6 +457,20 @@ async def _stream_list(request: web.Request, parts: tuple[bytes, bytes], items: 
     await response.write(parts[1])
     await response.write_eof()
     return response
+
+
+async def _read(request: web.Request) -> bytes:
+    """The body, refused with kube-apiserver's 413 past its 3 MiB limit (before reading it all)."""
+    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
+        raise body_too_large()
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge:
+        raise body_too_large() from None
+
+
+def _field_validation(query: Mapping[str, str]) -> FieldValidation:
+    return FieldValidation.parse(query.get("fieldValidation", ""))
 
 
 def _dry_run(request: web.Request) -> bool:

@@ -16,10 +16,9 @@ import uuid
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import yaml
-
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster.apiserver import conversion, crds, validation, volcano, workloads
+from runtimekit.cluster.apiserver import conversion, crds, typed, validation, volcano, workloads
+from runtimekit.cluster.apiserver.bodies import decode_body
 from runtimekit.cluster.apiserver.defaults import apply_defaults, apply_update_defaults
 from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
 from runtimekit.cluster.apiserver.errors import (
@@ -36,6 +35,7 @@ from runtimekit.cluster.apiserver.errors import (
     unprocessable,
     unsupported_media_type,
 )
+from runtimekit.cluster.apiserver.openapi import ShapeSet
 from runtimekit.cluster.apiserver.patch import (
     PatchApplyError,
     PatchFormatError,
@@ -46,6 +46,7 @@ from runtimekit.cluster.apiserver.patch import (
 from runtimekit.cluster.apiserver.patchschema import schema_for
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
+from runtimekit.cluster.apiserver.typed import FieldValidation
 from runtimekit.kube import jsoncodec
 
 JSON_PATCH = "application/json-patch+json"
@@ -57,20 +58,8 @@ _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
 Obj = dict[str, Any]
-
-
-def decode_body(body: bytes, content_type: str, kind: str) -> Any:
-    """JSON (or YAML) request body; malformed bodies are 400 as the real decoder words them."""
-    try:
-        if "yaml" in content_type:
-            return yaml.safe_load(body)
-        return jsoncodec.loads(body)
-    except (ValueError, yaml.YAMLError) as exc:
-        summary = body[:30].decode(errors="replace")
-        raise bad_request(
-            f"the object provided is unrecognized (must be of type {kind}): couldn't get version/kind; "
-            f"json parse error: {exc} ({summary})"
-        ) from None
+WARN = FieldValidation.WARN
+__all__ = ["Api", "decode_body"]
 
 
 def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
@@ -87,8 +76,10 @@ class Api:
         *,
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
+        shapes: ShapeSet | None = None,
     ) -> None:
         self.table = table
+        self.shapes = shapes  # the kinds' OpenAPI shapes: bodies are decoded as kube-apiserver does
         self.store = store
         self.clock = clock
         self.rng = rng or random.Random()
@@ -127,7 +118,7 @@ class Api:
 
     # request checks -------------------------------------------------------------------------------
 
-    def check_type(self, info: ResourceInfo, body: Any) -> Obj:
+    def check_type(self, info: ResourceInfo, body: Any, validation: FieldValidation = WARN) -> Obj:
         if not isinstance(body, dict):
             raise bad_request(f"the object provided is unrecognized (must be of type {info.kind}): not a JSON object")
         api_version = body.setdefault("apiVersion", info.api_version)
@@ -143,6 +134,9 @@ class Api:
                 f'{kind} in version "{version}" cannot be handled as a {info.kind}: '
                 f"the kind in the data ({kind}) does not match the expected kind ({info.kind})"
             )
+        shape = self.shapes.root(info.api_version, info.kind) if self.shapes is not None else None
+        if shape is not None:
+            body = typed.decode(shape, body, info.kind, info.version, validation)
         meta = body.setdefault("metadata", {})
         ordered = {"kind": kind, "apiVersion": api_version, "metadata": meta}
         ordered.update(body)
@@ -152,7 +146,8 @@ class Api:
             raise bad_request(
                 f"the object provided is unrecognized (must be of type {info.kind}): metadata must be an object"
             )
-        return body
+        checked: Obj = body
+        return checked
 
     def _check_namespace(self, info: ResourceInfo, obj: Obj, namespace: str) -> None:
         meta = obj["metadata"]
@@ -201,8 +196,16 @@ class Api:
 
     # create ---------------------------------------------------------------------------------------
 
-    def create(self, info: ResourceInfo, namespace: str, body: Any, *, dry_run: bool = False) -> Stored:
-        obj = self.check_type(info, body)
+    def create(
+        self,
+        info: ResourceInfo,
+        namespace: str,
+        body: Any,
+        *,
+        dry_run: bool = False,
+        validation: FieldValidation = WARN,
+    ) -> Stored:
+        obj = self.check_type(info, body, validation)
         self._check_namespace(info, obj, namespace)
         storage = self.storage_of(info)
         obj = conversion.to_stored(info, storage, obj) if conversion.needs_conversion(info, storage) else obj
@@ -266,9 +269,17 @@ class Api:
     # update and patch -----------------------------------------------------------------------------
 
     def update(
-        self, info: ResourceInfo, namespace: str, name: str, body: Any, *, subresource: str = "", dry_run: bool = False
+        self,
+        info: ResourceInfo,
+        namespace: str,
+        name: str,
+        body: Any,
+        *,
+        subresource: str = "",
+        dry_run: bool = False,
+        validation: FieldValidation = WARN,
     ) -> Stored:
-        obj = self.check_type(info, body)
+        obj = self.check_type(info, body, validation)
         self._check_name(obj, name)
         self._check_namespace(info, obj, namespace)
         storage = self.storage_of(info)
@@ -287,6 +298,7 @@ class Api:
         *,
         subresource: str = "",
         dry_run: bool = False,
+        validation: FieldValidation = WARN,
     ) -> Stored:
         patch_type = content_type.split(";", maxsplit=1)[0].strip().lower()
         if patch_type == APPLY_PATCH:
@@ -296,6 +308,8 @@ class Api:
             raise unsupported_media_type(patch_type, accepted)
         try:
             document = jsoncodec.loads(body)
+        except RecursionError:
+            raise bad_request("error decoding patch: json: exceeded max depth") from None
         except ValueError as exc:
             raise bad_request(f"error decoding patch: {exc}") from None
         storage = self.storage_of(info)
@@ -303,7 +317,7 @@ class Api:
             current = self.get(storage, namespace, name)
             original = self.served_obj(info, current)
             patched = self._apply_patch(info, patch_type, original, document)
-            patched = self.check_type(info, patched)
+            patched = self.check_type(info, patched, validation)
             self._check_name(patched, name)
             if info.namespaced and patched["metadata"].get("namespace", namespace) != namespace:
                 raise bad_request(

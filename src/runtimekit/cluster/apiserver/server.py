@@ -24,10 +24,12 @@ from types import TracebackType
 from aiohttp import web
 
 from runtimekit.base.threads import Workers
+from runtimekit.cluster.apiserver.bodies import MAX_BODY_BYTES, allow_deep_json
 from runtimekit.cluster.apiserver.deletion import KubeletHook
 from runtimekit.cluster.apiserver.discovery import KubernetesVersion
 from runtimekit.cluster.apiserver.handlers import Handlers
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
+from runtimekit.cluster.apiserver.openapi import schema_version, shapes_for
 from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.persist import SqlitePersistence
 from runtimekit.cluster.apiserver.resources import ResourceTable
@@ -40,7 +42,6 @@ log = logging.getLogger(__name__)
 
 SYSTEM_NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 DEFAULT_VERSION = "1.31"
-MAX_BODY = 64 << 20
 
 
 class ApiServer:
@@ -74,7 +75,9 @@ class ApiServer:
         self.store = Store(
             facts=self.maker.facts, history_size=history_size, start_rv=start_rv, persistence=self._persistence
         )
-        self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed))
+        shapes = shapes_for(schema_version(self.version.major, self.version.minor))
+        self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed), shapes=shapes)
+        allow_deep_json()
         self._restore()
         self._bootstrap()
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -173,7 +176,7 @@ class ApiServer:
             self.watch_timeout,
             lambda: f"{self.host}:{self.port}",
         )
-        app = web.Application(client_max_size=MAX_BODY)
+        app = web.Application(client_max_size=MAX_BODY_BYTES + 1)  # aiohttp refuses sizes >= this
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
         self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
         await self._runner.setup()

@@ -29,6 +29,9 @@ Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped o
 INDEXED_FIELDS = frozenset({"spec.nodeName", "involvedObject.name"})
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+# etcd's default --max-request-bytes: kube-apiserver's write of a bigger object fails there, and it
+# answers 500 "etcdserver: request is too large" (it does not map that error to a 4xx)
+MAX_OBJECT_BYTES = 1536 * 1024
 
 
 def dumps(obj: Any) -> bytes:
@@ -265,6 +268,8 @@ class Store:
             rv = self._rv + 1
             obj.setdefault("metadata", {})["resourceVersion"] = str(rv)
             stored = self.make(info, obj, rv)
+            if len(stored.raw) > MAX_OBJECT_BYTES:
+                raise ApiError(500, "", "etcdserver: request is too large", {})
             self.bucket(info).insert(stored, previous)
             self._rv = rv
             if self._persistence is not None:

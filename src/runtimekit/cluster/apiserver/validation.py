@@ -19,6 +19,7 @@ from runtimekit.cluster.apiserver.errors import (
     field_required,
     field_unsupported,
 )
+from runtimekit.cluster.apiserver.resourcerules import check_containers
 from runtimekit.cluster.apiserver.resources import NameRule
 from runtimekit.protocol.names import check_qualified_name
 
@@ -139,6 +140,7 @@ def check_pod(pod: Mapping[str, Any]) -> list[Cause]:
     if not isinstance(spec, Mapping):
         return [field_required("spec.containers")]
     causes = _containers(spec, "containers", required=True) + _containers(spec, "initContainers", required=False)
+    causes += check_containers(spec)
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
         causes.append(field_unsupported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))

@@ -1,0 +1,139 @@
+"""kube-apiserver's rules for a container's `resources` (ValidateResourceRequirements).
+
+- Names: one without a `/` must be a standard container resource (cpu, memory, ephemeral-storage,
+  hugepages-*); one with a `/` outside `kubernetes.io` must be a valid extended resource name.
+- Quantities: never negative; extended resources (and hugepages) in whole numbers.
+- Extended resources cannot be overcommitted: a request needs a limit, and must equal it; setting
+  only the limit is fine (the request defaults to it). cpu and memory requests may not exceed limits.
+
+Each check returns `Cause`s with apimachinery's messages and field paths
+(`spec.containers[0].resources.limits[example.com/foo]: Invalid value: "-1": must be greater than or
+equal to 0`). The quantities were checked for syntax when the body was decoded. Pure functions.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from fractions import Fraction
+from typing import Any
+
+from runtimekit.cluster.apiserver.errors import Cause, field_invalid, field_required
+from runtimekit.protocol.names import check_qualified_name
+
+_STANDARD = frozenset({"cpu", "memory", "ephemeral-storage"})
+_OVERCOMMITTABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
+_AMOUNT_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
+_SUFFIX = {
+    "": 0,
+    "n": -9,
+    "u": -6,
+    "m": -3,
+    "k": 3,
+    "M": 6,
+    "G": 9,
+    "T": 12,
+    "P": 15,
+    "E": 18,
+}
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_MAX_EXPONENT = 64  # beyond this a quantity is only compared by its text (no 10**huge arithmetic)
+
+
+def _amount(value: object) -> Fraction | None:
+    """The exact amount of a quantity, None when its exponent is too large to compute cheaply."""
+    text = value.strip() if isinstance(value, str) else repr(value)
+    match = _AMOUNT_RE.match(text)
+    if not match:
+        return None
+    sign, number, suffix = match.group(1), match.group(2), match.group(3) or ""
+    amount = Fraction(number)
+    if suffix in _BINARY:
+        amount *= 1 << _BINARY[suffix]
+    else:
+        exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIX[suffix]
+        if abs(exponent) > _MAX_EXPONENT:
+            return None if amount else Fraction(0)
+        amount *= Fraction(10) ** exponent
+    return -amount if sign == "-" else amount
+
+
+def _shown(value: object) -> str:
+    return value.strip() if isinstance(value, str) else repr(value)
+
+
+def _is_native(name: str) -> bool:
+    return "/" not in name or "kubernetes.io/" in name
+
+
+def _is_hugepages(name: str) -> bool:
+    return name.startswith("hugepages-")
+
+
+def _is_extended(name: str) -> bool:
+    return not _is_native(name) and not name.startswith("requests.") and not check_qualified_name("requests." + name)
+
+
+def _overcommit_allowed(name: str) -> bool:
+    return _is_native(name) and not _is_hugepages(name)
+
+
+def _name_causes(name: str, path: str) -> list[Cause]:
+    if problem := check_qualified_name(name):
+        return [field_invalid(path, name, problem)]
+    if "/" not in name:
+        if name not in _STANDARD and not _is_hugepages(name):
+            return [field_invalid(path, name, "must be a standard resource for containers")]
+    elif not _is_native(name) and not _is_extended(name):
+        return [field_invalid(path, name, "doesn't follow extended resource name standard")]
+    return []
+
+
+def _quantity_causes(name: str, value: object, path: str) -> list[Cause]:
+    amount = _amount(value)
+    negative = _shown(value).startswith("-") and amount != 0
+    if negative:
+        return [field_invalid(path, _shown(value), "must be greater than or equal to 0")]
+    whole = amount is None or amount.denominator == 1
+    if (_is_extended(name) or _is_hugepages(name)) and not whole:
+        return [field_invalid(path, _shown(value), "must be an integer")]
+    return []
+
+
+def check_requirements(resources: Mapping[str, Any], where: str) -> list[Cause]:
+    """The causes for one container's `resources` at `where` (`spec.containers[0].resources`)."""
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    causes: list[Cause] = []
+    for name, value in limits.items():
+        path = f"{where}.limits[{name}]"
+        causes += _name_causes(name, path) + _quantity_causes(name, value, path)
+    for name, value in requests.items():
+        path = f"{where}.requests[{name}]"
+        causes += _name_causes(name, path) + _quantity_causes(name, value, path)
+        if name in limits:
+            request, limit = _amount(value), _amount(limits[name])
+            same = request == limit if request is not None and limit is not None else _shown(value) == _shown(limit)
+            if not same and not _overcommit_allowed(name):
+                why = f"must be equal to {name} limit of {_shown(limits[name])}"
+                causes.append(field_invalid(f"{where}.requests", _shown(value), why))
+            elif request is not None and limit is not None and request > limit:
+                why = f"must be less than or equal to {name} limit of {_shown(limits[name])}"
+                causes.append(field_invalid(f"{where}.requests", _shown(value), why))
+        elif not _overcommit_allowed(name):
+            causes.append(field_required(f"{where}.limits", "Limit must be set for non overcommitable resources"))
+    return causes
+
+
+def check_containers(spec: Mapping[str, Any]) -> list[Cause]:
+    """`check_requirements` for every container and init container of a pod spec."""
+    causes: list[Cause] = []
+    for field in ("initContainers", "containers"):
+        containers = spec.get(field)
+        if not isinstance(containers, list):
+            continue
+        for i, container in enumerate(containers):
+            resources = container.get("resources") if isinstance(container, Mapping) else None
+            if isinstance(resources, Mapping):
+                causes += check_requirements(resources, f"spec.{field}[{i}].resources")
+    return causes
