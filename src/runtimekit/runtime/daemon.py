@@ -13,12 +13,10 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import grpc
-
 from runtimekit.base.threads import Workers
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
-from runtimekit.runtime.grpc_api import serve
+from runtimekit.runtime.grpc_server import RuntimeServer, read_only_socket, serve
 from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
 from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.mps import MpsDaemon
@@ -100,17 +98,30 @@ def build_runtime(
 class RuntimeDaemon:
     """A started runtime serving on its socket, with its reconciliation loop."""
 
-    def __init__(self, runtime: NodeRuntime, socket_path: str, reconcile_interval_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        runtime: NodeRuntime,
+        socket_path: str,
+        reconcile_interval_s: float = 30.0,
+        read_only_socket_path: str | None = "",
+        read_only_group: int | None = None,
+    ) -> None:
+        """`read_only_socket_path`: "" for the default beside the socket (`grpc_server.read_only_socket`),
+        None for no read-only socket; `read_only_group` owns it (mode 0660), else it is 0666."""
         self.runtime = runtime
         self.socket_path = socket_path
+        self.read_only_socket_path = (
+            read_only_socket(socket_path) if read_only_socket_path == "" else read_only_socket_path
+        )
+        self._read_only_group = read_only_group
         self._interval = reconcile_interval_s
         self._workers = Workers("runtime")
-        self._server: grpc.Server | None = None
+        self._server: RuntimeServer | None = None
 
     def start(self) -> RuntimeDaemon:
         self.runtime.start()
-        self._server = serve(self.runtime, self.socket_path)
-        log.info("runtime serving on %s", self.socket_path)
+        self._server = serve(self.runtime, self.socket_path, self.read_only_socket_path, self._read_only_group)
+        log.info("runtime serving on %s (read-only: %s)", self.socket_path, self.read_only_socket_path or "none")
         if self._interval > 0:
             self._workers.every("runtime-reconcile", self._interval, self.runtime.reconcile)
         return self
@@ -120,7 +131,9 @@ class RuntimeDaemon:
             return
         self._workers.stop(5.0)
         if self._server is not None:  # calls in flight finish before the state is closed
-            self._server.stop(grace_s).wait()
+            self._server.stop(grace_s)
         self.runtime.close()
         Path(self.socket_path).unlink(missing_ok=True)
+        if self.read_only_socket_path:
+            Path(self.read_only_socket_path).unlink(missing_ok=True)
         log.info("runtime stopped")

@@ -2,21 +2,17 @@
 
 No logic lives here. A `ServiceError` becomes the gRPC status of its code with its message; any
 other exception is logged and answered INTERNAL, so a bad request never stops the server.
-`serve()` starts all four services on a unix socket.
+`grpc_server.serve()` serves these servicers (WatchDevices there is an asyncio stream of its own).
 """
 
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Iterator
-from concurrent import futures
-from pathlib import Path
 from typing import TypeVar
 
 import grpc
 
-from runtimekit.api.kubelet import unix_target
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
 from runtimekit.base.rpcerrors import Code, ServiceError, grpc_method
@@ -324,21 +320,3 @@ class AdminServicer(pb_grpc.AdminServiceServicer):
             raise ServiceError(Code.INVALID_ARGUMENT, "InjectFault needs a kind: XID, ECC, GPU_LOST or GPU_BACK")
         fault = Fault(kind, request.gpu_index, request.xid, request.uncorrectable, request.count or 1)
         return pb.InjectFaultResponse(device=device_message(self._rt.inject_fault(fault)))
-
-
-def serve(runtime: NodeRuntime, socket_path: str, max_workers: int = 16) -> grpc.Server:
-    """Start the four services on `socket_path` (a stale socket file is removed first)."""
-    path = Path(socket_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists() or path.is_symlink():
-        path.unlink()
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers, thread_name_prefix="runtime-rpc"))
-    pb_grpc.add_RuntimeServiceServicer_to_server(RuntimeServicer(runtime), server)
-    pb_grpc.add_ExporterServiceServicer_to_server(ExporterServicer(runtime), server)
-    pb_grpc.add_ConfigServiceServicer_to_server(ConfigServicer(runtime), server)
-    pb_grpc.add_AdminServiceServicer_to_server(AdminServicer(runtime), server)
-    if server.add_insecure_port(unix_target(str(path))) == 0:
-        raise OSError(f"cannot listen on {path}")
-    server.start()
-    os.chmod(path, 0o660)
-    return server

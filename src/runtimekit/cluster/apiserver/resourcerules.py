@@ -13,6 +13,7 @@ equal to 0`). The quantities were checked for syntax when the body was decoded. 
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping
 from fractions import Fraction
@@ -42,7 +43,11 @@ _MAX_EXPONENT = 64  # beyond this a quantity is only compared by its text (no 10
 
 def _amount(value: object) -> Fraction | None:
     """The exact amount of a quantity, None when its exponent is too large to compute cheaply."""
-    text = value.strip() if isinstance(value, str) else repr(value)
+    return _amount_of(value.strip() if isinstance(value, str) else repr(value))
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount_of(text: str) -> Fraction | None:
     match = _AMOUNT_RE.match(text)
     if not match:
         return None
@@ -70,6 +75,7 @@ def _is_hugepages(name: str) -> bool:
     return name.startswith("hugepages-")
 
 
+@functools.lru_cache(maxsize=1024)
 def _is_extended(name: str) -> bool:
     return not _is_native(name) and not name.startswith("requests.") and not check_qualified_name("requests." + name)
 
@@ -78,25 +84,31 @@ def _overcommit_allowed(name: str) -> bool:
     return _is_native(name) and not _is_hugepages(name)
 
 
-def _name_causes(name: str, path: str) -> list[Cause]:
+@functools.lru_cache(maxsize=1024)
+def _name_problem(name: str) -> str:
     if problem := check_qualified_name(name):
-        return [field_invalid(path, name, problem)]
+        return problem
     if "/" not in name:
         if name not in _STANDARD and not _is_hugepages(name):
-            return [field_invalid(path, name, "must be a standard resource for containers")]
+            return "must be a standard resource for containers"
     elif not _is_native(name) and not _is_extended(name):
-        return [field_invalid(path, name, "doesn't follow extended resource name standard")]
-    return []
+        return "doesn't follow extended resource name standard"
+    return ""
+
+
+def _name_causes(name: str, path: str) -> list[Cause]:
+    problem = _name_problem(name)
+    return [field_invalid(path, name, problem)] if problem else []
 
 
 def _quantity_causes(name: str, value: object, path: str) -> list[Cause]:
-    amount = _amount(value)
-    negative = _shown(value).startswith("-") and amount != 0
-    if negative:
-        return [field_invalid(path, _shown(value), "must be greater than or equal to 0")]
-    whole = amount is None or amount.denominator == 1
-    if (_is_extended(name) or _is_hugepages(name)) and not whole:
-        return [field_invalid(path, _shown(value), "must be an integer")]
+    shown = _shown(value)
+    if shown.startswith("-") and _amount(value) != 0:
+        return [field_invalid(path, shown, "must be greater than or equal to 0")]
+    if _is_extended(name) or _is_hugepages(name):
+        amount = _amount(value)
+        if amount is not None and amount.denominator != 1:
+            return [field_invalid(path, shown, "must be an integer")]
     return []
 
 

@@ -1,6 +1,6 @@
 """Decode an object into its kind's shape, as kube-apiserver decodes JSON into its Go types.
 
-`decode(shape, obj, ...)` returns the object with every field the definitions do not know removed
+`decode(shape, obj, ...)` removes from the object (in place) every field the definitions do not know
 (kube-apiserver's Go structs have nowhere to keep them), and:
 - a value of the wrong JSON type (a list where an object goes, a string for an integer, an int32
   out of range) is 400 BadRequest, worded by Go's decoder: `Pod in version "v1" cannot be handled as a
@@ -21,8 +21,9 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import functools
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from enum import StrEnum
 from typing import Any
@@ -75,6 +76,11 @@ def warn(text: str) -> None:
         collected.append(text)
 
 
+@functools.lru_cache(maxsize=4096)
+def _quantity_problem_text(value: str) -> str:
+    return quantity_problem(value)  # the same few quantity strings recur in every pod
+
+
 def quantity_problem(value: object) -> str:
     """Why `value` (a JSON value) is not a resource.Quantity; "" when it is one."""
     if value is None:
@@ -111,12 +117,13 @@ def _json_kind(value: object) -> str:
 
 
 class _Walk:
-    """One decode: the unknown fields it met, in order."""
+    """One decode, in place: unknown fields are deleted as they are met (and listed in order)."""
 
     def __init__(self) -> None:
         self.unknown: list[str] = []
 
-    def mismatch(self, value: object, shape: Shape, struct: str, fpath: str, what: str = "") -> _Mismatch:
+    @staticmethod
+    def mismatch(value: object, shape: Shape, struct: str, fpath: str, what: str = "") -> _Mismatch:
         shown = what or _json_kind(value)
         if struct:
             return _Mismatch(
@@ -124,87 +131,95 @@ class _Walk:
             )
         return _Mismatch(f"json: cannot unmarshal {shown} into Go value of type {shape.go_type}")
 
-    def value(self, shape: Shape, value: Any, struct: str, fpath: str, spath: str) -> Any:
-        """`value` decoded into `shape`; `struct`/`fpath` name it as Go's errors do, `spath` (with
-        list indices) as the strict decoder does."""
+    def struct(self, shape: Shape, value: dict[str, Any], fpath: str, spath: str) -> None:
+        """Check the fields of one struct; `fpath` names it as Go's errors do (no list indices),
+        `spath` as the strict decoder does (with them)."""
+        fields = shape.fields
+        if not fields.keys() >= value.keys():
+            sprefix = f"{spath}." if spath else ""
+            for key in [k for k in value if k not in fields]:
+                self.unknown.append(sprefix + key)
+                del value[key]
+        for key, sub in value.items():
+            if sub is None:
+                continue
+            inner = fields[key]
+            kind = inner.kind
+            if kind is Kind.STRING:
+                if type(sub) is not str:
+                    raise self.mismatch(sub, inner, shape.struct, _join(fpath, key))
+            elif kind is Kind.ANY:
+                continue
+            elif kind is Kind.STRUCT:
+                if type(sub) is not dict:
+                    raise self.mismatch(sub, inner, shape.struct, _join(fpath, key))
+                self.struct(inner, sub, _join(fpath, key), _join(spath, key))
+            else:
+                self.value(inner, sub, shape.struct, _join(fpath, key), _join(spath, key))
+
+    def value(self, shape: Shape, value: Any, struct: str, fpath: str, spath: str) -> None:
+        """Check a value that is not a struct field's string: a list, map, struct or other scalar."""
         if value is None:
-            return None
+            return
         kind = shape.kind
         if kind is Kind.STRUCT:
-            if not isinstance(value, dict):
+            if type(value) is not dict:
                 raise self.mismatch(value, shape, struct, fpath)
-            return self.struct(shape, value, fpath, spath)
-        if kind is Kind.STRING:
-            if not isinstance(value, str):
-                raise self.mismatch(value, shape, struct, fpath)
-            return value
-        if kind is Kind.LIST:
-            if not isinstance(value, list):
+            self.struct(shape, value, fpath, spath)
+        elif kind is Kind.LIST:
+            if type(value) is not list:
                 raise self.mismatch(value, shape, struct, fpath)
             item = shape.item
             assert item is not None
-            if item.kind in (Kind.STRING, Kind.ANY) and all(isinstance(v, str) for v in value):
-                return value
-            return [self.value(item, v, struct, fpath, f"{spath}[{i}]") for i, v in enumerate(value)]
-        if kind is Kind.MAP:
-            if not isinstance(value, dict):
+            if item.kind is Kind.STRING and all(type(v) is str for v in value):
+                return
+            for i, v in enumerate(value):
+                self.value(item, v, struct, fpath, f"{spath}[{i}]")
+        elif kind is Kind.MAP:
+            if type(value) is not dict:
                 raise self.mismatch(value, shape, struct, fpath)
             item = shape.item
             assert item is not None
-            if item.kind is Kind.STRING and all(isinstance(v, str) for v in value.values()):
-                return value
-            return {k: self.value(item, v, struct, fpath, f"{spath}[{k}]") for k, v in value.items()}
-        return self.scalar(shape, value, struct, fpath)
+            if item.kind is Kind.STRING and all(type(v) is str for v in value.values()):
+                return
+            for k, v in value.items():
+                self.value(item, v, struct, fpath, f"{spath}[{k}]")
+        elif kind is Kind.STRING:
+            if type(value) is not str:
+                raise self.mismatch(value, shape, struct, fpath)
+        else:
+            self.scalar(shape, value, struct, fpath)
 
-    def struct(self, shape: Shape, value: dict[str, Any], fpath: str, spath: str) -> dict[str, Any]:
-        fields = shape.fields
-        out: dict[str, Any] = {}
-        prefix, sprefix = (f"{fpath}." if fpath else ""), (f"{spath}." if spath else "")
-        for key, sub in value.items():
-            inner = fields.get(key)
-            if inner is None:
-                self.unknown.append(f"{sprefix}{key}")
-                continue
-            if sub is None or inner.kind is Kind.ANY:
-                out[key] = sub
-            else:
-                out[key] = self.value(inner, sub, shape.struct, prefix + key, sprefix + key)
-        return out
-
-    def scalar(self, shape: Shape, value: Any, struct: str, fpath: str) -> Any:
+    def scalar(self, shape: Shape, value: Any, struct: str, fpath: str) -> None:
         kind = shape.kind
         if kind is Kind.ANY:
-            return value
+            return
         if kind is Kind.QUANTITY:
-            problem = quantity_problem(value)
+            problem = _quantity_problem_text(value) if type(value) is str else quantity_problem(value)
             if problem:
                 raise _Mismatch(problem)
-            return value
-        if kind is Kind.INT_OR_STRING:
-            if isinstance(value, str):
-                return value
-            return self.integer(Shape(Kind.INTEGER, "int32", bits=32), value, struct, fpath)
-        if kind is Kind.INTEGER:
-            return self.integer(shape, value, struct, fpath)
-        if kind is Kind.NUMBER:
+        elif kind is Kind.INT_OR_STRING:
+            if type(value) is not str:
+                self.integer(_INT32, value, struct, fpath)
+        elif kind is Kind.INTEGER:
+            self.integer(shape, value, struct, fpath)
+        elif kind is Kind.NUMBER:
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise self.mismatch(value, shape, struct, fpath)
-            return value
-        if kind is Kind.BOOLEAN:
+        elif kind is Kind.BOOLEAN:
             if not isinstance(value, bool):
                 raise self.mismatch(value, shape, struct, fpath)
-            return value
-        if kind is Kind.BYTES:
+        elif kind is Kind.BYTES:
             if not isinstance(value, str):
                 raise self.mismatch(value, shape, struct, fpath)
             try:
                 base64.b64decode(value, validate=True)
             except (binascii.Error, ValueError):
                 raise _Mismatch(f"illegal base64 data at input byte {_bad_base64_at(value)}") from None
-            return value
-        raise AssertionError(f"unhandled shape {kind}")  # pragma: no cover
+        else:  # pragma: no cover
+            raise AssertionError(f"unhandled shape {kind}")
 
-    def integer(self, shape: Shape, value: Any, struct: str, fpath: str) -> Any:
+    def integer(self, shape: Shape, value: Any, struct: str, fpath: str) -> None:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise self.mismatch(value, shape, struct, fpath)
         low, high = _INT_RANGE[shape.bits]
@@ -212,7 +227,74 @@ class _Walk:
             raise self.mismatch(value, shape, struct, fpath, f"number {value!r}")
         if not low <= value <= high:
             raise self.mismatch(value, shape, struct, fpath, f"number {value!r}")
-        return int(value) if isinstance(value, float) else value
+
+
+_INT32 = Shape(Kind.INTEGER, "int32", bits=32)
+_STRING, _ANY, _STRUCT, _LIST, _MAP, _QUANTITY = Kind.STRING, Kind.ANY, Kind.STRUCT, Kind.LIST, Kind.MAP, Kind.QUANTITY
+
+
+def _fine(shape: Shape, value: dict[str, Any]) -> bool:
+    """True when a struct decodes with nothing to report: the quick first pass (no paths kept).
+    Anything else (an unknown field, a doubtful value) goes through `_Walk`, which words it."""
+    fields = shape.fields
+    if not fields.keys() >= value.keys():
+        return False
+    for key, sub in value.items():
+        if sub is None:
+            continue
+        inner = fields[key]
+        kind = inner.kind
+        if kind is _STRING:
+            if type(sub) is not str:
+                return False
+        elif kind is _STRUCT:
+            if type(sub) is not dict or not _fine(inner, sub):
+                return False
+        elif kind is not _ANY and not _fine_value(inner, sub):
+            return False
+    return True
+
+
+def _fine_value(shape: Shape, value: Any) -> bool:
+    kind = shape.kind
+    if kind is _LIST or kind is _MAP:
+        item = shape.item
+        assert item is not None
+        values: Iterable[Any]
+        if kind is _LIST:
+            if type(value) is not list:
+                return False
+            values = value
+        else:
+            if type(value) is not dict:
+                return False
+            values = value.values()
+        item_kind = item.kind
+        if item_kind is _STRING:
+            return all(type(v) is str for v in values)
+        if item_kind is _STRUCT:
+            return all(type(v) is dict and _fine(item, v) for v in values)
+        return all(v is None or _fine_value(item, v) for v in values)
+    if kind is _QUANTITY:
+        return type(value) is str and not _quantity_problem_text(value)
+    if kind is _STRUCT:
+        return type(value) is dict and _fine(shape, value)
+    if kind is _STRING:
+        return type(value) is str
+    if kind is Kind.INTEGER:
+        low, high = _INT_RANGE[shape.bits]
+        return type(value) is int and low <= value <= high
+    if kind is Kind.BOOLEAN:
+        return type(value) is bool
+    if kind is Kind.INT_OR_STRING:
+        return type(value) is str or (type(value) is int and -(1 << 31) <= value < (1 << 31))
+    if kind is Kind.NUMBER:
+        return type(value) is int or type(value) is float
+    return False  # base64 text and the like: the full walk checks them
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key
 
 
 def _bad_base64_at(text: str) -> int:
@@ -224,10 +306,13 @@ def _bad_base64_at(text: str) -> int:
 
 
 def decode(shape: Shape, obj: dict[str, Any], kind: str, version: str, validation: FieldValidation) -> dict[str, Any]:
-    """`obj` as kube-apiserver would keep it (see the module docstring); raises ApiError 400."""
+    """`obj` made what kube-apiserver would keep (see the module docstring), in place; raises ApiError 400
+    (unknown fields may already be gone from `obj` then)."""
+    if _fine(shape, obj):
+        return obj
     walk = _Walk()
     try:
-        decoded = walk.struct(shape, obj, "", "")
+        walk.struct(shape, obj, "", "")
     except _Mismatch as exc:
         raise _cannot_handle(kind, version, exc.text) from None
     if walk.unknown:
@@ -237,7 +322,7 @@ def decode(shape: Shape, obj: dict[str, Any], kind: str, version: str, validatio
         if validation is FieldValidation.WARN:
             for path in walk.unknown:
                 warn(f'unknown field "{path}"')
-    return decoded
+    return obj
 
 
 def _cannot_handle(kind: str, version: str, why: str) -> ApiError:
