@@ -12,7 +12,11 @@ log = logging.getLogger("runtimekit.exporter")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runtime-socket", help="the node runtime's socket (default: the protocol's sockets.runtime)")
+    parser.add_argument(
+        "--runtime-socket",
+        help="the node runtime's exporter socket (default: the protocol's sockets.exporter, exporter/ beside "
+        "sockets.runtime: reads and health marks only)",
+    )
     parser.add_argument("--listen", default="0.0.0.0:9445", help="host:port for /metrics and /healthz")
     parser.add_argument("--config", help="exporter config file (see etc/exporter.yaml)")
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
@@ -36,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     except (ProtocolError, ConfigError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    socket = args.runtime_socket or protocol.sockets.runtime
+    socket = args.runtime_socket or protocol.sockets.exporter
     node = args.node_name or config.node_name
     client = RuntimeClient(socket, timeout_s=config.runtime_timeout_seconds)
     detector = HealthDetector(client, config.health, node)

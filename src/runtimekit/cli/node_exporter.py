@@ -15,6 +15,7 @@ from runtimekit.exporter.health import HealthDetector
 from runtimekit.exporter.registry import build_registry
 from runtimekit.exporter.server import MetricsServer
 from runtimekit.protocol import Protocol
+from runtimekit.protocol.loader import Sockets
 
 
 class ExportedNode(Interface):
@@ -50,7 +51,8 @@ def start_node_exporter(
     if node.runtime_socket is None:
         return None
     config = config or ExporterConfig()
-    client = RuntimeClient(node.runtime_socket, timeout_s=config.runtime_timeout_seconds)
+    socket = Sockets(runtime=node.runtime_socket).exporter  # the runtime's exporter socket, not its full API
+    client = RuntimeClient(socket, timeout_s=config.runtime_timeout_seconds)
     detector = HealthDetector(client, config.health, node.name)
     try:
         context = ExtensionContext(client, protocol or Protocol.default(), config, node.name)

@@ -55,6 +55,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=POD_RESOURCES_SOCKET,
         help="kubelet's PodResources socket, used when it exists ('' to ignore)",
     )
+    parser.add_argument(
+        "--exporter-socket",
+        help="the socket serving the exporter's part of the API (reads and health marks only; default: "
+        "exporter/ beside --socket, the protocol's sockets.exporter; '' for none)",
+    )
+    parser.add_argument(
+        "--exporter-socket-group",
+        type=int,
+        help="numeric group owning the exporter socket, mode 0660 (default: none, mode 0666)",
+    )
     parser.add_argument("--reconcile-interval", type=float, default=30.0, help="seconds between reconciliations")
     parser.add_argument("--reconcile-grace", type=float, default=30.0, help="never release an allocation younger")
     parser.add_argument("--mps-pipe-dir", default=DEFAULT_MPS_PIPE_DIR)
@@ -105,7 +115,10 @@ def run(args: argparse.Namespace) -> int:
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
     try:
         runtime = build_runtime(options, _pod_source(args.kubeconfig), _kubelet(args.pod_resources_socket))
-        daemon = RuntimeDaemon(runtime, options.socket_path, options.reconcile_interval_s).start()
+        exporter_socket = "" if args.exporter_socket is None else (args.exporter_socket or None)
+        daemon = RuntimeDaemon(
+            runtime, options.socket_path, options.reconcile_interval_s, exporter_socket, args.exporter_socket_group
+        ).start()
     except (ValueError, BackendError, OSError) as exc:
         log.error("cannot start the runtime: %s", exc)
         return 2

@@ -140,6 +140,13 @@ class Annotations(msgspec.Struct, frozen=True, rename="camel"):
 class Sockets(msgspec.Struct, frozen=True, rename="camel"):
     runtime: str = "/run/lj-runtimekit/runtime.sock"
 
+    @property
+    def exporter(self) -> str:
+        """The runtime's exporter socket, `exporter/` beside `runtime`: the read-only part of its
+        API plus health marks (what the exporter needs, and all it can reach)."""
+        parent, _, name = self.runtime.rpartition("/")
+        return f"{parent}/exporter/{name}"
+
 
 class _File(msgspec.Struct, frozen=True, rename="camel"):
     """Everything a protocol file may say."""

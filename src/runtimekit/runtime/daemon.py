@@ -16,7 +16,7 @@ from pathlib import Path
 from runtimekit.base.threads import Workers
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
-from runtimekit.runtime.grpc_server import RuntimeServer, read_only_socket, serve
+from runtimekit.runtime.grpc_server import RuntimeServer, exporter_socket, serve
 from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
 from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.mps import MpsDaemon
@@ -103,25 +103,25 @@ class RuntimeDaemon:
         runtime: NodeRuntime,
         socket_path: str,
         reconcile_interval_s: float = 30.0,
-        read_only_socket_path: str | None = "",
-        read_only_group: int | None = None,
+        exporter_socket_path: str | None = "",
+        exporter_group: int | None = None,
     ) -> None:
-        """`read_only_socket_path`: "" for the default beside the socket (`grpc_server.read_only_socket`),
-        None for no read-only socket; `read_only_group` owns it (mode 0660), else it is 0666."""
+        """`exporter_socket_path`: "" for the default beside the socket (`grpc_server.exporter_socket`),
+        None for none; `exporter_group` owns it (mode 0660), else it is 0666."""
         self.runtime = runtime
         self.socket_path = socket_path
-        self.read_only_socket_path = (
-            read_only_socket(socket_path) if read_only_socket_path == "" else read_only_socket_path
+        self.exporter_socket_path = (
+            exporter_socket(socket_path) if exporter_socket_path == "" else exporter_socket_path
         )
-        self._read_only_group = read_only_group
+        self._exporter_group = exporter_group
         self._interval = reconcile_interval_s
         self._workers = Workers("runtime")
         self._server: RuntimeServer | None = None
 
     def start(self) -> RuntimeDaemon:
         self.runtime.start()
-        self._server = serve(self.runtime, self.socket_path, self.read_only_socket_path, self._read_only_group)
-        log.info("runtime serving on %s (read-only: %s)", self.socket_path, self.read_only_socket_path or "none")
+        self._server = serve(self.runtime, self.socket_path, self.exporter_socket_path, self._exporter_group)
+        log.info("runtime serving on %s (exporter socket: %s)", self.socket_path, self.exporter_socket_path or "none")
         if self._interval > 0:
             self._workers.every("runtime-reconcile", self._interval, self.runtime.reconcile)
         return self
@@ -134,6 +134,6 @@ class RuntimeDaemon:
             self._server.stop(grace_s)
         self.runtime.close()
         Path(self.socket_path).unlink(missing_ok=True)
-        if self.read_only_socket_path:
-            Path(self.read_only_socket_path).unlink(missing_ok=True)
+        if self.exporter_socket_path:
+            Path(self.exporter_socket_path).unlink(missing_ok=True)
         log.info("runtime stopped")

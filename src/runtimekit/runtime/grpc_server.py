@@ -1,4 +1,4 @@
-"""Serve the runtime's gRPC API: the full API on its socket, the read-only part on a second one.
+"""Serve the runtime's gRPC API: the full API on its socket, the exporter's part on a second one.
 
 Why asyncio: every open `WatchDevices` stream held one of the sync server's 16 threads, so 16
 watchers (a device plugin restarting in a loop, or anyone on the socket) left no thread for
@@ -7,13 +7,15 @@ in a thread of their own: a stream is a coroutine waiting for the next device ch
 and unary calls run the (blocking) servicer methods of `grpc_api` on a pool of `workers` threads
 that streams never touch. Thousands of streams cost memory, not threads.
 
-Least privilege: the read-only socket (`read_only_socket(path)`, by default `ro/` beside the main
-one) answers only the methods that change nothing (`READ_ONLY_METHODS`: version, devices and their
-watch, allocations, status, exporter data); the others answer PERMISSION_DENIED. The exporter uses
-it, so an exporter (or whoever takes it over) cannot allocate, release, disable or inject faults.
-The main socket is mode 0660 root-owned; the read-only one is 0660 with `read_only_group` as its
-group (the exporter's), or 0666 when none is given (it only reads). Unix socket permissions are
-the boundary: gRPC's Python server does not expose the peer's credentials (SO_PEERCRED).
+Least privilege: the exporter socket (`exporter_socket(path)`, by default `exporter/` beside the main
+one) answers only `EXPORTER_METHODS`: the methods that change nothing (version, devices and their
+watch, allocations, status, exporter data) and `SetDeviceHealth`, which the exporter's health
+detector uses to mark GPUs (a mark only keeps new pods off a GPU). Allocate, Release, Enable,
+Disable and InjectFault answer PERMISSION_DENIED there, so an exporter, or whoever takes it over,
+cannot take or free GPUs, switch the runtime off or fake faults. The main socket is mode 0660
+root:root; the exporter socket is 0660 with `exporter_group` as its group (the exporter's), or 0666
+when none is given. Unix socket permissions are the boundary: gRPC's Python server does not expose
+the peer's credentials (SO_PEERCRED), so per-method checks by caller are not possible on one socket.
 
 `RuntimeServer.stop(grace)` stops accepting, lets calls in flight finish for up to `grace` seconds,
 then waits for the pool, so no call runs after it returns.
@@ -36,6 +38,7 @@ import grpc
 from runtimekit.api.kubelet import unix_target
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
+from runtimekit.protocol.loader import Sockets
 from runtimekit.runtime.devices import DeviceTable
 from runtimekit.runtime.grpc_api import (
     WATCH_POLL_S,
@@ -60,13 +63,14 @@ READ_ONLY_METHODS = frozenset(
         "/runtimekit.v1.ConfigService/GetStatus",
     }
 )
+EXPORTER_METHODS = READ_ONLY_METHODS | {"/runtimekit.v1.RuntimeService/SetDeviceHealth"}
 WATCH_METHOD = "/runtimekit.v1.RuntimeService/WatchDevices"
 
 
-def read_only_socket(socket_path: str) -> str:
-    """Where the read-only socket of a runtime serving `socket_path` is: `<dir>/ro/<name>`."""
-    path = Path(socket_path)
-    return str(path.parent / "ro" / path.name)
+def exporter_socket(socket_path: str) -> str:
+    """Where the exporter socket of a runtime serving `socket_path` is: `<dir>/exporter/<name>`
+    (the protocol's `sockets.exporter` for its `sockets.runtime`)."""
+    return Sockets(runtime=socket_path).exporter
 
 
 class _Aborted(Exception):
@@ -152,7 +156,7 @@ def _unary(method: Callable[[Any, Any], Any], pool: futures.Executor) -> Callabl
 
 
 def _refused(method: str) -> Callable[..., Any]:
-    why = f"{method} is not served on the runtime's read-only socket; it needs the runtime's main socket"
+    why = f"{method} is not served on the runtime's exporter socket; it needs the runtime's main socket"
 
     async def call(request: Any, context: grpc.aio.ServicerContext[Any, Any]) -> Any:
         await context.abort(grpc.StatusCode.PERMISSION_DENIED, why)
@@ -161,18 +165,18 @@ def _refused(method: str) -> Callable[..., Any]:
 
 
 class RuntimeServer:
-    """The runtime's API on `socket_path` and its read-only part on `read_only_path` (None: none)."""
+    """The runtime's API on `socket_path` and the exporter's part on `exporter_path` (None: none)."""
 
     def __init__(
         self,
         runtime: NodeRuntime,
         socket_path: str,
-        read_only_path: str | None = None,
-        read_only_group: int | None = None,
+        exporter_path: str | None = None,
+        exporter_group: int | None = None,
         workers: int = 16,
     ) -> None:
         self.runtime = runtime
-        self.socket_path, self.read_only_path, self.read_only_group = socket_path, read_only_path, read_only_group
+        self.socket_path, self.exporter_path, self.exporter_group = socket_path, exporter_path, exporter_group
         self._pool = futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="runtime-rpc")
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="runtime-rpc-loop", daemon=True)
@@ -215,13 +219,13 @@ class RuntimeServer:
         self._changes.start()
         handlers = self._handlers()
         await self._listen(self.socket_path, handlers, 0o660, None)
-        if self.read_only_path:
-            read_only = {
-                name: handler if name in READ_ONLY_METHODS else _refused_handler(name, handler)
+        if self.exporter_path:
+            exporter = {
+                name: handler if name in EXPORTER_METHODS else _refused_handler(name, handler)
                 for name, handler in handlers.items()
             }
-            mode = 0o666 if self.read_only_group is None else 0o660
-            await self._listen(self.read_only_path, read_only, mode, self.read_only_group)
+            mode = 0o666 if self.exporter_group is None else 0o660
+            await self._listen(self.exporter_path, exporter, mode, self.exporter_group)
 
     async def _listen(
         self, socket_path: str, handlers: Mapping[str, Handler], mode: int, group: int | None
@@ -300,9 +304,9 @@ def _refused_handler(name: str, handler: Handler) -> Handler:
 def serve(
     runtime: NodeRuntime,
     socket_path: str,
-    read_only_path: str | None = None,
-    read_only_group: int | None = None,
+    exporter_path: str | None = None,
+    exporter_group: int | None = None,
     workers: int = 16,
 ) -> RuntimeServer:
     """Start serving (stale socket files are replaced); see `RuntimeServer`."""
-    return RuntimeServer(runtime, socket_path, read_only_path, read_only_group, workers).start()
+    return RuntimeServer(runtime, socket_path, exporter_path, exporter_group, workers).start()
