@@ -13,6 +13,7 @@ exporter config, the protocol file and scheduler plugin arguments get the same r
   0 or 1 for a boolean, because ConfigMaps and Volcano's arguments often hold strings. A list field
   also takes one comma-separated string (`"a, b"`). Nothing else is converted: a number is not a
   string, `"yes"` is not a boolean, `1.5` is not an int.
+- **Numbers** for a float field must be finite: NaN and infinities (`.nan`, `"inf"`) are refused.
 - **Checks** on a value (`Annotated[float, msgspec.Meta(ge=0, description=...)]`) and the type's
   own `__post_init__` run during the conversion.
 - **Errors** are `error` (a ValueError subclass the caller names) with a one-line message that
@@ -23,6 +24,7 @@ exporter config, the protocol file and scheduler plugin arguments get the same r
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
@@ -117,6 +119,9 @@ class _Shaper:
         return by_key.get(canonical(target or name))
 
     def value(self, info: mi.Type, value: Any, path: tuple[str, ...]) -> Any:
+        if _takes_float(info) and _not_finite(value):
+            shown = self.spelt.get(path, ".".join(path))
+            raise self.error(f"{self.where}{shown} must be a finite number, got {value!r}")
         if isinstance(info, _RECORDS):
             return self.record(info, value, path)
         if isinstance(info, mi.UnionType):
@@ -154,6 +159,25 @@ class _Shaper:
 
 
 _MISSING = object()
+
+
+def _takes_float(info: mi.Type) -> bool:
+    info = _unwrap(info)
+    if isinstance(info, mi.UnionType):
+        return any(isinstance(_unwrap(t), mi.FloatType) for t in info.types)
+    return isinstance(info, mi.FloatType)
+
+
+def _not_finite(value: Any) -> bool:
+    """NaN or an infinity, as a number or as the text lax conversion would read as one."""
+    if isinstance(value, float):
+        return not math.isfinite(value)
+    if isinstance(value, str):
+        try:
+            return not math.isfinite(float(value))
+        except ValueError:
+            return False
+    return False
 
 
 def _field_type(info: mi.Type | None, name: str) -> mi.Type | None:

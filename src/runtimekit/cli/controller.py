@@ -35,7 +35,7 @@ def run(args: argparse.Namespace) -> int:
     from runtimekit.controller.reconciler import ControllerOptions, NodeController
     from runtimekit.controller.server import ControllerServer
     from runtimekit.controller.trigger import LabelTrigger, Trigger, load_trigger
-    from runtimekit.kube.http import KubeHttp
+    from runtimekit.kube.http import KubeConfigError, KubeHttp
     from runtimekit.kube.lease import LeaderElector
     from runtimekit.protocol import ProtocolError, load_protocol
 
@@ -49,7 +49,11 @@ def run(args: argparse.Namespace) -> int:
     if args.failed_history < 0 or args.success_ttl < 0:
         print("error: --success-ttl and --failed-history must not be negative", file=sys.stderr)
         return 2
-    http = KubeHttp.connect(args.kubeconfig, user_agent="runtimekit-controller")
+    try:
+        http = KubeHttp.connect(args.kubeconfig, user_agent="runtimekit-controller")
+    except KubeConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     options = ControllerOptions(
         args.namespace,
         args.image,

@@ -64,9 +64,14 @@ def run(args: argparse.Namespace) -> int:
         return 2
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
     log.info("gpu-memory unit on this node: %s", format_memory_unit(unit))
+    from runtimekit.kube.http import KubeConfigError
     from runtimekit.kube.nodeapi import KubeNodeApi
 
-    kube = KubeNodeApi.connect(args.kubeconfig)
+    try:
+        kube = KubeNodeApi.connect(args.kubeconfig)
+    except KubeConfigError as exc:
+        log.error("%s", exc)
+        return 2
     client = RuntimeClient(args.runtime_socket or protocol.sockets.runtime)
     try:
         if not client.wait_ready(args.startup_timeout):

@@ -263,7 +263,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from runtimekit.kube.http import KubeHttp
+    from runtimekit.kube.http import KubeConfigError, KubeHttp
     from runtimekit.protocol import ProtocolError
     from runtimekit.scheduler.collector import tune_process
     from runtimekit.scheduler.framework import ConfError, RegistryError
@@ -280,7 +280,11 @@ def serve(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     agent = f"runtimekit-scheduler/{prepared.options.scheduler_names[0]}"
-    http = KubeHttp.connect(args.kubeconfig, master=args.master, user_agent=agent)
+    try:
+        http = KubeHttp.connect(args.kubeconfig, master=args.master, user_agent=agent)
+    except KubeConfigError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     http.limit(args.kube_api_qps, args.kube_api_burst)
     scheduler = Scheduler(http, prepared.framework, prepared.protocol, prepared.options)
     scheduler.watch_conf(prepared.registry, prepared.context)

@@ -53,13 +53,17 @@ def unreachable(what: str, exc: BaseException) -> UnavailableError:
     return UnavailableError(f"{what}: {exc}", 0, "Unreachable")
 
 
+class KubeConfigError(ValueError):
+    """No usable connection config; the message is one line naming where it looked and what to do."""
+
+
 def load_config(
     kubeconfig: str | os.PathLike[str] | None = None, server: str | None = None, master: str | None = None
 ) -> SingleConfig:
     """The connection config: an explicit server URL, a kubeconfig file, `$KUBECONFIG`, the in-cluster
     service account, or `~/.kube/config`, in that order. `master` replaces the server address of
     whichever config is found, keeping its credentials (client-go's `--master`); with no config at
-    all it is used alone."""
+    all it is used alone. A missing or unusable config is KubeConfigError."""
     if master:
         try:
             config = load_config(kubeconfig)
@@ -69,12 +73,21 @@ def load_config(
     if server:
         return _single(KubeConfig.from_one(cluster=Cluster(server=server), user=User()))
     path = kubeconfig or os.environ.get("KUBECONFIG")
-    if path:
-        config = _single(KubeConfig.from_file(Path(path)))
-    elif os.environ.get("KUBERNETES_SERVICE_HOST"):
-        config = _single(KubeConfig.from_service_account())
-    else:
-        config = _single(KubeConfig.from_file(Path.home() / ".kube" / "config"))
+    in_cluster = not path and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    where = "the in-cluster service account" if in_cluster else f"kubeconfig {path or Path.home() / '.kube' / 'config'}"
+    try:
+        if path:
+            config = _single(KubeConfig.from_file(Path(path)))
+        elif in_cluster:
+            config = _single(KubeConfig.from_service_account())
+        else:
+            config = _single(KubeConfig.from_file(Path.home() / ".kube" / "config"))
+    except Exception as exc:  # lightkube raises its ConfigError, KeyError, OSError... for a bad file
+        reason = f"it has no {exc.args[0]!r}" if isinstance(exc, KeyError) and exc.args else str(exc) or repr(exc)
+        raise KubeConfigError(
+            f"cannot use {where}: {' '.join(reason.split())}; give --kubeconfig FILE (or an API server URL "
+            "where accepted), set KUBECONFIG, or run in a pod with a service account"
+        ) from None
     if config.user is None:  # a kubeconfig without credentials (e.g. the embedded cluster's)
         config = _single(KubeConfig.from_one(cluster=config.cluster, user=User(), namespace=config.namespace))
     return config
@@ -83,7 +96,7 @@ def load_config(
 def _single(config: KubeConfig) -> SingleConfig:
     single = config.get()
     if single is None:
-        raise ValueError("the kubeconfig has no current context")
+        raise KubeConfigError("the kubeconfig has no current context")
     return single
 
 

@@ -2,7 +2,9 @@
 
 Node lists: `sn, cpu_milli, memory_mib, gpu, model`. Pod lists: `name, cpu_milli, memory_mib,
 num_gpu, gpu_milli[, gpu_spec, ...]`; other columns (qos, phase, times) are ignored. A bad file
-raises `TraceError` naming the file, line and column; nothing is returned for it.
+raises `TraceError` naming the file, line and column; nothing is returned for it. Numbers are whole,
+not negative and within `COLUMN_MAX` (no node has more than 64 GPUs, a share is at most 1000 milli
+of one GPU), node models are models the kit knows, and names are unique.
 """
 
 from __future__ import annotations
@@ -12,6 +14,9 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from runtimekit.base.textfiles import TextError, read_text
+from runtimekit.model.gpu import gpu_model
 
 
 class TraceError(ValueError):
@@ -47,6 +52,13 @@ class TracePod:
 
 
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
+COLUMN_MAX = {
+    "cpu_milli": 1 << 40,
+    "memory_mib": 1 << 40,
+    "gpu": 64,
+    "num_gpu": 64,
+    "gpu_milli": 1000,
+}
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
 
@@ -89,6 +101,8 @@ def _int(source: str, line: int, column: str, value: str) -> int:
         number = int(as_float)
     if number < 0:
         raise TraceError(f"{source}:{line}: column {column!r} must not be negative: {value!r}")
+    if number > COLUMN_MAX.get(column, number):
+        raise TraceError(f"{source}:{line}: column {column!r} must be at most {COLUMN_MAX[column]}: {value!r}")
     return number
 
 
@@ -114,6 +128,11 @@ def parse_node_list(text: str, source: str = "<nodes>") -> list[TraceNode]:
         model = cells["model"].strip()
         if gpus and not model:
             raise TraceError(f"{source}:{line}: column 'model' is empty for a node with GPUs")
+        if gpus:
+            try:
+                gpu_model(model)
+            except KeyError as exc:
+                raise TraceError(f"{source}:{line}: column 'model': {exc.args[0]}") from None
         nodes.append(
             TraceNode(
                 name,
@@ -130,13 +149,17 @@ def parse_node_list(text: str, source: str = "<nodes>") -> list[TraceNode]:
 def parse_pod_list(text: str, source: str = "<pods>") -> list[TracePod]:
     header, rows = _rows(text, source, POD_COLUMNS)
     pods = []
+    first: dict[str, int] = {}
     for line, row in rows:
         cells = _cells(source, line, header, row)
         name = cells["name"].strip()
         if not name:
             raise TraceError(f"{source}:{line}: column 'name' is empty")
+        if name in first:
+            raise TraceError(f"{source}:{line}: pod {name!r} appears twice (first on line {first[name]})")
+        first[name] = line
         num_gpu = _int(source, line, "num_gpu", cells["num_gpu"])
-        milli = min(_int(source, line, "gpu_milli", cells["gpu_milli"]), 1000)
+        milli = _int(source, line, "gpu_milli", cells["gpu_milli"])
         spec = cells.get("gpu_spec", "").strip()
         pods.append(
             TracePod(
@@ -154,11 +177,9 @@ def parse_pod_list(text: str, source: str = "<pods>") -> list[TracePod]:
 
 def _read(path: str | Path) -> str:
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise TraceError(f"{path}: cannot read: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise TraceError(f"{path}: not UTF-8 text: {exc}") from exc
+        return read_text(path)
+    except TextError as exc:
+        raise TraceError(str(exc)) from None
 
 
 def read_node_list(path: str | Path) -> list[TraceNode]:

@@ -1,5 +1,6 @@
-"""Checks of a protocol file as a whole (the per-key checks are in names.py): its version, and that a
-name stands for one resource only. Pure functions returning a reason, or None; the loader raises."""
+"""Checks of a protocol file as a whole (the per-key checks are in names.py): its version, that a
+name stands for one resource only, and that labels, annotations and the MIG prefix do not collide.
+Pure functions returning a reason, or None; the loader raises."""
 
 from __future__ import annotations
 
@@ -40,4 +41,26 @@ def alias_problem(values: Mapping[str, str], kinds: Sequence[str]) -> str | None
             if name in seen:
                 return f"key {key!r} names {name!r}, which {seen[name]} names already"
             seen[name] = key
+    return None
+
+
+def distinct_problem(values: Mapping[str, str], kinds: Sequence[str]) -> str | None:
+    """Why two labels or two annotations share a name (one thing would be read as two), or the MIG
+    prefix begins a resource's name or alias (that resource would be read as a MIG slice)."""
+    for group in ("labels.", "annotations."):
+        first: dict[str, str] = {}
+        for key in (k for k in values if k.startswith(group) and values[k]):  # "" is a key left out
+            if values[key] in first:
+                return f"key {key!r} has the same value {values[key]!r} as {first[values[key]]!r}; they must differ"
+            first[values[key]] = key
+    prefix = values["resources.migPrefix"]
+    for kind in kinds:
+        named = [(f"resources.{kind}", values[f"resources.{kind}"])]
+        named += [(f"aliases.{kind}", name) for name in split_names(values[f"aliases.{kind}"])]
+        for key, name in named:
+            if name and name.startswith(prefix):
+                return (
+                    f"key 'resources.migPrefix' has a bad value {prefix!r}: it is a prefix of {key} {name!r}, "
+                    "which would be read as a MIG slice"
+                )
     return None

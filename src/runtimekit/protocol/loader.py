@@ -26,7 +26,8 @@ import msgspec
 import yaml
 
 from runtimekit.base import config as typed
-from runtimekit.protocol.checks import alias_problem, read_version
+from runtimekit.base.textfiles import TextError, load_yaml, load_yaml_all, read_text, yaml_problem
+from runtimekit.protocol.checks import alias_problem, distinct_problem, read_version
 from runtimekit.protocol.names import (
     check_absolute_path,
     check_dns_subdomain,
@@ -361,6 +362,9 @@ def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
     problem = alias_problem(values, RESOURCE_KINDS)
     if problem:
         raise ProtocolError(f"{source}: {problem}")
+    problem = distinct_problem(values, RESOURCE_KINDS)
+    if problem:
+        raise ProtocolError(f"{source}: {problem}")
     return Protocol(
         values=values,
         resources=parsed.resources,
@@ -380,9 +384,9 @@ def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
 def parse_protocol_text(text: str, source: str = "<text>") -> Protocol:
     """Parse the text of a `protocol.yaml`. Empty text is the default protocol."""
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
-        raise ProtocolError(f"{source}: not valid YAML: {exc}") from exc
+        raise ProtocolError(f"{source}: not valid YAML: {yaml_problem(exc)}") from None
     if data is None:
         data = {}
     if not isinstance(data, Mapping):
@@ -411,13 +415,13 @@ def load_protocol_sources(path: str | Path) -> list[tuple[str, Protocol]]:
     """
     source = str(path)
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ProtocolError(f"{source}: cannot read: {exc.strerror or exc}") from exc
+        text = read_text(path)
+    except TextError as exc:
+        raise ProtocolError(str(exc)) from None
     try:
-        docs = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+        docs = [doc for doc in load_yaml_all(text) if doc is not None]
     except yaml.YAMLError as exc:
-        raise ProtocolError(f"{source}: not valid YAML: {exc}") from exc
+        raise ProtocolError(f"{source}: not valid YAML: {yaml_problem(exc)}") from None
     if not docs:
         return [(source, Protocol.default())]
     if not any(_is_manifest(doc) for doc in docs):

@@ -13,8 +13,10 @@
       arguments: {...}
 
 Every `enable...` flag that is not set is true (Volcano's ApplyPluginConfDefaults). Unknown top-level
-keys, unknown flags and malformed values are errors naming them; unknown action and plugin names are
-caught when the framework is built against a registry (`build.py`).
+keys, unknown flags, malformed values, a key given twice in one mapping, a plugin listed twice and a
+file that is not UTF-8 are errors naming them; unknown action and plugin names are caught when the
+framework is built against a registry (`build.py`), and bad plugin arguments (NaN or infinite
+weights included) when the plugin is built.
 
 The file may be the bare conf or a whole ConfigMap (as `kubectl get configmap -o yaml` writes it, or
 one document of a rendered chart): the conf is then its `volcano-scheduler.conf` key, or its only key.
@@ -32,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from runtimekit.base import textfiles
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 
 __all__ = [
@@ -139,11 +142,11 @@ def load_conf(path: str | Path | None) -> SchedulerConf:
 
 
 def read_text(path: str | Path) -> str:
+    """The file's text; ConfError on one line when it cannot be read or is not UTF-8."""
     try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
-        raise ConfError(f"{path}: cannot read: {reason}") from exc
+        return textfiles.read_text(path)
+    except textfiles.TextError as exc:
+        raise ConfError(str(exc)) from None
 
 
 def read_conf(text: str, source: str, problems: Problems) -> SchedulerConf | None:
@@ -151,9 +154,9 @@ def read_conf(text: str, source: str, problems: Problems) -> SchedulerConf | Non
     Returns the conf with what could be read (bad entries left out), or None when there is no conf
     to speak of (not YAML, not a mapping, no usable ConfigMap key)."""
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        problems.error(f"{source}: not valid YAML: {exc}")
+        documents = [d for d in textfiles.load_yaml_all(text) if d is not None]
+    except yaml.YAMLError as exc:  # a key given twice too
+        problems.error(f"{source}: not valid YAML: {textfiles.yaml_problem(exc)}")
         return None
     if len(documents) > 1 or (documents and _is_configmap(documents[0])):
         found = _from_configmaps(documents, source, problems)
@@ -227,7 +230,21 @@ def _tiers(source: str, raw: object, problems: Problems) -> tuple[Tier, ...]:
             continue
         plugins = (_plugin(source, f"tiers[{i}].plugins[{j}]", p, problems) for j, p in enumerate(tier["plugins"]))
         tiers.append(Tier(tuple(p for p in plugins if p is not None)))
+    _check_plugins_once(source, tiers, problems)
     return tuple(tiers)
+
+
+def _check_plugins_once(source: str, tiers: list[Tier], problems: Problems) -> None:
+    """A plugin listed twice would vote twice (its scores added twice, its predicates run twice)."""
+    first: dict[str, str] = {}
+    for i, tier in enumerate(tiers):
+        for j, plugin in enumerate(tier.plugins):
+            where = f"tiers[{i}].plugins[{j}]"
+            if plugin.name in first:
+                why = f"plugin {plugin.name!r} is listed twice (first at {first[plugin.name]})"
+                problems.error(f"{source}: {where}: {why}")
+            else:
+                first[plugin.name] = where
 
 
 def _plugin(source: str, where: str, raw: object, problems: Problems) -> PluginOption | None:

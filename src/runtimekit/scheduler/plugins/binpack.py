@@ -9,6 +9,7 @@ silently turns it into 1)."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -27,6 +28,8 @@ def _weight(arguments: Mapping[str, Any], key: str, default: float) -> float:
         value = float(raw)
     except (TypeError, ValueError):
         raise ArgumentError(f"binpack: argument {key!r} must be a number, got {raw!r}") from None
+    if not math.isfinite(value):
+        raise ArgumentError(f"binpack: argument {key!r} must be a finite number, got {raw!r}")
     if value < 0:
         raise ArgumentError(f"binpack: argument {key!r} must not be negative, got {value}")
     return value
