@@ -13,7 +13,7 @@ import pytest
 from deploy.manifests import documents, key, render_chart, render_deploy, run_deploy_all
 from fixtures.apiserver import KUBECTL_BINARIES, Kubectl
 
-KINDS = "customresourcedefinitions,serviceaccounts,clusterroles,clusterrolebindings,roles,rolebindings,configmaps,daemonsets,deployments,services"  # noqa: E501
+KINDS = "namespaces,customresourcedefinitions,serviceaccounts,clusterroles,clusterrolebindings,roles,rolebindings,configmaps,daemonsets,deployments,services"  # noqa: E501
 
 
 def deploy_all(kubectl: Kubectl, *args: str, binary: str | Path | None = None) -> str:
@@ -67,7 +67,8 @@ def test_a_custom_namespace_is_created_and_used(kubectl: Kubectl) -> None:
     )
     container: dict[str, Any] = controller["spec"]["template"]["spec"]["containers"][0]
     assert container["image"] == "registry.example.com/rk:2"
-    assert {"--namespace=gpu-system", "--image=registry.example.com/rk:2"} <= set(container["args"])
+    assert {"--lease-namespace=gpu-system", "--image=registry.example.com/rk:2"} <= set(container["args"])
+    assert "--namespace=lj-runtimekit-jobs" in container["args"]  # its Jobs' own namespace, whatever the kit's
     deploy_all(kubectl, "delete", *args)
     assert on_server(kubectl) == set()
 

@@ -122,11 +122,12 @@ def test_the_job_agent_job_from_the_template_validates(
     assert pod["containers"][0]["args"] == ["job-agent", "--action", "enable", "--socket", protocol.sockets.runtime]
 
 
-def socket_mounts(obj: dict[str, Any]) -> Iterator[tuple[str, str]]:
+def socket_mounts(obj: dict[str, Any]) -> Iterator[tuple[str, str, bool]]:
+    """(mount path, host path, read-only) of the runtime's socket folders a workload mounts."""
     volumes = {v["name"]: v for v in obj["spec"]["template"]["spec"]["volumes"]}
     for mount in containers(obj)[0]["volumeMounts"]:
-        if mount["name"] == "runtime-socket":
-            yield mount["mountPath"], volumes[mount["name"]]["hostPath"]["path"]
+        if mount["name"] in ("runtime-socket", "runtime-exporter-socket"):
+            yield mount["mountPath"], volumes[mount["name"]]["hostPath"]["path"], bool(mount.get("readOnly"))
 
 
 @pytest.mark.parametrize("render", ["deploy", "helm", "helm-custom"])
@@ -139,7 +140,15 @@ def test_the_runtime_socket_folder_is_mounted_where_the_protocol_puts_it(
         materialise([], config_data(objs, obj), tmp_path / name)
         protocol = load_protocol(tmp_path / name / "protocol.yaml")
         folder = posixpath.dirname(protocol.sockets.runtime)
-        assert list(socket_mounts(obj)) == [(folder, folder)], name
+        expected = {
+            # the runtime makes both sockets; the device plugin only connects to the main one; the exporter
+            # sees its own socket only
+            "lj-runtimekit-runtime-ds": (folder, folder, False),
+            "lj-runtimekit-device-plugin-ds": (folder, folder, True),
+            "lj-runtimekit-exporter-ds": (f"{folder}/exporter", f"{folder}/exporter", True),
+        }[name]
+        assert list(socket_mounts(obj)) == [expected], name
+        assert posixpath.dirname(protocol.sockets.exporter) == f"{folder}/exporter"
 
 
 # (privileged, runAsUser, runAsNonRoot, readOnlyRootFilesystem, host namespaces) per workload.

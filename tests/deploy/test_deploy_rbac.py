@@ -185,6 +185,8 @@ def test_the_controller_is_granted_exactly_what_it_calls(
     from runtimekit.protocol import load_protocol
 
     _, args = parse_args(started_args(manifests, "lj-runtimekit-controller", tmp_path))
+    for namespace in (o for o in manifests if o["kind"] == "Namespace"):  # its Jobs' namespace
+        create(api, "/api/v1/namespaces", namespace)
     protocol = load_protocol(args.protocol)
     assert args.leader_elect
     http = KubeHttp.connect(server=proxy.url)

@@ -63,6 +63,9 @@ EXPECTED = {
         ("Service", "kube-system", "lj-runtimekit-exporter"),
     },
     "controller": {
+        ("Namespace", "", "lj-runtimekit-jobs"),
+        ("Role", "lj-runtimekit-jobs", "lj-runtimekit-controller-jobs"),
+        ("RoleBinding", "lj-runtimekit-jobs", "lj-runtimekit-controller-jobs"),
         ("ServiceAccount", "kube-system", "lj-runtimekit-controller"),
         ("ClusterRole", "", "lj-runtimekit-controller"),
         ("ClusterRoleBinding", "", "lj-runtimekit-controller"),
@@ -133,12 +136,12 @@ def test_image_and_namespace_are_replaced_everywhere() -> None:
         assert {c["image"] for c in containers(workload)} == {image}
     for obj in objs:
         ns = obj["metadata"].get("namespace")
-        if ns is not None and not obj["metadata"]["name"].endswith("-events"):
+        if ns is not None and not obj["metadata"]["name"].endswith(("-events", "-jobs")):
             assert ns == namespace, obj["metadata"]
         for subject in obj.get("subjects") or []:
             assert subject["namespace"] == namespace
     assert f"--image={image}" in args_of(objs, "lj-runtimekit-controller")
-    assert f"--namespace={namespace}" in args_of(objs, "lj-runtimekit-controller")
+    assert "--namespace=lj-runtimekit-jobs" in args_of(objs, "lj-runtimekit-controller")
     assert f"--lease-namespace={namespace}" in args_of(objs, "lj-runtimekit-controller")
     assert f"--lease-namespace={namespace}" in args_of(objs, "lj-runtimekit-scheduler-framework")
 
@@ -207,7 +210,7 @@ def test_chart_overrides_match_deploy_all_overrides() -> None:
 
 def test_namespace_defaults_to_the_release_namespace() -> None:
     objs = documents(render_chart("--set", "namespace=", "--namespace", "gpu"))
-    assert {o["metadata"].get("namespace") for o in objs} == {None, "gpu", "default"}
+    assert {o["metadata"].get("namespace") for o in objs} == {None, "gpu", "default", "lj-runtimekit-jobs"}
 
 
 @pytest.mark.parametrize(
@@ -267,8 +270,9 @@ def test_chart_values_customise_every_place_that_uses_them(helm_home: Path, tmp_
         spec = ds["spec"]["template"]["spec"]
         assert spec["nodeSelector"] == {"gpu": "on"}
         assert spec["imagePullSecrets"] == [{"name": "registry-credentials"}]
-        sockets = [v for v in spec["volumes"] if v["name"] == "runtime-socket"]
-        assert [v["hostPath"]["path"] for v in sockets] == ["/run/gpu-kit"]
+        sockets = [v for v in spec["volumes"] if v["name"] in ("runtime-socket", "runtime-exporter-socket")]
+        folder = "/run/gpu-kit/exporter" if ds["metadata"]["name"] == "lj-runtimekit-exporter-ds" else "/run/gpu-kit"
+        assert [v["hostPath"]["path"] for v in sockets] == [folder]
 
 
 def test_a_config_change_changes_the_pod_checksum() -> None:
