@@ -19,12 +19,12 @@ from runtimekit.scheduler.framework.arguments import ArgumentError
 PROTOCOLS = [
     pytest.param(
         "resources.core: aliyun.com/gpu\n",
-        "key 'resources.core' has the same value 'aliyun.com/gpu' as 'resources.gpu'",
+        "key 'resources.core' names 'aliyun.com/gpu', which resources.gpu names already",
         id="core equals gpu",
     ),
     pytest.param(
         "resources.memory: aliyun.com/gpu-core.percentage\n",
-        "key 'resources.memory' has the same value 'aliyun.com/gpu-core.percentage' as 'resources.core'",
+        "key 'resources.memory' names 'aliyun.com/gpu-core.percentage', which resources.core names already",
         id="memory equals core",
     ),
     pytest.param(
