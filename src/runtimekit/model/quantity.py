@@ -30,6 +30,9 @@ _SUFFIX: dict[str, Fraction] = {
     "Ei": Fraction(1 << 60),
 }
 _MIB = 1 << 20
+# Kubernetes quantities hold at most 2^63 with up to nine decimal places; an exponent past this
+# cannot name a usable amount either way.
+MAX_EXPONENT = 40
 
 
 def parse_quantity(value: object) -> Fraction:
@@ -56,7 +59,10 @@ def _parse_text(value: str) -> Fraction:
     sign, number, suffix = match.group(1), match.group(2), match.group(3) or ""
     amount = Fraction(number)
     if suffix[:1] in ("e", "E"):
-        amount *= Fraction(10) ** int(suffix[1:])
+        exponent = int(suffix[1:])
+        if abs(exponent) > MAX_EXPONENT:  # 1e999999999 would take minutes (and memory) to compute exactly
+            raise ValueError(f"{value!r} is out of range (exponent beyond ±{MAX_EXPONENT})")
+        amount *= Fraction(10) ** exponent
     else:
         amount *= _SUFFIX[suffix]
     return -amount if sign == "-" else amount
