@@ -54,7 +54,7 @@ def test_malformed_confs_name_the_problem(text: str, message: str) -> None:
     ("text", "error", "message"),
     [
         pytest.param(
-            'actions: "allocate, shuffle"\ntiers: []\n', RegistryError, "unknown action 'shuffle'", id="action"
+            'actions: "allocate, shufle"\ntiers: []\n', RegistryError, "unknown action 'shufle'", id="action"
         ),
         pytest.param(
             'actions: "allocate"\ntiers:\n- plugins:\n  - name: nosuch\n',

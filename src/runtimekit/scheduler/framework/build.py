@@ -1,9 +1,11 @@
 """Building a framework's actions and plugins from a conf and a registry, reporting every problem.
 
 One place decides what a conf entry becomes: an action or plugin built from its registered builder,
-or a problem (unknown name, bad argument, a builder that fails). `Framework(...)` calls it failing
-fast (the first error raised as it was: `RegistryError`, `ArgumentError`, ...); `check.py` calls it
-collecting, so that `--check-conf`, start-up and conf reload can say every problem at once.
+a warning (a name Volcano ships that is not built here: skipped, `volcano.py`; what a builder says
+through `BuildContext.warn`), or a problem (unknown name, bad argument, a builder that fails).
+`Framework(...)` calls it failing fast (the first error raised as it was: `RegistryError`,
+`ArgumentError`, ...); `check.py` calls it collecting, so that `--check-conf`, start-up and conf
+reload can say every problem at once.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
 from runtimekit.scheduler.framework.interfaces import Plugin
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 from runtimekit.scheduler.framework.registry import BuildContext, Registry, RegistryError
+from runtimekit.scheduler.framework.volcano import NameCheck, check_action, check_plugin
 
 # What a builder raises for a bad conf entry; anything else is a builder's bug, raised as it is
 # when failing fast and reported as an error when collecting.
@@ -31,13 +34,18 @@ class BuiltPlugin:
 def build_actions(
     conf: SchedulerConf, registry: Registry, context: BuildContext, problems: Problems, source: str = "<conf>"
 ) -> list[Action]:
-    """The conf's actions in order; an action that cannot be built is reported and left out."""
+    """The conf's actions in order; an action that cannot be built is reported and left out, one that
+    Volcano ships but that is not built here is skipped with a warning (`volcano.py`)."""
     actions = []
     for name in conf.actions:
+        where = f"{source}: actions: {name}"
+        if not _wanted(check_action(name, registry.actions), problems, where):
+            continue
         try:
             actions.append(registry.build_action(name, conf.action_arguments(name), context))
         except Exception as exc:
-            _report(problems, f"{source}: actions: {name}", exc)
+            _report(problems, where, exc)
+        _carry(context, problems, where)
     for name in conf.configurations:
         if name not in conf.actions:
             problems.warning(f"{source}: configurations: {name!r} is not in 'actions'; its arguments are not used")
@@ -52,12 +60,32 @@ def build_tiers(
     for i, tier in enumerate(conf.tiers):
         built = []
         for j, option in enumerate(tier.plugins):
+            where = f"{source}: tiers[{i}].plugins[{j}] ({option.name})"
+            if not _wanted(check_plugin(option.name, registry.plugins), problems, where):
+                continue
             try:
                 built.append(BuiltPlugin(option, registry.build_plugin(option.name, option.arguments, context)))
             except Exception as exc:
-                _report(problems, f"{source}: tiers[{i}].plugins[{j}] ({option.name})", exc)
+                _report(problems, where, exc)
+            _carry(context, problems, where)
         tiers.append(built)
     return tiers
+
+
+def _wanted(check: NameCheck, problems: Problems, where: str) -> bool:
+    """Build it (True); skip it with a warning, or report it as an error (False)."""
+    if check.error:
+        problems.error(f"{where}: {check.error}", RegistryError(check.error))
+    elif check.warning:
+        problems.warning(f"{where}: {check.warning}")
+    return check.build
+
+
+def _carry(context: BuildContext, problems: Problems, where: str) -> None:
+    """The warnings a builder gave through its context become the conf's warnings."""
+    for message in context.warnings:
+        problems.warning(f"{where}: {message}")
+    context.warnings.clear()
 
 
 def _report(problems: Problems, where: str, exc: Exception) -> None:

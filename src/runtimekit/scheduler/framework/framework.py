@@ -3,7 +3,8 @@ sorted into per-point lists per tier, and the session cycle (open, run the actio
 
 Building fails fast: an unknown action or plugin, or a bad argument, raises with its name. Given a
 collecting `Problems`, it reports every problem there instead (`check.py`); such a framework is for
-inspection only while the problems hold an error.
+inspection only while the problems hold an error. An action or plugin Volcano ships that is not
+built here is skipped with a warning (`volcano.py`); the warnings of a build are in `warnings`.
 Plugins are built once and live across sessions (so caches such as FGD's fragmentation table
 persist); `on_session_open/close` are called every session.
 """
@@ -46,14 +47,20 @@ class Framework:
         self.explain = explain
         self.context = context or BuildContext()
         problems = problems if problems is not None else Problems(fail_fast=True)
+        self.problems = problems
         self.actions: list[Action] = build_actions(conf, registry, self.context, problems, source)
-        self.action_names = tuple(conf.actions)
+        self.action_names = tuple(action.name for action in self.actions)  # skipped ones left out
         self.enabled_actions = frozenset(self.action_names)
         self.tiers: list[list[BuiltPlugin]] = build_tiers(conf, registry, self.context, problems, source)
         self.plugins = PluginLists.build([[(b.option, b.plugin) for b in tier] for tier in self.tiers])
         self.observer: Observer | None = None  # told how long things take (the scheduler's metrics)
         self.sampler: NodeSampler | None = None  # how many feasible nodes to score (None: all)
         self.queue_figures: Mapping[str, QueueFigures] = {}  # the latest session's, from ReportsQueues plugins
+
+    @property
+    def warnings(self) -> list[str]:
+        """The warnings of the build (Volcano names skipped, arguments that mean nothing here, ...)."""
+        return [p.message for p in self.problems.warnings]
 
     def plugin(self, name: str) -> Plugin | None:
         return next((p for p in self.plugins.every.flat if p.name == name), None)

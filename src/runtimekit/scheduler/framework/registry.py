@@ -31,10 +31,16 @@ class RegistryError(ValueError):
 
 @dataclass
 class BuildContext:
-    """What builders may use besides their arguments: the protocol and a seeded RNG."""
+    """What builders may use besides their arguments: the protocol, a seeded RNG, and `warn` for
+    what a conf asks that is accepted but means nothing here (the framework's builder reports these
+    with the conf's other warnings, naming the plugin)."""
 
     protocol: KitProtocol = field(default_factory=KitProtocol.default)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    warnings: list[str] = field(default_factory=list)
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(message)
 
 
 PluginBuilder = Callable[[Mapping[str, Any], BuildContext], Plugin]

@@ -1,0 +1,86 @@
+"""What Volcano's scheduler ships, by name, and what a Volcano conf naming it gets here.
+
+Volcano registers its actions and plugins by name at start (`pkg/scheduler/actions/factory.go`,
+`pkg/scheduler/plugins/factory.go`). A conf written for Volcano may name any of them. Here:
+
+- a name this scheduler's registry knows is built;
+- a name Volcano ships that the registry does not know is skipped with a warning naming it, as
+  Volcano itself skips a plugin it cannot build, so Volcano's own confs load;
+- a name neither knows is an error (a typo must not pass silently).
+
+`check_plugin` and `check_action` give that verdict for one name; the framework builder and the
+conf checker both call them, so the two never disagree. A leaf module: it imports nothing of the
+framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+
+# pkg/scheduler/plugins/factory.go of current Volcano (the PluginName of each registered builder).
+VOLCANO_PLUGINS = frozenset(
+    {
+        "binpack",
+        "capacity",
+        "cdp",
+        "conformance",
+        "deviceshare",
+        "drf",
+        "extender",
+        "gang",
+        "network-topology-aware",
+        "nodegroup",
+        "nodeorder",
+        "numa-aware",
+        "overcommit",
+        "pdb",
+        "predicates",
+        "priority",
+        "proportion",
+        "rescheduling",
+        "resource-strategy-fit",
+        "resourcequota",
+        "sla",
+        "task-topology",
+        "tdm",
+        "usage",
+    }
+)
+
+# pkg/scheduler/actions/factory.go of current Volcano (each action's Name()).
+VOLCANO_ACTIONS = frozenset(
+    {"allocate", "backfill", "enqueue", "gangpreempt", "gangreclaim", "preempt", "reclaim", "shuffle"}
+)
+
+
+@dataclass(frozen=True)
+class NameCheck:
+    """The verdict on one action or plugin name of a conf: build it (neither `warning` nor `error`),
+    skip it with `warning`, or refuse the conf with `error`. Messages name the name."""
+
+    name: str
+    warning: str = ""
+    error: str = ""
+
+    @property
+    def build(self) -> bool:
+        return not self.warning and not self.error
+
+
+def check_plugin(name: str, known: Collection[str]) -> NameCheck:
+    """The verdict on plugin `name`, given the plugin names the registry knows."""
+    if name in known:
+        return NameCheck(name)
+    if name in VOLCANO_PLUGINS:
+        return NameCheck(name, warning=f"plugin {name!r} is one of Volcano's but not built here; skipped")
+    return NameCheck(name, error=f"unknown plugin {name!r}; known plugins: {', '.join(sorted(known))}")
+
+
+def check_action(name: str, known: Collection[str]) -> NameCheck:
+    """The verdict on action `name`, given the action names the registry knows."""
+    if name in known:
+        return NameCheck(name)
+    if name in VOLCANO_ACTIONS:
+        return NameCheck(name, warning=f"action {name!r} is one of Volcano's but not built here; skipped")
+    return NameCheck(name, error=f"unknown action {name!r}; known actions: {', '.join(sorted(known))}")
