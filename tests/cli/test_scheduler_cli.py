@@ -159,7 +159,7 @@ def run_cli(*argv: str) -> subprocess.CompletedProcess[str]:
 
 
 BAD_CONF = """\
-actions: "enqueue, allocate, shuffle"
+actions: "enqueue, allocate, shufle"
 tiers:
 - plugins:
   - name: priority
@@ -184,7 +184,7 @@ def test_check_conf_prints_every_problem_at_once_and_fails(tmp_path: Path) -> No
     expected = [
         "unknown key 'extra'",
         "tiers[0].plugins[0] (priority): unknown key 'enabledJobOrder'",
-        "actions: shuffle: unknown action 'shuffle'",
+        "actions: shufle: unknown action 'shufle'",
         "tiers[0].plugins[1] (nosuch): unknown plugin 'nosuch'",
         "tiers[1].plugins[0] (gpushare): gpushare: unknown policy 'nope'",
         "tiers[1].plugins[1] (binpack): binpack: argument 'binpack.weight' must be",

@@ -37,7 +37,7 @@ def conf(policy: str) -> str:
     )
 
 
-BAD = 'actions: "allocate, shuffle"\ntiers:\n- plugins:\n  - name: gpushare\n    arguments: {gpushare.policy: x}\n'
+BAD = 'actions: "allocate, shufle"\ntiers:\n- plugins:\n  - name: gpushare\n    arguments: {gpushare.policy: x}\n'
 
 
 class MountedConfigMap:
@@ -103,7 +103,7 @@ def test_a_bad_conf_is_refused_once_and_a_good_one_after_it_applies(
     assert len(checked.problems.errors) == 2  # both errors, not the first only
     logged = [r.getMessage() for r in caplog.records if "refused" in r.getMessage()]
     assert len(logged) == 2
-    assert "unknown action 'shuffle'" in logged[0]
+    assert "unknown action 'shufle'" in logged[0]
     assert watcher.poll() is None  # the same bytes are not refused again
     mounted.update(conf("spread"))
     assert [watcher.poll(), watcher.poll()] == ["waiting", "applied"]
@@ -210,7 +210,7 @@ def test_the_live_scheduler_reloads_between_sessions_and_refuses_a_bad_conf(
         assert event["type"] == "Warning"
         assert event["involvedObject"]["kind"] == "Pod"
         assert event["involvedObject"]["name"] == "volcano-scheduler-0"
-        assert "unknown action 'shuffle'" in event["message"]
+        assert "unknown action 'shufle'" in event["message"]
         assert "unknown policy 'x'" in event["message"]
         assert scheduler.framework is reloaded  # the running conf stays
         http.post("/api/v1/namespaces/default/pods", share_pod("still"))

@@ -31,9 +31,7 @@ def read_text(path: str | Path) -> str:
     except OSError as exc:
         raise TextError(f"{path}: cannot read: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise TextError(
-            f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
-        ) from None
+        raise TextError(f"{path}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})") from None
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):

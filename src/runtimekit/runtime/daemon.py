@@ -110,9 +110,7 @@ class RuntimeDaemon:
         None for none; `exporter_group` owns it (mode 0660), else it is 0666."""
         self.runtime = runtime
         self.socket_path = socket_path
-        self.exporter_socket_path = (
-            exporter_socket(socket_path) if exporter_socket_path == "" else exporter_socket_path
-        )
+        self.exporter_socket_path = exporter_socket(socket_path) if exporter_socket_path == "" else exporter_socket_path
         self._exporter_group = exporter_group
         self._interval = reconcile_interval_s
         self._workers = Workers("runtime")

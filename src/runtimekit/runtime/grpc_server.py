@@ -228,9 +228,7 @@ class RuntimeServer:
             mode = 0o666 if self.exporter_group is None else 0o660
             await self._listen(self.exporter_path, exporter, mode, self.exporter_group)
 
-    async def _listen(
-        self, socket_path: str, handlers: Mapping[str, Handler], mode: int, group: int | None
-    ) -> None:
+    async def _listen(self, socket_path: str, handlers: Mapping[str, Handler], mode: int, group: int | None) -> None:
         path = Path(socket_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() or path.is_symlink():

@@ -53,9 +53,7 @@ def test_malformed_confs_name_the_problem(text: str, message: str) -> None:
 @pytest.mark.parametrize(
     ("text", "error", "message"),
     [
-        pytest.param(
-            'actions: "allocate, shufle"\ntiers: []\n', RegistryError, "unknown action 'shufle'", id="action"
-        ),
+        pytest.param('actions: "allocate, shufle"\ntiers: []\n', RegistryError, "unknown action 'shufle'", id="action"),
         pytest.param(
             'actions: "allocate"\ntiers:\n- plugins:\n  - name: nosuch\n',
             RegistryError,

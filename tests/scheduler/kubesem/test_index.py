@@ -124,10 +124,7 @@ def test_pods_on_nodes_the_session_does_not_know_are_left_out() -> None:
 
 
 def _seen(frozen: PodSet) -> tuple[object, ...]:
-    groups = tuple(
-        {name: sorted(keys) for name, keys in found.items()}
-        for found in (frozen.by_label, frozen.carrying)
-    )
+    groups = tuple({name: sorted(keys) for name, keys in found.items()} for found in (frozen.by_label, frozen.carrying))
     terms = {
         kind: (
             sorted((repr(key), sorted(nodes.items())) for key, nodes in found.nodes.items()),

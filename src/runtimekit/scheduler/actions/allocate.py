@@ -17,7 +17,7 @@ from runtimekit.scheduler.actions.shortfall import about_room, gang_shortfall
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
-from runtimekit.scheduler.framework.statement import Statement
+from runtimekit.scheduler.framework.statement import ReserveError, Statement
 from runtimekit.scheduler.framework.status import Code, FitErrors, Status, error
 
 log = logging.getLogger(__name__)
@@ -173,8 +173,9 @@ def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> t
         return FitErrors(nodes=errors.nodes, status=choice), True
     try:
         stmt.allocate(task, row, choice)
-    except LedgerError as exc:
-        return FitErrors(nodes=errors.nodes, status=Status(Code.ERROR, (str(exc),), "allocate")), True
+    except LedgerError as exc:  # a Reserve plugin's refusal carries its own status
+        status = exc.status if isinstance(exc, ReserveError) else Status(Code.ERROR, (str(exc),), "allocate")
+        return FitErrors(nodes=errors.nodes, status=status), True
     if ssn.observer is not None:
         ssn.observer.decided(choice.policy or "none", time.perf_counter() - started)
     return None, False

@@ -24,11 +24,8 @@ import numpy as np
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.model import (
-    Assignment,
-    GpuShare,
     LedgerError,
     NodeName,
-    shares_for,
 )
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
@@ -36,6 +33,7 @@ from runtimekit.protocol import Protocol as KitProtocol
 from runtimekit.scheduler.cache.book import ClusterBook, JobState, PendingPod
 from runtimekit.scheduler.cache.objects import facts_of, queue_of
 from runtimekit.scheduler.cache.queues import ALWAYS, changed, queue_status
+from runtimekit.scheduler.framework.binding import BindHooks, Binding
 from runtimekit.scheduler.framework.info import (
     JobInfo,
     JobKey,
@@ -103,7 +101,7 @@ class LiveCache(ClusterBook):
         self._inflight: set[Future[None]] = set()
         # Binds of one node go out one after another, in assume order: kubelet admits the pods it hears
         # of in that order, and the device plugin matches kubelet's Allocate to the oldest pod.
-        self._node_binds: dict[NodeName, deque[tuple[TaskInfo, dict[str, str]]]] = {}
+        self._node_binds: dict[NodeName, deque[tuple[Binding, BindHooks]]] = {}
         self._queues_written: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
@@ -234,44 +232,44 @@ class LiveCache(ClusterBook):
         )
 
     # -- decisions -------------------------------------------------------------------------
-    def assignment_for(self, task: TaskInfo, choice: DeviceChoice) -> Assignment:
-        assert task.node is not None
-        inventory = self.nodes[task.node].inventory
-        containers: dict[str, tuple[GpuShare, ...]] = {
-            name: shares_for(slots, inventory) for name, slots in choice.containers
-        }
-        return Assignment(task.node, containers, choice.policy)
-
-    def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
         assert task.placement is not None
         assert task.node is not None
         with self.lock:
             entry = self.pending.get(task.key)
             if entry is None or task.key in self.assumed:  # deleted, bound meanwhile, or a bind in flight
-                return
-            try:
-                self.ledger.reserve(task.key, task.placement)
-            except LedgerError as exc:
-                # the cluster changed since the snapshot: try again in the next session
-                entry.failed_generation = -1
-                log.info("pod %s/%s: %s; retrying", task.namespace, task.name, exc)
-                self.work.set()
-                return
-            self.assumed[task.key] = self.clock()
-            self.pods.add(task.key, facts_of(entry.task), task.node)
-            annotations = {self.protocol.annotations.assume_time: str(time.time_ns())}
-            if choice.containers:
-                annotations[self.protocol.annotations.assignment] = self.assignment_for(task, choice).to_annotation()
-            entry.attempts += 1
-            bound_task = entry.task.clone()
-            bound_task.node, bound_task.placement = task.node, task.placement
-            queue = self._node_binds.get(task.node)
-            if queue is not None:  # the node's worker is busy: it takes this one next
-                queue.append((bound_task, dict(annotations)))
-                return
-            self._node_binds[task.node] = deque([(bound_task, dict(annotations))])
-            future = self._pool.submit(self._bind_node, task.node)
-            self._inflight.add(future)
+                entry = None
+            else:
+                try:
+                    self.ledger.reserve(task.key, task.placement)
+                except LedgerError as exc:
+                    # the cluster changed since the snapshot: try again in the next session
+                    entry.failed_generation = -1
+                    log.info("pod %s/%s: %s; retrying", task.namespace, task.name, exc)
+                    self.work.set()
+                    entry = None
+            if entry is not None:
+                self.assumed[task.key] = self.clock()
+                self.pods.add(task.key, facts_of(entry.task), task.node)
+                entry.attempts += 1
+                bound_task = entry.task.clone()
+                bound_task.node, bound_task.placement = task.node, task.placement
+                binding = Binding(
+                    bound_task,
+                    task.node,
+                    choice,
+                    {self.protocol.annotations.assume_time: str(time.time_ns())},
+                )
+                queue = self._node_binds.get(task.node)
+                if queue is not None:  # the node's worker is busy: it takes this one next
+                    queue.append((binding, hooks))
+                    return
+                self._node_binds[task.node] = deque([(binding, hooks)])
+                future = self._pool.submit(self._bind_node, task.node)
+                self._inflight.add(future)
+        if entry is None:
+            hooks.unreserve(task)
+            return
         future.add_done_callback(self._done)
 
     def _bind_node(self, node: NodeName) -> None:
@@ -282,11 +280,11 @@ class LiveCache(ClusterBook):
                 if not queue:
                     del self._node_binds[node]
                     return
-                task, annotations = queue.popleft()
+                binding, hooks = queue.popleft()
             try:
-                self._bind_one(task, annotations)
+                self._bind_one(binding, hooks)
             except Exception:  # never leave the node's queue without a worker
-                log.exception("binding %s/%s failed unexpectedly", task.namespace, task.name)
+                log.exception("binding %s/%s failed unexpectedly", binding.task.namespace, binding.task.name)
 
     def _done(self, future: Future[None]) -> None:
         with self.lock:
@@ -299,11 +297,30 @@ class LiveCache(ClusterBook):
         _done, not_done = wait(waiting, timeout)
         return not not_done
 
-    def _bind_one(self, task: TaskInfo, annotations: dict[str, str]) -> None:
+    def _bind_one(self, binding: Binding, hooks: BindHooks) -> None:
+        """PreBind, then a Bind plugin or the binder; any failure gives the booking back, unreserves
+        the task and retries it after a back-off."""
+        task = binding.task
         assert task.node is not None
         try:
-            self.binder.bind(task, task.node, annotations)
+            status = hooks.pre_bind(binding)
+            if not status.ok:
+                raise BindError(status.message)
+            if binding.devices:
+                with self.lock:
+                    node = self.nodes.get(task.node)
+                if node is None:
+                    raise BindError(f"node {task.node} is gone")
+                binding.annotations[self.protocol.annotations.assignment] = binding.assignment(
+                    node.inventory
+                ).to_annotation()
+            status = hooks.bind(binding)
+            if status.code is Code.SKIP:  # no Bind plugin took it: the binder posts it
+                self.binder.bind(task, task.node, binding.annotations)
+            elif not status.ok:
+                raise BindError(status.message)
         except Exception as exc:
+            hooks.unreserve(task)
             with self.lock:
                 self.bind_failures += 1
                 self.assumed.pop(task.key, None)

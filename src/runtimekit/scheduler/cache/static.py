@@ -2,7 +2,8 @@
 
 With `share_table=True` a session works on the cache's own node table instead of a copy (nothing
 else writes to it), so a commit only records the booking; a discarded statement has already
-given everything back. Decisions are recorded, not sent anywhere.
+given everything back. Decisions are recorded, not sent anywhere: a bind runs the PreBind and
+Bind plugins at once and keeps the `Binding` (`bindings`); a failed one leaves the task pending.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from runtimekit.model import (
 )
 from runtimekit.model.ledger import IntArray
 from runtimekit.scheduler.cache.objects import facts_of
+from runtimekit.scheduler.framework.binding import BindHooks, Binding
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobInfo,
@@ -32,7 +34,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
-from runtimekit.scheduler.framework.status import FitErrors
+from runtimekit.scheduler.framework.status import FitErrors, Status
 from runtimekit.scheduler.kubesem.podbook import PodBook
 
 
@@ -62,7 +64,7 @@ class StaticCache:
         self.jobs: dict[JobKey, JobInfo] = {}
         self.share_table = share_table
         self.bound: dict[PodKey, TaskInfo] = {}
-        self.choices: dict[PodKey, DeviceChoice] = {}
+        self.bindings: dict[PodKey, Binding] = {}
         self.evicted: list[tuple[PodKey, str]] = []
         self.unschedulable: dict[PodKey, FitErrors] = {}
         self.pods = PodBook()  # pods on nodes as inter-pod affinity and spread see them (bound ones added)
@@ -120,15 +122,25 @@ class StaticCache:
             self.pods.frozen(),
         )
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks | None = None) -> None:
         assert task.placement is not None
+        assert task.node is not None
+        binding = Binding(task, task.node, choice)
+        if hooks is not None:
+            status = hooks.pre_bind(binding)
+            if status.ok:
+                status = hooks.bind(binding)  # SKIP: no plugin bound it, the cache records it
+            if not status.ok:
+                hooks.unreserve(task)
+                self._unbind(task, status)
+                return
         if self.share_table:
             self.ledger.record(task.key, task.placement)
         else:
             self.ledger.reserve(task.key, task.placement)
         task.status = TaskStatus.BOUND
         self.bound[task.key] = task
-        self.choices[task.key] = choice
+        self.bindings[task.key] = binding
         if task.node is not None:
             self.pods.add(task.key, facts_of(task), task.node)
         job = self.jobs.get(task.job)
@@ -136,6 +148,14 @@ class StaticCache:
             job.tasks[task.key].status = TaskStatus.BOUND
             job.tasks[task.key].node = task.node
             job.tasks[task.key].placement = task.placement
+
+    def _unbind(self, task: TaskInfo, status: Status) -> None:
+        """A failed bind: the placement goes back, the task waits (the failure is its reason)."""
+        assert task.placement is not None
+        if self.share_table:  # the session took it from this cache's own table
+            self.ledger.table.give(task.placement)
+        task.status, task.node, task.placement = TaskStatus.PENDING, None, None
+        self.unschedulable[task.key] = FitErrors(status=status)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """The pod is deleted at once (its resources come back)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from runtimekit.scheduler.framework.binding import BindHooks
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.values import DeviceChoice
 
@@ -14,11 +15,12 @@ class Cache(Protocol):
     def snapshot(self) -> Snapshot:
         """A private copy of the cluster for one session."""
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
-        """Carry out a committed allocation: book it and bind the pod to `task.node`.
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
+        """Carry out a committed allocation: book it, run the PreBind plugins and bind the pod to
+        `task.node` (a Bind plugin, else the cache's own binder), through `hooks`.
 
-        `task.placement` holds what it takes. Failures are the cache's to handle (unreserve and
-        requeue); the session has already moved on."""
+        `task.placement` holds what it takes. Failures are the cache's to handle: give the booking
+        back, `hooks.unreserve(task)`, requeue; the session has already moved on."""
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Carry out a committed eviction (delete the pod)."""

@@ -85,6 +85,8 @@ class Framework:
 
     def close_session(self, ssn: Session) -> None:
         observer = self.observer
+        for task in list(ssn.held.values()):  # reserved but not bound (pipelined, or a statement left open)
+            ssn.unreserve(task)
         for plugin in self.plugins.every.flat:
             begun = time.perf_counter() if observer is not None else 0.0
             plugin.on_session_close(ssn)

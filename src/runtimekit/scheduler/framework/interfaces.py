@@ -10,6 +10,9 @@ action from a plugins directory can also define its own Protocol and call `Sessi
 
 Batch points (`Predicate`, `NodeOrder`) take an array of node rows and answer for all of them at
 once, so that a decision over thousands of nodes is a few numpy operations.
+
+After the node is chosen come kube-scheduler's points: `Reserve` (with its Unreserve), `PreBind`
+and `Bind` (see `binding.py` for when each runs).
 """
 
 from __future__ import annotations
@@ -19,13 +22,25 @@ from dataclasses import dataclass, field, fields
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from runtimekit.model import GpuKind
+from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.observe import ReportsQueues
 from runtimekit.scheduler.framework.status import Status
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
 from runtimekit.scheduler.framework.view import SessionView
 
-__all__ = ["DeviceChoice", "Mask", "Plugin", "PluginLists", "Rows", "Scores", "SessionView", "Verdict", "Vote"]
+__all__ = [
+    "Binding",
+    "DeviceChoice",
+    "Mask",
+    "Plugin",
+    "PluginLists",
+    "Rows",
+    "Scores",
+    "SessionView",
+    "Verdict",
+    "Vote",
+]
 T = TypeVar("T")
 
 
@@ -111,6 +126,35 @@ class DeviceKinds(Protocol):
     DeviceAllocate plugin that does not say is taken to allocate every kind."""
 
     device_kinds: frozenset[GpuKind]
+
+
+# -- after the node is chosen (kube-scheduler's Reserve, PreBind and Bind) ---------------------
+@runtime_checkable
+class Reserve(Named, Protocol):
+    def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
+        """Hold what this plugin keeps for the task, now placed on `task.node` with `choice` (the
+        plugin's own state: the statement books the node table). Non-success fails the placement,
+        and every Reserve plugin's `unreserve` is called."""
+
+    def unreserve(self, task: TaskInfo) -> None:
+        """Give back what `reserve` held for the task. Idempotent: called on any failure after
+        Reserve (a discarded statement, a failed PreBind or bind, a session that ends with the
+        task unbound), possibly on a binder thread, possibly for a task never reserved."""
+
+
+@runtime_checkable
+class PreBind(Named, Protocol):
+    def pre_bind(self, binding: Binding) -> Status:
+        """Prepare the binding before it is posted (e.g. write the device assignment with
+        `binding.assign`). Runs outside the session, on a binder thread in a live scheduler;
+        non-success fails the bind (the task is unreserved and retried)."""
+
+
+@runtime_checkable
+class Bind(Named, Protocol):
+    def bind(self, binding: Binding) -> Status:
+        """Bind the pod to `binding.node`: SKIP when it is not this plugin's to bind (the next
+        plugin, and at last the cache's own binder, binds it); success when bound; else failed."""
 
 
 # -- jobs and gangs ----------------------------------------------------------------------------
@@ -224,6 +268,9 @@ class PluginLists:
     allocate_devices: Tiered[DeviceAllocate] = field(
         default_factory=Tiered, metadata=_gate(DeviceAllocate, "enableDevice")
     )
+    reserve: Tiered[Reserve] = field(default_factory=Tiered, metadata=_gate(Reserve, None))
+    pre_bind: Tiered[PreBind] = field(default_factory=Tiered, metadata=_gate(PreBind, None))
+    bind: Tiered[Bind] = field(default_factory=Tiered, metadata=_gate(Bind, None))
     job_ready: Tiered[JobReady] = field(default_factory=Tiered, metadata=_gate(JobReady, "enableJobReady"))
     job_pipelined: Tiered[JobPipelined] = field(
         default_factory=Tiered, metadata=_gate(JobPipelined, "enableJobPipelined")

@@ -9,9 +9,12 @@ rules that combine their answers (Volcano's `session_plugins.go`):
 - job pipelined and enqueueable: any Reject refuses; a tier with a Permit decides; else permit;
 - job starving: the first tier with any plugin decides, all of that tier must agree;
 - preemptable and reclaimable: per tier, abstainers are skipped and the victim lists intersected;
-  the first tier with an answer decides.
-Each point has its own typed dispatcher over `PluginLists`. Callers: the actions. All state changes
-go through a `Statement` (or `allocate` for backfill).
+  the first tier with an answer decides;
+- reserve: in order, the first failure wins and unreserves every Reserve plugin (in reverse order);
+  pre-bind: in order, the first failure wins; bind: the first plugin that does not skip binds.
+Each point has its own typed dispatcher over `PluginLists`. Callers: the actions, the statement
+(reserve), the cache (`BindCycle`: pre-bind, bind, unreserve). All state changes go through a
+`Statement` (or `allocate` for backfill).
 """
 
 from __future__ import annotations
@@ -25,17 +28,48 @@ from typing import TypeVar
 import numpy as np
 
 from runtimekit.model import Placement, PodKey
+from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.interfaces import PluginLists, Tiered
 from runtimekit.scheduler.framework.observe import STAGE_PREDICATE, STAGE_SCORING, Observer
 from runtimekit.scheduler.framework.sampling import NodeSampler
 from runtimekit.scheduler.framework.statement import Statement
-from runtimekit.scheduler.framework.status import SUCCESS, Code, Explain, FitErrors, Status, error
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Code, Explain, FitErrors, Status, error
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
 
 T = TypeVar("T")
 _session_ids = itertools.count(1)
+
+
+class BindCycle:
+    """The plugins' part of a bind (`binding.BindHooks`), as the cache runs it after a commit: it
+    holds the plugin lists only, not the session, which may be gone by then."""
+
+    __slots__ = ("_binds", "_pre_binds", "_reserves")
+
+    def __init__(self, plugins: PluginLists) -> None:
+        self._reserves = plugins.reserve.flat
+        self._pre_binds = plugins.pre_bind.flat
+        self._binds = plugins.bind.flat
+
+    def pre_bind(self, binding: Binding) -> Status:
+        for plugin in self._pre_binds:
+            status = plugin.pre_bind(binding)
+            if not status.ok:
+                return status.stamped(plugin.name)
+        return SUCCESS
+
+    def bind(self, binding: Binding) -> Status:
+        for plugin in self._binds:
+            status = plugin.bind(binding)
+            if status.code is not Code.SKIP:
+                return status.stamped(plugin.name)
+        return SKIP
+
+    def unreserve(self, task: TaskInfo) -> None:
+        for plugin in reversed(self._reserves):
+            plugin.unreserve(task)
 
 
 class Session:
@@ -65,6 +99,8 @@ class Session:
         self.explain = explain  # work out why unschedulable tasks fit nowhere
         self.observer = observer  # told how long predicates and scoring take (the scheduler's metrics)
         self.sampler = sampler  # limits how many feasible nodes are scored (--percentage-nodes-to-find)
+        self.bind_cycle = BindCycle(plugins)
+        self.held: dict[PodKey, TaskInfo] = {}  # reserved in this session, not handed to the cache yet
 
     def implementing(self, interface: type[T]) -> list[list[T]]:
         """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
@@ -314,6 +350,30 @@ class Session:
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
         plugins = self.plugins.preemptive.flat
         return not plugins or all(p.preemptive(queue, task) for p in plugins)
+
+    # -- after the node is chosen ----------------------------------------------------------
+    def reserve(self, task: TaskInfo, choice: DeviceChoice) -> Status:
+        """Every Reserve plugin in order for a task just placed; on the first failure every Reserve
+        plugin is unreserved (kube-scheduler's rule) and the failure returned."""
+        plugins = self.plugins.reserve.flat
+        if not plugins:
+            return SUCCESS
+        for plugin in plugins:
+            status = plugin.reserve(task, choice, self)
+            if not status.ok:
+                self.bind_cycle.unreserve(task)
+                return status.stamped(plugin.name)
+        self.held[task.key] = task
+        return SUCCESS
+
+    def unreserve(self, task: TaskInfo) -> None:
+        """Undo `reserve` for a task the session gives up (idempotent)."""
+        if self.held.pop(task.key, None) is not None:
+            self.bind_cycle.unreserve(task)
+
+    def hand_over(self, task: TaskInfo) -> None:
+        """The task goes to the cache to be bound: from here the cache unreserves it on failure."""
+        self.held.pop(task.key, None)
 
     # -- events and statements -------------------------------------------------------------
     def fire(self, allocated: bool, task: TaskInfo) -> None:

@@ -1,6 +1,7 @@
 """A statement: changes to the session that commit or discard as a unit (gangs and multi-GPU
-placement need this). Each operation changes the session's table and task at once; the cache work
-(bind, evict) waits for `commit`, and `discard` undoes the operations in reverse order.
+placement need this). Each operation changes the session's table and task at once, and a placed
+task is reserved by the Reserve plugins; the cache work (bind, evict) waits for `commit`, and
+`discard` undoes the operations in reverse order (unreserving what was reserved).
 """
 
 from __future__ import annotations
@@ -8,14 +9,24 @@ from __future__ import annotations
 from typing import NamedTuple, Protocol
 
 from runtimekit.model import LedgerError, NodeName, NodeTable, Placement
+from runtimekit.scheduler.framework.binding import BindHooks
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.status import Status
 from runtimekit.scheduler.framework.values import DeviceChoice
+
+
+class ReserveError(LedgerError):
+    """A Reserve plugin refused a placement (the placement was undone); `status` says why."""
+
+    def __init__(self, status: Status) -> None:
+        super().__init__(status.message)
+        self.status = status
 
 
 class Host(Protocol):
     """What a statement works on (the session): its table, the cache that carries out commits, how
-    a choice becomes a placement, and the event handlers to tell."""
+    a choice becomes a placement, the event handlers to tell and the Reserve plugins to run."""
 
     @property
     def table(self) -> NodeTable: ...
@@ -23,9 +34,18 @@ class Host(Protocol):
     @property
     def cache(self) -> Cache: ...
 
+    @property
+    def bind_cycle(self) -> BindHooks: ...
+
     def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement: ...
 
     def fire(self, allocated: bool, task: TaskInfo) -> None: ...
+
+    def reserve(self, task: TaskInfo, choice: DeviceChoice) -> Status: ...
+
+    def unreserve(self, task: TaskInfo) -> None: ...
+
+    def hand_over(self, task: TaskInfo) -> None: ...
 
 
 class _Op(NamedTuple):
@@ -45,14 +65,22 @@ class Statement:
         self.done = False
 
     def _take(self, kind: str, task: TaskInfo, row: int, choice: DeviceChoice, status: TaskStatus) -> None:
-        placement = self.ssn.placement(task, row, choice)
-        self.ssn.table.take(placement)  # raises LedgerError and changes nothing if it does not fit
-        self.ops.append(_Op(kind, task, choice, "", task.status, task.node, task.placement))
+        ssn = self.ssn
+        placement = ssn.placement(task, row, choice)
+        ssn.table.take(placement)  # raises LedgerError and changes nothing if it does not fit
+        prior = (task.status, task.node, task.placement)
         task.status, task.node, task.placement = status, placement.node, placement
-        self.ssn.fire(True, task)
+        reserved = ssn.reserve(task, choice)
+        if not reserved.ok:
+            ssn.table.give(placement)
+            task.status, task.node, task.placement = prior
+            raise ReserveError(reserved)
+        self.ops.append(_Op(kind, task, choice, "", *prior))
+        ssn.fire(True, task)
 
     def allocate(self, task: TaskInfo, row: int, choice: DeviceChoice) -> None:
-        """Give the task its placement now; it is bound on commit. Raises LedgerError if it does not fit."""
+        """Give the task its placement now; it is bound on commit. Raises LedgerError if it does not
+        fit (ReserveError when a Reserve plugin refuses it)."""
         self._take("allocate", task, row, choice, TaskStatus.ALLOCATED)
 
     def pipeline(self, task: TaskInfo, row: int, choice: DeviceChoice) -> None:
@@ -69,14 +97,17 @@ class Statement:
         self.ssn.fire(False, task)
 
     def commit(self) -> None:
-        """Carry out every operation through the cache (bind, evict)."""
+        """Carry out every operation through the cache (bind, evict). A pipelined task stays reserved
+        until the session ends (it binds in a later session)."""
         self.done = True
+        ssn = self.ssn
         for op in self.ops:
             if op.kind == "allocate" and op.choice is not None:
                 op.task.status = TaskStatus.BINDING
-                self.ssn.cache.bind(op.task, op.choice)
+                ssn.hand_over(op.task)
+                ssn.cache.bind(op.task, op.choice, ssn.bind_cycle)
             elif op.kind == "evict":
-                self.ssn.cache.evict(op.task, op.reason)
+                ssn.cache.evict(op.task, op.reason)
         self.ops.clear()
 
     def discard(self) -> None:
@@ -92,6 +123,7 @@ class Statement:
                 self.ssn.fire(True, task)
             else:
                 assert task.placement is not None
+                self.ssn.unreserve(task)
                 table.give(task.placement)
                 task.status, task.node, task.placement = op.prior_status, op.prior_node, op.prior_placement
                 self.ssn.fire(False, task)

@@ -24,6 +24,7 @@ from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
 from runtimekit.scheduler.cache.live import Binder
+from runtimekit.scheduler.framework.binding import BindHooks
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.status import Code, FitErrors
@@ -242,10 +243,10 @@ class ObservedCache:
         self._placed.clear()
         return self.cache.snapshot()
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice) -> None:
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
         self.metrics.task_reached(ASSUMED, task)
         self._placed[task.job] = self._placed.get(task.job, 0) + 1
-        self.cache.bind(task, choice)
+        self.cache.bind(task, choice, hooks)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.cache.evict(task, reason)

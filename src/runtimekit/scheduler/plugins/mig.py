@@ -9,7 +9,9 @@ over its GPUs plus, above that, how many pods of 2, 4 or 8 whole GPUs its untouc
 take. The pod takes the placement (and the node) that loses least of it — so small slices fill GPUs
 that are already cut up, whole GPUs stay free for 7-slice jobs, and whole nodes for multi-GPU ones.
 
-Implements Predicate, NodeOrder and DeviceAllocate. Arguments: `mig.weight` (default 1),
+Implements Predicate, NodeOrder, DeviceAllocate, Reserve (holds the chosen slices for the pod until
+it is bound or given up) and PreBind (writes them into the binding's assignment). Arguments:
+`mig.weight` (default 1),
 `mig.policy` (`capacity`, the default, or `firstfit`: the first free slot on the first node).
 """
 
@@ -22,25 +24,28 @@ from typing import Any
 
 import numpy as np
 
-from runtimekit.model import GpuKind, MigMode, Slot
+from runtimekit.model import GpuKind, MigMode, PodKey, Slot
 from runtimekit.model.mig import MigGeometry, mask, placeable
 from runtimekit.model.migstate import MigGpuState
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
+    Binding,
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
     NodeOrder,
     Plugin,
+    PreBind,
     Predicate,
     PrePredicate,
+    Reserve,
     Rows,
     Scores,
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, unschedulable
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error, unschedulable
 from runtimekit.scheduler.framework.view import SessionView
 
 NAME = "mig"
@@ -153,7 +158,7 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
     return Choice(tuple(slots), before, node_value(states, occupied))
 
 
-class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds):
+class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
     device_kinds = frozenset({GpuKind.MIG})
 
@@ -161,6 +166,9 @@ class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKind
         self.args = args
         self._first_fit = args.policy == "firstfit"
         self._plans: dict[tuple[tuple[tuple[str, int], ...], int, int], Choice | None] = {}
+        # slices held for placed pods until PreBind writes them (or Unreserve gives them up);
+        # written by the scheduling thread, read by binder threads (single dict operations only)
+        self._held: dict[PodKey, tuple[tuple[str, tuple[Slot, ...]], ...]] = {}
 
     @staticmethod
     def _wants(task: TaskInfo) -> list[tuple[str, int]]:
@@ -226,6 +234,23 @@ class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKind
                 scratch[slot.gpu].take(slot.mig_profile, slot.mig_start)
             chosen.append((container.container, choice.slots))
         return DeviceChoice(tuple(chosen), "mig")
+
+    def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
+        names = {c.container for c in task.request.gpus if c.gpu.kind is GpuKind.MIG}
+        if names:
+            self._held[task.key] = tuple(c for c in choice.containers if c[0] in names)
+        return SUCCESS
+
+    def unreserve(self, task: TaskInfo) -> None:
+        self._held.pop(task.key, None)
+
+    def pre_bind(self, binding: Binding) -> Status:
+        held = self._held.pop(binding.task.key, None)
+        if held is not None:
+            binding.assign(held, "mig")
+        elif any(c.gpu.kind is GpuKind.MIG for c in binding.task.request.gpus):
+            return error("no MIG slices are held for the pod (it was unreserved); it is scheduled again")
+        return SUCCESS
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> Mig:

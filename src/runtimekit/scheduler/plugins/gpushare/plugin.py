@@ -2,10 +2,12 @@
 and multi-GPU pods, with a choice of placement policies.
 
 Implements: PrePredicate (request sanity), Predicate (GPU fit and the allowed GPU models, over all
-nodes at once), NodeOrder (the policy's score x weight) and DeviceAllocate (the GPUs inside the
-chosen node). A pod may pick another policy with the protocol's `annotations.policy` annotation, or a
-node policy and a GPU policy apart (`podpolicy`); a pod's GPU constraints (models, UUIDs) are checked
-on a copy of the table holding only the GPUs it may use (`selection`).
+nodes at once), NodeOrder (the policy's score x weight), DeviceAllocate (the GPUs inside the
+chosen node), Reserve (holds those GPUs for the pod until it is bound or given up) and PreBind
+(writes the held GPUs into the binding's assignment). A pod may pick another policy with the
+protocol's `annotations.policy` annotation, or a node policy and a GPU policy apart (`podpolicy`); a
+pod's GPU constraints (models, UUIDs) are checked on a copy of the table holding only the GPUs it
+may use (`selection`).
 A gpu-memory request counts in the unit of the node it is checked against (`units`).
 
 Arguments (Volcano style, the `gpushare.` prefix optional):
@@ -23,25 +25,28 @@ from typing import Any
 
 import numpy as np
 
-from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodRequest, Slot
+from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodKey, PodRequest, Slot
 from runtimekit.model.selector import MODELS, UUIDS
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
+    Binding,
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
     Mask,
     NodeOrder,
     Plugin,
+    PreBind,
     Predicate,
     PrePredicate,
+    Reserve,
     Rows,
     Scores,
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error, unresolvable, unschedulable
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.gpushare.fit import (
     REASON_MODEL,
@@ -86,7 +91,10 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds):
+Held = tuple[tuple[tuple[str, tuple[Slot, ...]], ...], str]  # (container, slots) per container, policy
+
+
+class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
     device_kinds = frozenset({GpuKind.WHOLE, GpuKind.SHARE})
 
@@ -111,6 +119,9 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         # memory kubelet never sees (resources.memoryAdvertised: false) is MiB in the protocol's unit on
         # every node, whatever unit a device plugin publishes
         self._node_units = context.protocol.resources.memory_advertised
+        # GPUs held for placed pods until PreBind writes them (or Unreserve gives them up); written
+        # by the scheduling thread, read by binder threads (single dict operations only)
+        self._held: dict[PodKey, Held] = {}
 
     def need(self, request: PodRequest) -> _Need:
         """What this plugin reads of a request, worked out once per request object (a pod's request
@@ -124,7 +135,12 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         containers = tuple(c for c in request.gpus if c.gpu.kind is not GpuKind.MIG)
         gpus = tuple(c.gpu for c in containers)
         need = self._needs[id(request)] = _Need(
-            request, PodShape.of(request), containers, gpus, any(uses_units(g) for g in gpus)
+            request,
+            PodShape.of(request),
+            containers,
+            gpus,
+            any(uses_units(g) for g in gpus),
+            frozenset(c.container for c in containers),
         )
         return need
 
@@ -328,6 +344,25 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
                 _take_scratch(ctx, row, taken)
         return DeviceChoice(tuple(chosen), policy.name)
 
+    # -- Reserve and PreBind ---------------------------------------------------------------
+    def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
+        names = self.need(task.request).names
+        if names:
+            mine = tuple(c for c in choice.containers if c[0] in names)
+            self._held[task.key] = (mine, self.policy_for(task).name)
+        return SUCCESS
+
+    def unreserve(self, task: TaskInfo) -> None:
+        self._held.pop(task.key, None)
+
+    def pre_bind(self, binding: Binding) -> Status:
+        held = self._held.pop(binding.task.key, None)
+        if held is not None:
+            binding.assign(*held)
+        elif any(c.gpu.kind is not GpuKind.MIG for c in binding.task.request.gpus):
+            return error("no GPUs are held for the pod (it was unreserved); it is scheduled again")
+        return SUCCESS
+
 
 @dataclass(frozen=True)
 class _Need:
@@ -338,6 +373,7 @@ class _Need:
     containers: tuple[ContainerGpuRequest, ...]
     gpus: tuple[GpuRequest, ...]  # the containers' requests, in order
     in_units: bool  # some container's memory is counted in gpu-memory units (which nodes may size apart)
+    names: frozenset[str]  # the containers' names
 
 
 def _take_scratch(ctx: PolicyContext, row: int, slots: tuple[Slot, ...]) -> None:
