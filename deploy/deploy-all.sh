@@ -2,7 +2,7 @@
 # Install, remove or print the LJ RuntimeKit manifests under deploy/ (docs/install.md).
 #
 #   deploy/deploy-all.sh deploy|delete|render|restart [--components=a,b] [--image=REGISTRY/NAME:TAG]
-#                        [--namespace=NS] [--kubeconfig=FILE] [--preset=NAME]
+#                        [--namespace=NS] [--kubeconfig=FILE] [--preset=NAME] [--scheduler-plugins=DIR]
 #
 #   deploy   kubectl apply the manifests (idempotent: a second run changes nothing)
 #   delete   kubectl delete them (absent objects are fine); keeps the CRDs unless --components names crds
@@ -14,7 +14,9 @@
 # controller's --image for its job-agent Jobs; --namespace replaces kube-system everywhere, including
 # the RoleBindings' subjects and the components' --namespace/--lease-namespace flags. --preset puts a
 # protocol preset (hami, gpushare, volcano-vgpu, nvidia: deploy/presets/, as `runtimekit protocol preset`
-# writes them) into every component's ConfigMap, so that system's pods run unchanged. KUBECTL names the
+# writes them) into every component's ConfigMap, so that system's pods run unchanged. --scheduler-plugins
+# adds the ConfigMap lj-runtimekit-scheduler-plugins with the Python modules of DIR (custom actions and
+# plugins, docs/customise.md), which the scheduler loads from its --plugins-dir. KUBECTL names the
 # kubectl binary (default: kubectl).
 set -euo pipefail
 
@@ -25,7 +27,7 @@ ALL_COMPONENTS=(crds runtime deviceplugin scheduler exporter controller)
 KUBECTL="${KUBECTL:-kubectl}"
 
 usage() {
-  sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -39,6 +41,7 @@ image="$DEFAULT_IMAGE"
 namespace="$DEFAULT_NAMESPACE"
 kubeconfig=""
 preset=""
+plugins_dir=""
 
 for arg in "$@"; do
   case "$arg" in
@@ -51,6 +54,7 @@ for arg in "$@"; do
     --namespace=*) namespace="${arg#*=}" ;;
     --kubeconfig=*) kubeconfig="${arg#*=}" ;;
     --preset=*) preset="${arg#*=}" ;;
+    --scheduler-plugins=*) plugins_dir="${arg#*=}" ;;
     -h | --help)
       usage
       exit 0
@@ -71,6 +75,18 @@ if [[ -n "$preset" && ! -r "$HERE/presets/$preset.yaml" ]]; then
 fi
 if [[ -n "$kubeconfig" && ! -r "$kubeconfig" ]]; then
   die "--kubeconfig '$kubeconfig' cannot be read"
+fi
+plugin_files=()
+if [[ -n "$plugins_dir" ]]; then
+  [[ -d "$plugins_dir" ]] || die "--scheduler-plugins '$plugins_dir' is not a folder"
+  for f in "$plugins_dir"/*.py; do
+    [[ -e "$f" ]] || continue
+    name="$(basename "$f")"
+    [[ "$name" == _* ]] && continue # as the scheduler does: private modules are not loaded
+    [[ "$name" =~ ^[A-Za-z][A-Za-z0-9_]*\.py$ ]] || die "--scheduler-plugins: '$name' is not a module file name"
+    plugin_files+=("$f")
+  done
+  [[ ${#plugin_files[@]} -gt 0 ]] || die "--scheduler-plugins '$plugins_dir' has no Python module (*.py)"
 fi
 
 # The selected components, in install order, each named once.
@@ -120,18 +136,56 @@ config_checksum() {
   substitute "$f" | sed -n '/^data:/,$p' | sha256
 }
 
-# Print the manifests of the given components (in the order given), image and namespace applied.
+# The ConfigMap of custom scheduler plugins: one key per module, its source as a literal block.
+plugins_configmap() {
+  local f
+  cat <<EOF_CM
+# Source: --scheduler-plugins=$plugins_dir
+apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: lj-runtimekit-scheduler-plugins
+  namespace: ${namespace}
+  labels:
+    app.kubernetes.io/name: lj-runtimekit
+    app.kubernetes.io/component: scheduler
+data:
+EOF_CM
+  for f in "${plugin_files[@]}"; do
+    echo "  $(basename "$f"): |2"
+    sed -e 's/^/    /' "$f"
+    [[ -z "$(tail -c1 "$f")" ]] || echo # a last line without its newline still ends the block
+  done
+}
+
+# The scheduler's pod template also carries the plugins' checksum, so that changed plugins roll it.
+with_plugins_checksum() {
+  if [[ ${#plugin_files[@]} -eq 0 ]]; then
+    cat
+    return
+  fi
+  local sum
+  sum="$(plugins_configmap | sed -n '/^data:/,$p' | sha256)"
+  sed -e "s|^\( *\)\(checksum/config:.*\)|\1\2\n\1checksum/plugins: ${sum}|"
+}
+
+# Print the manifests of the given components (in the order given), image and namespace applied; the
+# plugins ConfigMap (--scheduler-plugins) goes before the scheduler's Deployment.
 render() {
   local first=1 c f checksum
   for c in "$@"; do
     checksum="$(config_checksum "$c")"
     for f in "$HERE/$c"/[0-9][0-9]-*.yaml; do
       [[ -e "$f" ]] || die "no manifests in $HERE/$c"
+      if [[ "$c" == scheduler && "$(basename "$f")" == 03-* && ${#plugin_files[@]} -gt 0 ]]; then
+        echo "---"
+        plugins_configmap
+      fi
       [[ $first == 1 ]] || echo "---"
       first=0
       echo "# Source: deploy/$c/$(basename "$f")"
       if [[ -n "$checksum" ]]; then
-        substitute "$f" | sed -e "s|^\( *checksum/config:\).*|\1 ${checksum}|"
+        substitute "$f" | sed -e "s|^\( *checksum/config:\).*|\1 ${checksum}|" | with_plugins_checksum
       else
         substitute "$f"
       fi

@@ -1,15 +1,25 @@
-"""`logprint`: logs the pending and the ready jobs of every session, through the `print` action's
-extension point (see print.py). A plugin joins an extension point by having its method."""
+"""`logprint`: implements the `print` action's extension point (print.py) as the `logprint` plugin
+of Volcano's custom-plugin tutorial does: one log line per job of the session,
+
+    Job <namespace>/<name> is ready, detail info: <what it holds and where>
+    Job <namespace>/<name> is pending
+
+A job is ready when enough of its tasks hold a place (allocated, binding, bound, running or done)
+to meet its gang's `minMember`, as Volcano's `JobInfo.IsReady`; every other job is pending. A
+plugin joins an extension point by having its method. Argument: `logprint.prefix` (put before
+every line).
+"""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtimekit.scheduler.framework.info import READY, JobInfo
 from runtimekit.scheduler.framework.interfaces import Plugin
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
-from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.plugins.common import no_arguments
 
 log = logging.getLogger("runtimekit.plugins.logprint")
 
@@ -20,18 +30,26 @@ class LogPrint(Plugin):
     def __init__(self, prefix: str) -> None:
         self.prefix = prefix
 
-    def print_session(self, ssn: Session) -> None:
-        pending = sorted(job.name for job in ssn.jobs.values() if job.pending)
-        ready = sorted(job.name for job in ssn.jobs.values() if not job.pending and ssn.job_ready(job))
-        log.info("%ssession %d: pending jobs %s; ready jobs %s", self.prefix, ssn.uid, pending, ready)
+    def print_jobs(self, jobs: Sequence[JobInfo]) -> None:
+        for job in jobs:
+            if job.ready_count() >= job.min_member:
+                log.info("%sJob %s/%s is ready, detail info: %s", self.prefix, job.namespace, job.name, detail(job))
+            else:
+                log.info("%sJob %s/%s is pending", self.prefix, job.namespace, job.name)
+
+
+def detail(job: JobInfo) -> str:
+    """The job's queue, gang size and its tasks with their state and node, e.g.
+    `queue default, minMember 2, tasks: w-0 Running on n1, w-1 Binding on n2`."""
+    tasks = ", ".join(
+        f"{t.name} {t.status.value}" + (f" on {t.node}" if t.node and t.status in READY else "")
+        for t in sorted(job.tasks.values(), key=lambda t: t.name)
+    )
+    return f"queue {job.queue}, minMember {job.min_member}, tasks: {tasks or 'none'}"
 
 
 def build(arguments: Mapping[str, Any], context: BuildContext) -> LogPrint:
-    unknown = sorted(set(arguments) - {"logprint.prefix"})
-    if unknown:
-        from runtimekit.scheduler.framework.arguments import ArgumentError
-
-        raise ArgumentError(f"logprint: unknown argument {unknown[0]!r}")
+    no_arguments("logprint", arguments, ("logprint.prefix",))
     return LogPrint(str(arguments.get("logprint.prefix", "")))
 
 

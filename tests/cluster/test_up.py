@@ -225,3 +225,64 @@ def test_the_scheduler_answers_to_the_protocol_default_and_added_names() -> None
     options = ClusterOptions(scheduler_names=("default-scheduler", "volcano", "volcano"))
     assert answered_names(options, P) == (P.scheduler_name, "default-scheduler", "volcano")
     assert answered_names(ClusterOptions(scheduler=False), P) == ()
+
+
+CUSTOM_CONF = """\
+actions: "enqueue, allocate, print"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: logprint
+- plugins:
+  - name: predicates
+  - name: gpushare
+  - name: stamp
+"""
+
+
+@pytest.mark.e2e
+def test_up_loads_custom_plugins_that_reach_the_pods(state_dir: Path, tmp_path: Path) -> None:
+    """`up --scheduler-plugins-dir` hands the folder to the scheduler: the example's `print` action and
+    `logprint` plugin log the job, and `stamp` annotates the pod it bound through its PreBind."""
+    if KUBECTL_DISPATCHER is None and not KUBECTL_BINARIES:
+        pytest.skip("kubectl is not installed")
+    conf = tmp_path / "custom.conf"
+    conf.write_text(CUSTOM_CONF)
+    plugins = Path(__file__).resolve().parents[2] / "examples" / "plugins"
+    log = tmp_path / "up.log"
+    up = start_up(
+        *("--nodes", "1", "--gpus-per-node", "2", "--no-exporter", "--state-dir", str(state_dir)),
+        *("--scheduler-conf", str(conf), "--scheduler-plugins-dir", str(plugins)),
+        log=log,
+    )
+    try:
+        assert up.next_line(timeout=90) == f"ready: {state_dir / 'kubeconfig'}", log.read_text()[-3000:]
+        manifest = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "p1", "namespace": "default"},
+            "spec": {
+                "schedulerName": P.scheduler_name,
+                "containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": {P.resources.core: "30"}}}],
+            },
+        }
+        (tmp_path / "pod.json").write_text(json.dumps(manifest))
+        kubectl(state_dir / "kubeconfig", tmp_path, "apply", "-f", str(tmp_path / "pod.json"))
+        deadline = time.monotonic() + 60
+        pod: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            pod = json.loads(kubectl(state_dir / "kubeconfig", tmp_path, "get", "pod", "p1", "-o", "json"))
+            if pod["status"].get("phase") == "Running":
+                break
+            time.sleep(0.5)
+        assert pod["status"].get("phase") == "Running", pod["status"]
+        placed = pod["metadata"]["annotations"]["stamp.example.com/placed"]
+        assert placed.startswith("gpu-node-1 gpus=")
+        assert P.annotations.assignment in pod["metadata"]["annotations"]
+    finally:
+        code = up.stop()
+    assert code == 0, log.read_text()[-3000:]
+    text = log.read_text()
+    assert f"loaded from {plugins}: logprint, print, stamp" in text
+    assert "Job default/p1 is ready, detail info: queue default, minMember 1, tasks: p1 Binding on gpu-node-1" in text

@@ -23,9 +23,19 @@ def parse_args(args: Sequence[str]) -> tuple[str, argparse.Namespace]:
     return str(top.command), parse_command(module, str(top.command), rest)
 
 
-def materialise(args: Sequence[str], data: Mapping[str, str], folder: Path) -> list[str]:
-    """Write the ConfigMap's files into `folder` and point the args at them instead of the mount."""
+def materialise(
+    args: Sequence[str], data: Mapping[str, str], folder: Path, mounts: Mapping[str, Mapping[str, str]] | None = None
+) -> list[str]:
+    """Write the ConfigMap's files into `folder` and point the args at them instead of the mount; the
+    files of other ConfigMap mounts (`mounts`: mount path -> files) go to folders of their own."""
     folder.mkdir(parents=True, exist_ok=True)
     for name, text in data.items():
         (folder / name).write_text(text)
-    return [arg.replace(f"{CONFIG_DIR}/", f"{folder}/") for arg in args]
+    out = [arg.replace(f"{CONFIG_DIR}/", f"{folder}/") for arg in args]
+    for i, (path, files) in enumerate(sorted((mounts or {}).items())):
+        here = folder.parent / f"{folder.name}-mount{i}"
+        here.mkdir(parents=True, exist_ok=True)
+        for name, text in files.items():
+            (here / name).write_text(text)
+        out = [arg.replace(path, str(here)) for arg in out]
+    return out

@@ -152,6 +152,23 @@ def containers(obj: Obj) -> list[Obj]:
     return list(spec.get("initContainers") or []) + list(spec["containers"])
 
 
+def other_mounts(objs: Iterable[Obj], workload: Obj) -> dict[str, dict[str, str]]:
+    """The ConfigMaps a workload mounts besides /etc/lj-runtimekit: mount path -> their data (empty for
+    an optional ConfigMap that is not rendered, as Kubernetes mounts an empty folder then)."""
+    spec = workload["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in spec.get("volumes") or []}
+    rendered = by_key(objs)
+    out: dict[str, dict[str, str]] = {}
+    for mount in containers(workload)[0].get("volumeMounts") or []:
+        source = volumes[mount["name"]].get("configMap")
+        if source is None or mount["mountPath"] == "/etc/lj-runtimekit":
+            continue
+        found = rendered.get(("ConfigMap", workload["metadata"]["namespace"], source["name"]))
+        assert found is not None or source.get("optional"), f"ConfigMap {source['name']} is not rendered"
+        out[mount["mountPath"]] = dict((found or {}).get("data") or {})
+    return out
+
+
 def config_data(objs: Iterable[Obj], workload: Obj) -> dict[str, str]:
     """The data of the ConfigMap a workload mounts at /etc/lj-runtimekit."""
     volumes = {v["name"]: v for v in workload["spec"]["template"]["spec"].get("volumes") or []}

@@ -17,7 +17,16 @@ import pytest
 import yaml
 
 from deploy.containers import materialise, parse_args
-from deploy.manifests import config_data, containers, documents, render_chart, render_deploy, render_helm, workloads
+from deploy.manifests import (
+    config_data,
+    containers,
+    documents,
+    other_mounts,
+    render_chart,
+    render_deploy,
+    render_helm,
+    workloads,
+)
 from runtimekit.controller.jobs import FileJobTemplate, JobSpec
 from runtimekit.exporter.config import load_config
 from runtimekit.protocol import load_protocol
@@ -57,7 +66,7 @@ def workload(objs: list[dict[str, Any]], name: str) -> dict[str, Any]:
 
 def started(objs: list[dict[str, Any]], name: str, folder: Path) -> tuple[str, Any]:
     obj = workload(objs, name)
-    args = materialise(containers(obj)[0]["args"], config_data(objs, obj), folder)
+    args = materialise(containers(obj)[0]["args"], config_data(objs, obj), folder, other_mounts(objs, obj))
     return parse_args(args)
 
 

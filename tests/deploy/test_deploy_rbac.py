@@ -25,7 +25,7 @@ import httpx2
 import pytest
 
 from deploy.containers import materialise, parse_args
-from deploy.manifests import config_data, containers, documents, render_deploy, workloads
+from deploy.manifests import config_data, containers, documents, other_mounts, render_deploy, workloads
 from deploy.recorder import Attributes, RbacPolicy, RecordingProxy
 from fixtures.apiserver import http_client, make_node
 from fixtures.waiting import wait_for
@@ -85,7 +85,7 @@ def create(api: httpx2.Client, path: str, body: dict[str, Any]) -> dict[str, Any
 
 def started_args(objs: list[dict[str, Any]], name: str, folder: Path) -> list[str]:
     obj = workload(objs, name)
-    return materialise(containers(obj)[0]["args"], config_data(objs, obj), folder)
+    return materialise(containers(obj)[0]["args"], config_data(objs, obj), folder, other_mounts(objs, obj))
 
 
 # -- the scheduler --------------------------------------------------------------------------------

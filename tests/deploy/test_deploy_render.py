@@ -16,9 +16,11 @@ from deploy.manifests import (
     DEFAULT_NAMESPACE,
     DEPLOY,
     DEPLOY_ALL,
+    ROOT,
     by_key,
     containers,
     documents,
+    helm,
     normalised,
     render_chart,
     render_deploy,
@@ -158,6 +160,8 @@ def test_image_and_namespace_are_replaced_everywhere() -> None:
         pytest.param(["render", "--image=a/b:c d"], "not an image reference", id="bad-image"),
         pytest.param(["render", "--kubeconfig=/nonexistent"], "cannot be read", id="bad-kubeconfig"),
         pytest.param(["render", "--frobnicate"], "unknown argument '--frobnicate'", id="bad-flag"),
+        pytest.param(["render", "--scheduler-plugins=/nonexistent"], "is not a folder", id="no-plugins-folder"),
+        pytest.param(["render", f"--scheduler-plugins={DEPLOY}"], "has no Python module", id="no-plugin-modules"),
     ],
 )
 def test_usage_errors_exit_2_with_a_message(args: list[str], message: str) -> None:
@@ -292,3 +296,38 @@ def test_deploy_all_is_valid_bash() -> None:
     shellcheck = tool("shellcheck")
     done = subprocess.run([str(shellcheck), str(DEPLOY_ALL)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stdout
+
+
+def test_custom_scheduler_plugins_reach_the_scheduler_the_same_both_ways(helm_home: Path) -> None:
+    """The example plugins as a Helm value (--set-file) and as deploy-all.sh --scheduler-plugins: one
+    ConfigMap with every module, mounted where the scheduler's --plugins-dir points."""
+    folder = ROOT / "examples" / "plugins"
+    files = sorted(p for p in folder.glob("*.py") if not p.name.startswith("_"))
+    sets = [arg for f in files for arg in ("--set-file", "scheduler.plugins." + f.name.replace(".", "\\.") + f"={f}")]
+    helm_objs = normalised(documents(render_helm(helm_home, *sets)))
+    assert helm_objs == normalised(documents(render_deploy(f"--scheduler-plugins={folder}")))
+    configmap = helm_objs[("ConfigMap", DEFAULT_NAMESPACE, "lj-runtimekit-scheduler-plugins")]
+    assert configmap["data"] == {f.name: f.read_text() for f in files}
+    deployment = helm_objs[("Deployment", DEFAULT_NAMESPACE, "lj-runtimekit-scheduler-framework")]
+    (container,) = containers(deployment)
+    plugins_dir = next(a.split("=", 1)[1] for a in container["args"] if a.startswith("--plugins-dir="))
+    mount = next(m for m in container["volumeMounts"] if m["mountPath"] == plugins_dir)
+    volume = next(v for v in deployment["spec"]["template"]["spec"]["volumes"] if v["name"] == mount["name"])
+    assert volume["configMap"]["name"] == "lj-runtimekit-scheduler-plugins"
+
+
+def test_a_changed_plugin_restarts_the_scheduler(helm_home: Path, tmp_path: Path) -> None:
+    def checksum(source: str) -> str:
+        module = tmp_path / "mine.py"
+        module.write_text(source)
+        objs = documents(render_helm(helm_home, "--set-file", f"scheduler.plugins.mine\\.py={module}"))
+        deployment = next(o for o in workloads(objs) if o["metadata"]["name"] == "lj-runtimekit-scheduler-framework")
+        return str(deployment["spec"]["template"]["metadata"]["annotations"]["checksum/plugins"])
+
+    assert checksum("X = 1\n") != checksum("X = 2\n")
+
+
+def test_the_values_schema_refuses_a_plugin_that_is_not_a_module_file_name(helm_home: Path) -> None:
+    done = helm(helm_home, "template", "x", str(CHART), "--set", "scheduler.plugins.my-plugin=X")
+    assert done.returncode != 0
+    assert "invalid propertyName 'my-plugin'" in done.stderr

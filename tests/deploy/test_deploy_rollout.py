@@ -66,9 +66,21 @@ def test_every_workload_carries_the_checksum_of_the_configmap_it_mounts(args: tu
     objs = workloads(documents(rendered))
     assert len(objs) == len(WORKLOAD_COMPONENTS)
     for workload in objs:
-        (mounted,) = mounted_configmaps(workload)  # one ConfigMap each: the checksum covers exactly it
         namespace = workload["metadata"]["namespace"]
+        # one rendered ConfigMap each (the scheduler's optional plugins one is not rendered by default)
+        (mounted,) = [name for name in mounted_configmaps(workload) if (namespace, name) in checksums]
         assert annotation(workload) == checksums[(namespace, mounted)], workload["metadata"]["name"]
+
+
+def test_custom_scheduler_plugins_roll_the_scheduler_with_a_checksum_of_their_own() -> None:
+    plugins = DEPLOY.parent / "examples" / "plugins"
+    rendered = render_deploy("--components=scheduler", f"--scheduler-plugins={plugins}")
+    checksums = configmap_checksums(rendered)
+    (scheduler,) = workloads(documents(rendered))
+    namespace = scheduler["metadata"]["namespace"]
+    annotations = scheduler["spec"]["template"]["metadata"]["annotations"]
+    assert annotations[ANNOTATION] == checksums[(namespace, "lj-runtimekit-scheduler-config")]
+    assert annotations["checksum/plugins"] == checksums[(namespace, "lj-runtimekit-scheduler-plugins")]
 
 
 @pytest.mark.parametrize("component", WORKLOAD_COMPONENTS)

@@ -87,6 +87,7 @@ class ClusterOptions:
     scheduler: bool = True
     scheduler_conf: str | None = None  # None: examples/scheduler/gpushare.conf, else the built-in conf
     scheduler_names: tuple[str, ...] = ("default-scheduler",)  # answered besides the protocol's name
+    scheduler_plugins_dir: str | None = None  # the scheduler's --plugins-dir (custom actions and plugins)
     controller: bool = True
     protocol_path: str | None = None
     node_prefix: str = "gpu-node-"
@@ -345,8 +346,9 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
     names = [a for name in cluster.options.scheduler_names for a in ("--scheduler-name", name)]
     args = parser.parse_args(["--identity", "embedded", "--seed", str(cluster.options.seed), *names])
     args.protocol, args.config = cluster.options.protocol_path, conf
+    args.plugins_dir = cluster.options.scheduler_plugins_dir
     protocol, framework, options = build(args)
-    log.info("scheduler conf: %s", conf or "built-in")
+    log.info("scheduler conf: %s; plugins dir: %s", conf or "built-in", args.plugins_dir or "none")
     return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
 
 

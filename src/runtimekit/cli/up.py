@@ -59,6 +59,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "no schedulerName are scheduled); each --scheduler-name adds a name, e.g. volcano (repeatable)",
     )
     parser.add_argument(
+        "--scheduler-plugins-dir", help="the scheduler's --plugins-dir: load custom actions and plugins from it"
+    )
+    parser.add_argument(
         "--protocol",
         help="protocol.yaml, or a preset under which another system's manifests run unchanged: hami, gpushare, "
         "volcano-vgpu or nvidia (runtimekit protocol preset; default: built-in names)",
@@ -86,6 +89,7 @@ def run(args: argparse.Namespace) -> int:
         memory_unit=args.memory_unit,
         scheduler_conf=args.scheduler_conf,
         scheduler_names=("default-scheduler", *args.scheduler_name),
+        scheduler_plugins_dir=args.scheduler_plugins_dir,
         protocol_path=args.protocol,
         exporter=None if args.no_exporter else start_node_exporter,
     )

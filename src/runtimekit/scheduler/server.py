@@ -170,7 +170,8 @@ class Scheduler:
     def _use(self, framework: Framework) -> None:
         framework.observer = self.metrics
         framework.sampler = self.sampler
-        self.cache.include_running = bool({"preempt", "reclaim"} & set(framework.action_names))
+        # actions that look at running pods (preempt, reclaim, print, ...) say so (`Action` docstring)
+        self.cache.include_running = any(getattr(action, "needs_running", False) for action in framework.actions)
         self.framework = framework
 
     def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:

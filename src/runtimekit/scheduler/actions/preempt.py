@@ -17,6 +17,7 @@ from runtimekit.scheduler.plugins.common import no_arguments
 
 class Preempt:
     name = "preempt"
+    needs_running = True  # victims are running pods
 
     def execute(self, ssn: Session) -> None:
         on_row = running_by_row(ssn)
