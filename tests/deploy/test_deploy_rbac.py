@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx2
 import pytest
+import yaml
 
 from deploy.containers import materialise, parse_args
 from deploy.manifests import config_data, containers, documents, other_mounts, render_deploy, workloads
@@ -117,6 +118,11 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
     from runtimekit.scheduler.server import Scheduler
 
     _, args = parse_args(started_args(manifests, "lj-runtimekit-scheduler-framework", tmp_path))
+    # the deployed conf with the plugins that read more of the API (their informers are driven too)
+    conf = yaml.safe_load(Path(args.config).read_text())
+    conf["tiers"][0]["plugins"] += [{"name": "pdb"}, {"name": "resourcequota"}]
+    args.config = str(tmp_path / "with-policy-plugins.conf")
+    Path(args.config).write_text(yaml.safe_dump(conf))
     protocol, framework, options = build(args)
     assert options.leader_elect
     assert (options.healthz_address, options.metrics_address) == (":11251", ":8080")

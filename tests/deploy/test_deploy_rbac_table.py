@@ -181,6 +181,14 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("list", "scheduling.volcano.sh", "queues"), ("watch", "scheduling.volcano.sh", "queues")],
     ),
+    ("scheduler/server.py", "__init__", "Informer", "'/apis/policy/v1/poddisruptionbudgets'"): (
+        ("scheduler",),
+        [("list", "policy", "poddisruptionbudgets"), ("watch", "policy", "poddisruptionbudgets")],
+    ),
+    ("scheduler/server.py", "__init__", "Informer", "'/api/v1/resourcequotas'"): (
+        ("scheduler",),
+        [("list", "", "resourcequotas"), ("watch", "", "resourcequotas")],
+    ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
 }
 

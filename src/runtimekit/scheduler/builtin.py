@@ -7,15 +7,20 @@ from runtimekit.scheduler.actions import allocate, backfill, enqueue, preempt, r
 from runtimekit.scheduler.framework.registry import ActionBuilder, PluginBuilder, Registry
 from runtimekit.scheduler.plugins import (
     binpack,
+    capacity,
     conformance,
+    deviceshare,
     drf,
     gang,
     mig,
     nodeorder,
     overcommit,
+    pdb,
     predicates,
     priority,
     proportion,
+    resourcequota,
+    sla,
 )
 from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
 
@@ -38,6 +43,11 @@ PLUGINS: dict[str, PluginBuilder] = {
     "binpack": binpack.build,
     "gpushare": gpushare.build,
     "mig": mig.build,
+    "deviceshare": deviceshare.build,
+    "capacity": capacity.build,
+    "sla": sla.build,
+    "resourcequota": resourcequota.build,
+    "pdb": pdb.build,
 }
 
 

@@ -1,5 +1,6 @@
 """The live scheduler: informers on Nodes, Pods, Namespaces (their labels, for inter-pod affinity's
-namespaceSelector), PodGroups and Queues feed the cache; a scheduling
+namespaceSelector), PodGroups and Queues (and PodDisruptionBudgets or ResourceQuotas when a
+configured plugin reads them) feed the cache; a scheduling
 thread runs a session whenever there is work (new pods, or a change that could help a waiting
 pod), at most every `period` seconds; binds go to the API server from a pool of binder threads.
 With leader election only the holder of the Lease schedules.
@@ -120,6 +121,16 @@ class Scheduler:
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
             Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
         ]
+        # what plugins read besides (a plugin says so with a class attribute `watches`)
+        watched = {kind for plugin in framework.plugins.every.flat for kind in getattr(plugin, "watches", ())}
+        if "poddisruptionbudgets" in watched:
+            self.informers.append(
+                Informer(http, "/apis/policy/v1/poddisruptionbudgets", c.on_budget, name="pdbs", optional=True)
+            )
+        if "resourcequotas" in watched:
+            self.informers.append(
+                Informer(http, "/api/v1/resourcequotas", c.on_quota, name="resourcequotas", optional=True)
+            )
         self.elector: LeaderElector | None = None
         if self.options.leader_elect:
             self.elector = LeaderElector(

@@ -38,7 +38,8 @@ def test_every_volcano_name_not_built_here_is_skipped_when_the_framework_is_buil
     framework = Framework(conf, registry, BuildContext())
     built = [p.name for p in framework.plugins.every.flat]
     assert not set(built) & set(skipped_plugins)
-    assert len(framework.warnings) == len(skipped_plugins) + len(skipped_actions)
+    skips = [w for w in framework.warnings if "not built here" in w]
+    assert len(skips) == len(skipped_plugins) + len(skipped_actions)
     for name in skipped_plugins + skipped_actions:
         assert any(repr(name) in w for w in framework.warnings), name
     assert set(framework.action_names) == VOLCANO_ACTIONS & set(registry.actions)

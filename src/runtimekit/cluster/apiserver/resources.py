@@ -187,6 +187,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     ResourceInfo("", "v1", "bindings", "Binding", True, verbs=("create",)),
     ResourceInfo("", "v1", "events", "Event", True, ("ev",), fields=_EVENT_FIELDS),
     ResourceInfo("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
+    ResourceInfo("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), subresources=_STATUS),
     ResourceInfo("", "v1", "secrets", "Secret", True, fields=_same("type")),
     ResourceInfo("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
     ResourceInfo(

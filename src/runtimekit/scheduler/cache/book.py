@@ -35,6 +35,7 @@ from runtimekit.scheduler.cache.objects import (
     queue_of,
     task_from_pod,
 )
+from runtimekit.scheduler.cache.policy import disruption_budget, namespace_quota
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobKey,
@@ -44,6 +45,7 @@ from runtimekit.scheduler.framework.info import (
     TaskInfo,
     TaskStatus,
 )
+from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem.podbook import PodBook
 from runtimekit.scheduler.kubesem.pods import pod_facts
 
@@ -107,6 +109,8 @@ class ClusterBook:
         # what inter-pod affinity, spread and host ports read of the pods booked on nodes, and
         # the labels of every namespace (kept in step with the ledger's bookings)
         self.pods = PodBook()
+        self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> PodDisruptionBudget
+        self.quotas: dict[str, NamespaceQuota] = {}  # namespace/name -> ResourceQuota
 
     # -- nodes -----------------------------------------------------------------------------
     def on_node(self, kind: str, obj: Mapping[str, Any]) -> None:
@@ -312,6 +316,23 @@ class ClusterBook:
             else:
                 self.queues[name] = queue_info(obj, self.protocol)
             self._bump()
+
+    def on_budget(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """A PodDisruptionBudget event (informer on policy/v1, when the `pdb` plugin is configured)."""
+        with self.lock:
+            if kind == "DELETED":
+                self.budgets.pop(key_of(obj), None)
+            else:
+                self.budgets[key_of(obj)] = disruption_budget(obj)
+
+    def on_quota(self, kind: str, obj: Mapping[str, Any]) -> None:
+        """A ResourceQuota event (informer on v1, when the `resourcequota` plugin is configured)."""
+        with self.lock:
+            if kind == "DELETED":
+                self.quotas.pop(key_of(obj), None)
+            else:
+                self.quotas[key_of(obj)] = namespace_quota(obj)
+            self._bump()  # a raised quota may admit a waiting pod group
 
     def _bump(self) -> None:
         self.generation += 1

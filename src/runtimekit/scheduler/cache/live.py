@@ -18,6 +18,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import replace
 from typing import Any, Protocol
 
 import numpy as np
@@ -32,6 +33,7 @@ from runtimekit.model.scalars import combine
 from runtimekit.protocol import Protocol as KitProtocol
 from runtimekit.scheduler.cache.book import ClusterBook, JobState, PendingPod
 from runtimekit.scheduler.cache.objects import facts_of, queue_of
+from runtimekit.scheduler.cache.policy import add_usage, quota_request, waiting_time
 from runtimekit.scheduler.cache.queues import ALWAYS, changed, queue_status
 from runtimekit.scheduler.framework.binding import BindHooks, Binding
 from runtimekit.scheduler.framework.info import (
@@ -44,6 +46,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
+from runtimekit.scheduler.framework.policy import NamespaceQuota
 from runtimekit.scheduler.framework.status import Code, FitErrors
 
 log = logging.getLogger(__name__)
@@ -198,7 +201,21 @@ class LiveCache(ClusterBook):
                 capacity,
                 dict(self.queue_allocated),
                 self.pods.frozen(),
+                budgets=tuple(self.budgets.values()),
+                quotas=self._quotas(),
             )
+
+    def _quotas(self) -> dict[str, tuple[NamespaceQuota, ...]]:
+        """ResourceQuotas by namespace; where no quota controller has written `used`, what the
+        namespace's bound pods use is worked out here (the embedded cluster has no such controller)."""
+        out: dict[str, list[NamespaceQuota]] = {}
+        for written in self.quotas.values():
+            quota = written
+            if quota.used is None:
+                pods = (t.pod for t in self.running.values() if t.namespace == quota.namespace and t.pod is not None)
+                quota = replace(quota, used=add_usage(pods))
+            out.setdefault(quota.namespace, []).append(quota)
+        return {namespace: tuple(quotas) for namespace, quotas in out.items()}
 
     def _job_info(self, job: JobState) -> JobInfo:
         group = job.group or {}
@@ -229,6 +246,8 @@ class LiveCache(ClusterBook):
             phase=phase,
             min_resources=min_resources,
             has_podgroup=job.group is not None,
+            waiting_time=waiting_time(job.group),
+            quota_request=quota_request(job.group),
         )
 
     # -- decisions -------------------------------------------------------------------------

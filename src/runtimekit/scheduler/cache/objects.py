@@ -326,6 +326,8 @@ def queue_info(queue: Mapping[str, Any], protocol: Protocol) -> QueueInfo:
         reclaimable=spec.get("reclaimable") is not False,
         priority=priority if isinstance(priority, int) else 0,
         state=str(status.get("state") or "Open"),
+        deserved=resources_of(spec.get("deserved"), protocol),
+        parent=str(spec.get("parent") or ""),
     )
 
 

@@ -12,12 +12,15 @@ checks the values and raises `ArgumentError` itself.
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Mapping
 from typing import Any, TypeVar
 
 from runtimekit.base.config import ConfigError, convert
 
 T = TypeVar("T")
+_DURATION = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+_UNIT_S = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
 
 class ArgumentError(ConfigError):
@@ -40,3 +43,23 @@ def parse_arguments(
         prefix=f"{owner}.",
         aliases=aliases,
     )
+
+
+def go_duration(text: str) -> float:
+    """A Go duration (`1h2m3s4ms5us6ns`, `90s`, `1.5h`, `0`) in seconds, as Volcano's arguments and
+    annotations write them; raises ArgumentError naming the text."""
+    body = text.strip()
+    sign = -1.0 if body.startswith("-") else 1.0
+    body = body.lstrip("+-")
+    if body == "0":
+        return 0.0
+    total, at = 0.0, 0
+    while at < len(body):
+        match = _DURATION.match(body, at)
+        if match is None or match.group(1) in ("", "."):
+            raise ArgumentError(f"{text!r} is not a duration such as 90s, 15m or 1h30m")
+        total += float(match.group(1)) * _UNIT_S[match.group(2)]
+        at = match.end()
+    if not body:
+        raise ArgumentError(f"{text!r} is not a duration such as 90s, 15m or 1h30m")
+    return sign * total

@@ -64,7 +64,11 @@ def build_tiers(
             if not _wanted(check_plugin(option.name, registry.plugins), problems, where):
                 continue
             try:
-                built.append(BuiltPlugin(option, registry.build_plugin(option.name, option.arguments, context)))
+                plugin = registry.build_plugin(option.name, option.arguments, context)
+                plugin.flags = dict(option.flags)
+                if option.flags.get("enableHierarchy") and not plugin.hierarchy:
+                    context.warn("enableHierarchy has no effect here (only capacity has hierarchical queues)")
+                built.append(BuiltPlugin(option, plugin))
             except Exception as exc:
                 _report(problems, where, exc)
             _carry(context, problems, where)

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, NewType, TypeVar
+from fractions import Fraction
+from typing import TYPE_CHECKING, Any, NewType, TypeVar
 
 import numpy as np
 
@@ -21,6 +22,9 @@ from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
+
+if TYPE_CHECKING:
+    from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
@@ -253,6 +257,8 @@ class JobInfo:
     min_resources: Resources | None = None
     has_podgroup: bool = False
     fit_errors: dict[PodKey, Any] = field(default_factory=dict)
+    waiting_time: float | None = None  # the PodGroup's sla-waiting-time, seconds (the `sla` plugin)
+    quota_request: Mapping[str, Fraction] | None = None  # minResources by name as written (`resourcequota`)
 
     def add(self, task: TaskInfo) -> None:
         self.tasks[task.key] = task
@@ -300,6 +306,8 @@ class QueueInfo:
     reclaimable: bool = True
     priority: int = 0
     state: str = "Open"
+    deserved: Resources | None = None  # spec.deserved (the `capacity` plugin's share); None: not set
+    parent: str = ""  # spec.parent (hierarchical queues); "": under root
 
     def clone(self) -> QueueInfo:
         return _shallow(self)
@@ -341,6 +349,8 @@ class Snapshot:
     capacity: Resources = field(default_factory=Resources)  # of all schedulable nodes
     queue_allocated: dict[str, Resources] = field(default_factory=dict)  # held by running pods, per queue
     pods: PodSet = EMPTY_PODS  # pods on nodes and namespace labels, for inter-pod affinity and spread
+    budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets (when a plugin asks for them)
+    quotas: Mapping[str, tuple[NamespaceQuota, ...]] = field(default_factory=dict)  # ResourceQuotas by namespace
 
     def tasks(self) -> Iterator[TaskInfo]:
         for job in self.jobs.values():

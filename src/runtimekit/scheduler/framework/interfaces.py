@@ -17,8 +17,9 @@ and `Bind` (see `binding.py` for when each runs).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from runtimekit.model import GpuKind
@@ -51,9 +52,14 @@ class Named(Protocol):
 
 
 class Plugin:
-    """Base of every plugin. `name` is the name it is registered and configured under."""
+    """Base of every plugin. `name` is the name it is registered and configured under; `flags` are
+    the `enable...` flags its conf entry sets explicitly (the framework sets them after building it;
+    e.g. `enableHierarchy`, which Volcano leaves off unless set). A plugin that honours
+    `enableHierarchy` says so with `hierarchy = True`; for the others the conf gets a warning."""
 
     name: str = ""
+    flags: Mapping[str, bool] = MappingProxyType({})
+    hierarchy: bool = False
 
     def on_session_open(self, ssn: SessionView) -> None:
         """Called at the start of every session, in tier order."""

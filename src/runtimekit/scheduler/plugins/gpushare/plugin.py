@@ -72,6 +72,7 @@ from runtimekit.scheduler.plugins.gpushare.selection import RestrictedView, rest
 from runtimekit.scheduler.plugins.gpushare.units import UNREADABLE, NodeUnits, in_unit, uses_units
 
 NAME = "gpushare"
+SHARED_KINDS = frozenset({GpuKind.SHARE, GpuKind.WHOLE})
 
 
 @dataclass(frozen=True)
@@ -96,10 +97,17 @@ Held = tuple[tuple[tuple[str, tuple[Slot, ...]], ...], str]  # (container, slots
 
 class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
-    device_kinds = frozenset({GpuKind.WHOLE, GpuKind.SHARE})
+    device_kinds: frozenset[GpuKind] = SHARED_KINDS
 
-    def __init__(self, args: GpuShareArgs, context: BuildContext, workload: TargetWorkload | None = None) -> None:
+    def __init__(
+        self,
+        args: GpuShareArgs,
+        context: BuildContext,
+        workload: TargetWorkload | None = None,
+        kinds: frozenset[GpuKind] = SHARED_KINDS,
+    ) -> None:
         self.args = args
+        self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
         fgd = self.policies["fgd"]
@@ -132,7 +140,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
             return found
         if len(self._needs) >= 4096:
             self._needs.clear()
-        containers = tuple(c for c in request.gpus if c.gpu.kind is not GpuKind.MIG)
+        containers = tuple(c for c in request.gpus if c.gpu.kind in self.device_kinds)
         gpus = tuple(c.gpu for c in containers)
         need = self._needs[id(request)] = _Need(
             request,
@@ -359,7 +367,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         held = self._held.pop(binding.task.key, None)
         if held is not None:
             binding.assign(*held)
-        elif any(c.gpu.kind is not GpuKind.MIG for c in binding.task.request.gpus):
+        elif any(c.gpu.kind in self.device_kinds for c in binding.task.request.gpus):
             return error("no GPUs are held for the pod (it was unreserved); it is scheduled again")
         return SUCCESS
 
