@@ -26,7 +26,8 @@ class Reclaim:
 
         def may_evict(job: JobInfo, running: TaskInfo) -> bool:
             other = ssn.queues.get(ssn.jobs[running.job].queue)
-            return other is not None and other.name != job.queue and other.reclaimable
+            # a pod marked not preemptable is never a victim, of reclaim either (as Volcano's reclaim)
+            return other is not None and other.name != job.queue and other.reclaimable and running.preemptable
 
         for queue in ssn.sorted_queues(ssn.queues.values()):
             if ssn.overused(queue):

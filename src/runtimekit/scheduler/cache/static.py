@@ -20,6 +20,7 @@ from runtimekit.model import (
     PodKey,
 )
 from runtimekit.model.ledger import IntArray
+from runtimekit.model.scalars import Scalars, combine
 from runtimekit.scheduler.cache.objects import facts_of
 from runtimekit.scheduler.framework.binding import BindHooks, Binding
 from runtimekit.scheduler.framework.info import (
@@ -34,6 +35,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
+from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.framework.status import FitErrors, Status
 from runtimekit.scheduler.kubesem.podbook import PodBook
 
@@ -48,7 +50,9 @@ class StaticCache:
     ) -> None:
         self.ledger = Ledger()
         self.meta: list[NodeMeta | None] = []
+        offered: Scalars = ()  # the extended resources of all nodes together
         for inventory, capacity, meta in nodes:
+            offered = combine(offered, capacity.scalars)
             row = self.ledger.table.add_node(inventory, capacity)
             self.meta.extend([None] * (row + 1 - len(self.meta)))
             self.meta[row] = meta
@@ -70,9 +74,11 @@ class StaticCache:
         self.pods = PodBook()  # pods on nodes as inter-pod affinity and spread see them (bound ones added)
         # the nodes are fixed, so their total is too
         self.capacity = Resources(
-            int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000
+            int(table.cpu_total.sum()), int(table.mem_total.sum()), int(table.gpu_count.sum()) * 1000, offered
         )
         self.now = 0.0
+        self.budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets the sessions see
+        self.quotas: dict[str, tuple[NamespaceQuota, ...]] = {}  # ResourceQuotas by namespace
 
     def fresh(self, rank: Mapping[str, int] | None = None) -> StaticCache:
         """A new cache over the same nodes as they are now, with a copy of the node table and no
@@ -120,6 +126,8 @@ class StaticCache:
             capacity,
             allocated,
             self.pods.frozen(),
+            budgets=self.budgets,
+            quotas=self.quotas,
         )
 
     def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks | None = None) -> None:

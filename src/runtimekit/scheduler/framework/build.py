@@ -18,7 +18,7 @@ from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
 from runtimekit.scheduler.framework.interfaces import Plugin
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 from runtimekit.scheduler.framework.registry import BuildContext, Registry, RegistryError
-from runtimekit.scheduler.framework.volcano import NameCheck, check_action, check_plugin
+from runtimekit.scheduler.framework.volcano import NameCheck, check_action, check_plugin, unsupported_arguments
 
 # What a builder raises for a bad conf entry; anything else is a builder's bug, raised as it is
 # when failing fast and reported as an error when collecting.
@@ -63,8 +63,11 @@ def build_tiers(
             where = f"{source}: tiers[{i}].plugins[{j}] ({option.name})"
             if not _wanted(check_plugin(option.name, registry.plugins), problems, where):
                 continue
+            arguments, dropped = unsupported_arguments(option.name, option.arguments)
+            for warning in dropped:
+                context.warn(warning)
             try:
-                plugin = registry.build_plugin(option.name, option.arguments, context)
+                plugin = registry.build_plugin(option.name, arguments, context)
                 plugin.flags = dict(option.flags)
                 if option.flags.get("enableHierarchy") and not plugin.hierarchy:
                     context.warn("enableHierarchy has no effect here (only capacity has hierarchical queues)")

@@ -303,7 +303,10 @@ class Session:
             choice = DeviceChoice(containers, "+".join(a.policy for a in answers if a.policy))
         placed = sum(1 for _, slots in choice.containers if slots)
         if task.request.uses_gpu and placed < len(task.request.gpus):
-            return error("no plugin allocates some of the GPUs asked for; enable gpushare (and mig) in the conf")
+            return error(
+                "no plugin allocates some of the GPUs asked for: shares and whole GPUs need gpushare "
+                "(or deviceshare with that kind enabled), MIG slices mig"
+            )
         return choice
 
     def placement(self, task: TaskInfo, row: int, choice: DeviceChoice) -> Placement:

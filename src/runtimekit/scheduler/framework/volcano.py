@@ -9,14 +9,18 @@ Volcano registers its actions and plugins by name at start (`pkg/scheduler/actio
 - a name neither knows is an error (a typo must not pass silently).
 
 `check_plugin` and `check_action` give that verdict for one name; the framework builder and the
-conf checker both call them, so the two never disagree. A leaf module: it imports nothing of the
-framework.
+conf checker both call them, so the two never disagree. `unsupported_arguments` takes out of a
+plugin's arguments the Volcano keys whose feature does not exist here, or lives in another plugin
+(dynamic resource allocation; predicates' GPU sharing of Volcano up to v1.8),
+with a warning when they turn it on, before the plugin sees them. A leaf module: it imports nothing
+of the framework.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 # pkg/scheduler/plugins/factory.go of current Volcano (the PluginName of each registered builder).
 VOLCANO_PLUGINS = frozenset(
@@ -84,3 +88,28 @@ def check_action(name: str, known: Collection[str]) -> NameCheck:
     if name in VOLCANO_ACTIONS:
         return NameCheck(name, warning=f"action {name!r} is one of Volcano's but not built here; skipped")
     return NameCheck(name, error=f"unknown action {name!r}; known actions: {', '.join(sorted(known))}")
+
+
+# Volcano arguments of plugins built here whose feature this scheduler does not have: key -> why.
+UNSUPPORTED_ARGUMENTS: dict[str, dict[str, str]] = {
+    "predicates": {
+        "predicate.DynamicResourceAllocationEnable": "dynamic resource allocation (DRA) is not supported here",
+        # Volcano (up to v1.8) shared GPUs in predicates; here the gpushare plugin (or deviceshare) does
+        "predicate.GPUSharingEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
+        "predicate.GPUNumberEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
+        "predicate.VGPUEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
+    },
+}
+
+
+def unsupported_arguments(plugin: str, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """The arguments without the keys of `UNSUPPORTED_ARGUMENTS`, and a warning for each of them that
+    is set to anything but false."""
+    known = UNSUPPORTED_ARGUMENTS.get(plugin, {})
+    kept = {k: v for k, v in arguments.items() if k not in known}
+    warnings = [
+        f"plugin {plugin!r}: {key}: {known[key]}; ignored"
+        for key, value in arguments.items()
+        if key in known and value not in (False, "false", "False")
+    ]
+    return kept, warnings

@@ -69,7 +69,10 @@ def build(arguments: Mapping[str, Any], context: BuildContext) -> Sla:
         return Sla(None)
     if not isinstance(raw, str):
         raise ArgumentError(f"{NAME}: {ARGUMENT} must be a duration such as 90s or 1h30m, got {raw!r}")
-    seconds = go_duration(raw)
+    try:
+        seconds = go_duration(raw)
+    except ArgumentError as exc:
+        raise ArgumentError(f"{NAME}: {ARGUMENT}: {exc}") from exc
     if seconds <= 0:
         raise ArgumentError(f"{NAME}: {ARGUMENT} must be more than 0, got {raw!r}")
     return Sla(seconds)

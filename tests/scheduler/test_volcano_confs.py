@@ -1,0 +1,66 @@
+"""Volcano's own confs (its Helm chart's and those of its user guides, reproduced in volcano_confs/)
+load here unchanged, with a warning for each thing that cannot mean anything here and nothing else."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+
+CONFS = Path(__file__).parent / "volcano_confs"
+# conf -> what its warnings name (one warning each)
+EXPECTED: dict[str, list[str]] = {
+    "helm-default.conf": [],
+    "helm-agent.conf": [],
+    "helm-ci.conf": ["predicate.DynamicResourceAllocationEnable", "'network-topology-aware'"],
+    "guide-configure-scheduler.conf": [],
+    "guide-dra.conf": ["predicate.DynamicResourceAllocationEnable"],
+    "guide-capacity.conf": [],
+    "guide-capacity-hierarchy.conf": [],
+    "guide-cdp.conf": ["'cdp'", "'task-topology'"],
+    "guide-dra-quota.conf": ["capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable"],
+    "guide-network-topology.conf": ["'network-topology-aware'"],
+    "guide-resource-strategy-fit.conf": ["'resource-strategy-fit'"],
+    "guide-queue-admission.conf": [],
+    "guide-task-topology.conf": ["'task-topology'"],
+    "guide-vnpu-hami.conf": [
+        "AscendHAMiVNPUEnable",
+        "KnownGeometriesCMName ",
+        "KnownGeometriesCMNamespace",
+        "no device kind enabled",
+    ],
+    "guide-vnpu-mindcluster.conf": ["AscendMindClusterVNPUEnable", "no device kind enabled", "'init-params' is not in"],
+    "guide-vgpu.conf": [],
+    "guide-gpu-sharing.conf": [],
+    "guide-gpu-sharing-v1.8.conf": ["predicate.GPUSharingEnable"],
+    "guide-gpu-number.conf": [],
+    "guide-gpu-number-v1.8.conf": ["predicate.GPUNumberEnable"],
+    "guide-numa-aware.conf": ["'numa-aware'"],
+    "guide-extender.conf": ["'extender'"],
+    "guide-nodegroup-strict.conf": ["'nodegroup'"],
+    "guide-nodegroup-hierarchy.conf": ["'nodegroup'"],
+    "guide-tune-performance.conf": [],
+}
+
+
+def test_every_conf_of_the_folder_is_in_the_table() -> None:
+    assert sorted(p.name for p in CONFS.glob("*.conf")) == sorted(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_volcanos_conf_loads_with_a_warning_for_each_thing_it_cannot_mean_here(name: str) -> None:
+    framework = Framework(load_conf(CONFS / name), builtin_registry(), BuildContext())
+    warnings = framework.warnings
+    assert len(warnings) == len(EXPECTED[name]), warnings
+    for expected in EXPECTED[name]:
+        assert any(expected in w for w in warnings), (expected, warnings)
+    assert framework.actions
+
+
+def test_gpu_sharing_confs_place_gpu_pods() -> None:
+    """Volcano's GPU-sharing confs name deviceshare: here it places the pods (through gpushare)."""
+    framework = Framework(load_conf(CONFS / "guide-vgpu.conf"), builtin_registry(), BuildContext())
+    assert [p.name for p in framework.plugins.allocate_devices.flat] == ["deviceshare"]
