@@ -22,7 +22,7 @@ from runtimekit.scheduler.framework.status import Status
 from runtimekit.scheduler.framework.values import DeviceChoice
 
 
-@dataclass
+@dataclass(slots=True)
 class Binding:
     """One pod's binding: the task (its `node` and `placement` set), the devices chosen for it in
     the session, the annotations the Binding will carry, and the device assignment PreBind plugins

@@ -25,7 +25,7 @@ from runtimekit.scheduler.framework.observe import ON_SESSION_CLOSE, ON_SESSION_
 from runtimekit.scheduler.framework.problems import Problems
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
 from runtimekit.scheduler.framework.sampling import NodeSampler
-from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.session import BindCycle, Session
 
 log = logging.getLogger(__name__)
 
@@ -56,6 +56,7 @@ class Framework:
         self.observer: Observer | None = None  # told how long things take (the scheduler's metrics)
         self.sampler: NodeSampler | None = None  # how many feasible nodes to score (None: all)
         self.queue_figures: Mapping[str, QueueFigures] = {}  # the latest session's, from ReportsQueues plugins
+        self.bind_cycle = BindCycle(self.plugins)
 
     @property
     def warnings(self) -> list[str]:
@@ -69,13 +70,28 @@ class Framework:
         observer = self.observer
         if observer is None:
             ssn = Session(
-                self.plugins, cache, cache.snapshot(), self.enabled_actions, self.explain, sampler=self.sampler
+                self.plugins,
+                cache,
+                cache.snapshot(),
+                self.enabled_actions,
+                self.explain,
+                sampler=self.sampler,
+                bind_cycle=self.bind_cycle,
             )
             for plugin in self.plugins.every.flat:
                 plugin.on_session_open(ssn)
             return ssn
         started = time.perf_counter()
-        ssn = Session(self.plugins, cache, cache.snapshot(), self.enabled_actions, self.explain, observer, self.sampler)
+        ssn = Session(
+            self.plugins,
+            cache,
+            cache.snapshot(),
+            self.enabled_actions,
+            self.explain,
+            observer,
+            self.sampler,
+            self.bind_cycle,
+        )
         for plugin in self.plugins.every.flat:
             begun = time.perf_counter()
             plugin.on_session_open(ssn)
@@ -85,8 +101,9 @@ class Framework:
 
     def close_session(self, ssn: Session) -> None:
         observer = self.observer
-        for task in list(ssn.held.values()):  # reserved but not bound (pipelined, or a statement left open)
-            ssn.unreserve(task)
+        if ssn.held:  # reserved but not bound (pipelined, or a statement left open)
+            for task in list(ssn.held.values()):
+                ssn.unreserve(task)
         for plugin in self.plugins.every.flat:
             begun = time.perf_counter() if observer is not None else 0.0
             plugin.on_session_close(ssn)

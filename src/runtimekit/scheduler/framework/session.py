@@ -85,6 +85,7 @@ class Session:
         explain: bool = True,
         observer: Observer | None = None,
         sampler: NodeSampler | None = None,
+        bind_cycle: BindCycle | None = None,
     ) -> None:
         self.uid = next(_session_ids)
         self.plugins = plugins
@@ -99,7 +100,7 @@ class Session:
         self.explain = explain  # work out why unschedulable tasks fit nowhere
         self.observer = observer  # told how long predicates and scoring take (the scheduler's metrics)
         self.sampler = sampler  # limits how many feasible nodes are scored (--percentage-nodes-to-find)
-        self.bind_cycle = BindCycle(plugins)
+        self.bind_cycle = bind_cycle or BindCycle(plugins)  # the framework builds it once
         self.held: dict[PodKey, TaskInfo] = {}  # reserved in this session, not handed to the cache yet
 
     def implementing(self, interface: type[T]) -> list[list[T]]:

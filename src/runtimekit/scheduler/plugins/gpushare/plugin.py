@@ -356,8 +356,10 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
     def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
         names = self.need(task.request).names
         if names:
-            mine = tuple(c for c in choice.containers if c[0] in names)
-            self._held[task.key] = (mine, self.policy_for(task).name)
+            containers = choice.containers
+            if len(containers) != 1 or containers[0][0] not in names:  # not the usual lone container of ours
+                containers = tuple(c for c in containers if c[0] in names)
+            self._held[task.key] = (containers, self.policy_for(task).name)
         return SUCCESS
 
     def unreserve(self, task: TaskInfo) -> None:
