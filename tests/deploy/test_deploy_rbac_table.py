@@ -181,13 +181,15 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("list", "scheduling.volcano.sh", "queues"), ("watch", "scheduling.volcano.sh", "queues")],
     ),
-    ("scheduler/server.py", "__init__", "Informer", "'/apis/policy/v1/poddisruptionbudgets'"): (
+    # the informers of what plugins read besides: PodDisruptionBudgets (pdb), ResourceQuotas (resourcequota)
+    ("scheduler/server.py", "_watch", "Informer", "path"): (
         ("scheduler",),
-        [("list", "policy", "poddisruptionbudgets"), ("watch", "policy", "poddisruptionbudgets")],
-    ),
-    ("scheduler/server.py", "__init__", "Informer", "'/api/v1/resourcequotas'"): (
-        ("scheduler",),
-        [("list", "", "resourcequotas"), ("watch", "", "resourcequotas")],
+        [
+            ("list", "policy", "poddisruptionbudgets"),
+            ("watch", "policy", "poddisruptionbudgets"),
+            ("list", "", "resourcequotas"),
+            ("watch", "", "resourcequotas"),
+        ],
     ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
 }

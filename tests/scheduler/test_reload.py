@@ -239,3 +239,33 @@ def test_without_a_pod_the_refusal_goes_on_the_lease(
         )
     finally:
         scheduler.stop()
+
+
+def test_a_reloaded_conf_with_the_pdb_and_resourcequota_plugins_starts_watching_what_they_read(
+    http: KubeHttp, tmp_path: Path
+) -> None:
+    mounted = MountedConfigMap(tmp_path, conf("bestfit"))
+    scheduler = start(http, mounted.path)
+    try:
+        assert {i.name for i in scheduler.informers} == {"nodes", "pods", "podgroups", "queues"}
+        first = scheduler.framework
+        mounted.update(
+            conf("bestfit").replace("- plugins:\n", "- plugins:\n  - name: pdb\n  - name: resourcequota\n", 1)
+        )
+        wait_for(lambda: scheduler.framework is not first, what="the reloaded framework in use")
+        watching = {i.name: i for i in scheduler.informers}
+        assert {"pdbs", "resourcequotas"} <= set(watching)
+        budget = {
+            "apiVersion": "policy/v1",
+            "kind": "PodDisruptionBudget",
+            "metadata": {"name": "web", "namespace": "default"},
+            "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "web"}}},
+        }
+        http.post("/apis/policy/v1/namespaces/default/poddisruptionbudgets", budget)
+        wait_for(lambda: "default/web" in scheduler.cache.budgets, what="the budget in the cache")
+        quota = {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "q", "namespace": "default"},
+                 "spec": {"hard": {"cpu": "2"}}}  # fmt: skip
+        http.post("/api/v1/namespaces/default/resourcequotas", quota)
+        wait_for(lambda: "default/q" in scheduler.cache.quotas, what="the quota in the cache")
+    finally:
+        scheduler.stop()

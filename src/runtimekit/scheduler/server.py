@@ -110,8 +110,6 @@ class Scheduler:
         self.metrics.jobs = lambda: set(self.cache.jobs)
         self._observed = ObservedCache(self.cache, self.metrics)
         self.sampler = NodeSampler(self.options.node_sampling) if self.options.node_sampling else None
-        self._use(framework)
-        self._next: Framework | None = None  # a reloaded framework, taken up between sessions
         c = self.cache
         self.informers = [
             Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
@@ -121,16 +119,9 @@ class Scheduler:
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
             Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
         ]
-        # what plugins read besides (a plugin says so with a class attribute `watches`)
-        watched = {kind for plugin in framework.plugins.every.flat for kind in getattr(plugin, "watches", ())}
-        if "poddisruptionbudgets" in watched:
-            self.informers.append(
-                Informer(http, "/apis/policy/v1/poddisruptionbudgets", c.on_budget, name="pdbs", optional=True)
-            )
-        if "resourcequotas" in watched:
-            self.informers.append(
-                Informer(http, "/api/v1/resourcequotas", c.on_quota, name="resourcequotas", optional=True)
-            )
+        self._thread: threading.Thread | None = None
+        self._use(framework)
+        self._next: Framework | None = None  # a reloaded framework, taken up between sessions
         self.elector: LeaderElector | None = None
         if self.options.leader_elect:
             self.elector = LeaderElector(
@@ -163,7 +154,6 @@ class Scheduler:
         self.endpoints: list[Endpoint] = []
         self.sessions = 0
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     @property
     def names(self) -> tuple[str, ...]:
@@ -179,11 +169,29 @@ class Scheduler:
         return self.names[0]
 
     def _use(self, framework: Framework) -> None:
+        self._watch(framework)
         framework.observer = self.metrics
         framework.sampler = self.sampler
         # actions that look at running pods (preempt, reclaim, print, ...) say so (`Action` docstring)
         self.cache.include_running = any(getattr(action, "needs_running", False) for action in framework.actions)
         self.framework = framework
+
+    def _watch(self, framework: Framework) -> None:
+        """Informers for what the framework's plugins read besides nodes, pods and Volcano's kinds (a
+        plugin says so with a class attribute `watches`); added once, started at once when running."""
+        paths = {
+            "poddisruptionbudgets": ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_budget, "pdbs"),
+            "resourcequotas": ("/api/v1/resourcequotas", self.cache.on_quota, "resourcequotas"),
+        }
+        watched = {kind for plugin in framework.plugins.every.flat for kind in getattr(plugin, "watches", ())}
+        present = {informer.name for informer in self.informers}
+        for kind in sorted(watched & set(paths)):
+            path, handler, name = paths[kind]
+            if name not in present:
+                informer = Informer(self.http, path, handler, name=name, optional=True)
+                self.informers.append(informer)
+                if self._thread is not None:  # a reloaded conf asks for it: watch from now on
+                    informer.start()
 
     def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
         """Pods to the cache; a new pending pod of ours is Volcano's `Watched` stage."""
