@@ -13,8 +13,12 @@ from typing import Any
 from runtimekit.model.quantity import parse_quantity
 from runtimekit.scheduler.cache.objects import meta
 from runtimekit.scheduler.framework.arguments import ArgumentError, go_duration
-from runtimekit.scheduler.framework.info import Requirement
-from runtimekit.scheduler.framework.policy import DisruptionBudget, LabelSelector, NamespaceQuota
+from runtimekit.scheduler.framework.policy import (
+    DisruptionBudget,
+    LabelRequirement,
+    LabelSelector,
+    NamespaceQuota,
+)
 
 log = logging.getLogger(__name__)
 # Volcano's PodGroup annotations for the sla plugin, the first found wins
@@ -32,7 +36,7 @@ def label_selector(raw: object) -> LabelSelector | None:
     for item in raw.get("matchExpressions") or []:
         if isinstance(item, Mapping) and item.get("key"):
             values = tuple(str(v) for v in item.get("values") or [])
-            expressions.append(Requirement(str(item["key"]), str(item.get("operator", "In")), values))
+            expressions.append(LabelRequirement(str(item["key"]), str(item.get("operator", "In")), values))
     pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, Mapping) else ()
     return LabelSelector(pairs, tuple(expressions))
 

@@ -36,7 +36,7 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
-from runtimekit.scheduler.framework.status import FitErrors, Status
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, FitErrors, Status
 from runtimekit.scheduler.kubesem.podbook import PodBook
 
 
@@ -136,9 +136,9 @@ class StaticCache:
         binding = Binding(task, task.node, choice)
         if hooks is not None:
             status = hooks.pre_bind(binding)
-            if status.ok:
+            if status is SUCCESS or status.ok:
                 status = hooks.bind(binding)  # SKIP: no plugin bound it, the cache records it
-            if not status.ok:
+            if status is not SKIP and not status.ok:
                 hooks.unreserve(task)
                 self._unbind(task, status)
                 return

@@ -11,20 +11,18 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
-from typing import TYPE_CHECKING, Any, NewType, TypeVar
+from typing import Any, NewType, TypeVar
 
 import numpy as np
 
 from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
+from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
-
-if TYPE_CHECKING:
-    from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"

@@ -1,6 +1,7 @@
 """Cluster policy objects a session may carry besides nodes, pods and queues: PodDisruptionBudgets (the
 `pdb` plugin keeps evictions within them) and ResourceQuotas (the `resourcequota` plugin admits pod
-groups within them). Frozen values; the live cache reads them from the API (`cache/policy.py`).
+groups within them). Frozen values; the live cache reads them from the API (`cache/policy.py`). A
+leaf module (`info.py` uses it).
 """
 
 from __future__ import annotations
@@ -9,7 +10,26 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from runtimekit.scheduler.framework.info import Requirement
+
+@dataclass(frozen=True)
+class LabelRequirement:
+    """One `matchExpressions` entry of a label selector: key In/NotIn/Exists/DoesNotExist values."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...] = ()
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        value = labels.get(self.key)
+        if self.operator == "In":
+            return value is not None and value in self.values
+        if self.operator == "NotIn":
+            return value is None or value not in self.values
+        if self.operator == "Exists":
+            return value is not None
+        if self.operator == "DoesNotExist":
+            return value is None
+        return False  # not an operator of label selectors: selects nothing
 
 
 @dataclass(frozen=True)
@@ -17,7 +37,7 @@ class LabelSelector:
     """A metav1.LabelSelector: every `matchLabels` pair and every expression must hold."""
 
     match_labels: tuple[tuple[str, str], ...] = ()
-    expressions: tuple[Requirement, ...] = ()
+    expressions: tuple[LabelRequirement, ...] = ()
 
     @property
     def empty(self) -> bool:

@@ -56,7 +56,7 @@ class BindCycle:
     def pre_bind(self, binding: Binding) -> Status:
         for plugin in self._pre_binds:
             status = plugin.pre_bind(binding)
-            if not status.ok:
+            if status is not SUCCESS and not status.ok:
                 return status.stamped(plugin.name)
         return SUCCESS
 
@@ -364,7 +364,7 @@ class Session:
             return SUCCESS
         for plugin in plugins:
             status = plugin.reserve(task, choice, self)
-            if not status.ok:
+            if status is not SUCCESS and not status.ok:
                 self.bind_cycle.unreserve(task)
                 return status.stamped(plugin.name)
         self.held[task.key] = task

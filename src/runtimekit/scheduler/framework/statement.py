@@ -12,7 +12,7 @@ from runtimekit.model import LedgerError, NodeName, NodeTable, Placement
 from runtimekit.scheduler.framework.binding import BindHooks
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
-from runtimekit.scheduler.framework.status import Status
+from runtimekit.scheduler.framework.status import SUCCESS, Status
 from runtimekit.scheduler.framework.values import DeviceChoice
 
 
@@ -68,14 +68,14 @@ class Statement:
         ssn = self.ssn
         placement = ssn.placement(task, row, choice)
         ssn.table.take(placement)  # raises LedgerError and changes nothing if it does not fit
-        prior = (task.status, task.node, task.placement)
+        prior_status, prior_node, prior_placement = task.status, task.node, task.placement
         task.status, task.node, task.placement = status, placement.node, placement
         reserved = ssn.reserve(task, choice)
-        if not reserved.ok:
+        if reserved is not SUCCESS and not reserved.ok:
             ssn.table.give(placement)
-            task.status, task.node, task.placement = prior
+            task.status, task.node, task.placement = prior_status, prior_node, prior_placement
             raise ReserveError(reserved)
-        self.ops.append(_Op(kind, task, choice, "", *prior))
+        self.ops.append(_Op(kind, task, choice, "", prior_status, prior_node, prior_placement))
         ssn.fire(True, task)
 
     def allocate(self, task: TaskInfo, row: int, choice: DeviceChoice) -> None:

@@ -357,9 +357,11 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         names = self.need(task.request).names
         if names:
             containers = choice.containers
-            if len(containers) != 1 or containers[0][0] not in names:  # not the usual lone container of ours
-                containers = tuple(c for c in containers if c[0] in names)
-            self._held[task.key] = (containers, self.policy_for(task).name)
+            if len(containers) == 1 and containers[0][0] in names:  # the usual: one container, all ours
+                self._held[task.key] = (containers, choice.policy)
+            else:
+                mine = tuple(c for c in containers if c[0] in names)
+                self._held[task.key] = (mine, self.policy_for(task).name)
         return SUCCESS
 
     def unreserve(self, task: TaskInfo) -> None:
