@@ -130,6 +130,7 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
         # GPUs held for placed pods until PreBind writes them (or Unreserve gives them up); written
         # by the scheduling thread, read by binder threads (single dict operations only)
         self._held: dict[PodKey, Held] = {}
+        self._last_answer: DeviceChoice | None = None  # the latest choice allocate_devices returned
 
     def need(self, request: PodRequest) -> _Need:
         """What this plugin reads of a request, worked out once per request object (a pod's request
@@ -350,18 +351,18 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
             chosen.append((container.container, taken))
             if len(requests) > 1:
                 _take_scratch(ctx, row, taken)
-        return DeviceChoice(tuple(chosen), policy.name)
+        answer = self._last_answer = DeviceChoice(tuple(chosen), policy.name)
+        return answer
 
     # -- Reserve and PreBind ---------------------------------------------------------------
     def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
+        if choice is self._last_answer:  # the usual: the session took this plugin's answer as it was
+            self._held[task.key] = (choice.containers, choice.policy)
+            return SUCCESS
         names = self.need(task.request).names
-        if names:
-            containers = choice.containers
-            if len(containers) == 1 and containers[0][0] in names:  # the usual: one container, all ours
-                self._held[task.key] = (containers, choice.policy)
-            else:
-                mine = tuple(c for c in containers if c[0] in names)
-                self._held[task.key] = (mine, self.policy_for(task).name)
+        if names:  # the choice merges other device plugins' answers: this plugin's containers only
+            mine = tuple(c for c in choice.containers if c[0] in names)
+            self._held[task.key] = (mine, self.policy_for(task).name)
         return SUCCESS
 
     def unreserve(self, task: TaskInfo) -> None:
