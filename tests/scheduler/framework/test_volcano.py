@@ -7,7 +7,13 @@ import pytest
 
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework, RegistryError, parse_conf
-from runtimekit.scheduler.framework.volcano import VOLCANO_ACTIONS, VOLCANO_PLUGINS, check_action, check_plugin
+from runtimekit.scheduler.framework.volcano import (
+    VOLCANO_ACTIONS,
+    VOLCANO_PLUGINS,
+    check_action,
+    check_plugin,
+    unsupported_arguments,
+)
 
 
 @pytest.mark.parametrize(
@@ -49,3 +55,16 @@ def test_a_name_neither_knows_stops_the_build_naming_it() -> None:
     conf = parse_conf('actions: "allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: gpu-fairy\n')
     with pytest.raises(RegistryError, match="unknown plugin 'gpu-fairy'"):
         Framework(conf, builtin_registry(), BuildContext())
+
+
+def test_arguments_whose_feature_is_absent_here_are_taken_out_and_warn_only_when_turned_on() -> None:
+    arguments = {
+        "predicate.DynamicResourceAllocationEnable": True,
+        "predicate.VolumeBindingEnable": "false",
+        "predicate.NodeAffinityEnable": True,
+    }
+    kept, warnings = unsupported_arguments("predicates", arguments)
+    assert kept == {"predicate.NodeAffinityEnable": True}
+    (warning,) = warnings
+    assert "predicate.DynamicResourceAllocationEnable" in warning
+    assert unsupported_arguments("gang", arguments) == (arguments, [])

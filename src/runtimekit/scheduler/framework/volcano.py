@@ -11,7 +11,7 @@ Volcano registers its actions and plugins by name at start (`pkg/scheduler/actio
 `check_plugin` and `check_action` give that verdict for one name; the framework builder and the
 conf checker both call them, so the two never disagree. `unsupported_arguments` takes out of a
 plugin's arguments the Volcano keys whose feature does not exist here, or lives in another plugin
-(dynamic resource allocation; predicates' GPU sharing of Volcano up to v1.8),
+(dynamic resource allocation, volume binding; predicates' GPU sharing of Volcano up to v1.8),
 with a warning when they turn it on, before the plugin sees them. A leaf module: it imports nothing
 of the framework.
 """
@@ -94,6 +94,7 @@ def check_action(name: str, known: Collection[str]) -> NameCheck:
 UNSUPPORTED_ARGUMENTS: dict[str, dict[str, str]] = {
     "predicates": {
         "predicate.DynamicResourceAllocationEnable": "dynamic resource allocation (DRA) is not supported here",
+        "predicate.VolumeBindingEnable": "volumes are not bound by this scheduler",
         # Volcano (up to v1.8) shared GPUs in predicates; here the gpushare plugin (or deviceshare) does
         "predicate.GPUSharingEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
         "predicate.GPUNumberEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
