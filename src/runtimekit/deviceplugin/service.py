@@ -176,7 +176,7 @@ class DevicePluginService:
         self._lock = threading.Lock()
         self._recent: set[AllocatedKey] = set()
         self._refused: set[str] = set()  # uids of pods whose Allocate this plugin refused
-        self._admitting: set[str] = set()  # uids kubelet showed admitting at the current call
+        self._admitting: set[str] = set()  # uids kubelet showed admitting during the current call
 
     @property
     def node(self) -> str:
@@ -235,10 +235,12 @@ class DevicePluginService:
         found = self._waiting(resource, len(device_ids), listing)
         try:
             return self._allocate(found, resource, device_ids)
-        except _Vanished:
+        except ServiceError as exc:
             if found.fresh:
                 raise
-            log.info("%s is gone or replaced since the watch saw it: matching on a fresh list", found.candidate)
+            # The view may show a pod deleted since (the runtime may even refuse it as over-committing):
+            # whatever went wrong, the call is matched again on a fresh list before anything is refused.
+            log.info("%s on the watch-kept view: %s; matching on a fresh list", found.candidate, exc.message)
         return self._allocate(self._waiting(resource, len(device_ids), listing, fresh=True), resource, device_ids)
 
     def _listing(self) -> Sequence[ListedPod] | None:
@@ -265,25 +267,33 @@ class DevicePluginService:
         """The container this call is for: from the watch-kept view when it matches, else from a fresh list."""
         seen = None if fresh or self._view is None else self._view.pods()
         if seen is not None:
-            found = self._match_in(seen, resource, size, listing)
+            found = self._match_in(seen, resource, size, listing, fresh=False)
             if isinstance(found, Candidate):
                 return _Found(found, fresh=False)
         pods = self._pods()
         live = {str((p.get("metadata") or {}).get("uid", "")) for p in pods}
         self._recent = {key for key in self._recent if key[0] in live}
         self._refused &= live
-        found = self._match_in(pods, resource, size, listing)
+        found = self._match_in(pods, resource, size, listing, fresh=True)
         return found if isinstance(found, NoMatch) else _Found(found, fresh=True)
 
     def _match_in(
-        self, pods: Sequence[Mapping[str, Any]], resource: str, size: int, listing: Sequence[ListedPod] | None
+        self,
+        pods: Sequence[Mapping[str, Any]],
+        resource: str,
+        size: int,
+        listing: Sequence[ListedPod] | None,
+        fresh: bool,
     ) -> Candidate | NoMatch:
         pairs = None
         if listing is not None:
             rows = admitting(pods, listing, resource, size, self._refused)
             pairs = {(uid, container) for uid, _, _, container in rows}
-            self._admitting = {uid for uid, _ in pairs}
-            if len(self._admitting) > 1:
+            uids = {uid for uid, _ in pairs}
+            self._admitting |= uids
+            if len(uids) > 1 and not fresh:  # the view may still show pods since deleted
+                return NoMatch("kubelet lists more than one pod being admitted in the watch-kept view")
+            if len(uids) > 1:
                 log.warning(
                     "kubelet lists %d pods without %s (an older kubelet lists pods it rejected): %s; "
                     "taking the oldest waiting one",

@@ -10,14 +10,14 @@ Events the runtime reports rebuilt allocations with (`KubeNodeApi` again).
 - `stale_allocations` decides which allocations to release: a pod is gone when every available
   source says so (absent, or finished; or being deleted while kubelet no longer runs it), and only
   after a grace period, so a pod admitted a moment ago is never released by a list taken before it;
-  except that an allocation made before the lists were asked for (`listed_ms`) is judged by them at
-  once, which is what an Allocate that would over-commit does (kubelet frees a terminated pod's
-  devices at admission as well).
+  except that an allocation that existed before the lists were asked for (`settled`) is judged by
+  them at once, which is what an Allocate that would over-commit does (kubelet frees a terminated
+  pod's devices at admission as well).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -115,10 +115,11 @@ def stale_allocations(
     kubelet_pods: set[tuple[str, str]] | None,
     now_ms: int,
     grace_ms: int,
-    listed_ms: int | None = None,
+    settled: Collection[tuple[str, str]] | None = None,
 ) -> list[tuple[Allocation, str]]:
     """The allocations whose pod is gone, with why. None for a source means it could not be asked.
-    `listed_ms`: when the lists were asked for; an allocation made before it is not protected by the grace."""
+    `settled`: the (pod uid, container) of the allocations that existed before the lists were asked for;
+    those are not protected by the grace period."""
     if api_pods is None and kubelet_pods is None:
         return []
     live_uids = {pod_ref(p).uid: p for p in api_pods} if api_pods is not None else None
@@ -130,7 +131,7 @@ def stale_allocations(
         if ended:  # the pod's own manifest says so: however young the allocation, it is over
             stale.append((allocation, ended))
             continue
-        older_than_lists = listed_ms is not None and allocation.created_unix_ms < listed_ms
+        older_than_lists = settled is not None and allocation.key in settled
         if now_ms - allocation.created_unix_ms < grace_ms and not older_than_lists:
             continue  # absence from a list may only mean the list is older than the allocation
         if live_uids is not None and pod.uid not in live_uids and (pod.namespace, pod.name) in api_names:

@@ -394,7 +394,8 @@ class NodeRuntime:
         running containers hold without one, retry a pending rebuild of a corrupt checkpoint. Returns
         what it released. `prompt`: an allocation made before the lists were asked for is released on
         their word at once, without the grace period (an Allocate would otherwise over-commit)."""
-        listed_ms = self._now_ms()
+        with self._lock:  # what exists before the lists are asked for is judged by them
+            settled = {a.key for a in self._book.all()} if prompt else None
         api_pods, listing, notes = self._ask_sources()
         rebuilt: list[Missing] = []
         with self._lock:
@@ -405,9 +406,7 @@ class NodeRuntime:
                 self._save()
             kubelet_pods = {p.key for p in listing} if listing is not None else None
             grace_ms = int(self.settings.reconcile_grace_s * 1000)
-            stale = stale_allocations(
-                self._book.all(), api_pods, kubelet_pods, self._now_ms(), grace_ms, listed_ms if prompt else None
-            )
+            stale = stale_allocations(self._book.all(), api_pods, kubelet_pods, self._now_ms(), grace_ms, settled)
             for allocation, _why in stale:
                 self._book.release(allocation.pod.uid, allocation.container)
             if self._recovery.base is not CheckpointStatus.UNRECOVERED and (api_pods, listing) != (None, None):
