@@ -237,7 +237,7 @@ class Rig:
         self.admitting: PodIdentity | None = None
         self.pod_resources = serve_pod_resources(Holdings(), root / "pr.sock", self._running)  # type: ignore[arg-type]
         self.lister = PodResourcesClient(str(root / "pr.sock"))
-        settings = PluginSettings(NODE, PROTOCOL, KEYS)
+        settings = PluginSettings(NODE, PROTOCOL, keys=KEYS)
         self.service = DevicePluginService(settings, self.client, api, DeviceState(), view, self.lister)
         self.manager = DevicePluginManager(self.service, self.client.watch_devices, root / "plugins").start(10)
         socket = root / "plugins" / socket_name(PROTOCOL.resources.core)

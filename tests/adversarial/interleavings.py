@@ -271,7 +271,7 @@ def start_stack() -> Stack:
     daemon = RuntimeDaemon(runtime, str(root / "rt.sock"), reconcile_interval_s=0).start()
     client = RuntimeClient(str(root / "rt.sock"))
     plugin_lister = PodResourcesClient(str(root / "pr.sock"))
-    settings = PluginSettings(NODE, P, KEYS)
+    settings = PluginSettings(NODE, P, keys=KEYS)
     service = DevicePluginService(settings, client, api, DeviceState(), LaggingView(api), plugin_lister)
     manager = DevicePluginManager(service, client.watch_devices, root / "plugins", None, 0.05).start(30.0)
     names = sorted((RES.gpu, RES.core, RES.memory))

@@ -115,7 +115,7 @@ def start_node(api: ApiServer, spec: NodeSpec, index: int, folder: Path) -> Node
     client = RuntimeClient(options.socket_path)
     kube = KubeNodeApi(http)
     lister = PodResourcesClient(str(folder / "pr.sock"))
-    service = DevicePluginService(PluginSettings(spec.name, P, KEYS), client, kube, DeviceState(), kubelet=lister)
+    service = DevicePluginService(PluginSettings(spec.name, P, keys=KEYS), client, kube, DeviceState(), kubelet=lister)
     plugin = DevicePluginManager(service, client.watch_devices, folder / "plugins", NodePublisher(kube, spec.name, P))
     plugin.start(30.0)
     names = sorted(resource.name for resource in service.specs())

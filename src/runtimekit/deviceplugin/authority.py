@@ -11,10 +11,11 @@ signatures must not accept any (the CLI refuses to start without one).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from typing import Any
 
 from runtimekit.base.keyring import KeyRing
-from runtimekit.model import Assignment, RequestError, parse_pod_request
+from runtimekit.model import Assignment, GpuKind, PodRequest, RequestError, parse_pod_request
 from runtimekit.model.authority import request_problems, signature_problem
 from runtimekit.protocol import Protocol
 
@@ -24,8 +25,11 @@ GpuMemory = Callable[[], Mapping[str, int]]  # MiB per GPU UUID, as the runtime 
 class AssignmentCheck:
     """See the module docstring. Thread-safe (the key ring is)."""
 
-    def __init__(self, keys: KeyRing | None, protocol: Protocol, gpu_memory: GpuMemory = dict) -> None:
+    def __init__(
+        self, keys: KeyRing | None, protocol: Protocol, gpu_memory: GpuMemory = dict, memory_unit_mib: int = 0
+    ) -> None:
         self.keys, self.protocol, self._gpu_memory = keys, protocol, gpu_memory
+        self.memory_unit_mib = memory_unit_mib or protocol.memory_unit_mib  # this node's gpu-memory device
 
     @property
     def generation(self) -> int:
@@ -46,8 +50,21 @@ class AssignmentCheck:
             request = parse_pod_request(pod, self.protocol)
         except RequestError as exc:
             return f"its assignment was refused: its requests cannot be read: {exc}"
-        problems = request_problems(assignment, request, self._gpu_memory())
+        problems = request_problems(assignment, self._on_this_node(request), self._gpu_memory())
         if problems:
             more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
             return f"its assignment was refused: it differs from the pod's requests: {'; '.join(problems[:3])}{more}"
         return ""
+
+    def _on_this_node(self, request: PodRequest) -> PodRequest:
+        """The request with gpu-memory counted in this node's unit (the scheduler does the same)."""
+        default, unit = self.protocol.memory_unit_mib, self.memory_unit_mib
+        if unit == default:
+            return request
+        gpus = tuple(
+            replace(c, gpu=replace(c.gpu, memory_mib=c.gpu.memory_mib // default * unit))
+            if c.gpu.kind is GpuKind.SHARE and c.gpu.memory_mib is not None
+            else c
+            for c in request.gpus
+        )
+        return replace(request, gpus=gpus)

@@ -172,7 +172,7 @@ class DevicePluginService:
         self._view = view
         self._kubelet = kubelet
         self._cache = MatchCache()
-        self._check = AssignmentCheck(settings.keys, settings.protocol, self._gpu_memory)
+        self._check = AssignmentCheck(settings.keys, settings.protocol, self._gpu_memory, settings.memory_unit_mib)
         self._lock = threading.Lock()
         self._recent: set[AllocatedKey] = set()
         self._refused: set[str] = set()  # uids of pods whose Allocate this plugin refused
