@@ -265,3 +265,12 @@ def test_the_exporter_shows_what_was_rebuilt_and_the_probe_says_ready(
     assert value["runtimekit_runtime_unaccounted_containers"] == 0
     states = {s.labels["state"]: s.value for s in families["runtimekit_runtime_checkpoint_state"].samples}
     assert states == {"recovered": 1.0}
+
+
+def test_a_torn_line_with_no_source_to_compare_is_reported_and_not_ok(make: Factory, state_dir: Path) -> None:
+    tear_last_line(run_two_pods(make), state_dir)
+    runtime = make()  # no API server, no PodResources: nothing to rebuild from
+    status = runtime.status()
+    assert status.checkpoint is CheckpointStatus.UNVERIFIED
+    assert status.state.torn_total == 1
+    assert "was torn" in status.checkpoint_message

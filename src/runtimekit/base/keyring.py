@@ -82,10 +82,12 @@ class KeyRing:
         return cls([Key.of(s) for s in secrets_])
 
     @classmethod
-    def from_folder(cls, folder: str | os.PathLike[str], reload_s: float = 1.0) -> KeyRing:
+    def from_folder(
+        cls, folder: str | os.PathLike[str], reload_s: float = 1.0, clock: Callable[[], float] = time.monotonic
+    ) -> KeyRing:
         """The ring of a folder (`current`, optional `previous`). Raises KeyRingError naming the problem."""
         path = Path(folder)
-        return cls(_read_folder(path), path, reload_s)
+        return cls(_read_folder(path), path, reload_s, clock)
 
     @property
     def key_ids(self) -> tuple[str, ...]:

@@ -8,7 +8,8 @@
 - `rebuild_missing` (every start and every reconciliation) books an allocation for each container
   that holds devices without one (`runtimekit.runtime.rebuild`) and counts them; what cannot be
   rebuilt is `unaccounted`, and the state is INCOMPLETE (new allocations refused) until it clears;
-- while pod sources are configured and none has answered since start, the state is UNVERIFIED.
+- while pod sources are configured and none has answered since start, the state is UNVERIFIED; so it
+  is after a torn journal line with no source to compare with.
 The effective state is OK or RECOVERED only when the allocations cover what runs on the node
 (`CheckpointStatus.trusted`): GetStatus, the exporter's metrics and `runtime-admin ready` say so.
 """
@@ -30,6 +31,7 @@ from runtimekit.runtime.state import CheckpointCorrupt, StateDir
 from runtimekit.runtime.values import AllocationState, CheckpointStatus
 
 log = logging.getLogger(__name__)
+MAX_MESSAGE = 2000  # the status message keeps the latest notes
 
 
 @dataclass
@@ -50,7 +52,7 @@ class Recovery:
             return self.base
         if self.unaccounted:
             return CheckpointStatus.INCOMPLETE
-        if self.sources and not self.verified:
+        if (self.sources or self.torn_total) and not self.verified:
             return CheckpointStatus.UNVERIFIED
         return self.base
 
@@ -66,7 +68,8 @@ class Recovery:
         return ""
 
     def note(self, text: str) -> None:
-        self.message = f"{self.message}; {text}" if self.message else text
+        message = f"{self.message}; {text}" if self.message else text
+        self.message = message if len(message) <= MAX_MESSAGE else "…" + message[-MAX_MESSAGE:]
 
     # -- loading --------------------------------------------------------------------------------
     def load(self, state: StateDir, book: AllocationBook, node: str) -> None:
