@@ -163,10 +163,12 @@ def test_a_pod_that_does_not_fit_is_rejected_out_of_the_resource(
     assert pod["status"]["message"] == f"Pod was rejected: Node didn't have enough resource: {detail}"
 
 
-def test_an_extended_resource_no_plugin_advertises_is_let_through_as_kubelet_does(http: KubeHttp) -> None:
+def test_an_extended_resource_no_plugin_advertises_is_let_through_as_kubelet_does(
+    cluster: EmbeddedCluster, http: KubeHttp
+) -> None:
     """kubelet's removeMissingExtendedResources: a scheduler extender's resource (HAMi's gpumem) is
     not the node's to count; only the resources it advertises are checked."""
-    http.post(PODS, gpu_pod("extender", {"example.com/fpga": "1"}, gpu=None))
+    submit(cluster, http, "extender", {"example.com/fpga": "1"}, gpu=None)
     pod = phase(http, "extender", "Running")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["example.com/fpga"] == "1"
 
