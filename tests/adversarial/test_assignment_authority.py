@@ -230,6 +230,15 @@ def test_a_whole_gpu_and_a_share_never_meet_on_one_gpu(
 # -- keys ---------------------------------------------------------------------------------------
 
 
+KUBECONFIG = """apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "http://127.0.0.1:1"}}]
+users: [{name: u, user: {}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+"""
+
+
 @pytest.fixture
 def key_dir() -> Iterator[Path]:
     path = Path(tempfile.mkdtemp(prefix="rk-keys-"))
@@ -241,9 +250,13 @@ def key_dir() -> Iterator[Path]:
 def test_scheduler_and_device_plugin_refuse_to_start_without_a_key(
     component: str, key_dir: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
 ) -> None:
-    common = (
-        ["--kubeconfig", "http://127.0.0.1:1"] if component == "scheduler" else ["--runtime-socket", "/nonexistent"]
-    )
+    kubeconfig = key_dir.parent / f"{key_dir.name}.kubeconfig"  # a usable one: only the key is missing
+    kubeconfig.write_text(KUBECONFIG)
+    common = [
+        "--kubeconfig",
+        str(kubeconfig),
+        *(["--runtime-socket", "/nonexistent"] if component != "scheduler" else []),
+    ]
     assert main([component, *common]) == 2
     assert main([component, *common, "--assignment-keys", str(key_dir)]) == 2  # the folder has no key
     (key_dir / "current").write_text("short\n")

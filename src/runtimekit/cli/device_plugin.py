@@ -96,9 +96,6 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         log.error("%s", exc)
         return 2
-    keys = load_keys(args.assignment_keys)
-    if keys is None:
-        return 2
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
     log.info("gpu-memory unit on this node: %s", format_memory_unit(unit))
     from runtimekit.kube.http import KubeConfigError
@@ -108,6 +105,10 @@ def run(args: argparse.Namespace) -> int:
         kube = KubeNodeApi.connect(args.kubeconfig)
     except KubeConfigError as exc:
         log.error("%s", exc)
+        return 2
+    keys = load_keys(args.assignment_keys)
+    if keys is None:
+        kube.close()
         return 2
     client = RuntimeClient(args.runtime_socket or protocol.sockets.runtime)
     try:

@@ -205,8 +205,19 @@ def load_keys(folder: str | None, needed: bool) -> KeyRing | None:
         raise ArgumentError(f"--assignment-keys: {exc}") from None
 
 
-def prepare(args: argparse.Namespace) -> Prepared:
-    """What `build` returns, with the registry and build context a conf reload needs."""
+def writes_assignments(framework: Framework) -> bool:
+    """Whether the conf has a GPU plugin, whose placements become assignments the device plugins check."""
+    return bool(framework.plugins.allocate_devices.flat)
+
+
+def with_keys(prepared: Prepared, args: argparse.Namespace) -> None:
+    """Load the assignment key into prepared options (raises ArgumentError as `load_keys`)."""
+    prepared.options.signer = load_keys(args.assignment_keys, needed=writes_assignments(prepared.framework))
+
+
+def prepare(args: argparse.Namespace, keys: bool = True) -> Prepared:
+    """What `build` returns, with the registry and build context a conf reload needs. `keys=False`
+    leaves the assignment key to the caller (`with_keys`)."""
     from runtimekit.scheduler.framework.arguments import ArgumentError
     from runtimekit.scheduler.server import SchedulerOptions
 
@@ -225,7 +236,7 @@ def prepare(args: argparse.Namespace) -> Prepared:
     registry, context = registry_and_context(args)
     framework = checked_framework(args, registry, context).framework
     assert framework is not None
-    signer = load_keys(args.assignment_keys, needed=bool(framework.plugins.allocate_devices.flat))
+    signer = load_keys(args.assignment_keys, needed=writes_assignments(framework)) if keys else None
     protocol = context.protocol
     names = tuple(dict.fromkeys([protocol.scheduler_name, *(args.scheduler_names or ())]))
     options = SchedulerOptions(
@@ -302,7 +313,7 @@ def serve(args: argparse.Namespace) -> int:
     from runtimekit.scheduler.server import Scheduler
 
     try:
-        prepared = prepare(args)
+        prepared = prepare(args, keys=False)  # the key after the kubeconfig: each refusal names its flag
     except ConfCheckFailed as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
@@ -315,6 +326,12 @@ def serve(args: argparse.Namespace) -> int:
         http = KubeHttp.connect(args.kubeconfig, master=args.master, user_agent=agent)
     except KubeConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with_keys(prepared, args)
+    except ArgumentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        http.close()
         return 2
     http.limit(args.kube_api_qps, args.kube_api_burst)
     scheduler = Scheduler(http, prepared.framework, prepared.protocol, prepared.options)
