@@ -6,9 +6,11 @@ process on a unix socket; the device plugin (its manager and real gRPC servers p
 this process; this script plays kubelet and calls `/v1beta1.DevicePlugin/Allocate` on the plugin's
 socket. The API server is either faked in memory or `runtimekit apiserver` in its own process.
 - Allocate latency: for each of `--pods` pods (1 % of a GPU each, spread over the GPUs, with
-  `--background` allocated pods already on the node), the time of one Allocate RPC: match on the
-  plugin's watch-kept view of the node's pods, runtime Allocate (with its checkpoint journal line
-  appended and fdatasync'd), guarded patch of the pod. Variants: `fake_api` (plugin + runtime),
+  `--background` allocated pods already on the node), the time of one Allocate RPC: kubelet's
+  PodResources asked which pod is being admitted (served here, listing that pod), match on the
+  plugin's watch-kept view of the node's pods with the assignment's signature and requests checked,
+  runtime Allocate (with its checkpoint journal line appended and fdatasync'd), guarded patch of the pod.
+  Variants: `fake_api` (plugin + runtime),
   `fake_api_tmpfs_state` (the runtime's state dir on /dev/shm: the same without disk latency),
   `fake_api_list_per_call` (no view: the node's pods listed and decoded on every call, as before the
   view) and `embedded_api` (an API server over HTTP, watched by the plugin's `NodePods`).
@@ -47,11 +49,15 @@ import httpx2
 
 from runtimekit import __version__
 from runtimekit.api import kubelet
+from runtimekit.api.podresources_client import PodResourcesClient
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
 from runtimekit.base.files import write_atomic
+from runtimekit.base.keyring import KeyRing
+from runtimekit.cluster.kubelet.devicemanager import PodIdentity
+from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 from runtimekit.deviceplugin.kubeapi import NodeApi, PodView
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.matching import encode_allocated
@@ -60,6 +66,7 @@ from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, Pl
 from runtimekit.kube.errors import ConflictError
 from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
+from runtimekit.model.authority import sign_assignment
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.state import StateDir, encode_checkpoint
@@ -67,6 +74,14 @@ from runtimekit.runtime.state import StateDir, encode_checkpoint
 PROTOCOL = Protocol.default()
 NODE = "bench-node"
 PODS_PATH = "/api/v1/namespaces/default/pods"
+KEYS = KeyRing.from_secrets(b"the benchmark scheduler's assignment key")
+
+
+def signed(pod: dict[str, Any]) -> dict[str, str]:
+    """The scheduler's signature of a created pod's assignment (over the UID the server gave it)."""
+    notes = pod["metadata"]["annotations"]
+    text = notes[PROTOCOL.annotations.assignment]
+    return {PROTOCOL.annotations.assignment_signature: sign_assignment(KEYS, pod["metadata"]["uid"], text)}
 
 
 class MemoryApi:
@@ -82,6 +97,7 @@ class MemoryApi:
             self._rv += 1
             pod["metadata"]["resourceVersion"] = str(self._rv)
             pod["metadata"]["uid"] = f"uid-{self._rv}"
+            pod["metadata"]["annotations"].update(signed(pod))
             self.pods_by_name[pod["metadata"]["name"]] = pod
 
     def remove(self, name: str) -> None:
@@ -158,7 +174,13 @@ def pod_manifest(name: str, gpu: str, index: int, allocated: bool) -> dict[str, 
         "metadata": {"name": name, "namespace": "default", "annotations": annotations},
         "spec": {
             "nodeName": NODE,
-            "containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": {core: "1"}}}],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "cuda:12",
+                    "resources": {"limits": {core: "1", PROTOCOL.resources.memory: "0"}},
+                }
+            ],
         },
     }
 
@@ -182,9 +204,20 @@ def command(*args: str) -> list[str]:
     return [sys.executable, "-m", "runtimekit.cli.main", "--log-level", "WARNING", *args]
 
 
+class Holdings:
+    """What PodResources needs of kubelet's device manager here: no devices held (the benchmark's kubelet
+    records none); the pod being admitted comes from `Rig.admitting`."""
+
+    def pods(self) -> list[Any]:
+        return []
+
+    def resources(self) -> list[str]:
+        return []
+
+
 class Rig:
     """The runtime process + the device plugin around one NodeApi; `allocate` plays kubelet on the core
-    resource's socket."""
+    resource's socket, with PodResources listing the pod it admits."""
 
     def __init__(self, root: Path, gpus: str, api: NodeApi, state_dir: Path, view: PodView | None = None) -> None:
         root.mkdir(parents=True, exist_ok=True)
@@ -201,7 +234,11 @@ class Rig:
         if not self.client.wait_ready(60):
             raise RuntimeError("the runtime did not start")
         self.gpus = [d.uuid for d in self.client.list_devices()]
-        self.service = DevicePluginService(PluginSettings(NODE, PROTOCOL), self.client, api, DeviceState(), view)
+        self.admitting: PodIdentity | None = None
+        self.pod_resources = serve_pod_resources(Holdings(), root / "pr.sock", self._running)  # type: ignore[arg-type]
+        self.lister = PodResourcesClient(str(root / "pr.sock"))
+        settings = PluginSettings(NODE, PROTOCOL, keys=KEYS)
+        self.service = DevicePluginService(settings, self.client, api, DeviceState(), view, self.lister)
         self.manager = DevicePluginManager(self.service, self.client.watch_devices, root / "plugins").start(10)
         socket = root / "plugins" / socket_name(PROTOCOL.resources.core)
         self.channel = grpc.insecure_channel(kubelet.unix_target(str(socket)))
@@ -211,8 +248,13 @@ class Rig:
             [sys.executable, "-c", KUBELET, str(socket)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
         )
 
-    def allocate(self, gpu: str, replica: int) -> float:
-        """One Allocate from the kubelet process; its latency in ms."""
+    def _running(self) -> list[tuple[PodIdentity, list[str]]]:
+        return [(self.admitting, ["main"])] if self.admitting is not None else []
+
+    def allocate(self, gpu: str, replica: int, pod: dict[str, Any]) -> float:
+        """One Allocate from the kubelet process for `pod`; its latency in ms."""
+        meta = pod["metadata"]
+        self.admitting = PodIdentity(meta["namespace"], meta["name"], meta.get("uid", ""))
         assert self.kubelet.stdin is not None
         assert self.kubelet.stdout is not None
         self.kubelet.stdin.write(f"{gpu}::{replica}\n")
@@ -229,6 +271,8 @@ class Rig:
         self.kubelet.wait(timeout=30)
         self.channel.close()
         self.manager.stop()
+        self.lister.close()
+        self.pod_resources.stop(0).wait()
         self.client.close()
         self.runtime.send_signal(signal.SIGTERM)
         self.runtime.wait(timeout=30)
@@ -245,14 +289,16 @@ def allocate_latency(
             add(pod_manifest(f"running-{i}", rig.gpus[i % len(rig.gpus)], i % len(rig.gpus), allocated=True))
         for i in range(20):  # warm up connections and code paths
             gpu = rig.gpus[i % len(rig.gpus)]
-            add(pod_manifest(f"warm-{i}", gpu, i % len(rig.gpus), allocated=False))
-            rig.allocate(gpu, i)
+            warm = pod_manifest(f"warm-{i}", gpu, i % len(rig.gpus), allocated=False)
+            add(warm)
+            rig.allocate(gpu, i, warm)
             remove(f"warm-{i}")
         samples = []
         for i in range(pods):  # pods come and go: the node holds about `background` allocations throughout
             index = i % len(rig.gpus)
-            add(pod_manifest(f"pod-{i}", rig.gpus[index], index, allocated=False))
-            samples.append(rig.allocate(rig.gpus[index], i % 100))
+            pod = pod_manifest(f"pod-{i}", rig.gpus[index], index, allocated=False)
+            add(pod)
+            samples.append(rig.allocate(rig.gpus[index], i % 100, pod))
             uid = next(a.pod.uid for a in rig.client.list_allocations() if a.pod.name == f"pod-{i}")
             remove(f"pod-{i}")
             rig.client.release(uid)
@@ -373,7 +419,13 @@ def main() -> int:
                 real = KubeNodeApi.connect(url)
 
                 def add(pod: dict[str, Any]) -> None:
-                    http.post(PODS_PATH, json=pod).raise_for_status()
+                    created = http.post(PODS_PATH, json=pod)
+                    created.raise_for_status()
+                    pod["metadata"]["uid"] = created.json()["metadata"]["uid"]  # then signed, as a bind would
+                    body = {"metadata": {"annotations": signed(created.json())}}
+                    path = f"{PODS_PATH}/{pod['metadata']['name']}"
+                    headers = {"Content-Type": "application/merge-patch+json"}
+                    http.patch(path, json=body, headers=headers).raise_for_status()
 
                 def remove(name: str) -> None:
                     http.delete(f"{PODS_PATH}/{name}", params={"gracePeriodSeconds": "0"}).raise_for_status()

@@ -4,8 +4,11 @@
 #   deploy/deploy-all.sh deploy|delete|render|restart [--components=a,b] [--image=REGISTRY/NAME:TAG]
 #                        [--namespace=NS] [--kubeconfig=FILE] [--preset=NAME] [--scheduler-plugins=DIR]
 #
-#   deploy   kubectl apply the manifests (idempotent: a second run changes nothing)
-#   delete   kubectl delete them (absent objects are fine); keeps the CRDs unless --components names crds
+#   deploy   kubectl apply the manifests (idempotent: a second run changes nothing); with the scheduler
+#            or the device plugin, first make the Secret lj-runtimekit-assignment-key with a random key
+#            unless it exists (the key the scheduler signs assignments with; docs/security.md)
+#   delete   kubectl delete them (absent objects are fine); keeps the CRDs unless --components names crds,
+#            and the assignment key Secret unless every component is deleted
 #   render   print the manifests, with the image and namespace applied, without touching a cluster
 #   restart  kubectl rollout restart the DaemonSets and Deployments (after a ConfigMap edit)
 #
@@ -25,6 +28,7 @@ DEFAULT_IMAGE="ghcr.io/lj-runtimekit/runtimekit:0.1.0"
 DEFAULT_NAMESPACE="kube-system"
 ALL_COMPONENTS=(crds runtime deviceplugin scheduler exporter controller)
 KUBECTL="${KUBECTL:-kubectl}"
+KEY_SECRET="lj-runtimekit-assignment-key"
 
 usage() {
   sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
@@ -234,6 +238,30 @@ workloads() {
   done
 }
 
+# Make the assignment key Secret unless it exists (never replace a key: pods bound with it would be refused).
+ensure_assignment_key() {
+  local c needed=0 secret
+  for c in "$@"; do [[ "$c" == scheduler || "$c" == deviceplugin ]] && needed=1; done
+  [[ $needed == 1 ]] || return 0
+  if kube -n "$namespace" get secret "$KEY_SECRET" >/dev/null 2>&1; then
+    return 0
+  fi
+  secret="$(head -c 36 /dev/urandom | base64 | tr -d '\n')"
+  kube create -f - >/dev/null <<EOF
+apiVersion: v1
+kind: Secret
+metadata:
+  name: $KEY_SECRET
+  namespace: $namespace
+  labels:
+    app.kubernetes.io/name: lj-runtimekit
+    app.kubernetes.io/component: scheduler
+type: Opaque
+stringData:
+  current: $secret
+EOF
+  echo "deploy-all.sh: created the Secret $namespace/$KEY_SECRET (the key assignments are signed with)" >&2
+}
 
 [[ ${#selected[@]} -gt 0 ]] || die "no component selected"
 case "$action" in
@@ -245,6 +273,7 @@ case "$action" in
     if ! kube get namespace "$namespace" >/dev/null 2>&1; then
       kube create namespace "$namespace"
     fi
+    ensure_assignment_key "${selected[@]}"
     render "${selected[@]}" | kube apply -f -
     echo "deploy-all.sh: applied ${selected[*]} in namespace $namespace with image $image" >&2
     ;;
@@ -254,6 +283,7 @@ case "$action" in
     for ((i = ${#selected[@]} - 1; i >= 0; i--)); do backwards+=("${selected[i]}"); done
     render "${backwards[@]}" | kube delete --ignore-not-found -f -
     if [[ -z "$components" ]]; then
+      kube -n "$namespace" delete secret "$KEY_SECRET" --ignore-not-found >/dev/null
       echo "deploy-all.sh: kept the CRDs (podgroups, queues); remove them with --components=crds" >&2
     fi
     ;;

@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from runtimekit.base.keyring import ensure_key_folder
 from runtimekit.cli import scheduler as cli
 from runtimekit.cli.main import parse_command
 from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, ignored_flags, normalise
@@ -130,9 +131,10 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
     ]
 
 
-def test_defaults_keep_the_kits_behaviour() -> None:
-    args = parse()
+def test_defaults_keep_the_kits_behaviour(tmp_path: Path) -> None:
+    args = parse("--assignment-keys", str(ensure_key_folder(tmp_path / "keys")))  # the built-in conf has gpushare
     protocol, _framework, options = cli.build(args)
+    assert options.signer is not None
     assert options.scheduler_names == (protocol.scheduler_name,)
     assert options.period == 0.05
     assert options.node_sampling is None  # every feasible node is scored unless asked otherwise

@@ -1,23 +1,25 @@
 """The simulated kubelet on a simulated node with the real node components: a runtime (simulated GPUs,
 MPS isolation) and the device plugin, registered with the kubelet's device manager. Pods are bound
-by hand with an assignment annotation, as the scheduler would write it; no scheduler runs here."""
+by hand with a signed assignment, as the scheduler would bind them (`fixtures.scheduling`); no
+scheduler runs here."""
 
 from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
 
+from fixtures.scheduling import bind
 from fixtures.waiting import wait_for
 from runtimekit.api.kubelet import unix_target
 from runtimekit.api.podresources.v1 import podresources_pb2 as pr
 from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.base.keyring import KeyRing
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
 from runtimekit.kube.errors import KubeError
@@ -53,23 +55,33 @@ def http(cluster: EmbeddedCluster) -> Iterator[KubeHttp]:
     client.close()
 
 
-def gpu_pod(
-    name: str, limits: dict[str, str], gpu: int | None = 0, annotations: dict[str, str] | None = None
-) -> dict[str, Any]:
-    extra = dict(annotations or {})
-    if gpu is not None:
-        share = GpuShare(simulated_uuid(NODE, gpu), gpu, 500, 20480)
-        extra[P.annotations.assignment] = Assignment(NodeName(NODE), {"main": (share,)}).to_annotation()
-        extra[P.annotations.assume_time] = str(time.time_ns())
+def gpu_pod(name: str, limits: dict[str, str], annotations: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "annotations": extra},
-        "spec": {
-            "nodeName": NODE,
-            "containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": limits}}],
-        },
+        "metadata": {"name": name, "annotations": dict(annotations or {})},
+        "spec": {"containers": [{"name": "main", "image": "cuda:12", "resources": {"limits": limits}}]},
     }
+
+
+def submit(
+    cluster: EmbeddedCluster,
+    http: KubeHttp,
+    name: str,
+    limits: dict[str, str],
+    gpu: int | None = 0,
+    annotations: dict[str, str] | None = None,
+) -> None:
+    """Create the pod; with a `gpu`, bind it as the scheduler would (half of that GPU), else give it
+    `spec.nodeName` without an assignment."""
+    pod = gpu_pod(name, limits, annotations)
+    if gpu is None:
+        pod["spec"]["nodeName"] = NODE
+        http.post(PODS, pod)
+        return
+    share = GpuShare(simulated_uuid(NODE, gpu), gpu, 500, 20480)
+    keys = KeyRing.from_folder(cluster.assignment_keys)
+    bind(http.post, http.post(PODS, pod), NODE, Assignment(NodeName(NODE), {"main": (share,)}), keys)
 
 
 def phase(http: KubeHttp, name: str, wanted: str) -> dict[str, Any]:
@@ -99,7 +111,7 @@ def test_the_node_registers_ready_with_its_gpu_resources(cluster: EmbeddedCluste
 
 
 def test_a_pod_is_admitted_through_the_device_plugin_and_the_runtime(cluster: EmbeddedCluster, http: KubeHttp) -> None:
-    http.post(PODS, gpu_pod("trainer", SHARE, gpu=1))
+    submit(cluster, http, "trainer", SHARE, gpu=1)
     pod = phase(http, "trainer", "Running")
     env = json.loads(pod["metadata"]["annotations"][ENV_ANNOTATION])["main"]
     assert env["NVIDIA_VISIBLE_DEVICES"] == simulated_uuid(NODE, 1)
@@ -123,8 +135,8 @@ def test_a_pod_is_admitted_through_the_device_plugin_and_the_runtime(cluster: Em
     assert {i.split("::")[0] for i in devices[RES.core]} == {simulated_uuid(NODE, 1)}
 
 
-def test_a_failed_allocate_fails_the_pod_with_kubelets_message(http: KubeHttp) -> None:
-    http.post(PODS, gpu_pod("stray", SHARE, gpu=None))  # no assignment: the plugin finds no pod to serve
+def test_a_failed_allocate_fails_the_pod_with_kubelets_message(cluster: EmbeddedCluster, http: KubeHttp) -> None:
+    submit(cluster, http, "stray", SHARE, gpu=None)  # no assignment: the plugin finds no pod to serve
     pod = phase(http, "stray", "Failed")
     assert pod["status"]["reason"] == "UnexpectedAdmissionError"
     message = pod["status"]["message"]
@@ -143,24 +155,26 @@ def test_a_failed_allocate_fails_the_pod_with_kubelets_message(http: KubeHttp) -
     ids=["more-gpus-than-the-node", "more-cpu-than-the-node"],
 )
 def test_a_pod_that_does_not_fit_is_rejected_out_of_the_resource(
-    http: KubeHttp, limits: dict[str, str], reason: str, detail: str
+    cluster: EmbeddedCluster, http: KubeHttp, limits: dict[str, str], reason: str, detail: str
 ) -> None:
-    http.post(PODS, gpu_pod("big", limits, gpu=None))
+    submit(cluster, http, "big", limits, gpu=None)
     pod = phase(http, "big", "Failed")
     assert pod["status"]["reason"] == reason
     assert pod["status"]["message"] == f"Pod was rejected: Node didn't have enough resource: {detail}"
 
 
-def test_an_extended_resource_no_plugin_advertises_is_let_through_as_kubelet_does(http: KubeHttp) -> None:
+def test_an_extended_resource_no_plugin_advertises_is_let_through_as_kubelet_does(
+    cluster: EmbeddedCluster, http: KubeHttp
+) -> None:
     """kubelet's removeMissingExtendedResources: a scheduler extender's resource (HAMi's gpumem) is
     not the node's to count; only the resources it advertises are checked."""
-    http.post(PODS, gpu_pod("extender", {"example.com/fpga": "1"}, gpu=None))
+    submit(cluster, http, "extender", {"example.com/fpga": "1"}, gpu=None)
     pod = phase(http, "extender", "Running")
     assert pod["spec"]["containers"][0]["resources"]["limits"]["example.com/fpga"] == "1"
 
 
 def test_a_simulated_run_time_ends_in_success_and_frees_the_gpu(cluster: EmbeddedCluster, http: KubeHttp) -> None:
-    http.post(PODS, gpu_pod("short", SHARE, annotations={P.annotations.simulated_runtime: "300ms"}))
+    submit(cluster, http, "short", SHARE, annotations={P.annotations.simulated_runtime: "300ms"})
     pod = phase(http, "short", "Succeeded")
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (0, "Completed")
@@ -173,7 +187,7 @@ def test_a_simulated_run_time_ends_in_success_and_frees_the_gpu(cluster: Embedde
 def test_deletion_is_graceful_through_the_kubelet_and_releases_the_runtime(
     cluster: EmbeddedCluster, http: KubeHttp
 ) -> None:
-    http.post(PODS, gpu_pod("server", SHARE))
+    submit(cluster, http, "server", SHARE)
     phase(http, "server", "Running")
     node = cluster.node(NODE)
     assert node.runtime_socket is not None

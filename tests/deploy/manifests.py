@@ -2,7 +2,9 @@
 
 Objects are keyed by (kind, namespace, name). `normalise` removes what only Helm adds (its release
 labels and the ConfigMap checksums on pod templates) and reads the YAML documents inside ConfigMaps,
-so two renders of the same configuration compare equal however they are formatted.
+so two renders of the same configuration compare equal however they are formatted. `normalised`
+leaves out Secrets: the chart renders the assignment key Secret with a random key, deploy-all.sh
+makes it with kubectl at deploy (never a key written in the repository).
 """
 
 from __future__ import annotations
@@ -140,7 +142,7 @@ def normalise(obj: Obj) -> Obj:
 
 
 def normalised(objs: Iterable[Obj]) -> dict[Key, Obj]:
-    return {k: normalise(v) for k, v in by_key(objs).items()}
+    return {k: normalise(v) for k, v in by_key(objs).items() if k[0] != "Secret"}
 
 
 def workloads(objs: Iterable[Obj]) -> list[Obj]:

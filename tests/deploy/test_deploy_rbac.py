@@ -29,6 +29,7 @@ from deploy.containers import materialise, parse_args
 from deploy.manifests import config_data, containers, documents, other_mounts, render_deploy, workloads
 from deploy.recorder import Attributes, RbacPolicy, RecordingProxy
 from fixtures.apiserver import http_client, make_node
+from fixtures.scheduling import binding
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import Assignment, GpuShare, NodeInventory, NodeName, simulated_uuid
@@ -275,13 +276,16 @@ def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
 def test_the_node_daemons_are_granted_exactly_what_they_call(
     manifests: list[dict[str, Any]], apiserver: ApiServer, api: httpx2.Client, short_dir: Path
 ) -> None:
+    from runtimekit.base.keyring import KeyRing
     from runtimekit.cluster.kubelet.devicemanager import DeviceManager
+    from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 
     runtime_proxy = RecordingProxy(apiserver.url).start()
     plugin_proxy = RecordingProxy(apiserver.url).start()
     create(api, "/api/v1/nodes", make_node(NODE))
     plugins = short_dir / "plugins"
     kubelet = DeviceManager(plugins).start()
+    pod_resources = serve_pod_resources(kubelet, short_dir / "pr.sock")
     socket = short_dir / "rt.sock"
     runtime_args = [
         *started_args(manifests, "lj-runtimekit-runtime-ds", short_dir / "runtime-config"),
@@ -303,7 +307,9 @@ def test_the_node_daemons_are_granted_exactly_what_they_call(
         f"--node-name={NODE}",
         f"--kubeconfig={plugin_proxy.url}",
         "--startup-timeout=30",
+        f"--pod-resources-socket={short_dir / 'pr.sock'}",
     ]
+    keys = KeyRing.from_folder(short_dir / "plugin-config" / "assignment-key")
     # The first mark-allocated patch conflicts, as when the pod changed meanwhile: the plugin reads it again.
     plugin_proxy.fail_once("PATCH", r"/api/v1/namespaces/default/pods/trainer$")
     try:
@@ -320,17 +326,23 @@ def test_the_node_daemons_are_granted_exactly_what_they_call(
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "trainer", "namespace": "default", "annotations": {
-                    P.annotations.assignment: assignment.to_annotation(),
-                    P.annotations.assume_time: "1700000000000000000"}},
-                "spec": {"nodeName": NODE, "containers": [{"name": "main", "image": "cuda:12",
+                "metadata": {"name": "trainer", "namespace": "default"},
+                "spec": {"containers": [{"name": "main", "image": "cuda:12",
                          "resources": {"limits": {P.resources.core: "50", P.resources.memory: "20"}}}]},
             }  # fmt: skip
-            kubelet.admit_pod(create(api, "/api/v1/namespaces/default/pods", pod))
+            path, body = binding(create(api, "/api/v1/namespaces/default/pods", pod), NODE, assignment, keys)
+            assert api.post(path, json=body).status_code == 201
+            kubelet.admit_pod(api.get("/api/v1/namespaces/default/pods/trainer").json())
             assert plugin_proxy.injected, "the conflict was never injected"
             wait_for(lambda: any(a.verb == "list" for a in runtime_proxy.seen()), what="the runtime to reconcile")
             assert plugin.poll() is None
+        # The runtime loses its checkpoint: restarted, it rebuilds the running pod's allocation and says so
+        for name in ("checkpoint.json", "checkpoint.journal"):
+            (short_dir / "state" / name).unlink(missing_ok=True)
+        with daemon(runtime_args, short_dir / "runtime-again.log"):
+            wait_for(lambda: any(a.resource == "events" for a in runtime_proxy.seen()), what="the rebuilt pod's Event")
     finally:
+        pod_resources.stop(0).wait()
         kubelet.stop()
         runtime_proxy.stop()
         plugin_proxy.stop()

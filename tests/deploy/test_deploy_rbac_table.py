@@ -16,7 +16,7 @@ import pytest
 from deploy.manifests import ROOT, documents, render_deploy, workloads
 from deploy.recorder import RbacPolicy
 from runtimekit.deviceplugin.kubeapi import NodeApi
-from runtimekit.runtime.pods import PodSource
+from runtimekit.runtime.pods import EventSink, PodSource
 
 SRC = ROOT / "src" / "runtimekit"
 # The modules of the deployed components that may talk to the API server (the embedded cluster and
@@ -63,6 +63,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
     ("kube/nodepods.py", "__init__", "Informer", "object_path('v1', 'pods')"): (
         ("device-plugin",),
         [("list", "", "pods"), ("watch", "", "pods")],
+    ),
+    ("kube/nodeapi.py", "record_pod_event", "post", "object_path('v1', 'events', namespace)"): (
+        ("runtime",),
+        [("create", "", "events")],
     ),
     ("kube/nodeapi.py", "get_pod", "get", "object_path('v1', 'pods', namespace, name)"): (
         ("device-plugin",),
@@ -244,9 +248,11 @@ def test_every_api_call_site_is_in_the_table() -> None:
     assert not stale, "table entries whose call site is gone or changed:\n" + "\n".join(map(str, stale))
 
 
-@pytest.mark.parametrize(("component", "interface"), [("runtime", PodSource), ("device-plugin", NodeApi)])
-def test_the_node_daemons_reach_nodeapi_only_through_their_interfaces(component: str, interface: Any) -> None:
-    declared = {name for name in vars(interface) if not name.startswith("_")}
+@pytest.mark.parametrize(
+    ("component", "interfaces"), [("runtime", (PodSource, EventSink)), ("device-plugin", (NodeApi,))]
+)
+def test_the_node_daemons_reach_nodeapi_only_through_their_interfaces(component: str, interfaces: Any) -> None:
+    declared = {name for interface in interfaces for name in vars(interface) if not name.startswith("_")}
     reached = {
         site[1] for site, (components, _) in TABLE.items() if site[0] == "kube/nodeapi.py" and component in components
     }

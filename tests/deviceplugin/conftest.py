@@ -9,7 +9,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
-from dp_helpers import NODE, PROTOCOL, FakeNodeApi, Stack, StackFactory
+from dp_helpers import KEYS, NODE, PROTOCOL, FakeNodeApi, Stack, StackFactory
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
@@ -46,7 +46,7 @@ def make_stack() -> Iterator[StackFactory]:
         kube = FakeNodeApi()
         state = DeviceState()
         state.update(client.list_devices())
-        service = DevicePluginService(PluginSettings(NODE, PROTOCOL, memory_unit), client, kube, state)
+        service = DevicePluginService(PluginSettings(NODE, PROTOCOL, memory_unit, keys=KEYS), client, kube, state)
         count = len(backend.devices())
         stack = Stack(root, daemon, client, kube, service, [simulated_uuid(NODE, i) for i in range(count)])
         stacks.append(stack)

@@ -11,12 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.base.keyring import KeyRing
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.service import DevicePluginService
 from runtimekit.kube.errors import ConflictError, NotFoundError, UnavailableError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
+from runtimekit.model.authority import sign_assignment
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.service import NodeRuntime
@@ -24,6 +26,16 @@ from runtimekit.runtime.service import NodeRuntime
 PROTOCOL = Protocol.default()
 RES = PROTOCOL.resources
 NODE = "node-a"
+KEYS = KeyRing.from_secrets(b"the scheduler's key, for the device plugin tests")  # what the Secret holds
+
+
+def signed(uid: str, assignment: Assignment, keys: KeyRing = KEYS) -> dict[str, str]:
+    """The assignment annotation and the scheduler's signature of it, as a bind writes them."""
+    text = assignment.to_annotation()
+    return {
+        PROTOCOL.annotations.assignment: text,
+        PROTOCOL.annotations.assignment_signature: sign_assignment(keys, uid, text),
+    }
 
 
 class FakeNodeApi:
@@ -116,18 +128,19 @@ def gpu_pod(
     assigned: bool = True,
 ) -> dict[str, Any]:
     """A pod bound to `node` whose containers ask for resources (name -> count) and were assigned
-    shares [(gpu uuid, index, core milli, memory MiB)]."""
+    shares [(gpu uuid, index, core milli, memory MiB)], signed as the scheduler signs them."""
     annotations: dict[str, str] = {}
+    uid = uid or f"uid-{name}"
     if assigned:
         assignment = Assignment(
             NodeName(node),
             {c: tuple(GpuShare(GpuUUID(u), i, core, mem) for u, i, core, mem in shares) for c, _, shares in containers},
         )
-        annotations[PROTOCOL.annotations.assignment] = assignment.to_annotation()
+        annotations.update(signed(uid, assignment))
     if assume is not None:
         annotations[PROTOCOL.annotations.assume_time] = str(int((1_700_000_000 + assume) * 1e9))  # ns
     return {
-        "metadata": {"name": name, "namespace": namespace, "uid": uid or f"uid-{name}", "annotations": annotations},
+        "metadata": {"name": name, "namespace": namespace, "uid": uid, "annotations": annotations},
         "spec": {
             "nodeName": node,
             "schedulerName": PROTOCOL.scheduler_name,
@@ -153,13 +166,14 @@ def mig_pod(
     shares = tuple(
         GpuShare(GpuUUID(mig), index, 0, 0, profile, GpuUUID(gpu), start) for gpu, index, start, mig in slots
     )
+    uid = uid or f"uid-{name}"
     annotations = {
-        PROTOCOL.annotations.assignment: Assignment(NodeName(NODE), {"main": shares}).to_annotation(),
+        **signed(uid, Assignment(NodeName(NODE), {"main": shares})),
         PROTOCOL.annotations.assume_time: str(int((1_700_000_000 + assume) * 1e9)),
     }
     limits = {RES.mig_prefix + profile: str(len(slots) if count is None else count)}
     return {
-        "metadata": {"name": name, "namespace": "default", "uid": uid or f"uid-{name}", "annotations": annotations},
+        "metadata": {"name": name, "namespace": "default", "uid": uid, "annotations": annotations},
         "spec": {
             "nodeName": NODE,
             "schedulerName": PROTOCOL.scheduler_name,

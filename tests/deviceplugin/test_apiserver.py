@@ -12,9 +12,10 @@ from typing import Any
 
 import httpx2
 import pytest
-from dp_helpers import NODE, PROTOCOL, RES, gpu_pod
+from dp_helpers import KEYS, NODE, PROTOCOL, RES
 
 from fixtures.apiserver import make_node, make_pod
+from fixtures.scheduling import binding
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
@@ -24,7 +25,7 @@ from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
 from runtimekit.kube.errors import ConflictError, NotFoundError
 from runtimekit.kube.nodeapi import KubeNodeApi
-from runtimekit.model import simulated_uuid
+from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
 from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
 
 PODS = "/api/v1/namespaces/default/pods"
@@ -89,18 +90,19 @@ def test_pods_are_admitted_through_plugin_and_runtime_on_the_embedded_cluster(
     daemon = RuntimeDaemon(build_runtime(options, pods=api), options.socket_path, reconcile_interval_s=0).start()
     client = RuntimeClient(options.socket_path)
     kubelet = DeviceManager(short_dir / "plugins").start()
-    service = DevicePluginService(PluginSettings(NODE, PROTOCOL), client, api, DeviceState())
+    service = DevicePluginService(PluginSettings(NODE, PROTOCOL, keys=KEYS), client, api, DeviceState())
     manager = DevicePluginManager(
         service, client.watch_devices, short_dir / "plugins", NodePublisher(api, NODE, PROTOCOL), poll_s=0.05
     ).start(first_devices_timeout_s=5)
     try:
         assert kubelet.wait_for(lambda k: k.capacity() == {RES.gpu: 2, RES.core: 200, RES.memory: 2 * (H200 // 1024)})
         gpu0, gpu1 = simulated_uuid(NODE, 0), simulated_uuid(NODE, 1)
-        # what the scheduler leaves behind: an assignment, an assume time, a binding
+        # what the scheduler leaves behind: an assignment signed over the pod's UID, an assume time, a binding
         for name, gpu, assume in (("second", gpu0, 9), ("first", gpu1, 4)):
-            body = gpu_pod(name, [("main", {RES.core: 40, RES.memory: 16}, [(gpu, 0, 400, 16384)])], assume)
-            body["spec"]["containers"][0]["image"] = "busybox:1.36"
-            create(kube_http, PODS, body)
+            created = create(kube_http, PODS, make_pod(name, limits={RES.core: "40", RES.memory: "16"}))
+            assignment = Assignment(NodeName(NODE), {"main": (GpuShare(GpuUUID(gpu), 0, 400, 16384),)})
+            path, body = binding(created, NODE, assignment, KEYS, assume_ns=int((1_700_000_000 + assume) * 1e9))
+            assert kube_http.post(path, json=body).status_code == 201
         for name, gpu in (("first", gpu1), ("second", gpu0)):
             pod = api.get_pod("default", name)
             containers = kubelet.admit_pod(pod)

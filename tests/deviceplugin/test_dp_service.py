@@ -72,7 +72,7 @@ def test_two_identical_pods_each_get_their_own_assigned_gpu(make_stack: StackFac
 def test_conflicting_patch_is_retried_on_the_fresh_pod(make_stack: StackFactory) -> None:
     stack = make_stack()
     gpu = stack.gpus[0]
-    stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, 0)])]))
+    stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, H200 // 10)])]))
     stack.kube.changes_before_patch = 2
     stack.service.allocate(RES.core, core_ids(gpu, 10))
     assert parse_allocated(stack.kube.annotations("default", "p")[ALLOCATED]) == {"main": (RES.core,)}
@@ -81,7 +81,7 @@ def test_conflicting_patch_is_retried_on_the_fresh_pod(make_stack: StackFactory)
 def test_pod_deleted_during_allocation_is_refused_and_released(make_stack: StackFactory) -> None:
     stack = make_stack()
     gpu = stack.gpus[0]
-    stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, 0)])]))
+    stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, H200 // 10)])]))
     stack.kube.changes_before_patch = 1
     original = stack.kube.get_pod
 
@@ -100,7 +100,7 @@ def test_pod_deleted_during_allocation_is_refused_and_released(make_stack: Stack
 def test_refusals_say_why(make_stack: StackFactory) -> None:
     stack = make_stack()
     gpu = stack.gpus[0]
-    stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, 0)])]))
+    stack.kube.add(gpu_pod("p", [("main", {RES.core: 10}, [(gpu, 0, 100, H200 // 10)])]))
     with pytest.raises(ServiceError) as no_match:
         stack.service.allocate(RES.core, core_ids(gpu, 20))
     assert "default/p container main asks 10" in no_match.value.message
@@ -126,8 +126,10 @@ def test_refusals_say_why(make_stack: StackFactory) -> None:
 def test_runtime_over_commit_refusal_is_passed_on(make_stack: StackFactory) -> None:
     stack = make_stack()
     gpu = stack.gpus[0]
-    stack.kube.add(gpu_pod("a", [("main", {RES.core: 80}, [(gpu, 0, 800, 0)])], assume=1))
-    stack.kube.add(gpu_pod("b", [("main", {RES.core: 30}, [(gpu, 0, 300, 0)])], assume=2))  # a bad scheduler
+    stack.kube.add(gpu_pod("a", [("main", {RES.core: 80}, [(gpu, 0, 800, H200 * 8 // 10)])], assume=1))
+    stack.kube.add(
+        gpu_pod("b", [("main", {RES.core: 30}, [(gpu, 0, 300, H200 * 3 // 10)])], assume=2)
+    )  # a bad scheduler
     stack.service.allocate(RES.core, core_ids(gpu, 80))
     with pytest.raises(ServiceError) as exc:
         stack.service.allocate(RES.core, core_ids(gpu, 30))

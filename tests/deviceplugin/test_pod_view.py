@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from dp_helpers import PROTOCOL, RES, FakeNodeApi, Stack, StackFactory, gpu_pod
+from dp_helpers import KEYS, PROTOCOL, RES, FakeNodeApi, Stack, StackFactory, gpu_pod
 
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.deviceplugin.matching import parse_allocated
@@ -62,7 +62,9 @@ class Rig:
 def rig(make_stack: StackFactory) -> Rig:
     """The plugin over a real runtime, a counting fake API and an (empty, synced) lagging view."""
     stack, api, view = make_stack(), CountingApi(), LaggingView()
-    service = DevicePluginService(PluginSettings(NODE, PROTOCOL), stack.client, api, stack.service.state, view)
+    service = DevicePluginService(
+        PluginSettings(NODE, PROTOCOL, keys=KEYS), stack.client, api, stack.service.state, view
+    )
     return Rig(service, api, view, stack)
 
 
@@ -71,7 +73,7 @@ def ids(gpu: str, n: int) -> list[str]:
 
 
 def share(name: str, gpu: str, index: int, assume: float) -> dict[str, Any]:
-    return gpu_pod(name, [("main", {RES.core: 20}, [(gpu, index, 200, 0)])], assume=assume)
+    return gpu_pod(name, [("main", {RES.core: 20}, [(gpu, index, 200, 143771 * 2 // 10)])], assume=assume)
 
 
 def test_a_match_in_the_view_needs_no_list(rig: Rig) -> None:

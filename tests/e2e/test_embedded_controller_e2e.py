@@ -9,15 +9,16 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from fixtures.scheduling import bind
 from fixtures.waiting import wait_for
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.base.keyring import KeyRing
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
@@ -38,20 +39,20 @@ def state(http: KubeHttp) -> str | None:
     return http.get(f"/api/v1/nodes/{NODE}")["metadata"]["labels"].get(P.labels.state)
 
 
-def gpu_pod(name: str) -> dict[str, Any]:
+def submit(cluster: EmbeddedCluster, http: KubeHttp, name: str) -> None:
+    """Create a pod and bind it as the scheduler would, with a quarter of GPU 0."""
     share = GpuShare(simulated_uuid(NODE, 0), 0, 250, 10240)
+    created = http.post("/api/v1/namespaces/default/pods", gpu_pod(name))
+    keys = KeyRing.from_folder(cluster.assignment_keys)
+    bind(http.post, created, NODE, Assignment(NodeName(NODE), {"main": (share,)}), keys)
+
+
+def gpu_pod(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {
-            "name": name,
-            "annotations": {
-                P.annotations.assignment: Assignment(NodeName(NODE), {"main": (share,)}).to_annotation(),
-                P.annotations.assume_time: str(time.time_ns()),
-            },
-        },
+        "metadata": {"name": name},
         "spec": {
-            "nodeName": NODE,
             "containers": [
                 {
                     "name": "main",
@@ -108,14 +109,14 @@ def test_runtimekit_controller_switches_a_node_runtime_through_a_job(cluster: Em
     http = cluster.http("e2e")
     try:
         switch_and_check(cluster, http, "false", "disabled")
-        http.post("/api/v1/namespaces/default/pods", gpu_pod("refused"))
+        submit(cluster, http, "refused")
         refused = outcome(http, "refused")["status"]
         assert refused["phase"] == "Failed"
         assert refused["reason"] == "UnexpectedAdmissionError"
         assert "Allocate failed due to rpc error: code = FAILED_PRECONDITION" in refused["message"]
         assert "is disabled" in refused["message"]
         switch_and_check(cluster, http, "true", "enabled")
-        http.post("/api/v1/namespaces/default/pods", gpu_pod("served"))
+        submit(cluster, http, "served")
         assert outcome(http, "served")["status"]["phase"] == "Running"
     finally:
         controller.send_signal(signal.SIGTERM)

@@ -18,8 +18,10 @@ from typing import Any
 import pytest
 
 from fixtures.waiting import wait_for
+from runtimekit.api.podresources_client import PodResourcesClient
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
+from runtimekit.base.keyring import KeyRing
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.cluster.kubelet.devices import PluginDevices
@@ -35,7 +37,6 @@ from runtimekit.model import Assignment
 from runtimekit.model.mig import geometry, mask
 from runtimekit.protocol import Protocol
 from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
-from runtimekit.runtime.pods import KubeletPodResources
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
@@ -43,6 +44,7 @@ from runtimekit.scheduler.server import Scheduler, SchedulerOptions
 pytestmark = pytest.mark.e2e
 
 P = Protocol.default()
+KEYS = KeyRing.from_secrets(b"the key of the MIG end-to-end cluster's scheduler")
 PODS = "/api/v1/namespaces/default/pods"
 A100 = geometry("A100-80GB")
 CONF = """
@@ -108,11 +110,12 @@ def start_node(api: ApiServer, spec: NodeSpec, index: int, folder: Path) -> Node
         reconcile_interval_s=1.0,
         reconcile_grace_s=0.2,
     )
-    runtime = build_runtime(options, KubeNodeApi(http), KubeletPodResources(str(folder / "pr.sock")))
+    runtime = build_runtime(options, KubeNodeApi(http), PodResourcesClient(str(folder / "pr.sock")))
     daemon = RuntimeDaemon(runtime, options.socket_path, options.reconcile_interval_s).start()
     client = RuntimeClient(options.socket_path)
     kube = KubeNodeApi(http)
-    service = DevicePluginService(PluginSettings(spec.name, P), client, kube, DeviceState())
+    lister = PodResourcesClient(str(folder / "pr.sock"))
+    service = DevicePluginService(PluginSettings(spec.name, P, keys=KEYS), client, kube, DeviceState(), kubelet=lister)
     plugin = DevicePluginManager(service, client.watch_devices, folder / "plugins", NodePublisher(kube, spec.name, P))
     plugin.start(30.0)
     names = sorted(resource.name for resource in service.specs())
@@ -120,7 +123,8 @@ def start_node(api: ApiServer, spec: NodeSpec, index: int, folder: Path) -> Node
     assert listed, f"{spec.name}: kubelet lists {manager.resources()}, the plugin serves {names}"
     kubelet.on_pod_stopped.append(lambda _pod: runtime.reconcile())  # free a stopped pod before the next admission
     node = Node(spec, daemon, client)
-    node.stops = [kubelet.stop, plugin.stop, client.close, daemon.stop, lambda: pod_resources.stop(0).wait()]
+    node.stops = [kubelet.stop, plugin.stop, client.close, lister.close, daemon.stop]
+    node.stops.append(lambda: pod_resources.stop(0).wait())
     node.stops += [manager.stop, http.close, lambda: api.remove_kubelet_hook(kubelet)]
     return node
 
@@ -136,7 +140,8 @@ def cluster() -> Iterator[Cluster]:
         for index, spec in enumerate((DYNAMIC, STATIC), start=1):
             nodes[spec.name] = start_node(api, spec, index, root / f"n{index}")
         framework = Framework(parse_conf(CONF), builtin_registry(), BuildContext(protocol=P))
-        scheduler = Scheduler(http, framework, P, SchedulerOptions(period=0.02, bind_workers=1, retry_seconds=1.0))
+        options = SchedulerOptions(period=0.02, bind_workers=1, retry_seconds=1.0, signer=KEYS)
+        scheduler = Scheduler(http, framework, P, options)
         scheduler.start()
         assert scheduler.synced(10)
         wait_for(lambda: ledger_rows(scheduler) == {DYNAMIC.name: 2, STATIC.name: 1}, what="MIG GPUs in the ledger")

@@ -17,9 +17,12 @@ import httpx2
 import pytest
 
 from fixtures.apiserver import make_node
+from fixtures.scheduling import binding
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.base.keyring import KeyRing, ensure_key_folder
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
+from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
 from runtimekit.protocol import Protocol
 
@@ -59,6 +62,8 @@ def test_a_pod_is_admitted_through_the_daemons(apiserver: ApiServer, kube_http: 
     assert kube_http.post("/api/v1/nodes", json=make_node(NODE)).status_code == 201
     plugins = short_dir / "plugins"
     kubelet = DeviceManager(plugins).start()
+    pod_resources = serve_pod_resources(kubelet, short_dir / "pr.sock")
+    keys = ensure_key_folder(short_dir / "keys")  # the Secret the scheduler and the plugin share
     runtime_socket = short_dir / "rt.sock"
     runtime = daemon(
         "runtime",
@@ -79,6 +84,8 @@ def test_a_pod_is_admitted_through_the_daemons(apiserver: ApiServer, kube_http: 
         "--node-name", NODE,
         "--kubeconfig", apiserver.url,
         "--startup-timeout", "30",
+        "--pod-resources-socket", str(short_dir / "pr.sock"),
+        "--assignment-keys", str(keys),
         log=short_dir / "plugin.log",
     )  # fmt: skip
     try:
@@ -89,23 +96,18 @@ def test_a_pod_is_admitted_through_the_daemons(apiserver: ApiServer, kube_http: 
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {
-                "name": "trainer",
-                "namespace": "default",
-                "annotations": {
-                    PROTOCOL.annotations.assignment: assignment.to_annotation(),
-                    PROTOCOL.annotations.assume_time: "1700000000000000000",
-                },
-            },
+            "metadata": {"name": "trainer", "namespace": "default"},
             "spec": {
-                "nodeName": NODE,
                 "containers": [
                     {"name": "main", "image": "cuda:12", "resources": {"limits": {RES.core: "50", RES.memory: "20"}}}
                 ],
             },
         }
         created = kube_http.post("/api/v1/namespaces/default/pods", json=pod).json()
-        options = kubelet.admit_pod(created)["main"]
+        path, body = binding(created, NODE, assignment, KeyRing.from_folder(keys))
+        assert kube_http.post(path, json=body).status_code == 201
+        bound = kube_http.get("/api/v1/namespaces/default/pods/trainer").json()
+        options = kubelet.admit_pod(bound)["main"]
         assert options.envs["NVIDIA_VISIBLE_DEVICES"] == gpu1
         assert options.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
         assert options.envs["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=20480M"
@@ -117,5 +119,6 @@ def test_a_pod_is_admitted_through_the_daemons(apiserver: ApiServer, kube_http: 
             assert [(a.pod.name, a.shares[0].uuid) for a in client.list_allocations()] == [("trainer", gpu1)]
     finally:
         codes = (stop(plugin), stop(runtime))
+        pod_resources.stop(0).wait()
         kubelet.stop()
     assert codes == (0, 0)

@@ -58,7 +58,9 @@ def test_allocate_books_grants_in_index_order(
         pytest.param([(GPU0, 1001, 10)], Code.INVALID_ARGUMENT, id="above-one-gpu"),
         pytest.param([(GPU0, 100, H200_MIB + 1)], Code.INVALID_ARGUMENT, id="more-memory-than-gpu"),
         pytest.param([("GPU-nope", 100, 10)], Code.NOT_FOUND, id="unknown-gpu"),
-        pytest.param([(GPU0, 600, 10), (GPU0, 600, 10)], Code.RESOURCE_EXHAUSTED, id="twice-the-same-gpu"),
+        pytest.param([(GPU0, 600, 10), (GPU0, 600, 10)], Code.INVALID_ARGUMENT, id="twice-the-same-gpu"),
+        pytest.param([(GPU0, 100, 10), (GPU0, 100, 10)], Code.INVALID_ARGUMENT, id="twice-the-same-gpu-that-fits"),
+        pytest.param([(GPU0, 0, 0)], Code.INVALID_ARGUMENT, id="nothing-but-visibility"),
     ],
 )
 def test_bad_requests_are_refused_with_a_code(

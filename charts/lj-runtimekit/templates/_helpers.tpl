@@ -54,6 +54,7 @@ labels.migMode: {{ $p.labels.migMode }}
 labels.memoryUnit: {{ $p.labels.memoryUnit }}
 annotations.nodeDevices: {{ $p.annotations.nodeDevices }}
 annotations.assignment: {{ $p.annotations.assignment }}
+annotations.assignmentSignature: {{ $p.annotations.assignmentSignature }}
 annotations.assumeTime: {{ $p.annotations.assumeTime }}
 annotations.allocated: {{ $p.annotations.allocated }}
 annotations.policy: {{ $p.annotations.policy }}

@@ -10,5 +10,6 @@ and client-go's `util/` packages serve the code above them:
 - `timestamps`: RFC 3339 times as Kubernetes writes and reads them;
 - `files`: atomic, durable file replacement;
 - `config`: typed configuration from plain mappings (`msgspec.convert` into frozen types);
+- `keyring`: HMAC signatures with a rotating key ring read from a folder (a mounted Secret);
 - `rpcerrors`: refusals with a code, and the one decorator that maps them to gRPC statuses.
 """

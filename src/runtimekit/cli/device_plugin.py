@@ -4,8 +4,9 @@ Registers `resources.gpu`, `resources.core`, `resources.memory` (and a resource 
 with kubelet through `<plugin-dir>/kubelet.sock`, publishes the node's GPU inventory, and runs until
 SIGINT/SIGTERM. `--memory-unit` sets the size of one `resources.memory` device on this node (default:
 the protocol's memoryUnit); the plugin publishes it in the node label `labels.memoryUnit`, where the
-scheduler reads it, so nodes may use different units. Exits 2 for bad flags or a runtime that does
-not answer.
+scheduler reads it, so nodes may use different units. Exits 2 for bad flags, a runtime that does not
+answer, or no usable assignment key (`--assignment-keys`: without it every pod's own assignment
+would be taken).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import socket
 from pathlib import Path
 
 from runtimekit.api import kubelet
+from runtimekit.api.podresources_client import PodResourcesClient
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
+from runtimekit.base.keyring import KeyRing, KeyRingError
 from runtimekit.cli.signals import wait_for_stop_signal
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.publisher import NodePublisher
@@ -26,6 +29,7 @@ from runtimekit.protocol import Protocol, ProtocolError, load_protocol
 from runtimekit.protocol.names import format_memory_unit, memory_unit_mib
 
 log = logging.getLogger("runtimekit.deviceplugin")
+KEYS_MOUNT = "/var/run/secrets/lj-runtimekit/assignment-key"  # where the kit's manifests mount the Secret
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -38,6 +42,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in defaults)")
     parser.add_argument("--startup-timeout", type=float, default=60.0, help="seconds to wait for the runtime")
+    parser.add_argument(
+        "--assignment-keys",
+        help="folder holding the key(s) the scheduler signs assignments with (`current`, and `previous` while "
+        f"rotating): the Secret lj-runtimekit-assignment-key (default: {KEYS_MOUNT} when it exists); required",
+    )
+    parser.add_argument(
+        "--pod-resources-socket",
+        default=kubelet.POD_RESOURCES_SOCKET,
+        help="kubelet's PodResources socket, which tells which pod an Allocate is for ('' to match by age only, "
+        "which two pods of one size can swap)",
+    )
 
 
 def memory_unit(protocol: Protocol, flag: str | None) -> int:
@@ -49,6 +64,25 @@ def memory_unit(protocol: Protocol, flag: str | None) -> int:
         return memory_unit_mib(flag)
     except ValueError as exc:
         raise ValueError(f"--memory-unit: {exc}") from None
+
+
+def load_keys(folder: str | None) -> KeyRing | None:
+    """The key ring of `--assignment-keys` (else of the Secret's usual mount), or None after logging why
+    there is none."""
+    folder = folder or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)
+    if not folder:
+        log.error(
+            "--assignment-keys is required: the folder of the Secret lj-runtimekit-assignment-key, which the "
+            "scheduler signs assignments with; without it pods could choose their own GPUs (docs/security.md)"
+        )
+        return None
+    try:
+        keys = KeyRing.from_folder(folder)
+    except KeyRingError as exc:
+        log.error("--assignment-keys: %s", exc)
+        return None
+    log.info("assignment keys %s", ", ".join(keys.key_ids))
+    return keys
 
 
 def run(args: argparse.Namespace) -> int:
@@ -72,6 +106,10 @@ def run(args: argparse.Namespace) -> int:
     except KubeConfigError as exc:
         log.error("%s", exc)
         return 2
+    keys = load_keys(args.assignment_keys)
+    if keys is None:
+        kube.close()
+        return 2
     client = RuntimeClient(args.runtime_socket or protocol.sockets.runtime)
     try:
         if not client.wait_ready(args.startup_timeout):
@@ -85,8 +123,11 @@ def run(args: argparse.Namespace) -> int:
                 protocol.fingerprint,
             )
         pods = kube.node_pods(args.node_name).start()
-        settings = PluginSettings(args.node_name, protocol, unit)
-        service = DevicePluginService(settings, client, kube, DeviceState(), pods)
+        pod_resources = PodResourcesClient(args.pod_resources_socket) if args.pod_resources_socket else None
+        if pod_resources is None:
+            log.warning("no PodResources socket: Allocate is matched to the oldest waiting pod of its size")
+        settings = PluginSettings(args.node_name, protocol, unit, keys=keys)
+        service = DevicePluginService(settings, client, kube, DeviceState(), pods, pod_resources)
         publisher = NodePublisher(kube, args.node_name, protocol, unit)
         manager = DevicePluginManager(service, client.watch_devices, Path(args.plugin_dir), publisher).start(
             first_devices_timeout_s=args.startup_timeout
@@ -99,5 +140,7 @@ def run(args: argparse.Namespace) -> int:
     log.info("signal %d: stopping", signum)
     manager.stop()
     pods.stop()
+    if pod_resources is not None:
+        pod_resources.close()
     client.close()
     return 0

@@ -38,6 +38,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from runtimekit.base.keyring import ensure_key_folder
 from runtimekit.cli.embedded_nodes import (
     NodeOptions,
     SimulatedNode,
@@ -202,6 +203,7 @@ class EmbeddedCluster:
         self.jobs: JobController | None = None
         self.workloads: ControllerManager | None = None
         self.socket_root = socket_root(state_dir)
+        self.assignment_keys = ensure_key_folder(state_dir / "assignment-keys")  # kept with a kept state folder
         self._stopped = False
 
     @property
@@ -344,7 +346,8 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
     parser = argparse.ArgumentParser()
     add_arguments(parser)  # the scheduler's own defaults (bind workers, event rate, ...)
     names = [a for name in cluster.options.scheduler_names for a in ("--scheduler-name", name)]
-    args = parser.parse_args(["--identity", "embedded", "--seed", str(cluster.options.seed), *names])
+    argv = ["--identity", "embedded", "--seed", str(cluster.options.seed), *names]
+    args = parser.parse_args([*argv, "--assignment-keys", str(cluster.assignment_keys)])
     args.protocol, args.config = cluster.options.protocol_path, conf
     args.plugins_dir = cluster.options.scheduler_plugins_dir
     protocol, framework, options = build(args)

@@ -77,6 +77,11 @@ class NodeHost(Interface):
     def node_options(self) -> NodeOptions: ...
 
     @property
+    def assignment_keys(self) -> Path:
+        """The folder of the key the scheduler signs assignments with (the device plugins verify them)."""
+        ...
+
+    @property
     def api(self) -> ApiServer:
         """The API server, with which a node's kubelet registers as a kubelet hook."""
         ...
@@ -173,7 +178,7 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
         node.runtime = _start_runtime(cluster, node, folder, str(pod_resources))
         node.parts.insert(0, node.runtime.stop)
         node.resources = _plugin_resources(cluster, runtime_socket, cluster.memory_unit(name))
-        node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins"))
+        node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins", pod_resources))
         kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
     except BaseException:
         cluster.api.remove_kubelet_hook(kubelet)
@@ -192,8 +197,8 @@ def _plugin_resources(cluster: NodeHost, runtime_socket: str, unit: int) -> dict
 
 
 def _start_runtime(cluster: NodeHost, node: SimulatedNode, folder: Path, pod_resources: str) -> Any:
+    from runtimekit.api.podresources_client import PodResourcesClient
     from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
-    from runtimekit.runtime.pods import KubeletPodResources
 
     options = cluster.node_options
     assert node.runtime_socket is not None
@@ -213,18 +218,24 @@ def _start_runtime(cluster: NodeHost, node: SimulatedNode, folder: Path, pod_res
         reconcile_interval_s=options.reconcile_s,
         reconcile_grace_s=RECONCILE_GRACE_S,
     )
-    runtime = build_runtime(runtime_options, KubeNodeApi(node.http), KubeletPodResources(pod_resources))
+    api = KubeNodeApi(node.http)
+    runtime = build_runtime(runtime_options, api, PodResourcesClient(pod_resources), api)
     return RuntimeDaemon(runtime, node.runtime_socket, options.reconcile_s).start()
 
 
-def _start_device_plugin(cluster: NodeHost, node: SimulatedNode, plugin_dir: Path) -> Callable[[], None]:
-    """Start the device plugin against the node's runtime; returns its stop function."""
+def _start_device_plugin(
+    cluster: NodeHost, node: SimulatedNode, plugin_dir: Path, pod_resources: Path
+) -> Callable[[], None]:
+    """Start the device plugin against the node's runtime and kubelet; returns its stop function."""
+    from runtimekit.api.podresources_client import PodResourcesClient
+    from runtimekit.base.keyring import KeyRing
     from runtimekit.deviceplugin.manager import DevicePluginManager
     from runtimekit.deviceplugin.publisher import NodePublisher
     from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
 
     assert node.runtime_socket is not None
     client = RuntimeClient(node.runtime_socket)
+    lister = PodResourcesClient(str(pod_resources))
     try:
         if not client.wait_ready(30.0):
             raise TimeoutError(f"the runtime of node {node.name} did not answer on {node.runtime_socket}")
@@ -232,18 +243,21 @@ def _start_device_plugin(cluster: NodeHost, node: SimulatedNode, plugin_dir: Pat
         kube = KubeNodeApi(node.http)
         pods = kube.node_pods(node.name).start()
         unit = cluster.memory_unit(node.name)
-        settings = PluginSettings(node.name, cluster.protocol, unit)
-        service = DevicePluginService(settings, client, kube, DeviceState(), pods)
+        keys = KeyRing.from_folder(cluster.assignment_keys)
+        settings = PluginSettings(node.name, cluster.protocol, unit, keys=keys)
+        service = DevicePluginService(settings, client, kube, DeviceState(), pods, lister)
         publisher = NodePublisher(kube, node.name, cluster.protocol, unit)
         manager = DevicePluginManager(service, client.watch_devices, plugin_dir, publisher).start(30.0)
     except BaseException:
         client.close()
+        lister.close()
         raise
 
     def stop() -> None:
         manager.stop()
         pods.stop()
         client.close()
+        lister.close()
 
     return stop
 

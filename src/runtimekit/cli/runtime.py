@@ -11,14 +11,19 @@ import logging
 import os
 import socket
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from runtimekit.api.kubelet import POD_RESOURCES_SOCKET
+from runtimekit.api.podresources_client import PodResourcesClient
 from runtimekit.cli.signals import wait_for_stop_signal
 from runtimekit.protocol import ProtocolError, load_protocol
 from runtimekit.runtime.backend import BackendError
 from runtimekit.runtime.daemon import BACKENDS, RuntimeDaemon, RuntimeOptions, build_runtime
 from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, ISOLATIONS
-from runtimekit.runtime.pods import KubeletPodResources, PodResourcesSource, PodSource
+from runtimekit.runtime.pods import PodResourcesSource
+
+if TYPE_CHECKING:
+    from runtimekit.kube.nodeapi import KubeNodeApi
 
 log = logging.getLogger("runtimekit.runtime")
 
@@ -72,7 +77,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--hami-lib-dir", default=DEFAULT_HAMI_LIB_DIR, help="host folder holding libvgpu.so")
 
 
-def _pod_source(kubeconfig: str | None) -> PodSource | None:
+def _pod_source(kubeconfig: str | None) -> KubeNodeApi | None:
     if kubeconfig is None and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         log.warning("no --kubeconfig and not in a cluster: no reconciliation against the API server")
         return None
@@ -83,7 +88,7 @@ def _pod_source(kubeconfig: str | None) -> PodSource | None:
 
 def _kubelet(path: str) -> PodResourcesSource | None:
     if path and Path(path).exists():
-        return KubeletPodResources(path)
+        return PodResourcesClient(path)
     if path:
         log.info("no PodResources socket at %s; reconciling against the API server only", path)
     return None
@@ -114,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
     )
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
     try:
-        runtime = build_runtime(options, _pod_source(args.kubeconfig), _kubelet(args.pod_resources_socket))
+        api = _pod_source(args.kubeconfig)
+        runtime = build_runtime(options, api, _kubelet(args.pod_resources_socket), api)
         exporter_socket = "" if args.exporter_socket is None else (args.exporter_socket or None)
         daemon = RuntimeDaemon(
             runtime, options.socket_path, options.reconcile_interval_s, exporter_socket, args.exporter_socket_group

@@ -4,9 +4,12 @@
     runtimekit runtime-admin --socket PATH inject ecc --gpu 0 [--uncorrectable] [--count N]
     runtimekit runtime-admin --socket PATH inject lost|back --gpu 0
     runtimekit runtime-admin --socket PATH version|devices|allocations|status|enable|disable [--reason R]
+    runtimekit runtime-admin --socket PATH ready
 
 Prints the answer as JSON. Exits 1 when the runtime refuses (the message says why), 2 when it
-cannot be reached or lacks the feature.
+cannot be reached or lacks the feature. `ready` (the runtime DaemonSet's readiness probe) prints the
+checkpoint state and exits 0 only when the runtime's allocations cover the node's running
+containers (ok or recovered), 1 otherwise (unverified, incomplete, unrecovered).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ FAULTS = {
     "back": pb.FAULT_KIND_GPU_BACK,
 }
 UNREACHABLE = {"UNAVAILABLE", "DEADLINE_EXCEEDED"}
+TRUSTED = {pb.CHECKPOINT_STATE_OK, pb.CHECKPOINT_STATE_RECOVERED}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -47,6 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         ("devices", "the node's GPUs and their health"),
         ("allocations", "the container allocations"),
         ("status", "the on/off switch, MPS daemon and checkpoint state"),
+        ("ready", "exit 0 when the allocations cover the node's running containers (readiness probe)"),
     ):
         sub.add_parser(name, help=text)
     for name in ("enable", "disable"):
@@ -66,7 +71,7 @@ def _call(client: RuntimeClient, args: argparse.Namespace) -> Any:
         return [_dict(d) for d in client.list_devices()]
     if action == "allocations":
         return [_dict(a) for a in client.list_allocations()]
-    if action == "status":
+    if action in ("status", "ready"):
         return client.status()
     if action == "enable":
         return client.enable(args.reason)
@@ -90,6 +95,10 @@ def run(args: argparse.Namespace) -> int:
         except RuntimeCallError as exc:
             print(f"error: {exc}", file=sys.stderr)
             return 2 if exc.code.name in UNREACHABLE else 1
+    if args.action == "ready":
+        state = answer.checkpoint
+        print(f"{pb.CheckpointState.Name(state)}: {answer.checkpoint_message}")
+        return 0 if state in TRUSTED else 1
     if isinstance(answer, Message):
         answer = _dict(answer)
     print(json.dumps(answer, indent=2, sort_keys=True))

@@ -12,11 +12,13 @@ import logging
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, normalise
 
 if TYPE_CHECKING:
+    from runtimekit.base.keyring import KeyRing
     from runtimekit.protocol import Protocol
     from runtimekit.scheduler.framework import Framework
     from runtimekit.scheduler.framework.check import Checked
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 from runtimekit.cli.signals import wait_for_stop_signal
 
 log = logging.getLogger("runtimekit.scheduler")
+KEYS_MOUNT = "/var/run/secrets/lj-runtimekit/assignment-key"  # where the kit's manifests mount the Secret
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -88,6 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("-v", "--v", dest="verbosity", type=int, default=None, help="klog verbosity: 4 or more logs debug lines")
     add("--logtostderr", type=go_bool, default=True, help="logs go to standard error (always)")
     add("--version", type=go_bool, default=False, help="print the version and exit")
+    add(
+        "--assignment-keys",
+        help="folder of the key assignments are signed with (`current`, and `previous` while rotating): the Secret "
+        f"lj-runtimekit-assignment-key shared with the device plugins (default: {KEYS_MOUNT} when it exists); "
+        "required with a GPU plugin in the conf",
+    )
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
@@ -176,8 +185,39 @@ class Prepared:
     context: BuildContext
 
 
-def prepare(args: argparse.Namespace) -> Prepared:
-    """What `build` returns, with the registry and build context a conf reload needs."""
+def load_keys(folder: str | None, needed: bool) -> KeyRing | None:
+    """The key ring of `--assignment-keys` (else of the Secret's usual mount); raises ArgumentError when a
+    conf with a GPU plugin (which writes assignments) has none: device plugins would refuse every pod."""
+    from runtimekit.base.keyring import KeyRing, KeyRingError
+    from runtimekit.scheduler.framework.arguments import ArgumentError
+
+    folder = folder or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)
+    if not folder:
+        if needed:
+            raise ArgumentError(
+                "--assignment-keys is required: the folder of the Secret lj-runtimekit-assignment-key, shared with "
+                "the device plugins, which refuse assignments not signed with it (docs/security.md#assignments)"
+            )
+        return None
+    try:
+        return KeyRing.from_folder(folder)
+    except KeyRingError as exc:
+        raise ArgumentError(f"--assignment-keys: {exc}") from None
+
+
+def writes_assignments(framework: Framework) -> bool:
+    """Whether the conf has a GPU plugin, whose placements become assignments the device plugins check."""
+    return bool(framework.plugins.allocate_devices.flat)
+
+
+def with_keys(prepared: Prepared, args: argparse.Namespace) -> None:
+    """Load the assignment key into prepared options (raises ArgumentError as `load_keys`)."""
+    prepared.options.signer = load_keys(args.assignment_keys, needed=writes_assignments(prepared.framework))
+
+
+def prepare(args: argparse.Namespace, keys: bool = True) -> Prepared:
+    """What `build` returns, with the registry and build context a conf reload needs. `keys=False`
+    leaves the assignment key to the caller (`with_keys`)."""
     from runtimekit.scheduler.framework.arguments import ArgumentError
     from runtimekit.scheduler.server import SchedulerOptions
 
@@ -196,6 +236,7 @@ def prepare(args: argparse.Namespace) -> Prepared:
     registry, context = registry_and_context(args)
     framework = checked_framework(args, registry, context).framework
     assert framework is not None
+    signer = load_keys(args.assignment_keys, needed=writes_assignments(framework)) if keys else None
     protocol = context.protocol
     names = tuple(dict.fromkeys([protocol.scheduler_name, *(args.scheduler_names or ())]))
     options = SchedulerOptions(
@@ -217,6 +258,7 @@ def prepare(args: argparse.Namespace) -> Prepared:
         healthz_address=args.healthz_address if args.enable_healthz else None,
         metrics_address=args.listen_address if args.enable_metrics else None,
         tls=(args.ca_cert_file, args.tls_cert_file, args.tls_private_key_file),
+        signer=signer,
     )
     if args.identity:
         options.identity = args.identity
@@ -271,7 +313,7 @@ def serve(args: argparse.Namespace) -> int:
     from runtimekit.scheduler.server import Scheduler
 
     try:
-        prepared = prepare(args)
+        prepared = prepare(args, keys=False)  # the key after the kubeconfig: each refusal names its flag
     except ConfCheckFailed as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
@@ -284,6 +326,12 @@ def serve(args: argparse.Namespace) -> int:
         http = KubeHttp.connect(args.kubeconfig, master=args.master, user_agent=agent)
     except KubeConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        with_keys(prepared, args)
+    except ArgumentError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        http.close()
         return 2
     http.limit(args.kube_api_qps, args.kube_api_burst)
     scheduler = Scheduler(http, prepared.framework, prepared.protocol, prepared.options)

@@ -2,8 +2,9 @@
 
 The real implementation is `runtimekit.kube.nodeapi.KubeNodeApi` (wired by the CLI); tests pass a
 fake. `PodView` is the node's pods as a watch keeps them (`runtimekit.kube.nodepods.NodePods`): the
-hot path reads it and lists from the server only when it does not help. Objects are plain dicts
-shaped like the API server's JSON. Failures raise the exceptions of
+hot path reads it and lists from the server only when it does not help. `KubeletPods` is kubelet's
+PodResources, which tells which pod kubelet is admitting. Objects are plain dicts shaped like the
+API server's JSON. Failures raise the exceptions of
 `runtimekit.kube.errors` (ConflictError when a resourceVersion precondition fails, NotFoundError,
 UnavailableError, KubeError).
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
+
+from runtimekit.api.podresources_client import ListedPod
 
 
 class NodeApi(Protocol):
@@ -44,4 +47,11 @@ class PodView(Protocol):
 
     def remember(self, pod: Mapping[str, Any]) -> None:
         """Take a pod this process just wrote, as the server returned it."""
+        ...
+
+
+class KubeletPods(Protocol):
+    def list(self) -> Sequence[ListedPod]:
+        """kubelet's PodResources `List` (`runtimekit.api.podresources_client.PodResourcesClient`); raises
+        when kubelet does not answer."""
         ...

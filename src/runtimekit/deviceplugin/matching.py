@@ -2,15 +2,15 @@
 
 kubelet's Allocate names only device IDs. The container it is for is the one that is
 - in a pod bound to this node, neither finished nor being deleted, with an assignment annotation
-  for this node and shares for that container,
+  for this node and shares for that container that the `AssignmentCheck` accepts (signed by the
+  scheduler, equal to the pod's requests),
 - asking (limits, else requests) exactly as many devices of this resource as kubelet passes,
 - for a MIG resource, assigned exactly that many slices of its profile (GPU, profile, start),
 - not yet allocated for this resource (the `annotations.allocated` record, plus what this plugin
   allocated moments ago and the API server may not show yet);
-and when several fit, the oldest pod wins: kubelet admits the pods it learns of together in creation
-order (second resolution), so the plugin orders by creationTimestamp, then by assume time (the
-scheduler binds in the order it assumes, which is the order kubelet hears of pods created in the same
-second), then containers in spec order.
+`candidates` lists every such container, oldest pod first (creationTimestamp, then assume time, then
+containers in spec order); which of them kubelet is admitting is decided by the service from
+kubelet's PodResources (`runtimekit.deviceplugin.admitting`), and only without it by that order.
 `preferred_ids` answers GetPreferredAllocation with device IDs on the matched container's assigned
 GPUs, so PodResources reports the GPUs the pod really uses. The codec of the allocated annotation
 lives here too: `{"version":1,"containers":{"<container>":["<resource>", ...]}}`.
@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.deviceplugin.authority import AssignmentCheck
 from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of, target
 from runtimekit.model import Assignment, AssignmentError, GpuShare
 from runtimekit.model.quantity import whole_number
@@ -126,7 +127,9 @@ def _parse_assignment(text: str) -> Assignment | str:
         return f"unreadable assignment: {exc}"
 
 
-def _assignment(pod: Mapping[str, Any], node: str, protocol: Protocol) -> Assignment | str:
+def _assignment(
+    pod: Mapping[str, Any], node: str, protocol: Protocol, check: AssignmentCheck | None = None
+) -> Assignment | str:
     meta = _meta(pod)
     spec = pod.get("spec") or {}
     if spec.get("nodeName") != node:
@@ -141,7 +144,8 @@ def _assignment(pod: Mapping[str, Any], node: str, protocol: Protocol) -> Assign
         return assignment
     if assignment.node != node:
         return f"assigned to node {assignment.node}"
-    return assignment
+    problem = check.problem(pod, str(text), assignment) if check is not None else ""
+    return problem or assignment
 
 
 def candidates(
@@ -151,6 +155,7 @@ def candidates(
     protocol: Protocol,
     recently_allocated: Collection[AllocatedKey] = (),
     cache: MatchCache | None = None,
+    check: AssignmentCheck | None = None,
 ) -> tuple[list[tuple[Candidate, int]], list[str]]:
     """Containers waiting for `resource` with how many devices each asks, oldest first (creation, then
     assume time); and notes on near misses (for error messages)."""
@@ -158,7 +163,7 @@ def candidates(
     notes: list[str] = []
     read = _read_pod if cache is None else cache.read
     for pod in pods:
-        waiting, misses = read(pod, node, resource, protocol)
+        waiting, misses = read(pod, node, resource, protocol, check)
         notes.extend(misses)
         for key, candidate, amount in waiting:
             if (candidate.uid, candidate.container, resource) in recently_allocated:
@@ -180,21 +185,23 @@ class MatchCache:
 
     def __init__(self, size: int = 4096) -> None:
         self._size = size
-        self._entries: OrderedDict[tuple[str, str, str, str], _PodCandidates] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str, str, int], _PodCandidates] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol) -> _PodCandidates:
+    def read(
+        self, pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol, check: AssignmentCheck | None
+    ) -> _PodCandidates:
         meta = _meta(pod)
         uid, version = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
         if not (uid and version):
-            return _read_pod(pod, node, resource, protocol)
-        key = (uid, version, node, resource)
+            return _read_pod(pod, node, resource, protocol, check)
+        key = (uid, version, node, resource, -2 if check is None else check.generation)
         with self._lock:
             hit = self._entries.get(key)
             if hit is not None:
                 self._entries.move_to_end(key)
                 return hit
-        result = _read_pod(pod, node, resource, protocol)
+        result = _read_pod(pod, node, resource, protocol, check)
         with self._lock:
             self._entries[key] = result
             if len(self._entries) > self._size:
@@ -202,7 +209,9 @@ class MatchCache:
         return result
 
 
-def _read_pod(pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol) -> _PodCandidates:
+def _read_pod(
+    pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol, check: AssignmentCheck | None = None
+) -> _PodCandidates:
     """What one pod offers to `resource`: its waiting containers (with sort key and device count) and notes."""
     meta = _meta(pod)
     prefix = protocol.resources.mig_prefix
@@ -212,7 +221,7 @@ def _read_pod(pod: Mapping[str, Any], node: str, resource: str, protocol: Protoc
     asking = [(i, c) for i, c in enumerate(containers) if container_amount(c, resource) > 0]
     if not asking:
         return (), ()
-    assignment = _assignment(pod, node, protocol)
+    assignment = _assignment(pod, node, protocol, check)
     if isinstance(assignment, str):
         return (), (f"{namespace}/{name}: {assignment}",)
     annotations = meta.get("annotations") or {}
@@ -249,18 +258,55 @@ def match(
     protocol: Protocol,
     recently_allocated: Collection[AllocatedKey] = (),
     cache: MatchCache | None = None,
+    check: AssignmentCheck | None = None,
+    admitting: Collection[tuple[str, str]] | None = None,
 ) -> Candidate | NoMatch:
-    """The container kubelet's Allocate of `size` devices of `resource` is for, or why there is none."""
-    waiting, notes = candidates(pods, node, resource, protocol, recently_allocated, cache)
-    for candidate, amount in waiting:
-        if amount == size:
-            return candidate
+    """The container kubelet's Allocate of `size` devices of `resource` is for, or why there is none.
+
+    `admitting`: the (pod uid, container) pairs kubelet's PodResources shows it is admitting
+    (`runtimekit.deviceplugin.admitting`); the match is one of them, the oldest where an older
+    kubelet leaves more than one. None: no PodResources, the oldest waiting container of the size."""
+    waiting, notes = candidates(pods, node, resource, protocol, recently_allocated, cache, check)
+    sized = [c for c, n in waiting if n == size]
+    if admitting is not None:
+        exact = [c for c in sized if (c.uid, c.container) in admitting]
+        if exact:
+            return exact[0]
+        return NoMatch(_not_admissible(node, resource, size, admitting, pods, notes))
+    if sized:
+        return sized[0]
     misses = [f"{c} asks {n}" for c, n in waiting] + notes
     detail = f": {'; '.join(misses[:5])}" + (f" (and {len(misses) - 5} more)" if len(misses) > 5 else "")
     return NoMatch(
         f"no pod bound to node {node} is waiting for {size} {resource} (assigned by the scheduler and not yet "
         f"allocated){detail if misses else ''}"
     )
+
+
+def _not_admissible(
+    node: str,
+    resource: str,
+    size: int,
+    admitting: Collection[tuple[str, str]],
+    pods: Iterable[Mapping[str, Any]],
+    notes: Sequence[str],
+) -> str:
+    """Why the container kubelet is admitting cannot have this Allocate (or that kubelet admits none)."""
+    uids = {uid for uid, _ in admitting}
+    names = [
+        f"{_meta(p).get('namespace', 'default')}/{_meta(p).get('name', '')}"
+        for p in pods
+        if str(_meta(p).get("uid", "")) in uids
+    ]
+    if not names:
+        return (
+            f"kubelet's PodResources shows no pod bound to node {node} being admitted with {size} {resource} "
+            "(assigned by the scheduler and not yet allocated)"
+        )
+    why = [n for n in notes if any(n.startswith(f"{name}:") or n.startswith(f"{name} container") for name in names)]
+    reason = "; ".join(why[:3]) or "it is not waiting for these devices (allocated already)"
+    pod = ", ".join(sorted(names))
+    return f"kubelet is admitting pod {pod} for {size} {resource}, which cannot have them: {reason}"
 
 
 def _replica_key(device_id: str) -> tuple[str, int, str]:

@@ -8,10 +8,18 @@ resourceVersion-guarded patch of `annotations.allocated`, re-reading and retryin
 refusal is a `ServiceError` whose message kubelet shows on the pod; nothing here raises anything else
 for a bad request. Allocate calls are serialised (one lock), as kubelet itself does.
 
+Which pod an Allocate is for: the one kubelet's PodResources shows it is admitting
+(`admitting.py`), when the plugin has kubelet's PodResources socket — exact under any interleaving
+of creations, deletions and bindings; without it, the oldest waiting pod of the size (two pods of
+one size may then swap assignments). Only assignments the `AssignmentCheck` accepts count: signed
+by the scheduler with a key of `PluginSettings.keys`, equal to the pod's requests.
+
 The pods come from the watch-kept `PodView` when there is one: no list on the hot path. The view may
 lag the server, so it is trusted only for a match; no match there, or a matched pod that turns out to
 be gone or replaced, and the call is made again on a fresh list from the API server. What this plugin
-allocated moments ago (`_recent`) is forgotten only against a fresh list, never against the view.
+allocated moments ago (`_recent`) is forgotten only against a fresh list, never against the view; so
+are the pods whose Allocate it refused (`_refused`: kubelet rejects them, and a kubelet before 1.34
+still lists them in PodResources).
 """
 
 from __future__ import annotations
@@ -22,10 +30,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn, Protocol
 
+from runtimekit.api.podresources_client import ListedPod
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
+from runtimekit.base.keyring import KeyRing
 from runtimekit.base.rpcerrors import Code, ServiceError
-from runtimekit.deviceplugin.kubeapi import NodeApi, PodView
+from runtimekit.deviceplugin.admitting import admitting
+from runtimekit.deviceplugin.authority import AssignmentCheck
+from runtimekit.deviceplugin.kubeapi import KubeletPods, NodeApi, PodView
 from runtimekit.deviceplugin.matching import (
     AllocatedKey,
     Candidate,
@@ -133,6 +145,7 @@ class PluginSettings:
     node_name: str
     protocol: KitProtocol
     memory_unit: int = 0  # MiB per gpu-memory device on this node (--memory-unit); 0: the protocol's memoryUnit
+    keys: KeyRing | None = None  # verifies the scheduler's signatures; None: every assignment is refused
 
     @property
     def memory_unit_mib(self) -> int:
@@ -150,15 +163,20 @@ class DevicePluginService:
         kube: NodeApi,
         state: DeviceState,
         view: PodView | None = None,
+        kubelet: KubeletPods | None = None,
     ) -> None:
         self.settings = settings
         self.state = state
         self._runtime = runtime
         self._kube = kube
         self._view = view
+        self._kubelet = kubelet
         self._cache = MatchCache()
+        self._check = AssignmentCheck(settings.keys, settings.protocol, self._gpu_memory, settings.memory_unit_mib)
         self._lock = threading.Lock()
         self._recent: set[AllocatedKey] = set()
+        self._refused: set[str] = set()  # uids of pods whose Allocate this plugin refused
+        self._admitting: set[str] = set()  # uids kubelet showed admitting during the current call
 
     @property
     def node(self) -> str:
@@ -176,6 +194,9 @@ class DevicePluginService:
     def devices(self, spec: ResourceSpec, devices: Sequence[pb.Device]) -> list[AdvertisedDevice]:
         return advertised(spec, devices, self.settings.memory_unit_mib)
 
+    def _gpu_memory(self) -> dict[str, int]:
+        return {d.uuid: d.memory_mib for d in self.state.snapshot()[1]}
+
     def _pods(self) -> Sequence[Mapping[str, Any]]:
         try:
             return self._kube.list_node_pods(self.node)
@@ -188,7 +209,7 @@ class DevicePluginService:
         spec = self.spec(resource)
         with self._lock:
             try:
-                found = self._match(resource, size)
+                found = self._match(resource, size, self._listing())
             except ServiceError as exc:
                 log.warning("preferred allocation without pods: %s", exc.message)
                 found = NoMatch(exc.message)
@@ -202,34 +223,87 @@ class DevicePluginService:
         """The runtime's answer for the container this Allocate is for. Raises ServiceError with why not."""
         self.spec(resource)
         with self._lock:
-            found = self._waiting(resource, len(device_ids))
+            self._admitting = set()
             try:
-                return self._allocate(found, resource, device_ids)
-            except _Vanished:
-                if found.fresh:
-                    raise
-                log.info("%s is gone or replaced since the watch saw it: matching on a fresh list", found.candidate)
-            return self._allocate(self._waiting(resource, len(device_ids), fresh=True), resource, device_ids)
+                return self._allocate_matched(resource, device_ids)
+            except ServiceError:
+                self._refused |= self._admitting  # kubelet rejects the pod it was admitting
+                raise
 
-    def _waiting(self, resource: str, size: int, fresh: bool = False) -> _Found:
+    def _allocate_matched(self, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
+        listing = self._listing()
+        found = self._waiting(resource, len(device_ids), listing)
+        try:
+            return self._allocate(found, resource, device_ids)
+        except ServiceError as exc:
+            if found.fresh:
+                raise
+            # The view may show a pod deleted since (the runtime may even refuse it as over-committing):
+            # whatever went wrong, the call is matched again on a fresh list before anything is refused.
+            log.info("%s on the watch-kept view: %s; matching on a fresh list", found.candidate, exc.message)
+        return self._allocate(self._waiting(resource, len(device_ids), listing, fresh=True), resource, device_ids)
+
+    def _listing(self) -> Sequence[ListedPod] | None:
+        """kubelet's PodResources now (None without the socket). Raises ServiceError when kubelet does not answer."""
+        if self._kubelet is None:
+            return None
+        try:
+            return self._kubelet.list()
+        except Exception as exc:
+            raise ServiceError(
+                Code.UNAVAILABLE, f"cannot ask kubelet's PodResources which pod it is admitting: {exc}"
+            ) from None
+
+    def _waiting(self, resource: str, size: int, listing: Sequence[ListedPod] | None, fresh: bool = False) -> _Found:
         """`_match`, or the refusal kubelet shows on the pod."""
-        found = self._match(resource, size, fresh)
+        found = self._match(resource, size, listing, fresh)
         if isinstance(found, NoMatch):
             raise ServiceError(Code.FAILED_PRECONDITION, found.reason)
         return found
 
-    def _match(self, resource: str, size: int, fresh: bool = False) -> _Found | NoMatch:
+    def _match(
+        self, resource: str, size: int, listing: Sequence[ListedPod] | None, fresh: bool = False
+    ) -> _Found | NoMatch:
         """The container this call is for: from the watch-kept view when it matches, else from a fresh list."""
         seen = None if fresh or self._view is None else self._view.pods()
         if seen is not None:
-            found = match(seen, self.node, resource, size, self.settings.protocol, self._recent, self._cache)
+            found = self._match_in(seen, resource, size, listing, fresh=False)
             if isinstance(found, Candidate):
                 return _Found(found, fresh=False)
         pods = self._pods()
         live = {str((p.get("metadata") or {}).get("uid", "")) for p in pods}
         self._recent = {key for key in self._recent if key[0] in live}
-        found = match(pods, self.node, resource, size, self.settings.protocol, self._recent, self._cache)
+        self._refused &= live
+        found = self._match_in(pods, resource, size, listing, fresh=True)
         return found if isinstance(found, NoMatch) else _Found(found, fresh=True)
+
+    def _match_in(
+        self,
+        pods: Sequence[Mapping[str, Any]],
+        resource: str,
+        size: int,
+        listing: Sequence[ListedPod] | None,
+        fresh: bool,
+    ) -> Candidate | NoMatch:
+        pairs = None
+        if listing is not None:
+            rows = admitting(pods, listing, resource, size, self._refused)
+            pairs = {(uid, container) for uid, _, _, container in rows}
+            uids = {uid for uid, _ in pairs}
+            self._admitting |= uids
+            if len(uids) > 1 and not fresh:  # the view may still show pods since deleted
+                return NoMatch("kubelet lists more than one pod being admitted in the watch-kept view")
+            if len(uids) > 1:
+                log.warning(
+                    "kubelet lists %d pods without %s (an older kubelet lists pods it rejected): %s; "
+                    "taking the oldest waiting one",
+                    len(rows),
+                    resource,
+                    ", ".join(f"{ns}/{name}" for _, ns, name, _ in rows),
+                )
+        return match(
+            pods, self.node, resource, size, self.settings.protocol, self._recent, self._cache, self._check, pairs
+        )
 
     def _allocate(self, found: _Found, resource: str, device_ids: Sequence[str]) -> pb.AllocateResponse:
         candidate = found.candidate

@@ -51,6 +51,7 @@ class RuntimeCollector(Collector):
         yield from self._runtime_info(sample)
         yield from gpu_families(sample)
         yield from allocation_families(sample)
+        yield from state_families(sample)
         dropped = GaugeMetricFamily(
             "runtimekit_runtime_malformed_readings",
             "Readings of the last scrape left out because the runtime sent them malformed",
@@ -77,6 +78,36 @@ class RuntimeCollector(Collector):
             },
         )
         yield family
+
+
+def state_families(sample: Sample) -> Iterator[GaugeMetricFamily | CounterMetricFamily]:
+    """Whether the runtime's allocations cover what runs on the node, and what it rebuilt."""
+    labels = ["node"]
+    state = GaugeMetricFamily(
+        "runtimekit_runtime_checkpoint_state",
+        "1 for the state of the runtime's allocations (ok, recovered: they cover the node's running containers)",
+        labels=[*labels, "state"],
+    )
+    state.add_metric([sample.node, sample.state.checkpoint], 1.0)
+    rebuilt = CounterMetricFamily(
+        "runtimekit_runtime_allocations_rebuilt",
+        "Allocations the runtime rebuilt from the node's pods since it started (missing from its checkpoint)",
+        labels=labels,
+    )
+    rebuilt.add_metric([sample.node], sample.state.rebuilt_total)
+    torn = CounterMetricFamily(
+        "runtimekit_runtime_journal_torn_lines",
+        "Torn last lines of the checkpoint journal found at start",
+        labels=labels,
+    )
+    torn.add_metric([sample.node], sample.state.torn_total)
+    unaccounted = GaugeMetricFamily(
+        "runtimekit_runtime_unaccounted_containers",
+        "Running containers that hold GPU devices the runtime has no allocation for",
+        labels=labels,
+    )
+    unaccounted.add_metric([sample.node], sample.state.unaccounted)
+    yield from (state, rebuilt, torn, unaccounted)
 
 
 def _duration(started: float) -> GaugeMetricFamily:

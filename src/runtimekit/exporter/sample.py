@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
 
 HEALTH_NAMES = {0: "unknown", 1: "healthy", 2: "unhealthy"}
+CHECKPOINT_NAMES = {0: "unknown", 1: "ok", 2: "recovered", 3: "unrecovered", 4: "incomplete", 5: "unverified"}
 MIG_NAMES = {0: "unknown", 1: "off", 2: "static", 3: "dynamic"}
 
 
@@ -66,6 +67,16 @@ class AllocationReading:
 
 
 @dataclass(frozen=True)
+class StateReading:
+    """How far the runtime trusts its allocations (a runtime too old to say reads as unknown)."""
+
+    checkpoint: str = "unknown"
+    rebuilt_total: int = 0
+    torn_total: int = 0
+    unaccounted: int = 0
+
+
+@dataclass(frozen=True)
 class Sample:
     node: str
     gpus: tuple[GpuReading, ...] = ()
@@ -73,6 +84,7 @@ class Sample:
     seconds: float = 0.0
     dropped: int = 0  # readings left out as malformed
     extra: dict[str, str] = field(default_factory=dict)
+    state: StateReading = StateReading()
 
 
 def _ratio(percent: float) -> float | None:
@@ -135,4 +147,11 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
             )
         )
     node = node_name or msg.node_name or "unknown"
-    return Sample(node, tuple(gpus), tuple(allocations), time.perf_counter() - started, dropped)
+    s = msg.state
+    state = StateReading(
+        CHECKPOINT_NAMES.get(int(s.checkpoint), "unknown"),
+        int(s.allocations_rebuilt_total),
+        int(s.journal_torn_lines_total),
+        int(s.unaccounted_containers),
+    )
+    return Sample(node, tuple(gpus), tuple(allocations), time.perf_counter() - started, dropped, state=state)

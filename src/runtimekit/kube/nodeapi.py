@@ -11,14 +11,17 @@ what was being done.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
 from runtimekit.kube.errors import KubeError
+from runtimekit.kube.events import event_body
 from runtimekit.kube.http import JSON, KubeHttp, object_path
 from runtimekit.kube.nodepods import NodePods
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 def _translate(call: Callable[[], T], what: str) -> T:
@@ -64,6 +67,15 @@ class KubeNodeApi:
         """Every pod bound to `node`, in all namespaces."""
         params = {"fieldSelector": f"spec.nodeName={node}"}
         return _translate(lambda: self._http.list(object_path("v1", "pods"), params)[0], f"list pods of node {node}")
+
+    def record_pod_event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
+        """Write an Event about a pod, as the node runtime (best effort: a refusal is logged)."""
+        involved = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
+        body = event_body(involved, namespace, "runtimekit-runtime", kind, reason, message)
+        try:
+            self._http.post(object_path("v1", "events", namespace), body)
+        except KubeError as exc:
+            log.info("could not record event %s on pod %s/%s: %s", reason, namespace, name, exc)
 
     def node_pods(self, node: str) -> NodePods:
         """A watch-kept view of the pods bound to `node` (not started)."""

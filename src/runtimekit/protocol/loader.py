@@ -126,6 +126,7 @@ class Labels(msgspec.Struct, frozen=True, rename="camel"):
 class Annotations(msgspec.Struct, frozen=True, rename="camel"):
     node_devices: str = "runtimekit.aliyun.com/devices"
     assignment: str = "runtimekit.aliyun.com/gpu-assignment"
+    assignment_signature: str = "runtimekit.aliyun.com/gpu-assignment-signature"
     assume_time: str = "runtimekit.aliyun.com/assume-time"
     allocated: str = "runtimekit.aliyun.com/allocated"
     policy: str = "runtimekit.aliyun.com/placement-policy"
@@ -215,6 +216,7 @@ _CHECKS: Mapping[str, Validator] = {
     "labels.memoryUnit": check_qualified_name,
     "annotations.nodeDevices": check_qualified_name,
     "annotations.assignment": check_qualified_name,
+    "annotations.assignmentSignature": check_qualified_name,
     "annotations.assumeTime": check_qualified_name,
     "annotations.allocated": check_qualified_name,
     "annotations.policy": check_qualified_name,

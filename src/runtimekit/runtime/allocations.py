@@ -145,10 +145,21 @@ class AllocationBook:
         return len(self._allocations)
 
     def grants_for(self, requested: Sequence[Requested]) -> tuple[Grant, ...]:
-        """Validate requested shares against the devices; raises ServiceError (INVALID_ARGUMENT/NOT_FOUND)."""
+        """Validate requested shares against the devices; raises ServiceError (INVALID_ARGUMENT/NOT_FOUND).
+
+        Refused besides unknown devices and impossible amounts: a share of neither compute nor memory
+        (it would only make the GPU visible: a way onto a GPU another pod holds whole), and a GPU or
+        MIG slot named twice for one container."""
         if not requested:
             raise ServiceError(Code.INVALID_ARGUMENT, "an allocation needs at least one GPU share")
         grants = [self._mig_grant(r) if r.is_mig or r.uuid in self._migs else self._grant(r) for r in requested]
+        seen: set[tuple[str, str, int, str]] = set()
+        for grant in grants:
+            key = (grant.gpu_uuid, grant.mig_profile, grant.mig_start, grant.uuid if grant.is_mig else "")
+            if key in seen:
+                what = f"MIG slot {grant.mig_profile}@{grant.mig_start} of GPU" if grant.mig_profile else "GPU"
+                raise ServiceError(Code.INVALID_ARGUMENT, f"{what} {grant.gpu_uuid} is named twice for one container")
+            seen.add(key)
         return order_grants(grants)
 
     def _grant(self, share: Requested) -> Grant:
@@ -160,6 +171,11 @@ class AllocationBook:
             )
         if share.core_milli > 1000:
             raise ServiceError(Code.INVALID_ARGUMENT, f"GPU {share.uuid}: {share.core_milli} milli is above one GPU")
+        if share.core_milli == 0 and share.memory_mib == 0:
+            raise ServiceError(
+                Code.INVALID_ARGUMENT,
+                f"GPU {share.uuid}: a share of 0 milli and 0 MiB grants nothing but the sight of the GPU; refused",
+            )
         device = self._devices.get(share.uuid)
         if device is not None:
             if share.memory_mib > device.memory_mib:

@@ -1,6 +1,6 @@
 """Assemble and run the node runtime: backend + isolation + service + gRPC server + reconcile loop.
 
-`build_runtime(options, pods, kubelet)` makes a `NodeRuntime` from typed options (the CLI fills them
+`build_runtime(options, pods, kubelet, events)` makes a `NodeRuntime` from typed options (the CLI fills them
 from flags; `runtimekit up` and tests fill them directly; `mig_mode` and `mig_layout` take the
 `--mig-mode` and `--mig-layout` strings, see `runtimekit.runtime.mig`); `RuntimeDaemon` starts it,
 serves it on its socket, runs the reconciliation loop every `reconcile_interval_s`, and stops it all
@@ -21,7 +21,7 @@ from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_D
 from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.mps import MpsDaemon
 from runtimekit.runtime.nvml import NvmlBackend
-from runtimekit.runtime.pods import PodResourcesSource, PodSource
+from runtimekit.runtime.pods import EventSink, PodResourcesSource, PodSource
 from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, gpu_count, parse_gpu_spec
 from runtimekit.runtime.values import RuntimeSettings
@@ -81,7 +81,10 @@ def build_backend(options: RuntimeOptions) -> tuple[GpuBackend, FaultInjector | 
 
 
 def build_runtime(
-    options: RuntimeOptions, pods: PodSource | None = None, kubelet: PodResourcesSource | None = None
+    options: RuntimeOptions,
+    pods: PodSource | None = None,
+    kubelet: PodResourcesSource | None = None,
+    events: EventSink | None = None,
 ) -> NodeRuntime:
     isolation = make_isolation(options.isolation, options.mps_pipe_dir, options.hami_lib_dir)
     backend, injector, mig = build_backend(options)
@@ -92,7 +95,9 @@ def build_runtime(
         protocol=options.protocol,
         reconcile_grace_s=options.reconcile_grace_s,
     )
-    return NodeRuntime(settings, backend, isolation, mps=mps, pods=pods, kubelet=kubelet, injector=injector, mig=mig)
+    return NodeRuntime(
+        settings, backend, isolation, mps=mps, pods=pods, kubelet=kubelet, injector=injector, mig=mig, events=events
+    )
 
 
 class RuntimeDaemon:

@@ -23,7 +23,7 @@ from runtimekit.runtime.devices import DeviceView
 from runtimekit.runtime.mig import max_instances
 from runtimekit.runtime.mps import MpsState
 from runtimekit.runtime.service import NodeRuntime
-from runtimekit.runtime.values import AllocateInput, CheckpointStatus, RuntimeStatus
+from runtimekit.runtime.values import AllocateInput, AllocationState, CheckpointStatus, RuntimeStatus
 
 log = logging.getLogger(__name__)
 
@@ -42,6 +42,8 @@ _CHECKPOINT = {
     CheckpointStatus.OK: pb.CHECKPOINT_STATE_OK,
     CheckpointStatus.RECOVERED: pb.CHECKPOINT_STATE_RECOVERED,
     CheckpointStatus.UNRECOVERED: pb.CHECKPOINT_STATE_UNRECOVERED,
+    CheckpointStatus.INCOMPLETE: pb.CHECKPOINT_STATE_INCOMPLETE,
+    CheckpointStatus.UNVERIFIED: pb.CHECKPOINT_STATE_UNVERIFIED,
 }
 _FAULTS = {
     pb.FAULT_KIND_XID: EventKind.XID,
@@ -152,6 +154,18 @@ def status_message(s: RuntimeStatus) -> pb.GetStatusResponse:
         changed_unix_ms=s.changed_unix_ms,
         last_reconcile_unix_ms=s.last_reconcile_unix_ms,
         last_reconcile_message=s.last_reconcile_message,
+        allocations_rebuilt_total=s.state.rebuilt_total,
+        journal_torn_lines_total=s.state.torn_total,
+        unaccounted=list(s.state.unaccounted),
+    )
+
+
+def state_message(s: AllocationState) -> pb.AllocationState:
+    return pb.AllocationState(
+        checkpoint=_CHECKPOINT[s.checkpoint],
+        allocations_rebuilt_total=s.rebuilt_total,
+        journal_torn_lines_total=s.torn_total,
+        unaccounted_containers=len(s.unaccounted),
     )
 
 
@@ -288,7 +302,11 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
             for grant in a.grants
         ]
         return pb.ExporterGetDataListResponse(
-            node_name=data.node_name, sampled_unix_ms=data.unix_ms, gpus=gpus, allocations=allocations
+            node_name=data.node_name,
+            sampled_unix_ms=data.unix_ms,
+            gpus=gpus,
+            allocations=allocations,
+            state=state_message(data.state),
         )
 
 

@@ -2,25 +2,26 @@
 
 Two sources, both optional: `PodSource` (the API server: pods bound to this node, as manifests; the
 real one is `runtimekit.kube.nodeapi.KubeNodeApi`, tests pass a list) and `PodResourcesSource`
-(kubelet's PodResources API: the (namespace, name) of the pods kubelet runs).
+(kubelet's PodResources API: the pods kubelet knows and the device IDs of their containers; the
+real one is `runtimekit.api.podresources_client.PodResourcesClient`). `EventSink` writes the
+Events the runtime reports rebuilt allocations with (`KubeNodeApi` again).
 - `allocations_from_pods` rebuilds allocations from the assignment annotations when the checkpoint
   is corrupt.
 - `stale_allocations` decides which allocations to release: a pod is gone when every available
   source says so (absent, or finished; or being deleted while kubelet no longer runs it), and only
-  after a grace period, so a pod admitted a moment ago is never released by a list taken before it.
+  after a grace period, so a pod admitted a moment ago is never released by a list taken before it;
+  except that an allocation that existed before the lists were asked for (`settled`) is judged by
+  them at once, which is what an Allocate that would over-commit does (kubelet frees a terminated
+  pod's devices at admission as well).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-import grpc
-
-from runtimekit.api.kubelet import unix_target
-from runtimekit.api.podresources.v1 import podresources_pb2 as pr
-from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
+from runtimekit.api.podresources_client import ListedPod
 from runtimekit.model import Assignment, AssignmentError
 from runtimekit.protocol import Protocol as KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
@@ -37,10 +38,18 @@ class PodSource(Protocol):
 
 
 class PodResourcesSource(Protocol):
-    """The pods kubelet runs on this node."""
+    """The pods kubelet knows on this node, with their containers' device IDs."""
 
-    def running_pods(self) -> set[tuple[str, str]]:
-        """(namespace, name) of every pod kubelet lists. Raises on failure."""
+    def list(self) -> Sequence[ListedPod]:
+        """kubelet's PodResources List. Raises on failure."""
+        ...
+
+
+class EventSink(Protocol):
+    """Where the runtime reports what it did to a pod's allocations."""
+
+    def record_pod_event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
+        """Write an Event about the pod (best effort: never raises)."""
         ...
 
 
@@ -52,20 +61,6 @@ class StaticPods:
 
     def list_node_pods(self, node: str) -> list[Mapping[str, Any]]:
         return [p for p in self.pods if (p.get("spec") or {}).get("nodeName") == node]
-
-
-class KubeletPodResources:
-    """The PodResources API client on kubelet's socket."""
-
-    def __init__(self, socket_path: str, timeout_s: float = 5.0) -> None:
-        self.socket_path = socket_path
-        self._timeout = timeout_s
-
-    def running_pods(self) -> set[tuple[str, str]]:
-        with grpc.insecure_channel(unix_target(self.socket_path)) as channel:
-            stub = pr_grpc.PodResourcesListerStub(channel)
-            reply: pr.ListPodResourcesResponse = stub.List(pr.ListPodResourcesRequest(), timeout=self._timeout)
-        return {(p.namespace, p.name) for p in reply.pod_resources}
 
 
 def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -120,8 +115,11 @@ def stale_allocations(
     kubelet_pods: set[tuple[str, str]] | None,
     now_ms: int,
     grace_ms: int,
+    settled: Collection[tuple[str, str]] | None = None,
 ) -> list[tuple[Allocation, str]]:
-    """The allocations whose pod is gone, with why. None for a source means it could not be asked."""
+    """The allocations whose pod is gone, with why. None for a source means it could not be asked.
+    `settled`: the (pod uid, container) of the allocations that existed before the lists were asked for;
+    those are not protected by the grace period."""
     if api_pods is None and kubelet_pods is None:
         return []
     live_uids = {pod_ref(p).uid: p for p in api_pods} if api_pods is not None else None
@@ -133,7 +131,8 @@ def stale_allocations(
         if ended:  # the pod's own manifest says so: however young the allocation, it is over
             stale.append((allocation, ended))
             continue
-        if now_ms - allocation.created_unix_ms < grace_ms:
+        older_than_lists = settled is not None and allocation.key in settled
+        if now_ms - allocation.created_unix_ms < grace_ms and not older_than_lists:
             continue  # absence from a list may only mean the list is older than the allocation
         if live_uids is not None and pod.uid not in live_uids and (pod.namespace, pod.name) in api_names:
             stale.append((allocation, "replaced by a new pod of the same name"))

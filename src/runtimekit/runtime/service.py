@@ -8,6 +8,11 @@
 - every change of the allocations is in the checkpoint before the call returns; a corrupt
   checkpoint is reported (log + status) and rebuilt from the node's pods, never silently emptied:
   until it is rebuilt, new allocations are refused with UNAVAILABLE;
+- at start and at every reconciliation the allocations are compared with the node's pods (API
+  server and kubelet's PodResources): containers that hold devices without an allocation (a
+  deleted checkpoint, a lost or torn journal) get one rebuilt, reported in the log, the status,
+  the exporter's counters and an Event on the pod; the status is never OK while such a container
+  remains unaccounted (`runtimekit.runtime.recovery`);
 - Disable refuses new allocations and keeps running ones; the switch persists across restarts;
 - on a GPU in dynamic MIG mode, Allocate makes the container's MIG devices (a repeat returns the same
   ones), Release destroys them, and start and reconciliation destroy any that no allocation holds
@@ -24,6 +29,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
+from runtimekit.api.podresources_client import ListedPod
 from runtimekit.api.runtime_features import API_LEVEL, FEATURES
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import GpuUUID
@@ -42,7 +48,9 @@ from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView
 from runtimekit.runtime.isolation import Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
-from runtimekit.runtime.pods import PodResourcesSource, PodSource, allocations_from_pods, stale_allocations
+from runtimekit.runtime.pods import EventSink, PodResourcesSource, PodSource, stale_allocations
+from runtimekit.runtime.rebuild import Missing
+from runtimekit.runtime.recovery import Recovery
 from runtimekit.runtime.state import CheckpointCorrupt, ConfigState, StateDir
 from runtimekit.runtime.values import (
     AllocateInput,
@@ -72,6 +80,7 @@ class NodeRuntime:
         injector: FaultInjector | None = None,
         clock: Callable[[], float] = time.time,
         mig: MigControl | None = None,
+        events: EventSink | None = None,
     ) -> None:
         self.settings = settings
         self._backend = backend
@@ -81,11 +90,11 @@ class NodeRuntime:
         self._kubelet = kubelet
         self._injector = injector
         self._clock = clock
+        self._events = events
         self._state = StateDir(settings.state_dir)
         self._lock = threading.RLock()
         self._config = ConfigState()
-        self._checkpoint = CheckpointStatus.OK
-        self._checkpoint_message = ""
+        self._recovery = Recovery(sources=pods is not None or kubelet is not None)
         self._reconciled = (0, "not yet")
         self.devices = DeviceTable(())
         self._book = AllocationBook(settings.node_name, ())
@@ -102,7 +111,7 @@ class NodeRuntime:
         with self._lock:
             self._load_config()
             self._load_allocations()
-            self._collect_migs()
+        self.reconcile()  # compare with the node's pods before serving anything
         if self._mps is not None and self._config.enabled:
             self._mps.start()
         self._backend.start_events(self._on_event)
@@ -116,7 +125,7 @@ class NodeRuntime:
             self.settings.protocol.fingerprint,
             "enabled" if self._config.enabled else "disabled",
             len(self._book),
-            self._checkpoint_message,
+            self._recovery.message,
         )
 
     def close(self) -> None:
@@ -136,50 +145,10 @@ class NodeRuntime:
             self._config = ConfigState(False, f"on/off state unreadable: {exc}", self._now_ms())
 
     def _load_allocations(self) -> None:
-        try:
-            loaded = self._state.load_allocations()
-        except CheckpointCorrupt as exc:
-            self._checkpoint = CheckpointStatus.UNRECOVERED
-            self._checkpoint_message = f"checkpoint {self._state.checkpoint} is corrupt ({exc})"
-            log.error("%s; rebuilding the allocations from the pods of node %s", self._checkpoint_message, self.node)
-            self._recover(None)
-            return
-        if loaded is None:
-            self._checkpoint_message = "no checkpoint yet"
-            return
-        node, allocations = loaded
-        if node != self.node:
-            log.warning("checkpoint was written for node %s, this is node %s; using it anyway", node, self.node)
-        problems = self._book.restore(allocations)
-        for allocation, why in problems:
-            log.error("checkpointed allocation of %s/%s not restored: %s", allocation.pod, allocation.container, why)
-        self._checkpoint_message = f"restored {len(self._book)} allocations" + (
-            f", {len(problems)} could not be restored (see the log)" if problems else ""
-        )
-
-    def _recover(self, pods: Sequence[Mapping[str, Any]] | None) -> None:
-        """Rebuild the allocations from the node's pods (the checkpoint is corrupt). Holds the lock."""
-        if pods is None:
-            if self._pods is None:
-                self._checkpoint_message += "; no pod source to rebuild from: new allocations are refused"
-                log.error("no pod source (API server) configured; allocations stay refused until one answers")
-                return
-            try:
-                pods = self._pods.list_node_pods(self.node)
-            except Exception as exc:
-                log.error("cannot list the pods of node %s to rebuild the allocations: %s", self.node, exc)
-                return
-        allocations, skipped = allocations_from_pods(pods, self.node, self.settings.protocol, self._now_ms())
-        for why in skipped:
-            log.warning("while rebuilding: %s", why)
-        problems = self._book.restore(allocations)
-        for allocation, why in problems:
-            log.error("rebuilt allocation of %s/%s not booked: %s", allocation.pod, allocation.container, why)
-        aside = self._state.set_aside_checkpoint(self._now_ms())
-        self._save()
-        self._checkpoint = CheckpointStatus.RECOVERED
-        self._checkpoint_message += f"; rebuilt {len(self._book)} allocations from the node's pods (old file: {aside})"
-        log.warning("%s", self._checkpoint_message)
+        self._recovery.load(self._state, self._book, self.node)
+        if self._recovery.base is CheckpointStatus.UNRECOVERED and self._pods is None:
+            self._recovery.note("no pod source to rebuild from: new allocations are refused")
+            log.error("no pod source (API server) configured; allocations stay refused until one answers")
 
     def _save(self) -> None:
         self._state.save_allocations(self.node, self._book.all())
@@ -193,8 +162,8 @@ class NodeRuntime:
 
     def _collect_migs(self) -> None:
         """Destroy the MIG devices of dynamic GPUs that no allocation holds. Holds the lock. Not while the
-        allocations are unknown (corrupt checkpoint not rebuilt yet): they may hold any of them."""
-        if self._checkpoint is CheckpointStatus.UNRECOVERED:
+        allocations are not known to cover the node (corrupt, unverified, incomplete): they may hold any."""
+        if not self._recovery.effective.trusted:
             return
         if self._migs.collect(self._book.held_migs()):
             self._refresh_devices()
@@ -269,16 +238,18 @@ class NodeRuntime:
             return self._allocate(request)
         except ServiceError as exc:
             # The scheduler books a deleted pod's GPU as soon as the pod is gone from the API server,
-            # which can be before this runtime's next reconcile: release what has ended, then try once more.
-            if exc.code is not Code.RESOURCE_EXHAUSTED or not self.reconcile():
+            # which can be before this runtime's next reconcile: release what has ended, judged by lists
+            # asked for now (as kubelet frees a terminated pod's devices at admission), then try once more.
+            if exc.code is not Code.RESOURCE_EXHAUSTED or not self.reconcile(prompt=True):
                 raise
         return self._allocate(request)
 
     def _allocate(self, request: AllocateInput) -> AllocateResult:
         pod = request.pod
         with self._lock:
-            if self._checkpoint is CheckpointStatus.UNRECOVERED:
-                raise ServiceError(Code.UNAVAILABLE, f"allocation state not recovered yet: {self._checkpoint_message}")
+            refusal = self._recovery.refusal()
+            if refusal:
+                raise ServiceError(Code.UNAVAILABLE, refusal)
             grants = self._book.grants_for(request.shares)
             names = (request.resource_name,) if request.resource_name else ()
             wanted = Allocation(pod, request.container, grants, self._now_ms(), request.device_ids, names)
@@ -374,7 +345,9 @@ class NodeRuntime:
                 view = self.devices.get(sample.uuid) or view
             xids, count = self.devices.xids(sample.uuid)
             gpus.append(GpuData(view, sample, xids, count))
-        return ExporterData(self.node, self._now_ms(), tuple(gpus), allocations)
+        with self._lock:
+            state = self._recovery.state()
+        return ExporterData(self.node, self._now_ms(), tuple(gpus), allocations, state)
 
     # -- the switch ----------------------------------------------------------------------------
     def enable(self, reason: str) -> RuntimeStatus:
@@ -406,20 +379,58 @@ class NodeRuntime:
                 isolation=self._isolation.name,
                 mps_state=self._mps.state if self._mps is not None else MpsState.NOT_USED,
                 mps_message=self._mps.message if self._mps is not None else "",
-                checkpoint=self._checkpoint,
-                checkpoint_message=self._checkpoint_message,
+                checkpoint=self._recovery.effective,
+                checkpoint_message=self._recovery.message,
                 allocation_count=len(self._book),
                 version=self.version(),
                 last_reconcile_unix_ms=self._reconciled[0],
                 last_reconcile_message=self._reconciled[1],
+                state=self._recovery.state(),
             )
 
     # -- reconciliation ------------------------------------------------------------------------
-    def reconcile(self) -> list[tuple[Allocation, str]]:
-        """Release the allocations of pods that are gone; retry a pending rebuild. Returns what it released."""
+    def reconcile(self, prompt: bool = False) -> list[tuple[Allocation, str]]:
+        """Compare the allocations with the node's pods: release those of pods that are gone, rebuild those
+        running containers hold without one, retry a pending rebuild of a corrupt checkpoint. Returns
+        what it released. `prompt`: an allocation made before the lists were asked for is released on
+        their word at once, without the grace period (an Allocate would otherwise over-commit)."""
+        with self._lock:  # what exists before the lists are asked for is judged by them
+            settled = {a.key for a in self._book.all()} if prompt else None
+        api_pods, listing, notes = self._ask_sources()
+        rebuilt: list[Missing] = []
+        with self._lock:
+            if self._recovery.base is CheckpointStatus.UNRECOVERED and api_pods is not None:
+                self._recovery.rebuild_corrupt(
+                    api_pods, self._book, self._state, self.node, self.settings.protocol, self._now_ms()
+                )
+                self._save()
+            kubelet_pods = {p.key for p in listing} if listing is not None else None
+            grace_ms = int(self.settings.reconcile_grace_s * 1000)
+            stale = stale_allocations(self._book.all(), api_pods, kubelet_pods, self._now_ms(), grace_ms, settled)
+            for allocation, _why in stale:
+                self._book.release(allocation.pod.uid, allocation.container)
+            if self._recovery.base is not CheckpointStatus.UNRECOVERED and (api_pods, listing) != (None, None):
+                devices = list(self._infos.values())
+                rebuilt = self._recovery.rebuild_missing(
+                    self._book, api_pods, listing, devices, self.node, self.settings.protocol, self._now_ms()
+                )
+            if stale or rebuilt or self._state.torn_bytes:
+                self._save()
+                self._state.torn_bytes = 0  # the rewrite left the torn line behind
+                self._destroy_migs([a for a, _ in stale])
+            self._collect_migs()
+            message = f"released {len(stale)}" + (f", rebuilt {len(rebuilt)}" if rebuilt else "")
+            self._reconciled = (self._now_ms(), message + (f"; could not ask {', '.join(notes)}" if notes else ""))
+        for allocation, why in stale:
+            log.info("released %s of %s/%s: %s", _describe(allocation), allocation.pod, allocation.container, why)
+        self._report_rebuilt(rebuilt)
+        return stale
+
+    def _ask_sources(self) -> tuple[Sequence[Mapping[str, Any]] | None, Sequence[ListedPod] | None, list[str]]:
+        """The API server's pods of this node and kubelet's listing (None for one not configured or not
+        answering), and what could not be asked."""
         notes: list[str] = []
-        api_pods = None
-        kubelet_pods = None
+        api_pods = listing = None
         if self._pods is not None:
             try:
                 api_pods = self._pods.list_node_pods(self.node)
@@ -427,26 +438,24 @@ class NodeRuntime:
                 notes.append(f"API server: {exc}")
         if self._kubelet is not None:
             try:
-                kubelet_pods = self._kubelet.running_pods()
+                listing = self._kubelet.list()
             except Exception as exc:
                 notes.append(f"PodResources: {exc}")
-        with self._lock:
-            if self._checkpoint is CheckpointStatus.UNRECOVERED and api_pods is not None:
-                self._recover(api_pods)
-            stale = stale_allocations(
-                self._book.all(), api_pods, kubelet_pods, self._now_ms(), int(self.settings.reconcile_grace_s * 1000)
+        return api_pods, listing, notes
+
+    def _report_rebuilt(self, rebuilt: Sequence[Missing]) -> None:
+        """A log line and an Event on the pod for each allocation rebuilt."""
+        for item in rebuilt:
+            a = item.allocation
+            message = (
+                f"the node runtime on {self.node} had no record of the GPUs of container {a.container} (its "
+                f"checkpoint: {self._recovery.message or 'missing'}); rebuilt from {item.source}: {_describe(a)}"
             )
-            for allocation, _why in stale:
-                self._book.release(allocation.pod.uid, allocation.container)
-            if stale:
-                self._save()
-                self._destroy_migs([a for a, _ in stale])
-            self._collect_migs()
-            message = f"released {len(stale)}" + (f"; could not ask {', '.join(notes)}" if notes else "")
-            self._reconciled = (self._now_ms(), message)
-        for allocation, why in stale:
-            log.info("released %s of %s/%s: %s", _describe(allocation), allocation.pod, allocation.container, why)
-        return stale
+            log.warning("rebuilt the allocation of %s/%s from %s: %s", a.pod, a.container, item.source, _describe(a))
+            if self._events is not None:
+                self._events.record_pod_event(
+                    a.pod.namespace, a.pod.name, a.pod.uid, "Warning", "GPUAllocationRebuilt", message
+                )
 
 
 def _describe(allocation: Allocation) -> str:

@@ -12,8 +12,10 @@ with one fdatasync, which costs a third of a rewrite (no temp file, rename or fo
 checkpoint records the last sequence number it contains, so journal lines it already holds are
 skipped. After `COMPACT_EVERY` lines, and on the first change after a start, the checkpoint is
 rewritten whole and the journal emptied. Reading: the checkpoint, then the journal's lines in order;
-an incomplete last line (a write cut short by a crash, so never acknowledged) is ignored; any other
-bad line makes the whole state `CheckpointCorrupt`.
+an incomplete last line (a write cut short by a crash, or a file cut short on disk) cannot be read
+and is left out, but never silently: `StateDir.torn_bytes` says how long it was, and the runtime
+reports it and compares its allocations with the node's pods; any other bad line makes the whole
+state `CheckpointCorrupt`.
 Callers: the runtime service at start and after every change.
 """
 
@@ -208,10 +210,12 @@ class StateDir:
         self._lines = 0  # journal lines since the checkpoint was rewritten
         self._fd: int | None = None
         self._current: list[Allocation] = []
+        self.torn_bytes = 0  # length of the incomplete last journal line found by the last load (0: none)
 
     def load_allocations(self) -> tuple[str, list[Allocation]] | None:
         """The checkpoint and its journal, or None when there is none yet. Raises CheckpointCorrupt."""
         self._forget()
+        self.torn_bytes = 0
         try:
             raw = self.checkpoint.read_bytes()
         except FileNotFoundError:
@@ -224,6 +228,7 @@ class StateDir:
         except FileNotFoundError:
             journal = b""
         allocations, self._seq = replay_journal(journal, allocations, seq)
+        self.torn_bytes = len(journal.rsplit(b"\n", 1)[-1])
         return node, allocations
 
     def save_allocations(self, node: str, allocations: Iterable[Allocation]) -> None:

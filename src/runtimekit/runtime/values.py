@@ -18,9 +18,26 @@ from runtimekit.runtime.mps import MpsState
 
 
 class CheckpointStatus(StrEnum):
-    OK = "ok"
-    RECOVERED = "recovered"
-    UNRECOVERED = "unrecovered"
+    OK = "ok"  # loaded (or none yet) and, where the node's pods could be asked, matching them
+    RECOVERED = "recovered"  # was damaged or missed containers; rebuilt from the node's pods
+    UNRECOVERED = "unrecovered"  # corrupt and not rebuilt yet: new allocations refused
+    INCOMPLETE = "incomplete"  # containers hold devices no allocation covers, and none could be rebuilt
+    UNVERIFIED = "unverified"  # not compared with the node's pods yet: no source answered since start
+
+    @property
+    def trusted(self) -> bool:
+        """Whether the runtime's allocations cover what runs on the node (health and readiness say ok)."""
+        return self in (CheckpointStatus.OK, CheckpointStatus.RECOVERED)
+
+
+@dataclass(frozen=True)
+class AllocationState:
+    """How far the allocations can be trusted: the state, and the counters the exporter shows."""
+
+    checkpoint: CheckpointStatus = CheckpointStatus.OK
+    rebuilt_total: int = 0  # allocations rebuilt from the node's pods since the runtime started
+    torn_total: int = 0  # torn last journal lines found at start
+    unaccounted: tuple[str, ...] = ()  # containers holding devices without an allocation, with why
 
 
 @dataclass(frozen=True)
@@ -72,6 +89,7 @@ class RuntimeStatus:
     version: VersionInfo
     last_reconcile_unix_ms: int
     last_reconcile_message: str
+    state: AllocationState = AllocationState()
 
 
 @dataclass(frozen=True)
@@ -88,3 +106,4 @@ class ExporterData:
     unix_ms: int
     gpus: tuple[GpuData, ...]
     allocations: tuple[Allocation, ...]
+    state: AllocationState = AllocationState()

@@ -32,6 +32,7 @@ from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.scheduling import KubeBinder
+from runtimekit.model.authority import Signer
 from runtimekit.protocol import Protocol
 from runtimekit.scheduler.cache.live import Binder, LiveCache
 from runtimekit.scheduler.cache.objects import timestamp
@@ -77,6 +78,7 @@ class SchedulerOptions:
     healthz_address: str | None = None  # serve /healthz there
     metrics_address: str | None = None  # serve /metrics there
     tls: tuple[str | None, str | None, str | None] = (None, None, None)  # CA, certificate, key for /healthz
+    signer: Signer | None = None  # signs assignments (the Secret's key ring); None: unsigned, refused by plugins
 
 
 class Scheduler:
@@ -104,6 +106,7 @@ class Scheduler:
             ObservedBinder(binder, self.metrics),
             retry_seconds=self.options.retry_seconds,
             bind_workers=self.options.bind_workers,
+            signer=self.options.signer,
         )
         self.cache.scheduler_names = frozenset(self.names)
         self.cache.default_queue = self.options.default_queue
@@ -281,6 +284,8 @@ class Scheduler:
     # -- running ---------------------------------------------------------------------------
     def start(self) -> Scheduler:
         log.info("scheduler %s starting (protocol fingerprint %s)", ", ".join(self.names), self.protocol.fingerprint)
+        if self.options.signer is None:
+            log.warning("no assignment key: assignments are bound unsigned and device plugins will refuse them")
         self._serve()
         for informer in self.informers:
             informer.start()

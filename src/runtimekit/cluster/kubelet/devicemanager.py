@@ -6,11 +6,14 @@
   registration of the same resource replaces the old one;
 - keeps, per resource, the healthy and unhealthy device IDs of the latest ListAndWatch answer; when
   the stream ends every device of the resource turns unhealthy;
-- at admission (`admit_pod`), per container and resource a plugin serves (others are not the device
-  manager's, as kubelet's isDevicePluginResource has it): takes free healthy IDs, asks
-  GetPreferredAllocation when the plugin offers it and there are more candidates than needed, calls
-  Allocate, records the IDs and checkpoints them (`kubelet_internal_checkpoint`); failures raise
-  `AdmissionError` with kubelet's wording (`Allocate failed due to …, which is unexpected`);
+- at admission (`admit_pod`), per container (spec order) and resource a plugin serves (others are
+  not the device manager's, as kubelet's isDevicePluginResource has it): takes free healthy IDs,
+  asks GetPreferredAllocation when the plugin offers it and there are more candidates than needed,
+  calls Allocate, records the IDs and checkpoints them (`kubelet_internal_checkpoint`); failures raise
+  `AdmissionError` with kubelet's wording (`Allocate failed due to …, which is unexpected`); the pod
+  is `pending_admission()` meanwhile (kubelet's `setPodPendingAdmission`), and a container's devices
+  of a resource are recorded only once that resource's Allocate has returned, as in kubelet, so a
+  PodResources listing taken during an Allocate shows the pod without them;
 - `restart()` simulates a kubelet restart: plugins are dropped, every socket in the folder is
   removed (not the checkpoint, not folders), a new `kubelet.sock` is served, allocations come back
   from the checkpoint.
@@ -148,6 +151,7 @@ class DeviceManager:
         self._allocated: dict[tuple[str, str, str], ContainerDevices] = {}  # (uid, container, resource)
         self._server: grpc.Server | None = None
         self._admit_lock = threading.Lock()
+        self._pending: tuple[PodIdentity, tuple[str, ...]] | None = None
         self.registrations: list[str] = []  # resource names, in order of successful Register calls
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -285,7 +289,10 @@ class DeviceManager:
         )
         spec = pod.get("spec") or {}
         out: dict[str, ContainerOptions] = {}
+        names = tuple(str(c.get("name", "")) for c in spec.get("containers") or [])
         with self._admit_lock:
+            with self._cond:
+                self._pending = (identity, names)
             try:
                 for container in [*(spec.get("initContainers") or []), *(spec.get("containers") or [])]:
                     name = str(container.get("name", ""))
@@ -297,12 +304,20 @@ class DeviceManager:
             except AdmissionError:
                 self.remove_pod(identity.uid)
                 raise
+            finally:
+                with self._cond:
+                    self._pending = None
         return out
 
     def _is_plugin_resource(self, resource: str) -> bool:
         """Whether a device plugin serves (or served, and devices of it are still held) `resource`."""
         with self._cond:
             return resource in self._endpoints or any(r == resource for (_, _, r) in self._allocated)
+
+    def pending_admission(self) -> tuple[PodIdentity, tuple[str, ...]] | None:
+        """The pod being admitted now, with its container names (None between admissions)."""
+        with self._cond:
+            return self._pending
 
     def _allocate_container(
         self, pod: PodIdentity, container: str, resource: str, count: int

@@ -16,7 +16,8 @@
   embedded cluster uses one to let the node runtime reconcile at once);
 - carries out graceful deletion: it implements the API server's `KubeletHook` (`manages(node)`),
   so deleting one of its pods only marks it; the kubelet stops it and deletes it with grace 0;
-- lists its running pods for the PodResources API (`running_pods()`).
+- lists its running pods, and the pod it is admitting, for the PodResources API (`running_pods()`):
+  kubelet adds a pod to its pod manager before admitting it.
 All pod handling happens on one worker thread (informer events, runner results and timers are
 queued to it), so pod records need no locks beyond the queue's.
 """
@@ -227,6 +228,9 @@ class SimulatedKubelet:
             return
         active = [p.requests for p in self._pods.values() if not p.finished]
         problem = check_fit(requests, self.reporter.allocatable(), used_by(active), len(active))
+        record = _Pod(identity, pod, requests, now)
+        with self._cond:  # known (and listed by PodResources) from before its admission, as in kubelet
+            self._pods[identity.uid] = record
         env: ContainerEnv = {}
         try:
             if problem is not None:
@@ -235,9 +239,6 @@ class SimulatedKubelet:
         except AdmissionError as exc:
             self._reject(pod, exc, now)
             return
-        record = _Pod(identity, pod, requests, now)
-        with self._cond:
-            self._pods[identity.uid] = record
         if env:
             self._patch(identity, {"metadata": {"annotations": {ENV_ANNOTATION: json.dumps(env, sort_keys=True)}}})
         ip = f"10.244.{self.options.node_index}.{next(self._ips)}"

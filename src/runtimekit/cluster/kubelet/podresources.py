@@ -3,8 +3,10 @@
 Served on its own socket (kubelet's is `/var/lib/kubelet/pod-resources/kubelet.sock`). `List`
 reports every pod the kubelet runs with, per container, the device IDs each device plugin resource
 gave it, exactly as the plugin advertised them; `GetAllocatableResources` the healthy devices per
-resource. The pods kubelet runs come from `running_pods` (the simulated kubelet passes its own
-list; by default, the pods holding devices in the DeviceManager).
+resource. The pods kubelet knows come from `running_pods` (the simulated kubelet passes its own
+list: its running pods and the one it is admitting, as kubelet's pod manager holds a pod from just
+before its admission); by default, the pods holding devices in the DeviceManager and the one it is
+admitting. A container's devices appear once its Allocate has returned.
 """
 
 from __future__ import annotations
@@ -30,11 +32,13 @@ class PodResourcesServicer(pr_grpc.PodResourcesListerServicer):
 
     def _pods(self) -> list[pr.PodResources]:
         holding = dict(self._manager.pods())
-        running = (
-            list(self._running())
-            if self._running is not None
-            else [(pod, list(containers)) for pod, containers in holding.items()]
-        )
+        if self._running is not None:
+            running = list(self._running())
+        else:
+            running = [(pod, list(containers)) for pod, containers in holding.items()]
+            pending = self._manager.pending_admission()
+            if pending is not None and pending[0] not in holding:
+                running.append((pending[0], list(pending[1])))
         out = []
         for pod, containers in running:
             devices = holding.get(pod, {})

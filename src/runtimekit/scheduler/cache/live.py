@@ -4,7 +4,9 @@ server in production).
 
 - a pod this scheduler binds is booked at once ("assumed"), before the API server answers; a
   failed bind gives the booking back and retries the pod after a backoff;
-- a pod failed by an error (not a misfit) is retried after a back-off whatever changes.
+- a pod failed by an error (not a misfit) is retried after a back-off whatever changes;
+- with a `signer`, the assignment annotation of every bind is signed over the pod's UID and the
+  annotation's text (`runtimekit.model.authority`); device plugins refuse unsigned assignments.
 Unschedulable pods are retried when something that could help changes (a pod leaves, a node or
 queue changes), or after `retry_seconds`, not in a busy loop. Thread-safe: informer threads, the
 scheduling thread and the binder threads share it under one lock.
@@ -28,6 +30,7 @@ from runtimekit.model import (
     LedgerError,
     NodeName,
 )
+from runtimekit.model.authority import Signer, sign_assignment
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
 from runtimekit.protocol import Protocol as KitProtocol
@@ -91,9 +94,11 @@ class LiveCache(ClusterBook):
         bind_workers: int = 8,
         include_running: bool = False,
         rank_seed: int = 0,
+        signer: Signer | None = None,
     ) -> None:
         super().__init__(protocol, scheduler_name, clock)
         self.binder = binder
+        self.signer = signer
         self.retry_seconds = retry_seconds
         self.include_running = include_running  # preempt/reclaim need every running task
         self.rank_seed = rank_seed
@@ -330,9 +335,11 @@ class LiveCache(ClusterBook):
                     node = self.nodes.get(task.node)
                 if node is None:
                     raise BindError(f"node {task.node} is gone")
-                binding.annotations[self.protocol.annotations.assignment] = binding.assignment(
-                    node.inventory
-                ).to_annotation()
+                text = binding.assignment(node.inventory).to_annotation()
+                binding.annotations[self.protocol.annotations.assignment] = text
+                if self.signer is not None:
+                    signature = sign_assignment(self.signer, task.uid, text)
+                    binding.annotations[self.protocol.annotations.assignment_signature] = signature
             status = hooks.bind(binding)
             if status.code is Code.SKIP:  # no Bind plugin took it: the binder posts it
                 self.binder.bind(task, task.node, binding.annotations)
