@@ -33,9 +33,9 @@ from typing import Any
 import aiohttp
 
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeInventory, NodeName
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-PROTOCOL = Protocol.default()
+PROTOCOL = KitProtocol.default()
 CONCURRENCY = 32
 FAN_OUT = 4
 CONTINUE = re.compile(rb'"continue":"([^"]+)"')

@@ -67,11 +67,11 @@ from runtimekit.kube.errors import ConflictError
 from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
 from runtimekit.model.authority import sign_assignment
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.state import StateDir, encode_checkpoint
 
-PROTOCOL = Protocol.default()
+PROTOCOL = KitProtocol.default()
 NODE = "bench-node"
 PODS_PATH = "/api/v1/namespaces/default/pods"
 KEYS = KeyRing.from_secrets(b"the benchmark scheduler's assignment key")

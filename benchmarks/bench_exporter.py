@@ -24,7 +24,7 @@ import httpx2
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
@@ -52,7 +52,7 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="rkb-"))
     backend = SimulatedBackend("bench", parse_gpu_spec("8xH200"))
     service = NodeRuntime(
-        RuntimeSettings("bench", folder / "state", Protocol.default(), "0.1.0", 30.0), backend, make_isolation("mps")
+        RuntimeSettings("bench", folder / "state", KitProtocol.default(), "0.1.0", 30.0), backend, make_isolation("mps")
     )
     sock = str(folder / "runtime.sock")
     daemon = RuntimeDaemon(service, sock, reconcile_interval_s=0).start()

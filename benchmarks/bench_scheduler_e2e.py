@@ -31,10 +31,10 @@ from pathlib import Path
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
 from runtimekit.model.trace import read_pod_list
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.sim.runner import DEFAULT_PODS, bundled
 
-P = Protocol.default()
+P = KitProtocol.default()
 SERVER = """
 import signal, sys, threading
 from runtimekit.cluster.apiserver import ApiServer

@@ -27,9 +27,9 @@ from typing import Any
 from runtimekit.cli.embedded import ClusterOptions, start_cluster
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 NS = "default"
 DEPLOY = f"/apis/apps/v1/namespaces/{NS}/deployments"
 STS = f"/apis/apps/v1/namespaces/{NS}/statefulsets"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytest_plugins = ["fixtures.apiserver", "fixtures.controllers"]
 
@@ -16,8 +16,8 @@ BUNDLED = ROOT / "src" / "runtimekit" / "data"
 
 
 @pytest.fixture
-def protocol() -> Protocol:
-    return Protocol.default()
+def protocol() -> KitProtocol:
+    return KitProtocol.default()
 
 
 @pytest.fixture

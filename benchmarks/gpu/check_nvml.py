@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.backend import BackendError, DeviceInfo
 from runtimekit.runtime.isolation import make_isolation
@@ -57,7 +57,7 @@ def check(events_s: float) -> tuple[dict[str, Any], list[str]]:
     report: dict[str, Any] = {"driver": str(pynvml.nvmlSystemGetDriverVersion())}
     with tempfile.TemporaryDirectory() as state:
         runtime = NodeRuntime(
-            RuntimeSettings("check-nvml", Path(state), Protocol.default()), backend, make_isolation("mps")
+            RuntimeSettings("check-nvml", Path(state), KitProtocol.default()), backend, make_isolation("mps")
         )
         runtime.start()  # enumerates the GPUs and registers the XID/ECC event set
         try:

@@ -10,11 +10,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.controller.trigger import LabelTrigger
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 
 class GpuNodesTrigger:
-    def __init__(self, protocol: Protocol) -> None:
+    def __init__(self, protocol: KitProtocol) -> None:
         self.labels = LabelTrigger(protocol)
         self.count_label = protocol.labels.gpu_count
 

@@ -43,14 +43,14 @@ from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, Pl
 from runtimekit.kube.errors import ConflictError, NotFoundError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
 from runtimekit.model.authority import sign_assignment
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
 from runtimekit.runtime.values import RuntimeSettings
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 NODE = "node-x"
 GPUS = 4

@@ -30,14 +30,14 @@ from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, gpu_model, simulated_uuid
 from runtimekit.model.authority import sign_assignment
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
 from runtimekit.runtime.values import RuntimeSettings
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 NODE = "gpu-node-1"
 PODS = "/api/v1/namespaces/default/pods"

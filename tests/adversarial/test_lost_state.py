@@ -25,7 +25,7 @@ from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.cli.main import main
 from runtimekit.exporter.collector import RuntimeCollector
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
@@ -34,7 +34,7 @@ from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
 from runtimekit.runtime.values import AllocateInput, CheckpointStatus, RuntimeSettings
 
-P = Protocol.default()
+P = KitProtocol.default()
 NODE = "node-a"
 GPU0, GPU1 = simulated_uuid(NODE, 0), simulated_uuid(NODE, 1)
 H200_MIB = 143771

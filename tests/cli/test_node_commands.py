@@ -16,7 +16,7 @@ import pytest
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cli.main import main
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
 
 
@@ -126,7 +126,7 @@ def test_runtime_daemon_serves_and_stops_cleanly_on_signals(short_dir: Path, sto
         if process.poll() is None:
             process.kill()
     assert process.returncode == 0, output
-    assert f"protocol <defaults> (fingerprint {Protocol.default().fingerprint})" in output
+    assert f"protocol <defaults> (fingerprint {KitProtocol.default().fingerprint})" in output
     assert "runtime stopped" in output
     assert not socket.exists()
 
@@ -157,4 +157,4 @@ def test_the_device_plugins_memory_unit_may_differ_from_the_protocols(flag: str 
     """Each node's plugin sizes its gpu-memory devices with its own unit and publishes it on its node."""
     from runtimekit.cli.device_plugin import memory_unit
 
-    assert memory_unit(Protocol.default(), flag) == mib
+    assert memory_unit(KitProtocol.default(), flag) == mib

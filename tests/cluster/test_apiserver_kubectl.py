@@ -18,9 +18,9 @@ import pytest
 from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER, Kubectl, http_client, make_node, make_pod
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-PROTOCOL = Protocol.default()
+PROTOCOL = KitProtocol.default()
 VERSIONS = [v for v in ("1.27", "1.30", "1.33") if v in KUBECTL_BINARIES]
 pytestmark = pytest.mark.skipif(not VERSIONS, reason="the bundled kubectl binaries are not installed")
 

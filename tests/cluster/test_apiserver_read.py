@@ -12,14 +12,14 @@ import pytest
 from fixtures.apiserver import http_client, make_node, make_pod
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeInventory, NodeName
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 PODS = "/api/v1/namespaces/default/pods"
 TABLE = {
     "Accept": "application/json;as=Table;v=v1;g=meta.k8s.io,"
     "application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json"
 }
-PROTOCOL = Protocol.default()
+PROTOCOL = KitProtocol.default()
 
 
 def post(http: httpx2.Client, path: str, obj: dict[str, Any]) -> dict[str, Any]:

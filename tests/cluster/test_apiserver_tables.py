@@ -21,7 +21,7 @@ from runtimekit.cluster.apiserver.routing import (
 )
 from runtimekit.cluster.apiserver.tables import TableMaker, pod_status
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeInventory, NodeName
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 
 @pytest.mark.parametrize(
@@ -119,7 +119,7 @@ def test_pod_status(pod: dict[str, Any], expected: tuple[str, int, int, int]) ->
 
 
 def test_gpu_cells() -> None:
-    protocol = Protocol.default()
+    protocol = KitProtocol.default()
     maker = TableMaker(protocol, lambda: 0.0)
     inventory = NodeInventory.simulated("n", "L4", 3)
     node = {"metadata": {"name": "n", "annotations": {protocol.annotations.node_devices: inventory.to_annotation()}}}

@@ -23,9 +23,9 @@ from runtimekit.cluster.kubelet.runner import NodeContext
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 NODE = "job-node"
 NS = "default"
 JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"

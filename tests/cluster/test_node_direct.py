@@ -21,9 +21,9 @@ from runtimekit.cluster.kubelet.nodestatus import NodeShape
 from runtimekit.cluster.kubelet.runner import ContainerRunner, NodeContext
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, GpuShare, NodeInventory, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 NODE = "direct-1"
 PODS = "/api/v1/namespaces/default/pods"
 

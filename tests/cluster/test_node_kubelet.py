@@ -25,9 +25,9 @@ from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 NODE = "gpu-node-1"
 PODS = "/api/v1/namespaces/default/pods"

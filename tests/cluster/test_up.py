@@ -20,9 +20,9 @@ from typing import Any
 import pytest
 
 from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 
 
 @dataclass

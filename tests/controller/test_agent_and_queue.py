@@ -13,7 +13,7 @@ import pytest
 from runtimekit.cli.main import main
 from runtimekit.controller.jobs import FileJobTemplate, JobSpec, job_name
 from runtimekit.controller.trigger import LabelTrigger, load_trigger
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def socket() -> Iterator[str]:
     folder = Path(tempfile.mkdtemp(prefix="rka-"))
     service = NodeRuntime(
-        RuntimeSettings("n", folder / "state", Protocol.default(), "0.1.0", 30.0),
+        RuntimeSettings("n", folder / "state", KitProtocol.default(), "0.1.0", 30.0),
         SimulatedBackend("n", parse_gpu_spec("1xT4")),
         make_isolation("none"),
     )
@@ -76,16 +76,16 @@ def test_job_names_are_deterministic_and_short() -> None:
 
 
 def test_trigger_and_template_extension_points() -> None:
-    trigger = load_trigger(f"{ROOT}/examples/controller/gpu_nodes.py:GpuNodesTrigger", Protocol.default())
+    trigger = load_trigger(f"{ROOT}/examples/controller/gpu_nodes.py:GpuNodesTrigger", KitProtocol.default())
     gpu = {"metadata": {"labels": {"lj_runtimekit_enable": "true", "aliyun.com/gpu-count": "8"}}}
     cpu = {"metadata": {"labels": {"lj_runtimekit_enable": "true"}}}
     assert trigger.desired(gpu) == "enable"
     assert trigger.desired(cpu) is None
-    assert LabelTrigger(Protocol.default()).desired(cpu) == "enable"
+    assert LabelTrigger(KitProtocol.default()).desired(cpu) == "enable"
     template = FileJobTemplate(ROOT / "examples" / "controller" / "job-template.yaml")
     job = template.render(JobSpec("j", "ns", "node-9", "disable", 4, "img:1", "/run/x/runtime.sock"))
     assert job["metadata"]["labels"]["runtimekit.aliyun.com/change"] == "4"
     container = job["spec"]["template"]["spec"]["containers"][0]
     assert container["args"] == ["job-agent", "--action", "disable", "--socket", "/run/x/runtime.sock"]
     with pytest.raises(ValueError, match=r"module:attribute"):
-        load_trigger("nocolon", Protocol.default())
+        load_trigger("nocolon", KitProtocol.default())

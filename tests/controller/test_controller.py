@@ -24,7 +24,7 @@ from runtimekit.controller.server import ControllerServer
 from runtimekit.controller.trigger import LabelTrigger
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mps import CommandResult, MpsDaemon
@@ -32,7 +32,7 @@ from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
 from runtimekit.runtime.values import RuntimeSettings
 
-P = Protocol.default()
+P = KitProtocol.default()
 NS = "kube-system"
 JOBS = f"/apis/batch/v1/namespaces/{NS}/jobs"
 

@@ -25,9 +25,9 @@ from runtimekit.kube.errors import (
     UnavailableError,
 )
 from runtimekit.kube.http import KubeHttp
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 NS = "kube-system"
 
 

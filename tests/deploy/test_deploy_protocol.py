@@ -13,7 +13,7 @@ import yaml
 
 from deploy.manifests import CHART, DEPLOY, render_chart, render_deploy, run_deploy_all
 from runtimekit.cli.main import main
-from runtimekit.protocol import PROTOCOL_VERSION, Protocol, load_protocol
+from runtimekit.protocol import PROTOCOL_VERSION, KitProtocol, load_protocol
 from runtimekit.protocol.loader import DEFAULTS, load_protocol_sources
 from runtimekit.protocol.presets import PRESETS, preset_protocol, preset_text
 
@@ -69,7 +69,7 @@ def test_a_diverging_configmap_fails_the_check(
 
 
 def test_the_shipped_protocol_is_the_built_in_default() -> None:
-    assert load_protocol(DEPLOY / "protocol.yaml") == Protocol.default()
+    assert load_protocol(DEPLOY / "protocol.yaml") == KitProtocol.default()
 
 
 def test_configmaps_hold_the_text_of_deploy_protocol_yaml() -> None:

@@ -33,9 +33,9 @@ from fixtures.scheduling import binding
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import Assignment, GpuShare, NodeInventory, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 NODE = "gpu-node-1"
 
 

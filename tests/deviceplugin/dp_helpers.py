@@ -19,11 +19,11 @@ from runtimekit.deviceplugin.service import DevicePluginService
 from runtimekit.kube.errors import ConflictError, NotFoundError, UnavailableError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
 from runtimekit.model.authority import sign_assignment
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.service import NodeRuntime
 
-PROTOCOL = Protocol.default()
+PROTOCOL = KitProtocol.default()
 RES = PROTOCOL.resources
 NODE = "node-a"
 KEYS = KeyRing.from_secrets(b"the scheduler's key, for the device plugin tests")  # what the Secret holds

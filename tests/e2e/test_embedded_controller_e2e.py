@@ -22,11 +22,11 @@ from runtimekit.base.keyring import KeyRing
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = pytest.mark.e2e
 
-P = Protocol.default()
+P = KitProtocol.default()
 NODE = "gpu-node-1"
 JOBS = "/apis/batch/v1/namespaces/kube-system/jobs"
 

@@ -16,11 +16,11 @@ from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_clust
 from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, gpu_model
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = pytest.mark.e2e
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 PODS = "/api/v1/namespaces/default/pods"
 GPUS = 4

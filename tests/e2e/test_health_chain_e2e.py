@@ -20,11 +20,11 @@ from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_clust
 from runtimekit.cli.node_exporter import start_node_exporter
 from runtimekit.exporter.config import ExporterConfig, HealthConfig
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = pytest.mark.e2e
 
-P = Protocol.default()
+P = KitProtocol.default()
 PODS = "/api/v1/namespaces/default/pods"
 
 

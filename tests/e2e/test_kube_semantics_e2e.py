@@ -21,13 +21,13 @@ import pytest
 from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER, Kubectl
 from fixtures.waiting import wait_for
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = [
     pytest.mark.e2e,
     pytest.mark.skipif(KUBECTL_DISPATCHER is None and not KUBECTL_BINARIES, reason="kubectl is not installed"),
 ]
-P = Protocol.default()
+P = KitProtocol.default()
 
 
 @pytest.fixture(scope="module")

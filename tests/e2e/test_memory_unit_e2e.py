@@ -17,11 +17,11 @@ from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cli.embedded import ClusterOptions, EmbeddedCluster, start_cluster
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import Assignment, gpu_model
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = pytest.mark.e2e
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 PODS = "/api/v1/namespaces/default/pods"
 H200_MIB = gpu_model("H200").memory_mib

@@ -35,7 +35,7 @@ from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import Assignment
 from runtimekit.model.mig import geometry, mask
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
@@ -43,7 +43,7 @@ from runtimekit.scheduler.server import Scheduler, SchedulerOptions
 
 pytestmark = pytest.mark.e2e
 
-P = Protocol.default()
+P = KitProtocol.default()
 KEYS = KeyRing.from_secrets(b"the key of the MIG end-to-end cluster's scheduler")
 PODS = "/api/v1/namespaces/default/pods"
 A100 = geometry("A100-80GB")

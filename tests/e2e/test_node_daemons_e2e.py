@@ -24,12 +24,12 @@ from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 from runtimekit.model import Assignment, GpuShare, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = pytest.mark.e2e
 
 NODE = "gpu-node-1"
-PROTOCOL = Protocol.default()
+PROTOCOL = KitProtocol.default()
 RES = PROTOCOL.resources
 
 

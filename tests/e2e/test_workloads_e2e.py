@@ -22,11 +22,11 @@ import pytest
 
 from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER
 from fixtures.waiting import wait_for
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 pytestmark = pytest.mark.e2e
 
-P = Protocol.default()
+P = KitProtocol.default()
 DATA = Path(__file__).parent / "workloads"
 
 

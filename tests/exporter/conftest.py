@@ -23,7 +23,7 @@ from runtimekit.exporter.collector import RuntimeCollector
 from runtimekit.exporter.config import HealthConfig
 from runtimekit.exporter.health import HealthCollector, HealthDetector
 from runtimekit.exporter.server import MetricsServer
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
@@ -61,7 +61,7 @@ def node() -> Iterator[Node]:
     folder = Path(tempfile.mkdtemp(prefix="rke-"))
     backend = SimulatedBackend("node-a", parse_gpu_spec("2xH200"), seed=3)
     service = NodeRuntime(
-        RuntimeSettings("node-a", folder / "state", Protocol.default(), "0.1.0", 30.0),
+        RuntimeSettings("node-a", folder / "state", KitProtocol.default(), "0.1.0", 30.0),
         backend,
         make_isolation("none"),
         injector=backend,
@@ -87,7 +87,7 @@ class Exporter:
 def exporter(node: Node) -> Iterator[Exporter]:
     registry = CollectorRegistry()
     client = RuntimeClient(node.socket, timeout_s=2.0)
-    registry.register(RuntimeCollector(client, Protocol.default()))
+    registry.register(RuntimeCollector(client, KitProtocol.default()))
     detector = HealthDetector(client, HealthConfig(interval_seconds=0.2, recovery_seconds=2.0))
     registry.register(HealthCollector(detector))
     server = MetricsServer(registry, "127.0.0.1", 0).start()

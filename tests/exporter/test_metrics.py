@@ -19,7 +19,7 @@ from runtimekit.exporter.collector import RuntimeCollector
 from runtimekit.exporter.config import ConfigError, ExporterConfig, load_config
 from runtimekit.exporter.extensions import ExtensionContext, ExtensionError, load_collectors
 from runtimekit.exporter.sample import read_sample
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 
 def samples(text: str) -> dict[str, list[Any]]:
@@ -56,8 +56,8 @@ def test_gpu_allocation_and_node_metrics(node: Node, exporter: Exporter) -> None
     assert {s.labels["gpu"]: s.value for s in found["runtimekit_gpu_core_allocated_ratio"]} == {"0": 0.5, "1": 0.0}
     info = found["runtimekit_runtime_info"][0].labels
     assert info["backend"] == "simulated"
-    assert info["protocol_fingerprint"] == Protocol.default().fingerprint
-    assert found["runtimekit_exporter_info"][0].labels["protocol_fingerprint"] == Protocol.default().fingerprint
+    assert info["protocol_fingerprint"] == KitProtocol.default().fingerprint
+    assert found["runtimekit_exporter_info"][0].labels["protocol_fingerprint"] == KitProtocol.default().fingerprint
     assert found["runtimekit_exporter_scrape_duration_seconds"][0].value > 0
     assert httpx2.get(f"{exporter.url}/healthz").text == "ok\n"
 
@@ -73,7 +73,7 @@ def test_promtool_finds_nothing_to_lint(node: Node, exporter: Exporter) -> None:
 def test_a_dead_runtime_still_gets_a_scrape(tmp_path: Path) -> None:
     registry = CollectorRegistry()
     client = RuntimeClient(str(tmp_path / "nobody.sock"), timeout_s=0.3)
-    registry.register(RuntimeCollector(client, Protocol.default()))
+    registry.register(RuntimeCollector(client, KitProtocol.default()))
     found = samples(generate_latest(registry).decode())
     assert found["runtimekit_runtime_up"][0].value == 0
     assert "runtimekit_gpu_utilization_ratio" not in found
@@ -129,7 +129,7 @@ def test_bad_data_never_breaks_a_scrape() -> None:
     class Wrapped(RuntimeCollector):
         pass
 
-    collector = Wrapped(FakeClient(msg), Protocol.default())  # type: ignore[arg-type]
+    collector = Wrapped(FakeClient(msg), KitProtocol.default())  # type: ignore[arg-type]
     collector._runtime_info = lambda s: iter(())  # type: ignore[method-assign]
     registry.register(collector)
     found = samples(generate_latest(registry).decode())
@@ -149,7 +149,7 @@ def test_config_file_and_custom_collectors(node: Node, tmp_path: Path) -> None:
     assert config.health.recovery_seconds == 5.0
     allocate(node.client, "aged", node.client.list_devices()[1].uuid, 100, 0)
     registry = CollectorRegistry()
-    for collector in load_collectors(ExtensionContext(node.client, Protocol.default(), config, "node-a")):
+    for collector in load_collectors(ExtensionContext(node.client, KitProtocol.default(), config, "node-a")):
         registry.register(collector)
     found = samples(generate_latest(registry).decode())
     (age,) = found["runtimekit_allocation_age_seconds"]
@@ -163,4 +163,4 @@ def test_config_file_and_custom_collectors(node: Node, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown key 'scrapeTimeout'"):
         load_config(bad)
     with pytest.raises(ExtensionError, match="no entry point"):
-        load_collectors(ExtensionContext(node.client, Protocol.default(), ExporterConfig(collectors=("nope",)), "n"))
+        load_collectors(ExtensionContext(node.client, KitProtocol.default(), ExporterConfig(collectors=("nope",)), "n"))

@@ -13,7 +13,7 @@ from runtimekit.exporter.config import ExporterConfig, HealthConfig
 from runtimekit.exporter.extensions import ExtensionContext, ExtensionError
 from runtimekit.exporter.health import HealthCollector, HealthDetector
 from runtimekit.exporter.registry import build_registry
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 EXTENSION = f"{ROOT}/examples/exporter/allocation_age.py:factory"
 
@@ -21,7 +21,7 @@ EXTENSION = f"{ROOT}/examples/exporter/allocation_age.py:factory"
 def test_one_registry_holds_runtime_health_and_extension_metrics(node: Node) -> None:
     config = ExporterConfig(collectors=(EXTENSION,), health=HealthConfig(temperature_celsius=0))
     detector = HealthDetector(node.client, config.health, "node-a")
-    registry = build_registry(ExtensionContext(node.client, Protocol.default(), config, "node-a"), detector)
+    registry = build_registry(ExtensionContext(node.client, KitProtocol.default(), config, "node-a"), detector)
     allocate(node.client, "aged", node.client.list_devices()[0].uuid, 100, 0)
     detector.check_once()  # every GPU is "too hot" at 0 C: the detector marks them, and counts it
     found = samples(generate_latest(registry).decode())
@@ -40,5 +40,6 @@ def test_a_collector_that_cannot_load_stops_the_build(node: Node) -> None:
     config = ExporterConfig(collectors=("no-such-collector",))
     with pytest.raises(ExtensionError, match="no-such-collector"):
         build_registry(
-            ExtensionContext(node.client, Protocol.default(), config, "n"), HealthDetector(node.client, config.health)
+            ExtensionContext(node.client, KitProtocol.default(), config, "n"),
+            HealthDetector(node.client, config.health),
         )

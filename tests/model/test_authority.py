@@ -10,9 +10,9 @@ import pytest
 from runtimekit.base.keyring import KeyRing
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, parse_pod_request
 from runtimekit.model.authority import request_problems, sign_assignment, signature_problem
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 H200 = 143771
 MEMORY = {"GPU-0": H200, "GPU-1": H200}

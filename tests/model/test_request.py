@@ -6,10 +6,10 @@ import pytest
 
 from runtimekit.model import GpuKind, GpuRequest, RequestError, parse_pod_request
 from runtimekit.model.quantity import cpu_milli, memory_mib, parse_quantity
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import preset_protocol
 
-P = Protocol.default()
+P = KitProtocol.default()
 GPU, CORE, MEM, MIG = P.resources.gpu, P.resources.core, P.resources.memory, P.resources.mig_prefix
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from runtimekit.model import Gpu, GpuUUID, selector_from_annotations
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import preset_protocol
 
 HAMI = preset_protocol("hami")
@@ -61,7 +61,7 @@ def test_uuids(annotations: dict[str, str], uuid: str, allowed: bool) -> None:
 
 
 def test_under_the_default_protocol_the_allowed_models_stay_exact_and_node_level() -> None:
-    default = Protocol.default()
+    default = KitProtocol.default()
     assert selector_from_annotations({default.annotations.gpu_models: "A100"}, default) is None
     assert selector_from_annotations({USE: "V100"}, default) is None  # not a name this protocol reads
 

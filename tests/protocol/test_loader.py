@@ -7,7 +7,7 @@ import pytest
 from runtimekit.cli.main import main
 from runtimekit.protocol import (
     DEFAULTS,
-    Protocol,
+    KitProtocol,
     ProtocolError,
     compare_protocols,
     load_protocol,
@@ -22,7 +22,7 @@ def test_empty_file_is_the_default_protocol() -> None:
     assert protocol.values == DEFAULTS
     assert protocol.resources.gpu == "aliyun.com/gpu"
     assert protocol.memory_unit_mib == 1024
-    assert protocol.fingerprint == Protocol.default().fingerprint
+    assert protocol.fingerprint == KitProtocol.default().fingerprint
 
 
 def test_dotted_and_nested_keys_mean_the_same() -> None:
@@ -31,7 +31,7 @@ def test_dotted_and_nested_keys_mean_the_same() -> None:
     assert dotted.values == nested.values
     assert dotted.resources.gpu == "example.com/gpu"
     assert dotted.memory_unit_mib == 256
-    assert dotted.fingerprint != Protocol.default().fingerprint
+    assert dotted.fingerprint != KitProtocol.default().fingerprint
 
 
 @pytest.mark.parametrize(
@@ -224,7 +224,7 @@ def test_bad_version_two_values_are_refused_naming_the_key(text: str, message: s
 
 
 def test_unset_version_two_names_are_empty_and_the_defaults_keep_version_one_behaviour() -> None:
-    protocol = Protocol.default()
+    protocol = KitProtocol.default()
     assert protocol.names("memoryPercent") == ()
     assert protocol.resources.gpu_replicas == 1
     assert protocol.resources.memory_advertised

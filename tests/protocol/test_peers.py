@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import ANNOTATION, RESOURCE, foreign_names, presets_answering
 from runtimekit.protocol.presets import preset_protocol
 
@@ -26,7 +26,7 @@ HAMI_POD = pod({"nvidia.com/use-gputype": "A100,V100"}, {"nvidia.com/gpu": 1, "n
     ("protocol", "manifest", "found"),
     [
         pytest.param(
-            Protocol.default(),
+            KitProtocol.default(),
             HAMI_POD,
             [
                 (ANNOTATION, "nvidia.com/use-gputype", ("hami", "volcano-vgpu")),
@@ -46,7 +46,7 @@ HAMI_POD = pod({"nvidia.com/use-gputype": "A100,V100"}, {"nvidia.com/gpu": 1, "n
             id="hami-pod-under-nvidia",
         ),
         pytest.param(
-            Protocol.default(),
+            KitProtocol.default(),
             pod(limits={"aliyun.com/gpu-mem": 2}),
             [(RESOURCE, "aliyun.com/gpu-mem", ("gpushare",))],
             id="gpushare-pod",
@@ -61,7 +61,7 @@ HAMI_POD = pod({"nvidia.com/use-gputype": "A100,V100"}, {"nvidia.com/gpu": 1, "n
             id="volcano-pod-under-hami",
         ),
         pytest.param(
-            Protocol.default(),
+            KitProtocol.default(),
             pod(limits={"nvidia.com/mig-1g.10gb": 1}),
             [(RESOURCE, "nvidia.com/mig-1g.10gb", ("hami", "volcano-vgpu", "nvidia"))],
             id="nvidia-mig-slice",
@@ -73,23 +73,23 @@ HAMI_POD = pod({"nvidia.com/use-gputype": "A100,V100"}, {"nvidia.com/gpu": 1, "n
             id="a-name-no-preset-reads",
         ),
         pytest.param(
-            Protocol.default(), pod({"example.com/x": "y"}, {"example.com/fpga": 1}), [], id="nobody-elses-names"
+            KitProtocol.default(), pod({"example.com/x": "y"}, {"example.com/fpga": 1}), [], id="nobody-elses-names"
         ),
     ],
 )
 def test_foreign_names(
-    protocol: Protocol, manifest: dict[str, Any], found: list[tuple[str, str, tuple[str, ...]]]
+    protocol: KitProtocol, manifest: dict[str, Any], found: list[tuple[str, str, tuple[str, ...]]]
 ) -> None:
     assert [(f.kind, f.name, f.presets) for f in foreign_names(manifest, protocol)] == found
 
 
 def test_a_resource_some_node_offers_is_counted_as_any_extended_resource_not_reported() -> None:
     manifest = pod(limits={"nvidia.com/gpu": 1})
-    assert foreign_names(manifest, Protocol.default(), offered={"nvidia.com/gpu"}) == []
+    assert foreign_names(manifest, KitProtocol.default(), offered={"nvidia.com/gpu"}) == []
 
 
 def test_messages_name_the_name_and_the_preset() -> None:
-    messages = [f.message() for f in foreign_names(HAMI_POD, Protocol.default())]
+    messages = [f.message() for f in foreign_names(HAMI_POD, KitProtocol.default())]
     assert messages[0] == (
         "annotation nvidia.com/use-gputype is not read by this cluster's protocol, so it has no effect; "
         "the 'hami' preset or the 'volcano-vgpu' preset reads it (runtimekit protocol preset hami)"
@@ -99,7 +99,9 @@ def test_messages_name_the_name_and_the_preset() -> None:
 
 
 def test_a_malformed_pod_yields_what_can_be_read() -> None:
-    assert foreign_names({"metadata": None, "spec": {"containers": [None, {"resources": 5}]}}, Protocol.default()) == []
+    assert (
+        foreign_names({"metadata": None, "spec": {"containers": [None, {"resources": 5}]}}, KitProtocol.default()) == []
+    )
 
 
 @pytest.mark.parametrize(

@@ -13,7 +13,7 @@ from runtime_helpers import NODE, FakeClock, RuntimeFactory
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.model import MigMode
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import SIMULATED_MIG_STATE, RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mps import MpsDaemon
@@ -61,7 +61,7 @@ def make_runtime(short_dir: Path, clock: FakeClock) -> Iterator[RuntimeFactory]:
             mig_modes=mig_modes,
             state_file=short_dir / "gpus" / SIMULATED_MIG_STATE,  # the simulated GPUs outlive a restart
         )
-        settings = RuntimeSettings(NODE, short_dir / "state", Protocol.default(), "0.1.0", grace_s)
+        settings = RuntimeSettings(NODE, short_dir / "state", KitProtocol.default(), "0.1.0", grace_s)
         runtime = NodeRuntime(
             settings,
             backend,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.service import NodeRuntime
 
 NODE = "node-a"
@@ -38,7 +38,7 @@ def pod_manifest(
 ) -> dict[str, Any]:
     notes = dict(annotations or {})
     if assignment is not None:
-        notes[Protocol.default().annotations.assignment] = assignment
+        notes[KitProtocol.default().annotations.assignment] = assignment
     return {
         "metadata": {"name": name, "namespace": namespace, "uid": uid, "annotations": notes},
         "spec": {"nodeName": node, "containers": [{"name": "main"}]},

@@ -14,7 +14,7 @@ from nvml_fakes import FakeGpu, GpuInstance, MigNvml
 
 from runtimekit.model import GpuUUID, MigMode
 from runtimekit.model.mig import geometry
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import PodRef, Requested
 from runtimekit.runtime.backend import MigError, MigFailure
 from runtimekit.runtime.isolation import make_isolation
@@ -152,7 +152,7 @@ def test_the_hardware_decides_which_gpus_are_mig(fake: MigNvml, mode: str, expec
 def test_the_service_makes_mig_devices_through_nvml(fake: MigNvml, tmp_path: Path) -> None:
     backend = opened()
     runtime = NodeRuntime(
-        RuntimeSettings("n1", tmp_path, Protocol.default()), backend, make_isolation("none"), mig=backend
+        RuntimeSettings("n1", tmp_path, KitProtocol.default()), backend, make_isolation("none"), mig=backend
     )
     runtime.start()
     try:

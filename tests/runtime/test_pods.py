@@ -8,7 +8,7 @@ import pytest
 from runtime_helpers import NODE, pod_manifest
 
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.pods import allocations_from_pods, stale_allocations
 
@@ -28,7 +28,7 @@ def test_allocations_from_pods() -> None:
         pod_manifest("other", "u3", Assignment(NodeName("node-b"), {"a": ()}).to_annotation()),
         pod_manifest("finished", "u4", assignment, phase="Succeeded"),
     ]
-    found, skipped = allocations_from_pods(pods, NODE, Protocol.default(), 99)
+    found, skipped = allocations_from_pods(pods, NODE, KitProtocol.default(), 99)
     assert [(a.pod.uid, a.container, a.grants, a.created_unix_ms) for a in found] == [
         ("u1", "a", (Grant("GPU-1", 1, 300, 512),), 99),
         ("u1", "b", (Grant("MIG-1", 0, 0, 0, "GPU-0", "1g.10gb", 0),), 99),

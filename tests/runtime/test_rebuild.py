@@ -10,12 +10,12 @@ from runtime_helpers import NODE, pod_manifest
 
 from runtimekit.api.podresources_client import ListedContainer, ListedPod
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.rebuild import FROM_ASSIGNMENT, FROM_KUBELET, evidence, missing_allocations
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
 
-P = Protocol.default()
+P = KitProtocol.default()
 RES = P.resources
 GPU0, GPU1 = simulated_uuid(NODE, 0), simulated_uuid(NODE, 1)
 DEVICES = SimulatedBackend(NODE, parse_gpu_spec("2xH200")).devices()

@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.live import BindError, LiveCache
 from runtimekit.scheduler.framework.info import TaskInfo
 
-P = Protocol.default()
+P = KitProtocol.default()
 _uids = itertools.count(1)
 
 

@@ -14,13 +14,13 @@ from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.objects import assignment_of
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
 
-P = Protocol.default()
+P = KitProtocol.default()
 CONF = """
 actions: "enqueue, allocate, backfill"
 tiers:

@@ -18,7 +18,7 @@ from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.objects import assignment_of
 from runtimekit.scheduler.framework import BuildContext
@@ -26,7 +26,7 @@ from runtimekit.scheduler.framework.check import Checked, check_conf, check_file
 from runtimekit.scheduler.reload import ConfWatcher
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
 
-P = Protocol.default()
+P = KitProtocol.default()
 KEY = "volcano-scheduler.conf"
 
 

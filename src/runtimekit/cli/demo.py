@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from runtimekit.cli.embedded import EmbeddedCluster
     from runtimekit.kube.http import KubeHttp
-    from runtimekit.protocol import Protocol
+    from runtimekit.protocol import KitProtocol
 
 EXAMPLE_PODS = Path(__file__).resolve().parents[3] / "examples" / "pods"
 PLURALS = {"Pod": "pods", "PodGroup": "podgroups", "Job": "jobs", "Queue": "queues"}
@@ -103,7 +103,7 @@ def settle(http: KubeHttp, names: Sequence[str], timeout_s: float = 60.0) -> dic
         time.sleep(0.2)
 
 
-def _shares(pod: Mapping[str, Any], protocol: Protocol) -> list[Any]:
+def _shares(pod: Mapping[str, Any], protocol: KitProtocol) -> list[Any]:
     from runtimekit.model import Assignment, AssignmentError
 
     text = ((pod.get("metadata") or {}).get("annotations") or {}).get(protocol.annotations.assignment)
@@ -122,7 +122,7 @@ def _gpu_cell(shares: Sequence[Any], gpu_mib: int) -> str:
     return ", ".join(f"GPU {s.index}: {s.core_milli // 10}% {s.memory_mib // MIB_PER_GIB} GiB" for s in shares)
 
 
-def pods_table(pods: Mapping[str, Mapping[str, Any]], protocol: Protocol, gpu_mib: int) -> Table:
+def pods_table(pods: Mapping[str, Mapping[str, Any]], protocol: KitProtocol, gpu_mib: int) -> Table:
     from rich.table import Table
 
     table = Table(title="Where each pod landed")

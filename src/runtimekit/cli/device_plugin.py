@@ -25,7 +25,7 @@ from runtimekit.cli.signals import wait_for_stop_signal
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
-from runtimekit.protocol import Protocol, ProtocolError, load_protocol
+from runtimekit.protocol import KitProtocol, ProtocolError, load_protocol
 from runtimekit.protocol.names import format_memory_unit, memory_unit_mib
 
 log = logging.getLogger("runtimekit.deviceplugin")
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def memory_unit(protocol: Protocol, flag: str | None) -> int:
+def memory_unit(protocol: KitProtocol, flag: str | None) -> int:
     """MiB per gpu-memory device on this node: `--memory-unit`, else the protocol's memoryUnit.
     Raises ValueError (naming the flag) for a value that is not a whole number of MiB."""
     if flag is None:

@@ -60,7 +60,7 @@ from runtimekit.cluster.kubelet.runner import (
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory, gpu_model
-from runtimekit.protocol import Protocol, ProtocolError, load_protocol
+from runtimekit.protocol import KitProtocol, ProtocolError, load_protocol
 from runtimekit.protocol.names import memory_unit_mib
 from runtimekit.protocol.presets import PRESETS, preset_text
 
@@ -183,7 +183,7 @@ class ClusterOptions:
 class EmbeddedCluster:
     """A started embedded cluster; see the module docstring."""
 
-    def __init__(self, options: ClusterOptions, protocol: Protocol, state_dir: Path, owns_state: bool) -> None:
+    def __init__(self, options: ClusterOptions, protocol: KitProtocol, state_dir: Path, owns_state: bool) -> None:
         self.options, self.protocol = options, protocol
         self._memory_units = options.memory_units(protocol.memory_unit_mib)  # node name -> MiB per device
         self.state_dir, self._owns_state = state_dir, owns_state
@@ -355,7 +355,7 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Any:
     return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
 
 
-def answered_names(options: ClusterOptions, protocol: Protocol) -> tuple[str, ...]:
+def answered_names(options: ClusterOptions, protocol: KitProtocol) -> tuple[str, ...]:
     """The schedulerName values the embedded scheduler takes pods of (none without a scheduler)."""
     if not options.scheduler:
         return ()

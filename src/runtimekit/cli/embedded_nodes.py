@@ -11,8 +11,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
-from typing import Protocol as Interface
+from typing import Any, Protocol
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cluster.apiserver import ApiServer
@@ -25,7 +24,7 @@ from runtimekit.cluster.kubelet.runner import ContainerRunner
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
 SOCKET_PATH_LIMIT = 100  # sun_path holds 107 bytes; the longest socket name below is ~52
@@ -49,7 +48,7 @@ class NodeOptions:
     runner: ContainerRunner | None = None  # runs a pod's `runtimekit` containers
 
 
-class StartedExporter(Interface):
+class StartedExporter(Protocol):
     """What an exporter factory returns: where it serves, and how to stop it."""
 
     url: str
@@ -57,11 +56,11 @@ class StartedExporter(Interface):
     def stop(self) -> None: ...
 
 
-class NodeHost(Interface):
+class NodeHost(Protocol):
     """What a node needs of the cluster that starts it (`runtimekit.cli.embedded.EmbeddedCluster`)."""
 
     @property
-    def protocol(self) -> Protocol: ...
+    def protocol(self) -> KitProtocol: ...
 
     @property
     def state_dir(self) -> Path:

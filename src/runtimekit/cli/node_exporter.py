@@ -6,7 +6,7 @@ through `ClusterOptions.exporter`."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Protocol as Interface
+from typing import Protocol
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.exporter.config import ExporterConfig
@@ -14,11 +14,11 @@ from runtimekit.exporter.extensions import ExtensionContext
 from runtimekit.exporter.health import HealthDetector
 from runtimekit.exporter.registry import build_registry
 from runtimekit.exporter.server import MetricsServer
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.loader import Sockets
 
 
-class ExportedNode(Interface):
+class ExportedNode(Protocol):
     """What the exporter needs of a node (`embedded_nodes.SimulatedNode` has it)."""
 
     @property
@@ -44,7 +44,7 @@ class NodeExporter:
 
 
 def start_node_exporter(
-    node: ExportedNode, config: ExporterConfig | None = None, protocol: Protocol | None = None
+    node: ExportedNode, config: ExporterConfig | None = None, protocol: KitProtocol | None = None
 ) -> NodeExporter | None:
     """An exporter for a node with a runtime (None in direct mode, where there is none). Raises
     ExtensionError when a collector the config names cannot be loaded."""
@@ -55,7 +55,7 @@ def start_node_exporter(
     client = RuntimeClient(socket, timeout_s=config.runtime_timeout_seconds)
     detector = HealthDetector(client, config.health, node.name)
     try:
-        context = ExtensionContext(client, protocol or Protocol.default(), config, node.name)
+        context = ExtensionContext(client, protocol or KitProtocol.default(), config, node.name)
         server = MetricsServer(build_registry(context, detector), "127.0.0.1", 0).start()
     except BaseException:
         client.close()

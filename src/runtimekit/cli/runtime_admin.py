@@ -24,7 +24,7 @@ from google.protobuf.message import Message
 
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 FAULTS = {
     "xid": pb.FAULT_KIND_XID,
@@ -37,7 +37,7 @@ TRUSTED = {pb.CHECKPOINT_STATE_OK, pb.CHECKPOINT_STATE_RECOVERED}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--socket", default=Protocol.default().sockets.runtime, help="the runtime's unix socket")
+    parser.add_argument("--socket", default=KitProtocol.default().sockets.runtime, help="the runtime's unix socket")
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per call")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     inject = sub.add_parser("inject", help="inject a fault (simulated backend only)")

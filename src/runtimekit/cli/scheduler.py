@@ -19,7 +19,7 @@ from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, normal
 
 if TYPE_CHECKING:
     from runtimekit.base.keyring import KeyRing
-    from runtimekit.protocol import Protocol
+    from runtimekit.protocol import KitProtocol
     from runtimekit.scheduler.framework import Framework
     from runtimekit.scheduler.framework.check import Checked
     from runtimekit.scheduler.framework.registry import BuildContext, Registry
@@ -170,7 +170,7 @@ def checked_framework(args: argparse.Namespace, registry: Registry, context: Bui
     return checked
 
 
-def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptions]:
+def build(args: argparse.Namespace) -> tuple[KitProtocol, Framework, SchedulerOptions]:
     """Protocol, framework and options from the arguments; raises with a message naming what is wrong."""
     prepared = prepare(args)
     return prepared.protocol, prepared.framework, prepared.options
@@ -178,7 +178,7 @@ def build(args: argparse.Namespace) -> tuple[Protocol, Framework, SchedulerOptio
 
 @dataclass(frozen=True)
 class Prepared:
-    protocol: Protocol
+    protocol: KitProtocol
     framework: Framework
     options: SchedulerOptions
     registry: Registry  # kept to rebuild the framework when the conf file changes

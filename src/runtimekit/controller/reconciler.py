@@ -46,7 +46,7 @@ from runtimekit.controller.trigger import Trigger
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body, post_event
 from runtimekit.kube.http import JSON, KubeHttp, object_path
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
 STATE_FOR = {"enable": "enabled", "disable": "disabled"}
@@ -110,7 +110,7 @@ class NodeController:
     def __init__(
         self,
         http: KubeHttp,
-        protocol: Protocol,
+        protocol: KitProtocol,
         trigger: Trigger,
         template: Template,
         options: ControllerOptions | None = None,

@@ -13,7 +13,7 @@ import importlib.util
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 
 
 class Trigger(Protocol):

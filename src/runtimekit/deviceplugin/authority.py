@@ -17,7 +17,7 @@ from typing import Any
 from runtimekit.base.keyring import KeyRing
 from runtimekit.model import Assignment, GpuKind, PodRequest, RequestError, parse_pod_request
 from runtimekit.model.authority import request_problems, signature_problem
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 GpuMemory = Callable[[], Mapping[str, int]]  # MiB per GPU UUID, as the runtime reports them
 
@@ -26,7 +26,7 @@ class AssignmentCheck:
     """See the module docstring. Thread-safe (the key ring is)."""
 
     def __init__(
-        self, keys: KeyRing | None, protocol: Protocol, gpu_memory: GpuMemory = dict, memory_unit_mib: int = 0
+        self, keys: KeyRing | None, protocol: KitProtocol, gpu_memory: GpuMemory = dict, memory_unit_mib: int = 0
     ) -> None:
         self.keys, self.protocol, self._gpu_memory = keys, protocol, gpu_memory
         self.memory_unit_mib = memory_unit_mib or protocol.memory_unit_mib  # this node's gpu-memory device

@@ -32,7 +32,7 @@ from runtimekit.deviceplugin.authority import AssignmentCheck
 from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of, target
 from runtimekit.model import Assignment, AssignmentError, GpuShare
 from runtimekit.model.quantity import whole_number
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 AllocatedKey = tuple[str, str, str]  # (pod uid, container, resource)
@@ -128,7 +128,7 @@ def _parse_assignment(text: str) -> Assignment | str:
 
 
 def _assignment(
-    pod: Mapping[str, Any], node: str, protocol: Protocol, check: AssignmentCheck | None = None
+    pod: Mapping[str, Any], node: str, protocol: KitProtocol, check: AssignmentCheck | None = None
 ) -> Assignment | str:
     meta = _meta(pod)
     spec = pod.get("spec") or {}
@@ -152,7 +152,7 @@ def candidates(
     pods: Iterable[Mapping[str, Any]],
     node: str,
     resource: str,
-    protocol: Protocol,
+    protocol: KitProtocol,
     recently_allocated: Collection[AllocatedKey] = (),
     cache: MatchCache | None = None,
     check: AssignmentCheck | None = None,
@@ -189,7 +189,7 @@ class MatchCache:
         self._lock = threading.Lock()
 
     def read(
-        self, pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol, check: AssignmentCheck | None
+        self, pod: Mapping[str, Any], node: str, resource: str, protocol: KitProtocol, check: AssignmentCheck | None
     ) -> _PodCandidates:
         meta = _meta(pod)
         uid, version = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
@@ -210,7 +210,7 @@ class MatchCache:
 
 
 def _read_pod(
-    pod: Mapping[str, Any], node: str, resource: str, protocol: Protocol, check: AssignmentCheck | None = None
+    pod: Mapping[str, Any], node: str, resource: str, protocol: KitProtocol, check: AssignmentCheck | None = None
 ) -> _PodCandidates:
     """What one pod offers to `resource`: its waiting containers (with sort key and device count) and notes."""
     meta = _meta(pod)
@@ -255,7 +255,7 @@ def match(
     node: str,
     resource: str,
     size: int,
-    protocol: Protocol,
+    protocol: KitProtocol,
     recently_allocated: Collection[AllocatedKey] = (),
     cache: MatchCache | None = None,
     check: AssignmentCheck | None = None,

@@ -19,7 +19,7 @@ from runtimekit.deviceplugin.kubeapi import NodeApi
 from runtimekit.kube.errors import KubeError
 from runtimekit.model import Gpu, GpuUUID, MigMode, NodeInventory, NodeName
 from runtimekit.model.gpu import MigInstance
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.names import format_memory_unit
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ def _static_devices(device: pb.Device) -> tuple[MigInstance, ...]:
 
 
 def node_metadata(
-    node: str, devices: Sequence[pb.Device], protocol: Protocol, memory_unit_mib: int = 0
+    node: str, devices: Sequence[pb.Device], protocol: KitProtocol, memory_unit_mib: int = 0
 ) -> tuple[dict[str, str], dict[str, str]]:
     """(labels, annotations) describing the node's GPUs; `memory_unit_mib` 0 means the protocol's."""
     inv = inventory(node, devices)
@@ -66,7 +66,7 @@ def node_metadata(
 
 
 class NodePublisher:
-    def __init__(self, kube: NodeApi, node: str, protocol: Protocol, memory_unit_mib: int = 0) -> None:
+    def __init__(self, kube: NodeApi, node: str, protocol: KitProtocol, memory_unit_mib: int = 0) -> None:
         self._kube = kube
         self._node = node
         self._protocol = protocol

@@ -32,7 +32,7 @@ from enum import StrEnum
 
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.model import GpuShare
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 CORE_DEVICES_PER_GPU = 100
 REPLICA_SEPARATOR = "::"
@@ -100,7 +100,7 @@ def dynamic_ids(device: pb.Device, profile: str) -> list[str]:
     return [f"{device.uuid}{REPLICA_SEPARATOR}{profile}{REPLICA_SEPARATOR}{k}" for k in range(count)]
 
 
-def resource_specs(devices: Iterable[pb.Device], protocol: Protocol) -> list[ResourceSpec]:
+def resource_specs(devices: Iterable[pb.Device], protocol: KitProtocol) -> list[ResourceSpec]:
     """The resources to register under every name they have: gpu and core always, memory unless the
     protocol keeps it from kubelet, memoryPercent when the protocol has it, plus one per MIG profile
     offered."""

@@ -58,7 +58,7 @@ from runtimekit.deviceplugin.resources import (
     target,
 )
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
 

@@ -17,14 +17,14 @@ from prometheus_client.registry import Collector
 from runtimekit import __version__
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 GPU_LABELS = ["node", "gpu", "uuid", "model"]
 ALLOC_LABELS = ["node", "namespace", "pod", "container", "gpu", "uuid"]
 
 
 class RuntimeCollector(Collector):
-    def __init__(self, client: RuntimeClient, protocol: Protocol, node_name: str = "") -> None:
+    def __init__(self, client: RuntimeClient, protocol: KitProtocol, node_name: str = "") -> None:
         self.client, self.protocol, self.node_name = client, protocol, node_name
         self.last_error = ""
 

@@ -18,7 +18,7 @@ from prometheus_client.registry import Collector
 
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.exporter.config import ExporterConfig
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 GROUP = "runtimekit.exporter.collectors"
 
@@ -30,7 +30,7 @@ class ExtensionError(ValueError):
 @dataclass(frozen=True)
 class ExtensionContext:
     client: RuntimeClient
-    protocol: Protocol
+    protocol: KitProtocol
     config: ExporterConfig
     node_name: str
 

@@ -11,7 +11,7 @@ Rules (docs/user-guide/requests.md):
   to the compute share (P % of the chosen GPU's memory, rounded down), or all of it when
   `rules.memoryDefault` is `whole` (HAMi's and Volcano's rule; there a memory amount of 0 counts as
   none, and all of the memory without a compute share is a whole GPU).
-- Each resource may be asked for under any one of its names (`Protocol.names`: the first, then
+- Each resource may be asked for under any one of its names (`KitProtocol.names`: the first, then
   `aliases.*`), never under two.
 - `<migPrefix><profile>: N`: N MIG slices of that profile. It cannot be mixed with the others.
 - A container must ask for some resource the device plugin registers with kubelet, or kubelet never
@@ -33,7 +33,7 @@ from typing import Any
 
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 MILLI_PER_GPU = 1000
 # No node has more GPUs, or more memory units on one GPU: larger amounts are refused as beyond any
@@ -157,7 +157,7 @@ def _count(name: str, container: str, value: object) -> int:
 
 
 def parse_container_gpu(
-    container: Mapping[str, Any], protocol: Protocol, limits: Mapping[str, Any] | None = None
+    container: Mapping[str, Any], protocol: KitProtocol, limits: Mapping[str, Any] | None = None
 ) -> GpuRequest | None:
     """The GPU request of one container, None when it asks for no GPU."""
     name = str(container.get("name", "?"))
@@ -211,7 +211,7 @@ def parse_container_gpu(
     return GpuRequest(GpuKind.SHARE, gpus or 1, (core or 0) * 10, memory, memory_percent=percent)
 
 
-def _check_allocated_by_kubelet(container: str, given: list[str], protocol: Protocol) -> None:
+def _check_allocated_by_kubelet(container: str, given: list[str], protocol: KitProtocol) -> None:
     """kubelet calls the device plugin's Allocate only for resources the plugin registers; a container
     asking only for memory the plugin does not register would run without its GPU."""
     if protocol.resources.memory_advertised or not given:
@@ -244,7 +244,7 @@ class _Amounts:
         return _Amounts(max(self.cpu, other.cpu), max(self.memory, other.memory), peak(self.scalars, other.scalars))
 
 
-def _container_amounts(container: Mapping[str, Any], protocol: Protocol) -> _Amounts:
+def _container_amounts(container: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
     """What a container asks of its node: requests, defaulting to limits (as the API server does)."""
     amounts = _amounts_requests_first(container)
     name = container.get("name", "?")
@@ -254,7 +254,7 @@ def _container_amounts(container: Mapping[str, Any], protocol: Protocol) -> _Amo
         raise RequestError(f"container {name!r}: {exc}") from None
 
 
-def _amounts_of(amounts: Mapping[str, Any], protocol: Protocol) -> _Amounts:
+def _amounts_of(amounts: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
     cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
     mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
     if cpu < 0 or mem < 0:
@@ -276,7 +276,7 @@ def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
     return {**limits, **requests}
 
 
-def parse_pod_request(pod: Mapping[str, Any], protocol: Protocol) -> PodRequest:
+def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
     """The effective request of a pod manifest. Raises RequestError with the reason."""
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):

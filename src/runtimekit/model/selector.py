@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from runtimekit.model.gpu import GPU_MODEL_ALIASES, GPU_MODELS, Gpu
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 MODELS, UUIDS = "model", "uuid"
 
@@ -78,7 +78,7 @@ class GpuSelector:
         return f"no GPU with the UUIDs asked for ({', '.join(self.uuid_keys)})"
 
 
-def selector_from_annotations(annotations: Mapping[str, object], protocol: Protocol) -> GpuSelector | None:
+def selector_from_annotations(annotations: Mapping[str, object], protocol: KitProtocol) -> GpuSelector | None:
     """The pod's GPU constraints under the protocol, None when it has none. In the `exact` model rule
     the allowed models (`annotations.gpuModels`) are the task's node-level `gpu_models` instead, as
     they always were; every other constraint is per GPU."""

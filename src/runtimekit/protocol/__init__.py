@@ -1,13 +1,13 @@
 """The names every component must agree on, loaded from one `protocol.yaml`.
 
 `load_protocol` is the only loader; every component calls it once at start-up and logs
-`Protocol.fingerprint` so that a mismatch between components is detected, not discovered.
+`KitProtocol.fingerprint` so that a mismatch between components is detected, not discovered.
 """
 
 from runtimekit.protocol.loader import (
     DEFAULTS,
     PROTOCOL_VERSION,
-    Protocol,
+    KitProtocol,
     ProtocolError,
     compare_protocols,
     load_protocol,
@@ -18,7 +18,7 @@ from runtimekit.protocol.loader import (
 __all__ = [
     "DEFAULTS",
     "PROTOCOL_VERSION",
-    "Protocol",
+    "KitProtocol",
     "ProtocolError",
     "compare_protocols",
     "load_protocol",

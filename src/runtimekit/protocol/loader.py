@@ -91,7 +91,7 @@ class Resources(msgspec.Struct, frozen=True, rename="camel"):
 
     def manages(self, resource: str) -> bool:
         """True for the kit's own GPU resources (whole GPUs, shares, MIG slices) under their first
-        names; `Protocol.manages` adds the aliases."""
+        names; `KitProtocol.manages` adds the aliases."""
         return resource in (self.gpu, self.core, self.memory) or resource.startswith(self.mig_prefix)
 
 
@@ -244,7 +244,7 @@ RESOURCE_KINDS: Final = ("gpu", "core", "memory", "memoryPercent")  # the resour
 
 
 @dataclass(frozen=True)
-class Protocol:
+class KitProtocol:
     """The effective protocol: typed groups plus the flat dotted-key view it was built from.
     `version` is what the file said it was written for (1 when it did not say)."""
 
@@ -298,7 +298,7 @@ class Protocol:
         return "".join(lines)
 
     @classmethod
-    def default(cls) -> Protocol:
+    def default(cls) -> KitProtocol:
         return parse_protocol_mapping({}, source="<defaults>")
 
 
@@ -351,7 +351,7 @@ def _version(nested: dict[str, Any], source: str) -> int:
     return version
 
 
-def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
+def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> KitProtocol:
     """Validate a mapping of dotted (or nested) keys and build the effective protocol."""
     nested = _nested(data, source)
     version = _version(nested, source)
@@ -367,7 +367,7 @@ def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
     problem = distinct_problem(values, RESOURCE_KINDS)
     if problem:
         raise ProtocolError(f"{source}: {problem}")
-    return Protocol(
+    return KitProtocol(
         values=values,
         resources=parsed.resources,
         labels=parsed.labels,
@@ -383,7 +383,7 @@ def parse_protocol_mapping(data: Mapping[str, Any], source: str) -> Protocol:
     )
 
 
-def parse_protocol_text(text: str, source: str = "<text>") -> Protocol:
+def parse_protocol_text(text: str, source: str = "<text>") -> KitProtocol:
     """Parse the text of a `protocol.yaml`. Empty text is the default protocol."""
     try:
         data = load_yaml(text)
@@ -396,20 +396,20 @@ def parse_protocol_text(text: str, source: str = "<text>") -> Protocol:
     return parse_protocol_mapping(data, source)
 
 
-def load_protocol(path: str | Path | None = None) -> Protocol:
+def load_protocol(path: str | Path | None = None) -> KitProtocol:
     """Load a protocol file, or the defaults when `path` is None."""
     if path is None:
-        return Protocol.default()
+        return KitProtocol.default()
     return _single(load_protocol_sources(path), str(path))
 
 
-def _single(found: list[tuple[str, Protocol]], source: str) -> Protocol:
+def _single(found: list[tuple[str, KitProtocol]], source: str) -> KitProtocol:
     if len(found) != 1:
         raise ProtocolError(f"{source}: holds {len(found)} protocols; give a file with exactly one")
     return found[0][1]
 
 
-def load_protocol_sources(path: str | Path) -> list[tuple[str, Protocol]]:
+def load_protocol_sources(path: str | Path) -> list[tuple[str, KitProtocol]]:
     """Read a protocol file or a manifest file of ConfigMaps holding a `protocol.yaml` key.
 
     Returns (label, protocol) pairs: one for a plain protocol file, one per matching ConfigMap
@@ -425,7 +425,7 @@ def load_protocol_sources(path: str | Path) -> list[tuple[str, Protocol]]:
     except yaml.YAMLError as exc:
         raise ProtocolError(f"{source}: not valid YAML: {yaml_problem(exc)}") from None
     if not docs:
-        return [(source, Protocol.default())]
+        return [(source, KitProtocol.default())]
     if not any(_is_manifest(doc) for doc in docs):
         if len(docs) != 1 or not isinstance(docs[0], Mapping):
             raise ProtocolError(f"{source}: expected one mapping of dotted keys")
@@ -466,7 +466,7 @@ class Difference:
     values: Mapping[str, str]  # source label -> value
 
 
-def compare_protocols(protocols: Iterable[tuple[str, Protocol]]) -> list[Difference]:
+def compare_protocols(protocols: Iterable[tuple[str, KitProtocol]]) -> list[Difference]:
     """Every key whose effective value is not the same in all the given protocols."""
     items = list(protocols)
     diffs: list[Difference] = []

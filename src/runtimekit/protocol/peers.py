@@ -20,7 +20,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.protocol.loader import RESOURCE_KINDS, Protocol
+from runtimekit.protocol.loader import RESOURCE_KINDS, KitProtocol
 from runtimekit.protocol.presets import PRESETS, preset_protocol
 
 RESOURCE, ANNOTATION = "resource", "annotation"
@@ -74,7 +74,7 @@ class _Read:
         return name in self.annotations
 
 
-def _read(protocol: Protocol) -> _Read:
+def _read(protocol: KitProtocol) -> _Read:
     resources = frozenset(n for kind in RESOURCE_KINDS for n in protocol.names(kind))
     annotations = frozenset(
         protocol.values[f"annotations.{key}"] for key in _ANNOTATION_KEYS if protocol.values[f"annotations.{key}"]
@@ -92,7 +92,7 @@ def _known() -> tuple[frozenset[str], tuple[str, ...], frozenset[str]]:
     """Every resource name, MIG prefix and annotation key some preset reads and the kit's own
     default protocol does not."""
     read = _presets_read().values()
-    own = _read(Protocol.default())
+    own = _read(KitProtocol.default())
     return (
         frozenset(n for r in read for n in r.resources) - own.resources,
         tuple(sorted({r.mig_prefix for r in read} - {own.mig_prefix})),
@@ -111,7 +111,7 @@ def is_peer_name(kind: str, name: str) -> bool:
     return name in annotations
 
 
-def foreign_names(pod: Mapping[str, Any], protocol: Protocol, offered: Collection[str] = ()) -> list[Finding]:
+def foreign_names(pod: Mapping[str, Any], protocol: KitProtocol, offered: Collection[str] = ()) -> list[Finding]:
     """The peers' resources (in any container's limits or requests) and annotations on `pod` that
     `protocol` does not read, in the order found, each once; resources in `offered` (some node has
     them) are not reported."""

@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from runtimekit.protocol.loader import PROTOCOL_VERSION, Protocol, ProtocolError, parse_protocol_mapping
+from runtimekit.protocol.loader import PROTOCOL_VERSION, KitProtocol, ProtocolError, parse_protocol_mapping
 
 
 @dataclass(frozen=True)
@@ -115,7 +115,7 @@ def preset(name: str) -> Preset:
     return found
 
 
-def preset_protocol(name: str) -> Protocol:
+def preset_protocol(name: str) -> KitProtocol:
     """The effective protocol of a preset."""
     return parse_protocol_mapping({"version": str(PROTOCOL_VERSION), **preset(name).keys}, f"preset {name}")
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from runtimekit.base.threads import Workers
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
 from runtimekit.runtime.grpc_server import RuntimeServer, exporter_socket, serve
 from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
@@ -37,7 +37,7 @@ class RuntimeOptions:
     socket_path: str
     state_dir: Path
     node_name: str
-    protocol: Protocol = field(default_factory=Protocol.default)
+    protocol: KitProtocol = field(default_factory=KitProtocol.default)
     isolation: str = "none"
     simulate_gpus: str = "8xH200"
     seed: int = 0

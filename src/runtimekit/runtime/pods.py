@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.model import Assignment, AssignmentError
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 
 FINISHED_PHASES = frozenset({"Succeeded", "Failed"})

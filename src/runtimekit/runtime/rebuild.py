@@ -26,7 +26,7 @@ from typing import Any
 
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.model import Assignment, AssignmentError
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.backend import DeviceInfo
 from runtimekit.runtime.pods import is_finished, pod_ref

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.api.podresources_client import ListedPod
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import AllocationBook
 from runtimekit.runtime.backend import DeviceInfo
 from runtimekit.runtime.pods import allocations_from_pods

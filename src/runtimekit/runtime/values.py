@@ -9,7 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 
 from runtimekit import __version__
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, PodRef, Requested
 from runtimekit.runtime.backend import GpuSample
 from runtimekit.runtime.devices import DeviceView, XidRecord

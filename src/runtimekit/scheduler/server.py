@@ -33,7 +33,7 @@ from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.scheduling import KubeBinder
 from runtimekit.model.authority import Signer
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.live import Binder, LiveCache
 from runtimekit.scheduler.cache.objects import timestamp
 from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
@@ -86,7 +86,7 @@ class Scheduler:
         self,
         http: KubeHttp,
         framework: Framework,
-        protocol: Protocol,
+        protocol: KitProtocol,
         options: SchedulerOptions | None = None,
         binder: Binder | None = None,
     ) -> None:

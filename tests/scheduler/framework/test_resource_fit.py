@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from runtimekit.model import NodeName, Placement, PodKey, parse_pod_request
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.actions import allocate
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.cache.objects import node_state
@@ -23,7 +23,7 @@ from runtimekit.scheduler.framework.info import JobInfo, JobKey, TaskInfo
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.session import Session
 
-P = Protocol.default()
+P = KitProtocol.default()
 A, B = "example.com/aaa", "example.com/bbb"
 HUGE = "hugepages-2Mi"
 Amounts = Mapping[str, Any]

@@ -22,13 +22,13 @@ from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.metrics.series import E2E_BUCKETS, go_float
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
 
-P = Protocol.default()
+P = KitProtocol.default()
 ROOT = Path(__file__).resolve().parents[3]
 TOOLS = ROOT / ".tools" / "bin"
 CONF = """

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from runtimekit.model import NodeCapacity, NodeInventory, NodeName
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.cache.objects import task_from_pod
@@ -22,7 +22,7 @@ from runtimekit.scheduler.plugins.nodeorder import NodeOrderPlugin
 from runtimekit.scheduler.plugins.predicates import Predicates
 from scheduler.kubesem.builders import Node
 
-P = Protocol.default()
+P = KitProtocol.default()
 ONLY = {
     "leastrequested.weight": 0,
     "balancedresource.weight": 0,

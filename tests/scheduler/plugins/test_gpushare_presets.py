@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from runtimekit.model import NodeInventory
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import preset_protocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.live import PEER_NAME_REASON, LiveCache
@@ -23,7 +23,7 @@ GPUS = 2
 GIB16 = 16384  # the fake nodes' GPUs
 
 
-def make(api: FakeApi, protocol: Protocol = HAMI) -> tuple[LiveCache, Framework]:
+def make(api: FakeApi, protocol: KitProtocol = HAMI) -> tuple[LiveCache, Framework]:
     names = (protocol.scheduler_name, *protocol.scheduler_aliases)  # as the Scheduler answers
     cache = LiveCache(protocol, names, api, bind_workers=2, retry_seconds=0.0)
     api.attach(cache)
@@ -209,7 +209,7 @@ def test_an_unknown_policy_value_is_named_with_its_annotation(api: FakeApi) -> N
 
 
 def test_a_hami_pod_under_the_default_protocol_is_warned_about_each_name(api: FakeApi) -> None:
-    protocol = Protocol.default()
+    protocol = KitProtocol.default()
     cache, framework = make(api, protocol)
     annotations = {"nvidia.com/use-gputype": "A100"}
     api.add_pod(pod_object("hami", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 3000}, annotations=annotations))

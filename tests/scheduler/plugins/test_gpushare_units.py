@@ -12,13 +12,13 @@ from typing import Any
 import pytest
 
 from runtimekit.model import NodeCapacity, NodeInventory, NodeName, PodKey, parse_pod_request
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
 
-P = Protocol.default()
+P = KitProtocol.default()
 H200_MIB = NodeInventory.simulated("x", "H200", 1).gpus[0].memory_mib  # 143771: 140 GiB and a bit
 CONF = """
 actions: "enqueue, allocate"

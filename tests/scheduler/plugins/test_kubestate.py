@@ -9,7 +9,7 @@ from typing import Any
 
 import numpy as np
 
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.cache.objects import task_from_pod
@@ -20,7 +20,7 @@ from runtimekit.scheduler.plugins.predicates import Predicates
 from scheduler.kubesem.builders import HOST, constraint, is_in, labelled, pod, soft, term, weighted
 from scheduler.plugins.kube_harness import cache_of, plugin, session_of, task_of
 
-P = Protocol.default()
+P = KitProtocol.default()
 CONF = """actions: "allocate"
 tiers:
 - plugins: [{name: gang}]

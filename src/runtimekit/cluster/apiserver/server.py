@@ -36,7 +36,7 @@ from runtimekit.cluster.apiserver.resources import ResourceTable
 from runtimekit.cluster.apiserver.store import Store
 from runtimekit.cluster.apiserver.tables import TableMaker
 from runtimekit.cluster.apiserver.watch import Waker
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ class ApiServer:
         history_size: int = 100_000,
         bookmark_interval: float = 60.0,
         watch_timeout: float = 1800.0,
-        protocol: Protocol | None = None,
+        protocol: KitProtocol | None = None,
         clock: Callable[[], float] = time.time,
         seed: int | None = None,
     ) -> None:
@@ -69,7 +69,7 @@ class ApiServer:
         self.version = KubernetesVersion.parse(kubernetes_version)
         self.bookmark_interval, self.watch_timeout = bookmark_interval, watch_timeout
         self.table = ResourceTable.builtin()
-        self.maker = TableMaker(protocol or Protocol.default(), clock)
+        self.maker = TableMaker(protocol or KitProtocol.default(), clock)
         self._persistence = SqlitePersistence(state_dir) if state_dir is not None else None
         start_rv = self._persistence.rv if self._persistence is not None else 0
         self.store = Store(

@@ -32,7 +32,7 @@ from runtimekit.cluster.apiserver.printers import (
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.model import Assignment, AssignmentError, InventoryError, NodeInventory, RequestError
 from runtimekit.model.request import GpuKind, parse_pod_request
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 Obj = Mapping[str, Any]
 
@@ -117,7 +117,7 @@ def pod_status(pod: Obj) -> tuple[str, int, int, int]:
 class TableMaker:
     """Builds the cells of every kind; holds the protocol (annotation and resource names)."""
 
-    def __init__(self, protocol: Protocol, now: Callable[[], float]) -> None:
+    def __init__(self, protocol: KitProtocol, now: Callable[[], float]) -> None:
         self.protocol = protocol
         self.now = now
 

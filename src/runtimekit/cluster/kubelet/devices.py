@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.model import Assignment, AssignmentError, NodeInventory
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.names import format_memory_unit
 
 CORE_DEVICES_PER_GPU = 100  # what the device plugin advertises per GPU for resources.core

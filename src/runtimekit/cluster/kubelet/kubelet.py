@@ -60,7 +60,7 @@ from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
 from runtimekit.kube.http import JSON, KubeHttp, object_path
 from runtimekit.kube.informer import Informer
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
 ENV_ANNOTATION = "runtimekit.aliyun.com/simulated-env"
@@ -71,7 +71,7 @@ FINISHED = frozenset({"Succeeded", "Failed"})
 @dataclass(frozen=True)
 class KubeletOptions:
     shape: NodeShape
-    protocol: Protocol = field(default_factory=Protocol.default)
+    protocol: KitProtocol = field(default_factory=KitProtocol.default)
     runtime_socket: str | None = None  # the node runtime's socket, for container runners
     work_dir: Path = Path("/tmp")  # container runners' folder (termination logs)
     node_index: int = 0  # pod IPs are 10.244.<index>.<n>

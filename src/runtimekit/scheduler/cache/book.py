@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runtimekit.model import Ledger, LedgerError, NodeName, Placement, PodKey, placement_from_assignment
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import foreign_names
 from runtimekit.scheduler.cache.objects import (
     NodeState,

@@ -33,7 +33,7 @@ from runtimekit.model import (
 from runtimekit.model.authority import Signer, sign_assignment
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.book import ClusterBook, JobState, PendingPod
 from runtimekit.scheduler.cache.objects import facts_of, queue_of
 from runtimekit.scheduler.cache.policy import add_usage, quota_request, waiting_time

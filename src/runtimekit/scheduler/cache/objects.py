@@ -25,7 +25,7 @@ from runtimekit.model import (
 )
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     Constraints,
@@ -76,7 +76,7 @@ class NodeState:
 NODE_COUNTED = ("cpu", "memory", "pods")
 
 
-def node_scalars(allocatable: Mapping[str, Any], protocol: Protocol) -> tuple[Scalars, Scalars]:
+def node_scalars(allocatable: Mapping[str, Any], protocol: KitProtocol) -> tuple[Scalars, Scalars]:
     """A node's scalar resources: (those the fit check books, those fairness counts). The first
     leaves out the kit's GPU resources (the GPU plugins account them); the second adds MIG slices.
     Raises ValueError for an unreadable amount."""
@@ -92,7 +92,7 @@ def node_scalars(allocatable: Mapping[str, Any], protocol: Protocol) -> tuple[Sc
     return scalars_of(booked), scalars_of({**booked, **migs})
 
 
-def node_state(node: Mapping[str, Any], protocol: Protocol) -> NodeState:
+def node_state(node: Mapping[str, Any], protocol: KitProtocol) -> NodeState:
     m = meta(node)
     name = NodeName(str(m.get("name", "")))
     labels = {str(k): str(v) for k, v in (m.get("labels") or {}).items()}
@@ -186,7 +186,7 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
+def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol) -> TaskInfo:
     """A pod as a task. An unreadable request does not raise: the task carries the reason in
     `invalid`, so the scheduler reports it on the pod instead of dropping the pod."""
     m = meta(pod)
@@ -229,7 +229,7 @@ def task_from_pod(pod: Mapping[str, Any], protocol: Protocol) -> TaskInfo:
     )
 
 
-def pod_policy(annotations: Mapping[str, Any], protocol: Protocol) -> str:
+def pod_policy(annotations: Mapping[str, Any], protocol: KitProtocol) -> str:
     """The placement policy a pod asks for: the protocol's `annotations.policy` when given, else
     `<node policy>/<GPU policy>` from `annotations.nodePolicy` and `.gpuPolicy` (HAMi's
     `hami.io/node-scheduler-policy` and `hami.io/gpu-scheduler-policy`), a part left empty when its
@@ -249,7 +249,7 @@ def facts_of(task: TaskInfo) -> PodFacts:
     return facts_for(task.key, task.pod, task.namespace)
 
 
-def assignment_of(pod: Mapping[str, Any], protocol: Protocol) -> Assignment | None:
+def assignment_of(pod: Mapping[str, Any], protocol: KitProtocol) -> Assignment | None:
     """The scheduler's assignment annotation of a pod, None when absent or unreadable."""
     text = (meta(pod).get("annotations") or {}).get(protocol.annotations.assignment)
     if not text:
@@ -272,7 +272,7 @@ def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None, default: s
 QUOTA_ONLY = ("requests.", "limits.", "count/")  # quota names, no resource of a node (Volcano skips them too)
 
 
-def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resources | None:
+def resources_of(amounts: Mapping[str, Any] | None, protocol: KitProtocol) -> Resources | None:
     """A ResourceList (cpu, memory, GPUs as whole count or core percent, MIG slices and other
     scalar resources by name) as a resource vector; None when absent or unreadable. Quota names
     (`requests.cpu`, `count/pods`: Volcano's job controller writes them into a PodGroup's
@@ -297,7 +297,7 @@ def resources_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resou
         return None
 
 
-def capability_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Resources | None:
+def capability_of(amounts: Mapping[str, Any] | None, protocol: KitProtocol) -> Resources | None:
     """A queue's capability: what it names is capped, what it does not name is not (Volcano treats
     a missing dimension as infinite); None when absent or unreadable."""
     limit = resources_of(amounts, protocol)
@@ -312,7 +312,7 @@ def capability_of(amounts: Mapping[str, Any] | None, protocol: Protocol) -> Reso
     )
 
 
-def queue_info(queue: Mapping[str, Any], protocol: Protocol) -> QueueInfo:
+def queue_info(queue: Mapping[str, Any], protocol: KitProtocol) -> QueueInfo:
     spec = queue.get("spec") or {}
     status = queue.get("status") or {}
     weight = spec.get("weight", 1)

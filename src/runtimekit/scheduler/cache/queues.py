@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.info import DEFAULT_QUEUE, Resources
 
 ROOT_QUEUE = "root"
@@ -28,7 +28,7 @@ def queue_manifest(name: str) -> dict[str, Any]:
     }
 
 
-def resource_list(allocated: Resources, protocol: Protocol) -> dict[str, str]:
+def resource_list(allocated: Resources, protocol: KitProtocol) -> dict[str, str]:
     """A queue's held resources as a ResourceList: cpu, memory, GPU compute (in the protocol's core
     percent) and scalar resources by name; zero amounts left out."""
     out: dict[str, str] = {}
@@ -43,7 +43,7 @@ def resource_list(allocated: Resources, protocol: Protocol) -> dict[str, str]:
     return out
 
 
-def queue_status(state: str, phases: Iterable[str], allocated: Resources, protocol: Protocol) -> dict[str, Any]:
+def queue_status(state: str, phases: Iterable[str], allocated: Resources, protocol: KitProtocol) -> dict[str, Any]:
     """The `status` of one queue from its pod groups' phases and what its pods hold."""
     counts = dict.fromkeys(PHASES, 0)
     for phase in phases:

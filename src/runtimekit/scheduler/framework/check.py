@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from runtimekit.model import GpuKind
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.conf import DEFAULT_CONF_TEXT, SchedulerConf, read_conf, read_text
 from runtimekit.scheduler.framework.framework import Framework
 from runtimekit.scheduler.framework.interfaces import DeviceKinds, PluginLists
@@ -63,7 +63,7 @@ def check_conf(text: str, source: str, registry: Registry, context: BuildContext
     return Checked(conf.source, problems, conf, framework)
 
 
-def device_coverage(plugins: PluginLists, protocol: Protocol, source: str, problems: Problems) -> None:
+def device_coverage(plugins: PluginLists, protocol: KitProtocol, source: str, problems: Problems) -> None:
     """Warn for each kind of GPU request that no enabled DeviceAllocate plugin allocates."""
     covered: set[GpuKind] = set()
     for plugin in plugins.allocate_devices.flat:

@@ -20,7 +20,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
-from runtimekit.protocol import Protocol as KitProtocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.action import Action
 from runtimekit.scheduler.framework.interfaces import Plugin
 

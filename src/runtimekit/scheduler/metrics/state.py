@@ -16,14 +16,14 @@ without one, as in Volcano. Units are Volcano's: milli CPU, memory bytes, scalar
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
-from typing import Protocol as TypingProtocol
+from typing import Protocol
 
 import numpy as np
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runtimekit.model.scalars import LIMIT
-from runtimekit.protocol import Protocol
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.live import LiveCache
 from runtimekit.scheduler.framework.info import Resources
 from runtimekit.scheduler.framework.observe import QueueFigures
@@ -32,7 +32,7 @@ MIB = 1024 * 1024
 POD_GROUP_PHASES = ("inqueue", "pending", "running", "unknown", "completed")
 
 
-class Leading(TypingProtocol):
+class Leading(Protocol):
     @property
     def leading(self) -> bool: ...
 
@@ -43,7 +43,7 @@ class ClusterState(Collector):
     def __init__(
         self,
         cache: LiveCache,
-        protocol: Protocol,
+        protocol: KitProtocol,
         figures: Callable[[], Mapping[str, QueueFigures]],
         leader: Leading | None = None,
     ) -> None:
