@@ -20,6 +20,7 @@ import numpy as np
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.framework.info import Constraints, NodeMeta, TaskInfo
+from runtimekit.scheduler.framework.interfaces import Plugin
 from runtimekit.scheduler.framework.values import Mask
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem.index import PodIndex
@@ -72,6 +73,29 @@ def session(ssn: SessionView) -> KubeSession:
 
 def close(ssn: SessionView) -> None:
     _sessions.pop(ssn.uid, None)
+
+
+class FollowsPlacements(Plugin):
+    """The session events of a plugin that reads the session's shared state (`predicates`,
+    `nodeorder`): the pods placed or evicted in the session join or leave its pod index, as
+    kube-scheduler's AddPod / RemovePod do for its filters and scores."""
+
+    _view: SessionView | None = None
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        self._view = ssn
+
+    def on_session_close(self, ssn: SessionView) -> None:
+        close(ssn)
+        self._view = None
+
+    def on_allocate(self, task: TaskInfo) -> None:
+        if self._view is not None:
+            session(self._view).placed(task)
+
+    def on_deallocate(self, task: TaskInfo) -> None:
+        if self._view is not None:
+            session(self._view).left(task)
 
 
 class NodeScope:

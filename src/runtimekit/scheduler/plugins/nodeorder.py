@@ -33,7 +33,7 @@ import numpy as np
 
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
-from runtimekit.scheduler.framework.interfaces import EventHandler, NodeOrder, Plugin, Rows, Scores
+from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem import interpod, nodeaffinity, spread, spreading, taints
@@ -90,29 +90,12 @@ def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray
     return np.clip(cpu, 0, 1), np.clip(mem, 0, 1)
 
 
-class NodeOrderPlugin(Plugin, NodeOrder, EventHandler):
+class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
     name = "nodeorder"
 
     def __init__(self, args: NodeOrderArgs) -> None:
         self.args = args
         self._raw: dict[tuple[str, Hashable, int], np.ndarray] = {}
-        self._view: SessionView | None = None
-
-    # -- session events: the topology counts follow the session's placements ---------------
-    def on_session_open(self, ssn: SessionView) -> None:
-        self._view = ssn
-
-    def on_session_close(self, ssn: SessionView) -> None:
-        kubestate.close(ssn)
-        self._view = None
-
-    def on_allocate(self, task: TaskInfo) -> None:
-        if self._view is not None:
-            kubestate.session(self._view).placed(task)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        if self._view is not None:
-            kubestate.session(self._view).left(task)
 
     # -- node-level raw scores, cached per distinct pod term -------------------------------
     def _per_node(self, kind: str, key: Hashable, ssn: SessionView, compute: Callable[[], np.ndarray]) -> np.ndarray:

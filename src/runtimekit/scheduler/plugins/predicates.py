@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
-from runtimekit.scheduler.framework.interfaces import EventHandler, Mask, Plugin, Predicate, Rows, Verdict
+from runtimekit.scheduler.framework.interfaces import Mask, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem import interpod, nodeaffinity, ports, spread, spreading, taints
@@ -67,30 +67,13 @@ _INTERPOD = {
 Codes = np.ndarray
 
 
-class Predicates(Plugin, Predicate, EventHandler):
+class Predicates(kubestate.FollowsPlacements, Predicate):
     name = "predicates"
 
     def __init__(self, args: PredicatesArgs | None = None) -> None:
         self.args = args or PredicatesArgs()
         self._static: dict[tuple[Constraints, int], Codes] = {}
-        self._view: SessionView | None = None
         self._extra: dict[str, int] = {}  # reasons made on the fly (parse problems, proportional)
-
-    # -- session events (AddPod / RemovePod) -----------------------------------------------
-    def on_session_open(self, ssn: SessionView) -> None:
-        self._view = ssn
-
-    def on_session_close(self, ssn: SessionView) -> None:
-        kubestate.close(ssn)
-        self._view = None
-
-    def on_allocate(self, task: TaskInfo) -> None:
-        if self._view is not None:
-            kubestate.session(self._view).placed(task)
-
-    def on_deallocate(self, task: TaskInfo) -> None:
-        if self._view is not None:
-            kubestate.session(self._view).left(task)
 
     # -- node-level filters, cached per constraint -----------------------------------------
     def _node_codes(self, constraints: Constraints, ssn: SessionView) -> Codes:
