@@ -48,6 +48,7 @@ def cache_of(
     placed: Sequence[Mapping[str, Any]] = (),
     namespaces: Mapping[str, Mapping[str, str]] | None = None,
     unschedulable: Sequence[str] = (),
+    share_table: bool = False,
 ) -> StaticCache:
     entries = []
     for n in nodes:
@@ -55,7 +56,7 @@ def cache_of(
         taints = tuple(Taint(k, v, e) for k, v, e in n.taints)
         meta = NodeMeta(NodeName(n.name), dict(n.labels), taints, n.name in unschedulable, "T4", True, images)
         entries.append((NodeInventory.simulated(n.name, "T4", 1, 16384), NodeCapacity(64000, 1 << 20, 110), meta))
-    cache = StaticCache(entries)
+    cache = StaticCache(entries, share_table=share_table)
     for name, labels in (namespaces or {}).items():
         cache.pods.set_namespace(name, labels)
     for manifest in placed:

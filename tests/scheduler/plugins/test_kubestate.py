@@ -60,6 +60,18 @@ def test_a_job_with_one_worker_per_node_spreads_over_the_nodes() -> None:
     assert sorted(placed.values()) == ["n0", "n1", "n2", "n3"]
 
 
+def test_a_cache_that_shares_its_table_shows_each_session_the_pods_bound_before() -> None:
+    # the simulator's cache hands sessions its live pod book, frozen only when a plugin reads it
+    cache = cache_of(hosts(3), share_table=True)
+    placed: dict[str, str] = {}
+    for i in range(4):
+        placed = run(cache, job(f"w{i}", worker(i, anti=ONE_PER_NODE)))
+    assert sorted(placed.values()) == ["n0", "n1", "n2"]
+    assert [str(e.message) for e in cache.unschedulable.values()] == [
+        "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+    ]
+
+
 def test_one_worker_too_many_leaves_the_whole_gang_waiting() -> None:
     cache = cache_of(hosts(3))
     placed = run(cache, job("train", *(worker(i, anti=ONE_PER_NODE) for i in range(4))))

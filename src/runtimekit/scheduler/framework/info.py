@@ -7,7 +7,7 @@ hands every session its own copies, so nothing a session does leaks out before a
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
@@ -346,9 +346,18 @@ class Snapshot:
     meta_version: int = 0  # changes whenever any node's labels, taints or schedulability change
     capacity: Resources = field(default_factory=Resources)  # of all schedulable nodes
     queue_allocated: dict[str, Resources] = field(default_factory=dict)  # held by running pods, per queue
-    pods: PodSet = EMPTY_PODS  # pods on nodes and namespace labels, for inter-pod affinity and spread
+    # pods on nodes and namespace labels, for inter-pod affinity and spread (`pods`); a cache that
+    # shares its live structures with the session may hand over how to freeze them instead, done
+    # on first use (most sessions of a simulation have no plugin that reads them)
+    pod_source: PodSet | Callable[[], PodSet] = EMPTY_PODS
     budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets (when a plugin asks for them)
     quotas: Mapping[str, tuple[NamespaceQuota, ...]] = field(default_factory=dict)  # ResourceQuotas by namespace
+
+    @property
+    def pods(self) -> PodSet:
+        if not isinstance(self.pod_source, PodSet):
+            self.pod_source = self.pod_source()
+        return self.pod_source
 
     def tasks(self) -> Iterator[TaskInfo]:
         for job in self.jobs.values():
