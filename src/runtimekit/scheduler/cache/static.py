@@ -3,8 +3,9 @@
 With `share_table=True` a session works on the cache's own node table instead of a copy (nothing
 else writes to it), so a commit only records the booking; a discarded statement has already
 given everything back; the pods on nodes are frozen for a session only when a plugin reads them
-(a trace replay runs one session per pod, mostly without one). Decisions are recorded, not sent anywhere: a bind runs the PreBind and
-Bind plugins at once and keeps the `Binding` (`bindings`); a failed one leaves the task pending.
+(a trace replay runs one session per pod, mostly without one). Decisions are recorded, not sent
+anywhere: a bind runs the PreBind and Bind plugins at once and keeps the `Binding` (`bindings`); a
+failed one leaves the task pending.
 """
 
 from __future__ import annotations
