@@ -28,6 +28,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from runtimekit.base.keyring import ensure_key_folder
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
 from runtimekit.model.trace import read_pod_list
@@ -135,11 +136,16 @@ def main() -> int:
                 str(kubeconfig),
                 "--config",
                 str(conf),
+                "--assignment-keys",
+                str(ensure_key_folder(Path(tmp) / "assignment-key")),
             ],
             env=env,
         )
         try:
-            return measure(args, http, url, nodes_seconds, {"scheduler": scheduler.pid, "apiserver": server.pid})
+            result = measure(args, http, url, nodes_seconds, {"scheduler": scheduler.pid, "apiserver": server.pid})
+            if scheduler.poll() is not None:  # a figure without a scheduler would be a silent zero
+                raise SystemExit(f"the scheduler exited with status {scheduler.returncode}; no figure")
+            return result
         finally:
             scheduler.send_signal(signal.SIGTERM)
             scheduler.wait(30)

@@ -163,6 +163,8 @@ def parse_container_gpu(
     name = str(container.get("name", "?"))
     res = protocol.resources
     amounts = dict(limits) if limits is not None else _limits_first(container)
+    if not any(protocol.manages(str(key)) for key in amounts):
+        return None  # the usual container: no GPU resource under any of its names
     given: list[str] = []
 
     def amount(kind: str) -> int | None:
@@ -244,9 +246,13 @@ class _Amounts:
         return _Amounts(max(self.cpu, other.cpu), max(self.memory, other.memory), peak(self.scalars, other.scalars))
 
 
-def _container_amounts(container: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
-    """What a container asks of its node: requests, defaulting to limits (as the API server does)."""
-    amounts = _amounts_requests_first(container)
+def _container_amounts(
+    container: Mapping[str, Any], protocol: KitProtocol, amounts: Mapping[str, Any] | None = None
+) -> _Amounts:
+    """What a container asks of its node: requests, defaulting to limits (as the API server does);
+    `amounts` when the caller has merged them already."""
+    if amounts is None:
+        amounts = _amounts_requests_first(container)
     name = container.get("name", "?")
     try:
         return _amounts_of(amounts, protocol)
@@ -292,10 +298,13 @@ def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodReque
     for container in containers:
         if not isinstance(container, Mapping):
             raise RequestError("every container must be an object")
-        total += _container_amounts(container, protocol)
-        gpu = parse_container_gpu(container, protocol)
+        requests, limits = _requests_limits(container)  # read once for both views
+        total += _container_amounts(container, protocol, {**limits, **requests})
+        gpu = parse_container_gpu(container, protocol, {**requests, **limits})
         if gpu is not None:
             gpus.append(ContainerGpuRequest(str(container.get("name", "")), gpu))
+    if not init and not spec.get("overhead"):  # the usual pod: nothing to take the peak of
+        return PodRequest(total.cpu, total.memory, tuple(gpus), total.scalars)
     sidecars = init_peak = _Amounts()
     for container in init:
         if not isinstance(container, Mapping):

@@ -264,14 +264,20 @@ class KitProtocol:
     def names(self, kind: str) -> tuple[str, ...]:
         """Every name of one resource (`gpu`, `core`, `memory`, `memoryPercent`): the first name, then
         its aliases; empty for a resource the protocol does not have."""
+        return self._names[kind]
+
+    @functools.cached_property
+    def _names(self) -> Mapping[str, tuple[str, ...]]:  # read for every container of every pod
         first = {
             "gpu": self.resources.gpu,
             "core": self.resources.core,
             "memory": self.resources.memory,
             "memoryPercent": self.resources.memory_percent,
-        }[kind]
-        more = self.values[f"aliases.{kind}"]
-        return tuple(n for n in (first, *split_names(more)) if n)
+        }
+        return {
+            kind: tuple(n for n in (name, *split_names(self.values[f"aliases.{kind}"])) if n)
+            for kind, name in first.items()
+        }
 
     def manages(self, resource: str) -> bool:
         """True for the kit's own GPU resources (whole GPUs, shares, MIG slices) under any of their

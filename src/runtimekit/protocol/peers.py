@@ -82,6 +82,20 @@ def _read(protocol: KitProtocol) -> _Read:
     return _Read(resources, protocol.resources.mig_prefix, annotations | {protocol.annotations.policy})
 
 
+_READ_BY: dict[int, tuple[KitProtocol, _Read]] = {}  # id -> (the protocol, kept alive; what it reads)
+_UNREAD_BY_NAME = {(kind, name): (system, note) for kind, name, system, note in UNREAD}
+
+
+def _read_by(protocol: KitProtocol) -> _Read:
+    """`_read`, worked out once per protocol object (a scheduler asks it for every new pod)."""
+    found = _READ_BY.get(id(protocol))
+    if found is None or found[0] is not protocol:
+        if len(_READ_BY) >= 16:
+            _READ_BY.clear()
+        found = _READ_BY[id(protocol)] = (protocol, _read(protocol))
+    return found[1]
+
+
 @functools.cache
 def _presets_read() -> Mapping[str, _Read]:
     return {name: _read(preset_protocol(name)) for name in PRESETS}
@@ -115,8 +129,8 @@ def foreign_names(pod: Mapping[str, Any], protocol: KitProtocol, offered: Collec
     """The peers' resources (in any container's limits or requests) and annotations on `pod` that
     `protocol` does not read, in the order found, each once; resources in `offered` (some node has
     them) are not reported."""
-    active = _read(protocol)
-    unread = {(kind, name): (system, note) for kind, name, system, note in UNREAD}
+    active = _read_by(protocol)
+    unread = _UNREAD_BY_NAME
     seen: dict[tuple[str, str], Finding] = {}
     for kind, name in _names(pod):
         if (kind, name) in seen or active.reads(kind, name) or (kind == RESOURCE and name in offered):

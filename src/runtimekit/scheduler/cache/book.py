@@ -167,15 +167,15 @@ class ClusterBook:
         self.uid_of[name_key] = uid
         spec = obj.get("spec") or {}
         if spec.get("nodeName"):
-            self.pending.pop(uid, None)
-            self._book_bound(obj)
+            waiting = self.pending.pop(uid, None)
+            self._book_bound(obj, waiting.task if waiting is not None else self.running.get(uid))
             return
         if spec.get("schedulerName", "default-scheduler") not in self.scheduler_names or is_deleting(obj):
             return
         if uid in self.assumed:  # our bind is in flight; the event is older than it
             return
         entry = self.pending.get(uid)
-        task = task_from_pod(obj, self.protocol)
+        task = task_from_pod(obj, self.protocol, entry.task if entry is not None else None)
         if entry is None:
             self.pending[uid] = PendingPod(task)
             self._join(task, obj)
@@ -197,9 +197,9 @@ class ClusterBook:
             job.group = self.groups.get(key)
         job.members.add(task.key)
 
-    def _book_bound(self, pod: Mapping[str, Any]) -> None:
+    def _book_bound(self, pod: Mapping[str, Any], like: TaskInfo | None = None) -> None:
         node = NodeName(str((pod.get("spec") or {}).get("nodeName")))
-        task = task_from_pod(pod, self.protocol)
+        task = task_from_pod(pod, self.protocol, like)
         held = self.ledger.booking(task.key)
         if held is not None and held.node == node:
             self.assumed.pop(task.key, None)

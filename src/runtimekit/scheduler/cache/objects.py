@@ -186,17 +186,28 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol) -> TaskInfo:
+def _same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether two manifests of a pod ask for the same resources (its containers, init containers
+    and overhead are equal; a pod's later events, a binding or a status, leave them alone)."""
+    old, new = _mapping(before.get("spec")), _mapping(after.get("spec"))
+    return all(old.get(key) == new.get(key) for key in ("containers", "initContainers", "overhead"))
+
+
+def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
     """A pod as a task. An unreadable request does not raise: the task carries the reason in
-    `invalid`, so the scheduler reports it on the pod instead of dropping the pod."""
+    `invalid`, so the scheduler reports it on the pod instead of dropping the pod. `like`: the task
+    of an earlier event of the pod, whose request is taken as it is when the pod asks for the same."""
     m = meta(pod)
     spec = _mapping(pod.get("spec"))
     annotations = _mapping(m.get("annotations"))
     invalid = ""
-    try:
-        request = parse_pod_request(pod, protocol)
-    except RequestError as exc:
-        request, invalid = PodRequest(0, 0), f"invalid request: {exc}"
+    if like is not None and like.pod is not None and not like.invalid and _same_request(like.pod, pod):
+        request = like.request
+    else:
+        try:
+            request = parse_pod_request(pod, protocol)
+        except RequestError as exc:
+            request, invalid = PodRequest(0, 0), f"invalid request: {exc}"
     try:
         where = constraints(spec)
     except (AttributeError, TypeError, ValueError) as exc:  # a malformed selector, affinity or toleration
