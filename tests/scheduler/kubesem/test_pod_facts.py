@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from runtimekit.scheduler.kubesem.pods import pod_facts
+import copy
+
+from runtimekit.scheduler.kubesem.pods import facts_for, pod_facts
 from scheduler.kubesem.builders import constraint, exists, is_in, pod, term, weighted
 
 
@@ -59,3 +61,18 @@ def test_a_plain_pod_is_simple_and_has_no_problem() -> None:
     assert facts.simple
     assert not facts.problem
     assert pod_facts(pod(terminating=True)).terminating
+
+
+def test_a_later_event_of_a_pod_reuses_its_facts_until_something_they_read_changes() -> None:
+    first = pod("reuse", labels={"app": "a"}, anti=[term(exists("app"), "zone")])
+    parsed = facts_for("uid-reuse", first, "default")
+    bound = copy.deepcopy(first)
+    bound["spec"]["nodeName"] = "n1"  # the binding: no fact reads the node name
+    assert facts_for("uid-reuse", bound, "default") is parsed
+    relabelled = copy.deepcopy(bound)
+    relabelled["metadata"]["labels"]["app"] = "b"
+    again = facts_for("uid-reuse", relabelled, "default")
+    assert again is not parsed and again.labels == {"app": "b"}
+    deleting = copy.deepcopy(relabelled)
+    deleting["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
+    assert facts_for("uid-reuse", deleting, "default").terminating

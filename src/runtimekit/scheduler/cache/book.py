@@ -47,7 +47,7 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem.podbook import PodBook
-from runtimekit.scheduler.kubesem.pods import pod_facts
+from runtimekit.scheduler.kubesem.pods import facts_for
 
 log = logging.getLogger(__name__)
 
@@ -210,7 +210,7 @@ class ClusterBook:
                 self._account(previous, -1)
             self.running[task.key] = task
             self._account(task, +1)
-            self.pods.add(task.key, pod_facts(pod), node)
+            self.pods.add(task.key, facts_for(task.key, pod, task.namespace), node)
             self._join(task, pod)
             return
         if held is not None:
@@ -245,7 +245,7 @@ class ClusterBook:
         task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
         self.running[task.key] = task
         self._account(task, +1)
-        self.pods.add(task.key, pod_facts(pod), node)
+        self.pods.add(task.key, facts_for(task.key, pod, task.namespace), node)
         self._join(task, pod)
 
     def _account(self, task: TaskInfo, sign: int) -> None:

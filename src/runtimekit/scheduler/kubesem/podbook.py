@@ -207,6 +207,8 @@ class PodBook:
 
     def add(self, key: str, facts: PodFacts, node: str) -> None:
         old = self._pods.get(key)
+        if old is not None and old[0] is facts and old[1] == node:
+            return  # the same pod, as it was (a later event of it)
         if old is not None:
             self._index(key, old[0], old[1], -1)
         self._pods[key] = (facts, node)

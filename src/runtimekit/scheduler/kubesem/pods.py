@@ -116,13 +116,30 @@ _KEEP = 1 << 16
 _memo: dict[str, tuple[Mapping[str, Any], PodFacts]] = {}
 
 
+def _same_facts(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether two manifests of a pod have the same facts: equal labels, namespace, deletion mark
+    and spec apart from `nodeName` (which no fact reads)."""
+    old_meta, new_meta = before.get("metadata") or {}, after.get("metadata") or {}
+    if (
+        old_meta.get("labels") != new_meta.get("labels")
+        or old_meta.get("namespace") != new_meta.get("namespace")
+        or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
+    ):
+        return False
+    old_spec, new_spec = before.get("spec") or {}, after.get("spec") or {}
+    if not isinstance(old_spec, Mapping) or not isinstance(new_spec, Mapping):
+        return False
+    return all(old_spec.get(k) == new_spec.get(k) for k in old_spec.keys() | new_spec.keys() if k != "nodeName")
+
+
 def facts_for(key: str, pod: Mapping[str, Any] | None, namespace: str) -> PodFacts:
     """`pod_facts(pod)`, parsed once per manifest object under a pod's key (the filters, the scores
     and the cache's book of placed pods all ask); only the namespace when there is no manifest."""
     if pod is None:
         return plain_facts(namespace)
     found = _memo.get(key)
-    if found is not None and found[0] is pod:
+    if found is not None and (found[0] is pod or _same_facts(found[0], pod)):
+        _memo[key] = (pod, found[1])  # a later event of the pod (its binding, a status) reads the same
         return found[1]
     if len(_memo) >= _KEEP:
         _memo.clear()
