@@ -72,7 +72,8 @@ def test_a_later_event_of_a_pod_reuses_its_facts_until_something_they_read_chang
     relabelled = copy.deepcopy(bound)
     relabelled["metadata"]["labels"]["app"] = "b"
     again = facts_for("uid-reuse", relabelled, "default")
-    assert again is not parsed and again.labels == {"app": "b"}
+    assert again is not parsed
+    assert again.labels == {"app": "b"}
     deleting = copy.deepcopy(relabelled)
     deleting["metadata"]["deletionTimestamp"] = "2026-12-02T00:00:00Z"
     assert facts_for("uid-reuse", deleting, "default").terminating
