@@ -100,9 +100,17 @@ def load_inputs(spec: SimulationSpec) -> tuple[list[TraceNode], list[TracePod], 
 _WORKER: dict[str, object] = {}
 
 
-def _init_worker(nodes: list[TraceNode], pods: list[TracePod], tune: float) -> None:
+def _init_worker(
+    nodes: list[TraceNode], pods: list[TracePod], tune: float, columns: tuple[int, ...] = ()
+) -> None:
     _WORKER.update(
-        nodes=nodes, pods=pods, tune=tune, workload=target_workload(pods), arrivals={}, cluster=Cluster(nodes)
+        nodes=nodes,
+        pods=pods,
+        tune=tune,
+        workload=target_workload(pods),
+        arrivals={},
+        cluster=Cluster(nodes),
+        bound_columns=columns,
     )
 
 
@@ -146,9 +154,8 @@ def run_simulation(
     tasks = [(seed, policy) for seed in spec.seeds for policy in spec.policies]
     results: list[ReplayResult] = []
     bounds: list[BoundResult] = []
-    _WORKER["bound_columns"] = spec.bound_columns  # workers fork after this
     if jobs <= 1 or len(tasks) == 1:
-        _init_worker(nodes, pods, spec.tune)
+        _init_worker(nodes, pods, spec.tune, spec.bound_columns)
         workload, cluster = _WORKER["workload"], _WORKER["cluster"]
         for seed in spec.seeds:
             arrivals = build_arrivals(pods, nodes, seed, spec.tune)
@@ -160,8 +167,11 @@ def run_simulation(
         if spec.bound_columns:
             bounds = [_bound_one(seed) for seed in spec.seeds]
     else:
-        context = multiprocessing.get_context("fork")
-        with context.Pool(jobs, _init_worker, (nodes, pods, spec.tune)) as pool:
+        # Workers start from a fresh server process, not a fork of this one: a fork copies only the
+        # calling thread, and a caller with threads of its own (gRPC, an event loop, a test run)
+        # leaves the child with state those threads held half-changed (a worker crashed in GC so).
+        context = multiprocessing.get_context("forkserver")
+        with context.Pool(jobs, _init_worker, (nodes, pods, spec.tune, spec.bound_columns)) as pool:
             for result in pool.imap(_run_one, tasks):
                 results.append(result)
                 if on_result:
