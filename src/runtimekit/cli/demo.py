@@ -199,17 +199,18 @@ def cluster_part(args: argparse.Namespace, console: Console) -> int:
 # -- part 2: trace replay --------------------------------------------------------------------------
 def replay_part(args: argparse.Namespace, console: Console) -> int:
     console.rule("Trace replay: openb default pod list on 1213 GPU nodes (6212 GPUs), tune 1.3")
-    sim_args = argparse.Namespace(
-        nodes=None,
-        pods=None,
-        policy="fgd,packfrag,bestfit,random",
-        seeds=args.seeds,
-        tune=1.3,
-        json_out=f"{args.out}/simulate.json",
-        csv_out=None,
-        plot_out=f"{args.out}/allocation.png",
-        jobs=2,
-        quiet=True,
+    parser = argparse.ArgumentParser(prog="runtimekit simulate")
+    simulate.add_arguments(parser)  # simulate's own flags and defaults: the demo cannot drift from them
+    sim_args = parser.parse_args(
+        [
+            "--policy=fgd,packfrag,bestfit,random",
+            f"--seeds={args.seeds}",
+            "--tune=1.3",
+            f"--json={args.out}/simulate.json",
+            f"--plot={args.out}/allocation.png",
+            "--jobs=2",
+            "--quiet",
+        ]
     )
     code = simulate.run(sim_args)
     if code == 0:
