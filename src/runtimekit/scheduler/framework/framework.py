@@ -68,20 +68,7 @@ class Framework:
 
     def open_session(self, cache: Cache) -> Session:
         observer = self.observer
-        if observer is None:
-            ssn = Session(
-                self.plugins,
-                cache,
-                cache.snapshot(),
-                self.enabled_actions,
-                self.explain,
-                sampler=self.sampler,
-                bind_cycle=self.bind_cycle,
-            )
-            for plugin in self.plugins.every.flat:
-                plugin.on_session_open(ssn)
-            return ssn
-        started = time.perf_counter()
+        started = time.perf_counter() if observer is not None else 0.0
         ssn = Session(
             self.plugins,
             cache,
@@ -93,10 +80,14 @@ class Framework:
             self.bind_cycle,
         )
         for plugin in self.plugins.every.flat:
+            if observer is None:
+                plugin.on_session_open(ssn)
+                continue
             begun = time.perf_counter()
             plugin.on_session_open(ssn)
             observer.plugin_done(plugin.name, ON_SESSION_OPEN, time.perf_counter() - begun)
-        observer.session_opened(time.perf_counter() - started)
+        if observer is not None:
+            observer.session_opened(time.perf_counter() - started)
         return ssn
 
     def close_session(self, ssn: Session) -> None:

@@ -30,7 +30,6 @@ from runtimekit.model.migstate import MigGpuState
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
-    Binding,
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
@@ -45,8 +44,9 @@ from runtimekit.scheduler.framework.interfaces import (
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error, unschedulable
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, unschedulable
 from runtimekit.scheduler.framework.view import SessionView
+from runtimekit.scheduler.plugins.common import Held, HoldsDevices
 
 NAME = "mig"
 
@@ -158,9 +158,10 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
     return Choice(tuple(slots), before, node_value(states, occupied))
 
 
-class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
+class Mig(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
     device_kinds = frozenset({GpuKind.MIG})
+    held_noun = "MIG slices"
 
     def __init__(self, args: MigArgs) -> None:
         self.args = args
@@ -168,7 +169,7 @@ class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKind
         self._plans: dict[tuple[tuple[tuple[str, int], ...], int, int], Choice | None] = {}
         # slices held for placed pods until PreBind writes them (or Unreserve gives them up);
         # written by the scheduling thread, read by binder threads (single dict operations only)
-        self._held: dict[PodKey, tuple[tuple[str, tuple[Slot, ...]], ...]] = {}
+        self._held: dict[PodKey, Held] = {}
 
     @staticmethod
     def _wants(task: TaskInfo) -> list[tuple[str, int]]:
@@ -238,18 +239,7 @@ class Mig(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKind
     def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
         names = {c.container for c in task.request.gpus if c.gpu.kind is GpuKind.MIG}
         if names:
-            self._held[task.key] = tuple(c for c in choice.containers if c[0] in names)
-        return SUCCESS
-
-    def unreserve(self, task: TaskInfo) -> None:
-        self._held.pop(task.key, None)
-
-    def pre_bind(self, binding: Binding) -> Status:
-        held = self._held.pop(binding.task.key, None)
-        if held is not None:
-            binding.assign(held, "mig")
-        elif any(c.gpu.kind is GpuKind.MIG for c in binding.task.request.gpus):
-            return error("no MIG slices are held for the pod (it was unreserved); it is scheduled again")
+            self.hold(task, tuple(c for c in choice.containers if c[0] in names), "mig")
         return SUCCESS
 
 

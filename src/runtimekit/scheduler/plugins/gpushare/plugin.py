@@ -30,7 +30,6 @@ from runtimekit.model.selector import MODELS, UUIDS
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
-    Binding,
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
@@ -46,8 +45,9 @@ from runtimekit.scheduler.framework.interfaces import (
     Verdict,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error, unresolvable, unschedulable
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, unresolvable, unschedulable
 from runtimekit.scheduler.framework.view import SessionView
+from runtimekit.scheduler.plugins.common import Held, HoldsDevices
 from runtimekit.scheduler.plugins.gpushare.fit import (
     REASON_MODEL,
     fit_rows,
@@ -92,10 +92,9 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-Held = tuple[tuple[tuple[str, tuple[Slot, ...]], ...], str]  # (container, slots) per container, policy
 
 
-class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
+class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
 
@@ -357,23 +356,11 @@ class GpuShare(Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, Devic
     # -- Reserve and PreBind ---------------------------------------------------------------
     def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
         if choice is self._last_answer:  # the usual: the session took this plugin's answer as it was
-            self._held[task.key] = (choice.containers, choice.policy)
+            self.hold(task, choice.containers, choice.policy)
             return SUCCESS
         names = self.need(task.request).names
         if names:  # the choice merges other device plugins' answers: this plugin's containers only
-            mine = tuple(c for c in choice.containers if c[0] in names)
-            self._held[task.key] = (mine, self.policy_for(task).name)
-        return SUCCESS
-
-    def unreserve(self, task: TaskInfo) -> None:
-        self._held.pop(task.key, None)
-
-    def pre_bind(self, binding: Binding) -> Status:
-        held = self._held.pop(binding.task.key, None)
-        if held is not None:
-            binding.assign(*held)
-        elif any(c.gpu.kind in self.device_kinds for c in binding.task.request.gpus):
-            return error("no GPUs are held for the pod (it was unreserved); it is scheduled again")
+            self.hold(task, tuple(c for c in choice.containers if c[0] in names), self.policy_for(task).name)
         return SUCCESS
 
 
