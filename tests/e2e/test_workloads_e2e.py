@@ -8,19 +8,13 @@ scheduler nobody runs is told so in an Event."""
 from __future__ import annotations
 
 import json
-import os
-import shutil
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from fixtures.apiserver import KUBECTL_BINARIES, KUBECTL_DISPATCHER
+from fixtures.kubeup import UpCluster, runtimekit_up
 from fixtures.waiting import wait_for
 from runtimekit.protocol import KitProtocol
 
@@ -30,70 +24,10 @@ P = KitProtocol.default()
 DATA = Path(__file__).parent / "workloads"
 
 
-@dataclass
-class Cluster:
-    kubeconfig: Path
-    home: Path
-
-    def kubectl(
-        self, *args: str, check: bool = True, timeout: float = 120, stdin: str | None = None
-    ) -> subprocess.CompletedProcess[str]:
-        binary = KUBECTL_DISPATCHER or str(next(iter(KUBECTL_BINARIES.values())))
-        done = subprocess.run(
-            [binary, "--kubeconfig", str(self.kubeconfig), *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env={**os.environ, "HOME": str(self.home)},
-            timeout=timeout,
-            check=False,
-        )
-        if check and done.returncode != 0:
-            raise AssertionError(f"kubectl {' '.join(args)} failed:\n{done.stdout}\n{done.stderr}")
-        return done
-
-    def json(self, *args: str) -> Any:
-        return json.loads(self.kubectl(*args, "-o", "json").stdout)
-
-    def pods(self, selector: str, namespace: str = "default") -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = self.json("get", "pods", "-n", namespace, "-l", selector)["items"]
-        return [p for p in items if not p["metadata"].get("deletionTimestamp")]
-
-    def running(self, selector: str, count: int, namespace: str = "default") -> list[dict[str, Any]] | None:
-        pods = self.pods(selector, namespace)
-        ok = len(pods) == count and all(p["status"].get("phase") == "Running" for p in pods)
-        return pods if ok else None
-
-
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[Cluster]:
-    if KUBECTL_DISPATCHER is None and not KUBECTL_BINARIES:
-        pytest.skip("kubectl is not installed")
-    state = Path(tempfile.mkdtemp(prefix="rk-w-", dir="/tmp"))
-    log = state.parent / f"{state.name}.log"
-    args = ["--nodes", "2", "--gpus-per-node", "4", "--no-exporter", "--scheduler-name", "volcano"]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "runtimekit.cli.main", "up", *args, "--state-dir", str(state)],
-        stdout=subprocess.PIPE,
-        stderr=log.open("w"),
-        text=True,
-        env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline().strip()
-        assert line == f"ready: {state / 'kubeconfig'}", log.read_text()[-3000:]
-        home = state / "home"
-        home.mkdir()
-        yield Cluster(state / "kubeconfig", home)
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        shutil.rmtree(state, ignore_errors=True)
-        log.unlink(missing_ok=True)
+def cluster() -> Iterator[UpCluster]:
+    with runtimekit_up(["--nodes", "2", "--gpus-per-node", "4", "--scheduler-name", "volcano"], P) as up:
+        yield up
 
 
 def assigned(pod: dict[str, Any]) -> list[dict[str, Any]]:
@@ -104,11 +38,11 @@ def assigned(pod: dict[str, Any]) -> list[dict[str, Any]]:
     return [share for shares in containers.values() for share in shares]
 
 
-def test_a_deployment_of_gpu_shares_scales_rolls_and_goes(cluster: Cluster) -> None:
+def test_a_deployment_of_gpu_shares_scales_rolls_and_goes(cluster: UpCluster) -> None:
     cluster.kubectl("apply", "-f", str(DATA / "deployment.yaml"))
     out = cluster.kubectl("rollout", "status", "deployment/inference", "--timeout=120s").stdout
     assert 'deployment "inference" successfully rolled out' in out
-    pods = wait_for(lambda: cluster.running("app=inference", 3), what="three pods running")
+    pods = wait_for(lambda: cluster.all_running("app=inference", 3), what="three pods running")
     for pod in pods:
         assert pod["spec"]["schedulerName"] == "default-scheduler"
         assert pod["metadata"]["labels"]["pod-template-hash"]
@@ -116,10 +50,10 @@ def test_a_deployment_of_gpu_shares_scales_rolls_and_goes(cluster: Cluster) -> N
         assert share["coreMilli"] == 300
     assert "scaled" in cluster.kubectl("scale", "deployment/inference", "--replicas=5").stdout
     cluster.kubectl("rollout", "status", "deployment/inference", "--timeout=120s")
-    wait_for(lambda: cluster.running("app=inference", 5), what="five pods running")
+    wait_for(lambda: cluster.all_running("app=inference", 5), what="five pods running")
     cluster.kubectl("set", "image", "deployment/inference", "server=example/inference:2.0")
     cluster.kubectl("rollout", "status", "deployment/inference", "--timeout=180s")
-    pods = wait_for(lambda: cluster.running("app=inference", 5), what="five new pods running")
+    pods = wait_for(lambda: cluster.all_running("app=inference", 5), what="five new pods running")
     assert {p["spec"]["containers"][0]["image"] for p in pods} == {"example/inference:2.0"}
     deployment = cluster.json("get", "deployment", "inference")
     assert deployment["metadata"]["annotations"]["deployment.kubernetes.io/revision"] == "2"
@@ -129,11 +63,11 @@ def test_a_deployment_of_gpu_shares_scales_rolls_and_goes(cluster: Cluster) -> N
     wait_for(lambda: not cluster.json("get", "replicasets", "-l", "app=inference")["items"], what="sets collected")
 
 
-def test_a_statefulset_of_gpu_shares_comes_up_in_order_and_scales_down_from_the_top(cluster: Cluster) -> None:
+def test_a_statefulset_of_gpu_shares_comes_up_in_order_and_scales_down_from_the_top(cluster: UpCluster) -> None:
     cluster.kubectl("apply", "-f", str(DATA / "statefulset.yaml"))
     out = cluster.kubectl("rollout", "status", "statefulset/shard", "--timeout=180s").stdout
     assert "partitioned roll out complete: 3 new pods have been updated" in out
-    pods = wait_for(lambda: cluster.running("app=shard", 3), what="three shards running")
+    pods = wait_for(lambda: cluster.all_running("app=shard", 3), what="three shards running")
     assert sorted(p["metadata"]["name"] for p in pods) == ["shard-0", "shard-1", "shard-2"]
     started = sorted(pods, key=lambda p: p["status"]["startTime"])
     assert [p["metadata"]["name"] for p in started] == ["shard-0", "shard-1", "shard-2"]
@@ -144,7 +78,7 @@ def test_a_statefulset_of_gpu_shares_comes_up_in_order_and_scales_down_from_the_
     assert not cluster.pods("app=shard")
 
 
-def test_a_volcano_job_of_gpu_shares_runs_as_a_gang(cluster: Cluster) -> None:
+def test_a_volcano_job_of_gpu_shares_runs_as_a_gang(cluster: UpCluster) -> None:
     cluster.kubectl("apply", "-f", str(DATA / "vcjob.yaml"))
 
     def running() -> bool:
@@ -152,7 +86,7 @@ def test_a_volcano_job_of_gpu_shares_runs_as_a_gang(cluster: Cluster) -> None:
         return len(table) == 2 and table[1].split()[1:4] == ["Running", "2", "2"]
 
     wait_for(running, timeout=120, what="the job Running")
-    pods = wait_for(lambda: cluster.running("volcano.sh/job-name=train", 2), what="both workers running")
+    pods = wait_for(lambda: cluster.all_running("volcano.sh/job-name=train", 2), what="both workers running")
     job = cluster.json("get", "vcjob", "train")
     group = f"train-{job['metadata']['uid']}"
     for pod in pods:
@@ -172,7 +106,7 @@ def test_a_volcano_job_of_gpu_shares_runs_as_a_gang(cluster: Cluster) -> None:
     assert not cluster.json("get", "podgroups")["items"]
 
 
-def test_volcanos_example_manifests_run_unchanged(cluster: Cluster) -> None:
+def test_volcanos_example_manifests_run_unchanged(cluster: UpCluster) -> None:
     examples = {
         "vc-job": ("job.yaml", "volcano.sh/job-name=test-job", 6),
         "vc-plugin": ("job-plugin.yaml", "volcano.sh/job-name=test-job-plugin", 3),
@@ -185,12 +119,14 @@ def test_volcanos_example_manifests_run_unchanged(cluster: Cluster) -> None:
         cluster.kubectl("apply", "-n", namespace, "-f", str(DATA / "volcano" / manifest))
     for namespace, (manifest, selector, count) in examples.items():
         wait_for(
-            lambda n=namespace, s=selector, c=count: cluster.running(s, c, n), timeout=180, what=f"{manifest} running"
+            lambda n=namespace, s=selector, c=count: cluster.all_running(s, c, n),
+            timeout=180,
+            what=f"{manifest} running",
         )
     for namespace, name in (("vc-job", "test-job"), ("vc-plugin", "test-job-plugin"), ("vc-depends", "job")):
         status = cluster.json("get", "vcjob", name, "-n", namespace)["status"]
         assert status["state"]["phase"] == "Running", (name, status)
-    queue = cluster.running("app=nginx", 1, "vc-queue")
+    queue = cluster.all_running("app=nginx", 1, "vc-queue")
     assert queue is not None
     assert queue[0]["spec"]["schedulerName"] == "volcano"
     for namespace in examples:
@@ -198,7 +134,7 @@ def test_volcanos_example_manifests_run_unchanged(cluster: Cluster) -> None:
     cluster.kubectl("delete", "queue", "test")
 
 
-def test_a_pod_for_a_scheduler_nobody_runs_gets_an_event(cluster: Cluster) -> None:
+def test_a_pod_for_a_scheduler_nobody_runs_gets_an_event(cluster: UpCluster) -> None:
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
