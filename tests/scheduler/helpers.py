@@ -1,8 +1,10 @@
-"""Small node tables for scheduler tests: nodes described by free CPU and free milli per GPU."""
+"""Small node tables for scheduler tests: nodes described by free CPU and free milli per GPU; and a
+GPU node manifest for the live scheduler's tests against the embedded API server."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +22,7 @@ from runtimekit.model import (
     PodRequest,
     Slot,
 )
+from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
 
@@ -77,3 +80,23 @@ def static_cache(*names: str, gpus: int = 2) -> StaticCache:
     return StaticCache(
         [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6, 110), meta(n)) for n in names]
     )
+
+
+def gpu_node(name: str, gpus: int, model: str = "H200") -> dict[str, Any]:
+    """A Ready node manifest with `gpus` simulated GPUs published as the device plugin does."""
+    protocol = KitProtocol.default()
+    inventory = NodeInventory.simulated(name, model, gpus)
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": {protocol.labels.gpu_model: model},
+            "annotations": {protocol.annotations.node_devices: inventory.to_annotation()},
+        },
+        "status": {
+            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+        },
+    }

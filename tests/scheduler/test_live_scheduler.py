@@ -13,12 +13,12 @@ import pytest
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
-from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.objects import assignment_of
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from scheduler.helpers import gpu_node
 
 P = KitProtocol.default()
 CONF = """
@@ -36,24 +36,6 @@ tiers:
   - name: gpushare
     arguments: {gpushare.policy: bestfit}
 """
-
-
-def node(name: str, gpus: int, model: str = "H200") -> dict[str, Any]:
-    inventory = NodeInventory.simulated(name, model, gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {P.labels.gpu_model: model},
-            "annotations": {P.annotations.node_devices: inventory.to_annotation()},
-        },
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "capacity": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def pod(name: str, limits: dict[str, Any], annotations: dict[str, str] | None = None) -> dict[str, Any]:
@@ -93,7 +75,7 @@ def bound(http: KubeHttp, name: str) -> str | None:
 
 
 def test_pods_bind_with_assignments_events_and_conditions(http: KubeHttp) -> None:
-    http.post("/api/v1/nodes", node("n1", 2))
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
     scheduler = start(http)
     try:
         http.post("/api/v1/namespaces/default/pods", pod("frac", {P.resources.core: 25, P.resources.memory: 20}))
@@ -130,7 +112,7 @@ def test_pods_bind_with_assignments_events_and_conditions(http: KubeHttp) -> Non
 
 
 def test_gang_binds_all_or_nothing(http: KubeHttp) -> None:
-    http.post("/api/v1/nodes", node("n1", 2))
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
     group = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
@@ -145,7 +127,7 @@ def test_gang_binds_all_or_nothing(http: KubeHttp) -> None:
             http.post("/api/v1/namespaces/default/pods", pod(f"g{i}", {P.resources.gpu: 1}, member))
         time.sleep(1.0)
         assert [bound(http, f"g{i}") for i in range(3)] == [None, None, None]
-        http.post("/api/v1/nodes", node("n2", 2))
+        http.post("/api/v1/nodes", gpu_node("n2", 2))
         wait_for(lambda: all(bound(http, f"g{i}") for i in range(3)), what="the gang")
     finally:
         scheduler.stop()
@@ -153,7 +135,7 @@ def test_gang_binds_all_or_nothing(http: KubeHttp) -> None:
 
 def test_restart_mid_stream_books_nothing_twice(http: KubeHttp) -> None:
     for name in ("n1", "n2"):
-        http.post("/api/v1/nodes", node(name, 2))
+        http.post("/api/v1/nodes", gpu_node(name, 2))
     first = start(http)
     for i in range(12):
         http.post("/api/v1/namespaces/default/pods", pod(f"p{i}", {P.resources.core: 30}))
@@ -182,7 +164,7 @@ def test_restart_mid_stream_books_nothing_twice(http: KubeHttp) -> None:
 
 
 def test_only_the_leader_binds_and_a_standby_takes_over(http: KubeHttp) -> None:
-    http.post("/api/v1/nodes", node("n1", 4))
+    http.post("/api/v1/nodes", gpu_node("n1", 4))
     a = start(http, leader_elect=True, identity="a", lease_seconds=2.0, renew_every=0.3, lease_namespace="default")
     wait_for(a.elector.leading.is_set, what="a leads")  # type: ignore[union-attr]
     b = start(http, leader_elect=True, identity="b", lease_seconds=2.0, renew_every=0.3, lease_namespace="default")
@@ -202,8 +184,8 @@ def test_only_the_leader_binds_and_a_standby_takes_over(http: KubeHttp) -> None:
 def test_packfrag_places_pods_in_the_live_scheduler_from_what_it_learned(http: KubeHttp) -> None:
     """The policy asked for by annotation places share pods and records itself in the assignment;
     it learns its workload from these pods, nothing else (docs/results/better-than-fgd.md)."""
-    http.post("/api/v1/nodes", node("n1", 2))
-    http.post("/api/v1/nodes", node("n2", 2))
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
+    http.post("/api/v1/nodes", gpu_node("n2", 2))
     scheduler = start(http)
     try:
         names = [f"pf-{i}" for i in range(5)]

@@ -17,7 +17,6 @@ import pytest
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
-from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.objects import assignment_of
@@ -25,6 +24,7 @@ from runtimekit.scheduler.framework import BuildContext
 from runtimekit.scheduler.framework.check import Checked, check_conf, check_file
 from runtimekit.scheduler.reload import ConfWatcher
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from scheduler.helpers import gpu_node
 
 P = KitProtocol.default()
 KEY = "volcano-scheduler.conf"
@@ -119,23 +119,6 @@ def test_an_edit_in_place_with_the_same_bytes_is_no_reload(tmp_path: Path) -> No
     assert watcher.poll() is None
 
 
-def node(name: str, gpus: int) -> dict[str, Any]:
-    inventory = NodeInventory.simulated(name, "H200", gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {P.labels.gpu_model: "H200"},
-            "annotations": {P.annotations.node_devices: inventory.to_annotation()},
-        },
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
-
-
 def share_pod(name: str) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
@@ -189,7 +172,7 @@ def test_the_live_scheduler_reloads_between_sessions_and_refuses_a_bad_conf(
 ) -> None:
     monkeypatch.setenv("POD_NAME", "volcano-scheduler-0")
     monkeypatch.setenv("POD_NAMESPACE", "default")
-    http.post("/api/v1/nodes", node("n1", 2))
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
     mounted = MountedConfigMap(tmp_path, conf("bestfit"))
     scheduler = start(http, mounted.path)
     cache = scheduler.cache

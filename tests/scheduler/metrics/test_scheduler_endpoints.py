@@ -21,12 +21,12 @@ import pytest
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
-from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.metrics.series import E2E_BUCKETS, go_float
 from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from scheduler.helpers import gpu_node
 
 P = KitProtocol.default()
 ROOT = Path(__file__).resolve().parents[3]
@@ -58,23 +58,6 @@ def tool(name: str) -> Path:
     if not path.exists():
         pytest.skip(f"{name} not fetched (make tools)")
     return path
-
-
-def node(name: str, gpus: int) -> dict[str, Any]:
-    inventory = NodeInventory.simulated(name, "H200", gpus)
-    return {
-        "apiVersion": "v1",
-        "kind": "Node",
-        "metadata": {
-            "name": name,
-            "labels": {P.labels.gpu_model: "H200"},
-            "annotations": {P.annotations.node_devices: inventory.to_annotation()},
-        },
-        "status": {
-            "allocatable": {"cpu": "64", "memory": "512Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True"}],
-        },
-    }
 
 
 def pod(name: str, limits: dict[str, Any]) -> dict[str, Any]:
@@ -127,7 +110,7 @@ def value(text: str, series: str) -> float:
 @pytest.fixture
 def scheduled(http: KubeHttp) -> Iterator[tuple[Scheduler, str]]:
     """A scheduler that bound a share and a whole GPU and failed a pod too big for any node."""
-    http.post("/api/v1/nodes", node("n1", 2))
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
     scheduler = start(http, retry_seconds=0.5)  # toobig is retried: sessions go on, so rates are not 0
     try:
         http.post("/api/v1/namespaces/default/pods", pod("frac", {P.resources.core: 25, P.resources.memory: 20}))
