@@ -162,7 +162,7 @@ def parse_container_gpu(
     """The GPU request of one container, None when it asks for no GPU."""
     name = str(container.get("name", "?"))
     res = protocol.resources
-    amounts = dict(limits) if limits is not None else _limits_first(container)
+    amounts = limits if limits is not None else _limits_first(container)  # read, never changed
     if not any(protocol.manages(str(key)) for key in amounts):
         return None  # the usual container: no GPU resource under any of its names
     given: list[str] = []
