@@ -112,14 +112,12 @@ def test_a_failed_pod_is_recreated(workloads: Workloads) -> None:
     workloads.wait(lambda: settled(workloads, 2), "two ready")
     old = workloads.http.get(f"{PODS}/db-0")
     set_phase(workloads.http, old, "Failed", exit_code=1)
-    workloads.wait(
-        lambda: (
-            workloads.pods("statefulset.kubernetes.io/pod-name=db-0")
-            and workloads.pods("statefulset.kubernetes.io/pod-name=db-0")[0]["metadata"]["uid"]
-            != old["metadata"]["uid"]
-        ),
-        "a new db-0",
-    )
+
+    def replaced() -> bool:  # one list a look: the old pod may go between two lists
+        pods = workloads.pods("statefulset.kubernetes.io/pod-name=db-0")
+        return bool(pods) and pods[0]["metadata"]["uid"] != old["metadata"]["uid"]
+
+    workloads.wait(replaced, "a new db-0")
     [event] = workloads.events("db", "RecreatingFailedPod")
     assert event["message"] == "StatefulSet default/db is recreating failed Pod db-0"
 
