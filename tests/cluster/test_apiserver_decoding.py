@@ -120,3 +120,33 @@ def test_type_errors_are_worded_as_gos(container: dict[str, Any], message: str) 
 )
 def test_quantity_syntax_is_resource_quantitys(value: object, ok: bool) -> None:
     assert (quantity_problem(value) == "") is ok
+
+
+@pytest.mark.parametrize(
+    ("number", "stored"),
+    [(30, "30"), (1000, "1k"), (16000, "16k"), (1024, "1024"), (0, "0"), (0.5, "500m"), (1.5, "1500m"), (2.5e9, "2500M")],
+)
+def test_a_number_given_for_a_quantity_is_stored_as_its_canonical_text(number: float, stored: str) -> None:
+    """kube-apiserver decodes a JSON number into resource.Quantity and writes it back as canonical
+    text (kubectl sends `nvidia.com/gpu: 1` from YAML as a number): limits, requests, overhead and a
+    lone quantity field alike, on the quick path and on the path that words problems."""
+    shape = shapes_for("1.31").root("v1", "Pod")
+    assert shape is not None
+    for extra in ({}, {"unknownField": 1}):  # the second takes the full walk
+        body = pod(resources={"limits": {"example.com/foo": number}, "requests": {"cpu": number}}, **extra)
+        body["spec"]["overhead"] = {"memory": number}
+        body["spec"]["volumes"] = [{"name": "v", "emptyDir": {"sizeLimit": number}}]
+        decoded = decode(shape, body, "Pod", "v1", FieldValidation.IGNORE)
+        resources = decoded["spec"]["containers"][0]["resources"]
+        assert resources == {"limits": {"example.com/foo": stored}, "requests": {"cpu": stored}}
+        assert decoded["spec"]["overhead"] == {"memory": stored}
+        assert decoded["spec"]["volumes"][0]["emptyDir"] == {"sizeLimit": stored}
+
+
+def test_a_number_no_quantity_can_hold_is_refused() -> None:
+    shape = shapes_for("1.31").root("v1", "Pod")
+    assert shape is not None
+    with pytest.raises(ApiError) as caught:
+        decode(shape, pod(resources={"limits": {"cpu": float("inf")}}), "Pod", "v1", FieldValidation.IGNORE)
+    assert caught.value.code == 400
+    assert "quantities must match" in caught.value.message

@@ -25,6 +25,7 @@ import functools
 import re
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
+from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
 
@@ -150,6 +151,10 @@ class _Walk:
                     raise self.mismatch(sub, inner, shape.struct, _join(fpath, key))
             elif kind is Kind.ANY:
                 continue
+            elif kind is Kind.QUANTITY:
+                if type(sub) is int or type(sub) is float:
+                    value[key] = number_quantity(sub) or sub
+                self.scalar(inner, value[key], shape.struct, _join(fpath, key))
             elif kind is Kind.STRUCT:
                 if type(sub) is not dict:
                     raise self.mismatch(sub, inner, shape.struct, _join(fpath, key))
@@ -182,6 +187,8 @@ class _Walk:
             assert item is not None
             if item.kind is Kind.STRING and all(type(v) is str for v in value.values()):
                 return
+            if item.kind is Kind.QUANTITY:
+                _fine_quantities(value)  # numbers as their canonical text; what is left is checked below
             for k, v in value.items():
                 self.value(item, v, struct, fpath, f"{spath}[{k}]")
         elif kind is Kind.STRING:
@@ -250,6 +257,12 @@ def _fine(shape: Shape, value: dict[str, Any]) -> bool:
         elif kind is _STRUCT:
             if type(sub) is not dict or not _fine(inner, sub):
                 return False
+        elif kind is _QUANTITY:
+            if type(sub) is int or type(sub) is float:
+                value[key] = number_quantity(sub) or sub
+            text = value[key]
+            if type(text) is not str or _quantity_problem_text(text):
+                return False
         elif kind is not _ANY and not _fine_value(inner, sub):
             return False
     return True
@@ -272,6 +285,8 @@ def _fine_value(shape: Shape, value: Any) -> bool:
         item_kind = item.kind
         if item_kind is _STRING:
             return all(type(v) is str for v in values)
+        if item_kind is _QUANTITY and kind is _MAP:
+            return _fine_quantities(value)
         if item_kind is _STRUCT:
             return all(type(v) is dict and _fine(item, v) for v in values)
         return all(v is None or _fine_value(item, v) for v in values)
@@ -291,6 +306,51 @@ def _fine_value(shape: Shape, value: Any) -> bool:
     if kind is Kind.NUMBER:
         return type(value) is int or type(value) is float
     return False  # base64 text and the like: the full walk checks them
+
+
+def _fine_quantities(amounts: dict[str, Any]) -> bool:
+    """A map of quantities (requests, limits, allocatable): numbers become their canonical text in
+    place, as kube-apiserver stores them; True when every value is then a valid quantity."""
+    for key, given in amounts.items():
+        if type(given) is int or type(given) is float:
+            amounts[key] = number_quantity(given) or given
+        value = amounts[key]
+        if value is not None and (type(value) is not str or _quantity_problem_text(value)):
+            return False
+    return True
+
+
+_INT_LIMIT = 1 << 63
+_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
+
+
+def number_quantity(value: int | float) -> str:
+    """A JSON number given for a quantity, in resource.Quantity's canonical decimal form (30 -> "30",
+    1000 -> "1k", 0.5 -> "500m", 1.5 -> "1500m"); values finer than 1n round up to it, as Go's do;
+    "" for a number no quantity can hold (NaN, infinite, beyond 2^63 E)."""
+    if type(value) is int and -_INT_LIMIT < value < _INT_LIMIT:  # the usual case, without Decimal
+        if value == 0:
+            return "0"
+        exponent = 0
+        while value % 1000 == 0 and exponent < 18:
+            value //= 1000
+            exponent += 3
+        return f"{value}{_SUFFIXES[exponent]}"
+    try:
+        amount = Decimal(value) if type(value) is int else Decimal(repr(value))
+    except InvalidOperation:
+        return ""
+    if not amount.is_finite() or abs(amount) >= Decimal(2**63) * Decimal(10) ** 18:
+        return ""
+    if amount == 0:
+        return "0"
+    scaled = amount.scaleb(9)
+    nanos = int(scaled.to_integral_value(rounding=ROUND_CEILING))
+    exponent = -9
+    while nanos % 1000 == 0 and exponent < 18:
+        nanos //= 1000
+        exponent += 3
+    return f"{nanos}{_SUFFIXES[exponent]}"
 
 
 def _join(path: str, key: str) -> str:
