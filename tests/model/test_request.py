@@ -330,3 +330,28 @@ def test_the_names_of_a_preset_are_not_scalars_and_the_default_protocol_is_uncha
     [default] = parse_pod_request(pod(c(limits={CORE: 30})), P).gpus
     assert default.gpu.memory_on(H100_MIB) == 30 * H100_MIB // 100  # in proportion to the compute share
     assert parse_pod_request(pod(c(limits={"nvidia.com/gpumem": 5})), P).scalars == (("nvidia.com/gpumem", 5),)
+
+
+def test_pods_asking_alike_share_one_parse_under_one_protocol_only() -> None:
+    """Pods made from one template ask alike: the second is not parsed again (the same request
+    object comes back), while another protocol, other amounts, or amounts written as numbers are
+    parsed on their own, and a refused request is refused every time."""
+    limits = {CORE: "30", MEM: "4"}
+    first = parse_pod_request(pod(c(limits=limits, requests={"cpu": "2"})), P)
+    again = parse_pod_request(pod(c(limits=dict(limits), requests={"cpu": "2"})), P)
+    assert again is first
+    other = preset_protocol("hami")
+    hami = parse_pod_request(pod(c(limits={other.resources.core: "30"}, requests={"cpu": "2"})), other)
+    assert hami is not first
+    assert (
+        parse_pod_request(pod(c(limits={CORE: "30", MEM: "8"}, requests={"cpu": "2"})), P).gpus[0].gpu
+        != first.gpus[0].gpu
+    )
+    as_numbers = parse_pod_request(pod(c(limits={CORE: 30, MEM: 4}, requests={"cpu": 2})), P)
+    assert as_numbers == first
+    assert as_numbers is not first
+    for _ in range(2):
+        with pytest.raises(RequestError, match="above 100"):
+            parse_pod_request(pod(c(limits={CORE: "130"})), P)
+    with_init = pod(c(limits=limits, requests={"cpu": "2"}), init=[c("setup", requests={"cpu": "8"})])
+    assert parse_pod_request(with_init, P).cpu_milli == 8000  # an init container's peak is not a plain pod's

@@ -282,8 +282,58 @@ def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
     return {**limits, **requests}
 
 
+_MEMO_SIZE = 4096
+# plain pods' requests by (the protocol's id, their containers' names and resources): the protocol
+# is kept beside each so that an id is never read for another protocol
+_memo: dict[tuple[int, tuple[object, ...]], tuple[KitProtocol, PodRequest]] = {}
+
+
+def _plain_signature(spec: Mapping[str, Any]) -> tuple[object, ...] | None:
+    """What a pod without init containers or overhead asks for, as a hashable key; None for any
+    other pod, or one whose amounts are not all strings (as the API server writes quantities)."""
+    if spec.get("initContainers") or spec.get("overhead"):
+        return None
+    containers = spec.get("containers")
+    if not isinstance(containers, list):
+        return None
+    key: list[object] = []
+    for container in containers:
+        if not isinstance(container, Mapping):
+            return None
+        resources, name = container.get("resources"), container.get("name")
+        if not isinstance(resources, Mapping) or not isinstance(name, str | None):
+            return None
+        key.append(name)
+        for part in ("limits", "requests"):
+            amounts = resources.get(part)
+            if amounts is None:
+                key.append(None)
+            elif isinstance(amounts, Mapping) and all(type(v) is str for v in amounts.values()):
+                key.append(tuple(amounts.items()))
+            else:  # numbers (1 and True are equal keys) or worse: parsed every time
+                return None
+    return tuple(key)
+
+
 def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
-    """The effective request of a pod manifest. Raises RequestError with the reason."""
+    """The effective request of a pod manifest. Raises RequestError with the reason. Pods made from
+    one template ask alike: a plain pod's request is parsed once per distinct set of amounts."""
+    spec = pod.get("spec")
+    signature = _plain_signature(spec) if isinstance(spec, Mapping) else None
+    if signature is None:
+        return _parse_pod_request(pod, protocol)
+    key = (id(protocol), signature)
+    found = _memo.get(key)
+    if found is not None and found[0] is protocol:
+        return found[1]
+    request = _parse_pod_request(pod, protocol)  # a RequestError is not kept: it is raised again
+    if len(_memo) >= _MEMO_SIZE:
+        _memo.clear()
+    _memo[key] = (protocol, request)
+    return request
+
+
+def _parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         raise RequestError("pod has no spec")

@@ -84,6 +84,9 @@ def selector_from_annotations(annotations: Mapping[str, object], protocol: KitPr
     they always were; every other constraint is per GPU."""
     names = protocol.annotations
     contains = protocol.rules.model_match == "contains"
+    keys = (names.gpu_models if contains else "", names.gpu_models_excluded, names.gpu_uuids, names.gpu_uuids_excluded)
+    if not any(annotations.get(key) for key in keys if key):
+        return None  # the usual pod: no constraint annotation (read for every event of every pod)
 
     def read(key: str) -> tuple[str, ...]:
         return _entries(annotations.get(key)) if key else ()

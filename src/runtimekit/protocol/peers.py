@@ -84,6 +84,8 @@ def _read(protocol: KitProtocol) -> _Read:
 
 _READ_BY: dict[int, tuple[KitProtocol, _Read]] = {}  # id -> (the protocol, kept alive; what it reads)
 _UNREAD_BY_NAME = {(kind, name): (system, note) for kind, name, system, note in UNREAD}
+# (protocol id, a pod's names) -> (the protocol, what is found among them before `offered`)
+_FOUND: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[KitProtocol, tuple[Finding, ...]]] = {}
 
 
 def _read_by(protocol: KitProtocol) -> _Read:
@@ -129,18 +131,28 @@ def foreign_names(pod: Mapping[str, Any], protocol: KitProtocol, offered: Collec
     """The peers' resources (in any container's limits or requests) and annotations on `pod` that
     `protocol` does not read, in the order found, each once; resources in `offered` (some node has
     them) are not reported."""
-    active = _read_by(protocol)
+    names = tuple(_names(pod))
+    key = (id(protocol), names)
+    found = _FOUND.get(key)
+    if found is None or found[0] is not protocol:  # pods made from one template carry the same names
+        if len(_FOUND) >= 4096:
+            _FOUND.clear()
+        found = _FOUND[key] = (protocol, _findings(names, _read_by(protocol)))
+    return [f for f in found[1] if not (f.kind == RESOURCE and f.name in offered)]
+
+
+def _findings(names: tuple[tuple[str, str], ...], active: _Read) -> tuple[Finding, ...]:
     unread = _UNREAD_BY_NAME
     seen: dict[tuple[str, str], Finding] = {}
-    for kind, name in _names(pod):
-        if (kind, name) in seen or active.reads(kind, name) or (kind == RESOURCE and name in offered):
+    for kind, name in names:
+        if (kind, name) in seen or active.reads(kind, name):
             continue
         if is_peer_name(kind, name):
             seen[(kind, name)] = Finding(kind, name, _readers(kind, name))
         elif (kind, name) in unread:
             system, note = unread[(kind, name)]
             seen[(kind, name)] = Finding(kind, name, (), f"{system}: {note}")
-    return list(seen.values())
+    return tuple(seen.values())
 
 
 def _names(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
