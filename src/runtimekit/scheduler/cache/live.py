@@ -444,21 +444,30 @@ class LiveCache(ClusterBook):
     # -- queue status ----------------------------------------------------------------------
     def queue_statuses(self) -> dict[str, dict[str, Any]]:
         """Each Queue object's status as Volcano's queue controller reports it."""
-        with self.lock:
+        with self.lock:  # one pass over every job, about once a second: kept tight
             phases: dict[str, list[str]] = {name: [] for name in self.queues}
+            running, pending = self.running, self.pending
             for job in self.jobs.values():
-                members = [
-                    self.running.get(m) or self.pending[m].task
-                    for m in job.members
-                    if m in self.running or m in self.pending
-                ]
-                queue = queue_of(members[0].pod or {} if members else {}, job.group, self.default_queue)
-                if queue not in phases or (job.group is None and not members):
+                first: TaskInfo | None = None
+                placed = False
+                for m in job.members:
+                    task = running.get(m)
+                    if task is not None:
+                        placed = True
+                    else:
+                        entry = pending.get(m)
+                        task = entry.task if entry is not None else None
+                    if first is None:
+                        first = task
+                if job.group is None and first is None:
+                    continue
+                queue = queue_of(first.pod or {} if first is not None else {}, job.group, self.default_queue)
+                if queue not in phases:
                     continue
                 if job.group is not None:
                     phase = job.phase or str((job.group.get("status") or {}).get("phase") or "Pending")
                 else:  # a pod of its own: admitted at once (Volcano gives it a pod group of one)
-                    phase = "Running" if any(m in self.running for m in job.members) else "Inqueue"
+                    phase = "Running" if placed else "Inqueue"
                 phases[queue].append(phase)
             return {
                 name: queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)

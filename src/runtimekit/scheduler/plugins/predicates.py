@@ -73,6 +73,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
     def __init__(self, args: PredicatesArgs | None = None) -> None:
         self.args = args or PredicatesArgs()
         self._static: dict[tuple[Constraints, int], Codes] = {}
+        self._open: set[tuple[Constraints, int]] = set()  # keys of `_static` where every node passes
         self._extra: dict[str, int] = {}  # reasons made on the fly (parse problems, proportional)
 
     # -- node-level filters, cached per constraint -----------------------------------------
@@ -82,10 +83,30 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         if found is None:
             if len(self._static) > 256:
                 self._static.clear()
+                self._open.clear()
             metas = ssn.snapshot.meta
             found = np.array([self._node_code(constraints, metas[row]) for row in range(ssn.table.rows)], np.int8)
             self._static[key] = found
+            if not found.any():
+                self._open.add(key)
         return found
+
+    def _simple(self, task: TaskInfo, ssn: SessionView) -> bool:
+        """Whether every node passes the node-level filters for the task and it needs none of the
+        per-pod ones (the usual pod: no selector, affinity, spread or ports, and no placed pod with
+        required anti-affinity), so the predicate has nothing to compute."""
+        args = self.args
+        if args.proportional:
+            return False
+        facts = kubestate.facts(task)
+        if facts.problem or not facts.simple:
+            return False
+        if args.pod_affinity and kubestate.session(ssn).index.has_anti_affinity:
+            return False
+        key = (task.constraints, kubestate.scope(ssn).serial)
+        if key not in self._static:
+            self._node_codes(task.constraints, ssn)
+        return key in self._open
 
     def _node_code(self, constraints: Constraints, node: NodeMeta | None) -> int:
         args = self.args
@@ -105,6 +126,8 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
 
     # -- the predicate ---------------------------------------------------------------------
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
+        if self._simple(task, ssn):
+            return Verdict.all(rows.size)
         codes = self._node_codes(task.constraints, ssn)[rows]
         facts = kubestate.facts(task)
         args = self.args
