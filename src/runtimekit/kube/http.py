@@ -219,6 +219,9 @@ class KubeHttp:
             allowWatchBookmarks="true",
             timeoutSeconds=timeout_seconds,
         )
+        if self._plain is not None:
+            yield from self._plain_watch(path, _params(query), timeout_seconds + 30.0)
+            return
         request = self._client.build_request(
             "GET", path, params=_params(query), timeout=httpx.Timeout(10.0, read=timeout_seconds + 30.0)
         )
@@ -230,18 +233,36 @@ class KubeHttp:
             if response.status_code >= 400:
                 response.read()
                 raise error_of(response.status_code, response.reason_phrase, response.content)
-            for line in _lines(response.iter_bytes()):
-                event = jsoncodec.loads(line)
-                kind, obj = event.get("type", ""), event.get("object") or {}
-                if kind == "ERROR":
-                    raise KubeError.of(
-                        int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", ""))
-                    )
-                yield WatchEvent(kind, obj)
+            yield from _events(response.iter_bytes())
         except httpx.HTTPError as exc:
             raise unreachable(f"watch {path} broke", exc) from exc
         finally:
             response.close()
+
+    def _plain_watch(self, path: str, params: dict[str, str], read_timeout: float) -> Iterator[WatchEvent]:
+        assert self._plain is not None
+        try:
+            stream = self._plain.stream(path, params, read_timeout)
+        except (OSError, http.client.HTTPException) as exc:
+            raise unreachable(f"watch {path}", exc) from exc
+        try:
+            if stream.status >= 400:
+                raise error_of(stream.status, stream.reason, stream.read())
+            yield from _events(stream.chunks())
+        except (OSError, http.client.HTTPException) as exc:
+            raise unreachable(f"watch {path} broke", exc) from exc
+        finally:
+            stream.close()
+
+
+def _events(chunks: Iterable[bytes]) -> Iterator[WatchEvent]:
+    """The watch events of a stream: one JSON event per line; an ERROR event is raised as its KubeError."""
+    for line in _lines(chunks):
+        event = jsoncodec.loads(line)
+        kind, obj = event.get("type", ""), event.get("object") or {}
+        if kind == "ERROR":
+            raise KubeError.of(int(obj.get("code", 500)), str(obj.get("reason", "")), str(obj.get("message", "")))
+        yield WatchEvent(kind, obj)
 
 
 def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
