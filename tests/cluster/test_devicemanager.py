@@ -18,7 +18,7 @@ from runtimekit.api.podresources.v1 import podresources_pb2 as pr
 from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
-from runtimekit.cluster.kubelet.devicemanager import AdmissionError, DeviceManager, PodIdentity
+from runtimekit.cluster.kubelet.devicemanager import AdmissionError, DeviceManager, PodIdentity, _resource_amounts
 from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 
 RESOURCE = "example.com/gpu"
@@ -265,3 +265,12 @@ def test_pod_resources_api(rig: Rig) -> None:
     assert [(d.resource_name, list(d.device_ids)) for d in allocatable] == [(RESOURCE, ["d0", "d1", "d2"])]
     assert one.name == "a"
     assert missing.value.code() is grpc.StatusCode.NOT_FOUND  # type: ignore[attr-defined]
+
+
+def test_device_counts_are_read_as_quantities() -> None:
+    """The API server stores quantities in canonical form (a count of 3000 reads back as 3k), and
+    kubelet reads them as quantities: such a count is whole, a fraction is refused."""
+    container = {"resources": {"limits": {"example.com/mem": "3k", "example.com/gpu": "2", "cpu": "500m"}}}
+    assert _resource_amounts(container) == {"example.com/mem": 3000, "example.com/gpu": 2}
+    with pytest.raises(AdmissionError, match="not a whole number"):
+        _resource_amounts({"resources": {"limits": {"example.com/gpu": "1500m"}}})

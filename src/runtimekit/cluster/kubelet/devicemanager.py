@@ -38,6 +38,7 @@ import grpc
 from runtimekit.api import kubelet
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
+from runtimekit.model.quantity import whole_number
 from runtimekit.protocol.names import check_extended_resource_name
 
 log = logging.getLogger(__name__)
@@ -129,7 +130,7 @@ def _resource_amounts(container: Mapping[str, Any]) -> dict[str, int]:
     for name, value in amounts.items():
         if "/" in str(name) and "kubernetes.io/" not in str(name):
             try:
-                count = int(str(value))
+                count = whole_number(value)  # a quantity, as the API server writes it: 3000 reads back as 3k
             except ValueError:
                 raise AdmissionError("UnexpectedAdmissionError", f"{name}: {value!r} is not a whole number") from None
             if count > 0:
