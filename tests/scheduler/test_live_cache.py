@@ -4,6 +4,7 @@ the ledger different from a recomputation from the pod objects."""
 
 from __future__ import annotations
 
+import copy
 import random
 import time
 from typing import Any
@@ -17,6 +18,7 @@ from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.live import LiveCache
 from runtimekit.scheduler.cache.objects import assignment_of, node_state, task_from_pod
 from runtimekit.scheduler.framework import BuildContext, Framework, load_conf, parse_conf
+from runtimekit.scheduler.framework.info import TaskStatus
 from scheduler.fake_api import FakeApi, P, node_object, pod_object
 
 GPU, CORE, MEM = P.resources.gpu, P.resources.core, P.resources.memory
@@ -452,3 +454,37 @@ def test_placed_pods_keep_their_labels_and_terms_in_the_snapshot() -> None:
     assert facts.labels == {"app": "db"}
     assert pods.with_anti_affinity == 1
     cache.close()
+
+
+def test_a_pods_binding_event_reuses_its_task_and_nothing_else_does() -> None:
+    """The event of a pod's binding (nodeName, the scheduler's annotations, a status) gives the task
+    of the pod's earlier event back as a fresh copy, equal to what reading the pod anew gives; any
+    other change (a label, another annotation, the spec) is read anew."""
+    pending = pod_object("p", {P.resources.core: "30"}, annotations={P.annotations.policy: "fgd"})
+    earlier = task_from_pod(pending, P)
+    earlier.status = TaskStatus.BOUND
+    bound = copy.deepcopy(pending)
+    bound["spec"]["nodeName"] = "n1"
+    bound["metadata"]["annotations"].update(
+        {P.annotations.assignment: "{}", P.annotations.assignment_signature: "s", P.annotations.assume_time: "1"}
+    )
+    bound["metadata"]["resourceVersion"] = "9"
+    bound["status"] = {"phase": "Running"}
+    reused = task_from_pod(bound, P, earlier)
+    assert reused is not earlier
+    assert reused.request is earlier.request
+    assert reused.pod is bound
+    assert vars(reused) == vars(task_from_pod(bound, P))
+    for change in (
+        lambda p: p["metadata"].setdefault("labels", {}).update({"app": "x"}),
+        lambda p: p["metadata"]["annotations"].update({P.annotations.policy: "binpack"}),
+        lambda p: p["spec"].update({"priority": 5}),
+    ):
+        other = copy.deepcopy(bound)
+        change(other)
+        fresh = task_from_pod(other, P, earlier)
+        assert vars(fresh) == vars(task_from_pod(other, P))
+    assert (
+        task_from_pod(copy.deepcopy(bound) | {"metadata": bound["metadata"] | {"annotations": {}}}, P, earlier).policy
+        == ""
+    )

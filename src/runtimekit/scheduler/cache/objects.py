@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
@@ -36,6 +36,7 @@ from runtimekit.scheduler.framework.info import (
     Resources,
     Taint,
     TaskInfo,
+    TaskStatus,
     Toleration,
 )
 from runtimekit.scheduler.kubesem import nodeaffinity
@@ -193,12 +194,57 @@ def _same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     return all(old.get(key) == new.get(key) for key in ("containers", "initContainers", "overhead"))
 
 
+_IDENTITY = ("uid", "name", "namespace", "creationTimestamp", "labels", "ownerReferences")
+
+
+def _only_bound(before: Mapping[str, Any], after: Mapping[str, Any], written: frozenset[str]) -> bool:
+    """Whether `after` is `before` as its binding leaves it: the same identity, labels and spec but
+    for `nodeName`, and the same annotations but for those the scheduler writes with the binding
+    (`written`); a status or a resourceVersion may differ (no task field reads them)."""
+    old_meta, new_meta = _mapping(before.get("metadata")), _mapping(after.get("metadata"))
+    if any(old_meta.get(k) != new_meta.get(k) for k in _IDENTITY):
+        return False
+    old_spec, new_spec = before.get("spec"), after.get("spec")
+    if not isinstance(old_spec, Mapping) or not isinstance(new_spec, Mapping):
+        return False
+    if any(old_spec.get(k) != new_spec.get(k) for k in old_spec.keys() | new_spec.keys() if k != "nodeName"):
+        return False
+    old_notes, new_notes = _mapping(old_meta.get("annotations")), _mapping(new_meta.get("annotations"))
+    return all(old_notes.get(k) == new_notes.get(k) for k in old_notes.keys() | new_notes.keys() if k not in written)
+
+
+def _fresh(task: TaskInfo) -> TaskInfo:
+    """A copy of `task` with nothing of where it stands (as `task_from_pod` makes one)."""
+    out = task.clone()
+    out.status, out.node, out.placement, out.nominated = TaskStatus.PENDING, None, None, None
+    return out
+
+
+def _binding_annotations(protocol: KitProtocol) -> frozenset[str]:
+    names = protocol.annotations
+    return frozenset({names.assignment, names.assignment_signature, names.assume_time})
+
+
 def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
     """A pod as a task. An unreadable request does not raise: the task carries the reason in
     `invalid`, so the scheduler reports it on the pod instead of dropping the pod. `like`: the task
-    of an earlier event of the pod, whose request is taken as it is when the pod asks for the same."""
+    of an earlier event of the pod, whose request is taken as it is when the pod asks for the same,
+    and whose every field is when the new event is only the pod's binding (what the scheduler reads
+    first of every pod it binds)."""
     m = meta(pod)
     spec = _mapping(pod.get("spec"))
+    if (
+        like is not None
+        and like.pod is not None
+        and not like.invalid
+        and _only_bound(like.pod, pod, _binding_annotations(protocol))
+    ):
+        task = _fresh(like)
+        task.pod = pod
+        node = str(spec.get("nodeName") or "")
+        if task.constraints.node_name != node:
+            task.constraints = replace(task.constraints, node_name=node)
+        return task
     annotations = _mapping(m.get("annotations"))
     invalid = ""
     if like is not None and like.pod is not None and not like.invalid and _same_request(like.pod, pod):

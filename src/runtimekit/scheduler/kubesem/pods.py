@@ -68,6 +68,14 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     namespace = str(meta.get("namespace") or DEFAULT_NAMESPACE)
     raw_labels = meta.get("labels") or {}
     labels = {str(k): str(v) for k, v in raw_labels.items()} if isinstance(raw_labels, Mapping) else {}
+    containers = [
+        c for c in (spec.get("initContainers") or []) + (spec.get("containers") or []) if isinstance(c, Mapping)
+    ]
+    images = tuple(normalized_image(str(c["image"])) for c in containers if c.get("image"))
+    terminating = bool(meta.get("deletionTimestamp"))
+    if not spec.get("affinity") and not spec.get("topologySpreadConstraints") and not host_ports(spec):
+        # the usual pod: none of the terms below, so nothing to parse or to get wrong
+        return PodFacts(namespace, labels, terminating, images=images, containers=len(containers))
     problems: list[str] = []
     affinity = spec.get("affinity") or {}
     if not isinstance(affinity, Mapping):
@@ -92,13 +100,10 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     except SelectorError as exc:
         preferred_nodes = ()
         problems.append(f"preferred node affinity: {exc}")
-    containers = [
-        c for c in (spec.get("initContainers") or []) + (spec.get("containers") or []) if isinstance(c, Mapping)
-    ]
     return PodFacts(
         namespace=namespace,
         labels=labels,
-        terminating=bool(meta.get("deletionTimestamp")),
+        terminating=terminating,
         affinity=required,
         anti_affinity=anti,
         preferred_affinity=preferred,
@@ -106,7 +111,7 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
         spread=spread,
         ports=host_ports(spec),
         preferred_nodes=preferred_nodes,
-        images=tuple(normalized_image(str(c["image"])) for c in containers if c.get("image")),
+        images=images,
         containers=len(containers),
         problem=f"parsing pod: {'; '.join(problems)}" if problems else "",
     )
