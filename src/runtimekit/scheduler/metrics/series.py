@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 import threading
 from bisect import bisect_left
+from collections import deque
 from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
@@ -103,32 +104,53 @@ STAGE_BUCKETS = _bounds(
 
 
 class HistogramVec(Collector):
-    """A histogram family: per label values, cumulative bucket counts, sum and count."""
+    """A histogram family: per label values, cumulative bucket counts, sum and count.
+
+    An observation is only queued (a deque append, safe from any thread without a lock: the
+    scheduler observes several per pod); the queue is counted into the buckets when read, or
+    when it holds `FOLD_AT` observations."""
+
+    FOLD_AT = 4096
 
     def __init__(self, name: str, doc: str, labels: Iterable[str], bounds: tuple[float, ...]) -> None:
         self.name, self.doc, self.labels, self.bounds = name, doc, tuple(labels), bounds
         self._les = (*(go_float(b) for b in bounds), "+Inf")
         self._series: dict[LabelValues, tuple[list[int], list[float]]] = {}
+        self._queued: deque[tuple[float, LabelValues]] = deque()
         self._lock = threading.Lock()
         if not self.labels:
             self._series[()] = ([0] * (len(bounds) + 1), [0.0])
 
     def observe(self, value: float, *label_values: str) -> None:
-        index = bisect_left(self.bounds, value)  # the first bucket whose bound is >= value
+        self._queued.append((value, label_values))
+        if len(self._queued) >= self.FOLD_AT:
+            self._fold()
+
+    def _fold(self) -> None:
+        """Count the queued observations in (an observation queued meanwhile waits for the next)."""
+        bounds, size = self.bounds, len(self.bounds) + 1
         with self._lock:
-            series = self._series.get(label_values)
-            if series is None:
-                series = self._series[label_values] = ([0] * (len(self.bounds) + 1), [0.0])
-            series[0][index] += 1
-            series[1][0] += value
+            queued, series_of = self._queued, self._series
+            while queued:
+                try:
+                    value, label_values = queued.popleft()
+                except IndexError:
+                    break
+                series = series_of.get(label_values)
+                if series is None:
+                    series = series_of[label_values] = ([0] * size, [0.0])
+                series[0][bisect_left(bounds, value)] += 1  # the first bucket whose bound is >= value
+                series[1][0] += value
 
     def count(self, *label_values: str) -> int:
+        self._fold()
         with self._lock:
             series = self._series.get(label_values)
             return sum(series[0]) if series else 0
 
     def collect(self) -> Iterator[Metric]:
         metric = Metric(self.name, self.doc, "histogram")
+        self._fold()
         with self._lock:
             series = [(k, list(counts), total[0]) for k, (counts, total) in self._series.items()]
         for label_values, counts, total in sorted(series):
@@ -162,6 +184,12 @@ class ValueVec(Collector):
     def get(self, *label_values: str) -> float | None:
         with self._lock:
             return self._values.get(label_values)
+
+    def replace(self, values: Iterable[tuple[LabelValues, float]]) -> None:
+        """Every series at once: those in `values` (label values, value), no other."""
+        fresh = dict(values)
+        with self._lock:
+            self._values = fresh
 
     def retain(self, keep: Iterable[LabelValues]) -> None:
         """Drop every series but those in `keep` (e.g. the jobs that still exist)."""

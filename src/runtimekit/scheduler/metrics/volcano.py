@@ -140,7 +140,10 @@ class SchedulerMetrics(Collector):
         )
         self.sessions = ValueVec("runtimekit_scheduler_sessions_total", "Scheduling sessions run", kind="counter")
         self._unready_now = 0
-        self._job_labels: dict[str, tuple[str, str, str]] = {}  # job key -> its JOB_LABELS values
+        # job key -> (JOB_LABELS values, creation time, ms from creation to latest placement, its
+        # time): the job gauges' values, made into series at scrape time (`_job_series`)
+        self._placed_jobs: dict[str, tuple[tuple[str, str, str], float, float, float]] = {}
+        self._closed_jobs: dict[str, tuple[tuple[str, str, str], float]] = {}
         self._lock = threading.Lock()
 
     # -- the framework's Observer ------------------------------------------------------------
@@ -183,52 +186,50 @@ class SchedulerMetrics(Collector):
     def job_placed(self, job: JobInfo, tasks: int) -> None:
         """`tasks` tasks of the job were placed this session (Volcano observes once per task)."""
         now = self.clock()
-        labels = self._labels(job)
         elapsed = max(0.0, now - job.created) * 1000
-        self.job_duration.set(elapsed, *labels)
-        self.job_last.set(float(int(now)), *labels)
+        labels = (job.name, job.queue, job.namespace)
+        self._placed_jobs[job.key] = (labels, float(int(job.created)), elapsed, float(int(now)))
         for _ in range(tasks):
             self.job_latency.observe(elapsed)
 
     def job_closed(self, job: JobInfo, unready: int) -> None:
         """At session close: how many tasks the job still needs placed to be ready."""
-        self._labels(job)
+        self._closed_jobs[job.key] = ((job.name, job.queue, job.namespace), float(int(job.created)))
         self.unready_tasks.set(unready, job.name)
         if unready:
             self.job_retries.add(1, job.name)
             with self._lock:
                 self._unready_now += 1
 
-    def _labels(self, job: JobInfo) -> tuple[str, str, str]:
-        labels = (job.name, job.queue, job.namespace)
-        with self._lock:
-            if self._job_labels.get(job.key) != labels:
-                self._job_labels[job.key] = labels
-                self.job_start.set(float(int(job.created)), *labels)
-        return labels
-
     # -- scrape ------------------------------------------------------------------------------
     def families(self) -> tuple[HistogramVec | ValueVec, ...]:
         return tuple(v for v in vars(self).values() if isinstance(v, HistogramVec | ValueVec))
 
     def collect(self) -> Iterator[Metric]:
-        self._forget_deleted_jobs()
+        self._job_series()
         for family in self.families():
             yield from family.collect()
 
-    def _forget_deleted_jobs(self) -> None:
-        if self.jobs is None:
-            return
-        alive = set(self.jobs())
-        with self._lock:
-            for key in [k for k in self._job_labels if k not in alive]:
-                del self._job_labels[key]
-            labels = list(self._job_labels.values())
-        for family in (self.job_duration, self.job_start, self.job_last):
-            family.retain(labels)
-        names = [(name,) for name, _, _ in labels]
-        self.unready_tasks.retain(names)
-        self.job_retries.retain(names)
+    def _job_series(self) -> None:
+        """The per-job gauges from what the sessions recorded (kept as plain records, one dict store
+        per job and session, and turned into series here): jobs deleted since go, as Volcano
+        deletes their series with the job."""
+        alive = set(self.jobs()) if self.jobs is not None else None
+        for records in (self._placed_jobs, self._closed_jobs):
+            if alive is not None:
+                for key in [k for k in list(records) if k not in alive]:
+                    records.pop(key, None)
+        placed = dict(self._placed_jobs)  # one copy each: the scheduling thread may add meanwhile
+        closed = dict(self._closed_jobs)
+        starts = dict(closed.values())
+        starts.update((labels, start) for labels, start, _, _ in placed.values())
+        self.job_start.replace(starts.items())
+        self.job_duration.replace((labels, elapsed) for labels, _, elapsed, _ in placed.values())
+        self.job_last.replace((labels, last) for labels, _, _, last in placed.values())
+        if alive is not None:
+            names = [(labels[0],) for labels in starts]
+            self.unready_tasks.retain(names)
+            self.job_retries.retain(names)
 
 
 class ObservedCache:
