@@ -20,7 +20,15 @@ def rfc3339(epoch_s: float | None = None, *, micro: bool = False) -> str:
     when = time.time() if epoch_s is None else epoch_s
     if micro:
         return datetime.fromtimestamp(when, UTC).strftime(_MICROSECONDS)
-    return time.strftime(_SECONDS, time.gmtime(when))
+    global _last
+    second = int(when // 1)
+    last = _last  # one read: another thread may replace it meanwhile
+    if last[0] != second:  # an API server stamps thousands of objects within one second
+        last = _last = (second, time.strftime(_SECONDS, time.gmtime(second)))
+    return last[1]
+
+
+_last: tuple[int, str] = (0, time.strftime(_SECONDS, time.gmtime(0)))
 
 
 def parse_rfc3339(text: object) -> float | None:
