@@ -112,10 +112,34 @@ def _quantity_causes(name: str, value: object, path: str) -> list[Cause]:
     return []
 
 
+_VALID_MAX = 4096
+# the limits and requests (as item tuples of strings) found valid: containers made from one template
+# ask alike, and a valid set of amounts is valid wherever it stands
+_valid: set[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = set()
+
+
+def _plain_items(amounts: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+    items = tuple(amounts.items())
+    return items if all(type(k) is str and type(v) is str for k, v in items) else None
+
+
 def check_requirements(resources: Mapping[str, Any], where: str) -> list[Cause]:
     """The causes for one container's `resources` at `where` (`spec.containers[0].resources`)."""
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
+    plain_limits, plain_requests = _plain_items(limits), _plain_items(requests)
+    key = (plain_limits, plain_requests) if plain_limits is not None and plain_requests is not None else None
+    if key is not None and key in _valid:
+        return []
+    causes = _requirement_causes(limits, requests, where)
+    if key is not None and not causes:
+        if len(_valid) >= _VALID_MAX:
+            _valid.clear()
+        _valid.add(key)
+    return causes
+
+
+def _requirement_causes(limits: Mapping[str, Any], requests: Mapping[str, Any], where: str) -> list[Cause]:
     causes: list[Cause] = []
     for name, value in limits.items():
         path = f"{where}.limits[{name}]"

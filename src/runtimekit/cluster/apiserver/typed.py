@@ -244,12 +244,12 @@ def _fine(shape: Shape, value: dict[str, Any]) -> bool:
     """True when a struct decodes with nothing to report: the quick first pass (no paths kept).
     Anything else (an unknown field, a doubtful value) goes through `_Walk`, which words it."""
     fields = shape.fields
-    if not fields.keys() >= value.keys():
-        return False
     for key, sub in value.items():
+        inner = fields.get(key)
+        if inner is None:  # an unknown field
+            return False
         if sub is None:
             continue
-        inner = fields[key]
         kind = inner.kind
         if kind is _STRING:
             if type(sub) is not str:
