@@ -1,9 +1,9 @@
 """Plain requests to a Kubernetes API server over kept-alive HTTP/1.1 connections (`wire`).
 
 httpx costs about 1.3 ms of CPU per request on the development VM, the standard library's
-`http.client` about 0.09 ms and `runtimekit.kube.wire` (one write per request, httptools' parser)
-about 0.013 ms (measured against the embedded API server); a scheduler binding hundreds of pods a
-second spends much of its CPU there. `PlainHttp` keeps one keep-alive connection per thread and sends a request
+`http.client` about half of what the whole request costs through `runtimekit.kube.wire` (one write
+per request, httptools' parser; see its docstring for the figures); a scheduler binding hundreds of
+pods a second spends much of its CPU there. `PlainHttp` keeps one keep-alive connection per thread and sends a request
 exactly as `KubeHttp`'s httpx client would: the same server URL (with any path prefix), the same TLS
 context (lightkube's `verify_cluster`: CA, client certificate, insecure-skip-tls-verify) and the
 same credentials (a bearer token, a token file re-read when the server answers 401, as client-go and
