@@ -124,7 +124,16 @@ def test_quantity_syntax_is_resource_quantitys(value: object, ok: bool) -> None:
 
 @pytest.mark.parametrize(
     ("number", "stored"),
-    [(30, "30"), (1000, "1k"), (16000, "16k"), (1024, "1024"), (0, "0"), (0.5, "500m"), (1.5, "1500m"), (2.5e9, "2500M")],
+    [
+        (30, "30"),
+        (1000, "1k"),
+        (16000, "16k"),
+        (1024, "1024"),
+        (0, "0"),
+        (0.5, "500m"),
+        (1.5, "1500m"),
+        (2.5e9, "2500M"),
+    ],
 )
 def test_a_number_given_for_a_quantity_is_stored_as_its_canonical_text(number: float, stored: str) -> None:
     """kube-apiserver decodes a JSON number into resource.Quantity and writes it back as canonical
