@@ -9,12 +9,14 @@ import random
 import time
 from typing import Any
 
+import pytest
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
 from runtimekit.model import Ledger, NodeName, Placement, placement_from_assignment
 from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.cache import live
 from runtimekit.scheduler.cache.live import LiveCache
 from runtimekit.scheduler.cache.objects import assignment_of, node_state, task_from_pod
 from runtimekit.scheduler.framework import BuildContext, Framework, load_conf, parse_conf
@@ -488,3 +490,27 @@ def test_a_pods_binding_event_reuses_its_task_and_nothing_else_does() -> None:
         task_from_pod(copy.deepcopy(bound) | {"metadata": bound["metadata"] | {"annotations": {}}}, P, earlier).policy
         == ""
     )
+
+
+def test_binder_threads_start_as_nodes_wait_and_end_when_idle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """At most bind_workers binder threads, started as binds wait; one idle for BINDER_IDLE_S ends,
+    and later binds start new ones."""
+    monkeypatch.setattr(live, "BINDER_IDLE_S", 0.2)
+    api = FakeApi()
+    for i in range(4):
+        api.add_node(node_object(f"n{i}"))
+    cache, framework = make(api)  # bind_workers=2
+    for i in range(8):
+        api.add_pod(pod_object(f"p{i}", {CORE: 30, MEM: 4}))
+    schedule(cache, framework)
+    assert sum(1 for p in api.pods.values() if p["spec"].get("nodeName")) == 8
+    assert 1 <= len(cache._binder_threads) <= 2
+    deadline = time.monotonic() + 10
+    while cache._binder_threads and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert cache._binder_threads == []
+    api.add_pod(pod_object("later", {CORE: 30, MEM: 4}))
+    schedule(cache, framework)
+    assert api.pods["default/later"]["spec"].get("nodeName")
+    cache.close()
+    assert cache._binder_threads == []

@@ -338,6 +338,35 @@ class ClusterBook:
         self.generation += 1
         self.work.set()
 
+    def job_phases(self, default_queue: str) -> dict[str, list[str]]:
+        """Per known queue, the phase of each of its jobs, as Volcano's queue controller counts
+        them (call under the lock). One pass over every job, about once a second: kept tight."""
+        phases: dict[str, list[str]] = {name: [] for name in self.queues}
+        running, pending = self.running, self.pending
+        for job in self.jobs.values():
+            first: TaskInfo | None = None
+            placed = False
+            for m in job.members:
+                task = running.get(m)
+                if task is not None:
+                    placed = True
+                else:
+                    entry = pending.get(m)
+                    task = entry.task if entry is not None else None
+                if first is None:
+                    first = task
+            if job.group is None and first is None:
+                continue
+            queue = queue_of(first.pod or {} if first is not None else {}, job.group, default_queue)
+            if queue not in phases:
+                continue
+            if job.group is not None:
+                phase = job.phase or str((job.group.get("status") or {}).get("phase") or "Pending")
+            else:  # a pod of its own: admitted at once (Volcano gives it a pod group of one)
+                phase = "Running" if placed else "Inqueue"
+            phases[queue].append(phase)
+        return phases
+
     # -- introspection ---------------------------------------------------------------------
     def booked(self) -> dict[PodKey, Placement]:
         with self.lock:

@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import functools
 import logging
+import queue
+import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
 from typing import Any, Protocol
 
@@ -53,6 +54,7 @@ from runtimekit.scheduler.framework.policy import NamespaceQuota
 from runtimekit.scheduler.framework.status import Code, FitErrors
 
 log = logging.getLogger(__name__)
+BINDER_IDLE_S = 30.0  # a binder thread with nothing to do this long ends (another starts when needed)
 PEER_NAME_REASON = "UnsupportedName"  # the Event reason of a peer's name the protocol does not read
 INITIAL_BACKOFF_S, MAX_BACKOFF_S = 1.0, 10.0  # kube-scheduler's podInitialBackoffSeconds / podMaxBackoffSeconds
 
@@ -105,15 +107,46 @@ class LiveCache(ClusterBook):
         self.bound_count = 0
         self.bind_failures = 0
         self._rank_cache: tuple[int, IntArray] | None = None
-        self._pool = ThreadPoolExecutor(bind_workers, thread_name_prefix="binder")
-        self._inflight: set[Future[None]] = set()
+        # Binder threads (up to bind_workers, started as nodes wait and ended when idle) take node
+        # names off `_binds`; `_busy` counts the nodes with binds queued or in flight, and `_idle`
+        # wakes `drain` when none are left.
+        self._bind_workers = bind_workers
+        self._binds: queue.SimpleQueue[NodeName | None] = queue.SimpleQueue()
+        self._binder_threads: list[threading.Thread] = []
+        self._busy = 0
+        self._idle = threading.Condition(self.lock)
         # Binds of one node go out one after another, in assume order: kubelet admits the pods it hears
         # of in that order, and the device plugin matches kubelet's Allocate to the oldest pod.
         self._node_binds: dict[NodeName, deque[tuple[Binding, BindHooks]]] = {}
         self._queues_written: dict[str, dict[str, Any]] = {}
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=False)
+        """Finish the binds in flight and stop the binder threads."""
+        with self.lock:
+            threads, self._binder_threads = self._binder_threads, []
+        for _ in threads:
+            self._binds.put(None)
+        for thread in threads:
+            thread.join()
+
+    def _binder(self) -> None:
+        """A binder thread: binds nodes' queues as they come; ends after BINDER_IDLE_S without work."""
+        while True:
+            try:
+                node = self._binds.get(timeout=BINDER_IDLE_S)
+            except queue.Empty:
+                with self.lock:
+                    if self._binds.empty():  # bind() starts another when work comes (under the lock)
+                        if threading.current_thread() in self._binder_threads:
+                            self._binder_threads.remove(threading.current_thread())
+                        return
+                continue
+            if node is None:
+                return
+            try:
+                self._bind_node(node)
+            except Exception:  # never lose a binder thread
+                log.exception("binder failed on node %s", node)
 
     # -- snapshots -------------------------------------------------------------------------
     def _rank(self) -> IntArray:
@@ -284,42 +317,43 @@ class LiveCache(ClusterBook):
                     choice,
                     {self.protocol.annotations.assume_time: str(time.time_ns())},
                 )
-                queue = self._node_binds.get(task.node)
-                if queue is not None:  # the node's worker is busy: it takes this one next
-                    queue.append((binding, hooks))
+                waiting = self._node_binds.get(task.node)
+                if waiting is not None:  # the node's worker is busy: it takes this one next
+                    waiting.append((binding, hooks))
                     return
                 self._node_binds[task.node] = deque([(binding, hooks)])
-                future = self._pool.submit(self._bind_node, task.node)
-                self._inflight.add(future)
+                self._busy += 1
+                threads = len(self._binder_threads)
+                if threads < self._bind_workers and self._busy > threads:  # no thread is free
+                    thread = threading.Thread(target=self._binder, name=f"binder_{self._busy}", daemon=True)
+                    self._binder_threads.append(thread)
+                    thread.start()
+                self._binds.put(task.node)
         if entry is None:
             hooks.unreserve(task)
-            return
-        future.add_done_callback(self._done)
+
 
     def _bind_node(self, node: NodeName) -> None:
         """Bind a node's queued pods in order until its queue is empty."""
         while True:
             with self.lock:
-                queue = self._node_binds[node]
-                if not queue:
+                waiting = self._node_binds[node]
+                if not waiting:
                     del self._node_binds[node]
+                    self._busy -= 1
+                    if not self._busy:
+                        self._idle.notify_all()
                     return
-                binding, hooks = queue.popleft()
+                binding, hooks = waiting.popleft()
             try:
                 self._bind_one(binding, hooks)
             except Exception:  # never leave the node's queue without a worker
                 log.exception("binding %s/%s failed unexpectedly", binding.task.namespace, binding.task.name)
 
-    def _done(self, future: Future[None]) -> None:
-        with self.lock:
-            self._inflight.discard(future)
-
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every bind in flight has finished (tests, shutdown)."""
-        with self.lock:
-            waiting = list(self._inflight)
-        _done, not_done = wait(waiting, timeout)
-        return not not_done
+        with self._idle:
+            return self._idle.wait_for(lambda: not self._busy, timeout)
 
     def _bind_one(self, binding: Binding, hooks: BindHooks) -> None:
         """PreBind, then a Bind plugin or the binder; any failure gives the booking back, unreserves
@@ -444,31 +478,8 @@ class LiveCache(ClusterBook):
     # -- queue status ----------------------------------------------------------------------
     def queue_statuses(self) -> dict[str, dict[str, Any]]:
         """Each Queue object's status as Volcano's queue controller reports it."""
-        with self.lock:  # one pass over every job, about once a second: kept tight
-            phases: dict[str, list[str]] = {name: [] for name in self.queues}
-            running, pending = self.running, self.pending
-            for job in self.jobs.values():
-                first: TaskInfo | None = None
-                placed = False
-                for m in job.members:
-                    task = running.get(m)
-                    if task is not None:
-                        placed = True
-                    else:
-                        entry = pending.get(m)
-                        task = entry.task if entry is not None else None
-                    if first is None:
-                        first = task
-                if job.group is None and first is None:
-                    continue
-                queue = queue_of(first.pod or {} if first is not None else {}, job.group, self.default_queue)
-                if queue not in phases:
-                    continue
-                if job.group is not None:
-                    phase = job.phase or str((job.group.get("status") or {}).get("phase") or "Pending")
-                else:  # a pod of its own: admitted at once (Volcano gives it a pod group of one)
-                    phase = "Running" if placed else "Inqueue"
-                phases[queue].append(phase)
+        with self.lock:
+            phases = self.job_phases(self.default_queue)
             return {
                 name: queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)
                 for name, q in self.queues.items()
