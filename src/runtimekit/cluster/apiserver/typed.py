@@ -152,9 +152,8 @@ class _Walk:
             elif kind is Kind.ANY:
                 continue
             elif kind is Kind.QUANTITY:
-                if type(sub) is int or type(sub) is float:
-                    value[key] = number_quantity(sub) or sub
-                self.scalar(inner, value[key], shape.struct, _join(fpath, key))
+                value[key] = text = _canonical(sub)
+                self.scalar(inner, text, shape.struct, _join(fpath, key))
             elif kind is Kind.STRUCT:
                 if type(sub) is not dict:
                     raise self.mismatch(sub, inner, shape.struct, _join(fpath, key))
@@ -258,9 +257,7 @@ def _fine(shape: Shape, value: dict[str, Any]) -> bool:
             if type(sub) is not dict or not _fine(inner, sub):
                 return False
         elif kind is _QUANTITY:
-            if type(sub) is int or type(sub) is float:
-                value[key] = number_quantity(sub) or sub
-            text = value[key]
+            value[key] = text = _canonical(sub)
             if type(text) is not str or _quantity_problem_text(text):
                 return False
         elif kind is not _ANY and not _fine_value(inner, sub):
@@ -312,12 +309,18 @@ def _fine_quantities(amounts: dict[str, Any]) -> bool:
     """A map of quantities (requests, limits, allocatable): numbers become their canonical text in
     place, as kube-apiserver stores them; True when every value is then a valid quantity."""
     for key, given in amounts.items():
-        if type(given) is int or type(given) is float:
-            amounts[key] = number_quantity(given) or given
-        value = amounts[key]
+        amounts[key] = value = _canonical(given)
         if value is not None and (type(value) is not str or _quantity_problem_text(value)):
             return False
     return True
+
+
+def _canonical(value: Any) -> Any:
+    """A number given for a quantity as the text kube-apiserver stores; anything else as it is (a
+    number no quantity can hold too: the checks word it)."""
+    if type(value) is int or type(value) is float:
+        return number_quantity(value) or value
+    return value
 
 
 _INT_LIMIT = 1 << 63
@@ -329,28 +332,24 @@ def number_quantity(value: int | float) -> str:
     1000 -> "1k", 0.5 -> "500m", 1.5 -> "1500m"); values finer than 1n round up to it, as Go's do;
     "" for a number no quantity can hold (NaN, infinite, beyond 2^63 E)."""
     if type(value) is int and -_INT_LIMIT < value < _INT_LIMIT:  # the usual case, without Decimal
-        if value == 0:
-            return "0"
-        exponent = 0
-        while value % 1000 == 0 and exponent < 18:
-            value //= 1000
-            exponent += 3
-        return f"{value}{_SUFFIXES[exponent]}"
+        return _suffixed(value, 0)
     try:
         amount = Decimal(value) if type(value) is int else Decimal(repr(value))
     except InvalidOperation:
         return ""
     if not amount.is_finite() or abs(amount) >= Decimal(2**63) * Decimal(10) ** 18:
         return ""
-    if amount == 0:
+    return _suffixed(int(amount.scaleb(9).to_integral_value(rounding=ROUND_CEILING)), -9)
+
+
+def _suffixed(mantissa: int, exponent: int) -> str:
+    """`mantissa` × 10^`exponent` with the largest decimal suffix that keeps the mantissa whole."""
+    if mantissa == 0:
         return "0"
-    scaled = amount.scaleb(9)
-    nanos = int(scaled.to_integral_value(rounding=ROUND_CEILING))
-    exponent = -9
-    while nanos % 1000 == 0 and exponent < 18:
-        nanos //= 1000
+    while mantissa % 1000 == 0 and exponent < 18:
+        mantissa //= 1000
         exponent += 3
-    return f"{nanos}{_SUFFIXES[exponent]}"
+    return f"{mantissa}{_SUFFIXES[exponent]}"
 
 
 def _join(path: str, key: str) -> str:
