@@ -1,9 +1,9 @@
 """Plain requests to a Kubernetes API server over kept-alive HTTP/1.1 connections (`wire`).
 
-httpx costs about 1.3 ms of CPU per request on the development VM, the standard library's
-`http.client` about half of what the whole request costs through `runtimekit.kube.wire` (one write
-per request, httptools' parser; see its docstring for the figures); a scheduler binding hundreds of
-pods a second spends much of its CPU there. `PlainHttp` keeps one keep-alive connection per thread and sends a request
+httpx costs about 1.3 ms of CPU per request on the development VM; the standard library's
+`http.client` about twice what a request costs over `runtimekit.kube.wire` (one write per request,
+httptools' parser; its docstring has the figures). A scheduler binding hundreds of pods a second
+spends much of its CPU there. `PlainHttp` keeps one keep-alive connection per thread and sends a request
 exactly as `KubeHttp`'s httpx client would: the same server URL (with any path prefix), the same TLS
 context (lightkube's `verify_cluster`: CA, client certificate, insecure-skip-tls-verify) and the
 same credentials (a bearer token, a token file re-read when the server answers 401, as client-go and
@@ -77,15 +77,34 @@ class PlainHttp:
         token = Path(self._token_file).read_text().strip()
         self._headers["Authorization"] = f"Bearer {token}"
 
+    def _new_connection(self) -> Connection:
+        return Connection(self._host, self._port, self._context, self._timeout)
+
     def _connection(self) -> Connection:
         held: _Held | None = getattr(self._local, "held", None)
         if held is None:
-            held = self._local.held = _Held(Connection(self._host, self._port, self._context, self._timeout))
+            held = self._local.held = _Held(self._new_connection())
             with self._lock:
                 self._all.add(held.conn)
         elif held.conn.closed_by_peer():
             held.conn.close()  # the server closed the idle connection: open a new one rather than fail
         return held.conn
+
+    def _prepare(self, path: str, params: dict[str, str]) -> tuple[str, dict[str, str]]:
+        """The request target (the server URL's path prefix, the query) and the headers to send."""
+        if self._token_file and "Authorization" not in self._headers:
+            self._read_token()  # first use, or the file could not be read last time
+        return self._prefix + path + ("?" + urlencode(params) if params else ""), dict(self._headers)
+
+    def _rotated(self, status: int, headers: dict[str, str]) -> bool:
+        """After a 401 with a token file: the file read again into `headers` (the token may have been
+        rotated), True to send once more; False otherwise."""
+        if status != 401 or not self._token_file:
+            return False
+        self._headers.pop("Authorization", None)
+        self._read_token()
+        headers["Authorization"] = self._headers["Authorization"]
+        return True
 
     def request(
         self,
@@ -98,34 +117,22 @@ class PlainHttp:
     ) -> PlainResponse:
         """Send one request and read the whole answer. Raises OSError or http.client.HTTPException
         when the server cannot be reached or breaks the connection; the connection is then dropped."""
-        target = self._prefix + path + ("?" + urlencode(params) if params else "")
-        if self._token_file and "Authorization" not in self._headers:
-            self._read_token()  # first use, or the file could not be read last time
-        headers = dict(self._headers)
+        target, headers = self._prepare(path, params)
         if body is not None:
             headers["Content-Type"] = content_type
         response = self._exchange(method, target, body, headers, timeout)
-        if response.status == 401 and self._token_file:  # the token may have been rotated
-            self._headers.pop("Authorization", None)
-            self._read_token()
-            headers["Authorization"] = self._headers["Authorization"]
+        if self._rotated(response.status, headers):
             response = self._exchange(method, target, body, headers, timeout)
         return response
 
     def stream(self, path: str, params: dict[str, str], timeout: float) -> Stream:
         """GET a streamed answer (a watch) on a connection of its own; the caller reads `chunks()`
         and the stream closes when they end. `timeout` is the longest wait for any read."""
-        target = self._prefix + path + ("?" + urlencode(params) if params else "")
-        if self._token_file and "Authorization" not in self._headers:
-            self._read_token()
-        headers = dict(self._headers)
-        stream = Connection(self._host, self._port, self._context, self._timeout).stream(target, headers, timeout)
-        if stream.status == 401 and self._token_file:  # the token may have been rotated
+        target, headers = self._prepare(path, params)
+        stream = self._new_connection().stream(target, headers, timeout)
+        if self._rotated(stream.status, headers):
             stream.close()
-            self._headers.pop("Authorization", None)
-            self._read_token()
-            headers["Authorization"] = self._headers["Authorization"]
-            stream = Connection(self._host, self._port, self._context, self._timeout).stream(target, headers, timeout)
+            stream = self._new_connection().stream(target, headers, timeout)
         return stream
 
     def _exchange(

@@ -142,19 +142,26 @@ class Connection:
         parser = answer.parser = httptools.HttpResponseParser(answer)
         received = False
         while not answer.done:
-            data = sock.recv(READ_SIZE)
-            if not data:
+            if not _feed(sock, parser):
                 if not received:
                     raise http.client.RemoteDisconnected("the server closed the connection without an answer")
                 raise http.client.IncompleteRead(b"".join(answer.parts))
             received = True
-            try:
-                parser.feed_data(data)
-            except httptools.HttpParserError as exc:
-                raise http.client.HTTPException(f"not an HTTP answer: {exc}") from None
         if not answer.keep_alive:
             self.close()
         return Answer(answer.status, answer.reason, b"".join(answer.parts), answer.keep_alive)
+
+
+def _feed(sock: socket.socket, parser: httptools.HttpResponseParser) -> bool:
+    """Read what has arrived into the parser; False when the server has closed the connection."""
+    data = sock.recv(READ_SIZE)
+    if not data:
+        return False
+    try:
+        parser.feed_data(data)
+    except httptools.HttpParserError as exc:
+        raise http.client.HTTPException(f"not an HTTP answer: {exc}") from None
+    return True
 
 
 class Stream:
@@ -179,16 +186,11 @@ class Stream:
         sock = self.conn.sock
         if sock is None:
             raise http.client.RemoteDisconnected("the stream is closed")
-        data = sock.recv(READ_SIZE)
-        if not data:
-            if self._answer.status:  # a body that ends with the connection
-                self._answer.done = True
-                return
+        if _feed(sock, self._parser):
+            return
+        if not self._answer.status:
             raise http.client.RemoteDisconnected("the server closed the connection without an answer")
-        try:
-            self._parser.feed_data(data)
-        except httptools.HttpParserError as exc:
-            raise http.client.HTTPException(f"not an HTTP answer: {exc}") from None
+        self._answer.done = True  # a body that ends with the connection
 
     def chunks(self) -> Iterator[bytes]:
         """The body's bytes as they come, until the answer ends (then the connection is closed)."""
