@@ -34,6 +34,7 @@ from typing import Any
 from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.memo import PerProtocol
 
 MILLI_PER_GPU = 1000
 # No node has more GPUs, or more memory units on one GPU: larger amounts are refused as beyond any
@@ -282,10 +283,8 @@ def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
     return {**limits, **requests}
 
 
-_MEMO_SIZE = 4096
-# plain pods' requests by (the protocol's id, their containers' names and resources): the protocol
-# is kept beside each so that an id is never read for another protocol
-_memo: dict[tuple[int, tuple[object, ...]], tuple[KitProtocol, PodRequest]] = {}
+# plain pods' requests by their containers' names and resources
+_REQUESTS: PerProtocol[tuple[object, ...], PodRequest] = PerProtocol(4096)
 
 
 def _plain_signature(spec: Mapping[str, Any]) -> tuple[object, ...] | None:
@@ -322,15 +321,7 @@ def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodReque
     signature = _plain_signature(spec) if isinstance(spec, Mapping) else None
     if signature is None:
         return _parse_pod_request(pod, protocol)
-    key = (id(protocol), signature)
-    found = _memo.get(key)
-    if found is not None and found[0] is protocol:
-        return found[1]
-    request = _parse_pod_request(pod, protocol)  # a RequestError is not kept: it is raised again
-    if len(_memo) >= _MEMO_SIZE:
-        _memo.clear()
-    _memo[key] = (protocol, request)
-    return request
+    return _REQUESTS.get(protocol, signature, lambda: _parse_pod_request(pod, protocol))  # errors: raised again
 
 
 def _parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:

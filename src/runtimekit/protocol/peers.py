@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.protocol.loader import RESOURCE_KINDS, KitProtocol
+from runtimekit.protocol.memo import PerProtocol
 from runtimekit.protocol.presets import PRESETS, preset_protocol
 
 RESOURCE, ANNOTATION = "resource", "annotation"
@@ -82,20 +83,10 @@ def _read(protocol: KitProtocol) -> _Read:
     return _Read(resources, protocol.resources.mig_prefix, annotations | {protocol.annotations.policy})
 
 
-_READ_BY: dict[int, tuple[KitProtocol, _Read]] = {}  # id -> (the protocol, kept alive; what it reads)
 _UNREAD_BY_NAME = {(kind, name): (system, note) for kind, name, system, note in UNREAD}
-# (protocol id, a pod's names) -> (the protocol, what is found among them before `offered`)
-_FOUND: dict[tuple[int, tuple[tuple[str, str], ...]], tuple[KitProtocol, tuple[Finding, ...]]] = {}
-
-
-def _read_by(protocol: KitProtocol) -> _Read:
-    """`_read`, worked out once per protocol object (a scheduler asks it for every new pod)."""
-    found = _READ_BY.get(id(protocol))
-    if found is None or found[0] is not protocol:
-        if len(_READ_BY) >= 16:
-            _READ_BY.clear()
-        found = _READ_BY[id(protocol)] = (protocol, _read(protocol))
-    return found[1]
+_READ_BY: PerProtocol[None, _Read] = PerProtocol(16)  # what a protocol reads (asked for every new pod)
+# what is found among a pod's names, before `offered` (pods made from one template carry the same)
+_FOUND: PerProtocol[tuple[tuple[str, str], ...], tuple[Finding, ...]] = PerProtocol(4096)
 
 
 @functools.cache
@@ -132,13 +123,12 @@ def foreign_names(pod: Mapping[str, Any], protocol: KitProtocol, offered: Collec
     `protocol` does not read, in the order found, each once; resources in `offered` (some node has
     them) are not reported."""
     names = tuple(_names(pod))
-    key = (id(protocol), names)
-    found = _FOUND.get(key)
-    if found is None or found[0] is not protocol:  # pods made from one template carry the same names
-        if len(_FOUND) >= 4096:
-            _FOUND.clear()
-        found = _FOUND[key] = (protocol, _findings(names, _read_by(protocol)))
-    return [f for f in found[1] if not (f.kind == RESOURCE and f.name in offered)]
+    found = _FOUND.get(protocol, names, lambda: _findings(names, _read_by(protocol)))
+    return [f for f in found if not (f.kind == RESOURCE and f.name in offered)]
+
+
+def _read_by(protocol: KitProtocol) -> _Read:
+    return _READ_BY.get(protocol, None, lambda: _read(protocol))
 
 
 def _findings(names: tuple[tuple[str, str], ...], active: _Read) -> tuple[Finding, ...]:
