@@ -40,7 +40,7 @@ from runtimekit.scheduler.framework.info import (
     Toleration,
 )
 from runtimekit.scheduler.kubesem import nodeaffinity
-from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for
+from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for, same_spec_but_node
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -204,10 +204,7 @@ def _only_bound(before: Mapping[str, Any], after: Mapping[str, Any], written: fr
     old_meta, new_meta = _mapping(before.get("metadata")), _mapping(after.get("metadata"))
     if any(old_meta.get(k) != new_meta.get(k) for k in _IDENTITY):
         return False
-    old_spec, new_spec = before.get("spec"), after.get("spec")
-    if not isinstance(old_spec, Mapping) or not isinstance(new_spec, Mapping):
-        return False
-    if any(old_spec.get(k) != new_spec.get(k) for k in old_spec.keys() | new_spec.keys() if k != "nodeName"):
+    if not same_spec_but_node(before, after):
         return False
     old_notes, new_notes = _mapping(old_meta.get("annotations")), _mapping(new_meta.get("annotations"))
     return all(old_notes.get(k) == new_notes.get(k) for k in old_notes.keys() | new_notes.keys() if k not in written)
@@ -233,12 +230,8 @@ def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo 
     first of every pod it binds)."""
     m = meta(pod)
     spec = _mapping(pod.get("spec"))
-    if (
-        like is not None
-        and like.pod is not None
-        and not like.invalid
-        and _only_bound(like.pod, pod, _binding_annotations(protocol))
-    ):
+    earlier = like.pod if like is not None and not like.invalid else None
+    if like is not None and earlier is not None and _only_bound(earlier, pod, _binding_annotations(protocol)):
         task = _fresh(like)
         task.pod = pod
         node = str(spec.get("nodeName") or "")
@@ -247,7 +240,7 @@ def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo 
         return task
     annotations = _mapping(m.get("annotations"))
     invalid = ""
-    if like is not None and like.pod is not None and not like.invalid and _same_request(like.pod, pod):
+    if like is not None and earlier is not None and _same_request(earlier, pod):
         request = like.request
     else:
         try:

@@ -131,6 +131,11 @@ def _same_facts(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
         or bool(old_meta.get("deletionTimestamp")) != bool(new_meta.get("deletionTimestamp"))
     ):
         return False
+    return same_spec_but_node(before, after)
+
+
+def same_spec_but_node(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+    """Whether two manifests of a pod have the same spec apart from `nodeName` (what its binding sets)."""
     old_spec, new_spec = before.get("spec") or {}, after.get("spec") or {}
     if not isinstance(old_spec, Mapping) or not isinstance(new_spec, Mapping):
         return False

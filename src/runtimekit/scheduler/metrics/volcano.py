@@ -215,9 +215,9 @@ class SchedulerMetrics(Collector):
         per job and session, and turned into series here): jobs deleted since go, as Volcano
         deletes their series with the job."""
         alive = set(self.jobs()) if self.jobs is not None else None
-        for records in (self._placed_jobs, self._closed_jobs):
-            if alive is not None:
-                for key in [k for k in list(records) if k not in alive]:
+        if alive is not None:
+            for records in (self._placed_jobs, self._closed_jobs):
+                for key in [k for k in list(records) if k not in alive]:  # a copy: a session may add meanwhile
                     records.pop(key, None)
         placed = dict(self._placed_jobs)  # one copy each: the scheduling thread may add meanwhile
         closed = dict(self._closed_jobs)
