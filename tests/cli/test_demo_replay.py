@@ -15,16 +15,9 @@ from runtimekit.cli import demo
 def test_the_replay_part_runs_every_policy_and_writes_its_files(
     capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    args = argparse.Namespace(
-        nodes=2,
-        gpus_per_node=8,
-        pods=str(demo.EXAMPLE_PODS),
-        seeds="42",
-        out=str(tmp_path),
-        skip_cluster=True,
-        skip_replay=False,
-        verbose=False,
-    )
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)  # the demo's own command line, as `make demo` runs it
+    args = parser.parse_args(["--nodes", "2", "--out", str(tmp_path), "--skip-cluster"])
     assert demo.run(args) == 0
     record = json.loads((tmp_path / "simulate.json").read_text())
     assert sorted({r["policy"] for r in record["results"]}) == ["bestfit", "fgd", "packfrag", "random"]

@@ -14,16 +14,9 @@ pytestmark = pytest.mark.e2e
 
 
 def test_the_example_pods_land_and_the_misfit_waits(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    args = argparse.Namespace(
-        nodes=2,
-        gpus_per_node=8,
-        pods=str(demo.EXAMPLE_PODS),
-        seeds="42",
-        out=str(tmp_path),
-        skip_cluster=False,
-        skip_replay=True,
-        verbose=False,
-    )
+    parser = argparse.ArgumentParser()
+    demo.add_arguments(parser)  # the demo's own command line, as `make demo` runs it
+    args = parser.parse_args(["--nodes", "2", "--out", str(tmp_path), "--skip-replay"])
     assert demo.run(args) == 0
     out = capsys.readouterr().out
     names = [line.split("│")[1].strip() for line in out.splitlines() if line.count("│") == 5]
