@@ -8,7 +8,9 @@ gets nothing but the pods as they arrive. Time: total replay seconds of the cand
 per list (the whole decision path; run with --jobs 1 on a quiet machine for a fair ratio). With
 --bounds (the JSON of benchmarks/offline_bound.py for the same lists and seeds) each list also gets
 the offline upper bound at the columns it has and the share of the gap from fgd to it that the
-candidate closes: (candidate - fgd) / (bound - fgd), over the lists' means.
+candidate closes: (candidate - fgd) / (bound - fgd), over the lists' means; where those bounds were
+made with --floor fgd, the same against the floor limit (the most a policy can reach that never falls
+behind fgd), for information.
 
 Goal (issue "placement quality toward the limit"): no list's mean difference below -0.05 at any
 column 50-130; the mean difference over the lists at least +0.5 at columns 100 and 130; at least
@@ -80,19 +82,24 @@ def add_bounds(row: dict[str, object], bounds: dict[str, object], policy: str, s
         return
     cells = row["cells"]
     assert isinstance(cells, dict)
-    limit: dict[str, float] = {}
-    closed: dict[str, float] = {}
-    for column in COLUMNS:
-        ups = [r["columns"][column]["upper"] for r in rows if column in r["columns"]]
-        if not ups:
-            continue
-        limit[column] = round(statistics.fmean(ups), 3)
-        fgd, cand = cells["fgd"][column]["mean"], cells[policy][column]["mean"]
-        if limit[column] - fgd > 0.01:
-            closed[column] = round((cand - fgd) / (limit[column] - fgd), 3)
-    row["bound"] = limit
+    for field, limit_key, closed_key in (
+        ("upper", "bound", "gap_closed"),
+        ("floor_upper", "floor_limit", "floor_gap_closed"),
+    ):
+        limit: dict[str, float] = {}
+        closed: dict[str, float] = {}
+        for column in COLUMNS:
+            ups = [r["columns"][column][field] for r in rows if field in r["columns"].get(column, {})]
+            if not ups:
+                continue
+            limit[column] = round(statistics.fmean(ups), 3)
+            fgd, cand = cells["fgd"][column]["mean"], cells[policy][column]["mean"]
+            if limit[column] - fgd > 0.01:
+                closed[column] = round((cand - fgd) / (limit[column] - fgd), 3)
+        if limit:
+            row[limit_key] = limit
+            row[closed_key] = closed
     row["bound_seeds"] = sorted({r["seed"] for r in rows})  # type: ignore[type-var]
-    row["gap_closed"] = closed
 
 
 def markdown(rows: list[dict[str, object]], policy: str) -> str:
@@ -146,6 +153,7 @@ def main() -> int:
         )
     lead = {c: round(statistics.fmean(r["delta"][c]["mean"] for r in rows), 3) for c in LEAD_COLUMNS}  # type: ignore[index]
     closed = [r["gap_closed"]["100"] for r in rows if "100" in r.get("gap_closed", {})]  # type: ignore[attr-defined, index]
+    floor_closed = [r["floor_gap_closed"]["100"] for r in rows if "100" in r.get("floor_gap_closed", {})]  # type: ignore[attr-defined, index]
     parts = {
         "floor": all(r["worst_delta"] >= FLOOR for r in rows),  # type: ignore[operator]
         "lead": all(v >= LEAD for v in lead.values()),
@@ -159,6 +167,8 @@ def main() -> int:
         "goal": {"lead": LEAD, "floor": FLOOR, "gap_closed": CLOSED, "time_ratio": TIME_RATIO},
         "mean_lead": lead,
         "mean_gap_closed_100": round(statistics.fmean(closed), 3) if closed else None,
+        # of the gap to the floor limit (offline_bound.py --floor fgd), when the bounds have it: not a goal
+        "mean_floor_gap_closed_100": round(statistics.fmean(floor_closed), 3) if floor_closed else None,
         "parts": parts,
         "goal_met": all(parts.values()),
         "rows": rows,

@@ -5,9 +5,15 @@ allocation of any packing of the arrived pods and a checked packing (lower bound
 Per (list, seed, column) the JSON row has the column's upper and lower bound (% of GPUs, mean over
 the column's events) and, with --gpu-only, the largest amount by which dropping every CPU and
 memory request raises the upper bound at the column's boundary prefixes (0 means CPU and memory
-change no bound there). Per list and column the summary gives mean [min, max] over seeds.
+change no bound there). With --floor POLICY it also has the floor limit (sim/floor_bound.py): the
+most a policy can reach that never falls more than --floor-slack points behind POLICY's replay at
+any column from 50 on ("floor_upper", the column whose floor gave it, and POLICY's own column as
+"reference"); with --set POLICY, the set limit: the most a packing keeping every pod that POLICY's
+replay placed can reach ("set_upper", and POLICY's column as "policy"). Per list and column the
+summary gives mean [min, max] over seeds.
 Usage: .venv/bin/python benchmarks/offline_bound.py [--traces DIR[,DIR]] [--lists default,...]
        [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--plans every|first|none]
+       [--floor fgd] [--floor-slack 0.05] [--set packfrag]
        [--merge earlier.json] [--jobs 1] [--markdown FILE]
 """
 
@@ -23,8 +29,12 @@ from fgd_table import trace_arguments
 
 from runtimekit.model.trace import read_node_list, read_pod_list
 from runtimekit.sim.arrivals import build_arrivals
-from runtimekit.sim.bound import PLANS, bound_columns
+from runtimekit.sim.bound import PLANS, bound_columns, column_events
+from runtimekit.sim.floor_bound import floor_columns, set_upper
+from runtimekit.sim.replay import Cluster, replay, target_workload
 from runtimekit.sim.runner import parse_seeds
+
+Task = tuple[str, str, int, tuple[int, ...], int, bool, str, str, float, str]
 
 
 def find(traces: str, name: str) -> Path:
@@ -35,11 +45,12 @@ def find(traces: str, name: str) -> Path:
     raise SystemExit(f"error: no folder of {traces} has openb_pod_list_{name}.csv")
 
 
-def one(task: tuple[str, str, int, tuple[int, ...], int, bool, str]) -> dict[str, object]:
-    folder, name, seed, columns, segments, gpu_only, plans = task
+def one(task: Task) -> dict[str, object]:
+    folder, name, seed, columns, segments, gpu_only, plans, floor, slack, keep = task
     nodes = read_node_list(Path(folder) / "openb_node_list_gpu_node.csv")
     pods = read_pod_list(Path(folder) / f"openb_pod_list_{name}.csv")
-    result = bound_columns(nodes, build_arrivals(pods, nodes, seed, 1.3), seed, columns, segments, gpu_only, plans)
+    arrivals = build_arrivals(pods, nodes, seed, 1.3)
+    result = bound_columns(nodes, arrivals, seed, columns, segments, gpu_only, plans)
     cells: dict[str, dict[str, float | int | None]] = {}
     for column, cell in result.columns.items():
         raised = [p.gpu_only_upper - p.upper for p in cell.points if p.gpu_only_upper is not None]
@@ -49,6 +60,22 @@ def one(task: tuple[str, str, int, tuple[int, ...], int, bool, str]) -> dict[str
             "gpu_only_raise_milli": max(raised) if raised else None,
             "whole_unplaced_milli": max(p.whole_arrived - p.whole_placed for p in cell.points),
         }
+    cluster, workload = Cluster(nodes), target_workload(pods)
+    if floor:
+        reference = replay(cluster, arrivals, floor, seed, workload)
+        for column, limit in floor_columns(nodes, arrivals.pods, reference.used_milli, columns, slack).items():
+            if column in cells:
+                cells[column].update(floor_upper=round(limit.upper, 3), floor_column=limit.floor_column)
+                cells[column]["reference"] = reference.columns[column]
+    if keep:
+        policy = replay(cluster, arrivals, keep, seed, workload)
+        for column in map(str, columns):
+            events = column_events(policy.arrived_milli, policy.total_gpus, int(column))
+            if column in cells and events:
+                upper = set_upper(nodes, arrivals.pods[: events[-1] + 1], [i for i in policy.placed if i <= events[-1]])
+                scale = policy.total_gpus * 10
+                mean = sum(min(policy.arrived_milli[i], upper) for i in events) / len(events) / scale
+                cells[column].update(set_upper=round(mean, 3), policy=policy.columns[column])
     print(f"{name} seed {seed}: {json.dumps(cells)} {result.seconds:.0f} s", file=sys.stderr)
     return {"list": name, "seed": seed, "columns": cells, "seconds": round(result.seconds, 1)}
 
@@ -70,6 +97,10 @@ def summary(rows: list[dict[str, object]], columns: tuple[int, ...]) -> dict[str
                 "lower_mean": round(statistics.fmean(lows), 3),
                 "gap_max": round(max(c["upper"] - c["lower"] for c in cells), 3),
             }
+            for field in ("floor_upper", "reference", "set_upper", "policy"):
+                values = [c[field] for c in cells if c.get(field) is not None]
+                if values:
+                    out[name][column][f"{field}_mean"] = round(statistics.fmean(values), 3)
     return out
 
 
@@ -84,6 +115,17 @@ def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
                 f"| {name} | {column} | {c['upper_mean']:.2f} [{c['upper_min']:.2f}, {c['upper_max']:.2f}] | "
                 f"{c['lower_mean']:.2f} | {c['gap_max']:.3f} |"
             )
+    limits = [(n, col, c) for n, by in table.items() for col, c in by.items() if "floor_upper_mean" in c]
+    if limits:
+        lines += [
+            "",
+            "| list | col | reference | floor limit | policy | set limit | offline bound |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for name, column, c in limits:
+            cells = [c.get(f) for f in ("reference_mean", "floor_upper_mean", "policy_mean", "set_upper_mean")]
+            text = " | ".join("–" if v is None else f"{v:.2f}" for v in cells)
+            lines.append(f"| {name} | {column} | {text} | {c['upper_mean']:.2f} |")
     return "\n".join(lines) + "\n"
 
 
@@ -98,11 +140,25 @@ def main() -> int:
         choices=PLANS,
         help="where a MILP plan is laid out (the lower bound; see sim/bound.py)",
     )
+    parser.add_argument("--floor", default="", help="the floor limit against this policy's replay (fgd)")
+    parser.add_argument("--floor-slack", type=float, default=0.05, help="points a policy may fall behind the floor")
+    parser.add_argument("--set", default="", dest="keep", help="the set limit of this policy's replay (packfrag)")
     parser.add_argument("--merge", help="also take rows from earlier JSON output(s) of this script, comma-separated")
     args = parser.parse_args()
     columns = tuple(int(c) for c in args.columns.split(","))
     tasks = [
-        (str(find(args.traces, name)), name, seed, columns, args.segments, args.gpu_only, args.plans)
+        (
+            str(find(args.traces, name)),
+            name,
+            seed,
+            columns,
+            args.segments,
+            args.gpu_only,
+            args.plans,
+            args.floor,
+            args.floor_slack,
+            args.keep,
+        )
         for name in args.lists.split(",")
         for seed in parse_seeds(args.seeds)
     ]

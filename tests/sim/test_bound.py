@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.bound import bound_columns, column_events, prefix_bound
 from runtimekit.sim.columns import bucket_columns
 from runtimekit.sim.feasibility import check
-from sim.helpers import optimum, share, whole
+from sim.helpers import instances, optimum, share, whole
 
 
 @pytest.mark.parametrize(
@@ -51,25 +50,6 @@ def test_hand_worked_instances(nodes: list[TraceNode], pods: list[TracePod], val
     bound, packing = prefix_bound(nodes, pods)
     assert bound.upper == value
     assert bound.lower == value == check(nodes, pods, packing)
-
-
-SIZES = st.sampled_from([110, 230, 320, 470, 650, 810, 1000])
-
-
-@st.composite
-def instances(draw: st.DrawFn) -> tuple[list[TraceNode], list[TracePod]]:
-    nodes = [
-        TraceNode(f"n{i}", draw(st.sampled_from([4000, 16000])), 65536, draw(st.sampled_from([1, 2, 4])), model)
-        for i, model in enumerate(draw(st.lists(st.sampled_from(["T4", "P100"]), min_size=1, max_size=2)))
-    ]
-    pods = []
-    for i in range(draw(st.integers(1, 7))):
-        milli, count = draw(SIZES), 1
-        if milli == 1000:
-            count = draw(st.sampled_from([1, 2, 4]))
-        spec = draw(st.sampled_from(["", "", "P100"]))
-        pods.append(TracePod(f"p{i}", draw(st.sampled_from([1000, 3000, 9000])), 1024, count, milli, spec))
-    return nodes, pods
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -48,6 +48,7 @@ if TYPE_CHECKING:  # scipy is imported when a bound is solved, not with the simu
 
 MILLI = 1000
 PRESSURE = 0.01  # the plan's cost of a pod's CPU and memory share of a node (see `solve_milp`)
+EXCESS = 10.0  # objective per milli of kept pods dropped beyond the slack: keeps the restricted LP feasible
 REDUCED_EPS = 1e-7  # a pattern enters the LP when its reduced profit beats this (relative to MILLI)
 
 
@@ -109,15 +110,21 @@ def node_classes(nodes: Sequence[TraceNode]) -> tuple[NodeClass, ...]:
     return tuple(NodeClass(m, g, c, mem, tuple(ix)) for (m, g, c, mem), ix in sorted(groups.items()))
 
 
-def build_instance(nodes: Sequence[TraceNode], pods: Sequence[TracePod], resources: bool = True) -> Instance:
+def build_instance(
+    nodes: Sequence[TraceNode], pods: Sequence[TracePod], resources: bool = True, cpu_only: bool = False
+) -> Instance:
     """The instance of the pods (indices into `pods`). Without `resources` every pod asks no CPU and
-    no memory: the GPU side alone, to see whether CPU and memory change the bound."""
+    no memory: the GPU side alone, to see whether CPU and memory change the bound. With `cpu_only`
+    the CPU-only pods are kinds too (no GPU, worth nothing), for a model that must keep some of them
+    (sim/floor_bound.py); such an instance is for the LP bound only, not for laying out a plan."""
     classes = node_classes(nodes)
     groups: dict[tuple[int, int, int, int, frozenset[str] | None], list[int]] = defaultdict(list)
     for i, p in enumerate(pods):
+        cpu, mem = (p.cpu_milli, p.memory_mib) if resources else (0, 0)
         if p.num_gpu and p.gpu_milli > 0:
-            cpu, mem = (p.cpu_milli, p.memory_mib) if resources else (0, 0)
             groups[(cpu, mem, p.num_gpu, min(p.gpu_milli, MILLI), p.allowed_models())].append(i)
+        elif cpu_only:
+            groups[(cpu, mem, 0, 0, None)].append(i)
     kinds, left_out = [], []
     for (cpu, mem, count, milli, models), ix in groups.items():
         kind = PodKind(cpu, mem, count, milli, models, tuple(ix))
@@ -126,7 +133,7 @@ def build_instance(nodes: Sequence[TraceNode], pods: Sequence[TracePod], resourc
         else:
             left_out.extend(ix)
     kinds.sort(key=lambda k: (k.count, k.milli, k.cpu, k.mem, sorted(k.models or ())))
-    sizes = tuple(sorted({k.milli for k in kinds if not k.whole}))
+    sizes = tuple(sorted({k.milli for k in kinds if k.count and not k.whole}))
     grain = math.gcd(MILLI, *sizes) if sizes else MILLI
     return Instance(classes, tuple(kinds), sizes, grain, tuple(sorted(left_out)))
 
@@ -173,6 +180,8 @@ class Relaxation:
     lp_value: float = 0.0
     upper: int = 0  # the valid upper bound, milli, a multiple of the grain
     iterations: int = 0
+    keep: tuple[int, ...] = ()  # per kind: how many must be placed, less what `slack` lets go
+    slack: int = 0  # milli of the kept pods that may be dropped after all
 
     def __post_init__(self) -> None:
         inst = self.instance
@@ -181,6 +190,7 @@ class Relaxation:
             for ki, k in enumerate(inst.kinds):
                 if k.fits_class(c):
                     self._var.append(("u", ci, ki))
+        self._kept = [ki for ki, n in enumerate(self.keep) if n > 0]
         if not self.patterns:
             self.patterns = [self._start_patterns(ci) for ci in range(len(inst.classes))]
 
@@ -188,7 +198,7 @@ class Relaxation:
         """Indices into `sizes` of the share sizes some kind hostable in the class has."""
         inst = self.instance
         c = inst.classes[ci]
-        found = {inst.sizes.index(k.milli) for k in inst.kinds if not k.whole and k.fits_class(c)}
+        found = {inst.sizes.index(k.milli) for k in inst.kinds if k.count and not k.whole and k.fits_class(c)}
         return sorted(found)
 
     def _start_patterns(self, ci: int) -> list[tuple[int, ...]]:
@@ -211,10 +221,15 @@ class Relaxation:
         columns = list(self._var)
         for ci, pats in enumerate(self.patterns):
             columns.extend(("z", ci, pi) for pi in range(len(pats)))
+        columns.extend(("d", -1, ki) for ki in self._kept)
+        if self._kept:
+            columns.append(("e", -1, 0))
         nc, ns, nk = len(inst.classes), len(inst.sizes), len(inst.kinds)
-        # rows: gpu[c], slot[c, s], cpu[c], mem[c], supply[k]
+        # rows: gpu[c], slot[c, s], cpu[c], mem[c], supply[k], then keep[k] for the kept kinds and slack
         r_gpu, r_slot, r_cpu, r_mem, r_sup = 0, nc, nc + nc * ns, 2 * nc + nc * ns, 3 * nc + nc * ns
-        rows = r_sup + nk
+        r_keep = {ki: r_sup + nk + j for j, ki in enumerate(self._kept)}
+        r_slack = r_sup + nk + len(self._kept)
+        rows = r_slack + 1 if self._kept else r_sup + nk
         data: list[float] = []
         ri: list[int] = []
         cj: list[int] = []
@@ -224,10 +239,22 @@ class Relaxation:
                 k = inst.kinds[x]
                 obj[j] = k.value
                 entries = [(r_cpu + ci, k.cpu), (r_mem + ci, k.mem), (r_sup + x, 1)]
-                if k.whole:
+                if x in r_keep:
+                    entries.append((r_keep[x], -1))
+                if not k.count:  # a CPU-only pod (see build_instance's `cpu_only`)
+                    pass
+                elif k.whole:
                     entries.append((r_gpu + ci, k.count))
                 else:
                     entries.append((r_slot + ci * ns + inst.sizes.index(k.milli), k.count))
+            elif what == "d" and inst.kinds[x].value:  # kept pods of kind x dropped after all, paid from the slack
+                entries = [(r_keep[x], -1), (r_slack, inst.kinds[x].value)]
+            elif what == "d":  # a kept pod worth nothing (CPU only) dropped: no slack pays for it, a penalty does
+                obj[j] = -EXCESS * MILLI
+                entries = [(r_keep[x], -1)]
+            elif what == "e":  # drops beyond the slack, at a penalty (see `EXCESS`)
+                obj[j] = -EXCESS
+                entries = [(r_slack, -1)]
             else:
                 slots = self.patterns[ci][x]
                 entries = [(r_gpu + ci, 1)] + [(r_slot + ci * ns + s, -a) for s, a in enumerate(slots) if a]
@@ -243,6 +270,10 @@ class Relaxation:
             b[r_mem + ci] = math.floor(keep * c.size * c.mem)
         for ki, k in enumerate(inst.kinds):
             b[r_sup + ki] = len(k.pods)
+        for ki, r in r_keep.items():
+            b[r] = -self.keep[ki]
+        if self._kept:
+            b[r_slack] = self.slack
         a = coo_matrix((data, (ri, cj)), shape=(rows, len(columns)))
         return obj, a, b, columns
 
@@ -298,11 +329,23 @@ class Relaxation:
         best pattern's excess (`delta`), then each kind's supply price by whatever its placement
         columns still miss (solver tolerance). Weak duality makes it an upper bound of the LP over
         every pattern, hence of every packing."""
-        nc = len(self.instance.classes)
+        inst = self.instance
+        nc, ns = len(inst.classes), len(inst.sizes)
         y = duals.copy()
         y[:nc] += delta
-        r_sup = b.size - len(self.instance.kinds)
+        r_sup = 3 * nc + nc * ns
         n_var = len(self._var)
+        if self._kept:
+            # a drop column (objective 0) is covered once the slack's price pays its keep price, the
+            # excess column (-EXCESS) while the slack's price is at most EXCESS; lowering a keep price
+            # only helps the placement columns (they have -1 there)
+            r_keep, r_slack = r_sup + len(inst.kinds), b.size - 1
+            values = np.array([inst.kinds[ki].value for ki in self._kept], np.float64)
+            paid = values > 0
+            prices = y[r_keep:r_slack]  # a view: the caps below write through
+            if paid.any():
+                y[r_slack] = min(EXCESS, max(y[r_slack], float(np.max(prices[paid] / values[paid]))))
+            prices[:] = np.where(paid, np.minimum(prices, y[r_slack] * values), np.minimum(prices, EXCESS * MILLI))
         covered = np.zeros(a.shape[1])
         np.add.at(covered, a.col, a.data * y[a.row])
         short = np.maximum(obj[:n_var] - covered[:n_var], 0.0)  # placement columns only
@@ -345,7 +388,7 @@ class Relaxation:
             raise RuntimeError(f"offline bound: the MILP found no solution ({res.message})")
         plan = Plan()
         for (what, ci, x), v in zip(columns, np.round(res.x).astype(np.int64).tolist(), strict=True):
-            if v <= 0:
+            if v <= 0 or what in ("d", "e"):
                 continue
             if what == "u":
                 plan.placed.setdefault(ci, {})[x] = v

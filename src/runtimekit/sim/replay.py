@@ -48,6 +48,7 @@ class ReplayResult:
     seconds: float
     arrived_milli: list[int] = field(default_factory=list, repr=False)
     used_milli: list[int] = field(default_factory=list, repr=False)
+    placed: list[int] = field(default_factory=list, repr=False)  # indices of the pods placed, in order
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -138,6 +139,7 @@ def replay(
     arrived = used = failed = 0
     arrived_series: list[int] = []
     used_series: list[int] = []
+    placed: list[int] = []
     with fewer_collections():  # the caches grow large; see runtimekit.scheduler.collector
         for i, pod in enumerate(arrivals.pods):
             shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_spec)
@@ -155,6 +157,7 @@ def replay(
             framework.run_once(cache)
             if task.status is TaskStatus.BOUND:
                 used += gpu_milli
+                placed.append(i)
             else:
                 failed += 1
             cache.remove_job(job_key)
@@ -174,4 +177,5 @@ def replay(
         time.perf_counter() - started,
         arrived_series,
         used_series,
+        placed,
     )

@@ -100,9 +100,7 @@ def load_inputs(spec: SimulationSpec) -> tuple[list[TraceNode], list[TracePod], 
 _WORKER: dict[str, object] = {}
 
 
-def _init_worker(
-    nodes: list[TraceNode], pods: list[TracePod], tune: float, columns: tuple[int, ...] = ()
-) -> None:
+def _init_worker(nodes: list[TraceNode], pods: list[TracePod], tune: float, columns: tuple[int, ...] = ()) -> None:
     _WORKER.update(
         nodes=nodes,
         pods=pods,
