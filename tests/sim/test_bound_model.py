@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from runtimekit.model.knapsack import best_pattern
 from runtimekit.model.trace import TraceNode
-from runtimekit.sim.bound_model import Relaxation, best_pattern, build_instance
+from runtimekit.sim.bound_model import Relaxation, build_instance
 from sim.helpers import optimum, share
 
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from runtimekit.model.knapsack import best_pattern
 from runtimekit.model.trace import TraceNode, TracePod
 
 if TYPE_CHECKING:  # scipy is imported when a bound is solved, not with the simulator
@@ -136,30 +137,6 @@ def build_instance(
     sizes = tuple(sorted({k.milli for k in kinds if k.count and not k.whole}))
     grain = math.gcd(MILLI, *sizes) if sizes else MILLI
     return Instance(classes, tuple(kinds), sizes, grain, tuple(sorted(left_out)))
-
-
-def best_pattern(profit: Sequence[float], sizes: Sequence[int], grain: int) -> tuple[float, tuple[int, ...]]:
-    """The most profitable way to fill one GPU (unbounded knapsack, capacity 1000 milli, exact DP):
-    (profit, slots per size)."""
-    cap = MILLI // grain
-    best = [0.0] * (cap + 1)
-    take = [-1] * (cap + 1)
-    steps = [s // grain for s in sizes]
-    for w in range(1, cap + 1):
-        best[w], take[w] = best[w - 1], -1
-        for j, s in enumerate(steps):
-            if s <= w and profit[j] > 0 and best[w - s] + profit[j] > best[w] + 1e-12:
-                best[w], take[w] = best[w - s] + profit[j], j
-    slots = [0] * len(sizes)
-    w = cap
-    while w > 0:
-        j = take[w]
-        if j < 0:
-            w -= 1
-        else:
-            slots[j] += 1
-            w -= steps[j]
-    return best[cap], tuple(slots)
 
 
 @dataclass
