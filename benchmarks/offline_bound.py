@@ -65,7 +65,10 @@ def one(task: Task) -> dict[str, object]:
         reference = replay(cluster, arrivals, floor, seed, workload)
         for column, limit in floor_columns(nodes, arrivals.pods, reference.used_milli, columns, slack).items():
             if column in cells:
-                cells[column].update(floor_upper=round(limit.upper, 3), floor_column=limit.floor_column)
+                # both are upper bounds of the column, so the lower one is too (the floor limit takes
+                # the column's last event for all of it, the offline bound cuts the column into runs)
+                upper = min(limit.upper, float(cells[column]["upper"] or 0.0))
+                cells[column].update(floor_upper=round(upper, 3), floor_column=limit.floor_column)
                 cells[column]["reference"] = reference.columns[column]
     if keep:
         policy = replay(cluster, arrivals, keep, seed, workload)
@@ -75,7 +78,8 @@ def one(task: Task) -> dict[str, object]:
                 upper = set_upper(nodes, arrivals.pods[: events[-1] + 1], [i for i in policy.placed if i <= events[-1]])
                 scale = policy.total_gpus * 10
                 mean = sum(min(policy.arrived_milli[i], upper) for i in events) / len(events) / scale
-                cells[column].update(set_upper=round(mean, 3), policy=policy.columns[column])
+                upper = min(mean, float(cells[column]["upper"] or 0.0))
+                cells[column].update(set_upper=round(upper, 3), policy=policy.columns[column])
     print(f"{name} seed {seed}: {json.dumps(cells)} {result.seconds:.0f} s", file=sys.stderr)
     return {"list": name, "seed": seed, "columns": cells, "seconds": round(result.seconds, 1)}
 
