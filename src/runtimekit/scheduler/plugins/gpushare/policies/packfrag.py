@@ -323,9 +323,9 @@ class PackFragPolicy:
         self._waste = {}
 
     def _waste_of(self, shape: PodShape) -> list[float] | None:
-        """weight x waste(m, free) by a GPU's free milli, for a single share at the current prices;
-        None for every other pod (and without prices)."""
-        if self._prices is None or shape.whole or shape.count != 1 or not 0 < shape.milli < MILLI:
+        """weight x waste(m, free) by a GPU's free milli, for a single share of a priced size; None for
+        every other pod (and without prices)."""
+        if self._prices is None or shape.whole or shape.count != 1 or shape.milli not in self._prices.price:
             return None
         found = self._waste.get(shape.milli)
         if found is None:
