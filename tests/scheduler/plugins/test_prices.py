@@ -5,14 +5,15 @@ GPU, and prices are worked out again only when the learned demand has moved."""
 from __future__ import annotations
 
 import random
+from collections.abc import Mapping, Sequence
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from runtimekit.scheduler.plugins.gpushare.policies import PackFragPolicy, PodShape, PolicyContext, TargetWorkload
-from runtimekit.scheduler.plugins.gpushare.policies import packfrag as packfrag_module
-from runtimekit.scheduler.plugins.gpushare.policies.prices import SharePrices, share_prices
+from runtimekit.scheduler.plugins.gpushare.policies import prices as prices_module
+from runtimekit.scheduler.plugins.gpushare.policies.prices import PRICE_WEIGHT, SharePrices, share_prices
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType
 from scheduler.helpers import rows, table_of
 
@@ -64,22 +65,22 @@ def test_a_share_goes_where_the_workload_fills_the_rest() -> None:
     prices packfrag prefers that (it keeps the fresh GPU for others), with them the fresh GPU wins."""
     shape = PodShape(1000, 470, 1)
     scores = {}
-    for weight in (0.0, packfrag_module.PRICE_WEIGHT):
+    for weight in (0.0, PRICE_WEIGHT):
         table = table_of([("used", 8000, [680, 0]), ("fresh", 8000, [1000, 0])])
         policy = PackFragPolicy(mix(), price_weight=weight)
         scores[weight] = policy.score(PolicyContext(table, random.Random(1)), shape, rows(table, "used", "fresh"))
     assert scores[0.0][0] > scores[0.0][1]
-    assert scores[packfrag_module.PRICE_WEIGHT][0] < scores[packfrag_module.PRICE_WEIGHT][1]
+    assert scores[PRICE_WEIGHT][0] < scores[PRICE_WEIGHT][1]
 
 
 def test_prices_are_worked_out_again_only_when_the_demand_moves(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[dict[int, float]] = []
 
-    def counted(demand: dict[int, float]) -> SharePrices | None:
+    def counted(demand: dict[int, float], start: Sequence[Mapping[int, int]] = ()) -> SharePrices | None:
         calls.append(demand)
-        return share_prices(demand)
+        return share_prices(demand, start)
 
-    monkeypatch.setattr(packfrag_module, "share_prices", counted)
+    monkeypatch.setattr(prices_module, "share_prices", counted)
     policy = PackFragPolicy(window=512, relearn_every=256)
     table = table_of([("n", 64000, [1000, 1000])])
     ctx = PolicyContext(table, random.Random(1))
@@ -89,7 +90,7 @@ def test_prices_are_worked_out_again_only_when_the_demand_moves(monkeypatch: pyt
             policy.learn(PodType(1000, sizes[i % len(sizes)], 1))
             policy.score(ctx, PodShape(1000, 470, 1), rows(table, "n"))  # a relearn takes effect here
 
-    learn([470, 320], packfrag_module.PRICE_AFTER - 1)
+    learn([470, 320], prices_module.PRICE_AFTER - 1)
     assert calls == []  # too few pods yet
     learn([470, 320], 1024)
     assert len(calls) == 1

@@ -53,7 +53,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.nodestates import (
     best_gpu,
     placements,
 )
-from runtimekit.scheduler.plugins.gpushare.policies.prices import SharePrices, share_prices
+from runtimekit.scheduler.plugins.gpushare.policies.prices import PRICE_WEIGHT, SharePricer
 from runtimekit.scheduler.plugins.gpushare.policies.rarehosts import HOST_PENALTY, RareHosts, rare_types
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
@@ -64,9 +64,6 @@ CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
-PRICE_WEIGHT = 16.0  # milli of loss per milli of a share placement's waste at the workload's prices (prices.py)
-PRICE_AFTER = 256  # pods learned before shares are priced (a smaller sample prices noise)
-PRICE_DRIFT = 0.05  # prices are worked out again when this share of the demand has moved since
 
 
 @runtime_checkable
@@ -252,9 +249,7 @@ class PackFragPolicy:
             raise ValueError(f"packfrag: price_weight must not be negative, got {price_weight}")
         self.whole_weight = whole_weight
         self.price_weight = price_weight
-        self._prices: SharePrices | None = None
-        self._priced: dict[int, float] = {}  # the single-share demand the prices were worked out for
-        self._waste: dict[int, list[float]] = {}  # per share size: weight x waste by the GPU's free milli
+        self._pricer = SharePricer(price_weight)
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
         self._usable: UsableCapacity | None = None
         self._pending = workload  # a workload whose weights await the node table (see `_capacity`)
@@ -296,42 +291,11 @@ class PackFragPolicy:
             self.learn(PodType(shape.cpu_milli, shape.milli if shape.gpu else 0, shape.count))
         if self._pending is not None:  # a new workload: weigh its whole-GPU types by the nodes there are now
             self._usable = UsableCapacity(self._pending, self.whole_weight, table)
-            self._set_prices(self._pending)
+            self._pricer.update(self._pending, self._learner.seen if self._learner is not None else None)
             self._pending = None
             self._drop_caches()
         assert self._usable is not None
         return self._usable
-
-    def _set_prices(self, workload: TargetWorkload) -> None:
-        """The share prices of a new workload (prices.py), once `PRICE_AFTER` pods have been learned
-        (a given workload: at once). They are worked out again only when more than `PRICE_DRIFT` of
-        the single-GPU shares' demand has moved since (half the L1 distance of the proportions):
-        the workload settles after a few thousand pods, and most relearns then cost no LP."""
-        if not self.price_weight or (self._learner is not None and self._learner.seen < PRICE_AFTER):
-            return
-        demand: Counter[int] = Counter()
-        for t, p in zip(workload.types, workload.probabilities.tolist(), strict=True):
-            if t.count == 1 and 0 < t.milli < MILLI:
-                demand[t.milli] += p
-        total = sum(demand.values())
-        share = {m: p / total for m, p in demand.items()} if total else {}
-        moved = sum(abs(share.get(m, 0.0) - self._priced.get(m, 0.0)) for m in share.keys() | self._priced.keys())
-        if self._priced and moved <= 2 * PRICE_DRIFT:
-            return
-        self._priced = share
-        self._prices = share_prices(share, self._prices.patterns if self._prices else ()) if share else None
-        self._waste = {}
-
-    def _waste_of(self, shape: PodShape) -> list[float] | None:
-        """weight x waste(m, free) by a GPU's free milli, for a single share of a priced size; None for
-        every other pod (and without prices)."""
-        if self._prices is None or shape.whole or shape.count != 1 or shape.milli not in self._prices.price:
-            return None
-        found = self._waste.get(shape.milli)
-        if found is None:
-            w = self.price_weight
-            found = self._waste[shape.milli] = [w * x for x in self._prices.waste_table(shape.milli)]
-        return found
 
     # -- the policy ------------------------------------------------------------------------
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
@@ -435,13 +399,13 @@ class PackFragPolicy:
     ) -> list[float]:
         """The loss of each (node state, CPU buckets) key: the least loss over the pod's placements,
         all usable capacities computed in one batch; a single share's placements also pay their
-        waste at the share prices (`_waste_of`)."""
+        waste at the share prices (prices.SharePricer)."""
         nodes = self._nodes
         keys: list[int] = []
         states: list[NodeState] = []
         cpus: list[int] = []
         spans: list[tuple[int, list[tuple[int, int]]]] = []
-        waste = self._waste_of(shape)
+        waste = self._pricer.waste(shape)
         for key, bucket, c in zip(before, after, cpu, strict=True):
             sid = key >> BUCKET_BITS
             afters = self._after_states(shape, sid)
@@ -508,7 +472,7 @@ class PackFragPolicy:
         values = capacity.values(
             keys, [states[sid], *(states[after] for _, after in afters)], [cpu] + [cpu - shape.cpu_milli] * len(afters)
         )
-        waste = self._waste_of(shape)
+        waste = self._pricer.waste(shape)
         losses = [
             values[0] - u + (waste[g] if waste is not None else 0.0)
             for u, (g, _) in zip(values[1:], afters, strict=True)

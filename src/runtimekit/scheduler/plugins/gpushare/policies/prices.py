@@ -15,12 +15,13 @@ zero when the share goes where some optimal pattern would put it (a 320 on a GPU
 or on a fresh GPU that three 320s will fill) and positive where it leaves a gap the workload fills
 badly (a 320 beside a 470 leaves 210, which only the rare pods under 200 milli can use). packfrag
 adds it, weighted, to a placement's loss (packfrag.py; docs/results/better-than-fgd.md, design
-item 8). Callers: packfrag.
+item 8); `SharePricer` keeps the prices current as the learned workload changes. Callers: packfrag.
 """
 
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -28,10 +29,15 @@ import numpy as np
 
 from runtimekit.model import MILLI
 from runtimekit.model.knapsack import best_pattern, fill_table
+from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape
+from runtimekit.scheduler.plugins.gpushare.policies.workload import TargetWorkload
 
 POOL = 2000  # pods in the priced pool: enough that every size of 1 in 2,000 pods counts
 ROUNDS = 100  # column generation rounds at most (a few dozen suffice)
 ENTER = 1e-7 * MILLI  # a pattern enters when it beats the GPU's price by this much
+PRICE_WEIGHT = 16.0  # packfrag's milli of loss per milli of a share placement's waste
+PRICE_AFTER = 256  # pods learned before shares are priced (a smaller sample prices noise)
+PRICE_DRIFT = 0.05  # prices are worked out again when this share of the demand has moved since
 
 
 @dataclass(frozen=True)
@@ -109,3 +115,44 @@ def share_prices(demand: Mapping[int, float], start: Sequence[Mapping[int, int]]
     fill, _ = fill_table(slot_prices.tolist(), sizes, grain)
     used = tuple({m: a for m, a in zip(sizes, p, strict=True) if a} for p in patterns)
     return SharePrices(dict(zip(sizes, slot_prices.tolist(), strict=True)), tuple(fill), grain, used)
+
+
+class SharePricer:
+    """packfrag's share prices as its workload changes: worked out once `PRICE_AFTER` pods have been
+    learned (a given workload: at once), then again only when more than `PRICE_DRIFT` of the
+    single-GPU shares' demand has moved (half the L1 distance of the proportions), each solve
+    starting from the last one's patterns: the workload settles after a few thousand pods, and most
+    relearns then cost no LP. `waste` gives weight x waste by a GPU's free milli, per share size."""
+
+    def __init__(self, weight: float = PRICE_WEIGHT) -> None:
+        self.weight = weight
+        self.prices: SharePrices | None = None
+        self._priced: dict[int, float] = {}  # the demand the prices were worked out for
+        self._tables: dict[int, list[float]] = {}
+
+    def update(self, workload: TargetWorkload, learned: int | None) -> None:
+        """A new workload; `learned`: the pods it was learned from (None: given up front)."""
+        if not self.weight or (learned is not None and learned < PRICE_AFTER):
+            return
+        demand: Counter[int] = Counter()
+        for t, p in zip(workload.types, workload.probabilities.tolist(), strict=True):
+            if t.count == 1 and 0 < t.milli < MILLI:
+                demand[t.milli] += p
+        total = sum(demand.values())
+        share = {m: p / total for m, p in demand.items()} if total else {}
+        moved = sum(abs(share.get(m, 0.0) - self._priced.get(m, 0.0)) for m in share.keys() | self._priced.keys())
+        if self._priced and moved <= 2 * PRICE_DRIFT:
+            return
+        self._priced = share
+        self.prices = share_prices(share, self.prices.patterns if self.prices else ()) if share else None
+        self._tables = {}
+
+    def waste(self, shape: PodShape) -> list[float] | None:
+        """weight x waste(m, free) by a GPU's free milli for a single share of a priced size; None for
+        every other pod (and without prices)."""
+        if self.prices is None or shape.whole or shape.count != 1 or shape.milli not in self.prices.price:
+            return None
+        found = self._tables.get(shape.milli)
+        if found is None:
+            found = self._tables[shape.milli] = [self.weight * x for x in self.prices.waste_table(shape.milli)]
+        return found
