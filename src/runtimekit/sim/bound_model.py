@@ -139,6 +139,30 @@ def build_instance(
     return Instance(classes, tuple(kinds), sizes, grain, tuple(sorted(left_out)))
 
 
+@dataclass(frozen=True)
+class Rows:
+    """Where each group of rows of the LP starts: gpu[c], slot[c, s] (class-major), cpu[c], mem[c],
+    supply[k], then, with kept pods, keep[j] per kept kind and one slack row; `total` rows in all."""
+
+    gpu: int
+    slot: int
+    cpu: int
+    mem: int
+    supply: int
+    keep: int
+    slack: int
+    total: int
+
+    @classmethod
+    def of(cls, classes: int, sizes: int, kinds: int, kept: int) -> Rows:
+        cpu = classes + classes * sizes
+        mem = cpu + classes
+        supply = mem + classes
+        keep = supply + kinds
+        slack = keep + kept
+        return cls(0, classes, cpu, mem, supply, keep, slack, slack + 1 if kept else keep)
+
+
 @dataclass
 class Plan:
     """An integer plan of the relaxation: per class, GPUs per pattern and pods per kind."""
@@ -168,6 +192,7 @@ class Relaxation:
                 if k.fits_class(c):
                     self._var.append(("u", ci, ki))
         self._kept = [ki for ki, n in enumerate(self.keep) if n > 0]
+        self._rows = Rows.of(len(inst.classes), len(inst.sizes), len(inst.kinds), len(self._kept))
         if not self.patterns:
             self.patterns = [self._start_patterns(ci) for ci in range(len(inst.classes))]
 
@@ -201,12 +226,9 @@ class Relaxation:
         columns.extend(("d", -1, ki) for ki in self._kept)
         if self._kept:
             columns.append(("e", -1, 0))
-        nc, ns, nk = len(inst.classes), len(inst.sizes), len(inst.kinds)
-        # rows: gpu[c], slot[c, s], cpu[c], mem[c], supply[k], then keep[k] for the kept kinds and slack
-        r_gpu, r_slot, r_cpu, r_mem, r_sup = 0, nc, nc + nc * ns, 2 * nc + nc * ns, 3 * nc + nc * ns
-        r_keep = {ki: r_sup + nk + j for j, ki in enumerate(self._kept)}
-        r_slack = r_sup + nk + len(self._kept)
-        rows = r_slack + 1 if self._kept else r_sup + nk
+        ns, rows = len(inst.sizes), self._rows
+        r_gpu, r_slot, r_cpu, r_mem, r_sup, r_slack = rows.gpu, rows.slot, rows.cpu, rows.mem, rows.supply, rows.slack
+        r_keep = {ki: rows.keep + j for j, ki in enumerate(self._kept)}
         data: list[float] = []
         ri: list[int] = []
         cj: list[int] = []
@@ -239,7 +261,7 @@ class Relaxation:
                 ri.append(r)
                 cj.append(j)
                 data.append(float(v))
-        b = np.zeros(rows)
+        b = np.zeros(rows.total)
         for ci, c in enumerate(inst.classes):
             b[r_gpu + ci] = c.size * c.gpus
             keep = (headroom or {}).get(ci, 1.0)
@@ -251,7 +273,7 @@ class Relaxation:
             b[r] = -self.keep[ki]
         if self._kept:
             b[r_slack] = self.slack
-        a = coo_matrix((data, (ri, cj)), shape=(rows, len(columns)))
+        a = coo_matrix((data, (ri, cj)), shape=(rows.total, len(columns)))
         return obj, a, b, columns
 
     def solve_lp(self, max_iterations: int = 200) -> float:
@@ -269,7 +291,7 @@ class Relaxation:
             obj, a, b, _ = self._matrix()
             # scale CPU/memory rows so HiGHS sees numbers of similar size (duals rescaled below)
             scale = np.ones(b.size)
-            for r0 in (nc + nc * ns, 2 * nc + nc * ns):
+            for r0 in (self._rows.cpu, self._rows.mem):
                 scale[r0 : r0 + nc] = 1.0 / np.maximum(b[r0 : r0 + nc], 1.0)
             a_s = coo_matrix((a.data * scale[a.row], (a.row, a.col)), shape=a.shape).tocsr()
             res = linprog(-obj, A_ub=a_s, b_ub=b * scale, bounds=(0, None), method="highs")
@@ -285,10 +307,11 @@ class Relaxation:
                     continue
                 profit = [0.0] * ns
                 for s in allowed:
-                    profit[s] = duals[nc + ci * ns + s]
+                    profit[s] = duals[self._rows.slot + ci * ns + s]
+                gpu_price = duals[self._rows.gpu + ci]
                 got, slots = best_pattern(profit, inst.sizes, inst.grain)
-                delta[ci] = max(0.0, got - duals[ci])
-                if got - duals[ci] > REDUCED_EPS * MILLI and slots not in self.patterns[ci]:
+                delta[ci] = max(0.0, got - gpu_price)
+                if got - gpu_price > REDUCED_EPS * MILLI and slots not in self.patterns[ci]:
                     self.patterns[ci].append(slots)
                     added += 1
             best_bound = min(best_bound, self._dual_bound(obj, a, b, duals, delta))
@@ -306,17 +329,16 @@ class Relaxation:
         best pattern's excess (`delta`), then each kind's supply price by whatever its placement
         columns still miss (solver tolerance). Weak duality makes it an upper bound of the LP over
         every pattern, hence of every packing."""
-        inst = self.instance
-        nc, ns = len(inst.classes), len(inst.sizes)
+        inst, rows = self.instance, self._rows
         y = duals.copy()
-        y[:nc] += delta
-        r_sup = 3 * nc + nc * ns
+        y[rows.gpu : rows.gpu + len(inst.classes)] += delta
+        r_sup = rows.supply
         n_var = len(self._var)
         if self._kept:
             # a drop column (objective 0) is covered once the slack's price pays its keep price, the
             # excess column (-EXCESS) while the slack's price is at most EXCESS; lowering a keep price
             # only helps the placement columns (they have -1 there)
-            r_keep, r_slack = r_sup + len(inst.kinds), b.size - 1
+            r_keep, r_slack = rows.keep, rows.slack
             values = np.array([inst.kinds[ki].value for ki in self._kept], np.float64)
             paid = values > 0
             prices = y[r_keep:r_slack]  # a view: the caps below write through
