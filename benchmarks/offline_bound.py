@@ -29,8 +29,8 @@ from fgd_table import trace_arguments
 
 from runtimekit.model.trace import read_node_list, read_pod_list
 from runtimekit.sim.arrivals import build_arrivals
-from runtimekit.sim.bound import PLANS, bound_columns, column_events
-from runtimekit.sim.floor_bound import floor_columns, set_upper
+from runtimekit.sim.bound import PLANS, bound_columns
+from runtimekit.sim.floor_bound import floor_columns, set_columns
 from runtimekit.sim.replay import Cluster, replay, target_workload
 from runtimekit.sim.runner import parse_seeds
 
@@ -72,12 +72,8 @@ def one(task: Task) -> dict[str, object]:
                 cells[column]["reference"] = reference.columns[column]
     if keep:
         policy = replay(cluster, arrivals, keep, seed, workload)
-        for column in map(str, columns):
-            events = column_events(policy.arrived_milli, policy.total_gpus, int(column))
-            if column in cells and events:
-                upper = set_upper(nodes, arrivals.pods[: events[-1] + 1], [i for i in policy.placed if i <= events[-1]])
-                scale = policy.total_gpus * 10
-                mean = sum(min(policy.arrived_milli[i], upper) for i in events) / len(events) / scale
+        for column, mean in set_columns(nodes, arrivals.pods, policy.placed, columns).items():
+            if column in cells:
                 upper = min(mean, float(cells[column]["upper"] or 0.0))
                 cells[column].update(set_upper=round(upper, 3), policy=policy.columns[column])
     print(f"{name} seed {seed}: {json.dumps(cells)} {result.seconds:.0f} s", file=sys.stderr)

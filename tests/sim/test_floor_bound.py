@@ -10,9 +10,8 @@ from hypothesis import strategies as st
 
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import Arrivals
-from runtimekit.sim.bound_model import Relaxation, build_instance
 from runtimekit.sim.columns import bucket_columns
-from runtimekit.sim.floor_bound import floor_columns, kept_upper, set_upper
+from runtimekit.sim.floor_bound import floor_columns, kept_relaxation, kept_upper, set_upper
 from runtimekit.sim.replay import replay, target_workload
 from sim.helpers import instances, optimum, share, whole
 
@@ -50,14 +49,7 @@ def test_the_exact_optimum_under_a_floor_is_within_the_bound(
         return
     assert best <= kept_upper(nodes, pods, sorted(kept), floor) <= kept_upper(nodes, pods, sorted(kept), 0)
     # the bound is valid from the first round of column generation on, not only at its end
-    instance_ = build_instance(nodes, pods)
-    kind_of = {i: k for k, kind in enumerate(instance_.kinds) for i in kind.pods}
-    keep = [0] * len(instance_.kinds)
-    for i in kept:
-        if i in kind_of:
-            keep[kind_of[i]] += 1
-    value = sum(instance_.kinds[k].value * n for k, n in enumerate(keep))
-    relaxation = Relaxation(instance_, keep=tuple(keep), slack=max(0, value - floor))
+    relaxation = kept_relaxation(nodes, pods, sorted(kept), floor)
     relaxation.solve_lp(max_iterations=1)
     assert best <= relaxation.upper
 

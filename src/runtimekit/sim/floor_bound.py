@@ -30,6 +30,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate
 
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.bound import column_events
@@ -45,11 +46,11 @@ class FloorBound:
     floor_column: int  # the column whose floor gave it
 
 
-def kept_upper(
+def kept_relaxation(
     nodes: Sequence[TraceNode], pods: Sequence[TracePod], kept: Iterable[int], floor: int, cpu_only: bool = False
-) -> int:
-    """An upper bound (GPU milli) on any packing of `pods` in which the GPU pods of `kept` (indices into
-    `pods`) that it places are worth at least `floor` milli. With `cpu_only` the CPU-only pods of
+) -> Relaxation:
+    """The pattern LP (not yet solved) of packing `pods` so that the GPU pods of `kept` (indices into
+    `pods`) that are placed are worth at least `floor` milli. With `cpu_only` the CPU-only pods of
     `kept` must all be placed too (they are worth nothing, so only a `floor` of everything keeps them)."""
     instance = build_instance(nodes, pods, cpu_only=cpu_only)
     kind_of = {i: ki for ki, kind in enumerate(instance.kinds) for i in kind.pods}
@@ -58,7 +59,14 @@ def kept_upper(
         if i in kind_of:
             keep[kind_of[i]] += 1
     kept_value = sum(instance.kinds[ki].value * n for ki, n in enumerate(keep))
-    relaxation = Relaxation(instance, keep=tuple(keep), slack=max(0, kept_value - floor))
+    return Relaxation(instance, keep=tuple(keep), slack=max(0, kept_value - floor))
+
+
+def kept_upper(
+    nodes: Sequence[TraceNode], pods: Sequence[TracePod], kept: Iterable[int], floor: int, cpu_only: bool = False
+) -> int:
+    """An upper bound (GPU milli) on any packing of `pods` meeting `kept_relaxation`'s requirement."""
+    relaxation = kept_relaxation(nodes, pods, kept, floor, cpu_only)
     relaxation.solve_lp()
     return min(sum(p.total_gpu_milli for p in pods), relaxation.upper)
 
@@ -67,6 +75,30 @@ def set_upper(nodes: Sequence[TraceNode], pods: Sequence[TracePod], placed: Iter
     """An upper bound (GPU milli) on any packing of `pods` that keeps every pod of `placed`."""
     placed = list(placed)
     return kept_upper(nodes, pods, placed, sum(pods[i].total_gpu_milli for i in placed), cpu_only=True)
+
+
+def set_columns(
+    nodes: Sequence[TraceNode], pods: Sequence[TracePod], placed: Iterable[int], columns: Sequence[int]
+) -> dict[str, float]:
+    """Per column, the set limit of a replay that placed `placed` (ReplayResult.placed): the pods it
+    had placed by the column's last event kept, packed anew (% of cluster GPUs, mean over the events)."""
+    total_gpus = sum(n.gpus for n in nodes)
+    arrived = list(accumulate(p.total_gpu_milli for p in pods))
+    placed = sorted(placed)
+    out: dict[str, float] = {}
+    for column in columns:
+        events = column_events(arrived, total_gpus, column)
+        if events:
+            last = events[-1]
+            upper = set_upper(nodes, pods[: last + 1], [i for i in placed if i <= last])
+            out[str(column)] = _capped_mean(arrived, events, upper, total_gpus)
+    return out
+
+
+def _capped_mean(arrived: Sequence[int], events: Sequence[int], upper: int, total_gpus: int) -> float:
+    """A limit worked out at a column's last event, for each of its events (capped by what had arrived
+    then: the optimum never falls as pods arrive), as the column's mean in % of the cluster's GPUs."""
+    return sum(min(arrived[i], upper) for i in events) / len(events) / (total_gpus * 10)
 
 
 def floor_columns(
@@ -81,11 +113,7 @@ def floor_columns(
     allocation, ReplayResult.used_milli, over the same arrivals) at every column from `first` on."""
     total_gpus = sum(n.gpus for n in nodes)
     scale = total_gpus * 10  # milli per point
-    arrived: list[int] = []
-    running = 0
-    for p in pods:
-        running += p.total_gpu_milli
-        arrived.append(running)
+    arrived = list(accumulate(p.total_gpu_milli for p in pods))
     fails = next((i for i, (a, u) in enumerate(zip(arrived, reference_used, strict=True)) if u < a), len(pods) - 1)
     failing_column = round(arrived[fails] / scale)
     out: dict[str, FloorBound] = {}
@@ -107,6 +135,5 @@ def floor_columns(
             upper = kept_upper(nodes, pods[: last + 1], range(start + 1), floor)
             if upper < best:
                 best, best_column = upper, c
-        mean = sum(min(arrived[i], best) for i in events) / len(events) / scale
-        out[str(column)] = FloorBound(column, mean, best_column)
+        out[str(column)] = FloorBound(column, _capped_mean(arrived, events, best, total_gpus), best_column)
     return out
