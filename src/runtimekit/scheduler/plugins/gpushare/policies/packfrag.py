@@ -248,7 +248,6 @@ class PackFragPolicy:
         if price_weight < 0:
             raise ValueError(f"packfrag: price_weight must not be negative, got {price_weight}")
         self.whole_weight = whole_weight
-        self.price_weight = price_weight
         self._pricer = SharePricer(price_weight)
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
         self._usable: UsableCapacity | None = None
