@@ -50,11 +50,7 @@ class SharePrices:
     def waste(self, milli: int, free: int) -> float:
         """The reduced cost of a share of `milli` on a GPU with `free` milli free (0 for a size the
         workload does not have, or one that does not fit)."""
-        price = self.price.get(milli)
-        if price is None or milli > free:
-            return 0.0
-        g = self.grain
-        return max(0.0, self.fill[min(free, MILLI) // g] - self.fill[(min(free, MILLI) - milli) // g] - price)
+        return self.waste_table(milli)[min(free, MILLI)]
 
     def waste_table(self, milli: int) -> list[float]:
         """waste(milli, g) for g = 0..1000, for lookups by a GPU's free milli."""
