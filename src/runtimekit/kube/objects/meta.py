@@ -1,0 +1,123 @@
+"""The parts every Kubernetes object shares, typed once: `ObjectMeta` and its owner references,
+`metav1.LabelSelector`, `metav1.Condition`, object references, and `KubeObject` (any object, its
+`spec` and `status` left open), as kopf's `RawBody`/`RawMeta` type them.
+
+These are `TypedDict`s over the decoded JSON (no copies, no conversion): a value the API serves is
+typed where it enters (an informer, a list, a request body) and read with `.get` everywhere after,
+since every field may be absent. `JsonObject` is the one type of a JSON object whose shape the code
+does not know (an arbitrary resource in the API server, a patch, a CRD's spec).
+
+`meta`, `object_key`, `labels_of` and `annotations_of` are the accessors every component reads objects
+with. Pure; the lowest layer above `runtimekit.base`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, TypedDict, cast
+
+JsonObject = dict[str, Any]
+"""A JSON object of unknown shape (what `json.loads` gives for an object)."""
+
+
+class OwnerReference(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool
+    blockOwnerDeletion: bool
+
+
+class ObjectMeta(TypedDict, total=False):
+    name: str
+    generateName: str
+    namespace: str
+    uid: str
+    resourceVersion: str
+    generation: int
+    creationTimestamp: str
+    deletionTimestamp: str
+    deletionGracePeriodSeconds: int
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    ownerReferences: list[OwnerReference]
+    finalizers: list[str]
+    managedFields: list[JsonObject]
+    selfLink: str
+
+
+class ListMeta(TypedDict, total=False):
+    resourceVersion: str
+    # `continue` is a Python keyword: read it as meta.get("continue")
+    remainingItemCount: int
+
+
+class LabelSelectorRequirement(TypedDict, total=False):
+    key: str
+    operator: str  # In, NotIn, Exists, DoesNotExist
+    values: list[str]
+
+
+class LabelSelector(TypedDict, total=False):
+    """`metav1.LabelSelector`: a missing selector selects nothing, an empty one everything."""
+
+    matchLabels: dict[str, str]
+    matchExpressions: list[LabelSelectorRequirement]
+
+
+class Condition(TypedDict, total=False):
+    """`metav1.Condition`, and the older per-kind conditions (PodCondition, NodeCondition, a
+    Deployment's, a PodGroup's), which have the same fields and some more."""
+
+    type: str
+    status: str  # "True", "False", "Unknown"
+    reason: str
+    message: str
+    lastTransitionTime: str
+    lastProbeTime: str
+    lastHeartbeatTime: str
+    lastUpdateTime: str
+    observedGeneration: int
+    transitionID: str
+
+
+class ObjectReference(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+    resourceVersion: str
+    fieldPath: str
+
+
+class KubeObject(TypedDict, total=False):
+    """Any Kubernetes object: typed metadata, and a `spec` and `status` of a shape left open."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: JsonObject
+    status: JsonObject
+
+
+def meta(obj: Mapping[str, Any]) -> ObjectMeta:
+    """An object's metadata ({} when it has none, or none that is an object)."""
+    found = obj.get("metadata")
+    return cast(ObjectMeta, found) if isinstance(found, dict) else {}
+
+
+def object_key(obj: Mapping[str, Any]) -> str:
+    """`namespace/name`, or `name` for a cluster-scoped object (client-go's MetaNamespaceKeyFunc)."""
+    m = meta(obj)
+    namespace = m.get("namespace")
+    return f"{namespace}/{m.get('name', '')}" if namespace else str(m.get("name", ""))
+
+
+def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return meta(obj).get("labels") or {}
+
+
+def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+    return meta(obj).get("annotations") or {}
