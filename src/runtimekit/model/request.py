@@ -19,9 +19,9 @@ Rules (docs/user-guide/requests.md):
 - Any other resource (an extended resource such as `example.com/foo`, `ephemeral-storage`,
   `hugepages-2Mi`) is a scalar the scheduler checks against the node's allocatable, as
   kube-scheduler's NodeResourcesFit does.
-Pod-level amounts follow Kubernetes' PodRequests: the sum over app containers and restartable init
-containers (sidecars), at least the largest ordinary init container (plus the sidecars started
-before it), plus the pod overhead.
+Pod-level amounts follow Kubernetes' PodRequests (`kube.semantics.resources`): the sum over app
+containers and restartable init containers (sidecars), at least the largest ordinary init container
+(plus the sidecars started before it), plus the pod overhead.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.kube.objects import Container
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.kube.semantics.resources import pod_amounts
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.memo import PerProtocol
@@ -247,6 +249,9 @@ class _Amounts:
         return _Amounts(max(self.cpu, other.cpu), max(self.memory, other.memory), peak(self.scalars, other.scalars))
 
 
+_ZERO = _Amounts()
+
+
 def _container_amounts(
     container: Mapping[str, Any], protocol: KitProtocol, amounts: Mapping[str, Any] | None = None
 ) -> _Amounts:
@@ -334,34 +339,28 @@ def _parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequ
     init = spec.get("initContainers") or []
     if not isinstance(init, list):
         raise RequestError("spec.initContainers must be a list")
-    total = _Amounts()
     gpus: list[ContainerGpuRequest] = []
-    for container in containers:
+
+    def app(container: Container) -> _Amounts:
         if not isinstance(container, Mapping):
             raise RequestError("every container must be an object")
         requests, limits = _requests_limits(container)  # read once for both views
-        total += _container_amounts(container, protocol, {**limits, **requests})
+        amounts = _container_amounts(container, protocol, {**limits, **requests})
         gpu = parse_container_gpu(container, protocol, {**requests, **limits})
         if gpu is not None:
             gpus.append(ContainerGpuRequest(str(container.get("name", "")), gpu))
-    if not init and not spec.get("overhead"):  # the usual pod: nothing to take the peak of
-        return PodRequest(total.cpu, total.memory, tuple(gpus), total.scalars)
-    sidecars = init_peak = _Amounts()
-    for container in init:
+        return amounts
+
+    def init_container(container: Container) -> _Amounts:
         if not isinstance(container, Mapping):
             raise RequestError("every init container must be an object")
         if parse_container_gpu(container, protocol) is not None:
             raise RequestError(f"init container {container.get('name')!r} asks for GPUs; only app containers may")
-        amounts = _container_amounts(container, protocol)
-        if container.get("restartPolicy") == "Always":  # a sidecar: runs beside the app containers
-            total += amounts
-            sidecars += amounts
-            init_peak = init_peak.peak(sidecars)
-        else:
-            init_peak = init_peak.peak(amounts + sidecars)
-    total = total.peak(init_peak)
+        return _container_amounts(container, protocol)
+
+    total = pod_amounts(containers, init, app, _Amounts.__add__, _Amounts.peak, _ZERO, read_init=init_container)
     overhead = spec.get("overhead") or {}
-    if isinstance(overhead, Mapping):
+    if overhead and isinstance(overhead, Mapping):  # read last, as its errors come after the containers'
         try:
             total += _amounts_of(overhead, protocol)
         except ValueError as exc:

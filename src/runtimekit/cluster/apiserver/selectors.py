@@ -15,7 +15,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any
 
-from runtimekit.protocol.names import check_qualified_name
+from runtimekit.kube.semantics.names import check_qualified_name
 
 _SPECIAL = frozenset("!=(),<>")
 _MAX_VALUE = 63

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from runtimekit.cluster import intstr, labelselector
+from runtimekit.cluster import labelselector
 from runtimekit.cluster.apiserver.errors import (
     Cause,
     field_forbidden,
@@ -23,6 +23,7 @@ from runtimekit.cluster.apiserver.errors import (
     field_unsupported,
 )
 from runtimekit.cluster.apiserver.validation import check_pod
+from runtimekit.kube.semantics import intstr
 
 KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
 _STS_MUTABLE = frozenset(

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
-from runtimekit.cluster import intstr
 from runtimekit.cluster.controllers.pods import meta, semantic, template_hash
 from runtimekit.kube.http import JSON
+from runtimekit.kube.semantics import intstr
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"

@@ -27,7 +27,7 @@ from fractions import Fraction
 from typing import Any
 
 from runtimekit.kube.http import JSON
-from runtimekit.model.quantity import parse_quantity
+from runtimekit.kube.semantics.quantity import parse_quantity
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 TASK_SPEC, TASK_INDEX, JOB_NAME = "volcano.sh/task-spec", "volcano.sh/task-index", "volcano.sh/job-name"

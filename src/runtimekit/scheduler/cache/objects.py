@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model import (
     Assignment,
     AssignmentError,
@@ -23,7 +24,6 @@ from runtimekit.model import (
     parse_pod_request,
     selector_from_annotations,
 )
-from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.info import (

@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.protocol.names import check_qualified_name
+from runtimekit.kube.semantics.names import check_qualified_name
 
 IN, NOT_IN, EXISTS, DOES_NOT_EXIST, GT, LT = "In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"
 SELECTOR_OPS = (IN, NOT_IN, EXISTS, DOES_NOT_EXIST)
