@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.kube.semantics import nodeaffinity
 from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model import (
     Assignment,
@@ -39,7 +40,6 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
     Toleration,
 )
-from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for, same_spec_but_node
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -169,7 +169,7 @@ def job_key(pod: Mapping[str, Any]) -> tuple[JobKey, bool]:
 
 def constraints(spec: Mapping[str, Any]) -> Constraints:
     """Where a pod may run, from its spec (nodeSelector, required node affinity as
-    `kubesem.nodeaffinity` parses it, tolerations, a preset nodeName)."""
+    `kube.semantics.nodeaffinity` parses it, tolerations, a preset nodeName)."""
     terms = tuple(
         tuple(Requirement(r.key, r.operator, r.values) for r in term) for term in nodeaffinity.required_terms(spec)
     )

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.scheduler.kubesem.labels import (
+from runtimekit.kube.semantics.labels import (
     IN,
     NOT_IN,
     NOTHING,

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from runtimekit.kube.semantics.nodeaffinity import preferred_score
 from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
-from runtimekit.scheduler.kubesem import interpod, nodeaffinity, spread, spreading, taints
+from runtimekit.scheduler.kubesem import interpod, spread, spreading, taints
 from runtimekit.scheduler.kubesem.scores import default_normalize, image_score
 from runtimekit.scheduler.plugins import kubestate
 
@@ -115,10 +116,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
 
         def compute() -> np.ndarray:
             return np.array(
-                [
-                    nodeaffinity.preferred_score(terms, m.labels, m.name) if m is not None else 0
-                    for m in metas[: ssn.table.rows]
-                ],
+                [preferred_score(terms, m.labels, m.name) if m is not None else 0 for m in metas[: ssn.table.rows]],
                 np.float64,
             )
 

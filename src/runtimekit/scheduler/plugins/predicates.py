@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from runtimekit.kube.semantics.tolerations import untolerated
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.interfaces import Mask, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -118,7 +119,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             return CODE[taints.UNSCHEDULABLE_REASON]
         if constraints.node_name and constraints.node_name != node.name:
             return CODE[NODE_NAME_REASON]
-        if args.taint_toleration and taints.untolerated(node.taints, constraints.tolerations) is not None:
+        if args.taint_toleration and untolerated(node.taints, constraints.tolerations) is not None:
             return CODE[taints.REASON]
         if args.node_affinity and not constraints.matches_node(node):
             return CODE[nodeaffinity.REASON]
