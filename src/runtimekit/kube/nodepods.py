@@ -16,7 +16,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.kube.http import JSON, KubeHttp, object_path
-from runtimekit.kube.informer import Informer, object_key
+from runtimekit.kube.informer import Informer
+from runtimekit.kube.objects import object_key
 
 
 class NodePods:

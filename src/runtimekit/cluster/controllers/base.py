@@ -24,12 +24,14 @@ from typing import Any
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.base.workqueue import WorkQueue
-from runtimekit.cluster import labelselector
-from runtimekit.cluster.controllers.informers import Informers, ObjectCache, SharedInformer, controller_uid
 from runtimekit.cluster.controllers.pods import is_terminating, meta
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
 from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.informers import BY_CONTROLLER, Informers, ObjectCache, SharedInformer, controller_uids
+from runtimekit.kube.objects import labels_of
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
+from runtimekit.kube.semantics.owners import controller_uid
 
 log = logging.getLogger(__name__)
 
@@ -48,13 +50,14 @@ class Controller:
     def __init__(self, http: KubeHttp, informers: Informers, clock: Callable[[], float] = time.time) -> None:
         self.http, self.informers, self.clock = http, informers, clock
         self.queue = WorkQueue(Backoff(initial=0.5, maximum=30.0))
-        self.watched: list[SharedInformer] = []
+        self.watched: list[SharedInformer[JSON]] = []
         self._workers = Workers(self.name)
         self._timers: dict[str, float] = {}  # key -> when its earliest requeue is due (monotonic)
         self._timers_lock = threading.Lock()
 
-    def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer:
-        shared = self.informers.resource(path, optional)
+    def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer[JSON]:
+        shared = self.informers.resource(path, optional=optional)
+        shared.add_indexer(BY_CONTROLLER, controller_uids)  # what `claim` and the syncs look up
         shared.on(handler)
         self.watched.append(shared)
         return shared
@@ -102,14 +105,14 @@ class Controller:
         raise NotImplementedError
 
     # -- writes -------------------------------------------------------------------------------
-    def create(self, api_version: str, plural: str, body: JSON, cache: ObjectCache) -> JSON:
+    def create(self, api_version: str, plural: str, body: JSON, cache: ObjectCache[JSON]) -> JSON:
         namespace = str(meta(body).get("namespace", ""))
         made = self.http.post(object_path(api_version, plural, namespace), body)
         cache.written(made)
         return made
 
     def delete(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, cache: ObjectCache, propagation: str = ""
+        self, obj: Mapping[str, Any], api_version: str, plural: str, cache: ObjectCache[JSON], propagation: str = ""
     ) -> None:
         """Delete with a UID precondition; an object already gone is fine."""
         options: JSON = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": meta(obj).get("uid")}}
@@ -129,7 +132,7 @@ class Controller:
             cache.removed(answer)
 
     def patch_meta(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache
+        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache[JSON]
     ) -> JSON:
         """A merge patch of metadata, conditional on the version we saw."""
         body = {"metadata": {**metadata, "resourceVersion": meta(obj).get("resourceVersion")}}
@@ -138,7 +141,7 @@ class Controller:
         return patched
 
     def put_status(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JSON, cache: ObjectCache
+        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JSON, cache: ObjectCache[JSON]
     ) -> JSON:
         """Replace the status (PUT .../status, conditional on the version we saw)."""
         body = {**obj, "status": status}
@@ -157,16 +160,17 @@ class Controller:
         owner_ref: JSON,
         selector: Mapping[str, Any] | None,
         candidates: Sequence[JSON],
-        target: tuple[str, str, ObjectCache],
+        target: tuple[str, str, ObjectCache[JSON]],
     ) -> list[JSON]:
         """The candidates `owner` controls once orphans that match its selector are adopted and owned
         objects that no longer match are released (kube's ClaimPods / ClaimReplicaSets)."""
         api_version, plural, cache = target
         uid = str(meta(owner).get("uid", ""))
         claimed: list[JSON] = []
+        selects = label_selector_or_nothing(selector)
         for obj in candidates:
             controller = controller_uid(obj)
-            matches = labelselector.matches(selector, meta(obj).get("labels"))
+            matches = selects.matches(labels_of(obj))
             if controller == uid:
                 if matches or is_terminating(owner):
                     claimed.append(obj)
@@ -181,7 +185,7 @@ class Controller:
         return claimed
 
     def _try_patch(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache
+        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache[JSON]
     ) -> JSON | None:
         try:
             return self.patch_meta(obj, api_version, plural, metadata, cache)

@@ -32,14 +32,16 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers import rollout
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.conditions import set_condition
-from runtimekit.cluster.controllers.informers import Change, Informers, controller_uid
 from runtimekit.cluster.controllers.pods import FINISHED, key_of, meta, owner_key, owner_ref, phase
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
+from runtimekit.kube.objects import labels_of
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
+from runtimekit.kube.semantics.owners import controller_uid
 
 log = logging.getLogger(__name__)
 DEPLOY_PATH = "/apis/apps/v1/deployments"
@@ -64,10 +66,10 @@ class DeploymentController(Controller):
         self.pods = self.watch(PODS_PATH, self._on_pod).cache
 
     # -- events -------------------------------------------------------------------------------
-    def _on_deployment(self, change: Change) -> None:
+    def _on_deployment(self, change: Change[JSON]) -> None:
         self.queue.add(key_of(change.obj))
 
-    def _on_set(self, change: Change) -> None:
+    def _on_set(self, change: Change[JSON]) -> None:
         for rs in (change.old, change.new):
             if rs is None:
                 continue
@@ -76,10 +78,10 @@ class DeploymentController(Controller):
                 self.queue.add(owner)
             elif change.new is not None:
                 for d in self.deployments.items(str(meta(rs).get("namespace", ""))):
-                    if labelselector.matches((d.get("spec") or {}).get("selector"), meta(rs).get("labels")):
+                    if label_selector_or_nothing((d.get("spec") or {}).get("selector")).matches(labels_of(rs)):
                         self.queue.add(key_of(d))
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[JSON]) -> None:
         """Recreate waits for old pods to go: a pod that ends or goes wakes its Deployment."""
         if change.new is not None and phase(change.new) not in FINISHED:
             return
@@ -95,7 +97,7 @@ class DeploymentController(Controller):
         d = copy.deepcopy(cached)
         status = copy.deepcopy(d.get("status") or {})
         spec = d.get("spec") or {}
-        if labelselector.is_empty(spec.get("selector")):
+        if label_selector_or_nothing(spec.get("selector")).everything:
             self._record(
                 d, "Warning", "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required."
             )
@@ -178,7 +180,7 @@ class DeploymentController(Controller):
         new_uid = str(meta(new_set).get("uid", "")) if new_set is not None else ""
         for rs in old_sets:
             uid = str(meta(rs).get("uid", ""))
-            if uid != new_uid and any(phase(p) not in FINISHED for p in self.pods.owned(uid)):
+            if uid != new_uid and any(phase(p) not in FINISHED for p in self.pods.by_index(BY_CONTROLLER, uid)):
                 return True
         return False
 

@@ -24,10 +24,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers, ObjectCache
 from runtimekit.cluster.controllers.pods import key_of, meta
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.informers import Change, Informers, ObjectCache
 
 log = logging.getLogger(__name__)
 ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
@@ -91,16 +91,16 @@ class GarbageCollector(Controller):
         self._lock = threading.Lock()
         self.nodes: dict[str, Node] = {}  # uid -> where it is
         self.dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
-        self.caches: dict[Kind, ObjectCache] = {}
+        self.caches: dict[Kind, ObjectCache[JSON]] = {}
         self._resources: dict[tuple[str, str], tuple[str, bool] | None] = {}  # (apiVersion, kind) -> plural
         for kind in WATCHED:
             self.caches[kind] = self.watch(kind.path, self._handler(kind), True).cache
 
-    def _handler(self, kind: Kind) -> Callable[[Change], None]:
+    def _handler(self, kind: Kind) -> Callable[[Change[JSON]], None]:
         return lambda change: self._on_change(kind, change)
 
     # -- the graph ----------------------------------------------------------------------------
-    def _on_change(self, kind: Kind, change: Change) -> None:
+    def _on_change(self, kind: Kind, change: Change[JSON]) -> None:
         obj = change.obj
         uid = str(meta(obj).get("uid", ""))
         if not uid:

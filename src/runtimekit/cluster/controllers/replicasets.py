@@ -21,9 +21,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import (
     deletion_order,
     is_active,
@@ -38,6 +36,9 @@ from runtimekit.cluster.controllers.pods import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.informers import Change, Informers
+from runtimekit.kube.objects import labels_of
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
 log = logging.getLogger(__name__)
 RS_PATH = "/apis/apps/v1/replicasets"
@@ -55,10 +56,10 @@ class ReplicaSetController(Controller):
         self.sets = self.watch(RS_PATH, self._on_set).cache
         self.pods = self.watch(PODS_PATH, self._on_pod).cache
 
-    def _on_set(self, change: Change) -> None:
+    def _on_set(self, change: Change[JSON]) -> None:
         self.queue.add(key_of(change.obj))
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[JSON]) -> None:
         for pod in (change.old, change.new):
             if pod is None:
                 continue
@@ -68,7 +69,7 @@ class ReplicaSetController(Controller):
             elif change.new is not None:  # an orphan: whoever selects it may adopt it
                 namespace = str(meta(pod).get("namespace", ""))
                 for rs in self.sets.items(namespace):
-                    if labelselector.matches((rs.get("spec") or {}).get("selector"), meta(pod).get("labels")):
+                    if label_selector_or_nothing((rs.get("spec") or {}).get("selector")).matches(labels_of(pod)):
                         self.queue.add(key_of(rs))
 
     # -- sync ---------------------------------------------------------------------------------

@@ -31,10 +31,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers import revisions
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import (
     FINISHED,
     is_available,
@@ -49,6 +47,9 @@ from runtimekit.cluster.controllers.pods import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
+from runtimekit.kube.objects import labels_of
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
 log = logging.getLogger(__name__)
 STS_PATH = "/apis/apps/v1/statefulsets"
@@ -91,7 +92,7 @@ class StatefulSetController(Controller):
         self.revisions = self.watch(REVISIONS_PATH, self._on_owned).cache
         self.claims = self.watch(PVC_PATH, lambda change: None).cache
 
-    def _on_owned(self, change: Change) -> None:
+    def _on_owned(self, change: Change[JSON]) -> None:
         for obj in (change.old, change.new):
             if obj is None:
                 continue
@@ -100,7 +101,7 @@ class StatefulSetController(Controller):
                 self.queue.add(owner)
             elif change.new is not None:
                 for sts in self.sets.items(str(meta(obj).get("namespace", ""))):
-                    if labelselector.matches((sts.get("spec") or {}).get("selector"), meta(obj).get("labels")):
+                    if label_selector_or_nothing((sts.get("spec") or {}).get("selector")).matches(labels_of(obj)):
                         self.queue.add(key_of(sts))
 
     # -- sync ---------------------------------------------------------------------------------
@@ -112,11 +113,13 @@ class StatefulSetController(Controller):
         ref = owner_ref(sts, "apps/v1", "StatefulSet")
         members = [p for p in self.pods.items(namespace) if ordinal(p, _name(sts)) >= 0]
         pods = self.claim(sts, ref, spec.get("selector"), members, ("v1", "pods", self.pods))
-        history = self.revisions.owned(str(meta(sts).get("uid", "")))
+        history = self.revisions.by_index(BY_CONTROLLER, str(meta(sts).get("uid", "")))
         current, update = self._revisions(sts, history)
         if not is_terminating(sts):
             self._update(sts, current, update, pods)
-        pods = [p for p in self.pods.owned(str(meta(sts).get("uid", ""))) if ordinal(p, _name(sts)) >= 0]
+        pods = [
+            p for p in self.pods.by_index(BY_CONTROLLER, str(meta(sts).get("uid", ""))) if ordinal(p, _name(sts)) >= 0
+        ]
         self._write_status(sts, current, update, pods)
         self._truncate(sts, current, update, pods)
 
@@ -294,7 +297,9 @@ class StatefulSetController(Controller):
     def _truncate(self, sts: JSON, current: JSON, update: JSON, pods: Sequence[JSON]) -> None:
         live = {_name(current), _name(update), *(_revision_of(p) for p in pods)}
         limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10))
-        for revision in revisions.history_victims(self.revisions.owned(str(meta(sts).get("uid", ""))), live, limit):
+        for revision in revisions.history_victims(
+            self.revisions.by_index(BY_CONTROLLER, str(meta(sts).get("uid", ""))), live, limit
+        ):
             self.delete(revision, "apps/v1", "controllerrevisions", self.revisions)
 
     def _record(self, sts: Mapping[str, Any], type_: str, reason: str, text: str) -> None:

@@ -14,9 +14,9 @@ import threading
 from collections.abc import Iterable
 
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
-from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.informers import Change, Informers
 from runtimekit.protocol.peers import presets_answering
 
 PODS_PATH = "/api/v1/pods"
@@ -51,7 +51,7 @@ class UnscheduledCheck(Controller):
         self._told: set[str] = set()  # UIDs already given the Event
         self._lock = threading.Lock()
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[JSON]) -> None:
         if change.new is None:
             with self._lock:
                 self._told.discard(str(meta(change.obj).get("uid", "")))

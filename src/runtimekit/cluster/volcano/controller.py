@@ -33,12 +33,12 @@ from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
 from runtimekit.cluster.volcano import jobpods, states
 from runtimekit.cluster.volcano.policies import Request, action_for
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
 
 log = logging.getLogger(__name__)
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/jobs"
@@ -95,7 +95,7 @@ class VolcanoJobController(Controller):
                 waiting.append(request)
         self.queue.add(request.job)
 
-    def _on_job(self, change: Change) -> None:
+    def _on_job(self, change: Change[JSON]) -> None:
         key = key_of(change.obj)
         if change.new is None:
             with self._lock:
@@ -109,7 +109,7 @@ class VolcanoJobController(Controller):
                 return
         self._push(Request(key))
 
-    def _on_group(self, change: Change) -> None:
+    def _on_group(self, change: Change[JSON]) -> None:
         job = next(
             (r.get("name") for r in meta(change.obj).get("ownerReferences") or [] if r.get("kind") == "Job"), None
         )
@@ -121,7 +121,7 @@ class VolcanoJobController(Controller):
             event = "Unknown" if new_phase == "Unknown" else "OutOfSync"
             self._push(Request(f"{meta(change.obj).get('namespace')}/{job}", event=event))
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[JSON]) -> None:
         pod = change.obj
         key = _job_key(pod)
         task, version = _annotation(pod, jobpods.TASK_SPEC), _annotation(pod, jobpods.JOB_VERSION)
@@ -214,7 +214,7 @@ class VolcanoJobController(Controller):
             self._kill(job, soft=how == states.KILL_SOFT, update=update)
 
     def _pods(self, job: Mapping[str, Any]) -> list[JSON]:
-        return self.pods.owned(str(meta(job).get("uid", "")))
+        return self.pods.by_index(BY_CONTROLLER, str(meta(job).get("uid", "")))
 
     def _sync_job(self, job: JSON, update: states.Update | None) -> None:
         if is_terminating(job):
