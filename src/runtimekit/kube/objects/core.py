@@ -60,6 +60,9 @@ class Container(TypedDict, total=False):
     resources: ResourceRequirements
     volumeMounts: list[VolumeMount]
     restartPolicy: str  # "Always" on an init container: a sidecar
+    imagePullPolicy: str  # Always, IfNotPresent, Never
+    terminationMessagePath: str
+    terminationMessagePolicy: str
 
 
 class Toleration(TypedDict, total=False):
@@ -164,10 +167,14 @@ class PodSpec(TypedDict, total=False):
     overhead: ResourceList
     volumes: list[Volume]
     restartPolicy: str
+    dnsPolicy: str
+    securityContext: JsonObject
+    enableServiceLinks: bool
     hostNetwork: bool
     hostname: str
     subdomain: str
     serviceAccountName: str
+    serviceAccount: str  # deprecated alias of serviceAccountName, still written by the API server
     terminationGracePeriodSeconds: int
     activeDeadlineSeconds: int
     runtimeClassName: str
