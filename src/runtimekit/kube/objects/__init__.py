@@ -4,6 +4,8 @@ uses (`meta`, `object_key`, `labels_of`, `annotations_of`). `JsonObject` types a
 shape. Import from here: `from runtimekit.kube.objects import Pod, meta`.
 """
 
+from runtimekit.kube.objects.batch import Job, JobSpec, JobStatus
+from runtimekit.kube.objects.coordination import Lease, LeaseSpec
 from runtimekit.kube.objects.core import (
     Affinity,
     Binding,
@@ -41,6 +43,7 @@ from runtimekit.kube.objects.core import (
 )
 from runtimekit.kube.objects.meta import (
     Condition,
+    DeleteOptions,
     JsonObject,
     KubeObject,
     LabelSelector,
@@ -49,6 +52,7 @@ from runtimekit.kube.objects.meta import (
     ObjectMeta,
     ObjectReference,
     OwnerReference,
+    Preconditions,
     Status,
     StatusCause,
     StatusDetails,
@@ -104,6 +108,7 @@ __all__ = [
     "DaemonSet",
     "DaemonSetSpec",
     "DaemonSetUpdateStrategy",
+    "DeleteOptions",
     "Deployment",
     "DeploymentSpec",
     "DeploymentStrategy",
@@ -111,10 +116,15 @@ __all__ = [
     "Event",
     "EventSource",
     "IntOrString",
+    "Job",
+    "JobSpec",
+    "JobStatus",
     "JsonObject",
     "KubeObject",
     "LabelSelector",
     "LabelSelectorRequirement",
+    "Lease",
+    "LeaseSpec",
     "LifecyclePolicy",
     "ListMeta",
     "Namespace",
@@ -139,6 +149,7 @@ __all__ = [
     "PodSpec",
     "PodStatus",
     "PodTemplateSpec",
+    "Preconditions",
     "PreferredSchedulingTerm",
     "PriorityClass",
     "Quantity",

@@ -1,6 +1,7 @@
 """The parts every Kubernetes object shares, typed once: `ObjectMeta` and its owner references,
-`metav1.LabelSelector`, `metav1.Condition`, object references, `metav1.Status`, and `KubeObject` (any
-object, its `spec` and `status` left open), as kopf's `RawBody`/`RawMeta` type them.
+`metav1.LabelSelector`, `metav1.Condition`, object references, `metav1.Status`, `DeleteOptions`,
+and `KubeObject` (any object, its `spec` and `status` left open), as kopf's `RawBody`/`RawMeta`
+type them.
 
 These are `TypedDict`s over the decoded JSON (no copies, no conversion): a value the API serves is
 typed where it enters (an informer, a list, a request body) and read with `.get` everywhere after,
@@ -121,6 +122,23 @@ class Status(TypedDict, total=False):
     reason: str
     details: StatusDetails
     code: int
+
+
+class Preconditions(TypedDict, total=False):
+    uid: str
+    resourceVersion: str
+
+
+class DeleteOptions(TypedDict, total=False):
+    """The body of a DELETE: delete only the object still at `preconditions`, its dependents how
+    `propagationPolicy` (Foreground, Background, Orphan) says."""
+
+    apiVersion: str
+    kind: str
+    gracePeriodSeconds: int
+    preconditions: Preconditions
+    propagationPolicy: str
+    dryRun: list[str]
 
 
 class KubeObject(TypedDict, total=False):
