@@ -33,8 +33,9 @@ from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.base.workqueue import WorkQueue
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 COMPONENT = "job-controller"
@@ -59,7 +60,7 @@ def finished_condition(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-def pod_for(job: Mapping[str, Any]) -> JSON:
+def pod_for(job: Mapping[str, Any]) -> JsonObject:
     """A new pod from the Job's template."""
     meta, spec = _meta(job), job.get("spec") or {}
     template = spec.get("template") or {}
@@ -99,8 +100,8 @@ class JobController:
 
     def __init__(self, http: KubeHttp, clock: Callable[[], float] = time.time) -> None:
         self.http, self.clock = http, clock
-        self.jobs: dict[str, JSON] = {}
-        self.pods: dict[str, JSON] = {}  # pod uid -> pod, pods labelled controller-uid
+        self.jobs: dict[str, JsonObject] = {}
+        self.pods: dict[str, JsonObject] = {}  # pod uid -> pod, pods labelled controller-uid
         self._lock = threading.Lock()
         self.queue = WorkQueue(Backoff(initial=1.0, maximum=30.0))
         self.informers = [
@@ -125,7 +126,7 @@ class JobController:
         self._workers.stop(5.0)
 
     # -- events --------------------------------------------------------------------------------
-    def _on_job(self, kind: str, obj: JSON) -> None:
+    def _on_job(self, kind: str, obj: JsonObject) -> None:
         key = _key(obj)
         with self._lock:
             if kind == "DELETED":
@@ -134,7 +135,7 @@ class JobController:
             self.jobs[key] = obj
         self.queue.add(key)
 
-    def _on_pod(self, kind: str, obj: JSON) -> None:
+    def _on_pod(self, kind: str, obj: JsonObject) -> None:
         uid = str(_meta(obj).get("uid", ""))
         with self._lock:
             if kind == "DELETED":
@@ -159,7 +160,7 @@ class JobController:
                 self.queue.done(key)
 
     # -- sync ----------------------------------------------------------------------------------
-    def _owned(self, job_uid: str) -> list[JSON]:
+    def _owned(self, job_uid: str) -> list[JsonObject]:
         with self._lock:
             return [p for p in self.pods.values() if (_meta(p).get("labels") or {}).get(UID_LABEL) == job_uid]
 
@@ -211,10 +212,12 @@ class JobController:
             return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
         return None
 
-    def _finish(self, job: JSON, status: Mapping[str, Any], outcome: tuple[str, str, str], now: float) -> JSON:
+    def _finish(
+        self, job: JsonObject, status: Mapping[str, Any], outcome: tuple[str, str, str], now: float
+    ) -> JsonObject:
         kind, reason, message = outcome
         stamp = rfc3339(now)
-        condition: JSON = {
+        condition: JsonObject = {
             "type": kind,
             "status": "True",
             "lastProbeTime": stamp,
@@ -223,7 +226,7 @@ class JobController:
         if reason:
             condition |= {"reason": reason, "message": message}
         others = [c for c in status.get("conditions") or [] if c.get("type") != kind]
-        change: JSON = {"conditions": [*others, condition]}
+        change: JsonObject = {"conditions": [*others, condition]}
         if kind == "Complete":
             change["completionTime"] = stamp
             record_event(self.http, _involved(job), "Normal", "Completed", "Job completed", COMPONENT)
@@ -232,7 +235,9 @@ class JobController:
         log.info("job %s: %s %s", _key(job), kind, reason)
         return change
 
-    def _create_pods(self, job: JSON, spec: Mapping[str, Any], active: list[JSON], succeeded: int) -> list[JSON]:
+    def _create_pods(
+        self, job: JsonObject, spec: Mapping[str, Any], active: list[JsonObject], succeeded: int
+    ) -> list[JsonObject]:
         if spec.get("suspend"):
             return []
         wanted = min(int(spec.get("parallelism", 1)), int(spec.get("completions") or 1) - succeeded) - len(active)
@@ -247,7 +252,7 @@ class JobController:
             record_event(self.http, _involved(job), "Normal", "SuccessfulCreate", f"Created pod: {name}", COMPONENT)
         return made
 
-    def _delete_pods(self, pods: list[JSON]) -> None:
+    def _delete_pods(self, pods: list[JsonObject]) -> None:
         for pod in pods:
             meta = _meta(pod)
             try:
@@ -256,7 +261,7 @@ class JobController:
                 if exc.code != 404:
                     raise
 
-    def _write_status(self, job: JSON, status: JSON) -> None:
+    def _write_status(self, job: JsonObject, status: JsonObject) -> None:
         meta = _meta(job)
         path = object_path("batch/v1", "jobs", str(meta.get("namespace")), str(meta.get("name")), "status")
         try:
@@ -279,5 +284,5 @@ def _ready(pod: Mapping[str, Any]) -> bool:
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _involved(job: Mapping[str, Any]) -> JSON:
+def _involved(job: Mapping[str, Any]) -> JsonObject:
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job)}

@@ -45,7 +45,8 @@ from runtimekit.controller.jobs import (
 from runtimekit.controller.trigger import Trigger
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body, post_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import JsonObject
 from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
@@ -120,14 +121,14 @@ class NodeController:
         self.options = options or ControllerOptions()
         self.clock = clock
         self.lock = threading.Lock()
-        self.nodes: dict[str, JSON] = {}
-        self.jobs: dict[str, JSON] = {}
+        self.nodes: dict[str, JsonObject] = {}
+        self.jobs: dict[str, JsonObject] = {}
         self.queue = WorkQueue()
         self.reconciles = 0
         self.halted: dict[str, str] = {}  # node -> its resourceVersion when a permanent error stopped it
 
     # -- informer handlers -----------------------------------------------------------------
-    def on_node(self, kind: str, obj: JSON) -> None:
+    def on_node(self, kind: str, obj: JsonObject) -> None:
         name = str(_meta(obj).get("name", ""))
         with self.lock:
             if kind == "DELETED":
@@ -140,7 +141,7 @@ class NodeController:
                 return  # the node is as it was when it failed for good: nothing new to try
         self.queue.add(name)
 
-    def on_job(self, kind: str, obj: JSON) -> None:
+    def on_job(self, kind: str, obj: JsonObject) -> None:
         name = str(_meta(obj).get("name", ""))
         with self.lock:
             if kind == "DELETED":
@@ -228,7 +229,7 @@ class NodeController:
             self._drive(node, requested, change, current, jobs.get(current))
         self._clean_up(node_name, {n: j for n, j in jobs.items() if n != current or done_change(node) >= change})
 
-    def _drive(self, node: JSON, action: str, change: int, name: str, job: JSON | None) -> None:
+    def _drive(self, node: JsonObject, action: str, change: int, name: str, job: JsonObject | None) -> None:
         node_name = str(_meta(node)["name"])
         if job is None:
             spec = JobSpec(
@@ -269,7 +270,7 @@ class NodeController:
         )
         self.event(node_name, "Warning", "RuntimeSwitchFailed", f"{action} failed (Job {name}): {reason}")
 
-    def _clean_up(self, node_name: str, jobs: Mapping[str, JSON]) -> None:
+    def _clean_up(self, node_name: str, jobs: Mapping[str, JsonObject]) -> None:
         now = self.clock()
         failed = []
         for name, job in jobs.items():
@@ -287,8 +288,8 @@ class NodeController:
 
     # -- API calls -------------------------------------------------------------------------
     def _patch_node(
-        self, node: JSON, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None
-    ) -> JSON:
+        self, node: JsonObject, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None
+    ) -> JsonObject:
         meta: dict[str, Any] = {"resourceVersion": _meta(node).get("resourceVersion")}
         if labels:
             meta["labels"] = dict(labels)

@@ -17,13 +17,14 @@ from typing import Any, Protocol
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 
 
 class Handler(Protocol):
-    def __call__(self, kind: str, obj: JSON) -> None:
+    def __call__(self, kind: str, obj: JsonObject) -> None:
         """kind is ADDED, MODIFIED or DELETED. Must not block for long; exceptions are logged."""
 
 
@@ -106,7 +107,7 @@ class Informer:
                 log.exception("%s: unexpected error; retrying in %.1f s", self.name, delay)
                 self._workers.wait(delay)
 
-    def _deliver(self, kind: str, obj: JSON) -> None:
+    def _deliver(self, kind: str, obj: JsonObject) -> None:
         try:
             self.handler(kind, obj)
         except Exception:
@@ -127,7 +128,7 @@ class Informer:
                 self._deliver("MODIFIED", obj)
         for key in set(self._known) - set(seen):
             namespace, _, name = key.rpartition("/")
-            stub: JSON = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+            stub: JsonObject = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
             self._deliver("DELETED", stub)
         self._known = seen
         self.resource_version = version

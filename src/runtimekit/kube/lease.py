@@ -26,7 +26,8 @@ from typing import Any
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 RECORD_FIELDS = ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions")
@@ -81,10 +82,10 @@ class LeaderElector:
         if record != self.observed:
             self.observed, self.observed_at = record, self.clock()
 
-    def _body(self, spec: Mapping[str, Any], holding: bool, resource_version: str | None) -> JSON:
+    def _body(self, spec: Mapping[str, Any], holding: bool, resource_version: str | None) -> JsonObject:
         now = rfc3339(self.wall(), micro=True)
         transitions = int(spec.get("leaseTransitions") or 0)
-        metadata: JSON = {"name": self.name, "namespace": self.namespace}
+        metadata: JsonObject = {"name": self.name, "namespace": self.namespace}
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
         return {

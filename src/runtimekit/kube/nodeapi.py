@@ -17,8 +17,9 @@ from typing import TypeVar
 
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.nodepods import NodePods
+from runtimekit.kube.objects import JsonObject
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -35,9 +36,9 @@ def metadata_patch(
     labels: Mapping[str, str | None] | None,
     annotations: Mapping[str, str | None] | None,
     resource_version: str | None,
-) -> JSON:
+) -> JsonObject:
     """A JSON merge patch of metadata; a None value deletes the key; a resourceVersion makes it conditional."""
-    meta: JSON = {}
+    meta: JsonObject = {}
     if labels:
         meta["labels"] = dict(labels)
     if annotations:
@@ -63,7 +64,7 @@ class KubeNodeApi:
     def close(self) -> None:
         self._http.close()
 
-    def list_node_pods(self, node: str) -> list[JSON]:
+    def list_node_pods(self, node: str) -> list[JsonObject]:
         """Every pod bound to `node`, in all namespaces."""
         params = {"fieldSelector": f"spec.nodeName={node}"}
         return _translate(lambda: self._http.list(object_path("v1", "pods"), params)[0], f"list pods of node {node}")
@@ -81,20 +82,20 @@ class KubeNodeApi:
         """A watch-kept view of the pods bound to `node` (not started)."""
         return NodePods(self._http, node)
 
-    def get_pod(self, namespace: str, name: str) -> JSON:
+    def get_pod(self, namespace: str, name: str) -> JsonObject:
         return _translate(
             lambda: self._http.get(object_path("v1", "pods", namespace, name)), f"get pod {namespace}/{name}"
         )
 
     def patch_pod_annotations(
         self, namespace: str, name: str, annotations: Mapping[str, str | None], resource_version: str | None
-    ) -> JSON:
+    ) -> JsonObject:
         """Merge-patch a pod's annotations; with `resource_version`, only if the pod is still at it."""
         body = metadata_patch(None, annotations, resource_version)
         path = object_path("v1", "pods", namespace, name)
         return _translate(lambda: self._http.patch(path, body), f"patch pod {namespace}/{name}")
 
-    def get_node(self, node: str) -> JSON:
+    def get_node(self, node: str) -> JsonObject:
         return _translate(lambda: self._http.get(object_path("v1", "nodes", name=node)), f"get node {node}")
 
     def patch_node_metadata(

@@ -15,8 +15,9 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer, object_key
+from runtimekit.kube.objects import JsonObject
 
 
 class NodePods:
@@ -61,7 +62,7 @@ class NodePods:
             if known is not None and (known.get("metadata") or {}).get("uid") == uid:
                 self._pods[key] = pod
 
-    def _on_event(self, kind: str, obj: JSON) -> None:
+    def _on_event(self, kind: str, obj: JsonObject) -> None:
         key = object_key(obj)
         with self._lock:
             if kind == "DELETED":

@@ -29,7 +29,8 @@ from runtimekit.cluster.controllers.informers import Informers, ObjectCache, Sha
 from runtimekit.cluster.controllers.pods import is_terminating, meta
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +103,7 @@ class Controller:
         raise NotImplementedError
 
     # -- writes -------------------------------------------------------------------------------
-    def create(self, api_version: str, plural: str, body: JSON, cache: ObjectCache) -> JSON:
+    def create(self, api_version: str, plural: str, body: JsonObject, cache: ObjectCache) -> JsonObject:
         namespace = str(meta(body).get("namespace", ""))
         made = self.http.post(object_path(api_version, plural, namespace), body)
         cache.written(made)
@@ -112,7 +113,11 @@ class Controller:
         self, obj: Mapping[str, Any], api_version: str, plural: str, cache: ObjectCache, propagation: str = ""
     ) -> None:
         """Delete with a UID precondition; an object already gone is fine."""
-        options: JSON = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": meta(obj).get("uid")}}
+        options: JsonObject = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": {"uid": meta(obj).get("uid")},
+        }
         if propagation:
             options["propagationPolicy"] = propagation
         try:
@@ -129,8 +134,8 @@ class Controller:
             cache.removed(answer)
 
     def patch_meta(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache
-    ) -> JSON:
+        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JsonObject, cache: ObjectCache
+    ) -> JsonObject:
         """A merge patch of metadata, conditional on the version we saw."""
         body = {"metadata": {**metadata, "resourceVersion": meta(obj).get("resourceVersion")}}
         patched = self.http.patch(path_of(api_version, plural, obj), body, "merge")
@@ -138,8 +143,8 @@ class Controller:
         return patched
 
     def put_status(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JSON, cache: ObjectCache
-    ) -> JSON:
+        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JsonObject, cache: ObjectCache
+    ) -> JsonObject:
         """Replace the status (PUT .../status, conditional on the version we saw)."""
         body = {**obj, "status": status}
         updated = self.http.put(path_of(api_version, plural, obj, "status"), body)
@@ -154,16 +159,16 @@ class Controller:
     def claim(
         self,
         owner: Mapping[str, Any],
-        owner_ref: JSON,
+        owner_ref: JsonObject,
         selector: Mapping[str, Any] | None,
-        candidates: Sequence[JSON],
+        candidates: Sequence[JsonObject],
         target: tuple[str, str, ObjectCache],
-    ) -> list[JSON]:
+    ) -> list[JsonObject]:
         """The candidates `owner` controls once orphans that match its selector are adopted and owned
         objects that no longer match are released (kube's ClaimPods / ClaimReplicaSets)."""
         api_version, plural, cache = target
         uid = str(meta(owner).get("uid", ""))
-        claimed: list[JSON] = []
+        claimed: list[JsonObject] = []
         for obj in candidates:
             controller = controller_uid(obj)
             matches = labelselector.matches(selector, meta(obj).get("labels"))
@@ -181,8 +186,8 @@ class Controller:
         return claimed
 
     def _try_patch(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache
-    ) -> JSON | None:
+        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JsonObject, cache: ObjectCache
+    ) -> JsonObject | None:
         try:
             return self.patch_meta(obj, api_version, plural, metadata, cache)
         except KubeError as exc:

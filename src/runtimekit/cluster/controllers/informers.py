@@ -21,8 +21,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer, object_key
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 TOMBSTONES = 20_000  # deleted UIDs remembered, so a late event cannot bring an object back
@@ -33,11 +34,11 @@ class Change:
     """One change seen by a shared informer: `old` is None for ADDED, `new` is None for DELETED."""
 
     kind: str
-    old: JSON | None
-    new: JSON | None
+    old: JsonObject | None
+    new: JsonObject | None
 
     @property
-    def obj(self) -> JSON:
+    def obj(self) -> JsonObject:
         found = self.new if self.new is not None else self.old
         assert found is not None
         return found
@@ -70,7 +71,7 @@ class ObjectCache:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._objects: dict[str, JSON] = {}
+        self._objects: dict[str, JsonObject] = {}
         self._owned: dict[str, set[str]] = {}
         self._gone: OrderedDict[str, int] = OrderedDict()
 
@@ -84,7 +85,7 @@ class ObjectCache:
         gone = self._gone.get(str(_meta(obj).get("uid", "")))
         return gone is not None and rv <= gone
 
-    def _put(self, key: str, obj: JSON) -> JSON | None:
+    def _put(self, key: str, obj: JsonObject) -> JsonObject | None:
         old = self._objects.get(key)
         if old is not None:
             self._owned.get(controller_uid(old), set()).discard(key)
@@ -94,7 +95,7 @@ class ObjectCache:
             self._owned.setdefault(owner, set()).add(key)
         return old
 
-    def _drop(self, key: str, rv: int | None) -> JSON | None:
+    def _drop(self, key: str, rv: int | None) -> JsonObject | None:
         old = self._objects.pop(key, None)
         if old is None:
             return None
@@ -106,7 +107,7 @@ class ObjectCache:
                 self._gone.popitem(last=False)
         return old
 
-    def apply(self, kind: str, obj: JSON) -> Change | None:
+    def apply(self, kind: str, obj: JsonObject) -> Change | None:
         """Take an informer event; the change it makes, None when it is stale or changes nothing."""
         key = object_key(obj)
         with self._lock:
@@ -123,26 +124,26 @@ class ObjectCache:
             old = self._put(key, obj)
             return Change("MODIFIED" if old is not None else "ADDED", old, obj)
 
-    def written(self, obj: JSON) -> None:
+    def written(self, obj: JsonObject) -> None:
         """Record an object as a write of ours returned it (ignored when the cache has a newer one)."""
         self.apply("MODIFIED", obj)
 
-    def removed(self, obj: JSON) -> None:
+    def removed(self, obj: JsonObject) -> None:
         """Record that we deleted this object (the API server's answer, at the deletion's version)."""
         self.apply("DELETED", obj)
 
-    def get(self, key: str) -> JSON | None:
+    def get(self, key: str) -> JsonObject | None:
         with self._lock:
             return self._objects.get(key)
 
-    def items(self, namespace: str | None = None) -> list[JSON]:
+    def items(self, namespace: str | None = None) -> list[JsonObject]:
         with self._lock:
             objs = list(self._objects.values())
         if namespace is None:
             return objs
         return [o for o in objs if _meta(o).get("namespace") == namespace]
 
-    def owned(self, owner_uid: str) -> list[JSON]:
+    def owned(self, owner_uid: str) -> list[JsonObject]:
         """The objects whose controlling owner reference has this UID."""
         with self._lock:
             return [self._objects[k] for k in self._owned.get(owner_uid, ()) if k in self._objects]
@@ -159,7 +160,7 @@ class SharedInformer:
     def on(self, handler: Handler) -> None:
         self.handlers.append(handler)
 
-    def _deliver(self, kind: str, obj: JSON) -> None:
+    def _deliver(self, kind: str, obj: JsonObject) -> None:
         change = self.cache.apply(kind, obj)
         if change is None:
             return

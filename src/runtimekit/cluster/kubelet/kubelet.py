@@ -58,8 +58,9 @@ from runtimekit.cluster.kubelet.status import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
+from runtimekit.kube.objects import JsonObject
 from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
@@ -85,7 +86,7 @@ class _Pod:
     """A pod this kubelet admitted (or rejected, `finished` from the start)."""
 
     identity: PodIdentity
-    manifest: JSON
+    manifest: JsonObject
     requests: dict[str, int]
     started: str
     finished: bool = False
@@ -162,7 +163,7 @@ class SimulatedKubelet:
             return [(p.identity, container_names(p.manifest)) for p in self._pods.values() if not p.finished]
 
     # -- the queue -----------------------------------------------------------------------------
-    def _on_pod(self, kind: str, obj: JSON) -> None:
+    def _on_pod(self, kind: str, obj: JsonObject) -> None:
         self._put(kind, obj)
 
     def _put(self, kind: str, item: Any) -> None:
@@ -191,7 +192,7 @@ class SimulatedKubelet:
             log.exception("kubelet %s: pod handling failed", self.node)
 
     def _handle(self, batch: list[tuple[str, Any]]) -> None:
-        new: dict[str, JSON] = {}
+        new: dict[str, JsonObject] = {}
         for kind, item in batch:
             if kind == "container-done":
                 self._guarded(self._container_done, *item)
@@ -204,7 +205,7 @@ class SimulatedKubelet:
         for uid in sorted(new, key=lambda u: (str(new[u]["metadata"].get("creationTimestamp", "")), arrival[u])):
             self._guarded(self._admit, new[uid])
 
-    def _observe(self, pod: JSON, new: dict[str, JSON]) -> None:
+    def _observe(self, pod: JsonObject, new: dict[str, JsonObject]) -> None:
         identity = _identity(pod)
         known = self._pods.get(identity.uid)
         if pod["metadata"].get("deletionTimestamp"):
@@ -218,7 +219,7 @@ class SimulatedKubelet:
             new[identity.uid] = pod
 
     # -- admission -----------------------------------------------------------------------------
-    def _admit(self, pod: JSON) -> None:
+    def _admit(self, pod: JsonObject) -> None:
         identity = _identity(pod)
         now = rfc3339(self.clock())
         try:
@@ -246,7 +247,7 @@ class SimulatedKubelet:
         log.info("kubelet %s: pod %s/%s running", self.node, identity.namespace, identity.name)
         self._start_containers(record)
 
-    def _reject(self, pod: JSON, error: AdmissionError, now: str) -> None:
+    def _reject(self, pod: JsonObject, error: AdmissionError, now: str) -> None:
         identity = _identity(pod)
         with self._cond:
             self._pods[identity.uid] = _Pod(identity, pod, {}, now, finished=True)
@@ -255,7 +256,7 @@ class SimulatedKubelet:
         involved = {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}}
         record_event(self.http, involved, "Warning", error.reason, error.message, COMPONENT, self.node)
 
-    def _adopt(self, pod: JSON) -> None:
+    def _adopt(self, pod: JsonObject) -> None:
         """A pod already Running when first seen (the kubelet restarted): keep running it, devices held."""
         identity = _identity(pod)
         started = str((pod.get("status") or {}).get("startTime") or rfc3339(self.clock()))
@@ -301,7 +302,7 @@ class SimulatedKubelet:
             self.http.server,
         )
 
-    def _run_container(self, pod: JSON, container: Mapping[str, Any]) -> None:
+    def _run_container(self, pod: JsonObject, container: Mapping[str, Any]) -> None:
         assert self.runner is not None
         code, message = run_safely(self.runner, pod, container, self._context())
         self._put("container-done", (_identity(pod).uid, str(container.get("name", "")), Terminated(code, message)))
@@ -344,7 +345,7 @@ class SimulatedKubelet:
             except Exception:
                 log.exception("kubelet %s: pod-stopped listener failed", self.node)
 
-    def _delete(self, pod: JSON, record: _Pod | None) -> None:
+    def _delete(self, pod: JsonObject, record: _Pod | None) -> None:
         """Graceful deletion: the containers stop at once; then delete the pod with grace 0."""
         identity = _identity(pod)
         if record is not None and not record.finished:
@@ -366,7 +367,7 @@ class SimulatedKubelet:
                     "kubelet %s: cannot delete pod %s/%s: %s", self.node, identity.namespace, identity.name, exc
                 )
 
-    def _forget(self, pod: JSON) -> None:
+    def _forget(self, pod: JsonObject) -> None:
         identity = _identity(pod)
         uid = identity.uid or next(
             (
@@ -384,13 +385,13 @@ class SimulatedKubelet:
         self._deleting.discard(uid)
 
     # -- API writes ----------------------------------------------------------------------------
-    def _patch(self, identity: PodIdentity, body: JSON) -> None:
+    def _patch(self, identity: PodIdentity, body: JsonObject) -> None:
         try:
             self.http.patch(object_path("v1", "pods", identity.namespace, identity.name), body)
         except KubeError as exc:
             log.info("kubelet %s: cannot patch pod %s/%s: %s", self.node, identity.namespace, identity.name, exc)
 
-    def _patch_status(self, identity: PodIdentity, status: JSON) -> None:
+    def _patch_status(self, identity: PodIdentity, status: JsonObject) -> None:
         path = object_path("v1", "pods", identity.namespace, identity.name, "status")
         try:
             self.http.patch(path, {"metadata": {"uid": identity.uid}, "status": status}, "strategic")

@@ -38,7 +38,8 @@ from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, ph
 from runtimekit.cluster.volcano import jobpods, states
 from runtimekit.cluster.volcano.policies import Request, action_for
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/jobs"
@@ -140,7 +141,7 @@ class VolcanoJobController(Controller):
             return
         self._push(self._pod_event(base, change.old, change.new))
 
-    def _pod_event(self, base: Request, old: JSON, new: JSON) -> Request:
+    def _pod_event(self, base: Request, old: JsonObject, new: JsonObject) -> Request:
         was, now = phase(old), phase(new)
         if now == "Failed" and was != "Failed":
             statuses = (new.get("status") or {}).get("containerStatuses") or []
@@ -213,10 +214,10 @@ class VolcanoJobController(Controller):
         else:
             self._kill(job, soft=how == states.KILL_SOFT, update=update)
 
-    def _pods(self, job: Mapping[str, Any]) -> list[JSON]:
+    def _pods(self, job: Mapping[str, Any]) -> list[JsonObject]:
         return self.pods.owned(str(meta(job).get("uid", "")))
 
-    def _sync_job(self, job: JSON, update: states.Update | None) -> None:
+    def _sync_job(self, job: JsonObject, update: states.Update | None) -> None:
         if is_terminating(job):
             return
         job = self._prepare(job)
@@ -245,7 +246,7 @@ class VolcanoJobController(Controller):
         self._write(job, counts, per_task, update, kill=False)
         self._report_group(job)
 
-    def _kill(self, job: JSON, soft: bool, update: states.Update | None, task: str = "", pod: str = "") -> None:
+    def _kill(self, job: JsonObject, soft: bool, update: states.Update | None, task: str = "", pod: str = "") -> None:
         if is_terminating(job):
             return
         status = job.get("status") or {}
@@ -271,14 +272,14 @@ class VolcanoJobController(Controller):
                 if meta(group).get("name") == jobpods.group_name(job):
                     self.delete(group, "scheduling.volcano.sh/v1beta1", "podgroups", self.groups)
 
-    def _kill_pod(self, pod: JSON) -> None:
+    def _kill_pod(self, pod: JsonObject) -> None:
         with self._lock:
             self._ours.add(str(meta(pod).get("uid", "")))
         self.delete(pod, "v1", "pods", self.pods)
 
     def _write(
         self,
-        job: JSON,
+        job: JsonObject,
         counts: dict[str, int],
         per_task: dict[str, dict[str, int]],
         update: states.Update | None,
@@ -307,7 +308,7 @@ class VolcanoJobController(Controller):
         self.put_status(job, jobpods.API_VERSION, "jobs", status, self.jobs)
 
     # -- what a job owns ----------------------------------------------------------------------
-    def _prepare(self, job: JSON) -> JSON:
+    def _prepare(self, job: JsonObject) -> JsonObject:
         """First sight: status Pending; every time: plugin objects, PVCs and the PodGroup up to date."""
         status = job.get("status") or {}
         if not (status.get("state") or {}).get("phase"):
@@ -339,7 +340,7 @@ class VolcanoJobController(Controller):
         self._ensure_group(job)
         return job
 
-    def _ensure(self, plural: str, body: JSON) -> None:
+    def _ensure(self, plural: str, body: JsonObject) -> None:
         """Create unless it exists; a ConfigMap whose data changed is updated."""
         namespace, name = str(meta(body).get("namespace")), str(meta(body).get("name"))
         path = object_path("v1", plural, namespace, name)
@@ -353,7 +354,7 @@ class VolcanoJobController(Controller):
                 if current.get("data") != body.get("data"):
                     self.http.patch(path, {"data": body.get("data")}, "merge")
 
-    def _ensure_group(self, job: JSON) -> None:
+    def _ensure_group(self, job: JsonObject) -> None:
         priorities = {str(meta(pc).get("name")): int(pc.get("value") or 0) for pc in self.priorities.items()}
         body = jobpods.podgroup(job, priorities)
         current = self.groups.get(key_of(body))
@@ -376,7 +377,7 @@ class VolcanoJobController(Controller):
             patch = {"metadata": {"resourceVersion": meta(current).get("resourceVersion")}, "spec": wanted}
             self.groups.written(self.http.patch(path, patch, "merge"))
 
-    def _dependencies_ready(self, job: JSON, task: Mapping[str, Any], existing: Mapping[str, JSON]) -> bool:
+    def _dependencies_ready(self, job: JsonObject, task: Mapping[str, Any], existing: Mapping[str, JsonObject]) -> bool:
         depends = task.get("dependsOn") or {}
         names = [str(n) for n in depends.get("name") or []]
         if not names:
@@ -384,7 +385,7 @@ class VolcanoJobController(Controller):
         ready = [self._task_ready(job, name, existing) for name in names]
         return any(ready) if depends.get("iteration") == "any" and len(names) > 1 else all(ready)
 
-    def _task_ready(self, job: JSON, name: str, existing: Mapping[str, JSON]) -> bool:
+    def _task_ready(self, job: JsonObject, name: str, existing: Mapping[str, JsonObject]) -> bool:
         task = next((t for t in (job.get("spec") or {}).get("tasks") or [] if t.get("name") == name), None)
         if task is None:
             return True
@@ -399,7 +400,7 @@ class VolcanoJobController(Controller):
         wanted = task.get("minAvailable")
         return wanted is None or running >= int(wanted)
 
-    def _create_pod(self, job: JSON, task: Mapping[str, Any], index: int) -> JSON | None:
+    def _create_pod(self, job: JsonObject, task: Mapping[str, Any], index: int) -> JsonObject | None:
         pod = jobpods.make_pod(job, task, index, self.default_scheduler)
         try:
             return self.create("v1", "pods", pod, self.pods)
@@ -414,7 +415,7 @@ class VolcanoJobController(Controller):
             )
             raise
 
-    def _report_group(self, job: JSON) -> None:
+    def _report_group(self, job: JsonObject) -> None:
         """A PodGroup the scheduler finds unschedulable: a Warning on the Job, once per message."""
         group = self.groups.get(f"{meta(job).get('namespace')}/{jobpods.group_name(job)}")
         conditions = [

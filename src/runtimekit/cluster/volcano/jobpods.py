@@ -26,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from fractions import Fraction
 from typing import Any
 
-from runtimekit.kube.http import JSON
+from runtimekit.kube.objects import JsonObject
 from runtimekit.model.quantity import parse_quantity
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -50,7 +50,7 @@ def pod_name(job: Mapping[str, Any], task: str, index: int) -> str:
     return f"{_meta(job).get('name')}-{task}-{index}"
 
 
-def job_owner(job: Mapping[str, Any]) -> JSON:
+def job_owner(job: Mapping[str, Any]) -> JsonObject:
     return {
         "apiVersion": API_VERSION,
         "kind": "Job",
@@ -71,7 +71,7 @@ def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [c for field in ("containers", "initContainers") for c in spec.get(field) or [] if isinstance(c, dict)]
 
 
-def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, default_scheduler: str) -> JSON:
+def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, default_scheduler: str) -> JsonObject:
     """The pod of `task` at `index` (see the module docstring), with the job's plugins applied."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
     template = copy.deepcopy(task.get("template") or {})
@@ -110,7 +110,7 @@ def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, defaul
             QUEUE_NAME: str(spec.get("queue") or "default"),
         }
     )
-    pod: JSON = {
+    pod: JsonObject = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
@@ -130,7 +130,7 @@ def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, defaul
     return pod
 
 
-def _env_plugin(pod: JSON, index: int) -> None:
+def _env_plugin(pod: JsonObject, index: int) -> None:
     for container in _containers(pod["spec"]):
         env = container.setdefault("env", [])
         env += [{"name": "VK_TASK_INDEX", "value": str(index)}, {"name": "VC_TASK_INDEX", "value": str(index)}]
@@ -140,7 +140,7 @@ def _env_key(task: str) -> str:
     return task.replace("-", "_")
 
 
-def _svc_plugin(pod: JSON, job: Mapping[str, Any], arguments: Sequence[str]) -> None:
+def _svc_plugin(pod: JsonObject, job: Mapping[str, Any], arguments: Sequence[str]) -> None:
     spec = pod["spec"]
     spec["hostname"] = spec.get("hostname") or pod["metadata"]["name"]
     spec["subdomain"] = spec.get("subdomain") or _meta(job).get("name")
@@ -178,11 +178,11 @@ def hosts(job: Mapping[str, Any]) -> dict[str, str]:
     return data
 
 
-def svc_objects(job: Mapping[str, Any]) -> list[tuple[str, JSON]]:
+def svc_objects(job: Mapping[str, Any]) -> list[tuple[str, JsonObject]]:
     """(plural, body) of the svc plugin's headless Service and hosts ConfigMap."""
     name, namespace = _meta(job).get("name"), _meta(job).get("namespace")
     arguments = list(((job.get("spec") or {}).get("plugins") or {}).get("svc") or [])
-    service: JSON = {
+    service: JsonObject = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace, "ownerReferences": [job_owner(job)]},
@@ -192,7 +192,7 @@ def svc_objects(job: Mapping[str, Any]) -> list[tuple[str, JSON]]:
             "publishNotReadyAddresses": "--publish-not-ready-addresses=true" in arguments,
         },
     }
-    config: JSON = {
+    config: JsonObject = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": f"{name}-svc", "namespace": namespace, "ownerReferences": [job_owner(job)]},
@@ -241,7 +241,7 @@ def _task_min(task: Mapping[str, Any]) -> int:
     return int(value) if value is not None else int(task.get("replicas") or 0)
 
 
-def min_resources(spec: Mapping[str, Any], priorities: Mapping[str, int]) -> JSON:
+def min_resources(spec: Mapping[str, Any], priorities: Mapping[str, int]) -> JsonObject:
     """The PodGroup's `minResources`: the usage of `minAvailable` pods, tasks in priority order (their
     template's PriorityClass value, from `priorities`). When `minAvailable` is below the tasks' summed
     minAvailable, the first pods of each task count (up to its replicas); else each task's
@@ -267,11 +267,11 @@ def min_resources(spec: Mapping[str, Any], priorities: Mapping[str, int]) -> JSO
     return {name: format_quantity(value) for name, value in sorted(total.items()) if value}
 
 
-def podgroup(job: Mapping[str, Any], priorities: Mapping[str, int]) -> JSON:
+def podgroup(job: Mapping[str, Any], priorities: Mapping[str, int]) -> JsonObject:
     """The PodGroup of a Job (see the module docstring)."""
     spec = job.get("spec") or {}
     tasks = spec.get("tasks") or []
-    body: JSON = {
+    body: JsonObject = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {
