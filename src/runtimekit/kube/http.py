@@ -31,6 +31,8 @@ from runtimekit.kube.objects import JsonObject
 from runtimekit.kube.plainhttp import PlainHttp
 from runtimekit.kube.ratelimit import RequestLimiter
 
+QueryParams = Mapping[str, str | int | bool | None]
+"""A request's query parameters (`labelSelector`, `limit`, `watch`...); a None value is left out."""
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -140,7 +142,7 @@ class KubeHttp:
         self,
         method: str,
         path: str,
-        params: Mapping[str, Any] | None = None,
+        params: QueryParams | None = None,
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
@@ -175,12 +177,12 @@ class KubeHttp:
             raise error_of(response.status_code, response.reason_phrase, response.content)
         return response.content
 
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> JsonObject:
+    def get(self, path: str, params: QueryParams | None = None) -> JsonObject:
         """The object (or list) at `path`, as the server wrote it; the caller casts it to its kind."""
         result: JsonObject = jsoncodec.loads(self._send("GET", path, params))
         return result
 
-    def post(self, path: str, body: Mapping[str, Any], params: Mapping[str, Any] | None = None) -> JsonObject:
+    def post(self, path: str, body: Mapping[str, Any], params: QueryParams | None = None) -> JsonObject:
         result: JsonObject = jsoncodec.loads(self._send("POST", path, params, body))
         return result
 
@@ -188,7 +190,7 @@ class KubeHttp:
         result: JsonObject = jsoncodec.loads(self._send("PUT", path, None, body))
         return result
 
-    def patch(self, path: str, body: Any, kind: str = "merge", params: Mapping[str, Any] | None = None) -> JsonObject:
+    def patch(self, path: str, body: Any, kind: str = "merge", params: QueryParams | None = None) -> JsonObject:
         result: JsonObject = jsoncodec.loads(self._send("PATCH", path, params, body, PATCH_TYPES[kind]))
         return result
 
@@ -196,7 +198,7 @@ class KubeHttp:
         result: JsonObject = jsoncodec.loads(self._send("DELETE", path, None, body))
         return result
 
-    def list(self, path: str, params: Mapping[str, Any] | None = None, page: int = 500) -> tuple[list[JsonObject], str]:
+    def list(self, path: str, params: QueryParams | None = None, page: int = 500) -> tuple[list[JsonObject], str]:
         """Every item of a collection (paged), and the list's resourceVersion; the caller casts the items
         to their kind."""
         items: list[JsonObject] = []
@@ -211,7 +213,7 @@ class KubeHttp:
             query["continue"] = token
 
     def watch(
-        self, path: str, resource_version: str, params: Mapping[str, Any] | None = None, timeout_seconds: int = 300
+        self, path: str, resource_version: str, params: QueryParams | None = None, timeout_seconds: int = 300
     ) -> Iterator[WatchEvent]:
         """Stream watch events from `resource_version`, with bookmarks, until the server ends it.
         An ERROR event (e.g. 410 Gone) is raised as its KubeError (ExpiredError)."""
@@ -284,7 +286,7 @@ def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield bytes(pending)
 
 
-def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
+def _params(params: QueryParams | None) -> dict[str, str]:
     if not params:
         return {}
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items() if v is not None}
