@@ -193,13 +193,21 @@ class ContainerStatus(TypedDict, total=False):
     lastState: JsonObject
 
 
+class PodIP(TypedDict, total=False):
+    """An entry of `podIPs` (and of `hostIPs`: a HostIP has the same one field)."""
+
+    ip: str
+
+
 class PodStatus(TypedDict, total=False):
     phase: str  # Pending, Running, Succeeded, Failed, Unknown
     conditions: list[Condition]
     containerStatuses: list[ContainerStatus]
     initContainerStatuses: list[ContainerStatus]
     hostIP: str
+    hostIPs: list[PodIP]
     podIP: str
+    podIPs: list[PodIP]
     startTime: str
     nominatedNodeName: str
     qosClass: str
@@ -237,6 +245,7 @@ class NodeStatus(TypedDict, total=False):
     allocatable: ResourceList
     conditions: list[Condition]
     addresses: list[NodeAddress]
+    daemonEndpoints: JsonObject
     nodeInfo: dict[str, str]
     images: list[JsonObject]
 

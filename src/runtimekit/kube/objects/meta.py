@@ -78,7 +78,7 @@ class Condition(TypedDict, total=False):
     reason: str
     message: str
     lastTransitionTime: str
-    lastProbeTime: str
+    lastProbeTime: str | None  # kubelet writes a pod condition's as null
     lastHeartbeatTime: str
     lastUpdateTime: str
     observedGeneration: int

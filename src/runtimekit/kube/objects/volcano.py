@@ -1,6 +1,6 @@
 """Volcano's objects as the kit reads and writes them: PodGroup and Queue
 (`scheduling.volcano.sh/v1beta1`), and the Job (`batch.volcano.sh/v1alpha1`, `VolcanoJob` here: batch/v1
-has a Job too) with its tasks and lifecycle policies. Pure TypedDicts; see `meta.py`.
+has a Job too) with its tasks, lifecycle policies, volumes and status. Pure TypedDicts; see `meta.py`.
 """
 
 from __future__ import annotations
@@ -75,6 +75,13 @@ class LifecyclePolicy(TypedDict, total=False):
     timeout: str
 
 
+class DependsOn(TypedDict, total=False):
+    """The tasks a task waits for: all of them, or any one with `iteration: any`."""
+
+    name: list[str]
+    iteration: str  # any, all
+
+
 class TaskSpec(TypedDict, total=False):
     name: str
     replicas: int
@@ -82,17 +89,56 @@ class TaskSpec(TypedDict, total=False):
     maxRetry: int
     policies: list[LifecyclePolicy]
     template: PodTemplateSpec
+    dependsOn: DependsOn
+
+
+class VolumeSpec(TypedDict, total=False):
+    """A claim every pod of a Job mounts: a named PVC, or one the controller makes from `volumeClaim`."""
+
+    mountPath: str
+    volumeClaimName: str
+    volumeClaim: JsonObject  # a PersistentVolumeClaimSpec
 
 
 class VolcanoJobSpec(TypedDict, total=False):
     schedulerName: str
     queue: str
     minAvailable: int
+    minSuccess: int
     maxRetry: int
     priorityClassName: str
     tasks: list[TaskSpec]
+    volumes: list[VolumeSpec]
     policies: list[LifecyclePolicy]
     plugins: dict[str, list[str]]  # job plugin -> its arguments
+
+
+class VolcanoJobState(TypedDict, total=False):
+    phase: str  # Pending, Running, Restarting, Completing, Completed, Aborting, Aborted, Terminating, ...
+    reason: str
+    message: str
+    lastTransitionTime: str
+
+
+class TaskState(TypedDict, total=False):
+    phase: dict[str, int]  # pod phase -> how many of the task's pods are in it
+
+
+class VolcanoJobStatus(TypedDict, total=False):
+    state: VolcanoJobState
+    minAvailable: int
+    pending: int
+    running: int
+    succeeded: int
+    failed: int
+    terminating: int
+    unknown: int
+    version: int  # goes up when the job's pods are killed: events of older pods no longer count
+    retryCount: int
+    runningDuration: str
+    taskStatusCount: dict[str, TaskState]
+    conditions: list[Condition]  # a JobCondition: `status` is the phase entered
+    controlledResources: dict[str, str]
 
 
 class VolcanoJob(TypedDict, total=False):
@@ -100,4 +146,4 @@ class VolcanoJob(TypedDict, total=False):
     kind: str
     metadata: ObjectMeta
     spec: VolcanoJobSpec
-    status: JsonObject
+    status: VolcanoJobStatus
