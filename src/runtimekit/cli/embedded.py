@@ -32,7 +32,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
@@ -59,6 +59,7 @@ from runtimekit.cluster.kubelet.runner import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.objects import Container, Pod
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import KitProtocol, ProtocolError, load_protocol
 from runtimekit.protocol.names import memory_unit_mib
@@ -449,7 +450,7 @@ def _start_all(cluster: EmbeddedCluster) -> None:
 
 
 # -- the container runner ------------------------------------------------------------------------
-def run_runtimekit(pod: Mapping[str, Any], container: Mapping[str, Any], node: NodeContext) -> tuple[int, str]:
+def run_runtimekit(pod: Pod, container: Container, node: NodeContext) -> tuple[int, str]:
     """The default container runner: a `runtimekit <subcommand>` container run in process (see map_paths).
     The message is the termination log when the command wrote one, else the tail of its output."""
     from runtimekit.cli.main import COMMANDS
