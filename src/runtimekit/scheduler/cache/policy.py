@@ -10,8 +10,8 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any
 
+from runtimekit.kube.objects import meta
 from runtimekit.model.quantity import parse_quantity
-from runtimekit.scheduler.cache.objects import meta
 from runtimekit.scheduler.framework.arguments import ArgumentError, go_duration
 from runtimekit.scheduler.framework.policy import (
     DisruptionBudget,
