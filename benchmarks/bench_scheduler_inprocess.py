@@ -38,11 +38,11 @@ from runtimekit.model import (
     PodRequest,
 )
 from runtimekit.model.trace import read_pod_list
-from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.collector import fewer_collections
-from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
+from runtimekit.scheduler.framework import parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
+from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework
 from runtimekit.sim.replay import target_workload
 from runtimekit.sim.runner import DEFAULT_PODS, bundled
 
@@ -118,10 +118,8 @@ def main() -> None:
         f'actions: "allocate"\ntiers:\n- plugins:\n{kube_plugins}  - name: gpushare\n'
         f"    arguments: {{gpushare.policy: {args.policy}}}\n"
     )
-    framework = Framework(conf, builtin_registry(), BuildContext(rng=random.Random(1)), explain=False)
-    plugin = framework.plugin("gpushare")
-    if args.policy == "fgd":
-        plugin.set_workload(target_workload(trace))  # type: ignore[union-attr]
+    workload = target_workload(trace) if args.policy == "fgd" else None
+    framework = build_framework(FrameworkConfig(conf, seed=1, workload=workload, explain=False))
     requests = {}
     placed = sessions = 0
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -6,10 +6,8 @@ protocol's gpu-count label), so a label set by mistake on a CPU node does nothin
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from runtimekit.controller.trigger import LabelTrigger
+from runtimekit.kube.objects import Node, labels_of
 from runtimekit.protocol import KitProtocol
 
 
@@ -18,8 +16,7 @@ class GpuNodesTrigger:
         self.labels = LabelTrigger(protocol)
         self.count_label = protocol.labels.gpu_count
 
-    def desired(self, node: Mapping[str, Any]) -> str | None:
-        labels = (node.get("metadata") or {}).get("labels") or {}
-        if str(labels.get(self.count_label, "0")) in ("", "0"):
+    def desired(self, node: Node) -> str | None:
+        if str(labels_of(node).get(self.count_label, "0")) in ("", "0"):
             return None
         return self.labels.desired(node)

@@ -146,7 +146,9 @@ def test_an_assignment_signed_with_the_key_but_unequal_to_the_requests_is_refuse
 ) -> None:
     """Were the key to leak (or the scheduler to err), an assignment must still equal the pod's requests."""
     unbound = pod("greedy", {RES.core: "1"})
-    del unbound["spec"]["nodeName"]  # and no schedulerName of ours: it binds itself below
+    del unbound["spec"]["nodeName"]
+    # a scheduler nobody runs (the embedded one answers to default-scheduler too): it binds itself below
+    unbound["spec"]["schedulerName"] = "bound-by-hand"
     created = http.post(PODS, unbound)
     free = 1 - gpu_of(holder)
     whole = Assignment(NodeName(NODE), {"main": (GpuShare(GpuUUID(simulated_uuid(NODE, free)), free, 1000, H200_MIB),)})

@@ -51,10 +51,10 @@ HOSTILE = [
 def test_a_hostile_pod_fails_alone_with_a_reason(pod: dict[str, Any], reason: str) -> None:
     api = FakeApi()
     api.add_node(node_object("n1"))
-    cache, framework = make(api)
+    live, framework = make(api)
     api.add_pod(pod)
     api.add_pod(pod_object("ordinary", {CORE: 20}))
-    schedule(cache, framework, 1)
+    schedule(live, framework, 1)
     assert api.pods["default/ordinary"]["spec"]["nodeName"] == "n1"
     assert "nodeName" not in api.pods["default/x"]["spec"]
     events = [message for name, kind, message in api.events if name == "x" and kind == "FailedScheduling"]
@@ -63,7 +63,7 @@ def test_a_hostile_pod_fails_alone_with_a_reason(pod: dict[str, Any], reason: st
     # and nothing is left behind: after it is gone, a pod that needs the whole GPU still fits
     api.delete_pod("default/x")
     api.add_pod(pod_object("after", {GPU: 1}))
-    schedule(cache, framework, 1)
+    schedule(live, framework, 1)
     assert api.pods["default/after"]["spec"]["nodeName"] == "n1"
 
 
@@ -82,19 +82,19 @@ class Bomb(Plugin, Predicate):
 def test_a_plugin_that_fails_for_one_pod_fails_that_pod_alone(actions: str) -> None:
     api = FakeApi()
     api.add_node(node_object("n1"))
-    cache, _ = make(api)
+    live, _ = make(api)
     registry = builtin_registry()
     registry.register_plugin("bomb", lambda args, ctx: Bomb())
     conf = f'actions: "{actions}"\ntiers:\n- plugins:\n  - name: priority\n  - name: bomb\n  - name: gpushare\n'
     framework = Framework(parse_conf(conf), registry, BuildContext(protocol=P))
     for name in ("before", "trigger", "after"):
         api.add_pod(pod_object(name, {CORE: 20}, priority=1 if name == "trigger" else 0))
-    schedule(cache, framework, 1)
+    schedule(live, framework, 1)
     placed: Sequence[str] = sorted(k for k, p in api.pods.items() if p["spec"].get("nodeName"))
     assert placed == ["default/after", "default/before"]
     (message,) = [m for name, kind, m in api.events if name == "trigger" and kind == "FailedScheduling"]
     assert message == "allocate: internal error: OverflowError: Python int too large to convert to C long"
-    assert np.isfinite(cache.ledger.table.cpu_free).all()
+    assert np.isfinite(live.cache.ledger.table.cpu_free).all()
 
 
 @pytest.mark.parametrize("text", ["1e999999999", "1E-999999999", "5e41"])

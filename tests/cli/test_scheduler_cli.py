@@ -13,6 +13,9 @@ import argparse
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -22,7 +25,9 @@ from runtimekit.base.keyring import ensure_key_folder
 from runtimekit.cli import scheduler as cli
 from runtimekit.cli.main import parse_command
 from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, ignored_flags, normalise
+from runtimekit.scheduler.build import KubeConnection, build_scheduler
 from runtimekit.scheduler.framework.sampling import NodeSampling
+from runtimekit.scheduler.server import Scheduler
 
 ROOT = Path(__file__).resolve().parents[2]
 VOLCANO_DEFAULT_CONF = ROOT / "examples" / "scheduler" / "volcano-scheduler.conf"
@@ -30,6 +35,16 @@ VOLCANO_DEFAULT_CONF = ROOT / "examples" / "scheduler" / "volcano-scheduler.conf
 
 def parse(*argv: str) -> argparse.Namespace:
     return parse_command(cli, "scheduler", list(argv))
+
+
+@contextmanager
+def built(args: argparse.Namespace) -> Iterator[Scheduler]:
+    """The scheduler the flags build (not started), with an API server address it never calls."""
+    scheduler = build_scheduler(replace(cli.scheduler_config(args), kube=KubeConnection(master="http://127.0.0.1:9")))
+    try:
+        yield scheduler
+    finally:
+        scheduler.stop()
 
 
 @pytest.mark.parametrize(
@@ -112,9 +127,10 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
         "-v=3",
         "2>&1",
     )
-    _protocol, framework, options = cli.build(args)
+    with built(args) as scheduler:
+        protocol, framework, options = scheduler.protocol, scheduler.framework, scheduler.options
     assert framework.action_names == ("enqueue", "allocate", "backfill")
-    assert options.scheduler_names == (_protocol.scheduler_name, "volcano", "gpu-sched")  # ours is always taken
+    assert options.scheduler_names == (protocol.scheduler_name, "volcano", "gpu-sched")  # ours is always taken
     assert options.period == 1.0
     assert not options.leader_elect
     assert options.lease_namespace == "volcano-system"
@@ -123,6 +139,7 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
     assert options.node_sampling == NodeSampling(30, 5, 100)
     assert options.default_queue == "default"
     assert (args.kube_api_qps, args.kube_api_burst, args.verbosity) == (1500, 1800, 3)
+    assert cli.scheduler_config(args).kube == KubeConnection(qps=1500, burst=1800)
     warned = [w.split(":")[0] for w in args.flag_warnings]
     assert warned == [
         "--node-worker-threads",
@@ -133,7 +150,8 @@ def test_volcanos_chart_arguments_start_the_scheduler_with_their_meanings(tmp_pa
 
 def test_defaults_keep_the_kits_behaviour(tmp_path: Path) -> None:
     args = parse("--assignment-keys", str(ensure_key_folder(tmp_path / "keys")))  # the built-in conf has gpushare
-    protocol, _framework, options = cli.build(args)
+    with built(args) as scheduler:
+        protocol, options = scheduler.protocol, scheduler.options
     assert options.signer is not None
     assert options.scheduler_names == (protocol.scheduler_name,)
     assert options.period == 0.05
@@ -284,4 +302,4 @@ def test_a_lease_shorter_than_its_renew_deadline_is_refused() -> None:
     from runtimekit.scheduler.framework.arguments import ArgumentError
 
     with pytest.raises(ArgumentError, match="must exceed --leader-elect-renew-deadline"):
-        cli.build(parse("--leader-elect", "--leader-elect-lease-duration=5s"))
+        cli.scheduler_config(parse("--leader-elect", "--leader-elect-lease-duration=5s"))

@@ -8,6 +8,7 @@ from __future__ import annotations
 import functools
 import posixpath
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -79,9 +80,12 @@ def test_args_parse_and_config_files_load(
     assert command == COMMAND_OF[name]
     protocol = load_protocol(args.protocol)
     if command == "scheduler":
-        from runtimekit.cli.scheduler import build
+        from runtimekit.cli.scheduler import scheduler_config
+        from runtimekit.scheduler.build import KubeConnection, build_scheduler
 
-        built_protocol, framework, options = build(args)
+        scheduler = build_scheduler(replace(scheduler_config(args), kube=KubeConnection(master="http://127.0.0.1:9")))
+        scheduler.stop()  # never started: built to see what the args make of it
+        built_protocol, framework, options = scheduler.protocol, scheduler.framework, scheduler.options
         assert built_protocol == protocol
         assert framework.action_names
         assert load_conf(args.config).actions == framework.action_names

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -114,9 +115,9 @@ def gpu_pod(name: str, gpus: int, priority_class: str, annotations: dict[str, st
 def test_the_scheduler_is_granted_exactly_what_it_calls(
     manifests: list[dict[str, Any]], proxy: RecordingProxy, api: httpx2.Client, tmp_path: Path
 ) -> None:
-    from runtimekit.cli.scheduler import build
+    from runtimekit.cli.scheduler import scheduler_config
     from runtimekit.kube.http import KubeHttp
-    from runtimekit.scheduler.server import Scheduler
+    from runtimekit.scheduler.build import build_scheduler
 
     _, args = parse_args(started_args(manifests, "lj-runtimekit-scheduler-framework", tmp_path))
     # the deployed conf with the plugins that read more of the API (their informers are driven too)
@@ -124,18 +125,20 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
     conf["tiers"][0]["plugins"] += [{"name": "pdb"}, {"name": "resourcequota"}]
     args.config = str(tmp_path / "with-policy-plugins.conf")
     Path(args.config).write_text(yaml.safe_dump(conf))
-    protocol, framework, options = build(args)
-    assert options.leader_elect
-    assert (options.healthz_address, options.metrics_address) == (":11251", ":8080")
-    options.healthz_address = options.metrics_address = "127.0.0.1:0"  # served, on a free port of this machine
-    options.period, options.renew_every, options.idle_wakeup = 0.02, 0.2, 0.5
+    config = scheduler_config(args)
+    assert config.leader_election.enabled
+    assert (config.endpoints.healthz, config.endpoints.metrics) == (":11251", ":8080")
+    here = "127.0.0.1:0"  # served, on a free port of this machine
+    election = replace(config.leader_election, renew_every=0.2)
+    endpoints = replace(config.endpoints, healthz=here, metrics=here)
+    config = replace(config, endpoints=endpoints, period=0.02, idle_wakeup=0.5, leader_election=election)
     for name, value in (("low", 10), ("high", 1000)):
         create(api, "/apis/scheduling.k8s.io/v1/priorityclasses", {
             "apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}, "value": value,
         })  # fmt: skip
     create(api, "/api/v1/nodes", gpu_node(NODE, 1))
     http = KubeHttp.connect(server=proxy.url)
-    scheduler = Scheduler(http, framework, protocol, options).start()
+    scheduler = build_scheduler(replace(config, kube=http)).start()
     pods = "/api/v1/namespaces/default/pods"
 
     def node_of(name: str) -> str | None:

@@ -138,7 +138,7 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         "controller/reconciler.py",
         "_patch_node",
         "patch",
-        "object_path('v1', 'nodes', None, str(_meta(node)['name']))",
+        "object_path('v1', 'nodes', None, str(meta(node)['name']))",
     ): (("controller",), [("patch", "", "nodes")]),
     ("controller/reconciler.py", "_delete_job", "delete", "object_path('batch/v1', 'jobs', namespace, name)"): (
         ("controller",),
@@ -152,7 +152,7 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         "controller/reconciler.py",
         "_delete_job",
         "delete",
-        "object_path('v1', 'pods', namespace, str(_meta(pod)['name']))",
+        "object_path('v1', 'pods', namespace, str(meta(pod)['name']))",
     ): (("controller",), [("delete", "", "pods")]),
     ("controller/reconciler.py", "_failure_reason", "list", "object_path('v1', 'pods', self.options.namespace)"): (
         ("controller",),

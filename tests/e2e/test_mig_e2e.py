@@ -37,9 +37,9 @@ from runtimekit.model import Assignment
 from runtimekit.model.mig import geometry, mask
 from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
-from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
-from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from runtimekit.scheduler.build import AssignmentKeys, SchedulerConfig, build_scheduler
+from runtimekit.scheduler.framework import parse_conf
+from runtimekit.scheduler.server import Scheduler
 
 pytestmark = pytest.mark.e2e
 
@@ -139,9 +139,16 @@ def cluster() -> Iterator[Cluster]:
     try:
         for index, spec in enumerate((DYNAMIC, STATIC), start=1):
             nodes[spec.name] = start_node(api, spec, index, root / f"n{index}")
-        framework = Framework(parse_conf(CONF), builtin_registry(), BuildContext(protocol=P))
-        options = SchedulerOptions(period=0.02, bind_workers=1, retry_seconds=1.0, signer=KEYS)
-        scheduler = Scheduler(http, framework, P, options)
+        config = SchedulerConfig(
+            kube=http,
+            conf=parse_conf(CONF),
+            protocol=P,
+            keys=AssignmentKeys(signer=KEYS),
+            period=0.02,
+            bind_workers=1,
+            retry_seconds=1.0,
+        )
+        scheduler = build_scheduler(config)
         scheduler.start()
         assert scheduler.synced(10)
         wait_for(lambda: ledger_rows(scheduler) == {DYNAMIC.name: 2, STATIC.name: 1}, what="MIG GPUs in the ledger")

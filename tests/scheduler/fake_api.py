@@ -1,5 +1,5 @@
 """A stand-in for the API server behind the live cache: pod and node objects in dicts, binds and
-deletions applied to them and echoed back to the cache as watch events would be."""
+deletions applied to them and echoed back to the cluster cache as watch events would be."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from typing import Any
 
 from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
-from runtimekit.scheduler.cache.live import BindError, LiveCache
+from runtimekit.scheduler.binder import BindError
+from runtimekit.scheduler.cache.cluster import ClusterCache
 from runtimekit.scheduler.framework.info import TaskInfo
 
 P = KitProtocol.default()
@@ -70,14 +71,14 @@ class FakeApi:
     def __init__(self) -> None:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
-        self.cache: LiveCache | None = None
+        self.cache: ClusterCache | None = None
         self.fail_next_binds = 0
         self.events: list[tuple[str, str, str]] = []
         self.groups: dict[str, Mapping[str, Any]] = {}
         self.queue_status: dict[str, Mapping[str, Any]] = {}
         self.lock = threading.Lock()
 
-    def attach(self, cache: LiveCache) -> None:
+    def attach(self, cache: ClusterCache) -> None:
         self.cache = cache
 
     def add_node(self, obj: dict[str, Any]) -> None:

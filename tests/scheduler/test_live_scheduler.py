@@ -14,10 +14,10 @@ from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.protocol import KitProtocol
-from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.build import AssignmentKeys, LeaderElection, SchedulerConfig, build_scheduler
 from runtimekit.scheduler.cache.objects import assignment_of
-from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
-from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from runtimekit.scheduler.framework import parse_conf
+from runtimekit.scheduler.server import Scheduler
 from scheduler.helpers import gpu_node
 
 P = KitProtocol.default()
@@ -63,9 +63,16 @@ def http(apiserver: ApiServer) -> Iterator[KubeHttp]:
     client.close()
 
 
-def start(http: KubeHttp, **options: Any) -> Scheduler:
-    framework = Framework(parse_conf(CONF), builtin_registry(), BuildContext(protocol=P))
-    scheduler = Scheduler(http, framework, P, SchedulerOptions(period=0.02, **options)).start()
+def start(http: KubeHttp, election: LeaderElection | None = None) -> Scheduler:
+    config = SchedulerConfig(
+        kube=http,
+        conf=parse_conf(CONF),
+        protocol=P,
+        keys=AssignmentKeys(required=False),  # unsigned: no device plugin checks these assignments
+        leader_election=election or LeaderElection(),
+        period=0.02,
+    )
+    scheduler = build_scheduler(config).start()
     assert scheduler.synced(10)
     return scheduler
 
@@ -165,9 +172,9 @@ def test_restart_mid_stream_books_nothing_twice(http: KubeHttp) -> None:
 
 def test_only_the_leader_binds_and_a_standby_takes_over(http: KubeHttp) -> None:
     http.post("/api/v1/nodes", gpu_node("n1", 4))
-    a = start(http, leader_elect=True, identity="a", lease_seconds=2.0, renew_every=0.3, lease_namespace="default")
+    a = start(http, LeaderElection(True, "default", identity="a", lease_seconds=2.0, renew_every=0.3))
     wait_for(a.elector.leading.is_set, what="a leads")  # type: ignore[union-attr]
-    b = start(http, leader_elect=True, identity="b", lease_seconds=2.0, renew_every=0.3, lease_namespace="default")
+    b = start(http, LeaderElection(True, "default", identity="b", lease_seconds=2.0, renew_every=0.3))
     try:
         http.post("/api/v1/namespaces/default/pods", pod("x", {P.resources.gpu: 1}))
         wait_for(lambda: bound(http, "x"), what="x")

@@ -18,12 +18,13 @@ from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.protocol import KitProtocol
+from runtimekit.scheduler.build import AssignmentKeys, LeaderElection, SchedulerConfig, build_scheduler
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.objects import assignment_of
 from runtimekit.scheduler.framework import BuildContext
-from runtimekit.scheduler.framework.check import Checked, check_conf, check_file
+from runtimekit.scheduler.framework.check import Checked, check_conf
 from runtimekit.scheduler.reload import ConfWatcher
-from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from runtimekit.scheduler.server import Scheduler
 from scheduler.helpers import gpu_node
 
 P = KitProtocol.default()
@@ -144,14 +145,18 @@ def http(apiserver: ApiServer) -> Iterator[KubeHttp]:
     client.close()
 
 
-def start(http: KubeHttp, path: Path, **options: Any) -> Scheduler:
-    registry, context = builtin_registry(), BuildContext(protocol=P)
-    checked = check_file(path, registry, context)
-    assert checked.framework is not None
-    opts = SchedulerOptions(period=0.02, conf_path=str(path), conf_poll=0.05, **options)
-    scheduler = Scheduler(http, checked.framework, P, opts)
-    scheduler.watch_conf(registry, context)
-    scheduler.start()
+def start(http: KubeHttp, path: Path, election: LeaderElection | None = None) -> Scheduler:
+    config = SchedulerConfig(
+        kube=http,
+        conf=path,
+        reload_conf=True,
+        protocol=P,
+        keys=AssignmentKeys(required=False),
+        leader_election=election or LeaderElection(),
+        period=0.02,
+        conf_poll=0.05,
+    )
+    scheduler = build_scheduler(config).start()
     assert scheduler.synced(10)
     return scheduler
 
@@ -210,7 +215,7 @@ def test_without_a_pod_the_refusal_goes_on_the_lease(
 ) -> None:
     monkeypatch.delenv("POD_NAME", raising=False)
     mounted = MountedConfigMap(tmp_path, conf("bestfit"))
-    scheduler = start(http, mounted.path, leader_elect=True, lease_namespace="default", lease_name="volcano")
+    scheduler = start(http, mounted.path, LeaderElection(True, "default", "volcano"))
     try:
         mounted.update(BAD)
         (event,) = wait_for(lambda: events(http, "default", "SchedulerConfRefused"), what="the Warning Event")

@@ -15,9 +15,10 @@ import logging
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, cast
 
 from runtimekit.cli import simulate
+from runtimekit.kube.objects import KubeObject, Pod, annotations_of, meta
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
     from runtimekit.cli.embedded import EmbeddedCluster
     from runtimekit.kube.http import KubeHttp
+    from runtimekit.model import GpuShare
     from runtimekit.protocol import KitProtocol
 
 EXAMPLE_PODS = Path(__file__).resolve().parents[3] / "examples" / "pods"
@@ -59,30 +61,31 @@ def run(args: argparse.Namespace) -> int:
 
 
 # -- part 1: the embedded cluster ----------------------------------------------------------------
-def load_manifests(folder: Path) -> list[dict[str, Any]]:
+def load_manifests(folder: Path) -> list[KubeObject]:
     """Every object of every `*.yaml` in the folder, files in name order."""
     import yaml
 
-    objects = []
+    objects: list[KubeObject] = []
     for path in sorted(folder.glob("*.yaml")):
-        objects += [doc for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if isinstance(doc, dict)]
+        docs = yaml.safe_load_all(path.read_text(encoding="utf-8"))
+        objects += [cast(KubeObject, doc) for doc in docs if isinstance(doc, dict)]
     return objects
 
 
-def submit(http: KubeHttp, objects: Iterable[Mapping[str, Any]], namespace: str = "default") -> list[str]:
+def submit(http: KubeHttp, objects: Iterable[KubeObject], namespace: str = "default") -> list[str]:
     """Create the objects; the names of the pods, in order."""
     from runtimekit.kube.http import object_path
 
     pods = []
     for obj in objects:
-        plural = PLURALS[str(obj["kind"])]
-        http.post(object_path(str(obj["apiVersion"]), plural, namespace), dict(obj))
-        if obj["kind"] == "Pod":
-            pods.append(str(obj["metadata"]["name"]))
+        kind = obj.get("kind", "")
+        http.post(object_path(obj.get("apiVersion", ""), PLURALS[kind], namespace), dict(obj))
+        if kind == "Pod":
+            pods.append(meta(obj).get("name", ""))
     return pods
 
 
-def _waiting_reason(pod: Mapping[str, Any]) -> str | None:
+def _waiting_reason(pod: Pod) -> str | None:
     """The scheduler's reason when it has reported the pod unschedulable, else None."""
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "PodScheduled" and condition.get("status") == "False":
@@ -90,11 +93,12 @@ def _waiting_reason(pod: Mapping[str, Any]) -> str | None:
     return None
 
 
-def settle(http: KubeHttp, names: Sequence[str], timeout_s: float = 60.0) -> dict[str, dict[str, Any]]:
+def settle(http: KubeHttp, names: Sequence[str], timeout_s: float = 60.0) -> dict[str, Pod]:
     """Wait until every pod runs, ended, or is reported unschedulable; the pods by name."""
     deadline = time.monotonic() + timeout_s
     while True:
-        pods = {p["metadata"]["name"]: p for p in http.list("/api/v1/namespaces/default/pods")[0]}
+        listed = cast(list[Pod], http.list("/api/v1/namespaces/default/pods")[0])
+        pods = {meta(p).get("name", ""): p for p in listed}
         phases = {n: (pods.get(n, {}).get("status") or {}).get("phase", "Pending") for n in names}
         if all(phases[n] != "Pending" or _waiting_reason(pods[n]) for n in names if n in pods):
             return {n: pods[n] for n in names if n in pods}
@@ -103,26 +107,26 @@ def settle(http: KubeHttp, names: Sequence[str], timeout_s: float = 60.0) -> dic
         time.sleep(0.2)
 
 
-def _shares(pod: Mapping[str, Any], protocol: KitProtocol) -> list[Any]:
+def _shares(pod: Pod, protocol: KitProtocol) -> list[GpuShare]:
     from runtimekit.model import Assignment, AssignmentError
 
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(protocol.annotations.assignment)
+    text = annotations_of(pod).get(protocol.annotations.assignment)
     if not text or (pod.get("status") or {}).get("phase") != "Running":
         return []
     try:
-        return list(Assignment.from_annotation(str(text)).shares())
+        return list(Assignment.from_annotation(text).shares())
     except AssignmentError:
         return []
 
 
-def _gpu_cell(shares: Sequence[Any], gpu_mib: int) -> str:
+def _gpu_cell(shares: Sequence[GpuShare], gpu_mib: int) -> str:
     if shares and all(s.core_milli == 1000 and s.memory_mib >= gpu_mib for s in shares):
         indexes = sorted(s.index for s in shares)
         return f"{len(indexes)} whole: GPU {', '.join(map(str, indexes))}"
     return ", ".join(f"GPU {s.index}: {s.core_milli // 10}% {s.memory_mib // MIB_PER_GIB} GiB" for s in shares)
 
 
-def pods_table(pods: Mapping[str, Mapping[str, Any]], protocol: KitProtocol, gpu_mib: int) -> Table:
+def pods_table(pods: Mapping[str, Pod], protocol: KitProtocol, gpu_mib: int) -> Table:
     from rich.table import Table
 
     table = Table(title="Where each pod landed")
@@ -136,7 +140,7 @@ def pods_table(pods: Mapping[str, Mapping[str, Any]], protocol: KitProtocol, gpu
     return table
 
 
-def usage_table(cluster: EmbeddedCluster, pods: Iterable[Mapping[str, Any]], gpu_mib: int) -> Table:
+def usage_table(cluster: EmbeddedCluster, pods: Iterable[Pod], gpu_mib: int) -> Table:
     """Per node and GPU, the allocated compute and memory."""
     from rich.table import Table
 

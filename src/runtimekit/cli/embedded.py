@@ -32,11 +32,11 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runtimekit.base.keyring import ensure_key_folder
 from runtimekit.cli.embedded_nodes import (
@@ -59,10 +59,15 @@ from runtimekit.cluster.kubelet.runner import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.objects import Container, Node, Pod, annotations_of, meta
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import KitProtocol, ProtocolError, load_protocol
 from runtimekit.protocol.names import memory_unit_mib
 from runtimekit.protocol.presets import PRESETS, preset_text
+
+if TYPE_CHECKING:  # built on demand: `runtimekit up --no-scheduler` need not import the scheduler
+    from runtimekit.controller.server import ControllerServer
+    from runtimekit.scheduler.server import Scheduler
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -71,6 +76,12 @@ BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within i
 
 
 ExporterFactory = Callable[[SimulatedNode], StartedExporter | None]
+
+
+class Component(Protocol):
+    """A cluster-wide part the cluster stops, newest first."""
+
+    def stop(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -197,9 +208,9 @@ class EmbeddedCluster:
         self.kubeconfig = state_dir / "kubeconfig"
         self.info_path = state_dir / "cluster.json"
         self.nodes: list[SimulatedNode] = []
-        self.components: list[tuple[str, Any]] = []  # (name, object with stop()), started order
-        self.scheduler: Any = None
-        self.controller: Any = None
+        self.components: list[tuple[str, Component]] = []  # (name, component), started order
+        self.scheduler: Scheduler | None = None
+        self.controller: ControllerServer | None = None
         self.jobs: JobController | None = None
         self.workloads: ControllerManager | None = None
         self.socket_root = socket_root(state_dir)
@@ -236,14 +247,14 @@ class EmbeddedCluster:
 
     def _node_ready(self, node: SimulatedNode) -> bool:
         try:
-            obj = node.http.get(f"/api/v1/nodes/{node.name}")
+            obj = cast(Node, node.http.get(f"/api/v1/nodes/{node.name}"))
         except KubeError:
             return False
         status = obj.get("status") or {}
         ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
         allocatable = status.get("allocatable") or {}
         advertised = all(str(allocatable.get(k)) == str(v) for k, v in node.resources.items())
-        annotated = self.protocol.annotations.node_devices in ((obj.get("metadata") or {}).get("annotations") or {})
+        annotated = self.protocol.annotations.node_devices in annotations_of(obj)
         return ready and advertised and annotated
 
     def gpu_model(self, node: str) -> str:
@@ -257,11 +268,11 @@ class EmbeddedCluster:
         return NodeInventory.simulated(node, self.gpu_model(node), self.options.gpus_per_node)
 
     def _scheduler_ready(self) -> bool:
-        if not self.scheduler.synced(0):
+        if self.scheduler is None or not self.scheduler.synced(0):
             return False
         cache = self.scheduler.cache
         with cache.lock:
-            known = {name: len(state.inventory.gpus) for name, state in cache.nodes.items()}
+            known: dict[str, int] = {name: len(state.inventory.gpus) for name, state in cache.nodes.items()}
         return all(known.get(n.name) == self.expected_gpus for n in self.nodes)
 
     def wait_ready(self, timeout_s: float = 60.0) -> None:
@@ -336,23 +347,28 @@ class EmbeddedCluster:
 
 
 # -- cluster components --------------------------------------------------------------------------
-def _start_scheduler(cluster: EmbeddedCluster) -> Any:
-    from runtimekit.cli.scheduler import add_arguments, build
-    from runtimekit.scheduler.server import Scheduler
+def _start_scheduler(cluster: EmbeddedCluster) -> Scheduler:
+    """The scheduler with the cluster's protocol and key, at the scheduler's own defaults otherwise;
+    its conf file is not watched for changes."""
+    from runtimekit.scheduler.build import AssignmentKeys, LeaderElection, SchedulerConfig, build_scheduler
 
-    conf = cluster.options.scheduler_conf
+    options = cluster.options
+    conf = options.scheduler_conf
     if conf is None and EXAMPLE_CONF.is_file():
         conf = str(EXAMPLE_CONF)
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)  # the scheduler's own defaults (bind workers, event rate, ...)
-    names = [a for name in cluster.options.scheduler_names for a in ("--scheduler-name", name)]
-    argv = ["--identity", "embedded", "--seed", str(cluster.options.seed), *names]
-    args = parser.parse_args([*argv, "--assignment-keys", str(cluster.assignment_keys)])
-    args.protocol, args.config = cluster.options.protocol_path, conf
-    args.plugins_dir = cluster.options.scheduler_plugins_dir
-    protocol, framework, options = build(args)
-    log.info("scheduler conf: %s; plugins dir: %s", conf or "built-in", args.plugins_dir or "none")
-    return Scheduler(cluster.http("runtimekit-scheduler"), framework, protocol, options).start()
+    config = SchedulerConfig(
+        kube=cluster.http("runtimekit-scheduler"),
+        conf=conf,
+        protocol=cluster.protocol,
+        scheduler_names=options.scheduler_names,
+        plugins_dir=options.scheduler_plugins_dir,
+        seed=options.seed,
+        keys=AssignmentKeys(cluster.assignment_keys),
+        leader_election=LeaderElection(identity="embedded"),
+    )
+    scheduler = build_scheduler(config)
+    log.info("scheduler conf: %s; plugins dir: %s", conf or "built-in", config.plugins_dir or "none")
+    return scheduler.start()
 
 
 def answered_names(options: ClusterOptions, protocol: KitProtocol) -> tuple[str, ...]:
@@ -369,7 +385,7 @@ def _start_workload_controllers(cluster: EmbeddedCluster) -> ControllerManager:
     return ControllerManager(cluster.http("runtimekit-controller-manager"), factories).start()
 
 
-def _start_controller(cluster: EmbeddedCluster) -> Any:
+def _start_controller(cluster: EmbeddedCluster) -> ControllerServer:
     from runtimekit.controller.jobs import JobTemplate
     from runtimekit.controller.reconciler import ControllerOptions, NodeController
     from runtimekit.controller.server import ControllerServer
@@ -441,15 +457,15 @@ def _start_all(cluster: EmbeddedCluster) -> None:
             if node.exporter is not None:
                 node.parts.insert(0, node.exporter.stop)
     if options.scheduler:
-        cluster.scheduler = _start_scheduler(cluster)
-        cluster.components.append(("scheduler", cluster.scheduler))
+        scheduler = cluster.scheduler = _start_scheduler(cluster)
+        cluster.components.append(("scheduler", scheduler))
     if options.controller:
-        cluster.controller = _start_controller(cluster)
-        cluster.components.append(("controller", cluster.controller))
+        controller = cluster.controller = _start_controller(cluster)
+        cluster.components.append(("controller", controller))
 
 
 # -- the container runner ------------------------------------------------------------------------
-def run_runtimekit(pod: Mapping[str, Any], container: Mapping[str, Any], node: NodeContext) -> tuple[int, str]:
+def run_runtimekit(pod: Pod, container: Container, node: NodeContext) -> tuple[int, str]:
     """The default container runner: a `runtimekit <subcommand>` container run in process (see map_paths).
     The message is the termination log when the command wrote one, else the tail of its output."""
     from runtimekit.cli.main import COMMANDS
@@ -457,7 +473,7 @@ def run_runtimekit(pod: Mapping[str, Any], container: Mapping[str, Any], node: N
     argv = runtimekit_argv(container) or []
     if not argv or argv[0] not in COMMANDS:
         return 127, f"runtimekit: unknown command {argv[0] if argv else ''!r}"
-    uid = str((pod.get("metadata") or {}).get("uid", "pod"))
+    uid = meta(pod).get("uid", "pod")
     termination = node.work_dir / f"{uid}-{container.get('name', 'c')}.log"
     termination.parent.mkdir(parents=True, exist_ok=True)
     argv = map_paths(argv, node, termination)

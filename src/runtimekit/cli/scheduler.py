@@ -11,22 +11,15 @@ import argparse
 import logging
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runtimekit.cli.signals import wait_for_stop_signal
 from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, normalise
 
 if TYPE_CHECKING:
-    from runtimekit.base.keyring import KeyRing
-    from runtimekit.protocol import KitProtocol
-    from runtimekit.scheduler.framework import Framework
-    from runtimekit.scheduler.framework.check import Checked
-    from runtimekit.scheduler.framework.registry import BuildContext, Registry
+    from runtimekit.scheduler.build import SchedulerConfig
     from runtimekit.scheduler.framework.sampling import NodeSampling
-    from runtimekit.scheduler.server import SchedulerOptions
-
-from runtimekit.cli.signals import wait_for_stop_signal
 
 log = logging.getLogger("runtimekit.scheduler")
 KEYS_MOUNT = "/var/run/secrets/lj-runtimekit/assignment-key"  # where the kit's manifests mount the Secret
@@ -120,23 +113,6 @@ def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse
     return args
 
 
-def registry_and_context(args: argparse.Namespace) -> tuple[Registry, BuildContext]:
-    """The registry (built-in, entry points, --plugins-dir) and build context (--protocol, --seed)."""
-    import random
-
-    from runtimekit.protocol import load_protocol
-    from runtimekit.scheduler.builtin import builtin_registry
-    from runtimekit.scheduler.framework import BuildContext
-
-    protocol = load_protocol(args.protocol)
-    registry = builtin_registry()
-    registry.load_entry_points()
-    if args.plugins_dir:
-        loaded = registry.load_directory(args.plugins_dir)
-        log.info("loaded from %s: %s", args.plugins_dir, ", ".join(loaded) or "nothing")
-    return registry, BuildContext(protocol=protocol, rng=random.Random(args.seed))
-
-
 def node_sampling(args: argparse.Namespace) -> NodeSampling | None:
     """Volcano's feasible-node limit when any of its three flags is given (the others at Volcano's
     defaults); None otherwise, so that every feasible node is scored, as before these flags."""
@@ -154,72 +130,11 @@ def node_sampling(args: argparse.Namespace) -> NodeSampling | None:
     )
 
 
-class ConfCheckFailed(ValueError):
-    """The conf has errors; the message lists every one, a line each."""
-
-
-def checked_framework(args: argparse.Namespace, registry: Registry, context: BuildContext) -> Checked:
-    """The conf checked as `--check-conf` checks it; raises ConfCheckFailed listing every error."""
-    from runtimekit.scheduler.framework.check import check_file
-
-    checked = check_file(args.config, registry, context)
-    for problem in checked.problems.warnings:
-        log.warning("%s", problem.message)
-    if checked.framework is None:
-        raise ConfCheckFailed("\n".join(p.message for p in checked.problems.errors))
-    return checked
-
-
-def build(args: argparse.Namespace) -> tuple[KitProtocol, Framework, SchedulerOptions]:
-    """Protocol, framework and options from the arguments; raises with a message naming what is wrong."""
-    prepared = prepare(args)
-    return prepared.protocol, prepared.framework, prepared.options
-
-
-@dataclass(frozen=True)
-class Prepared:
-    protocol: KitProtocol
-    framework: Framework
-    options: SchedulerOptions
-    registry: Registry  # kept to rebuild the framework when the conf file changes
-    context: BuildContext
-
-
-def load_keys(folder: str | None, needed: bool) -> KeyRing | None:
-    """The key ring of `--assignment-keys` (else of the Secret's usual mount); raises ArgumentError when a
-    conf with a GPU plugin (which writes assignments) has none: device plugins would refuse every pod."""
-    from runtimekit.base.keyring import KeyRing, KeyRingError
+def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
+    """The flags as the scheduler's config; raises ArgumentError naming a bad flag, ProtocolError for --protocol."""
+    from runtimekit.protocol import load_protocol
+    from runtimekit.scheduler.build import AssignmentKeys, Endpoints, KubeConnection, LeaderElection, SchedulerConfig
     from runtimekit.scheduler.framework.arguments import ArgumentError
-
-    folder = folder or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)
-    if not folder:
-        if needed:
-            raise ArgumentError(
-                "--assignment-keys is required: the folder of the Secret lj-runtimekit-assignment-key, shared with "
-                "the device plugins, which refuse assignments not signed with it (docs/security.md#assignments)"
-            )
-        return None
-    try:
-        return KeyRing.from_folder(folder)
-    except KeyRingError as exc:
-        raise ArgumentError(f"--assignment-keys: {exc}") from None
-
-
-def writes_assignments(framework: Framework) -> bool:
-    """Whether the conf has a GPU plugin, whose placements become assignments the device plugins check."""
-    return bool(framework.plugins.allocate_devices.flat)
-
-
-def with_keys(prepared: Prepared, args: argparse.Namespace) -> None:
-    """Load the assignment key into prepared options (raises ArgumentError as `load_keys`)."""
-    prepared.options.signer = load_keys(args.assignment_keys, needed=writes_assignments(prepared.framework))
-
-
-def prepare(args: argparse.Namespace, keys: bool = True) -> Prepared:
-    """What `build` returns, with the registry and build context a conf reload needs. `keys=False`
-    leaves the assignment key to the caller (`with_keys`)."""
-    from runtimekit.scheduler.framework.arguments import ArgumentError
-    from runtimekit.scheduler.server import SchedulerOptions
 
     if args.event_qps < 0 or args.event_burst < 1:
         raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
@@ -233,46 +148,43 @@ def prepare(args: argparse.Namespace, keys: bool = True) -> Prepared:
     if not (lease > renew > 0 and retry > 0):  # client-go's ValidateLeaderElectionConfiguration
         raise ArgumentError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, all above 0")
     sampling = node_sampling(args)
-    registry, context = registry_and_context(args)
-    framework = checked_framework(args, registry, context).framework
-    assert framework is not None
-    signer = load_keys(args.assignment_keys, needed=writes_assignments(framework)) if keys else None
-    protocol = context.protocol
-    names = tuple(dict.fromkeys([protocol.scheduler_name, *(args.scheduler_names or ())]))
-    options = SchedulerOptions(
+    return SchedulerConfig(
+        kube=KubeConnection(args.kubeconfig, args.master, args.kube_api_qps, args.kube_api_burst),
+        conf=args.config,
+        reload_conf=True,
+        protocol=load_protocol(args.protocol),
+        scheduler_names=tuple(args.scheduler_names or ()),
+        plugins_dir=args.plugins_dir,
+        seed=args.seed,
+        keys=AssignmentKeys(args.assignment_keys or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)),
+        leader_election=LeaderElection(
+            args.leader_elect, args.lease_namespace, args.lease_name, args.identity, lease, renew, retry
+        ),
+        endpoints=Endpoints(
+            args.healthz_address if args.enable_healthz else None,
+            args.listen_address if args.enable_metrics else None,
+            (args.ca_cert_file, args.tls_cert_file, args.tls_private_key_file),
+        ),
+        default_queue=args.default_queue,
+        node_sampling=sampling,
         period=args.period if args.schedule_period is None else args.schedule_period,
         bind_workers=args.bind_workers,
         event_qps=args.event_qps,
         event_burst=args.event_burst,
-        leader_elect=args.leader_elect,
-        lease_name=args.lease_name or names[0],
-        lease_namespace=args.lease_namespace,
-        lease_seconds=args.leader_elect_lease_duration,
-        renew_deadline=args.leader_elect_renew_deadline,
-        renew_every=args.leader_elect_retry_period,
-        scheduler_names=names,
-        default_queue=args.default_queue,
-        node_sampling=sampling,
-        conf_path=args.config,
         conf_poll=args.conf_poll,
-        healthz_address=args.healthz_address if args.enable_healthz else None,
-        metrics_address=args.listen_address if args.enable_metrics else None,
-        tls=(args.ca_cert_file, args.tls_cert_file, args.tls_private_key_file),
-        signer=signer,
     )
-    if args.identity:
-        options.identity = args.identity
-    return Prepared(protocol, framework, options, registry, context)
 
 
 def check_command(args: argparse.Namespace) -> int:
     """`--check-conf FILE`: every problem, a line each, then a count; 1 when there are errors."""
-    from runtimekit.protocol import ProtocolError
+    from runtimekit.protocol import ProtocolError, load_protocol
+    from runtimekit.scheduler.build import SchedulerConfig, registry_and_context
     from runtimekit.scheduler.framework import RegistryError
     from runtimekit.scheduler.framework.check import check_file
 
     try:
-        registry, context = registry_and_context(args)
+        config = SchedulerConfig(protocol=load_protocol(args.protocol), plugins_dir=args.plugins_dir, seed=args.seed)
+        registry, context = registry_and_context(config)
     except (ProtocolError, RegistryError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -305,37 +217,22 @@ def run(args: argparse.Namespace) -> int:
 
 
 def serve(args: argparse.Namespace) -> int:
-    from runtimekit.kube.http import KubeConfigError, KubeHttp
+    from runtimekit.kube.http import KubeConfigError
     from runtimekit.protocol import ProtocolError
+    from runtimekit.scheduler.build import ConfCheckFailed, build_scheduler
     from runtimekit.scheduler.collector import tune_process
     from runtimekit.scheduler.framework import ConfError, RegistryError
     from runtimekit.scheduler.framework.arguments import ArgumentError
-    from runtimekit.scheduler.server import Scheduler
 
     try:
-        prepared = prepare(args, keys=False)  # the key after the kubeconfig: each refusal names its flag
+        scheduler = build_scheduler(scheduler_config(args))
     except ConfCheckFailed as exc:
         for line in str(exc).splitlines():
             print(f"error: {line}", file=sys.stderr)
         return 2
-    except (ProtocolError, ConfError, RegistryError, ArgumentError) as exc:
+    except (ProtocolError, ConfError, RegistryError, ArgumentError, KubeConfigError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    agent = f"runtimekit-scheduler/{prepared.options.scheduler_names[0]}"
-    try:
-        http = KubeHttp.connect(args.kubeconfig, master=args.master, user_agent=agent)
-    except KubeConfigError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    try:
-        with_keys(prepared, args)
-    except ArgumentError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        http.close()
-        return 2
-    http.limit(args.kube_api_qps, args.kube_api_burst)
-    scheduler = Scheduler(http, prepared.framework, prepared.protocol, prepared.options)
-    scheduler.watch_conf(prepared.registry, prepared.context)
     tune_process()
     scheduler.start()
     wait_for_stop_signal()

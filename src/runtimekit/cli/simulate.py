@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from runtimekit.model.trace import TraceError
-from runtimekit.scheduler.plugins.gpushare.policies import DEFAULT_POLICY
+from runtimekit.scheduler.policies import DEFAULT_POLICY
 from runtimekit.sim.replay import ReplayResult
 from runtimekit.sim.runner import (
     DEFAULT_NODES,

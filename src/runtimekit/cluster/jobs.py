@@ -24,8 +24,8 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import cast
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
@@ -33,8 +33,21 @@ from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.base.workqueue import WorkQueue
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
+from runtimekit.kube.objects import (
+    Condition,
+    Job,
+    JobSpec,
+    JobStatus,
+    JsonObject,
+    KubeObject,
+    OwnerReference,
+    Pod,
+    labels_of,
+    meta,
+    object_key,
+)
 
 log = logging.getLogger(__name__)
 COMPONENT = "job-controller"
@@ -43,15 +56,7 @@ NAME_LABEL = "job-name"
 FINISHED = frozenset({"Succeeded", "Failed"})
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def _key(obj: Mapping[str, Any]) -> str:
-    return f"{_meta(obj).get('namespace', 'default')}/{_meta(obj).get('name', '')}"
-
-
-def finished_condition(job: Mapping[str, Any]) -> str | None:
+def finished_condition(job: Job) -> str | None:
     """`Complete` or `Failed` when the Job has that condition True, else None."""
     for condition in (job.get("status") or {}).get("conditions") or []:
         if condition.get("type") in ("Complete", "Failed") and condition.get("status") == "True":
@@ -59,12 +64,12 @@ def finished_condition(job: Mapping[str, Any]) -> str | None:
     return None
 
 
-def pod_for(job: Mapping[str, Any]) -> JSON:
+def pod_for(job: Job) -> Pod:
     """A new pod from the Job's template."""
-    meta, spec = _meta(job), job.get("spec") or {}
+    job_meta, spec = meta(job), job.get("spec") or {}
     template = spec.get("template") or {}
     template_meta = template.get("metadata") or {}
-    uid, name = str(meta.get("uid", "")), str(meta.get("name", ""))
+    uid, name = str(job_meta.get("uid", "")), str(job_meta.get("name", ""))
     labels = {
         **(template_meta.get("labels") or {}),
         UID_LABEL: uid,
@@ -72,7 +77,7 @@ def pod_for(job: Mapping[str, Any]) -> JSON:
         f"batch.kubernetes.io/{UID_LABEL}": uid,
         f"batch.kubernetes.io/{NAME_LABEL}": name,
     }
-    owner = {
+    owner: OwnerReference = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "name": name,
@@ -85,12 +90,12 @@ def pod_for(job: Mapping[str, Any]) -> JSON:
         "kind": "Pod",
         "metadata": {
             "generateName": f"{name}-",
-            "namespace": meta.get("namespace", "default"),
+            "namespace": job_meta.get("namespace", "default"),
             "labels": labels,
             "annotations": dict(template_meta.get("annotations") or {}),
             "ownerReferences": [owner],
         },
-        "spec": dict(template.get("spec") or {}),
+        "spec": (template.get("spec") or {}).copy(),
     }
 
 
@@ -99,8 +104,8 @@ class JobController:
 
     def __init__(self, http: KubeHttp, clock: Callable[[], float] = time.time) -> None:
         self.http, self.clock = http, clock
-        self.jobs: dict[str, JSON] = {}
-        self.pods: dict[str, JSON] = {}  # pod uid -> pod, pods labelled controller-uid
+        self.jobs: dict[str, Job] = {}
+        self.pods: dict[str, Pod] = {}  # pod uid -> pod, pods labelled controller-uid
         self._lock = threading.Lock()
         self.queue = WorkQueue(Backoff(initial=1.0, maximum=30.0))
         self.informers = [
@@ -125,24 +130,24 @@ class JobController:
         self._workers.stop(5.0)
 
     # -- events --------------------------------------------------------------------------------
-    def _on_job(self, kind: str, obj: JSON) -> None:
-        key = _key(obj)
+    def _on_job(self, kind: str, obj: JsonObject) -> None:
+        key = object_key(obj)
         with self._lock:
             if kind == "DELETED":
                 self.jobs.pop(key, None)
                 return
-            self.jobs[key] = obj
+            self.jobs[key] = cast(Job, obj)
         self.queue.add(key)
 
-    def _on_pod(self, kind: str, obj: JSON) -> None:
-        uid = str(_meta(obj).get("uid", ""))
+    def _on_pod(self, kind: str, obj: JsonObject) -> None:
+        uid = str(meta(obj).get("uid", ""))
         with self._lock:
             if kind == "DELETED":
                 self.pods.pop(uid, None)
             else:
-                self.pods[uid] = obj
-        namespace = _meta(obj).get("namespace", "default")
-        job = (_meta(obj).get("labels") or {}).get(NAME_LABEL)
+                self.pods[uid] = cast(Pod, obj)
+        namespace = meta(obj).get("namespace", "default")
+        job = labels_of(obj).get(NAME_LABEL)
         if job:
             self.queue.add(f"{namespace}/{job}")
 
@@ -159,9 +164,9 @@ class JobController:
                 self.queue.done(key)
 
     # -- sync ----------------------------------------------------------------------------------
-    def _owned(self, job_uid: str) -> list[JSON]:
+    def _owned(self, job_uid: str) -> list[Pod]:
         with self._lock:
-            return [p for p in self.pods.values() if (_meta(p).get("labels") or {}).get(UID_LABEL) == job_uid]
+            return [p for p in self.pods.values() if labels_of(p).get(UID_LABEL) == job_uid]
 
     def sync(self, key: str) -> None:
         with self._lock:
@@ -169,13 +174,13 @@ class JobController:
         if job is None:
             return
         finished = finished_condition(job)
-        pods = self._owned(str(_meta(job).get("uid", "")))
+        pods = self._owned(str(meta(job).get("uid", "")))
         active = [p for p in pods if (p.get("status") or {}).get("phase") not in FINISHED]
         if finished == "Failed":
-            self._delete_pods([p for p in active if not _meta(p).get("deletionTimestamp")])
+            self._delete_pods([p for p in active if not meta(p).get("deletionTimestamp")])
         if finished:
             return
-        status = dict(job.get("status") or {})
+        status = (job.get("status") or {}).copy()
         spec = job.get("spec") or {}
         now = self.clock()
         start = parse_rfc3339(status.get("startTime")) or now
@@ -198,9 +203,7 @@ class JobController:
             self._write_status(job, status)
 
     @staticmethod
-    def _outcome(
-        spec: Mapping[str, Any], succeeded: int, failed: int, start: float, now: float
-    ) -> tuple[str, str, str] | None:
+    def _outcome(spec: JobSpec, succeeded: int, failed: int, start: float, now: float) -> tuple[str, str, str] | None:
         """(condition type, reason, message) when the Job is done, else None."""
         if succeeded >= int(spec.get("completions") or 1):
             return "Complete", "", ""
@@ -211,10 +214,10 @@ class JobController:
             return "Failed", "DeadlineExceeded", "Job was active longer than specified deadline"
         return None
 
-    def _finish(self, job: JSON, status: Mapping[str, Any], outcome: tuple[str, str, str], now: float) -> JSON:
+    def _finish(self, job: Job, status: JobStatus, outcome: tuple[str, str, str], now: float) -> JobStatus:
         kind, reason, message = outcome
         stamp = rfc3339(now)
-        condition: JSON = {
+        condition: Condition = {
             "type": kind,
             "status": "True",
             "lastProbeTime": stamp,
@@ -223,61 +226,61 @@ class JobController:
         if reason:
             condition |= {"reason": reason, "message": message}
         others = [c for c in status.get("conditions") or [] if c.get("type") != kind]
-        change: JSON = {"conditions": [*others, condition]}
+        change: JobStatus = {"conditions": [*others, condition]}
         if kind == "Complete":
             change["completionTime"] = stamp
             record_event(self.http, _involved(job), "Normal", "Completed", "Job completed", COMPONENT)
         else:
             record_event(self.http, _involved(job), "Warning", reason, message, COMPONENT)
-        log.info("job %s: %s %s", _key(job), kind, reason)
+        log.info("job %s: %s %s", object_key(job), kind, reason)
         return change
 
-    def _create_pods(self, job: JSON, spec: Mapping[str, Any], active: list[JSON], succeeded: int) -> list[JSON]:
+    def _create_pods(self, job: Job, spec: JobSpec, active: list[Pod], succeeded: int) -> list[Pod]:
         if spec.get("suspend"):
             return []
         wanted = min(int(spec.get("parallelism", 1)), int(spec.get("completions") or 1) - succeeded) - len(active)
         made = []
-        namespace = str(_meta(job).get("namespace", "default"))
+        namespace = str(meta(job).get("namespace", "default"))
         for _ in range(max(0, wanted)):
-            created = self.http.post(object_path("v1", "pods", namespace), pod_for(job))
+            created = cast(Pod, self.http.post(object_path("v1", "pods", namespace), pod_for(job)))
             with self._lock:  # seen at once, so the next sync does not create it again
-                self.pods[str(_meta(created).get("uid", ""))] = created
+                self.pods[str(meta(created).get("uid", ""))] = created
             made.append(created)
-            name = _meta(created).get("name")
+            name = meta(created).get("name")
             record_event(self.http, _involved(job), "Normal", "SuccessfulCreate", f"Created pod: {name}", COMPONENT)
         return made
 
-    def _delete_pods(self, pods: list[JSON]) -> None:
+    def _delete_pods(self, pods: list[Pod]) -> None:
         for pod in pods:
-            meta = _meta(pod)
+            pod_meta = meta(pod)
             try:
-                self.http.delete(object_path("v1", "pods", str(meta.get("namespace")), str(meta.get("name"))))
+                self.http.delete(object_path("v1", "pods", str(pod_meta.get("namespace")), str(pod_meta.get("name"))))
             except KubeError as exc:
                 if exc.code != 404:
                     raise
 
-    def _write_status(self, job: JSON, status: JSON) -> None:
-        meta = _meta(job)
-        path = object_path("batch/v1", "jobs", str(meta.get("namespace")), str(meta.get("name")), "status")
+    def _write_status(self, job: Job, status: JobStatus) -> None:
+        job_meta = meta(job)
+        path = object_path("batch/v1", "jobs", str(job_meta.get("namespace")), str(job_meta.get("name")), "status")
         try:
-            updated = self.http.patch(path, {"metadata": {"uid": meta.get("uid")}, "status": status}, "merge")
+            updated = self.http.patch(path, {"metadata": {"uid": job_meta.get("uid")}, "status": status}, "merge")
         except KubeError as exc:
             if exc.code in (404, 409):
                 return  # deleted or replaced meanwhile; its own events follow
             raise
         with self._lock:
-            if _key(updated) in self.jobs:
-                self.jobs[_key(updated)] = updated
+            if object_key(updated) in self.jobs:
+                self.jobs[object_key(updated)] = cast(Job, updated)
 
 
-def _phase(pod: Mapping[str, Any]) -> str:
+def _phase(pod: Pod) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
-def _ready(pod: Mapping[str, Any]) -> bool:
+def _ready(pod: Pod) -> bool:
     conditions = (pod.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Ready" and c.get("status") == "True" for c in conditions)
 
 
-def _involved(job: Mapping[str, Any]) -> JSON:
-    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": _meta(job)}
+def _involved(job: Job) -> KubeObject:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta(job)}

@@ -13,12 +13,14 @@ from __future__ import annotations
 import hashlib
 import posixpath
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, cast
 
 import yaml
+
+from runtimekit.kube.objects import Job, PodSpec, Taint, Toleration
 
 MANAGED_BY = "app.kubernetes.io/managed-by"
 CONTROLLER = "lj-runtimekit-controller"
@@ -59,7 +61,7 @@ class JobSpec:
     change: int
     image: str
     socket: str
-    taints: Sequence[Mapping[str, Any]] = ()
+    taints: Sequence[Taint] = ()
 
     def labels(self) -> dict[str, str]:
         return {
@@ -71,15 +73,15 @@ class JobSpec:
 
 
 class Template(Protocol):
-    def render(self, spec: JobSpec) -> dict[str, Any]:
+    def render(self, spec: JobSpec) -> Job:
         """The Job manifest for a change; must carry `spec.labels()` on the Job and its pod template."""
 
 
-def tolerations_for(taints: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def tolerations_for(taints: Sequence[Taint]) -> list[Toleration]:
     """One toleration per taint of the node, so the Job runs whatever the node is tainted with."""
     out = []
     for taint in taints:
-        toleration: dict[str, Any] = {"key": taint.get("key", ""), "effect": taint.get("effect", "")}
+        toleration: Toleration = {"key": taint.get("key", ""), "effect": taint.get("effect", "")}
         if taint.get("value"):
             toleration |= {"operator": "Equal", "value": taint["value"]}
         else:
@@ -98,10 +100,10 @@ class JobTemplate:
             service_account,
         )
 
-    def render(self, spec: JobSpec) -> dict[str, Any]:
+    def render(self, spec: JobSpec) -> Job:
         labels = spec.labels()
         socket_dir = posixpath.dirname(spec.socket)
-        pod_spec: dict[str, Any] = {
+        pod_spec: PodSpec = {
             "nodeName": spec.node,
             "restartPolicy": "Never",
             "tolerations": tolerations_for(spec.taints),
@@ -147,7 +149,7 @@ class FileJobTemplate:
         self.text = self.path.read_text(encoding="utf-8")
         self.render(JobSpec("check", "default", "node", "enable", 0, "image", "/run/x.sock"))  # fail fast
 
-    def render(self, spec: JobSpec) -> dict[str, Any]:
+    def render(self, spec: JobSpec) -> Job:
         values = {
             "node": spec.node,
             "action": spec.action,
@@ -168,4 +170,4 @@ class FileJobTemplate:
         template = job.setdefault("spec", {}).setdefault("template", {})
         template.setdefault("metadata", {}).setdefault("labels", {}).update(spec.labels())
         job["metadata"].setdefault("annotations", {})[NODE_ANNOTATION] = spec.node
-        return dict(job)
+        return cast(Job, dict(job))  # a Job by its kind, checked above; the file's other fields are its own

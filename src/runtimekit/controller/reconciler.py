@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from runtimekit._version import DEFAULT_IMAGE
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
@@ -45,7 +45,8 @@ from runtimekit.controller.jobs import (
 from runtimekit.controller.trigger import Trigger
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body, post_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import DeleteOptions, Job, JsonObject, Node, Pod, annotations_of, meta
 from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
@@ -62,12 +63,8 @@ class ControllerOptions:
     event_namespace: str = "default"
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
-
-
-def parse_request(node: Mapping[str, Any]) -> tuple[int, str | None]:
-    text = str((_meta(node).get("annotations") or {}).get(REQUEST_ANNOTATION, ""))
+def parse_request(node: Node) -> tuple[int, str | None]:
+    text = str(annotations_of(node).get(REQUEST_ANNOTATION, ""))
     change, _, action = text.partition(":")
     try:
         return int(change), action if action in STATE_FOR else None
@@ -75,14 +72,14 @@ def parse_request(node: Mapping[str, Any]) -> tuple[int, str | None]:
         return 0, None
 
 
-def done_change(node: Mapping[str, Any]) -> int:
+def done_change(node: Node) -> int:
     try:
-        return int((_meta(node).get("annotations") or {}).get(DONE_ANNOTATION, "-1"))
+        return int(annotations_of(node).get(DONE_ANNOTATION, "-1"))
     except ValueError:
         return -1
 
 
-def job_outcome(job: Mapping[str, Any]) -> tuple[str, str, float]:
+def job_outcome(job: Job) -> tuple[str, str, float]:
     """("running" | "succeeded" | "failed", message, finished-at epoch seconds)."""
     status = job.get("status") or {}
     for condition in status.get("conditions") or []:
@@ -120,35 +117,37 @@ class NodeController:
         self.options = options or ControllerOptions()
         self.clock = clock
         self.lock = threading.Lock()
-        self.nodes: dict[str, JSON] = {}
-        self.jobs: dict[str, JSON] = {}
+        self.nodes: dict[str, Node] = {}
+        self.jobs: dict[str, Job] = {}
         self.queue = WorkQueue()
         self.reconciles = 0
         self.halted: dict[str, str] = {}  # node -> its resourceVersion when a permanent error stopped it
 
     # -- informer handlers -----------------------------------------------------------------
-    def on_node(self, kind: str, obj: JSON) -> None:
-        name = str(_meta(obj).get("name", ""))
+    def on_node(self, kind: str, obj: JsonObject) -> None:
+        node = cast(Node, obj)  # the informer watches Nodes
+        name = str(meta(node).get("name", ""))
         with self.lock:
             if kind == "DELETED":
                 self.nodes.pop(name, None)
             else:
-                self.nodes[name] = obj
-            if kind == "DELETED" or self.halted.get(name) != _meta(obj).get("resourceVersion"):
+                self.nodes[name] = node
+            if kind == "DELETED" or self.halted.get(name) != meta(node).get("resourceVersion"):
                 self.halted.pop(name, None)
             elif name in self.halted:
                 return  # the node is as it was when it failed for good: nothing new to try
         self.queue.add(name)
 
-    def on_job(self, kind: str, obj: JSON) -> None:
-        name = str(_meta(obj).get("name", ""))
+    def on_job(self, kind: str, obj: JsonObject) -> None:
+        job = cast(Job, obj)  # the informer watches Jobs
+        name = str(meta(job).get("name", ""))
         with self.lock:
             if kind == "DELETED":
                 previous = self.jobs.pop(name, None)
-                node = str((_meta(previous).get("annotations") or {}).get(NODE_ANNOTATION, "")) if previous else ""
+                node = str(annotations_of(previous).get(NODE_ANNOTATION, "")) if previous else ""
             else:
-                self.jobs[name] = obj
-                node = str((_meta(obj).get("annotations") or {}).get(NODE_ANNOTATION, ""))
+                self.jobs[name] = job
+                node = str(annotations_of(job).get(NODE_ANNOTATION, ""))
             self.halted.pop(node, None)
         if node:
             self.queue.add(node)
@@ -186,15 +185,13 @@ class NodeController:
         """A permanent error: stop reconciling `node` until it or one of its Jobs changes."""
         self.queue.forget(node)
         with self.lock:
-            self.halted[node] = str(_meta(self.nodes.get(node) or {}).get("resourceVersion", ""))
+            self.halted[node] = str(meta(self.nodes.get(node) or {}).get("resourceVersion", ""))
         log.error("node %s: %s; not retried until the node or its Jobs change", node, error)
         self.event(node, "Warning", "ReconcileFailed", f"{error} (not retried until the node or its Jobs change)")
 
     def resync(self) -> None:
         with self.lock:
-            names = set(self.nodes) | {
-                str((_meta(j).get("annotations") or {}).get(NODE_ANNOTATION, "")) for j in self.jobs.values()
-            }
+            names = set(self.nodes) | {str(annotations_of(j).get(NODE_ANNOTATION, "")) for j in self.jobs.values()}
             names -= set(self.halted)
         for name in names - {""}:
             self.queue.add(name)
@@ -204,11 +201,7 @@ class NodeController:
         self.reconciles += 1
         with self.lock:
             node = self.nodes.get(node_name)
-            jobs = {
-                n: j
-                for n, j in self.jobs.items()
-                if (_meta(j).get("annotations") or {}).get(NODE_ANNOTATION) == node_name
-            }
+            jobs = {n: j for n, j in self.jobs.items() if annotations_of(j).get(NODE_ANNOTATION) == node_name}
         if node is None:
             for name in jobs:
                 self._delete_job(name)
@@ -228,8 +221,8 @@ class NodeController:
             self._drive(node, requested, change, current, jobs.get(current))
         self._clean_up(node_name, {n: j for n, j in jobs.items() if n != current or done_change(node) >= change})
 
-    def _drive(self, node: JSON, action: str, change: int, name: str, job: JSON | None) -> None:
-        node_name = str(_meta(node)["name"])
+    def _drive(self, node: Node, action: str, change: int, name: str, job: Job | None) -> None:
+        node_name = str(meta(node)["name"])
         if job is None:
             spec = JobSpec(
                 name,
@@ -250,7 +243,7 @@ class NodeController:
                     raise
                 return
             with self.lock:
-                self.jobs[name] = created
+                self.jobs[name] = cast(Job, created)
             return
         outcome, message, _ = job_outcome(job)
         if outcome == "running":
@@ -269,7 +262,7 @@ class NodeController:
         )
         self.event(node_name, "Warning", "RuntimeSwitchFailed", f"{action} failed (Job {name}): {reason}")
 
-    def _clean_up(self, node_name: str, jobs: Mapping[str, JSON]) -> None:
+    def _clean_up(self, node_name: str, jobs: Mapping[str, Job]) -> None:
         now = self.clock()
         failed = []
         for name, job in jobs.items():
@@ -287,37 +280,35 @@ class NodeController:
 
     # -- API calls -------------------------------------------------------------------------
     def _patch_node(
-        self, node: JSON, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None
-    ) -> JSON:
-        meta: dict[str, Any] = {"resourceVersion": _meta(node).get("resourceVersion")}
+        self, node: Node, labels: Mapping[str, str] | None = None, annotations: Mapping[str, str] | None = None
+    ) -> Node:
+        metadata: JsonObject = {"resourceVersion": meta(node).get("resourceVersion")}
         if labels:
-            meta["labels"] = dict(labels)
+            metadata["labels"] = dict(labels)
         if annotations:
-            meta["annotations"] = dict(annotations)
+            metadata["annotations"] = dict(annotations)
         try:
-            updated = self.http.patch(object_path("v1", "nodes", None, str(_meta(node)["name"])), {"metadata": meta})
+            updated = self.http.patch(object_path("v1", "nodes", None, str(meta(node)["name"])), {"metadata": metadata})
         except KubeError as exc:
             if exc.code in (404, 409):
                 raise RetryLater(f"node changed meanwhile ({exc.reason})") from exc
             raise
         with self.lock:
-            self.nodes[str(_meta(node)["name"])] = updated
-        return updated
+            self.nodes[str(meta(node)["name"])] = cast(Node, updated)
+        return cast(Node, updated)
 
     def _delete_job(self, name: str) -> None:
         namespace = self.options.namespace
         try:
-            self.http.delete(
-                object_path("batch/v1", "jobs", namespace, name),
-                {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
-            )
+            options: DeleteOptions = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+            self.http.delete(object_path("batch/v1", "jobs", namespace, name), options)
         except KubeError as exc:
             if exc.code != 404:
                 raise
         pods, _ = self.http.list(object_path("v1", "pods", namespace), {"labelSelector": f"job-name={name}"})
         for pod in pods:
             try:
-                self.http.delete(object_path("v1", "pods", namespace, str(_meta(pod)["name"])))
+                self.http.delete(object_path("v1", "pods", namespace, str(meta(pod)["name"])))
             except KubeError as exc:
                 if exc.code != 404:
                     raise
@@ -325,11 +316,11 @@ class NodeController:
             self.jobs.pop(name, None)
 
     def _failure_reason(self, name: str) -> str:
-        pods, _ = self.http.list(
+        items, _ = self.http.list(
             object_path("v1", "pods", self.options.namespace), {"labelSelector": f"job-name={name}"}
         )
         messages = []
-        for pod in pods:
+        for pod in cast(list[Pod], items):
             for status in (pod.get("status") or {}).get("containerStatuses") or []:
                 terminated = (status.get("state") or {}).get("terminated") or {}
                 if terminated.get("exitCode") and terminated.get("message"):
@@ -338,7 +329,7 @@ class NodeController:
 
     def _uid(self, node: str) -> str:
         with self.lock:
-            return str(_meta(self.nodes.get(node) or {}).get("uid", node))
+            return str(meta(self.nodes.get(node) or {}).get("uid", node))
 
     def event(self, node: str, kind: str, reason: str, message: str) -> None:
         involved = {"apiVersion": "v1", "kind": "Node", "name": node, "uid": self._uid(node)}

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
+from runtimekit.kube.objects import Node, labels_of
 from runtimekit.protocol import KitProtocol
 
 
 class Trigger(Protocol):
-    def desired(self, node: Mapping[str, Any]) -> str | None:
+    def desired(self, node: Node) -> str | None:
         """ "enable", "disable", or None to leave the node alone."""
 
 
@@ -25,8 +26,8 @@ class LabelTrigger:
     def __init__(self, protocol: KitProtocol) -> None:
         self.label = protocol.labels.enable
 
-    def desired(self, node: Mapping[str, Any]) -> str | None:
-        value = str(((node.get("metadata") or {}).get("labels") or {}).get(self.label, "")).strip().lower()
+    def desired(self, node: Node) -> str | None:
+        value = str(labels_of(node).get(self.label, "")).strip().lower()
         return {"true": "enable", "false": "disable"}.get(value)
 
 

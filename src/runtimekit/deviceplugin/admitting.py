@@ -17,16 +17,16 @@ Pure functions over the API server's pods and kubelet's listing.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from typing import Any
 
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.deviceplugin.matching import FINISHED, container_amount
+from runtimekit.kube.objects import Container, Pod, meta
 
 Admitting = tuple[str, str, str, str]  # (pod uid, namespace, name, container)
 
 
 def admitting(
-    pods: Iterable[Mapping[str, Any]],
+    pods: Iterable[Pod],
     listing: Sequence[ListedPod],
     resource: str,
     size: int,
@@ -40,9 +40,9 @@ def admitting(
     listed = {pod.key: pod for pod in listing}
     out: list[Admitting] = []
     for pod in pods:
-        meta = pod.get("metadata") or {}
-        uid = str(meta.get("uid", ""))
-        key = (str(meta.get("namespace", "default")), str(meta.get("name", "")))
+        m = meta(pod)
+        uid = str(m.get("uid", ""))
+        key = (str(m.get("namespace", "default")), str(m.get("name", "")))
         entry = listed.get(key)
         if entry is None or uid in refused or (pod.get("status") or {}).get("phase") in FINISHED:
             continue
@@ -52,7 +52,7 @@ def admitting(
     return out
 
 
-def _next_container(pod: Mapping[str, Any], entry: ListedPod, resource: str) -> Mapping[str, Any] | None:
+def _next_container(pod: Pod, entry: ListedPod, resource: str) -> Container | None:
     """The first container of the pod (spec order) asking for `resource` that kubelet lists without it."""
     for container in (pod.get("spec") or {}).get("containers") or []:
         if not isinstance(container, Mapping) or container_amount(container, resource) <= 0:

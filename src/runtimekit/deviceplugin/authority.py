@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import replace
-from typing import Any
 
 from runtimekit.base.keyring import KeyRing
+from runtimekit.kube.objects import Pod, meta
 from runtimekit.model import Assignment, GpuKind, PodRequest, RequestError, parse_pod_request
 from runtimekit.model.authority import request_problems, signature_problem
 from runtimekit.protocol import KitProtocol
@@ -36,14 +36,14 @@ class AssignmentCheck:
         """Changes when the keys do, so cached verdicts are made again."""
         return -1 if self.keys is None else self.keys.generation
 
-    def problem(self, pod: Mapping[str, Any], text: str, assignment: Assignment) -> str:
+    def problem(self, pod: Pod, text: str, assignment: Assignment) -> str:
         """Why the pod's assignment (`text`, parsed as `assignment`) is refused, or ""."""
-        meta = pod.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
+        m = meta(pod)
+        annotations = m.get("annotations") or {}
         if self.keys is None:
             return "its assignment was refused: this device plugin has no assignment key to check it with"
         signature = annotations.get(self.protocol.annotations.assignment_signature)
-        why = signature_problem(self.keys, str(meta.get("uid", "")), text, str(signature) if signature else None)
+        why = signature_problem(self.keys, str(m.get("uid", "")), text, str(signature) if signature else None)
         if why:
             return f"its assignment was refused: {why}"
         try:

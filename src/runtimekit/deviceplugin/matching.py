@@ -25,11 +25,11 @@ import threading
 from collections import Counter, OrderedDict
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.deviceplugin.authority import AssignmentCheck
 from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of, target
+from runtimekit.kube.objects import Container, Pod, meta
 from runtimekit.kube.semantics.quantity import whole_number
 from runtimekit.model import Assignment, AssignmentError, GpuShare
 from runtimekit.protocol import KitProtocol
@@ -96,12 +96,7 @@ def parse_assume_time(text: object) -> float:
     return value
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
-
-
-def container_amount(container: Mapping[str, Any], resource: str) -> int:
+def container_amount(container: Container, resource: str) -> int:
     """How many devices of `resource` a container asks for (limits, else requests); 0 when none or unreadable."""
     resources = container.get("resources") or {}
     if not isinstance(resources, Mapping):
@@ -127,16 +122,14 @@ def _parse_assignment(text: str) -> Assignment | str:
         return f"unreadable assignment: {exc}"
 
 
-def _assignment(
-    pod: Mapping[str, Any], node: str, protocol: KitProtocol, check: AssignmentCheck | None = None
-) -> Assignment | str:
-    meta = _meta(pod)
+def _assignment(pod: Pod, node: str, protocol: KitProtocol, check: AssignmentCheck | None = None) -> Assignment | str:
+    m = meta(pod)
     spec = pod.get("spec") or {}
     if spec.get("nodeName") != node:
         return "not bound to this node"
-    if (pod.get("status") or {}).get("phase") in FINISHED or meta.get("deletionTimestamp"):
+    if (pod.get("status") or {}).get("phase") in FINISHED or m.get("deletionTimestamp"):
         return "finished or being deleted"
-    text = (meta.get("annotations") or {}).get(protocol.annotations.assignment)
+    text = (m.get("annotations") or {}).get(protocol.annotations.assignment)
     if text is None:
         return "not assigned by the scheduler"
     assignment = _parse_assignment(str(text))
@@ -149,7 +142,7 @@ def _assignment(
 
 
 def candidates(
-    pods: Iterable[Mapping[str, Any]],
+    pods: Iterable[Pod],
     node: str,
     resource: str,
     protocol: KitProtocol,
@@ -189,10 +182,10 @@ class MatchCache:
         self._lock = threading.Lock()
 
     def read(
-        self, pod: Mapping[str, Any], node: str, resource: str, protocol: KitProtocol, check: AssignmentCheck | None
+        self, pod: Pod, node: str, resource: str, protocol: KitProtocol, check: AssignmentCheck | None
     ) -> _PodCandidates:
-        meta = _meta(pod)
-        uid, version = str(meta.get("uid", "")), str(meta.get("resourceVersion", ""))
+        m = meta(pod)
+        uid, version = str(m.get("uid", "")), str(m.get("resourceVersion", ""))
         if not (uid and version):
             return _read_pod(pod, node, resource, protocol, check)
         key = (uid, version, node, resource, -2 if check is None else check.generation)
@@ -210,13 +203,13 @@ class MatchCache:
 
 
 def _read_pod(
-    pod: Mapping[str, Any], node: str, resource: str, protocol: KitProtocol, check: AssignmentCheck | None = None
+    pod: Pod, node: str, resource: str, protocol: KitProtocol, check: AssignmentCheck | None = None
 ) -> _PodCandidates:
     """What one pod offers to `resource`: its waiting containers (with sort key and device count) and notes."""
-    meta = _meta(pod)
+    m = meta(pod)
     prefix = protocol.resources.mig_prefix
     profile = resource[len(prefix) :] if resource.startswith(prefix) else ""
-    namespace, name = str(meta.get("namespace", "default")), str(meta.get("name", ""))
+    namespace, name = str(m.get("namespace", "default")), str(m.get("name", ""))
     containers = [c for c in (pod.get("spec") or {}).get("containers") or [] if isinstance(c, Mapping)]
     asking = [(i, c) for i, c in enumerate(containers) if container_amount(c, resource) > 0]
     if not asking:
@@ -224,11 +217,11 @@ def _read_pod(
     assignment = _assignment(pod, node, protocol, check)
     if isinstance(assignment, str):
         return (), (f"{namespace}/{name}: {assignment}",)
-    annotations = meta.get("annotations") or {}
+    annotations = m.get("annotations") or {}
     record = parse_allocated(annotations.get(protocol.annotations.allocated))
     assume = parse_assume_time(annotations.get(protocol.annotations.assume_time))
-    created = parse_assume_time(meta.get("creationTimestamp"))
-    uid = str(meta.get("uid", ""))
+    created = parse_assume_time(m.get("creationTimestamp"))
+    uid = str(m.get("uid", ""))
     waiting: list[tuple[tuple[float, float, str, str, int], Candidate, int]] = []
     notes: list[str] = []
     for position, container in asking:
@@ -245,13 +238,13 @@ def _read_pod(
         if slices != amount:
             notes.append(f"{namespace}/{name} container {cname}: assigned {slices} {profile} slices, asks {amount}")
             continue
-        candidate = Candidate(namespace, name, uid, str(meta.get("resourceVersion", "")), cname, shares, assume, record)
+        candidate = Candidate(namespace, name, uid, str(m.get("resourceVersion", "")), cname, shares, assume, record)
         waiting.append(((created, assume, namespace, name, position), candidate, amount))
     return tuple(waiting), tuple(notes)
 
 
 def match(
-    pods: Iterable[Mapping[str, Any]],
+    pods: Iterable[Pod],
     node: str,
     resource: str,
     size: int,
@@ -288,15 +281,15 @@ def _not_admissible(
     resource: str,
     size: int,
     admitting: Collection[tuple[str, str]],
-    pods: Iterable[Mapping[str, Any]],
+    pods: Iterable[Pod],
     notes: Sequence[str],
 ) -> str:
     """Why the container kubelet is admitting cannot have this Allocate (or that kubelet admits none)."""
     uids = {uid for uid, _ in admitting}
     names = [
-        f"{_meta(p).get('namespace', 'default')}/{_meta(p).get('name', '')}"
+        f"{meta(p).get('namespace', 'default')}/{meta(p).get('name', '')}"
         for p in pods
-        if str(_meta(p).get("uid", "")) in uids
+        if str(meta(p).get("uid", "")) in uids
     ]
     if not names:
         return (

@@ -26,9 +26,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, NoReturn, Protocol
+from typing import NoReturn, Protocol
 
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
@@ -58,6 +58,7 @@ from runtimekit.deviceplugin.resources import (
     target,
 )
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
+from runtimekit.kube.objects import Pod, meta
 from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
@@ -197,7 +198,7 @@ class DevicePluginService:
     def _gpu_memory(self) -> dict[str, int]:
         return {d.uuid: d.memory_mib for d in self.state.snapshot()[1]}
 
-    def _pods(self) -> Sequence[Mapping[str, Any]]:
+    def _pods(self) -> Sequence[Pod]:
         try:
             return self._kube.list_node_pods(self.node)
         except KubeError as exc:
@@ -271,7 +272,7 @@ class DevicePluginService:
             if isinstance(found, Candidate):
                 return _Found(found, fresh=False)
         pods = self._pods()
-        live = {str((p.get("metadata") or {}).get("uid", "")) for p in pods}
+        live = {str(meta(p).get("uid", "")) for p in pods}
         self._recent = {key for key in self._recent if key[0] in live}
         self._refused &= live
         found = self._match_in(pods, resource, size, listing, fresh=True)
@@ -279,7 +280,7 @@ class DevicePluginService:
 
     def _match_in(
         self,
-        pods: Sequence[Mapping[str, Any]],
+        pods: Sequence[Pod],
         resource: str,
         size: int,
         listing: Sequence[ListedPod] | None,
@@ -347,8 +348,8 @@ class DevicePluginService:
                 )
             except ConflictError:
                 pod = self._reread(found, resource)
-                record = parse_allocated((pod.get("metadata") or {}).get("annotations", {}).get(key))
-                version = str((pod.get("metadata") or {}).get("resourceVersion", "")) or None
+                record = parse_allocated(meta(pod).get("annotations", {}).get(key))
+                version = str(meta(pod).get("resourceVersion", "")) or None
             except NotFoundError:
                 self._gone(found, resource, "deleted")
             except KubeError as exc:
@@ -359,14 +360,14 @@ class DevicePluginService:
                 return
         self._undo(found, resource, "cannot mark the pod allocated: it keeps changing", Code.UNAVAILABLE)
 
-    def _reread(self, found: Candidate, resource: str) -> Mapping[str, Any]:
+    def _reread(self, found: Candidate, resource: str) -> Pod:
         try:
             pod = self._kube.get_pod(found.namespace, found.name)
         except NotFoundError:
             self._gone(found, resource, "deleted")
         except KubeError as exc:
             self._undo(found, resource, f"cannot re-read the pod: {exc}", Code.UNAVAILABLE)
-        if str((pod.get("metadata") or {}).get("uid", "")) != found.uid:
+        if str(meta(pod).get("uid", "")) != found.uid:
             self._gone(found, resource, "replaced")
         return pod
 

@@ -20,12 +20,13 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import Event, EventSource, ObjectReference, meta
 
 log = logging.getLogger(__name__)
 DEFAULT_QPS = 50.0  # kube-scheduler's --kube-api-qps and --kube-api-burst defaults
@@ -39,12 +40,13 @@ class ObjectRef(Protocol):
 
 
 def object_reference(obj: Mapping[str, Any]) -> dict[str, str]:
-    """The `involvedObject` of an Event about `obj`, a whole object (apiVersion, kind, metadata)."""
-    meta = obj.get("metadata") or {}
+    """The `involvedObject` of an Event about `obj`, a whole object of any kind (apiVersion, kind,
+    metadata): its apiVersion, kind, name, and namespace and uid where it has them."""
+    m = meta(obj)
     ref = {"apiVersion": str(obj.get("apiVersion") or "v1"), "kind": str(obj.get("kind", "")), "name": ""}
-    for key in ("namespace", "name", "uid"):
-        if meta.get(key):
-            ref[key] = str(meta[key])
+    for key, value in (("namespace", m.get("namespace")), ("name", m.get("name")), ("uid", m.get("uid"))):
+        if value:
+            ref[key] = str(value)
     return ref
 
 
@@ -57,17 +59,20 @@ def event_body(
     message: str,
     now: str = "",
     host: str = "",
-) -> dict[str, Any]:
+) -> Event:
     """A core/v1 Event of type `kind` (Normal, Warning) in `namespace` about `involved` (its
-    apiVersion, kind, name, and uid and namespace where it has them), from `component` on `host`
-    (a node name, for a kubelet); `now` defaults to the current time. Messages are cut at 1024."""
+    apiVersion, kind, name, and uid and namespace where it has them: an `ObjectReference`'s fields),
+    from `component` on `host` (a node name, for a kubelet); `now` defaults to the current time.
+    Messages are cut at 1024."""
     now = now or rfc3339()
-    source = {"component": component, **({"host": host} if host else {})}
+    source: EventSource = {"component": component}
+    if host:
+        source["host"] = host
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {"name": f"{involved['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
-        "involvedObject": dict(involved),
+        "involvedObject": cast(ObjectReference, dict(involved)),
         "reason": reason,
         "message": message[:1024],
         "type": kind,
@@ -79,7 +84,7 @@ def event_body(
     }
 
 
-def post_event(http: KubeHttp, body: Mapping[str, Any]) -> bool:
+def post_event(http: KubeHttp, body: Event) -> bool:
     """Write an Event, best effort as in Kubernetes: a refusal is logged and dropped. True if written."""
     try:
         http.post(object_path("v1", "events", body["metadata"]["namespace"]), dict(body))
@@ -99,7 +104,7 @@ def record_event(
     post_event(http, body)
 
 
-def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> dict[str, Any]:
+def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> Event:
     """A core/v1 Event about a pod, in the pod's namespace."""
     involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
     return event_body(involved, ref.namespace, component, kind, reason, message)
@@ -141,7 +146,7 @@ class EventRecorder:
         burst: int = DEFAULT_BURST,
     ) -> None:
         self.http, self.component = http, component
-        self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue(capacity)
+        self._queue: queue.Queue[Event | None] = queue.Queue(capacity)
         self._rate = TokenBucket(qps, burst)
         self.dropped = 0  # the queue was full
         self.throttled = 0  # over the rate

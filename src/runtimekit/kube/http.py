@@ -1,7 +1,8 @@
 """Raw JSON access to a Kubernetes API server over the connection lightkube configures.
 
 lightkube reads the kubeconfig (or the in-cluster service account) and builds an HTTP client with
-the server URL, TLS and credentials; `KubeHttp` sends plain requests through it and returns dicts.
+the server URL, TLS and credentials; `KubeHttp` sends plain requests through it and returns dicts
+(`kube.objects.JsonObject`), which the caller that knows their kind casts to it (`Pod`, `Node`, ...).
 The informers, the scheduler's binder and the controller use it where typed models would only be
 converted back to dicts (list and watch of thousands of pods). Errors are `runtimekit.kube.errors`
 exceptions chosen by the server's `Status` code, with its reason and message, so callers can tell
@@ -26,10 +27,12 @@ from lightkube.core.exceptions import ConfigError
 
 from runtimekit.kube import jsoncodec
 from runtimekit.kube.errors import KubeError, UnavailableError
+from runtimekit.kube.objects import JsonObject
 from runtimekit.kube.plainhttp import PlainHttp
 from runtimekit.kube.ratelimit import RequestLimiter
 
-JSON = dict[str, Any]
+QueryParams = Mapping[str, str | int | bool | None]
+"""A request's query parameters (`labelSelector`, `limit`, `watch`...); a None value is left out."""
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -103,7 +106,7 @@ def _single(config: KubeConfig) -> SingleConfig:
 @dataclass(frozen=True)
 class WatchEvent:
     type: str  # ADDED, MODIFIED, DELETED, BOOKMARK, ERROR
-    object: JSON
+    object: JsonObject  # of the kind watched: the caller, which knows it, casts it
 
 
 class KubeHttp:
@@ -139,7 +142,7 @@ class KubeHttp:
         self,
         method: str,
         path: str,
-        params: Mapping[str, Any] | None = None,
+        params: QueryParams | None = None,
         body: Any = None,
         content_type: str = "application/json",
         timeout: float | None = None,
@@ -174,29 +177,31 @@ class KubeHttp:
             raise error_of(response.status_code, response.reason_phrase, response.content)
         return response.content
 
-    def get(self, path: str, params: Mapping[str, Any] | None = None) -> JSON:
-        result: JSON = jsoncodec.loads(self._send("GET", path, params))
+    def get(self, path: str, params: QueryParams | None = None) -> JsonObject:
+        """The object (or list) at `path`, as the server wrote it; the caller casts it to its kind."""
+        result: JsonObject = jsoncodec.loads(self._send("GET", path, params))
         return result
 
-    def post(self, path: str, body: JSON, params: Mapping[str, Any] | None = None) -> JSON:
-        result: JSON = jsoncodec.loads(self._send("POST", path, params, body))
+    def post(self, path: str, body: Mapping[str, Any], params: QueryParams | None = None) -> JsonObject:
+        result: JsonObject = jsoncodec.loads(self._send("POST", path, params, body))
         return result
 
-    def put(self, path: str, body: JSON) -> JSON:
-        result: JSON = jsoncodec.loads(self._send("PUT", path, None, body))
+    def put(self, path: str, body: Mapping[str, Any]) -> JsonObject:
+        result: JsonObject = jsoncodec.loads(self._send("PUT", path, None, body))
         return result
 
-    def patch(self, path: str, body: Any, kind: str = "merge", params: Mapping[str, Any] | None = None) -> JSON:
-        result: JSON = jsoncodec.loads(self._send("PATCH", path, params, body, PATCH_TYPES[kind]))
+    def patch(self, path: str, body: Any, kind: str = "merge", params: QueryParams | None = None) -> JsonObject:
+        result: JsonObject = jsoncodec.loads(self._send("PATCH", path, params, body, PATCH_TYPES[kind]))
         return result
 
-    def delete(self, path: str, body: JSON | None = None) -> JSON:
-        result: JSON = jsoncodec.loads(self._send("DELETE", path, None, body))
+    def delete(self, path: str, body: Mapping[str, Any] | None = None) -> JsonObject:
+        result: JsonObject = jsoncodec.loads(self._send("DELETE", path, None, body))
         return result
 
-    def list(self, path: str, params: Mapping[str, Any] | None = None, page: int = 500) -> tuple[list[JSON], str]:
-        """Every item of a collection (paged), and the list's resourceVersion."""
-        items: list[JSON] = []
+    def list(self, path: str, params: QueryParams | None = None, page: int = 500) -> tuple[list[JsonObject], str]:
+        """Every item of a collection (paged), and the list's resourceVersion; the caller casts the items
+        to their kind."""
+        items: list[JsonObject] = []
         query = dict(params or {}, limit=page)
         while True:
             body = self.get(path, query)
@@ -208,7 +213,7 @@ class KubeHttp:
             query["continue"] = token
 
     def watch(
-        self, path: str, resource_version: str, params: Mapping[str, Any] | None = None, timeout_seconds: int = 300
+        self, path: str, resource_version: str, params: QueryParams | None = None, timeout_seconds: int = 300
     ) -> Iterator[WatchEvent]:
         """Stream watch events from `resource_version`, with bookmarks, until the server ends it.
         An ERROR event (e.g. 410 Gone) is raised as its KubeError (ExpiredError)."""
@@ -281,7 +286,7 @@ def _lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
         yield bytes(pending)
 
 
-def _params(params: Mapping[str, Any] | None) -> dict[str, str]:
+def _params(params: QueryParams | None) -> dict[str, str]:
     if not params:
         return {}
     return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in params.items() if v is not None}

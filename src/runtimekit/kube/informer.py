@@ -19,8 +19,8 @@ from typing import Any, Generic, Protocol, TypeVar, cast
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp
-from runtimekit.kube.objects import meta, object_key
+from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.objects import JsonObject, meta, object_key
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=Mapping[str, Any])
@@ -105,7 +105,7 @@ class Informer(Generic[T]):
                 log.exception("%s: unexpected error; retrying in %.1f s", self.name, delay)
                 self._workers.wait(delay)
 
-    def _deliver(self, kind: str, obj: JSON) -> None:
+    def _deliver(self, kind: str, obj: JsonObject) -> None:
         try:
             self.handler(kind, cast(T, obj))
         except Exception:
@@ -126,7 +126,7 @@ class Informer(Generic[T]):
                 self._deliver("MODIFIED", obj)
         for key in set(self._known) - set(seen):
             namespace, _, name = key.rpartition("/")
-            stub: JSON = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
+            stub: JsonObject = {"metadata": {"name": name, **({"namespace": namespace} if namespace else {})}}
             self._deliver("DELETED", stub)
         self._known = seen
         self.resource_version = version

@@ -20,22 +20,30 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import cast
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import Lease, LeaseSpec, ObjectMeta, meta
 
 log = logging.getLogger(__name__)
-RECORD_FIELDS = ("holderIdentity", "leaseDurationSeconds", "acquireTime", "renewTime", "leaseTransitions")
+LeaseRecord = tuple[str | None, int | None, str | None, str | None, int | None]
+"""A Lease's holderIdentity, leaseDurationSeconds, acquireTime, renewTime and leaseTransitions."""
 
 
-def lease_record(lease: Mapping[str, Any]) -> tuple[Any, ...]:
+def lease_record(lease: Lease) -> LeaseRecord:
     """What of a Lease counts as its record: a change of any of it shows the holder is alive."""
     spec = lease.get("spec") or {}
-    return tuple(spec.get(key) for key in RECORD_FIELDS)
+    return (
+        spec.get("holderIdentity"),
+        spec.get("leaseDurationSeconds"),
+        spec.get("acquireTime"),
+        spec.get("renewTime"),
+        spec.get("leaseTransitions"),
+    )
 
 
 class LeaderElector:
@@ -60,7 +68,7 @@ class LeaderElector:
             raise ValueError("the renew deadline must be shorter than the lease duration")
         self.clock, self.wall = clock, wall
         self.leading = threading.Event()
-        self.observed: tuple[Any, ...] | None = None  # the record last seen ...
+        self.observed: LeaseRecord | None = None  # the record last seen ...
         self.observed_at = 0.0  # ... and when it was first seen as it is, by `clock`
         self._renewed_at = 0.0
         self._workers = Workers(f"lease {name}")
@@ -76,15 +84,15 @@ class LeaderElector:
         """The holder in the record last seen ('' when none or not seen yet)."""
         return str(self.observed[0] or "") if self.observed else ""
 
-    def _observe(self, lease: Mapping[str, Any]) -> None:
+    def _observe(self, lease: Lease) -> None:
         record = lease_record(lease)
         if record != self.observed:
             self.observed, self.observed_at = record, self.clock()
 
-    def _body(self, spec: Mapping[str, Any], holding: bool, resource_version: str | None) -> JSON:
+    def _body(self, spec: LeaseSpec, holding: bool, resource_version: str | None) -> Lease:
         now = rfc3339(self.wall(), micro=True)
         transitions = int(spec.get("leaseTransitions") or 0)
-        metadata: JSON = {"name": self.name, "namespace": self.namespace}
+        metadata: ObjectMeta = {"name": self.name, "namespace": self.namespace}
         if resource_version is not None:
             metadata["resourceVersion"] = resource_version
         return {
@@ -104,10 +112,10 @@ class LeaderElector:
         """One attempt; True when this candidate holds the lease afterwards. Raises KubeError when
         the API server cannot be asked (a conflict is an answer: False)."""
         try:
-            lease = self.http.get(f"{self._path}/{self.name}")
+            lease = cast(Lease, self.http.get(f"{self._path}/{self.name}"))
         except NotFoundError:
             try:
-                self._observe(self.http.post(self._path, self._body({}, False, None)))
+                self._observe(cast(Lease, self.http.post(self._path, self._body({}, False, None))))
             except ConflictError:
                 return False  # another candidate created it first
             return True
@@ -117,12 +125,12 @@ class LeaderElector:
         duration = float(spec.get("leaseDurationSeconds") or self.lease_seconds)
         if holder and holder != self.identity and self.clock() < self.observed_at + duration:
             return False
-        version = str((lease.get("metadata") or {}).get("resourceVersion", ""))
+        version = str(meta(lease).get("resourceVersion", ""))
         try:
             written = self.http.put(f"{self._path}/{self.name}", self._body(spec, holder == self.identity, version))
         except ConflictError:
             return False  # someone wrote since we read: look again next round
-        self._observe(written)
+        self._observe(cast(Lease, written))
         return True
 
     def step(self) -> bool:
@@ -163,7 +171,7 @@ class LeaderElector:
     def release(self) -> None:
         """Give the lease up at shutdown so a standby takes over at once (it sees no holder)."""
         try:
-            lease = self.http.get(f"{self._path}/{self.name}")
+            lease = cast(Lease, self.http.get(f"{self._path}/{self.name}"))
             spec = lease.get("spec") or {}
             if spec.get("holderIdentity") == self.identity:
                 lease["spec"] = {**spec, "holderIdentity": "", "leaseDurationSeconds": 1}

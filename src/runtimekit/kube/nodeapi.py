@@ -3,7 +3,8 @@
 `KubeNodeApi` implements, structurally, the small interfaces the device plugin
 (`runtimekit.deviceplugin.kubeapi.NodeApi`) and the runtime (`runtimekit.runtime.pods.PodSource`)
 declare. It sends raw JSON through `KubeHttp` (lightkube's connection config, no typed models), so
-objects come back exactly as the server wrote them, fields a model would not know included. Every
+objects come back exactly as the server wrote them, fields a model would not know included, typed
+(`kube.objects.Pod`, `Node`) without being copied or checked. Every
 failure is raised as a `runtimekit.kube.errors` exception (ConflictError for a failed
 resourceVersion precondition, NotFoundError, UnavailableError, ...), its message prefixed with
 what was being done.
@@ -13,12 +14,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.nodepods import NodePods
+from runtimekit.kube.objects import JsonObject, Node, Pod
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -35,9 +37,9 @@ def metadata_patch(
     labels: Mapping[str, str | None] | None,
     annotations: Mapping[str, str | None] | None,
     resource_version: str | None,
-) -> JSON:
+) -> JsonObject:
     """A JSON merge patch of metadata; a None value deletes the key; a resourceVersion makes it conditional."""
-    meta: JSON = {}
+    meta: JsonObject = {}
     if labels:
         meta["labels"] = dict(labels)
     if annotations:
@@ -63,10 +65,11 @@ class KubeNodeApi:
     def close(self) -> None:
         self._http.close()
 
-    def list_node_pods(self, node: str) -> list[JSON]:
+    def list_node_pods(self, node: str) -> list[Pod]:
         """Every pod bound to `node`, in all namespaces."""
         params = {"fieldSelector": f"spec.nodeName={node}"}
-        return _translate(lambda: self._http.list(object_path("v1", "pods"), params)[0], f"list pods of node {node}")
+        pods = _translate(lambda: self._http.list(object_path("v1", "pods"), params)[0], f"list pods of node {node}")
+        return cast(list[Pod], pods)
 
     def record_pod_event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
         """Write an Event about a pod, as the node runtime (best effort: a refusal is logged)."""
@@ -81,21 +84,23 @@ class KubeNodeApi:
         """A watch-kept view of the pods bound to `node` (not started)."""
         return NodePods(self._http, node)
 
-    def get_pod(self, namespace: str, name: str) -> JSON:
-        return _translate(
+    def get_pod(self, namespace: str, name: str) -> Pod:
+        pod = _translate(
             lambda: self._http.get(object_path("v1", "pods", namespace, name)), f"get pod {namespace}/{name}"
         )
+        return cast(Pod, pod)
 
     def patch_pod_annotations(
         self, namespace: str, name: str, annotations: Mapping[str, str | None], resource_version: str | None
-    ) -> JSON:
+    ) -> Pod:
         """Merge-patch a pod's annotations; with `resource_version`, only if the pod is still at it."""
         body = metadata_patch(None, annotations, resource_version)
         path = object_path("v1", "pods", namespace, name)
-        return _translate(lambda: self._http.patch(path, body), f"patch pod {namespace}/{name}")
+        return cast(Pod, _translate(lambda: self._http.patch(path, body), f"patch pod {namespace}/{name}"))
 
-    def get_node(self, node: str) -> JSON:
-        return _translate(lambda: self._http.get(object_path("v1", "nodes", name=node)), f"get node {node}")
+    def get_node(self, node: str) -> Node:
+        node_object = _translate(lambda: self._http.get(object_path("v1", "nodes", name=node)), f"get node {node}")
+        return cast(Node, node_object)
 
     def patch_node_metadata(
         self, node: str, labels: Mapping[str, str | None], annotations: Mapping[str, str | None]

@@ -12,12 +12,11 @@ guard its write with the object's resourceVersion, since a watch may lag the ser
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
-from runtimekit.kube.objects import object_key
+from runtimekit.kube.objects import JsonObject, Pod, meta, object_key
 
 
 class NodePods:
@@ -26,7 +25,7 @@ class NodePods:
     def __init__(self, http: KubeHttp, node: str, watch_timeout: int = 300) -> None:
         self.node = node
         self._lock = threading.Lock()
-        self._pods: dict[str, Mapping[str, Any]] = {}
+        self._pods: dict[str, Pod] = {}
         self.informer = Informer(
             http,
             object_path("v1", "pods"),
@@ -46,26 +45,27 @@ class NodePods:
     def wait_synced(self, timeout_s: float) -> bool:
         return self.informer.synced.wait(timeout_s)
 
-    def pods(self) -> list[Mapping[str, Any]] | None:
+    def pods(self) -> list[Pod] | None:
         """The node's pods as last seen; None before the first list."""
         if not self.informer.synced.is_set():
             return None
         with self._lock:
             return list(self._pods.values())
 
-    def remember(self, pod: Mapping[str, Any]) -> None:
+    def remember(self, pod: Pod) -> None:
         """Take a pod this process just wrote (the server's answer), unless the watch has seen it go."""
         key = object_key(pod)
-        uid = (pod.get("metadata") or {}).get("uid")
+        uid = meta(pod).get("uid")
         with self._lock:
             known = self._pods.get(key)
-            if known is not None and (known.get("metadata") or {}).get("uid") == uid:
+            if known is not None and meta(known).get("uid") == uid:
                 self._pods[key] = pod
 
-    def _on_event(self, kind: str, obj: JSON) -> None:
-        key = object_key(obj)
+    def _on_event(self, kind: str, obj: JsonObject) -> None:
+        pod = cast(Pod, obj)  # the informer watches pods
+        key = object_key(pod)
         with self._lock:
             if kind == "DELETED":
                 self._pods.pop(key, None)
-            elif (obj.get("spec") or {}).get("nodeName") == self.node:
-                self._pods[key] = obj
+            elif (pod.get("spec") or {}).get("nodeName") == self.node:
+                self._pods[key] = pod

@@ -12,6 +12,7 @@ from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import EventRecorder, pod_event_body
 from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import Binding, Condition, DeleteOptions
 
 
 class PodRef(Protocol):
@@ -26,7 +27,7 @@ class KubeBinder:
 
     def bind(self, task: PodRef, node: str, annotations: Mapping[str, str]) -> None:
         """POST pods/binding; the API server merges the annotations and sets spec.nodeName."""
-        body: dict[str, Any] = {
+        body: Binding = {
             "apiVersion": "v1",
             "kind": "Binding",
             "metadata": {"name": task.name, "namespace": task.namespace, "annotations": dict(annotations)},
@@ -37,7 +38,7 @@ class KubeBinder:
         self.http.post(object_path("v1", "pods", task.namespace, task.name, "binding"), body)
 
     def evict(self, task: PodRef, reason: str) -> None:
-        options: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        options: DeleteOptions = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if task.uid:
             options["preconditions"] = {"uid": task.uid}
         try:
@@ -60,7 +61,7 @@ class KubeBinder:
         self.event(task, "Normal" if scheduled else "Warning", reason, message)
         if scheduled:
             return  # the binding itself sets PodScheduled=True
-        condition = {
+        condition: Condition = {
             "type": "PodScheduled",
             "status": "False",
             "reason": "Unschedulable",

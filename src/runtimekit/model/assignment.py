@@ -10,9 +10,30 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from runtimekit.model.gpu import GpuUUID, NodeName
+
+
+class ShareJson(TypedDict):
+    """One GPU share in the assignment annotation (the MIG fields only for a MIG device)."""
+
+    uuid: str
+    index: int
+    coreMilli: int
+    memoryMiB: int
+    migProfile: NotRequired[str]
+    parentUUID: NotRequired[str | None]
+    migStart: NotRequired[int]
+
+
+class AssignmentJson(TypedDict):
+    """The assignment annotation's JSON (`Assignment.to_annotation`)."""
+
+    version: int
+    node: str
+    policy: str
+    containers: dict[str, list[ShareJson]]
 
 
 class AssignmentError(ValueError):
@@ -39,8 +60,8 @@ class GpuShare:
         if self.memory_mib < 0:
             raise AssignmentError(f"memory must not be negative, got {self.memory_mib}")
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> ShareJson:
+        out: ShareJson = {
             "uuid": self.uuid,
             "index": self.index,
             "coreMilli": self.core_milli,
@@ -65,7 +86,7 @@ class Assignment:
             yield from shares
 
     def to_annotation(self) -> str:
-        body = {
+        body: AssignmentJson = {
             "version": 1,
             "node": self.node,
             "policy": self.policy,
@@ -100,7 +121,7 @@ def _list(name: str, value: object) -> list[Any]:
     return value
 
 
-def _int(where: str, item: Mapping[str, Any], key: str, default: int | None = None) -> int:
+def _int(where: str, item: Mapping[str, object], key: str, default: int | None = None) -> int:
     value = item.get(key, default)
     if not isinstance(value, int) or isinstance(value, bool):
         raise AssignmentError(f"{where}.{key} must be an integer")

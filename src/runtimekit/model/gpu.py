@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
-from typing import Any, NewType
+from typing import NewType, NotRequired, TypedDict
 
 GpuUUID = NewType("GpuUUID", str)
 NodeName = NewType("NodeName", str)
@@ -72,6 +72,24 @@ def gpu_model(name: str) -> GpuModelSpec:
         raise KeyError(f"unknown GPU model {name!r}; known models: {known}") from None
 
 
+class MigInstanceJson(TypedDict):
+    uuid: str
+    profile: str
+    start: int
+
+
+class GpuJson(TypedDict):
+    """One GPU in the node devices annotation (`NodeInventory.to_annotation`)."""
+
+    index: int
+    uuid: str
+    model: str
+    memoryMiB: int
+    health: str
+    migMode: str
+    migDevices: NotRequired[list[MigInstanceJson]]
+
+
 @dataclass(frozen=True)
 class MigInstance:
     """A MIG device (GPU instance + compute instance) that exists on a GPU."""
@@ -80,7 +98,7 @@ class MigInstance:
     profile: str
     start: int  # first memory slice
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> MigInstanceJson:
         return {"uuid": self.uuid, "profile": self.profile, "start": self.start}
 
 
@@ -96,8 +114,8 @@ class Gpu:
     mig_mode: MigMode = MigMode.OFF
     mig_devices: tuple[MigInstance, ...] = ()
 
-    def to_json(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
+    def to_json(self) -> GpuJson:
+        out: GpuJson = {
             "index": self.index,
             "uuid": self.uuid,
             "model": self.model,

@@ -18,8 +18,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.protocol.loader import RESOURCE_KINDS, KitProtocol
 from runtimekit.protocol.memo import PerProtocol
 from runtimekit.protocol.presets import PRESETS, preset_protocol
@@ -118,7 +118,7 @@ def is_peer_name(kind: str, name: str) -> bool:
     return name in annotations
 
 
-def foreign_names(pod: Mapping[str, Any], protocol: KitProtocol, offered: Collection[str] = ()) -> list[Finding]:
+def foreign_names(pod: Pod, protocol: KitProtocol, offered: Collection[str] = ()) -> list[Finding]:
     """The peers' resources (in any container's limits or requests) and annotations on `pod` that
     `protocol` does not read, in the order found, each once; resources in `offered` (some node has
     them) are not reported."""
@@ -145,15 +145,14 @@ def _findings(names: tuple[tuple[str, str], ...], active: _Read) -> tuple[Findin
     return tuple(seen.values())
 
 
-def _names(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
-    meta = pod.get("metadata")
-    annotations = (meta.get("annotations") if isinstance(meta, Mapping) else None) or {}
+def _names(pod: Pod) -> list[tuple[str, str]]:
+    annotations = annotations_of(pod)
     out = [(ANNOTATION, str(key)) for key in annotations] if isinstance(annotations, Mapping) else []
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return out
-    for group in ("containers", "initContainers"):
-        for container in spec.get(group) or []:
+    for group in (spec.get("containers"), spec.get("initContainers")):
+        for container in group or []:
             resources = container.get("resources") if isinstance(container, Mapping) else None
             if not isinstance(resources, Mapping):
                 continue

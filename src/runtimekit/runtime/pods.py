@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from runtimekit.api.podresources_client import ListedPod
+from runtimekit.kube.objects import Pod, meta
 from runtimekit.model import Assignment, AssignmentError
 from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
@@ -32,7 +33,7 @@ FINISHED_PHASES = frozenset({"Succeeded", "Failed"})
 class PodSource(Protocol):
     """The pods bound to a node, as the API server returns them."""
 
-    def list_node_pods(self, node: str) -> Sequence[Mapping[str, Any]]:
+    def list_node_pods(self, node: str) -> Sequence[Pod]:
         """Every pod whose spec.nodeName is `node`. Raises on any failure (never a partial list)."""
         ...
 
@@ -57,29 +58,24 @@ class EventSink(Protocol):
 class StaticPods:
     """A PodSource over a fixed list (tests, and the embedded cluster before it has an API server)."""
 
-    pods: Sequence[Mapping[str, Any]]
+    pods: Sequence[Pod]
 
-    def list_node_pods(self, node: str) -> list[Mapping[str, Any]]:
+    def list_node_pods(self, node: str) -> list[Pod]:
         return [p for p in self.pods if (p.get("spec") or {}).get("nodeName") == node]
 
 
-def _meta(pod: Mapping[str, Any]) -> Mapping[str, Any]:
-    meta = pod.get("metadata")
-    return meta if isinstance(meta, Mapping) else {}
+def pod_ref(pod: Pod) -> PodRef:
+    m = meta(pod)
+    return PodRef(str(m.get("namespace", "default")), str(m.get("name", "")), str(m.get("uid", "")))
 
 
-def pod_ref(pod: Mapping[str, Any]) -> PodRef:
-    meta = _meta(pod)
-    return PodRef(str(meta.get("namespace", "default")), str(meta.get("name", "")), str(meta.get("uid", "")))
-
-
-def is_finished(pod: Mapping[str, Any]) -> bool:
+def is_finished(pod: Pod) -> bool:
     status = pod.get("status")
     return isinstance(status, Mapping) and status.get("phase") in FINISHED_PHASES
 
 
 def allocations_from_pods(
-    pods: Iterable[Mapping[str, Any]], node: str, protocol: KitProtocol, now_ms: int
+    pods: Iterable[Pod], node: str, protocol: KitProtocol, now_ms: int
 ) -> tuple[list[Allocation], list[str]]:
     """Allocations of the live pods of `node` that carry an assignment for it, and what was skipped why."""
     found: list[Allocation] = []
@@ -87,7 +83,7 @@ def allocations_from_pods(
     key = protocol.annotations.assignment
     for pod in pods:
         ref = pod_ref(pod)
-        annotations = _meta(pod).get("annotations") or {}
+        annotations = meta(pod).get("annotations") or {}
         text = annotations.get(key) if isinstance(annotations, Mapping) else None
         if text is None or is_finished(pod) or (pod.get("spec") or {}).get("nodeName") != node:
             continue
@@ -111,7 +107,7 @@ def allocations_from_pods(
 
 def stale_allocations(
     allocations: Iterable[Allocation],
-    api_pods: Sequence[Mapping[str, Any]] | None,
+    api_pods: Sequence[Pod] | None,
     kubelet_pods: set[tuple[str, str]] | None,
     now_ms: int,
     grace_ms: int,
@@ -143,9 +139,7 @@ def stale_allocations(
     return stale
 
 
-def _ended(
-    pod: PodRef, live_uids: Mapping[str, Mapping[str, Any]] | None, kubelet_pods: set[tuple[str, str]] | None
-) -> str:
+def _ended(pod: PodRef, live_uids: Mapping[str, Pod] | None, kubelet_pods: set[tuple[str, str]] | None) -> str:
     """Why the pod has ended by its own manifest (finished, or being deleted with its containers
     stopped), or "": evidence that does not depend on how fresh the lists are."""
     manifest = live_uids.get(pod.uid) if live_uids is not None else None
@@ -154,14 +148,12 @@ def _ended(
     if is_finished(manifest):
         return f"pod is {manifest['status']['phase']}"
     stopped = kubelet_pods is not None and (pod.namespace, pod.name) not in kubelet_pods
-    if _meta(manifest).get("deletionTimestamp") and stopped:
+    if meta(manifest).get("deletionTimestamp") and stopped:
         return "being deleted, and kubelet no longer runs it"  # its containers have stopped: free it now
     return ""
 
 
-def _gone(
-    pod: PodRef, live_uids: Mapping[str, Mapping[str, Any]] | None, kubelet_pods: set[tuple[str, str]] | None
-) -> str:
+def _gone(pod: PodRef, live_uids: Mapping[str, Pod] | None, kubelet_pods: set[tuple[str, str]] | None) -> str:
     """Why the pod counts as gone (absent from the sources asked), or "" while any shows it."""
     reasons = []
     if live_uids is not None:

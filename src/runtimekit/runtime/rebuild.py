@@ -22,9 +22,9 @@ from __future__ import annotations
 import json
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from runtimekit.api.podresources_client import ListedPod
+from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.model import Assignment, AssignmentError
 from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
@@ -57,7 +57,7 @@ class Evidence:
 
 
 def evidence(
-    api_pods: Sequence[Mapping[str, Any]] | None, listing: Sequence[ListedPod] | None, protocol: KitProtocol
+    api_pods: Sequence[Pod] | None, listing: Sequence[ListedPod] | None, protocol: KitProtocol
 ) -> list[Evidence]:
     """Containers holding devices of the kit's resources: kubelet's word when asked, else the plugin's."""
     if listing is not None:
@@ -72,7 +72,7 @@ def evidence(
         if is_finished(pod):
             continue
         ref = pod_ref(pod)
-        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(protocol.annotations.allocated)
+        text = annotations_of(pod).get(protocol.annotations.allocated)
         for container in _allocated_containers(text):
             out.append(Evidence(ref.namespace, ref.name, container, {}))
     return out
@@ -81,7 +81,7 @@ def evidence(
 def missing_allocations(
     held: Collection[Allocation],
     proof: Iterable[Evidence],
-    api_pods: Sequence[Mapping[str, Any]] | None,
+    api_pods: Sequence[Pod] | None,
     devices: Sequence[DeviceInfo],
     node: str,
     protocol: KitProtocol,
@@ -132,9 +132,9 @@ def _allocated_containers(text: object) -> list[str]:
 
 
 def _from_assignment(
-    pod: Mapping[str, Any], ref: PodRef, item: Evidence, node: str, protocol: KitProtocol, now_ms: int
+    pod: Pod, ref: PodRef, item: Evidence, node: str, protocol: KitProtocol, now_ms: int
 ) -> Missing | None:
-    text = ((pod.get("metadata") or {}).get("annotations") or {}).get(protocol.annotations.assignment)
+    text = annotations_of(pod).get(protocol.annotations.assignment)
     if text is None:
         return None
     try:

@@ -17,11 +17,11 @@ The effective state is OK or RECOVERED only when the allocations cover what runs
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from runtimekit.api.podresources_client import ListedPod
+from runtimekit.kube.objects import Pod
 from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import AllocationBook
 from runtimekit.runtime.backend import DeviceInfo
@@ -103,7 +103,7 @@ class Recovery:
 
     def rebuild_corrupt(
         self,
-        pods: Sequence[Mapping[str, Any]],
+        pods: Sequence[Pod],
         book: AllocationBook,
         state: StateDir,
         node: str,
@@ -128,7 +128,7 @@ class Recovery:
     def rebuild_missing(
         self,
         book: AllocationBook,
-        api_pods: Sequence[Mapping[str, Any]] | None,
+        api_pods: Sequence[Pod] | None,
         listing: Sequence[ListedPod] | None,
         devices: Sequence[DeviceInfo],
         node: str,

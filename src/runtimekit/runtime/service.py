@@ -25,13 +25,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any
 
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.api.runtime_features import API_LEVEL, FEATURES
 from runtimekit.base.rpcerrors import Code, ServiceError
+from runtimekit.kube.objects import Pod
 from runtimekit.model import GpuUUID
 from runtimekit.runtime.allocations import Allocation, AllocationBook
 from runtimekit.runtime.backend import (
@@ -426,7 +426,7 @@ class NodeRuntime:
         self._report_rebuilt(rebuilt)
         return stale
 
-    def _ask_sources(self) -> tuple[Sequence[Mapping[str, Any]] | None, Sequence[ListedPod] | None, list[str]]:
+    def _ask_sources(self) -> tuple[Sequence[Pod] | None, Sequence[ListedPod] | None, list[str]]:
         """The API server's pods of this node and kubelet's listing (None for one not configured or not
         answering), and what could not be asked."""
         notes: list[str] = []

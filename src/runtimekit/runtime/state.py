@@ -29,7 +29,7 @@ import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 from runtimekit.base.files import fsync_folder, write_atomic
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
@@ -49,7 +49,7 @@ class CheckpointCorrupt(Exception):
     """The checkpoint exists but cannot be trusted; the message says why."""
 
 
-def _canonical(body: Mapping[str, Any]) -> str:
+def _canonical(body: Mapping[str, object]) -> str:
     return json.dumps(body, sort_keys=True, separators=(",", ":"))
 
 
@@ -137,7 +137,37 @@ def replay_journal(raw: bytes, allocations: list[Allocation], seq: int) -> tuple
     return list(book.values()), seq
 
 
-def _allocation_json(a: Allocation) -> dict[str, Any]:
+class PodRecord(TypedDict):
+    namespace: str
+    name: str
+    uid: str
+
+
+class GrantRecord(TypedDict):
+    """A grant as the checkpoint and the journal hold it (files older than a field may lack it)."""
+
+    uuid: str
+    index: int
+    coreMilli: int
+    memoryMiB: int
+    parent: NotRequired[str]
+    migProfile: NotRequired[str]  # a MIG slot only
+    migStart: NotRequired[int]
+    migDynamic: NotRequired[bool]
+
+
+class AllocationRecord(TypedDict):
+    """An allocation as the checkpoint and the journal hold it."""
+
+    pod: PodRecord
+    container: str
+    grants: list[GrantRecord]
+    createdUnixMs: int
+    deviceIDs: NotRequired[list[str]]
+    resourceNames: NotRequired[list[str]]
+
+
+def _allocation_json(a: Allocation) -> AllocationRecord:
     return {
         "pod": {"namespace": a.pod.namespace, "name": a.pod.name, "uid": a.pod.uid},
         "container": a.container,
@@ -148,8 +178,8 @@ def _allocation_json(a: Allocation) -> dict[str, Any]:
     }
 
 
-def _grant_json(g: Grant) -> dict[str, Any]:
-    out: dict[str, Any] = {
+def _grant_json(g: Grant) -> GrantRecord:
+    out: GrantRecord = {
         "uuid": g.uuid,
         "index": g.index,
         "coreMilli": g.core_milli,
@@ -161,7 +191,7 @@ def _grant_json(g: Grant) -> dict[str, Any]:
     return out
 
 
-def _grant_from(g: Mapping[str, Any]) -> Grant:
+def _grant_from(g: GrantRecord) -> Grant:
     return Grant(
         str(g["uuid"]),
         int(g["index"]),
@@ -174,7 +204,7 @@ def _grant_from(g: Mapping[str, Any]) -> Grant:
     )
 
 
-def _allocation_from(item: Mapping[str, Any]) -> Allocation:
+def _allocation_from(item: AllocationRecord) -> Allocation:
     pod = item["pod"]
     grants = tuple(_grant_from(g) for g in item["grants"])
     return Allocation(

@@ -3,8 +3,10 @@ own (plugins directory, entry points) before building a framework."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from runtimekit.scheduler.actions import allocate, backfill, enqueue, preempt, reclaim
-from runtimekit.scheduler.framework.registry import ActionBuilder, PluginBuilder, Registry
+from runtimekit.scheduler.framework.registry import ActionBuilder, PluginBuilder, Registry, RegistryError
 from runtimekit.scheduler.plugins import (
     binpack,
     capacity,
@@ -51,10 +53,15 @@ PLUGINS: dict[str, PluginBuilder] = {
 }
 
 
-def builtin_registry() -> Registry:
+def builtin_registry(replaced: Mapping[str, PluginBuilder] | None = None) -> Registry:
+    """The built-in actions and plugins; `replaced` builds some plugins otherwise (the simulator's
+    gpushare with its target workload handed over, `scheduler/inprocess.py`)."""
+    unknown = sorted(set(replaced or ()) - set(PLUGINS))
+    if unknown:
+        raise RegistryError(f"no built-in plugin {unknown[0]!r} to replace")
     registry = Registry()
     for name, action in ACTIONS.items():
         registry.register_action(name, action)
-    for name, plugin in PLUGINS.items():
+    for name, plugin in {**PLUGINS, **(replaced or {})}.items():
         registry.register_plugin(name, plugin)
     return registry

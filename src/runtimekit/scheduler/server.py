@@ -1,9 +1,10 @@
 """The live scheduler: informers on Nodes, Pods, Namespaces (their labels, for inter-pod affinity's
 namespaceSelector), PodGroups and Queues (and PodDisruptionBudgets or ResourceQuotas when a
-configured plugin reads them) feed the cache; a scheduling
-thread runs a session whenever there is work (new pods, or a change that could help a waiting
-pod), at most every `period` seconds; binds go to the API server from a pool of binder threads.
-With leader election only the holder of the Lease schedules.
+configured plugin reads them) feed the cluster cache (`cache/cluster.py`), which hands the pending
+pods of this scheduler to the scheduling queue (`scheduling_queue.py`); a scheduling thread runs a
+session whenever the queue has an active pod, at most every `period` seconds; the binder
+(`binder.py`) binds on its threads through the API server. `cache/live.py` wires the three and
+answers the sessions. With leader election only the holder of the Lease schedules.
 
 Nothing is scheduled before the Node and Pod informers have synced, so a restarted scheduler first
 rebuilds every booking from the API objects (ARCHITECTURE §2).
@@ -21,7 +22,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,12 +30,14 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 
 from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body, post_event
 from runtimekit.kube.http import KubeHttp
-from runtimekit.kube.informer import Informer
+from runtimekit.kube.informer import Handler, Informer
 from runtimekit.kube.lease import LeaderElector
+from runtimekit.kube.objects import Pod, meta
 from runtimekit.kube.scheduling import KubeBinder
 from runtimekit.model.authority import Signer
 from runtimekit.protocol import KitProtocol
-from runtimekit.scheduler.cache.live import Binder, LiveCache
+from runtimekit.scheduler.binder import Binder
+from runtimekit.scheduler.cache.live import live_cache
 from runtimekit.scheduler.cache.objects import timestamp
 from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
 from runtimekit.scheduler.endpoints import Endpoint, Route, Tls, healthz_route, metrics_route
@@ -100,7 +103,8 @@ class Scheduler:
                 http, self.component, qps=self.options.event_qps, burst=self.options.event_burst
             )
             binder = self.kube_binder = KubeBinder(http, self.component, self.events)
-        self.cache = LiveCache(
+        # the scheduling queue, the cluster cache and the binder, and the sessions' cache over them
+        self.live = live_cache(
             protocol,
             self.names,
             ObservedBinder(binder, self.metrics),
@@ -108,13 +112,14 @@ class Scheduler:
             bind_workers=self.options.bind_workers,
             signer=self.options.signer,
         )
-        self.cache.scheduler_names = frozenset(self.names)
+        self.queue, self.cache, self.binder = self.live.queue, self.live.cache, self.live.binder
         self.cache.default_queue = self.options.default_queue
         self.metrics.jobs = lambda: set(self.cache.jobs)
-        self._observed = ObservedCache(self.cache, self.metrics)
+        self._observed = ObservedCache(self.live, self.metrics)
         self.sampler = NodeSampler(self.options.node_sampling) if self.options.node_sampling else None
         c = self.cache
-        self.informers = [
+        # each informer hands its handler the kind its path serves (`Informer[Node]`, ...)
+        self.informers: list[Informer[Any]] = [
             Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
             Informer(http, "/api/v1/pods", self._on_pod, name="pods"),
             # a ClusterRole from before namespaces were read must not stop scheduling
@@ -176,13 +181,13 @@ class Scheduler:
         framework.observer = self.metrics
         framework.sampler = self.sampler
         # actions that look at running pods (preempt, reclaim, print, ...) say so (`Action` docstring)
-        self.cache.include_running = any(getattr(action, "needs_running", False) for action in framework.actions)
+        self.live.include_running = any(getattr(action, "needs_running", False) for action in framework.actions)
         self.framework = framework
 
     def _watch(self, framework: Framework) -> None:
         """Informers for what the framework's plugins read besides nodes, pods and Volcano's kinds (a
         plugin says so with a class attribute `watches`); added once, started at once when running."""
-        paths = {
+        paths: dict[str, tuple[str, Handler[Any], str]] = {
             "poddisruptionbudgets": ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_budget, "pdbs"),
             "resourcequotas": ("/api/v1/resourcequotas", self.cache.on_quota, "resourcequotas"),
         }
@@ -196,12 +201,12 @@ class Scheduler:
                 if self._thread is not None:  # a reloaded conf asks for it: watch from now on
                     informer.start()
 
-    def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def _on_pod(self, kind: str, obj: Pod) -> None:
         """Pods to the cache; a new pending pod of ours is Volcano's `Watched` stage."""
         self.cache.on_pod(kind, obj)
         spec = obj.get("spec") or {}
         if kind == "ADDED" and not spec.get("nodeName") and spec.get("schedulerName") in self.cache.scheduler_names:
-            created = timestamp((obj.get("metadata") or {}).get("creationTimestamp"))
+            created = timestamp(meta(obj).get("creationTimestamp"))
             if created > 0:
                 self.metrics.task.observe(max(0.0, time.time() - created) * 1000, WATCHED)
 
@@ -223,7 +228,7 @@ class Scheduler:
         self._next = checked.framework
         self.conf_reloads.add(1, "applied")
         self.conf_ok.set(1)
-        self.cache.work.set()
+        self.queue.work.set()
 
     def _refused(self, checked: Checked) -> None:
         self.conf_reloads.add(1, "refused")
@@ -315,13 +320,13 @@ class Scheduler:
         log.info(
             "informers synced: %d nodes, %d pods known",
             len(self.cache.nodes),
-            len(self.cache.running) + len(self.cache.pending),
+            len(self.cache.running) + len(self.queue),
         )
         queues_ensured = False
         last = last_queues = 0.0
         while not self._stop.is_set():
-            self.cache.work.wait(self.options.idle_wakeup)
-            self.cache.work.clear()
+            self.queue.work.wait(self.options.idle_wakeup)
+            self.queue.work.clear()
             if self._stop.is_set():
                 break
             if self._next is not None:  # between two sessions: the reloaded conf takes over
@@ -339,8 +344,8 @@ class Scheduler:
             now = time.monotonic()
             if now - last_queues >= QUEUE_STATUS_EVERY_S:
                 last_queues = now
-                self.cache.sync_queues()
-            if not self.cache.has_work():
+                self.live.sync_queues()
+            if not self.queue.has_work():
                 continue
             last = time.monotonic()
             try:
@@ -348,8 +353,8 @@ class Scheduler:
                 self.sessions += 1
             except Exception:
                 log.exception("scheduling session failed")
-            if self.cache.has_work():
-                self.cache.work.set()
+            if self.queue.has_work():
+                self.queue.work.set()
 
     def _ensure_queues(self) -> None:
         """Create the queues Volcano always has (the default queue, `root`) where Queues are served."""
@@ -367,14 +372,14 @@ class Scheduler:
 
     def stop(self) -> None:
         self._stop.set()
-        self.cache.work.set()
+        self.queue.work.set()
         if self.watcher is not None:
             self.watcher.stop()
         if self._thread is not None:
             self._thread.join(10)
         for informer in self.informers:
             informer.stop(timeout=1.0)
-        self.cache.close()
+        self.binder.close()
         if self.events is not None:
             self.events.close()
         if self.elector is not None:

@@ -8,7 +8,6 @@ benchmarks, tests.
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -24,13 +23,12 @@ from runtimekit.model import (
     PodRequest,
 )
 from runtimekit.model.trace import TraceNode, TracePod
-from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.collector import fewer_collections
-from runtimekit.scheduler.framework import BuildContext, Framework, JobInfo, NodeMeta, TaskInfo, TaskStatus, parse_conf
+from runtimekit.scheduler.framework import JobInfo, NodeMeta, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.info import JobKey
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
-from runtimekit.scheduler.plugins.gpushare.policies import PodType, TargetWorkload
+from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework, placement_conf
+from runtimekit.scheduler.policies import PodType, TargetWorkload
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.columns import bucket_columns
 
@@ -60,12 +58,6 @@ class ReplayResult:
             "total_gpus": self.total_gpus,
             "seconds": round(self.seconds, 3),
         }
-
-
-def sim_conf_text(policy: str) -> str:
-    return (
-        f'actions: "allocate"\ntiers:\n- plugins:\n  - name: gpushare\n    arguments: {{gpushare.policy: {policy}}}\n'
-    )
 
 
 def target_workload(pods: Sequence[TracePod]) -> TargetWorkload:
@@ -128,11 +120,7 @@ def replay(
     started = time.perf_counter()
     cluster = nodes if isinstance(nodes, Cluster) else Cluster(nodes)
     cache = cluster.cache(arrivals.node_rank)
-    context = BuildContext(rng=random.Random(seed))
-    framework = Framework(parse_conf(sim_conf_text(policy), "<simulate>"), builtin_registry(), context, explain=False)
-    plugin = framework.plugin("gpushare")
-    if workload is not None and isinstance(plugin, GpuShare):
-        plugin.set_workload(workload)
+    framework = build_framework(FrameworkConfig(placement_conf(policy), seed, workload=workload, explain=False))
     total_gpus = cluster.total_gpus
     # one request object per distinct pod shape: plugins remember what they read of a request by it
     requests: dict[tuple[int, int, int, int, str], tuple[PodRequest, frozenset[str] | None, int]] = {}

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from runtimekit import __version__
 from runtimekit.model.trace import TraceError, TraceNode, TracePod, read_node_list, read_pod_list, spec_warnings
-from runtimekit.scheduler.plugins.gpushare.policies import POLICIES
+from runtimekit.scheduler.policies import POLICY_NAMES
 from runtimekit.sim.arrivals import build_arrivals
 from runtimekit.sim.bound import BoundResult, bound_columns
 from runtimekit.sim.replay import Cluster, ReplayResult, replay, target_workload
@@ -45,9 +45,9 @@ class SimulationSpec:
     bound_columns: tuple[int, ...] = ()  # columns to bound offline (sim/bound.py); none: no bound
 
     def __post_init__(self) -> None:
-        unknown = [p for p in self.policies if p not in POLICIES]
+        unknown = [p for p in self.policies if p not in POLICY_NAMES]
         if unknown:
-            raise ValueError(f"unknown policy {unknown[0]!r}; known: {', '.join(POLICIES)}")
+            raise ValueError(f"unknown policy {unknown[0]!r}; known: {', '.join(POLICY_NAMES)}")
         if not self.seeds:
             raise ValueError("give at least one seed")
         if not 0 < self.tune <= 10:

@@ -11,7 +11,7 @@ import pytest
 
 from runtimekit.model import PodKey
 from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.cache.live import LiveCache
+from runtimekit.scheduler.cache.live import live_cache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import Bind, Binding, DeviceChoice, Plugin, PreBind, Reserve
@@ -191,17 +191,17 @@ def test_a_live_bind_the_api_server_refuses_is_unreserved() -> None:
     journal: list[str] = []
     api = FakeApi()
     api.add_node(node_object("n1"))
-    cache = LiveCache(P, P.scheduler_name, api, bind_workers=1, retry_seconds=0.0)
-    api.attach(cache)
-    cache.on_node("ADDED", api.nodes["n1"])
+    live = live_cache(P, P.scheduler_name, api, bind_workers=1, retry_seconds=0.0)
+    api.attach(live.cache)
+    live.cache.on_node("ADDED", api.nodes["n1"])
     registry: Registry = builtin_registry()
     registry.register_plugin("first", lambda _a, _c: Recorder("first", journal))
     conf = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: first\n  - name: gpushare\n'
     fw = Framework(parse_conf(conf), registry, BuildContext(protocol=P))
     api.add_pod(pod_object("p", {P.resources.core: 30, P.resources.memory: 2}))
     api.fail_next_binds = 1
-    fw.run_once(cache)
-    assert cache.drain()
+    fw.run_once(live)
+    assert live.binder.drain()
     assert journal == ["first.reserve p", "first.pre_bind p", "first.bind p", "first.unreserve p"]
     assert api.pods["default/p"]["spec"].get("nodeName") is None
-    cache.close()
+    live.binder.close()

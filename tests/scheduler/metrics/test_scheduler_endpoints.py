@@ -22,10 +22,10 @@ from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
 from runtimekit.protocol import KitProtocol
-from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
+from runtimekit.scheduler.build import AssignmentKeys, Endpoints, LeaderElection, SchedulerConfig, build_scheduler
+from runtimekit.scheduler.framework import parse_conf
 from runtimekit.scheduler.metrics.series import E2E_BUCKETS, go_float
-from runtimekit.scheduler.server import Scheduler, SchedulerOptions
+from runtimekit.scheduler.server import Scheduler
 from scheduler.helpers import gpu_node
 
 P = KitProtocol.default()
@@ -85,10 +85,20 @@ def http(apiserver: ApiServer) -> Iterator[KubeHttp]:
     client.close()
 
 
-def start(http: KubeHttp, **options: Any) -> Scheduler:
-    framework = Framework(parse_conf(CONF), builtin_registry(), BuildContext(protocol=P))
-    opts = SchedulerOptions(period=0.02, healthz_address="localhost:0", metrics_address="127.0.0.1:0", **options)
-    scheduler = Scheduler(http, framework, P, opts).start()
+def start(
+    http: KubeHttp, retry_seconds: float = SchedulerConfig.retry_seconds, election: LeaderElection | None = None
+) -> Scheduler:
+    config = SchedulerConfig(
+        kube=http,
+        conf=parse_conf(CONF),
+        protocol=P,
+        keys=AssignmentKeys(required=False),
+        leader_election=election or LeaderElection(),
+        endpoints=Endpoints(healthz="localhost:0", metrics="127.0.0.1:0"),
+        period=0.02,
+        retry_seconds=retry_seconds,
+    )
+    scheduler = build_scheduler(config).start()
     assert scheduler.synced(10)
     return scheduler
 
@@ -272,8 +282,8 @@ def test_healthz_answers_as_kubernetes_components_do(scheduled: tuple[Scheduler,
 
 
 def test_healthz_is_leader_aware(http: KubeHttp) -> None:
-    leader = start(http, leader_elect=True, identity="a", lease_namespace="default")
-    standby = start(http, leader_elect=True, identity="b", lease_namespace="default")
+    leader = start(http, election=LeaderElection(True, "default", identity="a"))
+    standby = start(http, election=LeaderElection(True, "default", identity="b"))
     try:
         assert leader.elector is not None
         assert standby.elector is not None

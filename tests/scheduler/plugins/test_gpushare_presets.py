@@ -13,8 +13,9 @@ import pytest
 from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import preset_protocol
+from runtimekit.scheduler.binder import PEER_NAME_REASON
 from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.cache.live import PEER_NAME_REASON, LiveCache
+from runtimekit.scheduler.cache.live import LiveCache, live_cache
 from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
 from scheduler.fake_api import FakeApi, node_object, pod_object
 
@@ -25,18 +26,18 @@ GIB16 = 16384  # the fake nodes' GPUs
 
 def make(api: FakeApi, protocol: KitProtocol = HAMI) -> tuple[LiveCache, Framework]:
     names = (protocol.scheduler_name, *protocol.scheduler_aliases)  # as the Scheduler answers
-    cache = LiveCache(protocol, names, api, bind_workers=2, retry_seconds=0.0)
-    api.attach(cache)
+    live = live_cache(protocol, names, api, bind_workers=2, retry_seconds=0.0)
+    api.attach(live.cache)
     for node in api.nodes.values():
-        cache.on_node("ADDED", node)
+        live.cache.on_node("ADDED", node)
     framework = Framework(load_conf(None), builtin_registry(), BuildContext(protocol=protocol))
-    return cache, framework
+    return live, framework
 
 
-def schedule(cache: LiveCache, framework: Framework, sessions: int = 2) -> None:
+def schedule(live: LiveCache, framework: Framework, sessions: int = 2) -> None:
     for _ in range(sessions):
-        framework.run_once(cache)
-        assert cache.drain()
+        framework.run_once(live)
+        assert live.binder.drain()
 
 
 @pytest.fixture

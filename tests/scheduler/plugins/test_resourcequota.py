@@ -9,7 +9,7 @@ from fractions import Fraction
 import pytest
 
 from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.cache.live import LiveCache
+from runtimekit.scheduler.cache.live import live_cache
 from runtimekit.scheduler.cache.policy import namespace_quota, pod_usage, quota_request
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, Resources
@@ -113,17 +113,17 @@ def test_what_a_pod_counts_against_a_quota() -> None:
 def test_the_live_cache_works_out_used_where_no_quota_controller_wrote_it() -> None:
     api = FakeApi()
     api.add_node(node_object("n1"))
-    cache = LiveCache(P, P.scheduler_name, api)
-    api.attach(cache)
-    cache.on_node("ADDED", api.nodes["n1"])
+    live = live_cache(P, P.scheduler_name, api)
+    api.attach(live.cache)
+    live.cache.on_node("ADDED", api.nodes["n1"])
     running = pod_object("running", {})
     running["spec"]["nodeName"] = "n1"
     running["spec"]["containers"][0]["resources"]["requests"] = {"cpu": "1"}
     api.add_pod(running)
-    cache.on_quota(
+    live.cache.on_quota(
         "ADDED", {"metadata": {"name": "q", "namespace": "default"}, "spec": {"hard": {"cpu": "4", "pods": "10"}}}
     )
-    cache.on_quota(
+    live.cache.on_quota(
         "ADDED",
         {
             "metadata": {"name": "w", "namespace": "default"},
@@ -131,8 +131,8 @@ def test_the_live_cache_works_out_used_where_no_quota_controller_wrote_it() -> N
             "status": {"hard": {"cpu": "3"}, "used": {"cpu": "2"}},
         },
     )
-    (computed, written) = sorted(cache.snapshot().quotas["default"], key=lambda q: q.name)
+    (computed, written) = sorted(live.snapshot().quotas["default"], key=lambda q: q.name)
     assert computed.used is not None
     assert (computed.used["cpu"], computed.used["pods"]) == (1, 1)
     assert (written.hard["cpu"], written.used) == (3, {"cpu": 2})
-    cache.close()
+    live.binder.close()

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Protocol, cast
 
 import yaml
 from yaml.composer import ComposerError
@@ -91,13 +91,23 @@ class _Alias(Node):
         self.target = target
 
 
+class _AtAlias(Protocol):
+    """PyYAML's parser once `check_event(AliasEvent)` holds: the next event is that alias. (The
+    stubs leave `peek_event` and `get_event` untyped.)"""
+
+    def peek_event(self) -> AliasEvent: ...
+
+    def get_event(self) -> AliasEvent: ...
+
+
 class _CountingLoader(yaml.SafeLoader):
     def compose_node(self, parent: Node | None, index: int) -> Node | None:
         if self.check_event(AliasEvent):
-            event: AliasEvent = self.peek_event()  # type: ignore[no-untyped-call]
+            parser = cast(_AtAlias, self)
+            event = parser.peek_event()
             if event.anchor not in self.anchors:
                 raise ComposerError(None, None, f"found undefined alias {event.anchor!r}", None)
-            self.get_event()  # type: ignore[no-untyped-call]
+            parser.get_event()
             return _Alias(self.anchors[event.anchor])
         return super().compose_node(parent, index)
 

@@ -10,10 +10,10 @@ Pure functions; called by `operations.py` and the HTTP layer.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Stored, dumps
+from runtimekit.kube.objects import JsonObject
 
 EVENTS_V1 = "events.k8s.io/v1"
 
@@ -35,8 +35,8 @@ _EVENT_FIELDS = (
 )
 
 
-def _event_to_v1(core: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Event", "apiVersion": EVENTS_V1, "metadata": core.get("metadata", {})}
+def _event_to_v1(core: JsonObject) -> JsonObject:
+    out: JsonObject = {"kind": "Event", "apiVersion": EVENTS_V1, "metadata": core.get("metadata", {})}
     for old, new in _EVENT_FIELDS:
         if core.get(old) not in (None, "", {}):
             out[new] = core[old]
@@ -46,8 +46,8 @@ def _event_to_v1(core: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _event_from_v1(event: Mapping[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": "Event", "apiVersion": "v1", "metadata": event.get("metadata", {})}
+def _event_from_v1(event: JsonObject) -> JsonObject:
+    out: JsonObject = {"kind": "Event", "apiVersion": "v1", "metadata": event.get("metadata", {})}
     for old, new in _EVENT_FIELDS:
         if event.get(new) not in (None, ""):
             out[old] = event[new]
@@ -58,7 +58,7 @@ def _event_from_v1(event: Mapping[str, Any]) -> dict[str, Any]:
     return out
 
 
-def to_served(info: ResourceInfo, stored_obj: dict[str, Any]) -> dict[str, Any]:
+def to_served(info: ResourceInfo, stored_obj: JsonObject) -> JsonObject:
     """The stored form of an object as `info` serves it."""
     if info.view == EVENTS_V1:
         return _event_to_v1(stored_obj)
@@ -66,7 +66,7 @@ def to_served(info: ResourceInfo, stored_obj: dict[str, Any]) -> dict[str, Any]:
     return stored_obj
 
 
-def to_stored(info: ResourceInfo, storage: ResourceInfo, obj: dict[str, Any]) -> dict[str, Any]:
+def to_stored(info: ResourceInfo, storage: ResourceInfo, obj: JsonObject) -> JsonObject:
     """An object written through `info` in the form its bucket stores."""
     if info.view == EVENTS_V1:
         return _event_from_v1(obj)

@@ -9,18 +9,69 @@ with its own `apiVersion`. Pure functions; called by `operations.py`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TypedDict
 
 from runtimekit.cluster.apiserver.errors import Cause, field_invalid, field_required, field_unsupported
 from runtimekit.cluster.apiserver.resources import NameRule, PrinterColumn, ResourceInfo
 from runtimekit.cluster.apiserver.validation import name_problems
+from runtimekit.kube.objects import Condition, JsonObject, ObjectMeta
 
 
-def check_crd(crd: Mapping[str, Any]) -> list[Cause]:
+class CustomResourceColumnDefinition(TypedDict, total=False):
+    name: str
+    type: str
+    jsonPath: str
+    description: str
+    priority: int
+    format: str
+
+
+class CustomResourceDefinitionVersion(TypedDict, total=False):
+    name: str
+    served: bool
+    storage: bool
+    subresources: JsonObject  # status, scale
+    additionalPrinterColumns: list[CustomResourceColumnDefinition]
+
+
+class CustomResourceDefinitionNames(TypedDict, total=False):
+    plural: str
+    singular: str
+    kind: str
+    listKind: str
+    shortNames: list[str]
+    categories: list[str]
+
+
+class CustomResourceDefinitionSpec(TypedDict, total=False):
+    group: str
+    names: CustomResourceDefinitionNames
+    scope: str  # Namespaced, Cluster
+    versions: list[CustomResourceDefinitionVersion]
+
+
+class CustomResourceDefinitionStatus(TypedDict, total=False):
+    conditions: list[Condition]
+    acceptedNames: CustomResourceDefinitionNames
+    storedVersions: list[str]
+
+
+class CustomResourceDefinition(TypedDict, total=False):
+    """`apiextensions.k8s.io/v1` CustomResourceDefinition, the fields the server reads."""
+
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: CustomResourceDefinitionSpec
+    status: CustomResourceDefinitionStatus
+
+
+def check_crd(crd: CustomResourceDefinition) -> list[Cause]:
     spec = crd.get("spec")
     if not isinstance(spec, Mapping):
         return [field_required("spec")]
-    names: Mapping[str, Any] = spec["names"] if isinstance(spec.get("names"), Mapping) else {}
+    given = spec.get("names")
+    names: CustomResourceDefinitionNames = given if isinstance(given, Mapping) else {}
     group, plural, kind = spec.get("group"), names.get("plural"), names.get("kind")
     causes: list[Cause] = []
     if not group:
@@ -44,7 +95,7 @@ def check_crd(crd: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _columns(version: Mapping[str, Any]) -> tuple[PrinterColumn, ...]:
+def _columns(version: CustomResourceDefinitionVersion) -> tuple[PrinterColumn, ...]:
     columns = version.get("additionalPrinterColumns") or []
     return tuple(
         PrinterColumn(
@@ -60,7 +111,7 @@ def _columns(version: Mapping[str, Any]) -> tuple[PrinterColumn, ...]:
     )
 
 
-def crd_resources(crd: Mapping[str, Any]) -> list[ResourceInfo]:
+def crd_resources(crd: CustomResourceDefinition) -> list[ResourceInfo]:
     """The resources a valid CRD serves, storage version first."""
     spec = crd["spec"]
     names = spec["names"]
@@ -85,14 +136,14 @@ def crd_resources(crd: Mapping[str, Any]) -> list[ResourceInfo]:
     ]
 
 
-def crd_status(crd: Mapping[str, Any], now: str) -> dict[str, Any]:
+def crd_status(crd: CustomResourceDefinition, now: str) -> CustomResourceDefinitionStatus:
     """The status the apiextensions controllers would set: names accepted, established."""
     spec = crd["spec"]
-    names = dict(spec["names"])
+    names = spec["names"].copy()
     names.setdefault("singular", str(names["kind"]).lower())
     names.setdefault("listKind", f"{names['kind']}List")
     storage = next(v["name"] for v in spec["versions"] if v.get("storage"))
-    conditions = [
+    conditions: list[Condition] = [
         {
             "type": "NamesAccepted",
             "status": "True",

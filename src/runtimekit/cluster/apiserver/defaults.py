@@ -11,13 +11,25 @@ are given (a fresh copy owned by the caller). Pure functions; called by `operati
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, MutableMapping
-from typing import Any
+from collections.abc import Callable
+from typing import TypeVar, cast
 
-Obj = MutableMapping[str, Any]
+from runtimekit.kube.objects import (
+    Container,
+    DaemonSet,
+    Deployment,
+    JsonObject,
+    Namespace,
+    Pod,
+    PodSpec,
+    PriorityClass,
+    ReplicaSet,
+    StatefulSet,
+    Toleration,
+)
 
 DEFAULT_SCHEDULER = "default-scheduler"
-_NOT_READY_TOLERATIONS = (
+_NOT_READY_TOLERATIONS: tuple[Toleration, ...] = (
     {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
     {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
 )
@@ -31,39 +43,40 @@ def _image_pull_policy(image: str) -> str:
     return "Always" if tag in ("", "latest") else "IfNotPresent"
 
 
-def _container(container: Obj) -> None:
+def _container(container: Container) -> None:
     if isinstance(container.get("image"), str):
         container.setdefault("imagePullPolicy", _image_pull_policy(container["image"]))
     container.setdefault("terminationMessagePath", "/dev/termination-log")
     container.setdefault("terminationMessagePolicy", "File")
     resources = container.setdefault("resources", {})
-    if isinstance(resources, MutableMapping):
+    if isinstance(resources, dict):
         limits = resources.get("limits") or {}
         if limits:
             requests = resources.setdefault("requests", {})
             for name, amount in limits.items():
                 requests.setdefault(name, amount)
     for port in container.get("ports") or []:
-        if isinstance(port, MutableMapping):
+        if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
 
 
-def pod_spec(spec: Obj) -> None:
+def pod_spec(spec: PodSpec) -> None:
     """Defaulting of a PodSpec (also inside workload templates)."""
     spec.setdefault("restartPolicy", "Always")
     spec.setdefault("dnsPolicy", "ClusterFirst")
     spec.setdefault("terminationGracePeriodSeconds", 30)
     spec.setdefault("securityContext", {})
     spec.setdefault("schedulerName", DEFAULT_SCHEDULER)
-    for field in ("containers", "initContainers"):
-        for container in spec.get(field) or []:
-            if isinstance(container, MutableMapping):
+    for containers in (spec.get("containers"), spec.get("initContainers")):
+        for container in containers or []:
+            if isinstance(container, dict):
                 _container(container)
 
 
-def qos_class(spec: Obj) -> str:
+def qos_class(spec: PodSpec) -> str:
     """Guaranteed, Burstable or BestEffort, from cpu and memory requests and limits."""
-    containers = [c for f in ("containers", "initContainers") for c in spec.get(f) or [] if isinstance(c, dict)]
+    both = (spec.get("containers"), spec.get("initContainers"))
+    containers = [c for found in both for c in found or [] if isinstance(c, dict)]
     any_set = False
     guaranteed = True
     for container in containers:
@@ -78,7 +91,7 @@ def qos_class(spec: Obj) -> str:
     return "Guaranteed" if guaranteed else "Burstable"
 
 
-def _pod(obj: Obj) -> None:
+def _pod(obj: Pod) -> None:
     spec = obj.setdefault("spec", {})
     pod_spec(spec)
     spec.setdefault("serviceAccountName", "default")
@@ -88,36 +101,37 @@ def _pod(obj: Obj) -> None:
     spec.setdefault("priority", 0)
     tolerations = spec.setdefault("tolerations", [])
     keys = {t.get("key") for t in tolerations if isinstance(t, dict)}
-    tolerations.extend(dict(t) for t in _NOT_READY_TOLERATIONS if t["key"] not in keys)
+    tolerations.extend(t.copy() for t in _NOT_READY_TOLERATIONS if t["key"] not in keys)
     obj["status"] = {"phase": "Pending", "qosClass": qos_class(spec)}
 
 
-def _template(obj: Obj) -> None:
+def _template(obj: Deployment | ReplicaSet | StatefulSet | DaemonSet | JsonObject) -> None:
+    """Defaults of a workload's pod template (a Job is still a `JsonObject` here)."""
     template = obj.setdefault("spec", {}).setdefault("template", {})
-    if isinstance(template.get("spec"), MutableMapping):
+    if isinstance(template.get("spec"), dict):
         pod_spec(template["spec"])
 
 
-def _deployment(obj: Obj) -> None:
+def _deployment(obj: Deployment) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("replicas", 1)
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("progressDeadlineSeconds", 600)
     strategy = spec.setdefault("strategy", {})
-    if isinstance(strategy, MutableMapping) and strategy.setdefault("type", "RollingUpdate") == "RollingUpdate":
+    if isinstance(strategy, dict) and strategy.setdefault("type", "RollingUpdate") == "RollingUpdate":
         rolling = strategy.setdefault("rollingUpdate", {})
-        if isinstance(rolling, MutableMapping):
+        if isinstance(rolling, dict):
             rolling.setdefault("maxSurge", "25%")
             rolling.setdefault("maxUnavailable", "25%")
     _template(obj)
 
 
-def _replicaset(obj: Obj) -> None:
+def _replicaset(obj: ReplicaSet) -> None:
     obj.setdefault("spec", {}).setdefault("replicas", 1)
     _template(obj)
 
 
-def _statefulset(obj: Obj) -> None:
+def _statefulset(obj: StatefulSet) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("replicas", 1)
     spec.setdefault("podManagementPolicy", "OrderedReady")
@@ -130,14 +144,14 @@ def _statefulset(obj: Obj) -> None:
     _template(obj)
 
 
-def _daemonset(obj: Obj) -> None:
+def _daemonset(obj: DaemonSet) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("revisionHistoryLimit", 10)
     spec.setdefault("updateStrategy", {"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "maxSurge": 0}})
     _template(obj)
 
 
-def _job(obj: Obj) -> None:
+def _job(obj: JsonObject) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("parallelism", 1)
     spec.setdefault("completions", 1)
@@ -160,13 +174,13 @@ def _job(obj: Obj) -> None:
     spec["template"].setdefault("spec", {}).setdefault("restartPolicy", "Never")
 
 
-def _namespace(obj: Obj) -> None:
+def _namespace(obj: Namespace) -> None:
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     obj["status"] = {"phase": "Active"}
     obj["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = obj["metadata"]["name"]
 
 
-def _service(obj: Obj) -> None:
+def _service(obj: JsonObject) -> None:
     spec = obj.setdefault("spec", {})
     spec.setdefault("type", "ClusterIP")
     spec.setdefault("sessionAffinity", "None")
@@ -179,35 +193,43 @@ def _service(obj: Obj) -> None:
     spec.setdefault("ipFamilyPolicy", "SingleStack")
     spec.setdefault("internalTrafficPolicy", "Cluster")
     for port in spec.get("ports") or []:
-        if isinstance(port, MutableMapping):
+        if isinstance(port, dict):
             port.setdefault("protocol", "TCP")
             port.setdefault("targetPort", port.get("port"))
     obj["status"] = {"loadBalancer": {}}
 
 
-def _secret(obj: Obj) -> None:
+def _secret(obj: JsonObject) -> None:
     obj.setdefault("type", "Opaque")
 
 
-def _priority_class(obj: Obj) -> None:
+def _priority_class(obj: PriorityClass) -> None:
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
 
-_BY_KIND: dict[str, Callable[[Obj], None]] = {
-    "Pod": _pod,
-    "Deployment": _deployment,
-    "DaemonSet": _daemonset,
-    "StatefulSet": _statefulset,
-    "ReplicaSet": _replicaset,
+_Kind = TypeVar("_Kind")
+
+
+def _of_kind(defaulter: Callable[[_Kind], None]) -> Callable[[JsonObject], None]:
+    """A defaulter of one kind, called with an object `apply_defaults` found to be of that kind."""
+    return cast(Callable[[JsonObject], None], defaulter)
+
+
+_BY_KIND: dict[str, Callable[[JsonObject], None]] = {
+    "Pod": _of_kind(_pod),
+    "Deployment": _of_kind(_deployment),
+    "DaemonSet": _of_kind(_daemonset),
+    "StatefulSet": _of_kind(_statefulset),
+    "ReplicaSet": _of_kind(_replicaset),
     "Job": _job,
-    "Namespace": _namespace,
+    "Namespace": _of_kind(_namespace),
     "Service": _service,
     "Secret": _secret,
-    "PriorityClass": _priority_class,
+    "PriorityClass": _of_kind(_priority_class),
 }
 
 
-def apply_defaults(group: str, kind: str, obj: Obj) -> None:
+def apply_defaults(group: str, kind: str, obj: JsonObject) -> None:
     """Fill in server defaults for a new object of a built-in kind (custom kinds get none)."""
     if group in ("", "apps", "batch", "scheduling.k8s.io"):
         defaulter = _BY_KIND.get(kind)
@@ -218,7 +240,7 @@ def apply_defaults(group: str, kind: str, obj: Obj) -> None:
 _WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet")})
 
 
-def apply_update_defaults(group: str, kind: str, obj: Obj) -> None:
+def apply_update_defaults(group: str, kind: str, obj: JsonObject) -> None:
     """Defaults on update, where kube applies them too: the workload kinds, whose controllers compare
     the stored template with what they created from it."""
     if (group, kind) in _WORKLOADS:

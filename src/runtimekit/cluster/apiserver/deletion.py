@@ -24,9 +24,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict, cast
 
 from runtimekit.base.timestamps import rfc3339
+from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
 from runtimekit.cluster.apiserver.errors import (
     bad_request,
     conflict,
@@ -37,12 +38,12 @@ from runtimekit.cluster.apiserver.errors import (
 )
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
+from runtimekit.kube.objects import JsonObject, Pod
 
 PROTECTED_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
 POLICIES = ("Foreground", "Background", "Orphan")
-Obj = dict[str, Any]
 
 
 class KubeletHook(Protocol):
@@ -75,6 +76,21 @@ class ApiState(Protocol):
     def now(self) -> str: ...
 
 
+class Preconditions(TypedDict, total=False):
+    uid: str
+    resourceVersion: str
+
+
+class DeleteOptionsBody(TypedDict, total=False):
+    """A `DeleteOptions` request body (the query may give the same options)."""
+
+    gracePeriodSeconds: int
+    preconditions: Preconditions
+    dryRun: list[str]
+    propagationPolicy: str
+    orphanDependents: bool
+
+
 @dataclass(frozen=True)
 class DeleteOptions:
     grace_period: int | None = None
@@ -89,18 +105,19 @@ class DeleteOptions:
         body = body or {}
         if not isinstance(body, Mapping):
             raise bad_request("DeleteOptions must be a JSON object")
-        grace = body.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
-        pre = body.get("preconditions") or {}
-        dry = body.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
+        given = cast(DeleteOptionsBody, body)
+        grace = given.get("gracePeriodSeconds", query.get("gracePeriodSeconds"))
+        pre = given.get("preconditions") or {}
+        dry = given.get("dryRun") or ([query["dryRun"]] if "dryRun" in query else [])
         try:
             grace_value = None if grace is None else int(grace)
         except (TypeError, ValueError):
             raise bad_request(f"gracePeriodSeconds must be an integer, got {grace!r}") from None
-        propagation = _propagation(body.get("propagationPolicy", query.get("propagationPolicy")), body, query)
+        propagation = _propagation(given.get("propagationPolicy", query.get("propagationPolicy")), given, query)
         return cls(grace_value, pre.get("uid"), pre.get("resourceVersion"), "All" in dry, propagation)
 
 
-def _propagation(policy: object, body: Mapping[str, Any], query: Mapping[str, str]) -> str | None:
+def _propagation(policy: object, body: DeleteOptionsBody, query: Mapping[str, str]) -> str | None:
     """The propagation policy asked for; `orphanDependents` (deprecated) maps to Orphan or Background."""
     orphan = body.get("orphanDependents", query.get("orphanDependents"))
     if orphan is not None and policy is not None:
@@ -161,13 +178,13 @@ def delete(api: ApiState, info: ResourceInfo, namespace: str, name: str, options
         if meta.get("finalizers"):  # only GC finalizers, all dropped (Background): delete now
             meta.pop("finalizers")
             current = api.store.put(storage, obj, current)
-        grace = _pod_grace(api, storage, obj, options)
+        grace = _pod_grace(api, storage, cast(Pod, obj), options)
         if grace:
             return Deleted(_mark(api, storage, current, obj, grace), gone=False)
         return Deleted(finish_deletion(api, storage, current, None), gone=True)
 
 
-def _preconditions(info: ResourceInfo, current: Stored, obj: Obj, options: DeleteOptions) -> None:
+def _preconditions(info: ResourceInfo, current: Stored, obj: JsonObject, options: DeleteOptions) -> None:
     uid = obj["metadata"].get("uid")
     if options.uid and options.uid != uid:
         why = f"Precondition failed: UID in precondition: {options.uid}, UID in object meta: {uid}"
@@ -180,7 +197,9 @@ def _preconditions(info: ResourceInfo, current: Stored, obj: Obj, options: Delet
         raise conflict(info.plural, current.name, why, info.group)
 
 
-def _mark(api: ApiState, storage: ResourceInfo, current: Stored, obj: Obj, grace: int, force: bool = False) -> Stored:
+def _mark(
+    api: ApiState, storage: ResourceInfo, current: Stored, obj: JsonObject, grace: int, force: bool = False
+) -> Stored:
     """Set deletionTimestamp (once; a shorter grace period moves it earlier); `force` stores `obj`
     even when the timestamp stays (its finalizers changed)."""
     meta = obj["metadata"]
@@ -196,7 +215,7 @@ def _later(api: ApiState, seconds: int) -> str:
     return rfc3339(api.clock() + seconds)
 
 
-def _pod_grace(api: ApiState, storage: ResourceInfo, pod: Obj, options: DeleteOptions) -> int:
+def _pod_grace(api: ApiState, storage: ResourceInfo, pod: Pod, options: DeleteOptions) -> int:
     """The grace period a pod deletion waits for its kubelet, 0 for an immediate delete."""
     if storage.group != "" or storage.kind != "Pod":
         return 0
@@ -210,14 +229,14 @@ def _pod_grace(api: ApiState, storage: ResourceInfo, pod: Obj, options: DeleteOp
     return grace if any(hook.manages(node) for hook in api.kubelets) else 0
 
 
-def finish_deletion(api: ApiState, storage: ResourceInfo, current: Stored, final: Obj | None) -> Stored:
+def finish_deletion(api: ApiState, storage: ResourceInfo, current: Stored, final: JsonObject | None) -> Stored:
     """Remove the object (as `final` when given: an update that cleared the last finalizer)."""
     with api.store.lock:
         if final is not None:
             current = api.store.put(storage, final, current)
         gone = api.store.remove(storage, current)
         if storage.group == "apiextensions.k8s.io":
-            _drop_custom_resources(api, gone.obj())
+            _drop_custom_resources(api, cast(CustomResourceDefinition, gone.obj()))
         if storage.group == "" and storage.kind == "Namespace":
             api.terminating.discard(gone.name)
         elif storage.namespaced and gone.namespace in api.terminating:
@@ -225,7 +244,7 @@ def finish_deletion(api: ApiState, storage: ResourceInfo, current: Stored, final
         return gone
 
 
-def _drop_custom_resources(api: ApiState, crd: Obj) -> None:
+def _drop_custom_resources(api: ApiState, crd: CustomResourceDefinition) -> None:
     spec = crd.get("spec") or {}
     group, plural = spec.get("group", ""), (spec.get("names") or {}).get("plural", "")
     served = api.table.by_storage(f"{group}/{plural}")
@@ -246,7 +265,7 @@ def _namespaced_storages(api: ApiState) -> list[ResourceInfo]:
     return list(seen.values())
 
 
-def _delete_namespace(api: ApiState, storage: ResourceInfo, current: Stored, obj: Obj) -> Deleted:
+def _delete_namespace(api: ApiState, storage: ResourceInfo, current: Stored, obj: JsonObject) -> Deleted:
     name = current.name
     if name not in api.terminating:
         obj["metadata"]["deletionTimestamp"] = api.now()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 
@@ -24,6 +24,74 @@ _SUBRESOURCE_VERBS = {
 _SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction", "scale": "Scale"}
 # subresources whose body is of another group
 _SUBRESOURCE_GROUP = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
+
+
+class VersionInfo(TypedDict):
+    """`version.Info`, what `/version` answers."""
+
+    major: str
+    minor: str
+    gitVersion: str
+    gitCommit: str
+    gitTreeState: str
+    buildDate: str
+    goVersion: str
+    compiler: str
+    platform: str
+
+
+class ServerAddressByClientCIDR(TypedDict):
+    clientCIDR: str
+    serverAddress: str
+
+
+class APIVersions(TypedDict):
+    kind: str
+    versions: list[str]
+    serverAddressByClientCIDRs: list[ServerAddressByClientCIDR]
+
+
+class GroupVersionForDiscovery(TypedDict):
+    groupVersion: str
+    version: str
+
+
+class APIGroup(TypedDict, total=False):
+    """One group; `kind` and `apiVersion` only when it is the whole answer (`/apis/<group>`)."""
+
+    kind: str
+    apiVersion: str
+    name: str
+    versions: list[GroupVersionForDiscovery]
+    preferredVersion: GroupVersionForDiscovery
+
+
+class APIGroupList(TypedDict):
+    kind: str
+    apiVersion: str
+    groups: list[APIGroup]
+
+
+class APIResource(TypedDict, total=False):
+    name: str
+    singularName: str
+    namespaced: bool
+    group: str  # a subresource whose body is of another group (eviction, scale)
+    version: str
+    kind: str
+    verbs: list[str]
+    shortNames: list[str]
+    categories: list[str]
+
+
+class APIResourceList(TypedDict):
+    kind: str
+    apiVersion: str
+    groupVersion: str
+    resources: list[APIResource]
+
+
+DiscoveryDocument = APIVersions | APIGroupList | APIGroup | APIResourceList
 
 
 @dataclass(frozen=True)
@@ -46,7 +114,7 @@ class KubernetesVersion:
         return f"v{self.major}.{self.minor}.{self.patch}"
 
 
-def version_info(version: KubernetesVersion) -> dict[str, Any]:
+def version_info(version: KubernetesVersion) -> VersionInfo:
     return {
         "major": str(version.major),
         "minor": str(version.minor),
@@ -60,7 +128,7 @@ def version_info(version: KubernetesVersion) -> dict[str, Any]:
     }
 
 
-def api_versions(server_address: str) -> dict[str, Any]:
+def api_versions(server_address: str) -> APIVersions:
     """`GET /api`: the legacy core group's versions."""
     return {
         "kind": "APIVersions",
@@ -69,18 +137,18 @@ def api_versions(server_address: str) -> dict[str, Any]:
     }
 
 
-def _group(name: str, versions: tuple[str, ...]) -> dict[str, Any]:
-    entries = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
+def _group(name: str, versions: tuple[str, ...]) -> APIGroup:
+    entries: list[GroupVersionForDiscovery] = [{"groupVersion": f"{name}/{v}", "version": v} for v in versions]
     return {"name": name, "versions": entries, "preferredVersion": entries[0]}
 
 
-def api_group_list(table: ResourceTable) -> dict[str, Any]:
+def api_group_list(table: ResourceTable) -> APIGroupList:
     """`GET /apis`."""
     groups = [_group(g.name, g.versions) for g in table.groups()]
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(table: ResourceTable, name: str) -> dict[str, Any] | None:
+def api_group(table: ResourceTable, name: str) -> APIGroup | None:
     """`GET /apis/<group>`, None when the group is not served."""
     for group in table.groups():
         if group.name == name:
@@ -88,8 +156,8 @@ def api_group(table: ResourceTable, name: str) -> dict[str, Any] | None:
     return None
 
 
-def _entries(info: ResourceInfo) -> list[dict[str, Any]]:
-    main: dict[str, Any] = {
+def _entries(info: ResourceInfo) -> list[APIResource]:
+    main: APIResource = {
         "name": info.plural,
         "singularName": info.singular,
         "namespaced": info.namespaced,
@@ -103,8 +171,8 @@ def _entries(info: ResourceInfo) -> list[dict[str, Any]]:
     return [main, *(_subresource(info, sub) for sub in sorted(info.subresources))]
 
 
-def _subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
+def _subresource(info: ResourceInfo, sub: str) -> APIResource:
+    entry: APIResource = {"name": f"{info.plural}/{sub}", "singularName": "", "namespaced": info.namespaced}
     if sub in _SUBRESOURCE_GROUP:
         entry["group"], entry["version"] = _SUBRESOURCE_GROUP[sub]
     entry["kind"] = _SUBRESOURCE_KIND.get(sub, info.kind)
@@ -112,7 +180,7 @@ def _subresource(info: ResourceInfo, sub: str) -> dict[str, Any]:
     return entry
 
 
-def api_resource_list(table: ResourceTable, group: str, version: str) -> dict[str, Any] | None:
+def api_resource_list(table: ResourceTable, group: str, version: str) -> APIResourceList | None:
     """`GET /api/v1` or `GET /apis/<group>/<version>`, None when that group/version is not served."""
     infos = table.resources(group, version)
     if not infos:

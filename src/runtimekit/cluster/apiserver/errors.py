@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+
+from runtimekit.kube.objects import Status, StatusDetails
 
 
 @dataclass(frozen=True)
@@ -33,13 +34,13 @@ class ApiError(Exception):
     code: int
     reason: str
     message: str
-    details: dict[str, Any] = field(default_factory=dict)
+    details: StatusDetails = field(default_factory=StatusDetails)
 
     def __str__(self) -> str:
         return f"{self.code} {self.reason}: {self.message}"
 
-    def status(self) -> dict[str, Any]:
-        body: dict[str, Any] = {
+    def status(self) -> Status:
+        body: Status = {
             "kind": "Status",
             "apiVersion": "v1",
             "metadata": {},
@@ -54,9 +55,9 @@ class ApiError(Exception):
         return body
 
 
-def success_status(code: int = 200, details: dict[str, Any] | None = None) -> dict[str, Any]:
+def success_status(code: int = 200, details: StatusDetails | None = None) -> Status:
     """A `Status` with `status: Success` (binding, delete of kinds that do not return the object)."""
-    body: dict[str, Any] = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
+    body: Status = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
     if details:
         body["details"] = details
     body["code"] = code
@@ -67,8 +68,8 @@ def _qualified(resource: str, group: str) -> str:
     return f"{resource}.{group}" if group else resource
 
 
-def _details(name: str, resource: str, group: str) -> dict[str, Any]:
-    out: dict[str, Any] = {"name": name} if name else {}
+def _details(name: str, resource: str, group: str) -> StatusDetails:
+    out: StatusDetails = {"name": name} if name else {}
     if group:
         out["group"] = group
     out["kind"] = resource

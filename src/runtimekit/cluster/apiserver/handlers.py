@@ -53,10 +53,11 @@ from runtimekit.cluster.apiserver.routing import (
     parse_path,
     parse_resource_version,
 )
-from runtimekit.cluster.apiserver.store import Stored, dumps
-from runtimekit.cluster.apiserver.tables import TableMaker
+from runtimekit.cluster.apiserver.store import Key, Stored, dumps
+from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
 from runtimekit.cluster.apiserver.typed import FieldValidation, collect_warnings
 from runtimekit.cluster.apiserver.watch import Waker, WatchRequest, WatchStream, pods_on_node
+from runtimekit.kube.objects import StatusDetails
 
 log = logging.getLogger(__name__)
 _HEALTH = ("/healthz", "/readyz", "/livez")
@@ -128,7 +129,7 @@ class Handlers:
         if request.method != "GET":
             raise method_not_allowed()
         table = self.api.table
-        body: dict[str, Any] | None
+        body: discovery.DiscoveryDocument | None
         if where.legacy:
             legacy = discovery.api_resource_list(table, "", where.version) if where.version else None
             body = legacy if where.version else discovery.api_versions(self.address())
@@ -225,7 +226,7 @@ class Handlers:
             return _json(dumps(partial_object(served, rendering.version)), status)
         return _json(served, status)
 
-    def _pods_on_node(self, node: str) -> Any:
+    def _pods_on_node(self, node: str) -> list[PodGpu]:
         return pods_on_node(self.api, node)
 
     @staticmethod
@@ -277,7 +278,7 @@ class Handlers:
             return _json(list_bytes(info, page.rv, token, served))
         return await _stream_list(request, list_parts(info, page.rv, token), served)
 
-    def _list_position(self, query: Mapping[str, str]) -> tuple[int | None, Any]:
+    def _list_position(self, query: Mapping[str, str]) -> tuple[int | None, Key | None]:
         """(resourceVersion to list at, key to start after) from continue / resourceVersionMatch."""
         token = query.get("continue", "")
         rv_text = query.get("resourceVersion", "")
@@ -346,7 +347,7 @@ class Handlers:
         )
         result = delete(self.api, info, target.namespace or "", target.name, options)
         if result.gone and not info.returns_deleted_object:
-            details = {"name": result.stored.name, "kind": info.plural}
+            details: StatusDetails = {"name": result.stored.name, "kind": info.plural}
             if info.group:
                 details["group"] = info.group
             details["uid"] = str(result.stored.obj()["metadata"].get("uid", ""))

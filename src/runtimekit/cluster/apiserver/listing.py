@@ -11,16 +11,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TypedDict
 
 from runtimekit.cluster.apiserver.errors import bad_request
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.selectors import FieldSelector, FieldTerm, parse_field_selector
-from runtimekit.cluster.apiserver.store import INDEXED_FIELDS, Stored, dumps
+from runtimekit.cluster.apiserver.store import INDEXED_FIELDS, RowFacts, Stored, dumps
 from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
 from runtimekit.kube import jsoncodec
+from runtimekit.kube.objects import ListMeta, ObjectMeta
 from runtimekit.kube.semantics.labels import Selector, SelectorError
 from runtimekit.kube.semantics.labeltext import parse_label_selector
+
+
+class PartialObjectMetadata(TypedDict):
+    """`meta.k8s.io` PartialObjectMetadata: an object's metadata alone (for `as=PartialObjectMetadata`,
+    and the object of a Table row by default)."""
+
+    kind: str
+    apiVersion: str
+    metadata: ObjectMeta
 
 
 @dataclass(frozen=True)
@@ -81,7 +91,7 @@ class Filter:
 
 def list_parts(info: ResourceInfo, rv: int, continue_token: str) -> tuple[bytes, bytes]:
     """The bytes before and after the comma-joined items of a `<Kind>List`."""
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    meta: ListMeta = {"resourceVersion": str(rv)}
     if continue_token:
         meta["continue"] = continue_token
     head = dumps({"kind": info.list_kind, "apiVersion": info.api_version, "metadata": meta})
@@ -93,18 +103,18 @@ def list_bytes(info: ResourceInfo, rv: int, continue_token: str, items: Iterable
     return b"".join((head, b",".join(items), tail))
 
 
-def _metadata(raw: bytes) -> dict[str, Any]:
-    meta: dict[str, Any] = jsoncodec.loads(raw).get("metadata", {})
+def _metadata(raw: bytes) -> ObjectMeta:
+    meta: ObjectMeta = jsoncodec.loads(raw).get("metadata", {})
     meta.pop("managedFields", None)
     return meta
 
 
-def partial_object(raw: bytes, version: str) -> dict[str, Any]:
+def partial_object(raw: bytes, version: str) -> PartialObjectMetadata:
     return {"kind": "PartialObjectMetadata", "apiVersion": f"meta.k8s.io/{version}", "metadata": _metadata(raw)}
 
 
 def partial_list_bytes(rv: int, continue_token: str, items: Sequence[bytes], version: str) -> bytes:
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    meta: ListMeta = {"resourceVersion": str(rv)}
     if continue_token:
         meta["continue"] = continue_token
     body = {
@@ -134,10 +144,10 @@ def table_bytes(
     rv: int,
     continue_token: str = "",
     pods_on_node: Callable[[str], Iterable[PodGpu]],
-    facts: Callable[[Stored], tuple[object, ...]],
+    facts: Callable[[Stored], RowFacts],
 ) -> bytes:
     """A `Table`; each row is (stored version, its served JSON)."""
-    meta: dict[str, Any] = {"resourceVersion": str(rv)}
+    meta: ListMeta = {"resourceVersion": str(rv)}
     if continue_token:
         meta["continue"] = continue_token
     columns = [c.definition() for c in maker.columns(info)] if request.headers else None
@@ -155,7 +165,7 @@ def table_bytes(
 
 def _row(
     maker: TableMaker,
-    facts: tuple[object, ...],
+    facts: RowFacts,
     name: str,
     raw: bytes,
     request: TableRequest,

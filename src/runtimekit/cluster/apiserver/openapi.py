@@ -19,10 +19,34 @@ import json
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib import resources
-from typing import Any
+from typing import TypedDict
 
 _QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 _INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+
+Schema = TypedDict(
+    "Schema",
+    {
+        "$ref": str,
+        "type": "str | list[str]",
+        "format": str,
+        "properties": "dict[str, Schema]",
+        "additionalProperties": "Schema | bool",
+        "items": "Schema",
+        "oneOf": "list[Schema]",
+    },
+    total=False,
+)
+"""The structural part of one OpenAPI (JSON Schema) definition, as the shipped file keeps it."""
+
+
+class Definitions(TypedDict):
+    """The shipped file: the distinct schemas, and per minor version its definition names (to a
+    schema of `pool`) and its served kinds (`apps/v1/Deployment` to a definition name)."""
+
+    pool: dict[str, Schema]
+    versions: dict[str, dict[str, str]]
+    kinds: dict[str, dict[str, str]]
 
 
 class Kind(Enum):
@@ -62,7 +86,7 @@ def _go_name(definition: str) -> str:
 
 
 class _Compiler:
-    def __init__(self, pool: dict[str, Any], names: dict[str, str]) -> None:
+    def __init__(self, pool: dict[str, Schema], names: dict[str, str]) -> None:
         self._pool, self._names = pool, names
         self._done: dict[str, Shape] = {}
 
@@ -74,20 +98,20 @@ class _Compiler:
         elif name == _INT_OR_STRING:
             shape = Shape(Kind.INT_OR_STRING, "intstr.IntOrString")
         else:
-            schema = self._pool[self._names[name]] if name in self._names else {}
+            schema: Schema = self._pool[self._names[name]] if name in self._names else {}
             shape = Shape(Kind.ANY, _go_name(name), struct=name.rsplit(".", 1)[-1])
             self._done[name] = shape  # before the fields: a definition may contain itself
             self._fill(shape, schema)
         self._done[name] = shape
         return shape
 
-    def _fill(self, shape: Shape, schema: dict[str, Any]) -> None:
+    def _fill(self, shape: Shape, schema: Schema) -> None:
         made = self.schema(schema, shape.go_type)
         shape.kind, shape.fields, shape.item, shape.bits = made.kind, made.fields, made.item, made.bits
         if made.kind is not Kind.STRUCT:
             shape.struct = ""
 
-    def schema(self, schema: dict[str, Any], go_type: str = "") -> Shape:
+    def schema(self, schema: Schema, go_type: str = "") -> Shape:
         ref = schema.get("$ref")
         if ref:
             return self.definition(str(ref).rsplit("/", 1)[-1])
@@ -135,9 +159,9 @@ class ShapeSet:
 
 
 @functools.cache
-def _document() -> dict[str, Any]:
+def _document() -> Definitions:
     raw = (resources.files("runtimekit") / "data" / "k8s-schemas.json.gz").read_bytes()
-    loaded: dict[str, Any] = json.loads(gzip.decompress(raw))
+    loaded: Definitions = json.loads(gzip.decompress(raw))
     return loaded
 
 

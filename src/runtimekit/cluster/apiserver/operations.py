@@ -13,8 +13,8 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver import conversion, crds, typed, validation, volcano, workloads
@@ -48,6 +48,7 @@ from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
 from runtimekit.cluster.apiserver.typed import FieldValidation
 from runtimekit.kube import jsoncodec
+from runtimekit.kube.objects import Binding, Condition, JsonObject, ObjectMeta, Pod, PriorityClass, VolcanoJob
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -57,12 +58,11 @@ PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
-Obj = dict[str, Any]
 WARN = FieldValidation.WARN
 __all__ = ["Api", "decode_body"]
 
 
-def _spec_part(obj: Mapping[str, Any]) -> dict[str, Any]:
+def _spec_part(obj: JsonObject) -> JsonObject:
     return {k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")}
 
 
@@ -106,7 +106,7 @@ class Api:
     def served(self, info: ResourceInfo, stored: Stored) -> bytes:
         return conversion.served_bytes(info, self.storage_of(info), stored)
 
-    def served_obj(self, info: ResourceInfo, stored: Stored) -> Obj:
+    def served_obj(self, info: ResourceInfo, stored: Stored) -> JsonObject:
         return (
             conversion.to_served(info, stored.obj())
             if conversion.needs_conversion(info, self.storage_of(info))
@@ -118,7 +118,7 @@ class Api:
 
     # request checks -------------------------------------------------------------------------------
 
-    def check_type(self, info: ResourceInfo, body: Any, validation: FieldValidation = WARN) -> Obj:
+    def check_type(self, info: ResourceInfo, body: Any, validation: FieldValidation = WARN) -> JsonObject:
         if not isinstance(body, dict):
             raise bad_request(f"the object provided is unrecognized (must be of type {info.kind}): not a JSON object")
         api_version = body.setdefault("apiVersion", info.api_version)
@@ -146,10 +146,10 @@ class Api:
             raise bad_request(
                 f"the object provided is unrecognized (must be of type {info.kind}): metadata must be an object"
             )
-        checked: Obj = body
+        checked: JsonObject = body
         return checked
 
-    def _check_namespace(self, info: ResourceInfo, obj: Obj, namespace: str) -> None:
+    def _check_namespace(self, info: ResourceInfo, obj: JsonObject, namespace: str) -> None:
         meta = obj["metadata"]
         if not info.namespaced:
             meta.pop("namespace", None)
@@ -161,7 +161,7 @@ class Api:
             raise bad_request("the namespace of the object is required")
         meta["namespace"] = given
 
-    def _check_name(self, obj: Obj, name: str) -> None:
+    def _check_name(self, obj: JsonObject, name: str) -> None:
         given = obj["metadata"].get("name", "")
         if given != name:
             raise bad_request(f"the name of the object ({given}) does not match the name on the URL ({name})")
@@ -177,22 +177,23 @@ class Api:
             why = f"unable to create new content in namespace {namespace} because it is being terminated"
             raise forbidden(info.plural, name, why, info.group)
 
-    def validate(self, info: ResourceInfo, obj: Obj, old: Obj | None) -> None:
+    def validate(self, info: ResourceInfo, obj: JsonObject, old: JsonObject | None) -> None:
         meta = obj["metadata"]
         causes: list[Cause] = []
         if old is None:
             causes += validation.check_name(meta.get("name"), info.name_rule)
         causes += validation.check_metadata(meta)
         if info.group == "" and info.kind == "Pod":
-            causes += validation.check_pod(obj) if old is None else validation.check_pod_update(old, obj)
+            pod = cast(Pod, obj)
+            causes += validation.check_pod(pod) if old is None else validation.check_pod_update(cast(Pod, old), pod)
         if info.group == "apiextensions.k8s.io":
-            causes += crds.check_crd(obj)
+            causes += crds.check_crd(cast(crds.CustomResourceDefinition, obj))
         if info.group == "apps" and info.kind in workloads.KINDS:
-            causes += workloads.check_workload(obj, old)
+            causes += workloads.check_workload(cast(workloads.Workload, obj), cast("workloads.Workload | None", old))
         if causes:
             raise invalid(info.kind, str(meta.get("name", "")), causes, info.group)
         if volcano.is_job(info.group, info.kind):
-            volcano.admit_job(obj, old)
+            volcano.admit_job(cast(VolcanoJob, obj), cast("VolcanoJob | None", old))
 
     # create ---------------------------------------------------------------------------------------
 
@@ -214,7 +215,7 @@ class Api:
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(storage, meta)
             if volcano.is_job(storage.group, storage.kind):  # its mutating webhook runs before validation
-                volcano.apply_job_defaults(obj)
+                volcano.apply_job_defaults(cast(VolcanoJob, obj))
             self.validate(info, obj, None)
             self._namespace_ready(info, meta.get("namespace", ""), meta["name"])
             if _set_resource_version(meta.get("resourceVersion")):
@@ -227,10 +228,10 @@ class Api:
                 return self.store.make(storage, obj, self.store.rv)
             stored = self.store.put(storage, obj, None)
             if storage.group == "apiextensions.k8s.io":
-                self.table.add(crds.crd_resources(obj))
+                self.table.add(crds.crd_resources(cast(crds.CustomResourceDefinition, obj)))
             return stored
 
-    def _generate_name(self, storage: ResourceInfo, meta: Mapping[str, Any]) -> str:
+    def _generate_name(self, storage: ResourceInfo, meta: ObjectMeta) -> str:
         base = str(meta["generateName"])[:58]
         for _ in range(8):
             name = base + "".join(self.rng.choice(_NAME_CHARS) for _ in range(5))
@@ -238,7 +239,7 @@ class Api:
                 return name
         return name
 
-    def _init_metadata(self, storage: ResourceInfo, obj: Obj) -> None:
+    def _init_metadata(self, storage: ResourceInfo, obj: JsonObject) -> None:
         meta = obj["metadata"]
         for key in (*_SYSTEM_META, "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
@@ -250,11 +251,11 @@ class Api:
             obj.pop("status", None)
         apply_defaults(storage.group, storage.kind, obj)
         if storage.group == "" and storage.kind == "Pod":
-            self._pod_priority(obj)
+            self._pod_priority(cast(Pod, obj))
         if storage.group == "apiextensions.k8s.io":
-            obj["status"] = crds.crd_status(obj, self.now())
+            obj["status"] = crds.crd_status(cast(crds.CustomResourceDefinition, obj), self.now())
 
-    def _pod_priority(self, pod: Obj) -> None:
+    def _pod_priority(self, pod: Pod) -> None:
         spec = pod["spec"]
         name = spec.get("priorityClassName")
         if not name:
@@ -262,7 +263,7 @@ class Api:
         found = self.store.get(self.resource("scheduling.k8s.io", "v1", "priorityclasses"), "", name)
         if found is None:
             raise forbidden("pods", pod["metadata"]["name"], f"no PriorityClass with name {name} was found")
-        pc = found.obj()
+        pc = cast(PriorityClass, found.obj())
         spec["priority"] = int(pc.get("value", 0))
         spec["preemptionPolicy"] = pc.get("preemptionPolicy", "PreemptLowerPriority")
 
@@ -328,7 +329,7 @@ class Api:
             return self._write(info, storage, current, patched, subresource, dry_run)
 
     @staticmethod
-    def _apply_patch(info: ResourceInfo, patch_type: str, original: Obj, document: Any) -> Any:
+    def _apply_patch(info: ResourceInfo, patch_type: str, original: JsonObject, document: Any) -> Any:
         try:
             if patch_type == JSON_PATCH:
                 return json_patch(original, document)
@@ -343,7 +344,13 @@ class Api:
             raise unprocessable(str(exc)) from None
 
     def _write(
-        self, info: ResourceInfo, storage: ResourceInfo, current: Stored, obj: Obj, subresource: str, dry_run: bool
+        self,
+        info: ResourceInfo,
+        storage: ResourceInfo,
+        current: Stored,
+        obj: JsonObject,
+        subresource: str,
+        dry_run: bool,
     ) -> Stored:
         old = current.obj()
         self._preconditions(info, current, old, obj)
@@ -362,10 +369,10 @@ class Api:
             return finish_deletion(self, storage, current, new)
         stored = self.store.put(storage, new, current)
         if storage.group == "apiextensions.k8s.io" and not subresource:
-            self.table.add(crds.crd_resources(new))
+            self.table.add(crds.crd_resources(cast(crds.CustomResourceDefinition, new)))
         return stored
 
-    def _preconditions(self, info: ResourceInfo, current: Stored, old: Obj, obj: Obj) -> None:
+    def _preconditions(self, info: ResourceInfo, current: Stored, old: JsonObject, obj: JsonObject) -> None:
         meta = obj["metadata"]
         wanted = meta.get("resourceVersion")
         if wanted not in (None, "") and str(wanted) != str(current.rv):
@@ -376,10 +383,10 @@ class Api:
             raise conflict(info.plural, current.name, why, info.group)
 
     @staticmethod
-    def _merge_update(storage: ResourceInfo, old: Obj, obj: Obj, subresource: str) -> Obj:
+    def _merge_update(storage: ResourceInfo, old: JsonObject, obj: JsonObject, subresource: str) -> JsonObject:
         """The object to store: status-only for /status, status kept for the main resource."""
         if subresource == "status":
-            new: Obj = jsoncodec.loads(jsoncodec.dumps(old))
+            new: JsonObject = jsoncodec.loads(jsoncodec.dumps(old))
             if "status" in obj:
                 new["status"] = obj["status"]
             else:
@@ -426,7 +433,7 @@ class Api:
     def bind(self, namespace: str, name: str | None, body: Any) -> None:
         """`POST pods/{name}/binding` (or `POST bindings`): assign an unbound pod to a node."""
         binding_info = self.resource("", "v1", "bindings")
-        binding = self.check_type(binding_info, body)
+        binding = cast(Binding, self.check_type(binding_info, body))
         meta = binding["metadata"]
         if name is not None and meta.get("name") != name:
             raise bad_request("name in URL does not match name in Binding object")
@@ -437,17 +444,17 @@ class Api:
         pods = self.resource("", "v1", "pods")
         with self.store.lock:
             current = self.get(pods, namespace, name)
-            pod = current.obj()
+            pod = cast(Pod, current.obj())
             self._check_bindable(pod, name, meta.get("uid"))
             pod["spec"]["nodeName"] = binding["target"]["name"]
             annotations = meta.get("annotations") or {}
             if annotations:
                 pod["metadata"].setdefault("annotations", {}).update(annotations)
             _set_condition(pod, "PodScheduled", "True", self.now())
-            self.store.put(pods, pod, current)
+            self.store.put(pods, cast(JsonObject, pod), current)
 
     @staticmethod
-    def _check_bindable(pod: Obj, name: str, uid: object) -> None:
+    def _check_bindable(pod: Pod, name: str, uid: object) -> None:
         if uid and uid != pod["metadata"].get("uid"):
             why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}"
             raise conflict("pods/binding", name, why)
@@ -467,7 +474,7 @@ def _set_resource_version(value: object) -> bool:
         return False
 
 
-def _set_condition(pod: Obj, kind: str, status: str, now: str) -> None:
+def _set_condition(pod: Pod, kind: str, status: str, now: str) -> None:
     conditions = pod.setdefault("status", {}).setdefault("conditions", [])
     for condition in conditions:
         if condition.get("type") == kind:
@@ -475,10 +482,11 @@ def _set_condition(pod: Obj, kind: str, status: str, now: str) -> None:
                 condition["lastTransitionTime"] = now
             condition["status"] = status
             return
-    conditions.append({"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now})
+    added = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
+    conditions.append(cast(Condition, added))  # kube writes lastProbeTime as null, which Condition does not type
 
 
-def _graceful_pending(storage: ResourceInfo, obj: Obj) -> bool:
+def _graceful_pending(storage: ResourceInfo, obj: JsonObject) -> bool:
     """A pod whose graceful deletion a kubelet is carrying out stays until it deletes it."""
     return (
         storage.group == ""

@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from runtimekit.cluster.apiserver.patchschema import EMPTY, MergeList, Node, Struct
+from runtimekit.kube.objects import JsonObject
+
+Operation = TypedDict("Operation", {"op": str, "path": str, "value": Any, "from": str}, total=False)
+"""One RFC 6902 operation (written as a call: `from` is a Python keyword); `json_patch` checks `op`
+and `path` before any is applied."""
 
 _DELETE = object()
 _SET_ORDER = "$setElementOrder/"
@@ -44,14 +49,14 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return result
 
 
-def strategic_merge(original: Mapping[str, Any], patch: Mapping[str, Any], schema: Struct) -> dict[str, Any]:
+def strategic_merge(original: JsonObject, patch: JsonObject, schema: Struct) -> JsonObject:
     """Apply a strategic merge patch to an object of the kind `schema` describes."""
     if not isinstance(patch, Mapping):
         raise PatchFormatError("a strategic merge patch must be a JSON object")
     merged = _merge_map(dict(original), patch, schema)
     if merged is _DELETE:
         raise PatchFormatError("a strategic merge patch cannot delete the whole object")
-    result: dict[str, Any] = merged
+    result: JsonObject = merged
     return result
 
 
@@ -59,7 +64,7 @@ def _struct(node: Node | None) -> Struct:
     return node if isinstance(node, Struct) else EMPTY
 
 
-def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Struct) -> Any:
+def _merge_map(original: JsonObject, patch: JsonObject, schema: Struct) -> Any:
     directive = patch.get("$patch")
     if directive == "delete":
         return _DELETE
@@ -91,7 +96,7 @@ def _merge_map(original: dict[str, Any], patch: Mapping[str, Any], schema: Struc
     return result
 
 
-def _merge_field(result: dict[str, Any], key: str, value: Any, node: Node | None) -> None:
+def _merge_field(result: JsonObject, key: str, value: Any, node: Node | None) -> None:
     if value is None:
         result.pop(key, None)
         return
@@ -264,20 +269,20 @@ def _json_equal(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
-def _value(op: Mapping[str, Any]) -> Any:
+def _value(op: Operation) -> Any:
     if "value" not in op:
         raise PatchFormatError(f"JSON patch operation {op['op']!r} at {op['path']!r} lacks 'value'")
     return copy.deepcopy(op["value"])
 
 
-def _from(op: Mapping[str, Any]) -> str:
+def _from(op: Operation) -> str:
     source = op.get("from")
     if not isinstance(source, str):
         raise PatchFormatError(f"JSON patch operation {op['op']!r} at {op['path']!r} lacks 'from'")
     return source
 
 
-def _apply_op(doc: Any, op: Mapping[str, Any]) -> Any:
+def _apply_op(doc: Any, op: Operation) -> Any:
     kind, path = op["op"], op["path"]
     if kind == "add":
         return _add(doc, path, _value(op))

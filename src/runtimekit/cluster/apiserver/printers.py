@@ -14,15 +14,25 @@ import json
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 from runtimekit.cluster.apiserver.resources import PrinterColumn, ResourceInfo
+from runtimekit.kube.objects import JsonObject
 
-Obj = Mapping[str, Any]
 NAME_DESCRIPTION = (
     "Name must be unique within a namespace. Is required when creating resources, although some resources may "
     "allow a client to request the generation of an appropriate name automatically."
 )
+
+
+class ColumnDefinition(TypedDict):
+    """`meta.k8s.io/v1` TableColumnDefinition, as a Table's `columnDefinitions` lists it."""
+
+    name: str
+    type: str
+    format: str
+    description: str
+    priority: int
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class Column:
     format: str = ""
     description: str = ""
 
-    def definition(self) -> dict[str, Any]:
+    def definition(self) -> ColumnDefinition:
         return {
             "name": self.name,
             "type": self.type,
@@ -94,7 +104,7 @@ def get_path(obj: Any, *path: str) -> Any:
     return obj
 
 
-def created(obj: Obj) -> Since:
+def created(obj: Mapping[str, object]) -> Since:
     return Since(str(get_path(obj, "metadata", "creationTimestamp") or ""))
 
 
@@ -102,24 +112,24 @@ def _count(value: Any) -> int:
     return len(value) if isinstance(value, (Mapping, list)) else 0
 
 
-def _ports(spec: Obj) -> str:
+def _ports(spec: JsonObject) -> str:
     ports = [f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or [] if isinstance(p, Mapping)]
     return ",".join(ports) or "<none>"
 
 
-def _job_status(job: Obj) -> str:
+def _job_status(job: JsonObject) -> str:
     for condition in get_path(job, "status", "conditions") or []:
         if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed", "Suspended"):
             return str(condition["type"])
     return "Running"
 
 
-def _event_object(event: Obj) -> str:
+def _event_object(event: JsonObject) -> str:
     involved = event.get("involvedObject") or {}
     return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
 
 
-def _event_time(event: Obj) -> Since:
+def _event_time(event: JsonObject) -> Since:
     return Since(
         str(
             event.get("lastTimestamp")
@@ -130,7 +140,7 @@ def _event_time(event: Obj) -> Since:
     )
 
 
-def _controller(obj: Obj) -> str:
+def _controller(obj: JsonObject) -> str:
     """`<kind lowercased>.<group>/<name>` of the controlling owner, as kubectl prints it."""
     for ref in get_path(obj, "metadata", "ownerReferences") or []:
         if ref.get("controller"):
@@ -140,18 +150,18 @@ def _controller(obj: Obj) -> str:
     return "<none>"
 
 
-def _status_count(field: str) -> Callable[[Obj], object]:
+def _status_count(field: str) -> Callable[[JsonObject], object]:
     return lambda obj: int(get_path(obj, "status", field) or 0)
 
 
-def _simple(*cells: Callable[[Obj], object]) -> Callable[[Obj], tuple[object, ...]]:
-    def build(obj: Obj) -> tuple[object, ...]:
+def _simple(*cells: Callable[[JsonObject], object]) -> Callable[[JsonObject], tuple[object, ...]]:
+    def build(obj: JsonObject) -> tuple[object, ...]:
         return tuple(cell(obj) for cell in cells)
 
     return build
 
 
-_CELLS: dict[tuple[str, str], Callable[[Obj], tuple[object, ...]]] = {
+_CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
     ("", "Namespace"): _simple(lambda o: str(get_path(o, "status", "phase") or ""), created),
     ("", "ConfigMap"): _simple(lambda o: _count(o.get("data")) + _count(o.get("binaryData")), created),
     ("", "Secret"): _simple(lambda o: str(o.get("type") or ""), lambda o: _count(o.get("data")), created),
@@ -265,7 +275,7 @@ def json_path(obj: Any, path: str) -> Any:
     return node
 
 
-def printer_cell(column: PrinterColumn, obj: Obj) -> object:
+def printer_cell(column: PrinterColumn, obj: JsonObject) -> object:
     value = json_path(obj, column.json_path)
     if column.type == "date":
         return Since(str(value or ""))
@@ -280,7 +290,7 @@ def printer_column(column: PrinterColumn) -> Column:
     return Column(column.name, column.type, column.priority, column.format, column.description)
 
 
-def cells_for(info: ResourceInfo, obj: Obj) -> tuple[object, ...]:
+def cells_for(info: ResourceInfo, obj: JsonObject) -> tuple[object, ...]:
     """The cells after NAME of a kind printed here (NAME, AGE for kinds without columns)."""
     builder = _CELLS.get((info.group, info.kind))
     if builder is not None:

@@ -16,9 +16,10 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
+from typing import cast
 
 from runtimekit.cluster.apiserver.errors import Cause, field_invalid, field_required
+from runtimekit.kube.objects import PodSpec, ResourceList, ResourceRequirements
 from runtimekit.kube.semantics.names import check_qualified_name, is_extended_resource_name
 from runtimekit.kube.semantics.quantity import parse_quantity
 
@@ -84,12 +85,13 @@ _VALID_MAX = 4096
 _valid: set[tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = set()
 
 
-def _plain_items(amounts: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+def _plain_items(amounts: ResourceList) -> tuple[tuple[str, str], ...] | None:
     items = tuple(amounts.items())
-    return items if all(type(k) is str and type(v) is str for k, v in items) else None
+    plain = all(type(k) is str and type(v) is str for k, v in items)
+    return cast("tuple[tuple[str, str], ...]", items) if plain else None
 
 
-def check_requirements(resources: Mapping[str, Any], where: str) -> list[Cause]:
+def check_requirements(resources: ResourceRequirements, where: str) -> list[Cause]:
     """The causes for one container's `resources` at `where` (`spec.containers[0].resources`)."""
     limits = resources.get("limits") or {}
     requests = resources.get("requests") or {}
@@ -105,7 +107,7 @@ def check_requirements(resources: Mapping[str, Any], where: str) -> list[Cause]:
     return causes
 
 
-def _requirement_causes(limits: Mapping[str, Any], requests: Mapping[str, Any], where: str) -> list[Cause]:
+def _requirement_causes(limits: ResourceList, requests: ResourceList, where: str) -> list[Cause]:
     causes: list[Cause] = []
     for name, value in limits.items():
         path = f"{where}.limits[{name}]"
@@ -127,11 +129,10 @@ def _requirement_causes(limits: Mapping[str, Any], requests: Mapping[str, Any], 
     return causes
 
 
-def check_containers(spec: Mapping[str, Any]) -> list[Cause]:
+def check_containers(spec: PodSpec) -> list[Cause]:
     """`check_requirements` for every container and init container of a pod spec."""
     causes: list[Cause] = []
-    for field in ("initContainers", "containers"):
-        containers = spec.get(field)
+    for field, containers in (("initContainers", spec.get("initContainers")), ("containers", spec.get("containers"))):
         if not isinstance(containers, list):
             continue
         for i, container in enumerate(containers):

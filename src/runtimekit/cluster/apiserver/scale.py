@@ -20,16 +20,17 @@ from runtimekit.cluster.apiserver.errors import (
     unprocessable,
     unsupported_media_type,
 )
-from runtimekit.cluster.apiserver.operations import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Api, Obj
+from runtimekit.cluster.apiserver.operations import JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH, Api
 from runtimekit.cluster.apiserver.patch import PatchApplyError, PatchFormatError, json_patch, merge_patch
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Stored
 from runtimekit.kube import jsoncodec
+from runtimekit.kube.objects import JsonObject
 from runtimekit.kube.semantics.labels import label_selector_or_nothing
 from runtimekit.kube.semantics.labeltext import to_string
 
 
-def scale_of(stored: Stored) -> Obj:
+def scale_of(stored: Stored) -> JsonObject:
     """The Scale view of a stored workload."""
     obj = stored.obj()
     meta, spec, status = obj["metadata"], obj.get("spec") or {}, obj.get("status") or {}
@@ -61,7 +62,7 @@ def _replicas(scale: Any, name: str) -> int:
     return replicas
 
 
-def _set_replicas(api: Api, info: ResourceInfo, current: Stored, replicas: int, dry_run: bool) -> Obj:
+def _set_replicas(api: Api, info: ResourceInfo, current: Stored, replicas: int, dry_run: bool) -> JsonObject:
     obj = current.obj()
     obj.setdefault("spec", {})["replicas"] = replicas
     obj["metadata"]["resourceVersion"] = str(current.rv)
@@ -70,11 +71,11 @@ def _set_replicas(api: Api, info: ResourceInfo, current: Stored, replicas: int, 
     return scale_of(stored)
 
 
-def get_scale(api: Api, info: ResourceInfo, namespace: str, name: str) -> Obj:
+def get_scale(api: Api, info: ResourceInfo, namespace: str, name: str) -> JsonObject:
     return scale_of(api.get(api.storage_of(info), namespace, name))
 
 
-def update_scale(api: Api, info: ResourceInfo, namespace: str, name: str, body: Any, dry_run: bool) -> Obj:
+def update_scale(api: Api, info: ResourceInfo, namespace: str, name: str, body: Any, dry_run: bool) -> JsonObject:
     """PUT: the Scale's replicas, with its resourceVersion as a precondition when it has one."""
     replicas = _replicas(body, name)
     wanted = str((body.get("metadata") or {}).get("resourceVersion") or "")
@@ -87,7 +88,7 @@ def update_scale(api: Api, info: ResourceInfo, namespace: str, name: str, body: 
 
 def patch_scale(
     api: Api, info: ResourceInfo, namespace: str, name: str, content_type: str, body: bytes, dry_run: bool
-) -> Obj:
+) -> JsonObject:
     """PATCH: a merge, strategic (same as merge for a Scale) or JSON patch of the Scale."""
     kind = content_type.split(";", maxsplit=1)[0].strip().lower()
     if kind not in (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH):

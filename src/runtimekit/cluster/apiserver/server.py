@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
+from typing import cast
 
 from aiohttp import web
 
@@ -103,9 +104,9 @@ class ApiServer:
             stored = self.store.load(info, raw)
             restored += 1
             if info.group == "apiextensions.k8s.io":
-                from runtimekit.cluster.apiserver.crds import crd_resources
+                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition, crd_resources
 
-                self.table.add(crd_resources(stored.obj()))
+                self.table.add(crd_resources(cast(CustomResourceDefinition, stored.obj())))
             elif info.kind == "Namespace" and stored.obj()["metadata"].get("deletionTimestamp"):
                 self.api.terminating.add(stored.name)
         log.info("state: restored %d objects, resourceVersion %d", restored, self.store.rv)

@@ -18,14 +18,18 @@ import bisect
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from runtimekit.cluster.apiserver.errors import ApiError, expired, too_old_resource_version
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.selectors import field_value
 from runtimekit.kube import jsoncodec
+from runtimekit.kube.objects import JsonObject, ObjectMeta
 
 Key = tuple[str, str]  # (namespace, name); namespace is "" for cluster-scoped objects
+RowFacts = tuple[tuple[object, ...], object]
+"""A version's table row as far as it is fixed: (cells after NAME, with `Since` markers for ages;
+what the row adds elsewhere, such as a pod's `tables.PodGpu`, else None)."""
 INDEXED_FIELDS = frozenset({"spec.nodeName", "involvedObject.name"})
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
@@ -50,23 +54,23 @@ class Stored:
     labels: Mapping[str, str]
     fields: Mapping[str, str]
     info: ResourceInfo  # the storage resource it was written as
-    facts: tuple[object, ...] | None = None  # table cells, computed on first use (`Store.facts`)
+    facts: RowFacts | None = None  # table cells, computed on first use (`Store.facts`)
     views: dict[str, bytes] = field(default_factory=dict)
 
     @property
     def key(self) -> Key:
         return (self.namespace, self.name)
 
-    def obj(self) -> dict[str, Any]:
+    def obj(self) -> JsonObject:
         """A fresh, mutable copy of the object."""
-        value: dict[str, Any] = jsoncodec.loads(self.raw)
+        value: JsonObject = jsoncodec.loads(self.raw)
         return value
 
 
 class Facts(Protocol):
     """Per-version values computed once, on first use, for tables (see `tables.TableMaker.facts`)."""
 
-    def __call__(self, info: ResourceInfo, obj: Mapping[str, Any]) -> tuple[object, ...]: ...
+    def __call__(self, info: ResourceInfo, obj: JsonObject) -> RowFacts: ...
 
 
 class Persistence(Protocol):
@@ -79,7 +83,8 @@ class Persistence(Protocol):
 
 class Event:
     """One change: `new` is the version written (for DELETED, the last state at the deletion's RV),
-    `old` the version before it (None for ADDED). `cache` holds per-view encodings built on demand."""
+    `old` the version before it (None for ADDED). `cache` holds versions derived from it on demand
+    (`watch`: the old object at this RV)."""
 
     __slots__ = ("cache", "new", "old", "rv", "storage", "type")
 
@@ -89,7 +94,7 @@ class Event:
         self.type = type_
         self.new = new
         self.old = old
-        self.cache: dict[Any, Any] = {}
+        self.cache: dict[str, Stored] = {}
 
 
 class History:
@@ -116,8 +121,10 @@ class History:
         if rv < self.oldest - 1:
             raise too_old_resource_version(rv, self.oldest - 1)
         end = self.last if limit is None else min(self.last, rv + limit)
-        ring, size = self._ring, self.size
-        return [ring[r % size] for r in range(rv + 1, end + 1)]  # type: ignore[misc]
+        # every slot from the oldest RV kept to the last one written holds its event (None is only
+        # ever in slots not written yet, which this range never reaches)
+        ring, size = cast("list[Event]", self._ring), self.size
+        return [ring[r % size] for r in range(rv + 1, end + 1)]
 
 
 class Bucket:
@@ -237,9 +244,9 @@ class Store:
             return 0
         return len(found.objects) if namespace is None else len(found.candidates(namespace, None))
 
-    def make(self, info: ResourceInfo, obj: Mapping[str, Any], rv: int) -> Stored:
+    def make(self, info: ResourceInfo, obj: JsonObject, rv: int) -> Stored:
         """Serialise one version (its metadata.resourceVersion must already be `rv`)."""
-        meta = obj.get("metadata") or {}
+        meta: ObjectMeta = obj.get("metadata") or {}
         return Stored(
             namespace=meta.get("namespace", "") if info.namespaced else "",
             name=meta.get("name", ""),
@@ -250,7 +257,7 @@ class Store:
             info=info,
         )
 
-    def facts(self, stored: Stored) -> tuple[object, ...]:
+    def facts(self, stored: Stored) -> RowFacts:
         """The table facts of a version, computed once (most versions are never printed)."""
         found = stored.facts
         if found is None:
@@ -262,7 +269,7 @@ class Store:
         for listener in self._listeners:
             listener()
 
-    def put(self, info: ResourceInfo, obj: dict[str, Any], previous: Stored | None) -> Stored:
+    def put(self, info: ResourceInfo, obj: JsonObject, previous: Stored | None) -> Stored:
         """Write a new version (ADDED when `previous` is None, else MODIFIED) with the next RV."""
         with self.lock:
             rv = self._rv + 1
@@ -293,7 +300,7 @@ class Store:
 
     def load(self, info: ResourceInfo, raw: bytes) -> Stored:
         """Restore a persisted object without an event (start-up only)."""
-        obj = jsoncodec.loads(raw)
+        obj: JsonObject = jsoncodec.loads(raw)
         rv = int(obj.get("metadata", {}).get("resourceVersion") or 0)
         stored = self.make(info, obj, rv)
         self.bucket(info).insert(stored, self.get(info, stored.namespace, stored.name))

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, cast
 
 from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.cluster.apiserver.printers import (
@@ -30,11 +30,11 @@ from runtimekit.cluster.apiserver.printers import (
     human_duration,
 )
 from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.cluster.apiserver.store import RowFacts
+from runtimekit.kube.objects import JsonObject, Node, Pod
 from runtimekit.model import Assignment, AssignmentError, InventoryError, NodeInventory, RequestError
 from runtimekit.model.request import GpuKind, parse_pod_request
 from runtimekit.protocol import KitProtocol
-
-Obj = Mapping[str, Any]
 
 
 @dataclass(frozen=True)
@@ -57,7 +57,7 @@ class PodGpu:
 # --- pods ----------------------------------------------------------------------------------------
 
 
-def _exit_reason(prefix: str, terminated: Obj) -> str:
+def _exit_reason(prefix: str, terminated: JsonObject) -> str:
     if terminated.get("reason"):
         return prefix + str(terminated["reason"])
     if terminated.get("signal"):
@@ -65,7 +65,7 @@ def _exit_reason(prefix: str, terminated: Obj) -> str:
     return f"{prefix}ExitCode:{terminated.get('exitCode', 0)}"
 
 
-def _init_reason(pod: Obj) -> tuple[str | None, int]:
+def _init_reason(pod: Pod) -> tuple[str | None, int]:
     statuses = get_path(pod, "status", "initContainerStatuses") or []
     total = len(get_path(pod, "spec", "initContainers") or [])
     restarts = 0
@@ -83,7 +83,7 @@ def _init_reason(pod: Obj) -> tuple[str | None, int]:
     return None, restarts
 
 
-def pod_status(pod: Obj) -> tuple[str, int, int, int]:
+def pod_status(pod: Pod) -> tuple[str, int, int, int]:
     """(STATUS, ready containers, containers, restarts) as `kubectl get pods` prints them."""
     total = len(get_path(pod, "spec", "containers") or [])
     reason = str(get_path(pod, "status", "reason") or get_path(pod, "status", "phase") or "Pending")
@@ -123,15 +123,15 @@ class TableMaker:
 
     # facts: computed once per stored version ------------------------------------------------------
 
-    def facts(self, info: ResourceInfo, obj: Obj) -> tuple[object, ...]:
+    def facts(self, info: ResourceInfo, obj: JsonObject) -> RowFacts:
         """(cells without NAME, extra) for one object version; ages stay `Since` markers."""
         if info.group == "" and info.kind == "Pod":
-            return self._pod_facts(obj)
+            return self._pod_facts(cast(Pod, obj))
         if info.group == "" and info.kind == "Node":
-            return self._node_facts(obj)
+            return self._node_facts(cast(Node, obj))
         return (cells_for(info, obj), None)
 
-    def _pod_facts(self, pod: Obj) -> tuple[object, ...]:
+    def _pod_facts(self, pod: Pod) -> RowFacts:
         status, ready, total, restarts = pod_status(pod)
         node = str(get_path(pod, "spec", "nodeName") or "")
         share, milli = self.pod_gpu(pod)
@@ -148,7 +148,7 @@ class TableMaker:
         )
         return (cells, PodGpu(node, milli, phase in ("Succeeded", "Failed")))
 
-    def pod_gpu(self, pod: Obj) -> tuple[str, int]:
+    def pod_gpu(self, pod: Pod) -> tuple[str, int]:
         """The GPU cell and the assigned core milli of a pod."""
         text = get_path(pod, "metadata", "annotations", self.protocol.annotations.assignment)
         if isinstance(text, str):
@@ -160,7 +160,7 @@ class TableMaker:
         wanted = [_requested(c.gpu.kind, c.gpu.count, c.gpu.core_milli, c.gpu.mig_profile) for c in request.gpus]
         return (",".join(wanted) + " (requested)" if wanted else "<none>"), 0
 
-    def _node_facts(self, node: Obj) -> tuple[object, ...]:
+    def _node_facts(self, node: Node) -> RowFacts:
         name = str(get_path(node, "metadata", "name") or "")
         gpus, capacity = self.node_gpus(node)
         info = get_path(node, "status", "nodeInfo") or {}
@@ -184,7 +184,7 @@ class TableMaker:
         )
         return (cells, None)
 
-    def node_gpus(self, node: Obj) -> tuple[str, int]:
+    def node_gpus(self, node: Node) -> tuple[str, int]:
         """The GPUS cell and the node's GPU capacity in core milli."""
         name = str(get_path(node, "metadata", "name") or "")
         text = get_path(node, "metadata", "annotations", self.protocol.annotations.node_devices)
@@ -201,13 +201,11 @@ class TableMaker:
         found = _COLUMNS.get((info.group, info.kind))
         return [NAME, *found] if found is not None else columns_for(info)
 
-    def cells(
-        self, stored_facts: tuple[object, ...], name: str, pods_on_node: Callable[[str], Iterable[PodGpu]]
-    ) -> list[Any]:
+    def cells(self, stored_facts: RowFacts, name: str, pods_on_node: Callable[[str], Iterable[PodGpu]]) -> list[Any]:
         cells, _extra = stored_facts
         now = self.now()
         out: list[Any] = [name]
-        for cell in cells:  # type: ignore[attr-defined]
+        for cell in cells:
             out.append(self._render(cell, now, pods_on_node))
         return out
 
@@ -257,7 +255,7 @@ def _requested(kind: GpuKind, count: int, milli: int, profile: str) -> str:
     return f"{count}x {share}" if count > 1 else share
 
 
-def _node_status(node: Obj) -> str:
+def _node_status(node: Node) -> str:
     ready = next(
         (
             c

@@ -28,6 +28,7 @@ from typing import Any
 
 from runtimekit.cluster.apiserver.errors import ApiError, bad_request
 from runtimekit.cluster.apiserver.openapi import Kind, Shape
+from runtimekit.kube.objects import JsonObject
 from runtimekit.kube.semantics.quantity import number_quantity, quantity_problem, quantity_text_problem
 
 _INT_RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
@@ -104,7 +105,7 @@ class _Walk:
             )
         return _Mismatch(f"json: cannot unmarshal {shown} into Go value of type {shape.go_type}")
 
-    def struct(self, shape: Shape, value: dict[str, Any], fpath: str, spath: str) -> None:
+    def struct(self, shape: Shape, value: JsonObject, fpath: str, spath: str) -> None:
         """Check the fields of one struct; `fpath` names it as Go's errors do (no list indices),
         `spath` as the strict decoder does (with them)."""
         fields = shape.fields
@@ -211,7 +212,7 @@ _INT32 = Shape(Kind.INTEGER, "int32", bits=32)
 _STRING, _ANY, _STRUCT, _LIST, _MAP, _QUANTITY = Kind.STRING, Kind.ANY, Kind.STRUCT, Kind.LIST, Kind.MAP, Kind.QUANTITY
 
 
-def _fine(shape: Shape, value: dict[str, Any]) -> bool:
+def _fine(shape: Shape, value: JsonObject) -> bool:
     """True when a struct decodes with nothing to report: the quick first pass (no paths kept).
     Anything else (an unknown field, a doubtful value) goes through `_Walk`, which words it."""
     fields = shape.fields
@@ -277,7 +278,7 @@ def _fine_value(shape: Shape, value: Any) -> bool:
     return False  # base64 text and the like: the full walk checks them
 
 
-def _fine_quantities(amounts: dict[str, Any]) -> bool:
+def _fine_quantities(amounts: JsonObject) -> bool:
     """A map of quantities (requests, limits, allocatable): numbers become their canonical text in
     place, as kube-apiserver stores them; True when every value is then a valid quantity."""
     for key, given in amounts.items():
@@ -307,7 +308,7 @@ def _bad_base64_at(text: str) -> int:
     return len(text.encode()) - len(text.encode()) % 4
 
 
-def decode(shape: Shape, obj: dict[str, Any], kind: str, version: str, validation: FieldValidation) -> dict[str, Any]:
+def decode(shape: Shape, obj: JsonObject, kind: str, version: str, validation: FieldValidation) -> JsonObject:
     """`obj` made what kube-apiserver would keep (see the module docstring), in place; raises ApiError 400
     (unknown fields may already be gone from `obj` then)."""
     if _fine(shape, obj):

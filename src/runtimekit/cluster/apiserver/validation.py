@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
 from runtimekit.cluster.apiserver.errors import (
     Cause,
@@ -21,6 +20,7 @@ from runtimekit.cluster.apiserver.errors import (
 )
 from runtimekit.cluster.apiserver.resourcerules import check_containers
 from runtimekit.cluster.apiserver.resources import NameRule
+from runtimekit.kube.objects import Binding, Container, ObjectMeta, Pod, PodSpec, PodTemplateSpec
 from runtimekit.kube.semantics.names import check_qualified_name
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -80,7 +80,7 @@ def check_name(name: object, rule: NameRule, path: str = "metadata.name") -> lis
     return [field_invalid(path, name, why) for why in name_problems(name, rule)]
 
 
-def check_metadata(meta: Mapping[str, Any]) -> list[Cause]:
+def check_metadata(meta: ObjectMeta) -> list[Cause]:
     """Labels, annotations and finalizers of any object."""
     causes: list[Cause] = []
     labels = meta.get("labels") or {}
@@ -109,8 +109,7 @@ def check_metadata(meta: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _containers(spec: Mapping[str, Any], field: str, required: bool) -> list[Cause]:
-    containers = spec.get(field)
+def _containers(containers: list[Container] | None, field: str, required: bool) -> list[Cause]:
     if containers is None or containers == []:
         return [field_required(f"spec.{field}")] if required else []
     if not isinstance(containers, list):
@@ -135,11 +134,13 @@ def _containers(spec: Mapping[str, Any], field: str, required: bool) -> list[Cau
     return causes
 
 
-def check_pod(pod: Mapping[str, Any]) -> list[Cause]:
+def check_pod(pod: Pod | PodTemplateSpec) -> list[Cause]:
+    """The causes a pod, or a workload's pod template, is refused for."""
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         return [field_required("spec.containers")]
-    causes = _containers(spec, "containers", required=True) + _containers(spec, "initContainers", required=False)
+    causes = _containers(spec.get("containers"), "containers", required=True)
+    causes += _containers(spec.get("initContainers"), "initContainers", required=False)
     causes += check_containers(spec)
     policy = spec.get("restartPolicy")
     if policy is not None and policy not in ("Always", "OnFailure", "Never"):
@@ -157,19 +158,20 @@ POD_UPDATE_MSG = (
 )
 
 
-def _mutable_masked(spec: Mapping[str, Any]) -> dict[str, Any]:
-    masked = dict(spec)
+def _mutable_masked(spec: PodSpec) -> dict[str, object]:
+    masked: dict[str, object] = dict(spec)
     for field in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds", "schedulingGates"):
         masked.pop(field, None)
     for field in ("containers", "initContainers"):
-        if isinstance(masked.get(field), list):
+        containers = masked.get(field)
+        if isinstance(containers, list):
             masked[field] = [
-                {k: v for k, v in c.items() if k != "image"} if isinstance(c, Mapping) else c for c in masked[field]
+                {k: v for k, v in c.items() if k != "image"} if isinstance(c, Mapping) else c for c in containers
             ]
     return masked
 
 
-def check_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+def check_pod_update(old: Pod, new: Pod) -> list[Cause]:
     """A pod's spec is immutable except images, deadlines, added tolerations and scheduling gates."""
     causes = check_pod(new)
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
@@ -184,7 +186,7 @@ def check_pod_update(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cau
     return causes
 
 
-def check_binding(binding: Mapping[str, Any]) -> list[Cause]:
+def check_binding(binding: Binding) -> list[Cause]:
     target = binding.get("target")
     if not isinstance(target, Mapping) or not target.get("name"):
         return [field_required("target.name")]

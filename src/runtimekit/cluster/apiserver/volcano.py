@@ -14,10 +14,10 @@ Pure functions; called by `operations.Api`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, MutableMapping
-from typing import Any
+from collections.abc import Mapping
 
 from runtimekit.cluster.apiserver.errors import ApiError
+from runtimekit.kube.objects import TaskSpec, VolcanoJob
 
 GROUP = "batch.volcano.sh"
 WEBHOOK = "validatejob.volcano.sh"
@@ -41,17 +41,17 @@ def is_job(group: str, kind: str) -> bool:
     return group == GROUP and kind == "Job"
 
 
-def _task_min(task: Mapping[str, Any]) -> int:
+def _task_min(task: TaskSpec) -> int:
     value = task.get("minAvailable")
     return int(value) if isinstance(value, int) else int(task.get("replicas") or 0)
 
 
-def apply_job_defaults(job: MutableMapping[str, Any]) -> None:
+def apply_job_defaults(job: VolcanoJob) -> None:
     """The mutating webhook's defaults (see the module docstring); mutates `job`."""
     spec = job.setdefault("spec", {})
-    if not isinstance(spec, MutableMapping):
+    if not isinstance(spec, dict):  # what JSON decodes an object to
         return
-    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, MutableMapping)]
+    tasks = [t for t in spec.get("tasks") or [] if isinstance(t, dict)]
     if not spec.get("queue"):
         spec["queue"] = DEFAULT_QUEUE
     if not spec.get("maxRetry"):
@@ -99,7 +99,7 @@ def _policy_problems(policies: object) -> list[str]:
     return found
 
 
-def _create_problems(job: Mapping[str, Any]) -> list[str]:
+def _create_problems(job: VolcanoJob) -> list[str]:
     spec = job.get("spec") or {}
     tasks = [t for t in spec.get("tasks") or [] if isinstance(t, Mapping)]
     if not tasks:
@@ -131,17 +131,15 @@ def _create_problems(job: Mapping[str, Any]) -> list[str]:
     return found
 
 
-def _update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str]:
-    old_spec, new_spec = dict(old.get("spec") or {}), dict(new.get("spec") or {})
-    old_tasks, new_tasks = old_spec.pop("tasks", None) or [], new_spec.pop("tasks", None) or []
+def _update_problems(old: VolcanoJob, new: VolcanoJob) -> list[str]:
+    old_job, new_job = old.get("spec") or {}, new.get("spec") or {}
+    old_tasks, new_tasks = old_job.get("tasks") or [], new_job.get("tasks") or []
     if len(old_tasks) != len(new_tasks):
         return ["job updates may not add or remove tasks"]
-    for key in ("minAvailable", "priorityClassName"):
-        old_spec.pop(key, None)
-        new_spec.pop(key, None)
+    old_spec, new_spec = _without(old_job, _UPDATABLE), _without(new_job, _UPDATABLE)
 
-    def fixed(task: Mapping[str, Any]) -> dict[str, Any]:
-        return {k: v for k, v in task.items() if k not in ("replicas", "minAvailable")}
+    def fixed(task: TaskSpec) -> dict[str, object]:
+        return _without(task, ("replicas", "minAvailable"))
 
     if old_spec != new_spec or [fixed(t) for t in old_tasks] != [fixed(t) for t in new_tasks]:
         return [
@@ -151,11 +149,18 @@ def _update_problems(old: Mapping[str, Any], new: Mapping[str, Any]) -> list[str
     return []
 
 
-def _name(job: Mapping[str, Any]) -> str:
+_UPDATABLE = ("tasks", "minAvailable", "priorityClassName")
+
+
+def _without(fields: Mapping[str, object], dropped: tuple[str, ...]) -> dict[str, object]:
+    return {k: v for k, v in fields.items() if k not in dropped}
+
+
+def _name(job: VolcanoJob) -> str:
     return str((job.get("metadata") or {}).get("name", ""))
 
 
-def admit_job(job: Mapping[str, Any], old: Mapping[str, Any] | None) -> None:
+def admit_job(job: VolcanoJob, old: VolcanoJob | None) -> None:
     """Raise the webhook's denial (400) when the Job (created, or `old` updated to it) is refused."""
     found = _create_problems(job)
     if old is not None and not found:

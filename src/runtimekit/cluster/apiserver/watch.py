@@ -17,7 +17,6 @@ import threading
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from runtimekit.cluster.apiserver.errors import ApiError
 from runtimekit.cluster.apiserver.listing import Filter, TableRequest, table_bytes
@@ -25,6 +24,7 @@ from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import ADDED, DELETED, MODIFIED, Event, Stored, dumps
 from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
+from runtimekit.kube.objects import JsonObject
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
 _BATCH = 2000
@@ -184,7 +184,7 @@ class WatchStream:
 
     def _bookmark(self, *, initial_end: bool) -> bytes:
         info = self.request.info
-        meta: dict[str, Any] = {"resourceVersion": str(self.cursor), "creationTimestamp": None}
+        meta: JsonObject = {"resourceVersion": str(self.cursor), "creationTimestamp": None}
         if initial_end:
             meta["annotations"] = {INITIAL_EVENTS_END: "true"}
         obj = {"kind": info.kind, "apiVersion": info.api_version, "metadata": meta}
@@ -202,8 +202,7 @@ def _old_at(api: Api, info: ResourceInfo, event: Event, old: Stored) -> Stored:
         obj = old.obj()
         obj["metadata"]["resourceVersion"] = str(event.rv)
         cached = event.cache["old-at-rv"] = api.store.make(api.storage_of(info), obj, event.rv)
-    result: Stored = cached
-    return result
+    return cached
 
 
 def pods_on_node(api: Api, node: str) -> list[PodGpu]:

@@ -12,7 +12,7 @@ functions; called by `operations.Api.validate`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 from runtimekit.cluster.apiserver.errors import (
     Cause,
@@ -22,9 +22,11 @@ from runtimekit.cluster.apiserver.errors import (
     field_unsupported,
 )
 from runtimekit.cluster.apiserver.validation import check_pod
+from runtimekit.kube.objects import Deployment, DeploymentSpec, ReplicaSet, StatefulSet, StatefulSetSpec, WorkloadSpec
 from runtimekit.kube.semantics import intstr
 from runtimekit.kube.semantics.labels import SelectorProblem, label_selector_or_nothing, selector_problems
 
+Workload = Deployment | ReplicaSet | StatefulSet
 KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
 _STS_MUTABLE = frozenset(
     {"replicas", "ordinals", "template", "updateStrategy", "persistentVolumeClaimRetentionPolicy", "minReadySeconds"}
@@ -35,12 +37,12 @@ STS_UPDATE_MSG = (
 )
 
 
-def _go_map(labels: Mapping[str, Any]) -> str:
+def _go_map(labels: Mapping[str, str]) -> str:
     inner = ", ".join(f'"{k}":"{v}"' for k, v in sorted(labels.items()))
     return f"map[string]string{{{inner}}}"
 
 
-def _selector(kind: str, spec: Mapping[str, Any], template_labels: Mapping[str, Any]) -> list[Cause]:
+def _selector(kind: str, spec: WorkloadSpec, template_labels: dict[str, str]) -> list[Cause]:
     selector = spec.get("selector")
     if selector is None:
         return [field_required("spec.selector")]
@@ -64,7 +66,7 @@ def _cause(problem: SelectorProblem) -> Cause:
     return field_invalid(problem.path, problem.value, problem.detail)
 
 
-def _template(spec: Mapping[str, Any]) -> list[Cause]:
+def _template(spec: WorkloadSpec) -> list[Cause]:
     template = spec.get("template")
     if not isinstance(template, Mapping) or not isinstance(template.get("spec"), Mapping):
         return [field_required("spec.template.spec.containers")]
@@ -75,14 +77,14 @@ def _template(spec: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _replicas(spec: Mapping[str, Any]) -> list[Cause]:
+def _replicas(spec: WorkloadSpec) -> list[Cause]:
     replicas = spec.get("replicas", 1)
     if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
         return [field_invalid("spec.replicas", replicas, "must be greater than or equal to 0")]
     return []
 
 
-def _deployment_strategy(spec: Mapping[str, Any]) -> list[Cause]:
+def _deployment_strategy(spec: DeploymentSpec) -> list[Cause]:
     strategy = spec.get("strategy") or {}
     kind = strategy.get("type", "RollingUpdate")
     if kind not in ("RollingUpdate", "Recreate"):
@@ -114,7 +116,7 @@ def _deployment_strategy(spec: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def _statefulset_policies(spec: Mapping[str, Any]) -> list[Cause]:
+def _statefulset_policies(spec: StatefulSetSpec) -> list[Cause]:
     causes: list[Cause] = []
     policy = spec.get("podManagementPolicy", "OrderedReady")
     if policy not in ("OrderedReady", "Parallel"):
@@ -129,7 +131,7 @@ def _statefulset_policies(spec: Mapping[str, Any]) -> list[Cause]:
     return causes
 
 
-def check_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> list[Cause]:
+def check_workload(obj: Workload, old: Workload | None) -> list[Cause]:
     """The causes a Deployment, ReplicaSet or StatefulSet (new, or `old` updated to it) is refused for."""
     kind = str(obj.get("kind", ""))
     spec = obj.get("spec")
@@ -138,15 +140,15 @@ def check_workload(obj: Mapping[str, Any], old: Mapping[str, Any] | None) -> lis
     template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
     causes = _selector(kind, spec, template_labels) + _template(spec) + _replicas(spec)
     if kind == "Deployment":
-        causes += _deployment_strategy(spec)
+        causes += _deployment_strategy(cast(DeploymentSpec, spec))
     if kind == "StatefulSet":
-        causes += _statefulset_policies(spec)
+        causes += _statefulset_policies(cast(StatefulSetSpec, spec))
     if old is not None:
         causes += _update(kind, old.get("spec") or {}, spec)
     return causes
 
 
-def _update(kind: str, old: Mapping[str, Any], new: Mapping[str, Any]) -> list[Cause]:
+def _update(kind: str, old: WorkloadSpec, new: WorkloadSpec) -> list[Cause]:
     if old.get("selector") != new.get("selector"):
         return [field_invalid("spec.selector", new.get("selector"), "field is immutable")]
     if kind == "StatefulSet":

@@ -27,9 +27,9 @@ from runtimekit.base.workqueue import WorkQueue
 from runtimekit.cluster.controllers.pods import is_terminating, meta
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informers import BY_CONTROLLER, Informers, ObjectCache, SharedInformer, controller_uids
-from runtimekit.kube.objects import labels_of
+from runtimekit.kube.objects import JsonObject, labels_of
 from runtimekit.kube.semantics.labels import label_selector_or_nothing
 from runtimekit.kube.semantics.owners import controller_uid
 
@@ -50,12 +50,12 @@ class Controller:
     def __init__(self, http: KubeHttp, informers: Informers, clock: Callable[[], float] = time.time) -> None:
         self.http, self.informers, self.clock = http, informers, clock
         self.queue = WorkQueue(Backoff(initial=0.5, maximum=30.0))
-        self.watched: list[SharedInformer[JSON]] = []
+        self.watched: list[SharedInformer[JsonObject]] = []
         self._workers = Workers(self.name)
         self._timers: dict[str, float] = {}  # key -> when its earliest requeue is due (monotonic)
         self._timers_lock = threading.Lock()
 
-    def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer[JSON]:
+    def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer[JsonObject]:
         shared = self.informers.resource(path, optional=optional)
         shared.add_indexer(BY_CONTROLLER, controller_uids)  # what `claim` and the syncs look up
         shared.on(handler)
@@ -105,17 +105,26 @@ class Controller:
         raise NotImplementedError
 
     # -- writes -------------------------------------------------------------------------------
-    def create(self, api_version: str, plural: str, body: JSON, cache: ObjectCache[JSON]) -> JSON:
+    def create(self, api_version: str, plural: str, body: JsonObject, cache: ObjectCache[JsonObject]) -> JsonObject:
         namespace = str(meta(body).get("namespace", ""))
         made = self.http.post(object_path(api_version, plural, namespace), body)
         cache.written(made)
         return made
 
     def delete(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, cache: ObjectCache[JSON], propagation: str = ""
+        self,
+        obj: Mapping[str, Any],
+        api_version: str,
+        plural: str,
+        cache: ObjectCache[JsonObject],
+        propagation: str = "",
     ) -> None:
         """Delete with a UID precondition; an object already gone is fine."""
-        options: JSON = {"kind": "DeleteOptions", "apiVersion": "v1", "preconditions": {"uid": meta(obj).get("uid")}}
+        options: JsonObject = {
+            "kind": "DeleteOptions",
+            "apiVersion": "v1",
+            "preconditions": {"uid": meta(obj).get("uid")},
+        }
         if propagation:
             options["propagationPolicy"] = propagation
         try:
@@ -132,8 +141,13 @@ class Controller:
             cache.removed(answer)
 
     def patch_meta(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache[JSON]
-    ) -> JSON:
+        self,
+        obj: Mapping[str, Any],
+        api_version: str,
+        plural: str,
+        metadata: JsonObject,
+        cache: ObjectCache[JsonObject],
+    ) -> JsonObject:
         """A merge patch of metadata, conditional on the version we saw."""
         body = {"metadata": {**metadata, "resourceVersion": meta(obj).get("resourceVersion")}}
         patched = self.http.patch(path_of(api_version, plural, obj), body, "merge")
@@ -141,8 +155,8 @@ class Controller:
         return patched
 
     def put_status(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JSON, cache: ObjectCache[JSON]
-    ) -> JSON:
+        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JsonObject, cache: ObjectCache[JsonObject]
+    ) -> JsonObject:
         """Replace the status (PUT .../status, conditional on the version we saw)."""
         body = {**obj, "status": status}
         updated = self.http.put(path_of(api_version, plural, obj, "status"), body)
@@ -157,16 +171,16 @@ class Controller:
     def claim(
         self,
         owner: Mapping[str, Any],
-        owner_ref: JSON,
+        owner_ref: JsonObject,
         selector: Mapping[str, Any] | None,
-        candidates: Sequence[JSON],
-        target: tuple[str, str, ObjectCache[JSON]],
-    ) -> list[JSON]:
+        candidates: Sequence[JsonObject],
+        target: tuple[str, str, ObjectCache[JsonObject]],
+    ) -> list[JsonObject]:
         """The candidates `owner` controls once orphans that match its selector are adopted and owned
         objects that no longer match are released (kube's ClaimPods / ClaimReplicaSets)."""
         api_version, plural, cache = target
         uid = str(meta(owner).get("uid", ""))
-        claimed: list[JSON] = []
+        claimed: list[JsonObject] = []
         selects = label_selector_or_nothing(selector)
         for obj in candidates:
             controller = controller_uid(obj)
@@ -185,8 +199,13 @@ class Controller:
         return claimed
 
     def _try_patch(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JSON, cache: ObjectCache[JSON]
-    ) -> JSON | None:
+        self,
+        obj: Mapping[str, Any],
+        api_version: str,
+        plural: str,
+        metadata: JsonObject,
+        cache: ObjectCache[JsonObject],
+    ) -> JsonObject | None:
         try:
             return self.patch_meta(obj, api_version, plural, metadata, cache)
         except KubeError as exc:

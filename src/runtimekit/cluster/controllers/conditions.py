@@ -9,16 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtimekit.kube.http import JSON
+from runtimekit.kube.objects import JsonObject
 
 
 def set_condition(status: dict[str, Any], kind: str, value: str, reason: str, message: str, now: str) -> None:
     """Put the condition of type `kind` into `status["conditions"]` (see the module docstring)."""
-    conditions: list[JSON] = list(status.get("conditions") or [])
+    conditions: list[JsonObject] = list(status.get("conditions") or [])
     current = next((c for c in conditions if c.get("type") == kind), None)
     if current is not None and current.get("status") == value and current.get("reason") == reason:
         return
-    condition: JSON = {
+    condition: JsonObject = {
         "type": kind,
         "status": value,
         "lastUpdateTime": now,

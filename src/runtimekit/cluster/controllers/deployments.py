@@ -37,9 +37,9 @@ from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.conditions import set_condition
 from runtimekit.cluster.controllers.pods import FINISHED, key_of, meta, owner_key, owner_ref, phase
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
-from runtimekit.kube.objects import labels_of
+from runtimekit.kube.objects import JsonObject, labels_of
 from runtimekit.kube.semantics.labels import label_selector_or_nothing
 from runtimekit.kube.semantics.owners import controller_uid
 
@@ -66,10 +66,10 @@ class DeploymentController(Controller):
         self.pods = self.watch(PODS_PATH, self._on_pod).cache
 
     # -- events -------------------------------------------------------------------------------
-    def _on_deployment(self, change: Change[JSON]) -> None:
+    def _on_deployment(self, change: Change[JsonObject]) -> None:
         self.queue.add(key_of(change.obj))
 
-    def _on_set(self, change: Change[JSON]) -> None:
+    def _on_set(self, change: Change[JsonObject]) -> None:
         for rs in (change.old, change.new):
             if rs is None:
                 continue
@@ -81,7 +81,7 @@ class DeploymentController(Controller):
                     if label_selector_or_nothing((d.get("spec") or {}).get("selector")).matches(labels_of(rs)):
                         self.queue.add(key_of(d))
 
-    def _on_pod(self, change: Change[JSON]) -> None:
+    def _on_pod(self, change: Change[JsonObject]) -> None:
         """Recreate waits for old pods to go: a pod that ends or goes wakes its Deployment."""
         if change.new is not None and phase(change.new) not in FINISHED:
             return
@@ -122,7 +122,7 @@ class DeploymentController(Controller):
         else:
             self._recreate(d, status, sets)
 
-    def _find(self, d: JSON, sets: Sequence[JSON]) -> tuple[JSON | None, list[JSON]]:
+    def _find(self, d: JsonObject, sets: Sequence[JsonObject]) -> tuple[JsonObject | None, list[JsonObject]]:
         template = (d.get("spec") or {}).get("template") or {}
         new_set = next(
             (
@@ -134,7 +134,7 @@ class DeploymentController(Controller):
         )
         return new_set, [rs for rs in sets if rs is not new_set]
 
-    def _scaling(self, d: JSON, sets: Sequence[JSON]) -> bool:
+    def _scaling(self, d: JsonObject, sets: Sequence[JsonObject]) -> bool:
         """An active set that does not believe in the current `replicas` means `replicas` changed."""
         for rs in rollout.active(sets):
             desired = (meta(rs).get("annotations") or {}).get(rollout.DESIRED)
@@ -142,7 +142,7 @@ class DeploymentController(Controller):
                 return True
         return False
 
-    def _roll(self, d: JSON, status: JSON, sets: Sequence[JSON]) -> None:
+    def _roll(self, d: JsonObject, status: JsonObject, sets: Sequence[JsonObject]) -> None:
         d, new_set, old_sets = self._sets_and_revision(d, status, sets, create=True)
         if new_set is None:
             return
@@ -154,7 +154,7 @@ class DeploymentController(Controller):
             self._cleanup(d, old_sets)
         self._finish(d, status, new_set, old_sets, rolling=True)
 
-    def _recreate(self, d: JSON, status: JSON, sets: Sequence[JSON]) -> None:
+    def _recreate(self, d: JsonObject, status: JsonObject, sets: Sequence[JsonObject]) -> None:
         d, new_set, old_sets = self._sets_and_revision(d, status, sets, create=False)
         scaled = False
         for rs in rollout.active(old_sets):
@@ -172,11 +172,11 @@ class DeploymentController(Controller):
             self._cleanup(d, old_sets)
         self._finish(d, status, new_set, old_sets, rolling=True)
 
-    def _current(self, sets: Sequence[JSON]) -> list[JSON]:
+    def _current(self, sets: Sequence[JsonObject]) -> list[JsonObject]:
         """The latest cached versions (what our own writes left there)."""
         return [self.sets.get(key_of(rs)) or rs for rs in sets]
 
-    def _old_pods_running(self, new_set: JSON | None, old_sets: Sequence[JSON]) -> bool:
+    def _old_pods_running(self, new_set: JsonObject | None, old_sets: Sequence[JsonObject]) -> bool:
         new_uid = str(meta(new_set).get("uid", "")) if new_set is not None else ""
         for rs in old_sets:
             uid = str(meta(rs).get("uid", ""))
@@ -186,8 +186,8 @@ class DeploymentController(Controller):
 
     # -- the new ReplicaSet and the revision --------------------------------------------------
     def _sets_and_revision(
-        self, d: JSON, status: JSON, sets: Sequence[JSON], create: bool
-    ) -> tuple[JSON, JSON | None, list[JSON]]:
+        self, d: JsonObject, status: JsonObject, sets: Sequence[JsonObject], create: bool
+    ) -> tuple[JsonObject, JsonObject | None, list[JsonObject]]:
         """(the Deployment as now stored, the new ReplicaSet or None, the old ones)."""
         new_set, old_sets = self._find(d, sets)
         revision = max((rollout.revision(rs) for rs in old_sets), default=0) + 1
@@ -220,7 +220,9 @@ class DeploymentController(Controller):
             )
         return d, made, old_sets
 
-    def _create_set(self, d: JSON, status: JSON, old_sets: Sequence[JSON], revision: int) -> JSON | None:
+    def _create_set(
+        self, d: JsonObject, status: JsonObject, old_sets: Sequence[JsonObject], revision: int
+    ) -> JsonObject | None:
         spec = d.get("spec") or {}
         collisions = int(status.get("collisionCount") or 0)
         template = copy.deepcopy(spec.get("template") or {})
@@ -228,7 +230,7 @@ class DeploymentController(Controller):
         template.setdefault("metadata", {}).setdefault("labels", {})[rollout.HASH_LABEL] = digest
         selector = copy.deepcopy(spec.get("selector") or {})
         selector.setdefault("matchLabels", {})[rollout.HASH_LABEL] = digest
-        body: JSON = {
+        body: JsonObject = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
             "metadata": {
@@ -261,7 +263,7 @@ class DeploymentController(Controller):
             self._record(d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {_name(made)} from 0 to {replicas}")
         return made
 
-    def _set_revision(self, d: JSON, revision: str) -> JSON:
+    def _set_revision(self, d: JsonObject, revision: str) -> JsonObject:
         if not revision or (meta(d).get("annotations") or {}).get(rollout.REVISION) == revision:
             return d
         return self.patch_meta(
@@ -269,14 +271,14 @@ class DeploymentController(Controller):
         )
 
     # -- scaling ------------------------------------------------------------------------------
-    def _patch_set(self, rs: JSON, body: JSON) -> JSON:
+    def _patch_set(self, rs: JsonObject, body: JsonObject) -> JsonObject:
         body["metadata"]["resourceVersion"] = meta(rs).get("resourceVersion")
         path = object_path("apps/v1", "replicasets", str(meta(rs).get("namespace")), _name(rs))
         patched = self.http.patch(path, body, "merge")
         self.sets.written(patched)
         return patched
 
-    def _scale_set(self, rs: JSON, size: int, d: JSON, force: bool = False) -> bool:
+    def _scale_set(self, rs: JsonObject, size: int, d: JsonObject, force: bool = False) -> bool:
         """Set a ReplicaSet's size (and its replica annotations); True when the size changed."""
         annotations = rollout.replica_annotations(d)
         current = meta(rs).get("annotations") or {}
@@ -291,7 +293,9 @@ class DeploymentController(Controller):
             self._record(d, "Normal", "ScalingReplicaSet", text)
         return before != size
 
-    def _scale(self, d: JSON, new_set: JSON | None, old_sets: list[JSON]) -> tuple[list[JSON], JSON | None]:
+    def _scale(
+        self, d: JsonObject, new_set: JsonObject | None, old_sets: list[JsonObject]
+    ) -> tuple[list[JsonObject], JsonObject | None]:
         sizes = rollout.proportional_sizes(d, new_set, old_sets)
         for rs in [*old_sets, *([new_set] if new_set is not None else [])]:
             if _name(rs) in sizes:
@@ -299,14 +303,16 @@ class DeploymentController(Controller):
         fresh = self._current(old_sets)
         return fresh, (self._current([new_set])[0] if new_set is not None else None)
 
-    def _reconcile_new(self, d: JSON, all_sets: Sequence[JSON], new_set: JSON) -> bool:
+    def _reconcile_new(self, d: JsonObject, all_sets: Sequence[JsonObject], new_set: JsonObject) -> bool:
         wanted, have = rollout.replicas(d), rollout.replicas(new_set)
         if have == wanted:
             return False
         size = wanted if have > wanted else rollout.new_replicas(d, all_sets, new_set)
         return self._scale_set(new_set, size, d)
 
-    def _reconcile_old(self, d: JSON, all_sets: Sequence[JSON], old_sets: Sequence[JSON], new_set: JSON) -> bool:
+    def _reconcile_old(
+        self, d: JsonObject, all_sets: Sequence[JsonObject], old_sets: Sequence[JsonObject], new_set: JsonObject
+    ) -> bool:
         sizes = rollout.old_scale_down(d, all_sets, rollout.active(old_sets), new_set)
         scaled = False
         for rs in old_sets:
@@ -314,12 +320,12 @@ class DeploymentController(Controller):
                 scaled = self._scale_set(rs, sizes[_name(rs)], d) or scaled
         return scaled
 
-    def _cleanup(self, d: JSON, old_sets: Sequence[JSON]) -> None:
+    def _cleanup(self, d: JsonObject, old_sets: Sequence[JsonObject]) -> None:
         for rs in rollout.history_victims(d, old_sets):
             self.delete(rs, "apps/v1", "replicasets", self.sets)
 
     # -- status -------------------------------------------------------------------------------
-    def _paused_condition(self, d: JSON, status: JSON) -> None:
+    def _paused_condition(self, d: JsonObject, status: JsonObject) -> None:
         if not rollout.has_deadline(d):
             return
         current = _condition(status, PROGRESSING)
@@ -329,7 +335,14 @@ class DeploymentController(Controller):
         elif not paused and current is not None and current.get("reason") == "DeploymentPaused":
             set_condition(status, PROGRESSING, "Unknown", "DeploymentResumed", "Deployment is resumed", self._now())
 
-    def _finish(self, d: JSON, status: JSON, new_set: JSON | None, old_sets: Sequence[JSON], rolling: bool) -> None:
+    def _finish(
+        self,
+        d: JsonObject,
+        status: JsonObject,
+        new_set: JsonObject | None,
+        old_sets: Sequence[JsonObject],
+        rolling: bool,
+    ) -> None:
         """Compute and write the status (with progress estimation when `rolling`)."""
         all_sets = [*old_sets, *([new_set] if new_set is not None else [])]
         fresh = {**rollout.calculate_status(d, all_sets, new_set), "conditions": list(status.get("conditions") or [])}
@@ -348,7 +361,7 @@ class DeploymentController(Controller):
             fresh.pop("conditions")
         self._write_status(d, fresh)
 
-    def _progress(self, d: JSON, status: JSON, new_set: JSON | None, now: str) -> None:
+    def _progress(self, d: JsonObject, status: JsonObject, new_set: JsonObject | None, now: str) -> None:
         if not rollout.has_deadline(d):
             status["conditions"] = [c for c in status["conditions"] if c.get("type") != PROGRESSING]
             return
@@ -376,7 +389,7 @@ class DeploymentController(Controller):
             deadline = int((d.get("spec") or {}).get("progressDeadlineSeconds", 600))
             self.requeue_after(key_of(d), max(1.0, since + deadline - self.clock() + 1))
 
-    def _timed_out(self, d: JSON, status: JSON) -> bool:
+    def _timed_out(self, d: JsonObject, status: JsonObject) -> bool:
         condition = _condition(status, PROGRESSING)
         if condition is None or condition.get("reason") == "NewReplicaSetAvailable":
             return False
@@ -385,7 +398,7 @@ class DeploymentController(Controller):
         since = parse_rfc3339(condition.get("lastUpdateTime")) or self.clock()
         return since + int((d.get("spec") or {}).get("progressDeadlineSeconds", 600)) < self.clock()
 
-    def _write_status(self, d: JSON, status: JSON) -> None:
+    def _write_status(self, d: JsonObject, status: JsonObject) -> None:
         if status == (d.get("status") or {}):
             return
         latest = self.deployments.get(key_of(d)) or d
@@ -400,7 +413,7 @@ class DeploymentController(Controller):
         return rfc3339(self.clock())
 
 
-def _condition(status: Mapping[str, Any], kind: str) -> JSON | None:
+def _condition(status: Mapping[str, Any], kind: str) -> JsonObject | None:
     for condition in status.get("conditions") or []:
         if condition.get("type") == kind:
             return condition  # type: ignore[no-any-return]

@@ -26,8 +26,9 @@ from typing import Any
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.pods import key_of, meta
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informers import Change, Informers, ObjectCache
+from runtimekit.kube.objects import JsonObject
 
 log = logging.getLogger(__name__)
 ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
@@ -91,16 +92,16 @@ class GarbageCollector(Controller):
         self._lock = threading.Lock()
         self.nodes: dict[str, Node] = {}  # uid -> where it is
         self.dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
-        self.caches: dict[Kind, ObjectCache[JSON]] = {}
+        self.caches: dict[Kind, ObjectCache[JsonObject]] = {}
         self._resources: dict[tuple[str, str], tuple[str, bool] | None] = {}  # (apiVersion, kind) -> plural
         for kind in WATCHED:
             self.caches[kind] = self.watch(kind.path, self._handler(kind), True).cache
 
-    def _handler(self, kind: Kind) -> Callable[[Change[JSON]], None]:
+    def _handler(self, kind: Kind) -> Callable[[Change[JsonObject]], None]:
         return lambda change: self._on_change(kind, change)
 
     # -- the graph ----------------------------------------------------------------------------
-    def _on_change(self, kind: Kind, change: Change[JSON]) -> None:
+    def _on_change(self, kind: Kind, change: Change[JsonObject]) -> None:
         obj = change.obj
         uid = str(meta(obj).get("uid", ""))
         if not uid:
@@ -132,7 +133,7 @@ class GarbageCollector(Controller):
         if new_owners and (change.old is None or old_owners != new_owners):
             self.queue.add(f"delete:{uid}")
 
-    def _get(self, uid: str) -> tuple[Kind, JSON] | None:
+    def _get(self, uid: str) -> tuple[Kind, JsonObject] | None:
         with self._lock:
             node = self.nodes.get(uid)
         if node is None:
@@ -142,7 +143,7 @@ class GarbageCollector(Controller):
             return None
         return node.kind, obj
 
-    def _dependents_of(self, uid: str) -> list[tuple[Kind, JSON]]:
+    def _dependents_of(self, uid: str) -> list[tuple[Kind, JsonObject]]:
         with self._lock:
             uids = list(self.dependents.get(uid, ()))
         return [found for dependent in uids if (found := self._get(dependent)) is not None]
@@ -204,7 +205,7 @@ class GarbageCollector(Controller):
             return "dangling"
         return "waiting" if _deleting_with(owner, FOREGROUND) else "solid"
 
-    def _lookup(self, ref: Mapping[str, Any], namespace: str) -> JSON | None:
+    def _lookup(self, ref: Mapping[str, Any], namespace: str) -> JsonObject | None:
         """The owner from the API server: {} when absent, None when its kind cannot be resolved."""
         resource = self._resource(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
         if resource is None:

@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
-from runtimekit.kube.http import JSON
+from runtimekit.kube.objects import JsonObject
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -90,7 +90,7 @@ def owner_key(obj: Mapping[str, Any], kind: str) -> str:
     return ""
 
 
-def owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> JSON:
+def owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> JsonObject:
     """The controller reference a controller puts on what it creates (blockOwnerDeletion too)."""
     return {
         "apiVersion": api_version,
@@ -103,11 +103,11 @@ def owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> JSON:
 
 
 def pod_from_template(
-    template: Mapping[str, Any], owner: JSON, namespace: str, *, name: str = "", generate_name: str = ""
-) -> JSON:
+    template: Mapping[str, Any], owner: JsonObject, namespace: str, *, name: str = "", generate_name: str = ""
+) -> JsonObject:
     """A pod from a PodTemplateSpec: its labels, annotations, finalizers and spec, owned by `owner`."""
     template_meta = template.get("metadata") or {}
-    pod_meta: JSON = {
+    pod_meta: JsonObject = {
         "namespace": namespace,
         "labels": dict(template_meta.get("labels") or {}),
         "annotations": dict(template_meta.get("annotations") or {}),
@@ -158,11 +158,11 @@ def _restarts(pod: Mapping[str, Any]) -> int:
     return max((int(s.get("restartCount") or 0) for s in statuses), default=0)
 
 
-def deletion_order(pods: Sequence[JSON]) -> list[JSON]:
+def deletion_order(pods: Sequence[JsonObject]) -> list[JsonObject]:
     """The pods, the first to delete first (kube's ActivePodsWithRanks, ranks from the same node)."""
     per_node = Counter(str((p.get("spec") or {}).get("nodeName") or "") for p in pods)
 
-    def rank(pod: JSON) -> tuple[float, ...]:
+    def rank(pod: JsonObject) -> tuple[float, ...]:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         since = ready_since(pod)
         created = parse_rfc3339(meta(pod).get("creationTimestamp"))

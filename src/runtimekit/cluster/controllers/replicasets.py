@@ -35,9 +35,9 @@ from runtimekit.cluster.controllers.pods import (
     pod_from_template,
 )
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informers import Change, Informers
-from runtimekit.kube.objects import labels_of
+from runtimekit.kube.objects import JsonObject, labels_of
 from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
 log = logging.getLogger(__name__)
@@ -56,10 +56,10 @@ class ReplicaSetController(Controller):
         self.sets = self.watch(RS_PATH, self._on_set).cache
         self.pods = self.watch(PODS_PATH, self._on_pod).cache
 
-    def _on_set(self, change: Change[JSON]) -> None:
+    def _on_set(self, change: Change[JsonObject]) -> None:
         self.queue.add(key_of(change.obj))
 
-    def _on_pod(self, change: Change[JSON]) -> None:
+    def _on_pod(self, change: Change[JsonObject]) -> None:
         for pod in (change.old, change.new):
             if pod is None:
                 continue
@@ -92,7 +92,7 @@ class ReplicaSetController(Controller):
         if failure:
             raise KubeError(failure, 500, "ManageReplicasFailed")
 
-    def _manage(self, rs: JSON, pods: list[JSON]) -> list[JSON]:
+    def _manage(self, rs: JsonObject, pods: list[JsonObject]) -> list[JsonObject]:
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
         diff = len(pods) - wanted
         if diff < 0:
@@ -106,11 +106,11 @@ class ReplicaSetController(Controller):
             return [p for p in pods if id(p) not in gone]
         return pods
 
-    def _create(self, rs: JSON, count: int) -> list[JSON]:
+    def _create(self, rs: JsonObject, count: int) -> list[JsonObject]:
         template = (rs.get("spec") or {}).get("template") or {}
         ref = owner_ref(rs, "apps/v1", "ReplicaSet")
         namespace = str(meta(rs).get("namespace", ""))
-        made: list[JSON] = []
+        made: list[JsonObject] = []
         batch = 1
         while len(made) < count:
             for _ in range(min(batch, count - len(made))):
@@ -125,12 +125,12 @@ class ReplicaSetController(Controller):
             batch *= 2
         return made
 
-    def _write_status(self, rs: JSON, pods: list[JSON], failure: str) -> None:
+    def _write_status(self, rs: JsonObject, pods: list[JsonObject], failure: str) -> None:
         spec, old = rs.get("spec") or {}, dict(rs.get("status") or {})
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         now = self.clock()
         min_ready = int(spec.get("minReadySeconds") or 0)
-        status: JSON = {
+        status: JsonObject = {
             "replicas": len(pods),
             "fullyLabeledReplicas": sum(1 for p in pods if _has_labels(p, template_labels)),
             "readyReplicas": sum(1 for p in pods if is_ready(p)),
@@ -159,7 +159,7 @@ def _has_labels(pod: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
     return all(have.get(k) == v for k, v in labels.items())
 
 
-def _failure(reason: str, message: str, now: float) -> JSON:
+def _failure(reason: str, message: str, now: float) -> JsonObject:
     stamp = rfc3339(now)
     return {
         "type": "ReplicaFailure",

@@ -15,18 +15,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from runtimekit.cluster.controllers.pods import meta, owner_ref, semantic, template_hash
-from runtimekit.kube.http import JSON
+from runtimekit.kube.objects import JsonObject
 
 HASH_LABEL = "controller.kubernetes.io/hash"
 
 
-def revision_data(template: Mapping[str, Any]) -> JSON:
+def revision_data(template: Mapping[str, Any]) -> JsonObject:
     patched = copy.deepcopy(dict(template))
     patched["$patch"] = "replace"
     return {"spec": {"template": patched}}
 
 
-def template_of(revision: Mapping[str, Any]) -> JSON:
+def template_of(revision: Mapping[str, Any]) -> JsonObject:
     """The pod template a revision records."""
     template = copy.deepcopy(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
     template.pop("$patch", None)
@@ -37,12 +37,12 @@ def number(revision: Mapping[str, Any]) -> int:
     return int(revision.get("revision") or 0)
 
 
-def ordered(revisions: Sequence[JSON]) -> list[JSON]:
+def ordered(revisions: Sequence[JsonObject]) -> list[JsonObject]:
     """Oldest (lowest revision number) first, ties by name."""
     return sorted(revisions, key=lambda r: (number(r), str(meta(r).get("name"))))
 
 
-def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision: int, collisions: int) -> JSON:
+def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision: int, collisions: int) -> JsonObject:
     """A ControllerRevision to create for `owner` (a StatefulSet) recording `template`."""
     data = revision_data(template)
     digest = template_hash(data, collisions)
@@ -66,12 +66,12 @@ def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision
 class Plan:
     """What to do: `reuse` an existing revision (possibly renumbered to `renumber`), or `create`."""
 
-    reuse: JSON | None
+    reuse: JsonObject | None
     renumber: int | None
-    create: JSON | None
+    create: JsonObject | None
 
 
-def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JSON], collisions: int) -> Plan:
+def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JsonObject], collisions: int) -> Plan:
     """The update revision for the owner's current template (see the module docstring)."""
     history = ordered(revisions)
     template = (owner.get("spec") or {}).get("template") or {}
@@ -85,7 +85,7 @@ def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JSON], collisio
     return Plan(None, None, new_revision(owner, template, upcoming, collisions))
 
 
-def history_victims(revisions: Sequence[JSON], live: set[str], limit: int) -> list[JSON]:
+def history_victims(revisions: Sequence[JsonObject], live: set[str], limit: int) -> list[JsonObject]:
     """Revisions beyond `limit` that no pod and neither current nor update revision uses, oldest first."""
     history = [r for r in ordered(revisions) if str(meta(r).get("name")) not in live]
     surplus = len(history) - limit

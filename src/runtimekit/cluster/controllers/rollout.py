@@ -17,7 +17,7 @@ from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.cluster.controllers.pods import meta, semantic, template_hash
-from runtimekit.kube.http import JSON
+from runtimekit.kube.objects import JsonObject
 from runtimekit.kube.semantics import intstr
 
 REVISION = "deployment.kubernetes.io/revision"
@@ -94,18 +94,18 @@ def max_unavailable(deployment: Mapping[str, Any]) -> int:
     return min(unavailable, replicas(deployment))
 
 
-def created_order(sets: Sequence[JSON]) -> list[JSON]:
+def created_order(sets: Sequence[JsonObject]) -> list[JsonObject]:
     """Oldest first (creation time, then name)."""
     return sorted(
         sets, key=lambda rs: (parse_rfc3339(meta(rs).get("creationTimestamp")) or 0.0, str(meta(rs).get("name")))
     )
 
 
-def active(sets: Sequence[JSON | None]) -> list[JSON]:
+def active(sets: Sequence[JsonObject | None]) -> list[JsonObject]:
     return [rs for rs in sets if rs is not None and replicas(rs) > 0]
 
 
-def new_replicas(deployment: Mapping[str, Any], all_sets: Sequence[JSON], new_set: Mapping[str, Any]) -> int:
+def new_replicas(deployment: Mapping[str, Any], all_sets: Sequence[JsonObject], new_set: Mapping[str, Any]) -> int:
     """What the new ReplicaSet may grow to now (kube's NewRSNewReplicas)."""
     if not is_rolling(deployment):
         return replicas(deployment)
@@ -118,7 +118,10 @@ def new_replicas(deployment: Mapping[str, Any], all_sets: Sequence[JSON], new_se
 
 
 def old_scale_down(
-    deployment: Mapping[str, Any], all_sets: Sequence[JSON], old_sets: Sequence[JSON], new_set: Mapping[str, Any]
+    deployment: Mapping[str, Any],
+    all_sets: Sequence[JsonObject],
+    old_sets: Sequence[JsonObject],
+    new_set: Mapping[str, Any],
 ) -> dict[str, int]:
     """New sizes of old ReplicaSets (by name) for one rolling-update step: unhealthy replicas go
     first, then available ones while availability stays at `replicas - maxUnavailable`."""
@@ -157,7 +160,7 @@ def old_scale_down(
     return {name: size for name, size in sizes.items() if size != replicas(_named(old_sets, name))}
 
 
-def _named(sets: Sequence[JSON], name: str) -> JSON:
+def _named(sets: Sequence[JsonObject], name: str) -> JsonObject:
     return next(rs for rs in sets if meta(rs).get("name") == name)
 
 
@@ -177,7 +180,7 @@ def is_saturated(deployment: Mapping[str, Any], rs: Mapping[str, Any] | None) ->
     return replicas(rs) == wanted and desired == wanted and status_count(rs, "availableReplicas") == wanted
 
 
-def active_or_latest(new_set: JSON | None, old_sets: Sequence[JSON]) -> JSON | None:
+def active_or_latest(new_set: JsonObject | None, old_sets: Sequence[JsonObject]) -> JsonObject | None:
     """The only active ReplicaSet, or the newest when none is active; None when several are."""
     if new_set is None and not old_sets:
         return None
@@ -209,7 +212,9 @@ def _proportion(rs: Mapping[str, Any], deployment: Mapping[str, Any], to_add: in
     return min(fraction, allowed) if to_add > 0 else max(fraction, allowed)
 
 
-def proportional_sizes(deployment: Mapping[str, Any], new_set: JSON | None, old_sets: Sequence[JSON]) -> dict[str, int]:
+def proportional_sizes(
+    deployment: Mapping[str, Any], new_set: JsonObject | None, old_sets: Sequence[JsonObject]
+) -> dict[str, int]:
     """New sizes (by name) when `replicas` changed (kube's `scale`): one active set takes all, a
     saturated new set empties the old ones, else every active set grows or shrinks in proportion."""
     single = active_or_latest(new_set, old_sets)
@@ -242,7 +247,7 @@ def revision(rs: Mapping[str, Any]) -> int:
     return _annotation_int(rs, REVISION) or 0
 
 
-def history_victims(deployment: Mapping[str, Any], old_sets: Sequence[JSON]) -> list[JSON]:
+def history_victims(deployment: Mapping[str, Any], old_sets: Sequence[JsonObject]) -> list[JsonObject]:
     """Old, empty ReplicaSets beyond `revisionHistoryLimit`, lowest revision first."""
     limit = int((deployment.get("spec") or {}).get("revisionHistoryLimit", 10))
     if limit == UNLIMITED:
@@ -288,11 +293,13 @@ def replica_annotations(deployment: Mapping[str, Any]) -> dict[str, str]:
     return {DESIRED: str(wanted), MAX_REPLICAS: str(wanted + max_surge(deployment))}
 
 
-def calculate_status(deployment: Mapping[str, Any], all_sets: Sequence[JSON], new_set: JSON | None) -> JSON:
+def calculate_status(
+    deployment: Mapping[str, Any], all_sets: Sequence[JsonObject], new_set: JsonObject | None
+) -> JsonObject:
     """Counts from the ReplicaSets; conditions are left to the caller (kube's calculateStatus)."""
     available = sum(status_count(rs, "availableReplicas") for rs in all_sets)
     total = sum(replicas(rs) for rs in all_sets)
-    status: JSON = {
+    status: JsonObject = {
         "observedGeneration": int(meta(deployment).get("generation") or 0),
         "replicas": sum(status_count(rs, "replicas") for rs in all_sets),
         "updatedReplicas": status_count(new_set, "replicas") if new_set is not None else 0,

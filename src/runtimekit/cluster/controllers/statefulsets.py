@@ -46,9 +46,9 @@ from runtimekit.cluster.controllers.pods import (
     pod_from_template,
 )
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
-from runtimekit.kube.objects import labels_of
+from runtimekit.kube.objects import JsonObject, labels_of
 from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
 log = logging.getLogger(__name__)
@@ -92,7 +92,7 @@ class StatefulSetController(Controller):
         self.revisions = self.watch(REVISIONS_PATH, self._on_owned).cache
         self.claims = self.watch(PVC_PATH, lambda change: None).cache
 
-    def _on_owned(self, change: Change[JSON]) -> None:
+    def _on_owned(self, change: Change[JsonObject]) -> None:
         for obj in (change.old, change.new):
             if obj is None:
                 continue
@@ -123,7 +123,7 @@ class StatefulSetController(Controller):
         self._write_status(sts, current, update, pods)
         self._truncate(sts, current, update, pods)
 
-    def _revisions(self, sts: JSON, history: Sequence[JSON]) -> tuple[JSON, JSON]:
+    def _revisions(self, sts: JsonObject, history: Sequence[JsonObject]) -> tuple[JsonObject, JsonObject]:
         collisions = int((sts.get("status") or {}).get("collisionCount") or 0)
         plan = revisions.next_revisions(sts, history, collisions)
         if plan.create is not None:
@@ -137,7 +137,7 @@ class StatefulSetController(Controller):
         current = next((r for r in history if _name(r) == wanted), update)
         return current, update
 
-    def _create_revision(self, body: JSON) -> JSON:
+    def _create_revision(self, body: JsonObject) -> JsonObject:
         try:
             return self.create("apps/v1", "controllerrevisions", body, self.revisions)
         except KubeError as exc:
@@ -148,14 +148,14 @@ class StatefulSetController(Controller):
                 return existing
             raise
 
-    def _patch_revision(self, revision: JSON, number: int) -> JSON:
+    def _patch_revision(self, revision: JsonObject, number: int) -> JsonObject:
         path = f"/apis/apps/v1/namespaces/{meta(revision).get('namespace')}/controllerrevisions/{_name(revision)}"
         patched = self.http.patch(path, {"revision": number}, "merge")
         self.revisions.written(patched)
         return patched
 
     # -- the pods -----------------------------------------------------------------------------
-    def _new_pod(self, sts: JSON, current: JSON, update: JSON, index: int) -> JSON:
+    def _new_pod(self, sts: JsonObject, current: JsonObject, update: JsonObject, index: int) -> JsonObject:
         spec = sts.get("spec") or {}
         strategy = spec.get("updateStrategy") or {}
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
@@ -178,7 +178,7 @@ class StatefulSetController(Controller):
             pod_spec["volumes"] = [v for v in pod_spec.get("volumes") or [] if v.get("name") != claim_name] + [volume]
         return pod
 
-    def _create_pod(self, sts: JSON, pod: JSON) -> None:
+    def _create_pod(self, sts: JsonObject, pod: JsonObject) -> None:
         for claim in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
             self._create_claim(sts, claim, _name(pod))
         self.create("v1", "pods", pod, self.pods)
@@ -186,13 +186,13 @@ class StatefulSetController(Controller):
             sts, "Normal", "SuccessfulCreate", f"create Pod {_name(pod)} in StatefulSet {_name(sts)} successful"
         )
 
-    def _create_claim(self, sts: JSON, claim: Mapping[str, Any], pod_name: str) -> None:
+    def _create_claim(self, sts: JsonObject, claim: Mapping[str, Any], pod_name: str) -> None:
         name = f"{meta(claim).get('name')}-{pod_name}"
         namespace = str(meta(sts).get("namespace"))
         if self.claims.get(f"{namespace}/{name}") is not None:
             return
         selector_labels = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        body: JSON = {
+        body: JsonObject = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
             "metadata": {
@@ -211,18 +211,18 @@ class StatefulSetController(Controller):
         text = f"create Claim {name} Pod {pod_name} in StatefulSet {_name(sts)} success"
         self._record(sts, "Normal", "SuccessfulCreate", text)
 
-    def _delete_pod(self, sts: JSON, pod: JSON, reason: str = "SuccessfulDelete") -> None:
+    def _delete_pod(self, sts: JsonObject, pod: JsonObject, reason: str = "SuccessfulDelete") -> None:
         self.delete(pod, "v1", "pods", self.pods)
         if reason == "SuccessfulDelete":
             self._record(sts, "Normal", reason, f"delete Pod {_name(pod)} in StatefulSet {_name(sts)} successful")
 
-    def _update(self, sts: JSON, current: JSON, update: JSON, pods: Sequence[JSON]) -> None:
+    def _update(self, sts: JsonObject, current: JsonObject, update: JsonObject, pods: Sequence[JsonObject]) -> None:
         """One round of kube's updateStatefulSet: create, replace, scale down, roll — in order."""
         spec = sts.get("spec") or {}
         count = int(spec.get("replicas", 1))
         monotonic = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
-        replicas: list[JSON | None] = [None] * count
-        condemned: list[JSON] = []
+        replicas: list[JsonObject | None] = [None] * count
+        condemned: list[JsonObject] = []
         for existing in pods:
             index = ordinal(existing, _name(sts))
             if index < count:
@@ -233,7 +233,7 @@ class StatefulSetController(Controller):
         unhealthy = [p for p in [*replicas, *condemned] if p is not None and not _healthy(p)]
         first_unhealthy = min(unhealthy, key=lambda p: ordinal(p, _name(sts)), default=None)
         for index, member in enumerate(replicas):
-            pod: JSON | None = member
+            pod: JsonObject | None = member
             if pod is not None and phase(pod) in FINISHED and not is_terminating(pod):
                 text = f"StatefulSet {meta(sts).get('namespace')}/{_name(sts)} is recreating failed Pod {_name(pod)}"
                 self._record(sts, "Warning", "RecreatingFailedPod", text)
@@ -270,12 +270,14 @@ class StatefulSetController(Controller):
                 return
 
     # -- status and history -------------------------------------------------------------------
-    def _write_status(self, sts: JSON, current: JSON, update: JSON, pods: Sequence[JSON]) -> None:
+    def _write_status(
+        self, sts: JsonObject, current: JsonObject, update: JsonObject, pods: Sequence[JsonObject]
+    ) -> None:
         spec, old = sts.get("spec") or {}, sts.get("status") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)
         now = self.clock()
         counted = [p for p in pods if not is_terminating(p)]
-        status: JSON = {
+        status: JsonObject = {
             "observedGeneration": int(meta(sts).get("generation") or 0),
             "replicas": len(pods),
             "readyReplicas": sum(1 for p in pods if is_running_and_ready(p)),
@@ -294,7 +296,7 @@ class StatefulSetController(Controller):
         if min_ready and status["readyReplicas"] != status["availableReplicas"]:
             self.requeue_after(key_of(sts), min_ready)
 
-    def _truncate(self, sts: JSON, current: JSON, update: JSON, pods: Sequence[JSON]) -> None:
+    def _truncate(self, sts: JsonObject, current: JsonObject, update: JsonObject, pods: Sequence[JsonObject]) -> None:
         live = {_name(current), _name(update), *(_revision_of(p) for p in pods)}
         limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10))
         for revision in revisions.history_victims(

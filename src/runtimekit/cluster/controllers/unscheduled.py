@@ -15,8 +15,9 @@ from collections.abc import Iterable
 
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
-from runtimekit.kube.http import JSON, KubeHttp
+from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informers import Change, Informers
+from runtimekit.kube.objects import JsonObject
 from runtimekit.protocol.peers import presets_answering
 
 PODS_PATH = "/api/v1/pods"
@@ -51,7 +52,7 @@ class UnscheduledCheck(Controller):
         self._told: set[str] = set()  # UIDs already given the Event
         self._lock = threading.Lock()
 
-    def _on_pod(self, change: Change[JSON]) -> None:
+    def _on_pod(self, change: Change[JsonObject]) -> None:
         if change.new is None:
             with self._lock:
                 self._told.discard(str(meta(change.obj).get("uid", "")))

@@ -27,7 +27,7 @@ import json
 import logging
 import stat
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from concurrent import futures
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,6 +38,7 @@ import grpc
 from runtimekit.api import kubelet
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
+from runtimekit.kube.objects import Container, Pod, meta
 from runtimekit.kube.semantics.quantity import whole_number
 from runtimekit.protocol.names import check_extended_resource_name
 
@@ -123,7 +124,7 @@ class _Registration(dp_grpc.RegistrationServicer):
         return dp.Empty()
 
 
-def _resource_amounts(container: Mapping[str, Any]) -> dict[str, int]:
+def _resource_amounts(container: Container) -> dict[str, int]:
     resources = container.get("resources") or {}
     amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
     out = {}
@@ -278,15 +279,15 @@ class DeviceManager:
             return list(self._allocated.values())
 
     # -- admission -----------------------------------------------------------------------------
-    def admit_pod(self, pod: Mapping[str, Any]) -> dict[str, ContainerOptions]:
+    def admit_pod(self, pod: Pod) -> dict[str, ContainerOptions]:
         """Allocate the devices of every container of a pod manifest, in container order.
 
         Returns the container options per container. Raises AdmissionError; devices of a pod that
         fails admission are freed again.
         """
-        meta = pod.get("metadata") or {}
+        pod_meta = meta(pod)
         identity = PodIdentity(
-            str(meta.get("namespace", "default")), str(meta.get("name", "")), str(meta.get("uid", ""))
+            str(pod_meta.get("namespace", "default")), str(pod_meta.get("name", "")), str(pod_meta.get("uid", ""))
         )
         spec = pod.get("spec") or {}
         out: dict[str, ContainerOptions] = {}

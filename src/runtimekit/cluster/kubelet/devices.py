@@ -16,10 +16,10 @@ Two implementations of `NodeDevices`:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
+from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.model import Assignment, AssignmentError, NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.names import format_memory_unit
@@ -41,7 +41,7 @@ class NodeDevices(Protocol):
         """Labels and annotations the kubelet itself writes on its Node (empty when a plugin publishes)."""
         ...
 
-    def admit(self, pod: Mapping[str, Any]) -> ContainerEnv:
+    def admit(self, pod: Pod) -> ContainerEnv:
         """Allocate the devices of every container; the environment per container. Raises AdmissionError
         with kubelet's reason and message; a pod that fails holds nothing afterwards."""
         ...
@@ -66,7 +66,7 @@ class PluginDevices:
     def node_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
         return {}, {}
 
-    def admit(self, pod: Mapping[str, Any]) -> ContainerEnv:
+    def admit(self, pod: Pod) -> ContainerEnv:
         options = self.manager.admit_pod(pod)
         return {name: dict(opts.envs) for name, opts in options.items() if opts.envs}
 
@@ -106,8 +106,8 @@ class DirectDevices:
         }
         return labels, {self.protocol.annotations.node_devices: self.inventory.to_annotation()}
 
-    def admit(self, pod: Mapping[str, Any]) -> ContainerEnv:
-        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(self.protocol.annotations.assignment)
+    def admit(self, pod: Pod) -> ContainerEnv:
+        text = annotations_of(pod).get(self.protocol.annotations.assignment)
         if not text:
             return {}
         try:

@@ -30,10 +30,10 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
@@ -58,8 +58,18 @@ from runtimekit.cluster.kubelet.status import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
+from runtimekit.kube.objects import (
+    Container,
+    DeleteOptions,
+    JsonObject,
+    KubeObject,
+    Pod,
+    PodStatus,
+    annotations_of,
+    meta,
+)
 from runtimekit.protocol import KitProtocol
 
 log = logging.getLogger(__name__)
@@ -85,16 +95,18 @@ class _Pod:
     """A pod this kubelet admitted (or rejected, `finished` from the start)."""
 
     identity: PodIdentity
-    manifest: JSON
+    manifest: Pod
     requests: dict[str, int]
     started: str
     finished: bool = False
     ends: dict[str, Terminated] = field(default_factory=dict)
 
 
-def _identity(pod: Mapping[str, Any]) -> PodIdentity:
-    meta = pod.get("metadata") or {}
-    return PodIdentity(str(meta.get("namespace", "default")), str(meta.get("name", "")), str(meta.get("uid", "")))
+def _identity(pod: Pod) -> PodIdentity:
+    pod_meta = meta(pod)
+    return PodIdentity(
+        str(pod_meta.get("namespace", "default")), str(pod_meta.get("name", "")), str(pod_meta.get("uid", ""))
+    )
 
 
 class SimulatedKubelet:
@@ -162,8 +174,8 @@ class SimulatedKubelet:
             return [(p.identity, container_names(p.manifest)) for p in self._pods.values() if not p.finished]
 
     # -- the queue -----------------------------------------------------------------------------
-    def _on_pod(self, kind: str, obj: JSON) -> None:
-        self._put(kind, obj)
+    def _on_pod(self, kind: str, obj: JsonObject) -> None:
+        self._put(kind, cast(Pod, obj))
 
     def _put(self, kind: str, item: Any) -> None:
         with self._cond:
@@ -191,12 +203,12 @@ class SimulatedKubelet:
             log.exception("kubelet %s: pod handling failed", self.node)
 
     def _handle(self, batch: list[tuple[str, Any]]) -> None:
-        new: dict[str, JSON] = {}
+        new: dict[str, Pod] = {}
         for kind, item in batch:
             if kind == "container-done":
                 self._guarded(self._container_done, *item)
             elif kind == "DELETED":
-                new.pop(str((item.get("metadata") or {}).get("uid", "")), None)
+                new.pop(str(meta(item).get("uid", "")), None)
                 self._guarded(self._forget, item)
             else:
                 self._guarded(self._observe, item, new)
@@ -204,7 +216,7 @@ class SimulatedKubelet:
         for uid in sorted(new, key=lambda u: (str(new[u]["metadata"].get("creationTimestamp", "")), arrival[u])):
             self._guarded(self._admit, new[uid])
 
-    def _observe(self, pod: JSON, new: dict[str, JSON]) -> None:
+    def _observe(self, pod: Pod, new: dict[str, Pod]) -> None:
         identity = _identity(pod)
         known = self._pods.get(identity.uid)
         if pod["metadata"].get("deletionTimestamp"):
@@ -218,7 +230,7 @@ class SimulatedKubelet:
             new[identity.uid] = pod
 
     # -- admission -----------------------------------------------------------------------------
-    def _admit(self, pod: JSON) -> None:
+    def _admit(self, pod: Pod) -> None:
         identity = _identity(pod)
         now = rfc3339(self.clock())
         try:
@@ -246,16 +258,16 @@ class SimulatedKubelet:
         log.info("kubelet %s: pod %s/%s running", self.node, identity.namespace, identity.name)
         self._start_containers(record)
 
-    def _reject(self, pod: JSON, error: AdmissionError, now: str) -> None:
+    def _reject(self, pod: Pod, error: AdmissionError, now: str) -> None:
         identity = _identity(pod)
         with self._cond:
             self._pods[identity.uid] = _Pod(identity, pod, {}, now, finished=True)
         log.info("kubelet %s: pod %s/%s rejected: %s", self.node, identity.namespace, identity.name, error.message)
         self._patch_status(identity, rejected_status(error.reason, error.message, now))
-        involved = {"apiVersion": "v1", "kind": "Pod", "metadata": pod.get("metadata") or {}}
+        involved: KubeObject = {"apiVersion": "v1", "kind": "Pod", "metadata": meta(pod)}
         record_event(self.http, involved, "Warning", error.reason, error.message, COMPONENT, self.node)
 
-    def _adopt(self, pod: JSON) -> None:
+    def _adopt(self, pod: Pod) -> None:
         """A pod already Running when first seen (the kubelet restarted): keep running it, devices held."""
         identity = _identity(pod)
         started = str((pod.get("status") or {}).get("startTime") or rfc3339(self.clock()))
@@ -271,9 +283,7 @@ class SimulatedKubelet:
     # -- running and finishing -----------------------------------------------------------------
     def _start_containers(self, record: _Pod) -> None:
         pod = record.manifest
-        text = ((pod.get("metadata") or {}).get("annotations") or {}).get(
-            self.options.protocol.annotations.simulated_runtime
-        )
+        text = annotations_of(pod).get(self.options.protocol.annotations.simulated_runtime)
         if text:
             try:
                 seconds = parse_duration(str(text))
@@ -301,7 +311,7 @@ class SimulatedKubelet:
             self.http.server,
         )
 
-    def _run_container(self, pod: JSON, container: Mapping[str, Any]) -> None:
+    def _run_container(self, pod: Pod, container: Container) -> None:
         assert self.runner is not None
         code, message = run_safely(self.runner, pod, container, self._context())
         self._put("container-done", (_identity(pod).uid, str(container.get("name", "")), Terminated(code, message)))
@@ -344,7 +354,7 @@ class SimulatedKubelet:
             except Exception:
                 log.exception("kubelet %s: pod-stopped listener failed", self.node)
 
-    def _delete(self, pod: JSON, record: _Pod | None) -> None:
+    def _delete(self, pod: Pod, record: _Pod | None) -> None:
         """Graceful deletion: the containers stop at once; then delete the pod with grace 0."""
         identity = _identity(pod)
         if record is not None and not record.finished:
@@ -352,7 +362,7 @@ class SimulatedKubelet:
         if identity.uid in self._deleting:
             return
         self._deleting.add(identity.uid)
-        options = {
+        options: DeleteOptions = {
             "apiVersion": "v1",
             "kind": "DeleteOptions",
             "gracePeriodSeconds": 0,
@@ -366,7 +376,7 @@ class SimulatedKubelet:
                     "kubelet %s: cannot delete pod %s/%s: %s", self.node, identity.namespace, identity.name, exc
                 )
 
-    def _forget(self, pod: JSON) -> None:
+    def _forget(self, pod: Pod) -> None:
         identity = _identity(pod)
         uid = identity.uid or next(
             (
@@ -384,13 +394,13 @@ class SimulatedKubelet:
         self._deleting.discard(uid)
 
     # -- API writes ----------------------------------------------------------------------------
-    def _patch(self, identity: PodIdentity, body: JSON) -> None:
+    def _patch(self, identity: PodIdentity, body: JsonObject) -> None:
         try:
             self.http.patch(object_path("v1", "pods", identity.namespace, identity.name), body)
         except KubeError as exc:
             log.info("kubelet %s: cannot patch pod %s/%s: %s", self.node, identity.namespace, identity.name, exc)
 
-    def _patch_status(self, identity: PodIdentity, status: JSON) -> None:
+    def _patch_status(self, identity: PodIdentity, status: PodStatus) -> None:
         path = object_path("v1", "pods", identity.namespace, identity.name, "status")
         try:
             self.http.patch(path, {"metadata": {"uid": identity.uid}, "status": status}, "strategic")

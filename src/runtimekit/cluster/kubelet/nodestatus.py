@@ -23,6 +23,7 @@ from runtimekit.cluster.kubelet.devices import NodeDevices
 from runtimekit.cluster.kubelet.status import node_manifest, node_status
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.objects import NodeStatus
 
 log = logging.getLogger(__name__)
 LEASE_NAMESPACE = "kube-node-lease"
@@ -78,7 +79,7 @@ class NodeReporter:
         base = {name: base_units(name, value) for name, value in self.shape.base().items()}
         return {**base, **self.devices.allocatable()}
 
-    def _status(self, resources: Resources) -> dict[str, object]:
+    def _status(self, resources: Resources) -> NodeStatus:
         capacity, allocatable = resources
         base = self.shape.base()
         return node_status(
@@ -103,7 +104,10 @@ class NodeReporter:
         except KubeError as exc:
             if exc.code != 409:
                 raise
-            self.http.patch(self._path, {"metadata": {k: manifest["metadata"][k] for k in ("labels", "annotations")}})
+            metadata = manifest["metadata"]
+            self.http.patch(
+                self._path, {"metadata": {"labels": metadata["labels"], "annotations": metadata["annotations"]}}
+            )
             self.http.patch(f"{self._path}/status", {"status": manifest["status"]}, "strategic")
         self.written = resources
         self._renew_lease()

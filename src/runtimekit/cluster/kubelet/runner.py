@@ -20,11 +20,13 @@ import posixpath
 import re
 import sys
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, TextIO
+from typing import Protocol, TextIO
+
+from runtimekit.kube.objects import Container, Pod
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ms|us|µs|ns|h|m|s)")
 _UNIT_S = {"h": 3600.0, "m": 60.0, "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
@@ -57,13 +59,13 @@ class NodeContext:
 
 
 class ContainerRunner(Protocol):
-    def __call__(self, pod: Mapping[str, Any], container: Mapping[str, Any], node: NodeContext) -> tuple[int, str]:
+    def __call__(self, pod: Pod, container: Container, node: NodeContext) -> tuple[int, str]:
         """Run the container to completion; (exit code, termination message). Exceptions count as exit 1
         with the exception as the message. Called on a thread of its own; may block."""
         ...
 
 
-def command_line(container: Mapping[str, Any]) -> list[str]:
+def command_line(container: Container) -> list[str]:
     return [str(a) for a in [*(container.get("command") or []), *(container.get("args") or [])]]
 
 
@@ -97,7 +99,7 @@ def map_paths(argv: list[str], node: NodeContext, termination_log: Path) -> list
     return [command, *extra, *rest]
 
 
-def runtimekit_argv(container: Mapping[str, Any]) -> list[str] | None:
+def runtimekit_argv(container: Container) -> list[str] | None:
     """The arguments after `runtimekit` when the container runs a runtimekit subcommand, else None."""
     argv = command_line(container)
     if len(argv) >= 2 and posixpath.basename(argv[0]) == "runtimekit":
@@ -160,9 +162,7 @@ def capture_output() -> Iterator[io.StringIO]:
         _uninstall()
 
 
-def run_safely(
-    runner: ContainerRunner, pod: Mapping[str, Any], container: Mapping[str, Any], node: NodeContext
-) -> tuple[int, str]:
+def run_safely(runner: ContainerRunner, pod: Pod, container: Container, node: NodeContext) -> tuple[int, str]:
     """Call the runner; an exception is exit code 1 with the exception as the message."""
     try:
         code, message = runner(pod, container, node)

@@ -1,4 +1,4 @@
-"""The Node and Pod status a simulated kubelet writes, as pure functions over plain dicts.
+"""The Node and Pod status a simulated kubelet writes, as pure functions over `kube.objects` types.
 
 Shapes follow what a real kubelet reports, so kubectl, the scheduler and the controller read them
 unchanged: node conditions (Ready plus the three pressure conditions) with heartbeat times,
@@ -12,19 +12,28 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from runtimekit._version import __version__
 from runtimekit.cluster.kubelet.admission import REJECTED
+from runtimekit.kube.objects import (
+    Condition,
+    ContainerStatus,
+    JsonObject,
+    Node,
+    NodeStatus,
+    Pod,
+    PodStatus,
+    Quantity,
+    meta,
+)
 
-JSON = dict[str, Any]
 KUBELET_VERSION = "v1.31.0-runtimekit"
 CONTAINER_RUNTIME = f"simulated://{__version__}"
 
 
 # -- nodes ---------------------------------------------------------------------------------------
-def node_conditions(now: str, ready: bool = True) -> list[JSON]:
-    def condition(kind: str, status: bool, reason: str, message: str) -> JSON:
+def node_conditions(now: str, ready: bool = True) -> list[Condition]:
+    def condition(kind: str, status: bool, reason: str, message: str) -> Condition:
         return {
             "type": kind,
             "status": "True" if status else "False",
@@ -48,8 +57,8 @@ def node_conditions(now: str, ready: bool = True) -> list[JSON]:
 
 
 def node_status(
-    capacity: Mapping[str, str], allocatable: Mapping[str, str], now: str, address: str, hostname: str
-) -> JSON:
+    capacity: Mapping[str, Quantity], allocatable: Mapping[str, Quantity], now: str, address: str, hostname: str
+) -> NodeStatus:
     return {
         "capacity": dict(capacity),
         "allocatable": dict(allocatable),
@@ -71,7 +80,7 @@ def node_status(
     }
 
 
-def node_manifest(name: str, labels: Mapping[str, str], annotations: Mapping[str, str], status: JSON) -> JSON:
+def node_manifest(name: str, labels: Mapping[str, str], annotations: Mapping[str, str], status: NodeStatus) -> Node:
     base_labels = {
         "kubernetes.io/hostname": name,
         "kubernetes.io/os": "linux",
@@ -100,8 +109,9 @@ class Terminated:
     message: str = ""
     reason: str = ""
 
-    def as_state(self, started: str, finished: str, container_id: str) -> JSON:
-        state: JSON = {
+    def as_state(self, started: str, finished: str, container_id: str) -> JsonObject:
+        """A ContainerStateTerminated (the `terminated` of a container's `state`)."""
+        state: JsonObject = {
             "exitCode": self.exit_code,
             "reason": self.reason or ("Completed" if self.exit_code == 0 else "Error"),
             "startedAt": started,
@@ -113,8 +123,8 @@ class Terminated:
         return state
 
 
-def _condition(kind: str, status: bool, now: str, reason: str = "") -> JSON:
-    out: JSON = {
+def _condition(kind: str, status: bool, now: str, reason: str = "") -> Condition:
+    out: Condition = {
         "type": kind,
         "status": "True" if status else "False",
         "lastProbeTime": None,
@@ -129,10 +139,10 @@ def container_id(pod_uid: str, container: str) -> str:
     return f"simulated://{pod_uid[:8]}-{container}"
 
 
-def running_status(pod: Mapping[str, Any], now: str, host_ip: str, pod_ip: str) -> JSON:
+def running_status(pod: Pod, now: str, host_ip: str, pod_ip: str) -> PodStatus:
     """Every container running and ready."""
-    uid = str((pod.get("metadata") or {}).get("uid", ""))
-    statuses = [
+    uid = str(meta(pod).get("uid", ""))
+    statuses: list[ContainerStatus] = [
         {
             "name": c.get("name", ""),
             "image": c.get("image", ""),
@@ -162,11 +172,11 @@ def running_status(pod: Mapping[str, Any], now: str, host_ip: str, pod_ip: str) 
     }
 
 
-def terminated_status(pod: Mapping[str, Any], ends: Mapping[str, Terminated], started: str, now: str) -> JSON:
+def terminated_status(pod: Pod, ends: Mapping[str, Terminated], started: str, now: str) -> PodStatus:
     """Containers in `ends` terminated, the others still running; the phase once all have ended
     (Succeeded when every exit code is 0, else Failed), Running before that."""
-    uid = str((pod.get("metadata") or {}).get("uid", ""))
-    statuses = []
+    uid = str(meta(pod).get("uid", ""))
+    statuses: list[ContainerStatus] = []
     for c in (pod.get("spec") or {}).get("containers") or []:
         name = str(c.get("name", ""))
         end = ends.get(name)
@@ -187,7 +197,7 @@ def terminated_status(pod: Mapping[str, Any], ends: Mapping[str, Terminated], st
             }
         )
     done = len(ends) >= len(statuses)
-    status: JSON = {"containerStatuses": statuses}
+    status: PodStatus = {"containerStatuses": statuses}
     if done:
         succeeded = all(e.exit_code == 0 for e in ends.values())
         status["phase"] = "Succeeded" if succeeded else "Failed"
@@ -203,14 +213,14 @@ def terminated_status(pod: Mapping[str, Any], ends: Mapping[str, Terminated], st
     return status
 
 
-def rejected_status(reason: str, message: str, now: str) -> JSON:
+def rejected_status(reason: str, message: str, now: str) -> PodStatus:
     """A pod that failed admission: Failed, with kubelet's reason and message."""
     return {"phase": "Failed", "reason": reason, "message": REJECTED + message, "startTime": now}
 
 
-def phase_of(pod: Mapping[str, Any]) -> str:
+def phase_of(pod: Pod) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
-def container_names(pod: Mapping[str, Any]) -> Sequence[str]:
+def container_names(pod: Pod) -> Sequence[str]:
     return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or []]

@@ -29,16 +29,29 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from typing import Any
+from typing import cast
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
+from runtimekit.cluster.controllers.pods import is_terminating, phase
 from runtimekit.cluster.volcano import jobpods, states
 from runtimekit.cluster.volcano.policies import Request, action_for
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.http import JSON, KubeHttp, object_path
+from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
+from runtimekit.kube.objects import (
+    JsonObject,
+    Pod,
+    PodGroup,
+    PodGroupSpec,
+    PriorityClass,
+    TaskSpec,
+    VolcanoJob,
+    VolcanoJobStatus,
+    annotations_of,
+    meta,
+    object_key,
+)
 
 log = logging.getLogger(__name__)
 JOBS_PATH = "/apis/batch.volcano.sh/v1alpha1/jobs"
@@ -48,7 +61,7 @@ PRIORITY_PATH = "/apis/scheduling.k8s.io/v1/priorityclasses"
 PHASE_COUNTS = {"Pending": "pending", "Running": "running", "Succeeded": "succeeded", "Failed": "failed"}
 
 
-def _job_key(pod: Mapping[str, Any]) -> str:
+def _job_key(pod: Pod) -> str:
     """The Job a pod belongs to (controller reference to a Volcano Job), "" for other pods."""
     for ref in meta(pod).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == "Job" and ref.get("apiVersion") == jobpods.API_VERSION:
@@ -56,8 +69,8 @@ def _job_key(pod: Mapping[str, Any]) -> str:
     return ""
 
 
-def _annotation(obj: Mapping[str, Any], key: str) -> str:
-    return str((meta(obj).get("annotations") or {}).get(key, ""))
+def _annotation(pod: Pod, key: str) -> str:
+    return str(annotations_of(pod).get(key, ""))
 
 
 def _duration(seconds: float) -> str:
@@ -95,34 +108,36 @@ class VolcanoJobController(Controller):
                 waiting.append(request)
         self.queue.add(request.job)
 
-    def _on_job(self, change: Change[JSON]) -> None:
-        key = key_of(change.obj)
+    def _on_job(self, change: Change[JsonObject]) -> None:
+        key = object_key(change.obj)
         if change.new is None:
             with self._lock:
                 self._requests.pop(key, None)
                 self._reported.pop(key, None)
             return
         if change.old is not None:
-            old_phase = ((change.old.get("status") or {}).get("state") or {}).get("phase")
-            new_phase = ((change.new.get("status") or {}).get("state") or {}).get("phase")
-            if change.old.get("spec") == change.new.get("spec") and old_phase == new_phase:
+            old, new = cast(VolcanoJob, change.old), cast(VolcanoJob, change.new)
+            old_phase = ((old.get("status") or {}).get("state") or {}).get("phase")
+            new_phase = ((new.get("status") or {}).get("state") or {}).get("phase")
+            if old.get("spec") == new.get("spec") and old_phase == new_phase:
                 return
         self._push(Request(key))
 
-    def _on_group(self, change: Change[JSON]) -> None:
+    def _on_group(self, change: Change[JsonObject]) -> None:
         job = next(
             (r.get("name") for r in meta(change.obj).get("ownerReferences") or [] if r.get("kind") == "Job"), None
         )
-        if job is None or change.new is None:
+        old, new = cast("PodGroup | None", change.old), cast("PodGroup | None", change.new)
+        if job is None or new is None:
             return
-        old_phase = ((change.old or {}).get("status") or {}).get("phase")
-        new_phase = (change.new.get("status") or {}).get("phase")
-        if change.old is None or old_phase != new_phase or (change.old.get("status") != change.new.get("status")):
+        old_phase = ((old or {}).get("status") or {}).get("phase")
+        new_phase = (new.get("status") or {}).get("phase")
+        if old is None or old_phase != new_phase or (old.get("status") != new.get("status")):
             event = "Unknown" if new_phase == "Unknown" else "OutOfSync"
             self._push(Request(f"{meta(change.obj).get('namespace')}/{job}", event=event))
 
-    def _on_pod(self, change: Change[JSON]) -> None:
-        pod = change.obj
+    def _on_pod(self, change: Change[JsonObject]) -> None:
+        pod = cast(Pod, change.obj)
         key = _job_key(pod)
         task, version = _annotation(pod, jobpods.TASK_SPEC), _annotation(pod, jobpods.JOB_VERSION)
         if not key or not task or not version.isdigit():
@@ -138,9 +153,9 @@ class VolcanoJobController(Controller):
         if change.old is None:
             self._push(_with(base, "PodPending"))
             return
-        self._push(self._pod_event(base, change.old, change.new))
+        self._push(self._pod_event(base, cast(Pod, change.old), cast(Pod, change.new)))
 
-    def _pod_event(self, base: Request, old: JSON, new: JSON) -> Request:
+    def _pod_event(self, base: Request, old: Pod, new: Pod) -> Request:
         was, now = phase(old), phase(new)
         if now == "Failed" and was != "Failed":
             statuses = (new.get("status") or {}).get("containerStatuses") or []
@@ -157,7 +172,7 @@ class VolcanoJobController(Controller):
         return _with(base, "OutOfSync")
 
     def _task_completed(self, request: Request) -> bool:
-        job = self.jobs.get(request.job)
+        job = self._job(request.job)
         task = next((t for t in (job or {}).get("spec", {}).get("tasks") or [] if t.get("name") == request.task), None)
         if job is None or task is None or int(task.get("replicas") or 0) <= 0:
             return False
@@ -173,7 +188,7 @@ class VolcanoJobController(Controller):
             now = time.monotonic()
             due = [(r, v) for d, r, v in self._delayed if d <= now and r.job == key]
             self._delayed = [(d, r, v) for d, r, v in self._delayed if not (d <= now and r.job == key)]
-        job = self.jobs.get(key)
+        job = self._job(key)
         for request, version in due:
             if job is not None and int((job.get("status") or {}).get("version") or 0) == version:
                 pending.append(request)
@@ -190,7 +205,7 @@ class VolcanoJobController(Controller):
             self.requeue_after(key, min(later) - time.monotonic())
 
     def _handle(self, request: Request) -> None:
-        job = self.jobs.get(request.job)
+        job = self._job(request.job)
         if job is None:
             return
         action, delay = action_for(job, request)
@@ -213,10 +228,17 @@ class VolcanoJobController(Controller):
         else:
             self._kill(job, soft=how == states.KILL_SOFT, update=update)
 
-    def _pods(self, job: Mapping[str, Any]) -> list[JSON]:
-        return self.pods.by_index(BY_CONTROLLER, str(meta(job).get("uid", "")))
+    # -- the caches, typed once here (the informers hand out untyped JSON) ----------------------
+    def _job(self, key: str) -> VolcanoJob | None:
+        return cast("VolcanoJob | None", self.jobs.get(key))
 
-    def _sync_job(self, job: JSON, update: states.Update | None) -> None:
+    def _group(self, key: str) -> PodGroup | None:
+        return cast("PodGroup | None", self.groups.get(key))
+
+    def _pods(self, job: VolcanoJob) -> list[Pod]:
+        return cast("list[Pod]", self.pods.by_index(BY_CONTROLLER, str(meta(job).get("uid", ""))))
+
+    def _sync_job(self, job: VolcanoJob, update: states.Update | None) -> None:
         if is_terminating(job):
             return
         job = self._prepare(job)
@@ -245,7 +267,7 @@ class VolcanoJobController(Controller):
         self._write(job, counts, per_task, update, kill=False)
         self._report_group(job)
 
-    def _kill(self, job: JSON, soft: bool, update: states.Update | None, task: str = "", pod: str = "") -> None:
+    def _kill(self, job: VolcanoJob, soft: bool, update: states.Update | None, task: str = "", pod: str = "") -> None:
         if is_terminating(job):
             return
         status = job.get("status") or {}
@@ -271,22 +293,22 @@ class VolcanoJobController(Controller):
                 if meta(group).get("name") == jobpods.group_name(job):
                     self.delete(group, "scheduling.volcano.sh/v1beta1", "podgroups", self.groups)
 
-    def _kill_pod(self, pod: JSON) -> None:
+    def _kill_pod(self, pod: Pod) -> None:
         with self._lock:
             self._ours.add(str(meta(pod).get("uid", "")))
         self.delete(pod, "v1", "pods", self.pods)
 
     def _write(
         self,
-        job: JSON,
+        job: VolcanoJob,
         counts: dict[str, int],
         per_task: dict[str, dict[str, int]],
         update: states.Update | None,
         kill: bool,
     ) -> None:
         old = job.get("status") or {}
-        status = copy.deepcopy(dict(old))
-        status.update(counts)
+        status = copy.deepcopy(old)
+        status.update(cast(VolcanoJobStatus, counts))  # counts are keyed by the status fields they fill
         status["minAvailable"] = int((job.get("spec") or {}).get("minAvailable") or 0)
         status["taskStatusCount"] = {task: {"phase": phases} for task, phases in per_task.items()}
         status.setdefault("state", {})
@@ -304,21 +326,26 @@ class VolcanoJobController(Controller):
         if kill:
             created = meta(job).get("creationTimestamp")
             status["runningDuration"] = _duration(self.clock() - (parse_rfc3339(created) or self.clock()))
-        self.put_status(job, jobpods.API_VERSION, "jobs", status, self.jobs)
+        self._put_status(job, status)
+
+    def _put_status(self, job: VolcanoJob, status: VolcanoJobStatus) -> VolcanoJob:
+        # controllers.base reads and writes untyped JSON: the casts say what goes in and comes back
+        written = self.put_status(job, jobpods.API_VERSION, "jobs", cast(JsonObject, status), self.jobs)
+        return cast(VolcanoJob, written)
 
     # -- what a job owns ----------------------------------------------------------------------
-    def _prepare(self, job: JSON) -> JSON:
+    def _prepare(self, job: VolcanoJob) -> VolcanoJob:
         """First sight: status Pending; every time: plugin objects, PVCs and the PodGroup up to date."""
         status = job.get("status") or {}
         if not (status.get("state") or {}).get("phase"):
             stamp = rfc3339(self.clock())
-            fresh = {
+            fresh: VolcanoJobStatus = {
                 **status,
                 "state": {"phase": "Pending", "lastTransitionTime": stamp},
                 "minAvailable": int((job.get("spec") or {}).get("minAvailable") or 0),
                 "conditions": [{"status": "Pending", "lastTransitionTime": stamp}],
             }
-            job = self.put_status(job, jobpods.API_VERSION, "jobs", fresh, self.jobs)
+            job = self._put_status(job, fresh)
         plugins = (job.get("spec") or {}).get("plugins") or {}
         if "svc" in plugins:
             for plural, body in jobpods.svc_objects(job):
@@ -339,7 +366,7 @@ class VolcanoJobController(Controller):
         self._ensure_group(job)
         return job
 
-    def _ensure(self, plural: str, body: JSON) -> None:
+    def _ensure(self, plural: str, body: JsonObject) -> None:
         """Create unless it exists; a ConfigMap whose data changed is updated."""
         namespace, name = str(meta(body).get("namespace")), str(meta(body).get("name"))
         path = object_path("v1", plural, namespace, name)
@@ -353,19 +380,19 @@ class VolcanoJobController(Controller):
                 if current.get("data") != body.get("data"):
                     self.http.patch(path, {"data": body.get("data")}, "merge")
 
-    def _ensure_group(self, job: JSON) -> None:
-        priorities = {str(meta(pc).get("name")): int(pc.get("value") or 0) for pc in self.priorities.items()}
+    def _ensure_group(self, job: VolcanoJob) -> None:
+        classes = cast("list[PriorityClass]", self.priorities.items())
+        priorities = {str(meta(pc).get("name")): int(pc.get("value") or 0) for pc in classes}
         body = jobpods.podgroup(job, priorities)
-        current = self.groups.get(key_of(body))
+        current = self._group(object_key(body))
         if current is None:
             try:
-                self.create("scheduling.volcano.sh/v1beta1", "podgroups", body, self.groups)
+                self.create("scheduling.volcano.sh/v1beta1", "podgroups", cast(JsonObject, body), self.groups)
             except KubeError as exc:
                 if exc.code != 409:
                     raise
             return
-        wanted = {k: body["spec"].get(k) for k in ("minMember", "minTaskMember", "minResources", "priorityClassName")}
-        have = {k: (current.get("spec") or {}).get(k) for k in wanted}
+        wanted, have = _sizing(body["spec"]), _sizing(current.get("spec") or {})
         if wanted != have:
             path = object_path(
                 "scheduling.volcano.sh/v1beta1",
@@ -376,7 +403,7 @@ class VolcanoJobController(Controller):
             patch = {"metadata": {"resourceVersion": meta(current).get("resourceVersion")}, "spec": wanted}
             self.groups.written(self.http.patch(path, patch, "merge"))
 
-    def _dependencies_ready(self, job: JSON, task: Mapping[str, Any], existing: Mapping[str, JSON]) -> bool:
+    def _dependencies_ready(self, job: VolcanoJob, task: TaskSpec, existing: Mapping[str, Pod]) -> bool:
         depends = task.get("dependsOn") or {}
         names = [str(n) for n in depends.get("name") or []]
         if not names:
@@ -384,7 +411,7 @@ class VolcanoJobController(Controller):
         ready = [self._task_ready(job, name, existing) for name in names]
         return any(ready) if depends.get("iteration") == "any" and len(names) > 1 else all(ready)
 
-    def _task_ready(self, job: JSON, name: str, existing: Mapping[str, JSON]) -> bool:
+    def _task_ready(self, job: VolcanoJob, name: str, existing: Mapping[str, Pod]) -> bool:
         task = next((t for t in (job.get("spec") or {}).get("tasks") or [] if t.get("name") == name), None)
         if task is None:
             return True
@@ -399,10 +426,10 @@ class VolcanoJobController(Controller):
         wanted = task.get("minAvailable")
         return wanted is None or running >= int(wanted)
 
-    def _create_pod(self, job: JSON, task: Mapping[str, Any], index: int) -> JSON | None:
+    def _create_pod(self, job: VolcanoJob, task: TaskSpec, index: int) -> Pod | None:
         pod = jobpods.make_pod(job, task, index, self.default_scheduler)
         try:
-            return self.create("v1", "pods", pod, self.pods)
+            return cast(Pod, self.create("v1", "pods", cast(JsonObject, pod), self.pods))
         except KubeError as exc:
             if exc.code == 409:
                 return None
@@ -414,9 +441,9 @@ class VolcanoJobController(Controller):
             )
             raise
 
-    def _report_group(self, job: JSON) -> None:
+    def _report_group(self, job: VolcanoJob) -> None:
         """A PodGroup the scheduler finds unschedulable: a Warning on the Job, once per message."""
-        group = self.groups.get(f"{meta(job).get('namespace')}/{jobpods.group_name(job)}")
+        group = self._group(f"{meta(job).get('namespace')}/{jobpods.group_name(job)}")
         conditions = [
             c for c in ((group or {}).get("status") or {}).get("conditions") or [] if c.get("status") == "True"
         ]
@@ -426,12 +453,12 @@ class VolcanoJobController(Controller):
         where = f"{meta(job).get('namespace')}:{meta(job).get('name')}"
         text = f"PodGroup {where} {str(latest.get('type')).lower()}, reason: {latest.get('message', '')}"
         with self._lock:
-            if self._reported.get(key_of(job)) == text:
+            if self._reported.get(object_key(job)) == text:
                 return
-            self._reported[key_of(job)] = text
+            self._reported[object_key(job)] = text
         self._record(job, "Warning", "PodGroupPending", text)
 
-    def _record(self, job: Mapping[str, Any], type_: str, reason: str, text: str) -> None:
+    def _record(self, job: VolcanoJob, type_: str, reason: str, text: str) -> None:
         self.event(job, jobpods.API_VERSION, "Job", type_, reason, text)
 
 
@@ -443,7 +470,17 @@ def _act(request: Request, action: str) -> Request:
     return Request(request.job, request.event, request.task, request.pod, request.exit_code, request.version, action)
 
 
-def _count(pod: Mapping[str, Any], counts: dict[str, int], per_task: dict[str, dict[str, int]]) -> None:
+def _sizing(spec: PodGroupSpec) -> JsonObject:
+    """The PodGroup spec fields that follow the Job's (None where unset, so a merge patch clears them)."""
+    return {
+        "minMember": spec.get("minMember"),
+        "minTaskMember": spec.get("minTaskMember"),
+        "minResources": spec.get("minResources"),
+        "priorityClassName": spec.get("priorityClassName"),
+    }
+
+
+def _count(pod: Pod, counts: dict[str, int], per_task: dict[str, dict[str, int]]) -> None:
     if is_terminating(pod):
         counts["terminating"] += 1
         return

@@ -24,9 +24,23 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping, Sequence
 from fractions import Fraction
-from typing import Any
 
-from runtimekit.kube.http import JSON
+from runtimekit.kube.objects import (
+    Container,
+    JsonObject,
+    OwnerReference,
+    Pod,
+    PodGroup,
+    PodSpec,
+    ResourceList,
+    TaskSpec,
+    VolcanoJob,
+    VolcanoJobSpec,
+    VolumeSpec,
+    annotations_of,
+    labels_of,
+    meta,
+)
 from runtimekit.kube.semantics.quantity import parse_quantity
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
@@ -38,55 +52,53 @@ HOSTS_MOUNT = "/etc/volcano"
 _NATIVE = ("cpu", "memory", "ephemeral-storage")
 
 
-def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
+def group_name(job: VolcanoJob) -> str:
+    return f"{meta(job).get('name')}-{meta(job).get('uid')}"
 
 
-def group_name(job: Mapping[str, Any]) -> str:
-    return f"{_meta(job).get('name')}-{_meta(job).get('uid')}"
+def pod_name(job: VolcanoJob, task: str, index: int) -> str:
+    return f"{meta(job).get('name')}-{task}-{index}"
 
 
-def pod_name(job: Mapping[str, Any], task: str, index: int) -> str:
-    return f"{_meta(job).get('name')}-{task}-{index}"
-
-
-def job_owner(job: Mapping[str, Any]) -> JSON:
+def job_owner(job: VolcanoJob) -> OwnerReference:
     return {
         "apiVersion": API_VERSION,
         "kind": "Job",
-        "name": _meta(job).get("name"),
-        "uid": _meta(job).get("uid"),
+        "name": meta(job).get("name", ""),
+        "uid": meta(job).get("uid", ""),
         "controller": True,
         "blockOwnerDeletion": True,
     }
 
 
-def volume_claims(job: Mapping[str, Any]) -> list[tuple[str, Mapping[str, Any]]]:
+def volume_claims(job: VolcanoJob) -> list[tuple[str, VolumeSpec]]:
     """(claim name, volume spec) per `spec.volumes` entry; unnamed claims are `<job>-pvc-<index>`."""
     volumes = (job.get("spec") or {}).get("volumes") or []
-    return [(str(v.get("volumeClaimName") or f"{_meta(job).get('name')}-pvc-{i}"), v) for i, v in enumerate(volumes)]
+    return [(str(v.get("volumeClaimName") or f"{meta(job).get('name')}-pvc-{i}"), v) for i, v in enumerate(volumes)]
 
 
-def _containers(spec: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for field in ("containers", "initContainers") for c in spec.get(field) or [] if isinstance(c, dict)]
+def _containers(spec: PodSpec) -> list[Container]:
+    """The containers, then the init containers: what the plugins add environment and mounts to."""
+    every = [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]
+    return [c for c in every if isinstance(c, dict)]
 
 
-def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, default_scheduler: str) -> JSON:
+def make_pod(job: VolcanoJob, task: TaskSpec, index: int, default_scheduler: str) -> Pod:
     """The pod of `task` at `index` (see the module docstring), with the job's plugins applied."""
     spec, status = job.get("spec") or {}, job.get("status") or {}
     template = copy.deepcopy(task.get("template") or {})
     task_name = str(task.get("name") or "default")
     template_meta = template.get("metadata") or {}
-    pod_spec: dict[str, Any] = template.get("spec") or {}
+    pod_spec: PodSpec = template.get("spec") or {}
     pod_spec["schedulerName"] = pod_spec.get("schedulerName") or spec.get("schedulerName") or default_scheduler
     if not pod_spec.get("priorityClassName") and spec.get("priorityClassName"):
         pod_spec["priorityClassName"] = spec["priorityClassName"]
     for position, (claim, volume) in enumerate(volume_claims(job)):
-        name = f"{_meta(job).get('name')}-volume-{position}"
+        name = f"{meta(job).get('name')}-volume-{position}"
         pod_spec.setdefault("volumes", []).append({"name": name, "persistentVolumeClaim": {"claimName": claim}})
         for container in pod_spec.get("containers") or []:
-            container.setdefault("volumeMounts", []).append({"name": name, "mountPath": volume.get("mountPath")})
-    name = str(_meta(job).get("name"))
+            container.setdefault("volumeMounts", []).append({"name": name, "mountPath": volume.get("mountPath", "")})
+    name = str(meta(job).get("name"))
     annotations = dict(template_meta.get("annotations") or {})
     annotations.update(
         {
@@ -106,16 +118,16 @@ def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, defaul
             TASK_INDEX: str(index),
             JOB_NAME: name,
             TASK_SPEC: task_name,
-            JOB_NAMESPACE: str(_meta(job).get("namespace")),
+            JOB_NAMESPACE: str(meta(job).get("namespace")),
             QUEUE_NAME: str(spec.get("queue") or "default"),
         }
     )
-    pod: JSON = {
+    pod: Pod = {
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {
             "name": pod_name(job, task_name, index),
-            "namespace": _meta(job).get("namespace"),
+            "namespace": meta(job).get("namespace", ""),
             "labels": labels,
             "annotations": annotations,
             "ownerReferences": [job_owner(job)],
@@ -130,7 +142,7 @@ def make_pod(job: Mapping[str, Any], task: Mapping[str, Any], index: int, defaul
     return pod
 
 
-def _env_plugin(pod: JSON, index: int) -> None:
+def _env_plugin(pod: Pod, index: int) -> None:
     for container in _containers(pod["spec"]):
         env = container.setdefault("env", [])
         env += [{"name": "VK_TASK_INDEX", "value": str(index)}, {"name": "VC_TASK_INDEX", "value": str(index)}]
@@ -140,11 +152,11 @@ def _env_key(task: str) -> str:
     return task.replace("-", "_")
 
 
-def _svc_plugin(pod: JSON, job: Mapping[str, Any], arguments: Sequence[str]) -> None:
+def _svc_plugin(pod: Pod, job: VolcanoJob, arguments: Sequence[str]) -> None:
     spec = pod["spec"]
     spec["hostname"] = spec.get("hostname") or pod["metadata"]["name"]
-    spec["subdomain"] = spec.get("subdomain") or _meta(job).get("name")
-    config = f"{_meta(job).get('name')}-svc"
+    spec["subdomain"] = spec.get("subdomain") or meta(job).get("name", "")
+    config = f"{meta(job).get('name')}-svc"
     if "--inject-hosts-env=false" not in arguments:
         names = []
         for task in (job.get("spec") or {}).get("tasks") or []:
@@ -159,10 +171,10 @@ def _svc_plugin(pod: JSON, job: Mapping[str, Any], arguments: Sequence[str]) -> 
         container.setdefault("volumeMounts", []).append({"name": config, "mountPath": HOSTS_MOUNT})
 
 
-def hosts(job: Mapping[str, Any]) -> dict[str, str]:
+def hosts(job: VolcanoJob) -> dict[str, str]:
     """The svc plugin's ConfigMap data: per task `<task>.host`, `VC_<TASK>_HOSTS`, `VC_<TASK>_NUM`."""
     data: dict[str, str] = {}
-    name = str(_meta(job).get("name"))
+    name = str(meta(job).get("name"))
     for task in (job.get("spec") or {}).get("tasks") or []:
         task_spec = (task.get("template") or {}).get("spec") or {}
         names = []
@@ -178,11 +190,11 @@ def hosts(job: Mapping[str, Any]) -> dict[str, str]:
     return data
 
 
-def svc_objects(job: Mapping[str, Any]) -> list[tuple[str, JSON]]:
-    """(plural, body) of the svc plugin's headless Service and hosts ConfigMap."""
-    name, namespace = _meta(job).get("name"), _meta(job).get("namespace")
+def svc_objects(job: VolcanoJob) -> list[tuple[str, JsonObject]]:
+    """(plural, body) of the svc plugin's headless Service and hosts ConfigMap (kinds the kit does not type)."""
+    name, namespace = meta(job).get("name"), meta(job).get("namespace")
     arguments = list(((job.get("spec") or {}).get("plugins") or {}).get("svc") or [])
-    service: JSON = {
+    service: JsonObject = {
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace, "ownerReferences": [job_owner(job)]},
@@ -192,7 +204,7 @@ def svc_objects(job: Mapping[str, Any]) -> list[tuple[str, JSON]]:
             "publishNotReadyAddresses": "--publish-not-ready-addresses=true" in arguments,
         },
     }
-    config: JSON = {
+    config: JsonObject = {
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": f"{name}-svc", "namespace": namespace, "ownerReferences": [job_owner(job)]},
@@ -202,7 +214,7 @@ def svc_objects(job: Mapping[str, Any]) -> list[tuple[str, JSON]]:
 
 
 # -- the PodGroup --------------------------------------------------------------------------------
-def _usage(pod_spec: Mapping[str, Any]) -> dict[str, Fraction]:
+def _usage(pod_spec: PodSpec) -> dict[str, Fraction]:
     """Volcano's pod quota usage: requests (defaulted from limits) as `<name>` and `requests.<name>`,
     cpu and memory limits as `limits.<name>`, and one each of `pods` and `count/pods`."""
     usage: dict[str, Fraction] = {"pods": Fraction(1), "count/pods": Fraction(1)}
@@ -236,12 +248,12 @@ def format_quantity(value: Fraction) -> str:
     return f"{int(value * 1000)}m"
 
 
-def _task_min(task: Mapping[str, Any]) -> int:
+def _task_min(task: TaskSpec) -> int:
     value = task.get("minAvailable")
     return int(value) if value is not None else int(task.get("replicas") or 0)
 
 
-def min_resources(spec: Mapping[str, Any], priorities: Mapping[str, int]) -> JSON:
+def min_resources(spec: VolcanoJobSpec, priorities: Mapping[str, int]) -> ResourceList:
     """The PodGroup's `minResources`: the usage of `minAvailable` pods, tasks in priority order (their
     template's PriorityClass value, from `priorities`). When `minAvailable` is below the tasks' summed
     minAvailable, the first pods of each task count (up to its replicas); else each task's
@@ -267,22 +279,18 @@ def min_resources(spec: Mapping[str, Any], priorities: Mapping[str, int]) -> JSO
     return {name: format_quantity(value) for name, value in sorted(total.items()) if value}
 
 
-def podgroup(job: Mapping[str, Any], priorities: Mapping[str, int]) -> JSON:
+def podgroup(job: VolcanoJob, priorities: Mapping[str, int]) -> PodGroup:
     """The PodGroup of a Job (see the module docstring)."""
     spec = job.get("spec") or {}
     tasks = spec.get("tasks") or []
-    body: JSON = {
+    body: PodGroup = {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
         "kind": "PodGroup",
         "metadata": {
             "name": group_name(job),
-            "namespace": _meta(job).get("namespace"),
-            "labels": dict(_meta(job).get("labels") or {}),
-            "annotations": {
-                k: v
-                for k, v in (_meta(job).get("annotations") or {}).items()
-                if not k.startswith("kubectl.kubernetes.io/")
-            },
+            "namespace": meta(job).get("namespace", ""),
+            "labels": dict(labels_of(job)),
+            "annotations": {k: v for k, v in annotations_of(job).items() if not k.startswith("kubectl.kubernetes.io/")},
             "ownerReferences": [job_owner(job)],
         },
         "spec": {

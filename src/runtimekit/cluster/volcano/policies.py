@@ -11,9 +11,9 @@ only sync. The result is (action, delay in seconds). Pure functions.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from runtimekit.kube.objects import LifecyclePolicy, VolcanoJob
 
 INTERNAL = frozenset({"OutOfSync", "CommandIssued", "PodRunning"})
 _DURATION = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h)")
@@ -40,11 +40,11 @@ def timeout_seconds(text: object) -> float:
     return sum(float(n) * _UNITS[u] for n, u in _DURATION.findall(text))
 
 
-def _events(policy: Mapping[str, Any]) -> list[str]:
+def _events(policy: LifecyclePolicy) -> list[str]:
     return [*(policy.get("events") or []), *([policy["event"]] if policy.get("event") else [])]
 
 
-def _match(policies: list[Mapping[str, Any]], request: Request) -> tuple[str, float] | None:
+def _match(policies: list[LifecyclePolicy], request: Request) -> tuple[str, float] | None:
     for policy in policies:
         events = _events(policy)
         matched = bool(events) and (request.event in events or "*" in events)
@@ -56,7 +56,7 @@ def _match(policies: list[Mapping[str, Any]], request: Request) -> tuple[str, fl
     return None
 
 
-def action_for(job: Mapping[str, Any], request: Request) -> tuple[str, float]:
+def action_for(job: VolcanoJob, request: Request) -> tuple[str, float]:
     """(action, delay seconds) for the request (see the module docstring)."""
     if request.action:
         return request.action, 0.0

@@ -10,33 +10,35 @@ Pure functions on the Job's `status` and `spec`; `controller.py` does the I/O.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Callable
+
+from runtimekit.kube.objects import TaskSpec, VolcanoJobSpec, VolcanoJobStatus
 
 SYNC, KILL_ALL, KILL_SOFT, KILL_TARGET = "sync", "kill-all", "kill-soft", "kill-target"
 FINISHED = frozenset({"Completed", "Failed", "Terminated"})
 RESTARTS = frozenset({"RestartTask", "RestartPod", "RestartPartition"})
 
-Update = Callable[[dict[str, Any], Mapping[str, Any]], bool]  # (status, job spec) -> phase changed
+Update = Callable[[VolcanoJobStatus, VolcanoJobSpec], bool]  # (status, job spec) -> phase changed
 
 
-def total_replicas(spec: Mapping[str, Any]) -> int:
+def total_replicas(spec: VolcanoJobSpec) -> int:
     return sum(int(t.get("replicas") or 0) for t in spec.get("tasks") or [])
 
 
-def _task_min(task: Mapping[str, Any]) -> int:
+def _task_min(task: TaskSpec) -> int:
     value = task.get("minAvailable")
     return int(value) if value is not None else int(task.get("replicas") or 0)
 
 
-def _count(status: Mapping[str, Any], field: str) -> int:
-    return int(status.get(field) or 0)
+def _count(value: int | None) -> int:
+    """A count of the status (0 when absent)."""
+    return int(value or 0)
 
 
 def _to(phase: str, retry: bool = False) -> Update:
-    def update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
+    def update(status: VolcanoJobStatus, spec: VolcanoJobSpec) -> bool:
         if retry:
-            status["retryCount"] = _count(status, "retryCount") + 1
+            status["retryCount"] = _count(status.get("retryCount")) + 1
         status.setdefault("state", {})["phase"] = phase
         return True
 
@@ -46,8 +48,8 @@ def _to(phase: str, retry: bool = False) -> Update:
 def _when_drained(phase: str) -> Update:
     """Move to `phase` once no pod is pending, running or terminating."""
 
-    def update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
-        if any(_count(status, f) for f in ("terminating", "pending", "running")):
+    def update(status: VolcanoJobStatus, spec: VolcanoJobSpec) -> bool:
+        if _count(status.get("terminating")) or _count(status.get("pending")) or _count(status.get("running")):
             return False
         status.setdefault("state", {})["phase"] = phase
         return True
@@ -55,21 +57,22 @@ def _when_drained(phase: str) -> Update:
     return update
 
 
-def pending_update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
+def pending_update(status: VolcanoJobStatus, spec: VolcanoJobSpec) -> bool:
     """Pending -> Running once minAvailable pods run or have run."""
-    if int(spec.get("minAvailable") or 0) <= sum(_count(status, f) for f in ("running", "succeeded", "failed")):
+    started = _count(status.get("running")) + _count(status.get("succeeded")) + _count(status.get("failed"))
+    if int(spec.get("minAvailable") or 0) <= started:
         status.setdefault("state", {})["phase"] = "Running"
         return True
     return False
 
 
-def running_update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
+def running_update(status: VolcanoJobStatus, spec: VolcanoJobSpec) -> bool:
     """Running -> Completed or Failed once every pod finished; back to Pending when too many wait."""
     total = total_replicas(spec)
     if total == 0:
         return False
     state = status.setdefault("state", {})
-    succeeded, failed = _count(status, "succeeded"), _count(status, "failed")
+    succeeded, failed = _count(status.get("succeeded")), _count(status.get("failed"))
     min_success = spec.get("minSuccess")
     if min_success is not None and succeeded >= int(min_success):
         state["phase"] = "Completed"
@@ -79,10 +82,11 @@ def running_update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
             for task in spec.get("tasks") or []:
                 if task.get("minAvailable") is None:
                     continue
-                counts = ((status.get("taskStatusCount") or {}).get(task.get("name")) or {}).get("phase") or {}
-                if task.get("name") in (status.get("taskStatusCount") or {}) and int(
-                    counts.get("Succeeded") or 0
-                ) < int(task["minAvailable"]):
+                name = task.get("name") or ""  # no task state is kept under "" (pods name their task)
+                counts = ((status.get("taskStatusCount") or {}).get(name) or {}).get("phase") or {}
+                if name in (status.get("taskStatusCount") or {}) and int(counts.get("Succeeded") or 0) < int(
+                    task["minAvailable"]
+                ):
                     state["phase"] = "Failed"
                     return True
         if min_success is not None and succeeded < int(min_success):
@@ -92,19 +96,19 @@ def running_update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
         else:
             state["phase"] = "Failed"
         return True
-    if _count(status, "pending") > total - int(spec.get("minAvailable") or 0):
+    if _count(status.get("pending")) > total - int(spec.get("minAvailable") or 0):
         state["phase"] = "Pending"
         return True
     return False
 
 
-def restarting_update(status: dict[str, Any], spec: Mapping[str, Any]) -> bool:
+def restarting_update(status: VolcanoJobStatus, spec: VolcanoJobSpec) -> bool:
     """Restarting -> Failed past maxRetry, else Pending once enough old pods are gone."""
     state = status.setdefault("state", {})
-    if _count(status, "retryCount") >= int(spec.get("maxRetry") or 0):
+    if _count(status.get("retryCount")) >= int(spec.get("maxRetry") or 0):
         state["phase"] = "Failed"
         return True
-    if total_replicas(spec) - _count(status, "terminating") >= _count(status, "minAvailable"):
+    if total_replicas(spec) - _count(status.get("terminating")) >= _count(status.get("minAvailable")):
         state["phase"] = "Pending"
         return True
     return False

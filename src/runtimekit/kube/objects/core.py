@@ -60,6 +60,9 @@ class Container(TypedDict, total=False):
     resources: ResourceRequirements
     volumeMounts: list[VolumeMount]
     restartPolicy: str  # "Always" on an init container: a sidecar
+    imagePullPolicy: str  # Always, IfNotPresent, Never
+    terminationMessagePath: str
+    terminationMessagePolicy: str
 
 
 class Toleration(TypedDict, total=False):
@@ -164,10 +167,14 @@ class PodSpec(TypedDict, total=False):
     overhead: ResourceList
     volumes: list[Volume]
     restartPolicy: str
+    dnsPolicy: str
+    securityContext: JsonObject
+    enableServiceLinks: bool
     hostNetwork: bool
     hostname: str
     subdomain: str
     serviceAccountName: str
+    serviceAccount: str  # deprecated alias of serviceAccountName, still written by the API server
     terminationGracePeriodSeconds: int
     activeDeadlineSeconds: int
     runtimeClassName: str
@@ -186,13 +193,21 @@ class ContainerStatus(TypedDict, total=False):
     lastState: JsonObject
 
 
+class PodIP(TypedDict, total=False):
+    """An entry of `podIPs` (and of `hostIPs`: a HostIP has the same one field)."""
+
+    ip: str
+
+
 class PodStatus(TypedDict, total=False):
     phase: str  # Pending, Running, Succeeded, Failed, Unknown
     conditions: list[Condition]
     containerStatuses: list[ContainerStatus]
     initContainerStatuses: list[ContainerStatus]
     hostIP: str
+    hostIPs: list[PodIP]
     podIP: str
+    podIPs: list[PodIP]
     startTime: str
     nominatedNodeName: str
     qosClass: str
@@ -230,6 +245,7 @@ class NodeStatus(TypedDict, total=False):
     allocatable: ResourceList
     conditions: list[Condition]
     addresses: list[NodeAddress]
+    daemonEndpoints: JsonObject
     nodeInfo: dict[str, str]
     images: list[JsonObject]
 

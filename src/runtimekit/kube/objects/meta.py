@@ -1,6 +1,7 @@
 """The parts every Kubernetes object shares, typed once: `ObjectMeta` and its owner references,
-`metav1.LabelSelector`, `metav1.Condition`, object references, and `KubeObject` (any object, its
-`spec` and `status` left open), as kopf's `RawBody`/`RawMeta` type them.
+`metav1.LabelSelector`, `metav1.Condition`, object references, `metav1.Status`, `DeleteOptions`,
+and `KubeObject` (any object, its `spec` and `status` left open), as kopf's `RawBody`/`RawMeta`
+type them.
 
 These are `TypedDict`s over the decoded JSON (no copies, no conversion): a value the API serves is
 typed where it enters (an informer, a list, a request body) and read with `.get` everywhere after,
@@ -47,10 +48,12 @@ class ObjectMeta(TypedDict, total=False):
     selfLink: str
 
 
-class ListMeta(TypedDict, total=False):
-    resourceVersion: str
-    # `continue` is a Python keyword: read it as meta.get("continue")
-    remainingItemCount: int
+ListMeta = TypedDict(
+    "ListMeta",
+    {"resourceVersion": str, "continue": str, "remainingItemCount": int},
+    total=False,
+)
+"""`metav1.ListMeta` (written as a call: `continue` is a Python keyword)."""
 
 
 class LabelSelectorRequirement(TypedDict, total=False):
@@ -75,7 +78,7 @@ class Condition(TypedDict, total=False):
     reason: str
     message: str
     lastTransitionTime: str
-    lastProbeTime: str
+    lastProbeTime: str | None  # kubelet writes a pod condition's as null
     lastHeartbeatTime: str
     lastUpdateTime: str
     observedGeneration: int
@@ -90,6 +93,52 @@ class ObjectReference(TypedDict, total=False):
     uid: str
     resourceVersion: str
     fieldPath: str
+
+
+class StatusCause(TypedDict, total=False):
+    reason: str  # FieldValueInvalid, FieldValueRequired, ...
+    message: str
+    field: str
+
+
+class StatusDetails(TypedDict, total=False):
+    name: str
+    group: str
+    kind: str
+    uid: str
+    causes: list[StatusCause]
+    retryAfterSeconds: int
+
+
+class Status(TypedDict, total=False):
+    """`metav1.Status`: the body of every refusal (the client reads its `code`, `reason` and
+    `message`), and of a few successes (a binding, the delete of some kinds)."""
+
+    apiVersion: str
+    kind: str
+    metadata: ListMeta
+    status: str  # Success, Failure
+    message: str
+    reason: str
+    details: StatusDetails
+    code: int
+
+
+class Preconditions(TypedDict, total=False):
+    uid: str
+    resourceVersion: str
+
+
+class DeleteOptions(TypedDict, total=False):
+    """The body of a DELETE: delete only the object still at `preconditions`, its dependents how
+    `propagationPolicy` (Foreground, Background, Orphan) says."""
+
+    apiVersion: str
+    kind: str
+    gracePeriodSeconds: int
+    preconditions: Preconditions
+    propagationPolicy: str
+    dryRun: list[str]
 
 
 class KubeObject(TypedDict, total=False):

@@ -1,15 +1,25 @@
-"""Kubernetes objects (as dicts) turned into what the scheduler works with: tasks, jobs, queues and
-node metadata. Pure functions; callers: the live cache and tests.
+"""Kubernetes objects (`runtimekit.kube.objects`) turned into what the scheduler works with: tasks,
+jobs, queues and node metadata. Pure functions; callers: the live cluster cache and tests.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.kube.objects import (
+    Node,
+    NodeStatus,
+    Pod,
+    PodGroup,
+    PodSpec,
+    Queue,
+    ResourceList,
+    meta,
+    object_key,
+)
 from runtimekit.kube.semantics import nodeaffinity
 from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model import (
@@ -49,16 +59,6 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 CRITICAL_PRIORITY = 2_000_000_000
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    value = obj.get("metadata")
-    return value if isinstance(value, Mapping) else {}
-
-
-def key_of(obj: Mapping[str, Any]) -> str:
-    m = meta(obj)
-    return f"{m.get('namespace', '')}/{m.get('name', '')}" if m.get("namespace") else str(m.get("name", ""))
-
-
 def timestamp(text: object) -> float:
     """Seconds since the epoch of an RFC 3339 time; 0 for a missing or unreadable one."""
     return parse_rfc3339(text) or 0.0
@@ -77,7 +77,7 @@ class NodeState:
 NODE_COUNTED = ("cpu", "memory", "pods")
 
 
-def node_scalars(allocatable: Mapping[str, Any], protocol: KitProtocol) -> tuple[Scalars, Scalars]:
+def node_scalars(allocatable: ResourceList, protocol: KitProtocol) -> tuple[Scalars, Scalars]:
     """A node's scalar resources: (those the fit check books, those fairness counts). The first
     leaves out the kit's GPU resources (the GPU plugins account them); the second adds MIG slices.
     Raises ValueError for an unreadable amount."""
@@ -93,7 +93,7 @@ def node_scalars(allocatable: Mapping[str, Any], protocol: KitProtocol) -> tuple
     return scalars_of(booked), scalars_of({**booked, **migs})
 
 
-def node_state(node: Mapping[str, Any], protocol: KitProtocol) -> NodeState:
+def node_state(node: Node, protocol: KitProtocol) -> NodeState:
     m = meta(node)
     name = NodeName(str(m.get("name", "")))
     labels = {str(k): str(v) for k, v in (m.get("labels") or {}).items()}
@@ -134,7 +134,7 @@ def node_state(node: Mapping[str, Any], protocol: KitProtocol) -> NodeState:
     return NodeState(node_meta, inventory, capacity, problem, offered)
 
 
-def node_images(status: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
+def node_images(status: NodeStatus) -> tuple[tuple[str, int], ...]:
     """status.images as (name, size in bytes), one entry per name (image locality reads them)."""
     out: dict[str, int] = {}
     for image in status.get("images") or []:
@@ -148,15 +148,15 @@ def node_images(status: Mapping[str, Any]) -> tuple[tuple[str, int], ...]:
 
 
 # -- pods ------------------------------------------------------------------------------------------
-def is_terminated(pod: Mapping[str, Any]) -> bool:
+def is_terminated(pod: Pod) -> bool:
     return (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
 
 
-def is_deleting(pod: Mapping[str, Any]) -> bool:
+def is_deleting(pod: Pod) -> bool:
     return bool(meta(pod).get("deletionTimestamp"))
 
 
-def job_key(pod: Mapping[str, Any]) -> tuple[JobKey, bool]:
+def job_key(pod: Pod) -> tuple[JobKey, bool]:
     """The job a pod belongs to: its PodGroup (namespace/name) or itself; and whether a PodGroup."""
     m = meta(pod)
     annotations = m.get("annotations") or {}
@@ -167,7 +167,7 @@ def job_key(pod: Mapping[str, Any]) -> tuple[JobKey, bool]:
     return JobKey(f"pod:{m.get('namespace', 'default')}/{m.get('name', '')}"), False
 
 
-def constraints(spec: Mapping[str, Any]) -> Constraints:
+def constraints(spec: PodSpec) -> Constraints:
     """Where a pod may run, from its spec (nodeSelector, required node affinity as
     `kube.semantics.nodeaffinity` parses it, tolerations, a preset nodeName)."""
     terms = tuple(
@@ -184,10 +184,11 @@ def constraints(spec: Mapping[str, Any]) -> Constraints:
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
+    """A field that should hold an object, as one ({} when it holds anything else: a malformed pod)."""
     return value if isinstance(value, Mapping) else {}
 
 
-def _same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+def _same_request(before: Pod, after: Pod) -> bool:
     """Whether two manifests of a pod ask for the same resources (its containers, init containers
     and overhead are equal; a pod's later events, a binding or a status, leave them alone)."""
     old, new = _mapping(before.get("spec")), _mapping(after.get("spec"))
@@ -197,7 +198,7 @@ def _same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
 _IDENTITY = ("uid", "name", "namespace", "creationTimestamp", "labels", "ownerReferences")
 
 
-def _only_bound(before: Mapping[str, Any], after: Mapping[str, Any], written: frozenset[str]) -> bool:
+def _only_bound(before: Pod, after: Pod, written: frozenset[str]) -> bool:
     """Whether `after` is `before` as its binding leaves it: the same identity, labels and spec but
     for `nodeName`, and the same annotations but for those the scheduler writes with the binding
     (`written`); a status or a resourceVersion may differ (no task field reads them)."""
@@ -222,15 +223,15 @@ def _binding_annotations(protocol: KitProtocol) -> frozenset[str]:
     return frozenset({names.assignment, names.assignment_signature, names.assume_time})
 
 
-def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
+def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
     """A pod as a task. An unreadable request does not raise: the task carries the reason in
     `invalid`, so the scheduler reports it on the pod instead of dropping the pod. `like`: the task
     of an earlier event of the pod, whose request is taken as it is when the pod asks for the same,
     and whose every field is when the new event is only the pod's binding (what the scheduler reads
     first of every pod it binds)."""
     m = meta(pod)
-    spec = _mapping(pod.get("spec"))
-    earlier = like.pod if like is not None and not like.invalid else None
+    spec = cast(PodSpec, _mapping(pod.get("spec")))
+    earlier = cast("Pod | None", like.pod) if like is not None and not like.invalid else None  # read by this function
     if like is not None and earlier is not None and _only_bound(earlier, pod, _binding_annotations(protocol)):
         task = _fresh(like)
         task.pod = pod
@@ -259,7 +260,7 @@ def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo 
     priority = spec.get("priority")
     priority = priority if isinstance(priority, int) else 0
     return TaskInfo(
-        key=PodKey(str(m.get("uid") or key_of(pod))),
+        key=PodKey(str(m.get("uid") or object_key(pod))),
         namespace=str(m.get("namespace", "default")),
         name=str(m.get("name", "")),
         job=job,
@@ -279,7 +280,7 @@ def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo 
     )
 
 
-def pod_policy(annotations: Mapping[str, Any], protocol: KitProtocol) -> str:
+def pod_policy(annotations: Mapping[str, str], protocol: KitProtocol) -> str:
     """The placement policy a pod asks for: the protocol's `annotations.policy` when given, else
     `<node policy>/<GPU policy>` from `annotations.nodePolicy` and `.gpuPolicy` (HAMi's
     `hami.io/node-scheduler-policy` and `hami.io/gpu-scheduler-policy`), a part left empty when its
@@ -299,7 +300,7 @@ def facts_of(task: TaskInfo) -> PodFacts:
     return facts_for(task.key, task.pod, task.namespace)
 
 
-def assignment_of(pod: Mapping[str, Any], protocol: KitProtocol) -> Assignment | None:
+def assignment_of(pod: Pod, protocol: KitProtocol) -> Assignment | None:
     """The scheduler's assignment annotation of a pod, None when absent or unreadable."""
     text = (meta(pod).get("annotations") or {}).get(protocol.annotations.assignment)
     if not text:
@@ -310,7 +311,9 @@ def assignment_of(pod: Mapping[str, Any], protocol: KitProtocol) -> Assignment |
         return None
 
 
-def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None, default: str = DEFAULT_QUEUE) -> str:
+def queue_of(pod: Mapping[str, Any], group: PodGroup | None, default: str = DEFAULT_QUEUE) -> str:
+    """The Volcano queue of a pod: its PodGroup's, else its own annotation's, else `default`. `pod` is
+    any pod manifest (a task's, as `TaskInfo.pod` holds it)."""
     if group is not None:
         queue = (group.get("spec") or {}).get("queue")
         if queue:
@@ -322,7 +325,7 @@ def queue_of(pod: Mapping[str, Any], group: Mapping[str, Any] | None, default: s
 QUOTA_ONLY = ("requests.", "limits.", "count/")  # quota names, no resource of a node (Volcano skips them too)
 
 
-def resources_of(amounts: Mapping[str, Any] | None, protocol: KitProtocol) -> Resources | None:
+def resources_of(amounts: ResourceList | None, protocol: KitProtocol) -> Resources | None:
     """A ResourceList (cpu, memory, GPUs as whole count or core percent, MIG slices and other
     scalar resources by name) as a resource vector; None when absent or unreadable. Quota names
     (`requests.cpu`, `count/pods`: Volcano's job controller writes them into a PodGroup's
@@ -347,7 +350,7 @@ def resources_of(amounts: Mapping[str, Any] | None, protocol: KitProtocol) -> Re
         return None
 
 
-def capability_of(amounts: Mapping[str, Any] | None, protocol: KitProtocol) -> Resources | None:
+def capability_of(amounts: ResourceList | None, protocol: KitProtocol) -> Resources | None:
     """A queue's capability: what it names is capped, what it does not name is not (Volcano treats
     a missing dimension as infinite); None when absent or unreadable."""
     limit = resources_of(amounts, protocol)
@@ -362,7 +365,7 @@ def capability_of(amounts: Mapping[str, Any] | None, protocol: KitProtocol) -> R
     )
 
 
-def queue_info(queue: Mapping[str, Any], protocol: KitProtocol) -> QueueInfo:
+def queue_info(queue: Queue, protocol: KitProtocol) -> QueueInfo:
     spec = queue.get("spec") or {}
     status = queue.get("status") or {}
     weight = spec.get("weight", 1)
@@ -379,7 +382,3 @@ def queue_info(queue: Mapping[str, Any], protocol: KitProtocol) -> QueueInfo:
         deserved=resources_of(spec.get("deserved"), protocol),
         parent=str(spec.get("parent") or ""),
     )
-
-
-def dumps(value: object) -> str:
-    return json.dumps(value, separators=(",", ":"), sort_keys=True)

@@ -10,12 +10,11 @@ from collections.abc import Iterable, Mapping
 from fractions import Fraction
 from typing import Any, cast
 
-from runtimekit.kube.objects import Container, IntOrString, PodSpec, ResourceRequirements, object_key
+from runtimekit.kube.objects import Container, IntOrString, PodSpec, ResourceRequirements, meta, object_key
 from runtimekit.kube.semantics import intstr
 from runtimekit.kube.semantics.labels import NOTHING, Selector, SelectorError, label_selector
 from runtimekit.kube.semantics.quantity import parse_quantity
 from runtimekit.kube.semantics.resources import pod_amounts
-from runtimekit.scheduler.cache.objects import meta
 from runtimekit.scheduler.framework.arguments import ArgumentError, go_duration
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 

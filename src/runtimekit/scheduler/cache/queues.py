@@ -1,14 +1,15 @@
 """Volcano's queues as the scheduler keeps them: the queues that always exist (`default`, `root`),
 and each queue's `status` (state, how many pod groups are pending, inqueue, running, completed or
 unknown, and what its pods hold) as Volcano's queue controller reports it. Pure functions;
-callers: the live cache (status) and the scheduler server (creating the always-there queues).
+callers: the cluster cache and the binder (status) and the scheduler server (creating the
+always-there queues).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
+from runtimekit.kube.objects import Queue, QueueStatus, ResourceList
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.info import DEFAULT_QUEUE, Resources
 
@@ -18,7 +19,7 @@ PHASES = ("Pending", "Inqueue", "Running", "Completed", "Unknown")
 OPEN = "Open"
 
 
-def queue_manifest(name: str) -> dict[str, Any]:
+def queue_manifest(name: str) -> Queue:
     """A Queue as Volcano installs its `default` and `root`: weight 1, reclaimable."""
     return {
         "apiVersion": "scheduling.volcano.sh/v1beta1",
@@ -28,10 +29,10 @@ def queue_manifest(name: str) -> dict[str, Any]:
     }
 
 
-def resource_list(allocated: Resources, protocol: KitProtocol) -> dict[str, str]:
+def resource_list(allocated: Resources, protocol: KitProtocol) -> ResourceList:
     """A queue's held resources as a ResourceList: cpu, memory, GPU compute (in the protocol's core
     percent) and scalar resources by name; zero amounts left out."""
-    out: dict[str, str] = {}
+    out: ResourceList = {}
     if allocated.cpu:
         out["cpu"] = f"{allocated.cpu}m"
     if allocated.memory:
@@ -43,7 +44,7 @@ def resource_list(allocated: Resources, protocol: KitProtocol) -> dict[str, str]
     return out
 
 
-def queue_status(state: str, phases: Iterable[str], allocated: Resources, protocol: KitProtocol) -> dict[str, Any]:
+def queue_status(state: str, phases: Iterable[str], allocated: Resources, protocol: KitProtocol) -> QueueStatus:
     """The `status` of one queue from its pod groups' phases and what its pods hold."""
     counts = dict.fromkeys(PHASES, 0)
     for phase in phases:
@@ -59,6 +60,6 @@ def queue_status(state: str, phases: Iterable[str], allocated: Resources, protoc
     }
 
 
-def changed(written: Mapping[str, Mapping[str, Any]], current: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+def changed(written: Mapping[str, QueueStatus], current: Mapping[str, QueueStatus]) -> dict[str, QueueStatus]:
     """The statuses in `current` that differ from what was last `written`."""
     return {name: status for name, status in current.items() if written.get(name) != status}

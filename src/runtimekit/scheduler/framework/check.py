@@ -56,6 +56,14 @@ def check_conf(text: str, source: str, registry: Registry, context: BuildContext
     conf = read_conf(text, source, problems)
     if conf is None:
         return Checked(source, problems)
+    return check_parsed(conf, registry, context, problems)
+
+
+def check_parsed(
+    conf: SchedulerConf, registry: Registry, context: BuildContext, problems: Problems | None = None
+) -> Checked:
+    """`check_conf` of a conf already read (the problems of reading it, if any, in `problems`)."""
+    problems = problems if problems is not None else Problems()
     framework = Framework(conf, registry, context, problems=problems, source=conf.source)
     if problems.errors:  # a plugin that failed to build may be the one that allocates: no guessing
         return Checked(conf.source, problems, conf)

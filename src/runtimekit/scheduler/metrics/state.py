@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from runtimekit.model.scalars import LIMIT
 from runtimekit.protocol import KitProtocol
-from runtimekit.scheduler.cache.live import LiveCache
+from runtimekit.scheduler.cache.cluster import ClusterCache
 from runtimekit.scheduler.framework.info import Resources
 from runtimekit.scheduler.framework.observe import QueueFigures
 
@@ -42,7 +42,7 @@ class ClusterState(Collector):
 
     def __init__(
         self,
-        cache: LiveCache,
+        cache: ClusterCache,
         protocol: KitProtocol,
         figures: Callable[[], Mapping[str, QueueFigures]],
         leader: Leading | None = None,
@@ -53,7 +53,7 @@ class ClusterState(Collector):
         with self.cache.lock:
             allocated = dict(self.cache.queue_allocated)
             queues = list(self.cache.queues)
-            pending = len(self.cache.pending)
+            pending = len(self.cache.queue)
             table = self.cache.ledger.table
             rows = table.active_rows()
             usable = table.usable[rows]

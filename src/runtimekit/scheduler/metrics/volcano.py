@@ -18,12 +18,12 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Collection, Iterator, Mapping
-from typing import Any
 
 from prometheus_client.core import Metric
 from prometheus_client.registry import Collector
 
-from runtimekit.scheduler.cache.live import Binder
+from runtimekit.kube.objects import PodGroupStatus, QueueStatus
+from runtimekit.scheduler.binder import Binder
 from runtimekit.scheduler.framework.binding import BindHooks
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
@@ -295,8 +295,8 @@ class ObservedBinder:
     def report(self, task: TaskInfo, scheduled: bool, reason: str, message: str) -> None:
         self.binder.report(task, scheduled, reason, message)
 
-    def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    def update_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         self.binder.update_group(namespace, name, status)
 
-    def update_queue(self, name: str, status: Mapping[str, Any]) -> None:
+    def update_queue(self, name: str, status: QueueStatus) -> None:
         self.binder.update_queue(name, status)

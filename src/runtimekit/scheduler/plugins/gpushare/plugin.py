@@ -400,9 +400,10 @@ def workload_from_file(path: str) -> TargetWorkload:
     )
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> GpuShare:
+def build(arguments: Mapping[str, Any], context: BuildContext, workload: TargetWorkload | None = None) -> GpuShare:
+    """The plugin from its conf arguments; `workload`, when given, is FGD's target workload and
+    `gpushare.workload` is not read (the simulator's, handed over by `scheduler/inprocess.py`)."""
     args = parse_arguments(GpuShareArgs, NAME, arguments)
-    workload = None
-    if args.workload:
+    if workload is None and args.workload:
         workload = workload_from_file(args.workload)
     return GpuShare(args, context, workload)

@@ -1,41 +1,68 @@
-"""The scheduler's book of the cluster, fed by informer events: nodes and their GPU ledger, the
-pending pods of this scheduler, the pods of every scheduler that hold resources, pod groups and
-queues. `LiveCache` (live.py) builds on it to hand out snapshots and carry out decisions.
+"""The live scheduler's cluster cache, fed by informer events, as kube-scheduler's `internal/cache`
+keeps it: nodes and their GPU ledger, the pods that hold resources (bound by any scheduler, and
+those this scheduler assumed while it binds them), jobs and PodGroups, Queues, the pods on nodes as
+inter-pod affinity reads them (`PodBook`), namespaces' labels, PodDisruptionBudgets and
+ResourceQuotas. A pending pod of this scheduler goes to the scheduling queue
+(`runtimekit.scheduler.scheduling_queue`); a change that could help a waiting pod moves the queue's
+unschedulable pods. `snapshot.py` copies what one session works on.
 
 Booking rules (ARCHITECTURE §2, §4):
 - a pod bound to a node holds its CPU, memory, scalar resources and, from its assignment annotation,
   its GPU shares until it is deleted or terminates; a restarted scheduler rebuilds exactly this;
+- a pod this scheduler binds is booked at once (`assume`), before the API server answers; a failed
+  bind gives the booking back (`forget`); the pod's own bound event confirms it;
 - a booking that would over-commit (two pods claiming the same GPU share) is refused and reported,
   never double-booked.
-Thread-safe under `lock` (informer threads, the scheduling thread and binder threads share it).
+Thread-safe under `lock`, shared with the scheduling queue: the informer threads, the scheduling
+thread and the binder threads all use both, and a pod passes between them in one step.
 """
 
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import cast
 
-from runtimekit.model import Ledger, LedgerError, NodeName, Placement, PodKey, placement_from_assignment
+from runtimekit.kube.objects import (
+    Namespace,
+    Node,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    Queue,
+    QueueStatus,
+    ResourceQuota,
+    meta,
+    object_key,
+)
+from runtimekit.model import (
+    Ledger,
+    LedgerError,
+    NodeInventory,
+    NodeName,
+    Placement,
+    PodKey,
+    placement_from_assignment,
+)
+from runtimekit.model.ledger import IntArray
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import foreign_names
 from runtimekit.scheduler.cache.objects import (
     NodeState,
     assignment_of,
+    facts_of,
     is_deleting,
     is_terminated,
     job_key,
-    key_of,
-    meta,
     node_state,
     queue_info,
     queue_of,
     task_from_pod,
 )
 from runtimekit.scheduler.cache.policy import disruption_budget, namespace_quota
+from runtimekit.scheduler.cache.queues import queue_status
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobKey,
@@ -48,8 +75,10 @@ from runtimekit.scheduler.framework.info import (
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem.podbook import PodBook
 from runtimekit.scheduler.kubesem.pods import facts_for
+from runtimekit.scheduler.scheduling_queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
+MAX_NOTICES = 1000
 
 
 @dataclass
@@ -57,70 +86,60 @@ class JobState:
     key: JobKey
     namespace: str
     name: str
-    group: dict[str, Any] | None = None  # the PodGroup object, when there is one
+    group: PodGroup | None = None  # the PodGroup object, when there is one
     members: set[PodKey] = field(default_factory=set)
     grouped: bool = False  # its pods name a PodGroup (which may not have arrived yet)
     phase: str = ""
     reported: str = ""
 
 
-@dataclass
-class PendingPod:
-    task: TaskInfo
-    failed_generation: int = -1  # generation at the last failed attempt (-1: never failed)
-    failed_at: float = 0.0
-    not_before: float = 0.0  # backoff after a failed bind or an error
-    attempts: int = 0
-    errors: int = 0  # sessions in a row that failed the pod with an error (not a misfit)
-    reported: str = ""
-
-
-MAX_NOTICES = 1000
-
-
-class ClusterBook:
+class ClusterCache:
     def __init__(
-        self, protocol: KitProtocol, scheduler_name: str | Collection[str], clock: Callable[[], float] = time.time
+        self,
+        protocol: KitProtocol,
+        scheduler_name: str | Collection[str],
+        queue: SchedulingQueue,
+        clock: Callable[[], float] = time.time,
+        rank_seed: int = 0,
     ) -> None:
-        self.protocol, self.clock = protocol, clock
-        # the schedulerName values whose pods this book takes (Volcano's --scheduler-name is repeatable)
+        self.protocol, self.queue, self.clock = protocol, queue, clock
+        # the schedulerName values whose pods this cache takes (Volcano's --scheduler-name is repeatable)
         self.scheduler_names = frozenset([scheduler_name] if isinstance(scheduler_name, str) else scheduler_name)
         self.default_queue = DEFAULT_QUEUE  # the queue of a pod or PodGroup that names none
-        self.lock = threading.RLock()
-        self.work = threading.Event()  # set when there may be something to schedule
+        self.lock = queue.lock  # one lock with the queue: a pod passes between the two in one step
         self.ledger = Ledger()
         self.nodes: dict[NodeName, NodeState] = {}
         self.meta_rows: list[NodeMeta | None] = []
         self.meta_version = 0
-        self.generation = 0  # bumped when something that could help a waiting pod changes
-        self.pending: dict[PodKey, PendingPod] = {}
         self.running: dict[PodKey, TaskInfo] = {}  # bound pods holding resources
         self.uid_of: dict[str, PodKey] = {}  # namespace/name -> key
-        self.orphans: dict[PodKey, Mapping[str, Any]] = {}  # bound pods whose node is not known yet
+        self.orphans: dict[PodKey, Pod] = {}  # bound pods whose node is not known yet
         self.jobs: dict[JobKey, JobState] = {}
-        self.groups: dict[str, dict[str, Any]] = {}  # namespace/name -> PodGroup
+        self.groups: dict[str, PodGroup] = {}  # namespace/name -> PodGroup
         self.queues: dict[str, QueueInfo] = {}
         self.queue_allocated: dict[str, Resources] = {}
         self.conflicts: dict[PodKey, str] = {}
         self.assumed: dict[PodKey, float] = {}  # pods this scheduler bound, not yet seen bound
         # Warnings about peers' names a new pending pod carries that the protocol does not read
-        # (runtimekit.protocol.peers), written as Events by the live cache outside the lock.
+        # (runtimekit.protocol.peers), written as Events by the binder outside the lock.
         self.notices: list[tuple[TaskInfo, str]] = []
         # what inter-pod affinity, spread and host ports read of the pods booked on nodes, and
         # the labels of every namespace (kept in step with the ledger's bookings)
         self.pods = PodBook()
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> PodDisruptionBudget
         self.quotas: dict[str, NamespaceQuota] = {}  # namespace/name -> ResourceQuota
+        self.rank_seed = rank_seed  # the tie-break order of nodes, a permutation drawn from it
+        self.rank_cache: tuple[int, IntArray] | None = None
 
     # -- nodes -----------------------------------------------------------------------------
-    def on_node(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_node(self, kind: str, obj: Node) -> None:
         name = NodeName(str(meta(obj).get("name", "")))
         with self.lock:
             if kind == "DELETED":
                 self._remove_node(name)
             else:
                 self._set_node(node_state(obj, self.protocol))
-            self._bump()
+            self.queue.move_all()
 
     def _set_node(self, state: NodeState) -> None:
         if state.problem:
@@ -147,19 +166,27 @@ class ClusterBook:
             self.pods.remove(pod)
             task = self.running.pop(pod, None)
             if task is not None and task.pod is not None:
-                self.orphans[pod] = task.pod
+                self.orphans[pod] = cast(Pod, task.pod)  # the manifest it was read from
                 self._account(task, -1)
         self.meta_rows[row] = None
         self.meta_version += 1
         del self.nodes[name]
 
+    def inventory(self, name: NodeName) -> NodeInventory | None:
+        """A node's GPUs as last seen (None: the node is gone)."""
+        with self.lock:
+            state = self.nodes.get(name)
+            return state.inventory if state is not None else None
+
     # -- pods ------------------------------------------------------------------------------
-    def on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_pod(self, kind: str, obj: Pod) -> None:
+        """A bound pod is booked; a pending pod of this scheduler goes to the queue; a pod that
+        leaves gives back what it held."""
         with self.lock:
             self._on_pod(kind, obj)
 
-    def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
-        name_key = key_of(obj)
+    def _on_pod(self, kind: str, obj: Pod) -> None:
+        name_key = object_key(obj)
         uid = PodKey(str(meta(obj).get("uid") or self.uid_of.get(name_key) or name_key))
         if kind == "DELETED" or is_terminated(obj):
             self._forget_pod(uid, name_key)
@@ -167,26 +194,22 @@ class ClusterBook:
         self.uid_of[name_key] = uid
         spec = obj.get("spec") or {}
         if spec.get("nodeName"):
-            waiting = self.pending.pop(uid, None)
+            waiting = self.queue.remove(uid)
             self._book_bound(obj, waiting.task if waiting is not None else self.running.get(uid))
             return
         if spec.get("schedulerName", "default-scheduler") not in self.scheduler_names or is_deleting(obj):
             return
         if uid in self.assumed:  # our bind is in flight; the event is older than it
             return
-        entry = self.pending.get(uid)
+        entry = self.queue.get(uid)
         task = task_from_pod(obj, self.protocol, entry.task if entry is not None else None)
-        if entry is None:
-            self.pending[uid] = PendingPod(task)
+        if self.queue.add(task):
             self._join(task, obj)
             offered = self.ledger.table.scalar_free.keys()
             self.notices += [(task, f.message()) for f in foreign_names(obj, self.protocol, offered)]
             del self.notices[:-MAX_NOTICES]  # a scheduler that does not lead writes none: keep the newest
-            self.work.set()
-        else:
-            entry.task = task
 
-    def _join(self, task: TaskInfo, pod: Mapping[str, Any]) -> None:
+    def _join(self, task: TaskInfo, pod: Pod) -> None:
         key, grouped = job_key(pod)
         job = self.jobs.get(key)
         if job is None:
@@ -197,11 +220,11 @@ class ClusterBook:
             job.group = self.groups.get(key)
         job.members.add(task.key)
 
-    def _book_bound(self, pod: Mapping[str, Any], like: TaskInfo | None = None) -> None:
+    def _book_bound(self, pod: Pod, like: TaskInfo | None = None) -> None:
         node = NodeName(str((pod.get("spec") or {}).get("nodeName")))
         task = task_from_pod(pod, self.protocol, like)
         held = self.ledger.booking(task.key)
-        if held is not None and held.node == node:
+        if held is not None and held.node == node:  # assumed here, or booked before: confirmed
             self.assumed.pop(task.key, None)
             previous = self.running.get(task.key)
             task.placement, task.node = held, node
@@ -229,7 +252,7 @@ class ClusterBook:
                 if task.request.uses_gpu:
                     log.warning(
                         "pod %s on %s asks for GPUs but has no assignment of ours; booking CPU and memory only",
-                        key_of(pod),
+                        object_key(pod),
                         node,
                     )
                 placement = Placement(node, task.request.cpu_milli, task.request.memory_mib)
@@ -238,7 +261,7 @@ class ClusterBook:
             self.ledger.reserve(task.key, placement, allow_unusable=True)
         except LedgerError as exc:
             self.conflicts[task.key] = str(exc)
-            log.error("pod %s on %s cannot be booked: %s", key_of(pod), node, exc)
+            log.error("pod %s on %s cannot be booked: %s", object_key(pod), node, exc)
             return
         self.conflicts.pop(task.key, None)
         task.placement, task.node = placement, node
@@ -269,8 +292,8 @@ class ClusterBook:
         if self.ledger.booking(uid) is not None or uid in self.running:
             self._release(uid)
             self.assumed.pop(uid, None)
-            self._bump()
-        self.pending.pop(uid, None)
+            self.queue.move_all()
+        self.queue.remove(uid)
         for job in self.jobs.values():
             if uid in job.members:
                 job.members.discard(uid)
@@ -278,9 +301,52 @@ class ClusterBook:
                     self.jobs.pop(job.key, None)
                 break
 
-    # -- groups and queues -----------------------------------------------------------------
-    def on_podgroup(self, kind: str, obj: Mapping[str, Any]) -> None:
-        key = key_of(obj)
+    # -- assumed pods (kube-scheduler's AssumePod, ForgetPod, FinishBinding) -----------------
+    def assume(self, task: TaskInfo) -> TaskInfo | None:
+        """Book a session's placement of a pending pod before it is bound: the pod's task as it will
+        be bound (node and placement set), or None when it cannot be (the pod was deleted or bound
+        meanwhile, its bind is in flight, or its placement no longer fits: it is tried again)."""
+        assert task.placement is not None
+        assert task.node is not None
+        with self.lock:
+            entry = self.queue.get(task.key)
+            if entry is None or task.key in self.assumed:  # deleted, bound meanwhile, or a bind in flight
+                return None
+            try:
+                self.ledger.reserve(task.key, task.placement)
+            except LedgerError as exc:
+                # the cluster changed since the snapshot: try again in the next session
+                log.info("pod %s/%s: %s; retrying", task.namespace, task.name, exc)
+                self.queue.activate(task.key)
+                return None
+            self.assumed[task.key] = self.clock()
+            self.pods.add(task.key, facts_of(entry.task), task.node)
+            self.queue.assumed(task.key)
+            bound = entry.task.clone()
+            bound.node, bound.placement = task.node, task.placement
+            return bound
+
+    def forget(self, key: PodKey) -> None:
+        """Its bind failed: an assumed pod's booking goes back (unless its bound event came first)."""
+        with self.lock:
+            self.assumed.pop(key, None)
+            if self.ledger.booking(key) is not None and key not in self.running:
+                self.ledger.release(key)
+                self.pods.remove(key)
+
+    def finish_binding(self, task: TaskInfo) -> None:
+        """Its bind succeeded: the pod leaves the queue and holds its booking as bound, until its own
+        bound event confirms it (which may have come first)."""
+        with self.lock:
+            self.queue.remove(task.key)
+            if task.key not in self.running:
+                task.status = TaskStatus.BOUND
+                self.running[task.key] = task
+                self._account(task, +1)
+
+    # -- groups, namespaces, queues and policy objects -------------------------------------
+    def on_podgroup(self, kind: str, obj: PodGroup) -> None:
+        key = object_key(obj)
         with self.lock:
             if kind == "DELETED":
                 self.groups.pop(key, None)
@@ -288,16 +354,16 @@ class ClusterBook:
                 if job is not None:
                     job.group = None
             else:
-                self.groups[key] = dict(obj)
+                self.groups[key] = obj.copy()
                 job = self.jobs.get(JobKey(key))
                 if job is None:
                     namespace, _, name = key.partition("/")
                     job = self.jobs[JobKey(key)] = JobState(JobKey(key), namespace, name)
-                job.group = dict(obj)
+                job.group = obj.copy()
                 job.phase = str((obj.get("status") or {}).get("phase") or "")
-            self._bump()
+            self.queue.move_all()
 
-    def on_namespace(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_namespace(self, kind: str, obj: Namespace) -> None:
         """Namespace labels, for inter-pod affinity terms with a namespaceSelector."""
         name = str(meta(obj).get("name", ""))
         labels = meta(obj).get("labels") or {}
@@ -306,43 +372,46 @@ class ClusterBook:
                 self.pods.set_namespace(name, None)
             else:
                 self.pods.set_namespace(name, {str(k): str(v) for k, v in labels.items()})
-            self._bump()
+            self.queue.move_all()
 
-    def on_queue(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_queue(self, kind: str, obj: Queue) -> None:
         name = str(meta(obj).get("name", ""))
         with self.lock:
             if kind == "DELETED":
                 self.queues.pop(name, None)
             else:
                 self.queues[name] = queue_info(obj, self.protocol)
-            self._bump()
+            self.queue.move_all()
 
-    def on_budget(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_budget(self, kind: str, obj: PodDisruptionBudget) -> None:
         """A PodDisruptionBudget event (informer on policy/v1, when the `pdb` plugin is configured)."""
         with self.lock:
             if kind == "DELETED":
-                self.budgets.pop(key_of(obj), None)
+                self.budgets.pop(object_key(obj), None)
             else:
-                self.budgets[key_of(obj)] = disruption_budget(obj)
+                self.budgets[object_key(obj)] = disruption_budget(obj)
 
-    def on_quota(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def on_quota(self, kind: str, obj: ResourceQuota) -> None:
         """A ResourceQuota event (informer on v1, when the `resourcequota` plugin is configured)."""
         with self.lock:
             if kind == "DELETED":
-                self.quotas.pop(key_of(obj), None)
+                self.quotas.pop(object_key(obj), None)
             else:
-                self.quotas[key_of(obj)] = namespace_quota(obj)
-            self._bump()  # a raised quota may admit a waiting pod group
+                self.quotas[object_key(obj)] = namespace_quota(obj)
+            self.queue.move_all()  # a raised quota may admit a waiting pod group
 
-    def _bump(self) -> None:
-        self.generation += 1
-        self.work.set()
+    # -- what sessions and status writes read ----------------------------------------------
+    def take_notices(self) -> list[tuple[TaskInfo, str]]:
+        """The peer-name warnings not written yet (each pod's once, when it was first seen)."""
+        with self.lock:
+            notices, self.notices = self.notices, []
+            return notices
 
     def job_phases(self, default_queue: str) -> dict[str, list[str]]:
         """Per known queue, the phase of each of its jobs, as Volcano's queue controller counts
         them (call under the lock). One pass over every job, about once a second: kept tight."""
         phases: dict[str, list[str]] = {name: [] for name in self.queues}
-        running, pending = self.running, self.pending
+        running, pending = self.running, self.queue.pending
         for job in self.jobs.values():
             first: TaskInfo | None = None
             placed = False
@@ -366,6 +435,15 @@ class ClusterBook:
                 phase = "Running" if placed else "Inqueue"
             phases[queue].append(phase)
         return phases
+
+    def queue_statuses(self) -> dict[str, QueueStatus]:
+        """Each Queue object's status as Volcano's queue controller reports it."""
+        with self.lock:
+            phases = self.job_phases(self.default_queue)
+            return {
+                name: queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)
+                for name, q in self.queues.items()
+            }
 
     # -- introspection ---------------------------------------------------------------------
     def booked(self) -> dict[PodKey, Placement]:

@@ -1,0 +1,147 @@
+"""A session's copy of the live cluster cache (kube-scheduler's per-cycle snapshot update): the node
+table, node metadata, the jobs with a pod to try (their pending pods as the scheduling queue holds
+them, those binding with the booking they hold, their bound pods), Queues, the pods on nodes,
+PodDisruptionBudgets and ResourceQuotas. Called by the live cache at the start of each session,
+under the cluster cache's lock.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import replace
+
+import numpy as np
+
+from runtimekit.model.ledger import IntArray
+from runtimekit.model.scalars import combine
+from runtimekit.scheduler.cache.cluster import ClusterCache, JobState
+from runtimekit.scheduler.cache.objects import queue_of, resources_of
+from runtimekit.scheduler.cache.policy import add_usage, quota_request, waiting_time
+from runtimekit.scheduler.cache.queues import ALWAYS
+from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, Resources, Snapshot, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.policy import NamespaceQuota
+
+
+def take_snapshot(cache: ClusterCache, include_running: bool) -> tuple[Snapshot, list[tuple[TaskInfo, str]]]:
+    """The session's copy: jobs with an active pod (with `include_running`, every job with pods; a
+    gang whose PodGroup has not arrived, none), and the pods to tell, once, that their PodGroup
+    does not exist yet."""
+    with cache.lock:
+        missing_groups: list[tuple[TaskInfo, str]] = []
+        return _snapshot(cache, include_running, missing_groups), missing_groups
+
+
+def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[tuple[TaskInfo, str]]) -> Snapshot:
+    queue = cache.queue
+    now = cache.clock()
+    table = cache.ledger.table.copy()
+    jobs: dict[JobKey, JobInfo] = {}
+    pending, running = queue.pending, cache.running
+    for job in cache.jobs.values():
+        waiting = [e for m in job.members if (e := pending.get(m)) is not None and not e.binding]
+        if job.grouped and job.group is None:  # a gang's pods before its PodGroup: wait for it
+            message = f"PodGroup {job.key} does not exist (yet); its pods wait for it"
+            for entry in waiting:
+                if entry.reported != message:
+                    entry.reported = message
+                    missing_groups.append((entry.task, message))
+            continue
+        if not any(queue.eligible(e, now) for e in waiting) and not (include_running and job.members):
+            continue
+        info = _job_info(cache, job)
+        for entry in waiting:
+            info.add(entry.task.clone())
+        for member in job.members:
+            if member in running:
+                info.add(running[member].clone())
+            elif member in pending and pending[member].binding:  # bound by us, not yet confirmed
+                held = cache.ledger.booking(member)
+                inflight = pending[member].task.clone()
+                inflight.status = TaskStatus.BINDING
+                inflight.placement, inflight.node = held, held.node if held else None
+                info.add(inflight)
+        jobs[job.key] = info
+    queues = {name: q.clone() for name, q in cache.queues.items()}
+    for name in (cache.default_queue, *ALWAYS):  # Volcano always has them: a pod never waits for them
+        queues.setdefault(name, QueueInfo(name))
+    metas = list(cache.meta_rows) + [None] * max(0, table.rows - len(cache.meta_rows))
+    names = sorted({m.gpu_model for m in metas if m is not None and m.gpu_model})
+    index = {n: i for i, n in enumerate(names)}
+    model_ids = np.array([index.get(m.gpu_model, -1) if m is not None else -1 for m in metas], np.int64)
+    rows = table.active_rows()
+    nodes = cache.nodes
+    capacity = Resources(
+        int(sum(nodes[n].capacity.cpu_milli for n in nodes)),
+        int(sum(nodes[n].capacity.memory_mib for n in nodes)),
+        int((table.gmem_total[rows] > 0).sum()) * 1000,
+        functools.reduce(combine, (s.offered for s in nodes.values()), ()),
+    )
+    return Snapshot(
+        table,
+        metas,
+        jobs,
+        queues,
+        _rank(cache),
+        model_ids,
+        names,
+        now,
+        cache.meta_version,
+        capacity,
+        dict(cache.queue_allocated),
+        cache.pods.frozen(),
+        budgets=tuple(cache.budgets.values()),
+        quotas=_quotas(cache),
+    )
+
+
+def _rank(cache: ClusterCache) -> IntArray:
+    """The nodes' tie-break order: a permutation drawn from the cache's seed, kept while the table
+    keeps its rows."""
+    rows = cache.ledger.table.rows
+    if cache.rank_cache is None or cache.rank_cache[0] != rows:
+        cache.rank_cache = (rows, np.random.default_rng(cache.rank_seed).permutation(max(rows, 1))[:rows])
+    return cache.rank_cache[1]
+
+
+def _quotas(cache: ClusterCache) -> dict[str, tuple[NamespaceQuota, ...]]:
+    """ResourceQuotas by namespace; where no quota controller has written `used`, what the
+    namespace's bound pods use is worked out here (the embedded cluster has no such controller)."""
+    out: dict[str, list[NamespaceQuota]] = {}
+    for written in cache.quotas.values():
+        quota = written
+        if quota.used is None:
+            pods = (t.pod for t in cache.running.values() if t.namespace == quota.namespace and t.pod is not None)
+            quota = replace(quota, used=add_usage(pods))
+        out.setdefault(quota.namespace, []).append(quota)
+    return {namespace: tuple(quotas) for namespace, quotas in out.items()}
+
+
+def _job_info(cache: ClusterCache, job: JobState) -> JobInfo:
+    group = job.group
+    spec = (group.get("spec") or {}) if group is not None else {}
+    min_member = spec.get("minMember", 1) if group is not None else 1
+    priority = 0
+    pending, running = cache.queue.pending, cache.running
+    members = [pending[m].task for m in job.members if m in pending] + [running[m] for m in job.members if m in running]
+    if members:
+        priority = max(t.priority for t in members)
+    created = min((t.created for t in members), default=0.0)
+    queue = queue_of(members[0].pod or {} if members else {}, group, cache.default_queue)
+    phase = job.phase or ("Pending" if group is not None else "Inqueue")
+    min_resources = None
+    if group is not None and spec.get("minResources"):
+        min_resources = resources_of(spec.get("minResources"), cache.protocol)
+    return JobInfo(
+        job.key,
+        job.namespace,
+        job.name,
+        queue=queue,
+        min_member=min_member if isinstance(min_member, int) else 1,
+        priority=priority,
+        created=created,
+        phase=phase,
+        min_resources=min_resources,
+        has_podgroup=group is not None,
+        waiting_time=waiting_time(group),
+        quota_request=quota_request(group),
+    )

@@ -1,0 +1,162 @@
+"""The binder on its own, over a cluster cache and a queue fed by hand: a bind runs PreBind, writes and
+signs the assignment, then posts through the API; any failure unreserves, gives the booking back and
+backs the pod off; evictions and status writes never raise."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import pytest
+
+from runtimekit.model import NodeName, Placement, Slot
+from runtimekit.model.authority import signing_message
+from runtimekit.scheduler.binder import BinderPool
+from runtimekit.scheduler.cache.cluster import ClusterCache
+from runtimekit.scheduler.cache.queues import queue_status
+from runtimekit.scheduler.framework.binding import Binding
+from runtimekit.scheduler.framework.info import Resources, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
+from runtimekit.scheduler.framework.values import DeviceChoice
+from runtimekit.scheduler.scheduling_queue import QueueState, SchedulingQueue
+from scheduler.fake_api import FakeApi, P, node_object, pod_object
+
+
+@dataclass
+class Hooks:
+    """BindHooks that answer as told and record what the binder asked."""
+
+    pre_bind_status: Status = SUCCESS
+    bind_status: Status = SKIP
+    devices: list[tuple[str, tuple[Slot, ...]]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+
+    def pre_bind(self, binding: Binding) -> Status:
+        self.calls.append("pre_bind")
+        binding.assign(self.devices, "test")
+        return self.pre_bind_status
+
+    def bind(self, binding: Binding) -> Status:
+        self.calls.append("bind")
+        return self.bind_status
+
+    def unreserve(self, task: TaskInfo) -> None:
+        self.calls.append("unreserve")
+
+
+class Signer:
+    def sign(self, message: bytes) -> str:
+        return f"signed:{len(message)}"
+
+
+def parts(api: FakeApi, signer: Signer | None = None) -> tuple[SchedulingQueue, ClusterCache, BinderPool]:
+    queue = SchedulingQueue(threading.RLock())
+    cache = ClusterCache(P, P.scheduler_name, queue)
+    api.attach(cache)
+    api.add_node(node_object("n1", gpus=1))
+    cache.on_node("ADDED", api.nodes["n1"])
+    return queue, cache, BinderPool(api, cache, queue, workers=2, signer=signer)
+
+
+def assumed(api: FakeApi, cache: ClusterCache, name: str = "p") -> TaskInfo:
+    api.add_pod(pod_object(name, {P.resources.core: 30}))
+    (entry,) = [e for e in cache.queue if e.task.name == name]
+    task = entry.task.clone()
+    task.node, task.placement = NodeName("n1"), Placement(NodeName("n1"), 1000, 1024)
+    bound = cache.assume(task)
+    assert bound is not None
+    return bound
+
+
+def test_a_bind_runs_pre_bind_then_posts_and_the_pod_leaves_the_queue() -> None:
+    api = FakeApi()
+    queue, cache, binder = parts(api)
+    task = assumed(api, cache)
+    hooks = Hooks()
+    binder.submit(task, DeviceChoice(), hooks)
+    assert binder.drain()
+    assert hooks.calls == ["pre_bind", "bind"]
+    assert api.pods["default/p"]["spec"]["nodeName"] == "n1"
+    assert P.annotations.assume_time in api.pods["default/p"]["metadata"]["annotations"]
+    assert queue.state(task.key) is None
+    assert cache.running[task.key].status in (TaskStatus.BOUND, TaskStatus.RUNNING)
+    assert api.events[-1][1] == "Scheduled"
+    assert binder.bound_count == 1
+    binder.close()
+
+
+def test_the_assignment_is_written_from_the_nodes_gpus_and_signed() -> None:
+    api = FakeApi()
+    _queue, cache, binder = parts(api, Signer())
+    task = assumed(api, cache)
+    hooks = Hooks(devices=[("main", (Slot(0, 300, 4096),))])
+    binder.submit(task, DeviceChoice(), hooks)
+    assert binder.drain()
+    notes = api.pods["default/p"]["metadata"]["annotations"]
+    text = notes[P.annotations.assignment]
+    assert '"main"' in text
+    assert notes[P.annotations.assignment_signature] == Signer().sign(signing_message(task.uid, text))
+    binder.close()
+
+
+@pytest.mark.parametrize(
+    "failure",
+    ["pre_bind fails", "a Bind plugin fails", "the API refuses"],
+)
+def test_a_failed_bind_unreserves_gives_the_booking_back_and_backs_off(failure: str) -> None:
+    api = FakeApi()
+    queue, cache, binder = parts(api)
+    task = assumed(api, cache)
+    hooks = Hooks()
+    if failure == "pre_bind fails":
+        hooks.pre_bind_status = error("no")
+    elif failure == "a Bind plugin fails":
+        hooks.bind_status = error("no")
+    else:
+        api.fail_next_binds = 1
+    generation = queue.generation
+    binder.submit(task, DeviceChoice(), hooks)
+    assert binder.drain()
+    assert hooks.calls[-1] == "unreserve"
+    assert cache.ledger.bookings() == {}
+    assert not cache.assumed
+    assert cache.pods.frozen().pods == {}
+    assert queue.state(task.key) is QueueState.BACKOFF
+    assert queue.generation == generation + 1  # the booking given back may help an unschedulable pod
+    assert "binding rejected" in api.events[-1][2]
+    assert binder.bind_failures == 1
+    binder.close()
+
+
+class Refusing(FakeApi):
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        raise RuntimeError("refused")
+
+    def update_group(self, namespace: str, name: str, status: Mapping[str, object]) -> None:
+        raise RuntimeError("refused")
+
+    def update_queue(self, name: str, status: Mapping[str, object]) -> None:
+        raise RuntimeError("refused")
+
+
+def test_evictions_and_status_writes_that_fail_are_logged_not_raised() -> None:
+    api = Refusing()
+    _, cache, binder = parts(api)
+    api.add_pod(pod_object("p", {}))
+    (entry,) = cache.queue
+    binder.evict(entry.task, "preempt")
+    binder.update_group("default", "g", {"phase": "Running"})
+    assert binder.sync_queues({"q": queue_status("", [], Resources(), P)}) == 1  # tried, not recorded
+    binder.close()
+
+
+def test_queue_statuses_are_written_when_they_change() -> None:
+    api = FakeApi()
+    _, _, binder = parts(api)
+    open_ = queue_status("", ["Running"], Resources(), P)
+    assert binder.sync_queues({"q": open_}) == 1
+    assert binder.sync_queues({"q": open_}) == 0
+    assert binder.sync_queues({"q": queue_status("Closed", ["Running"], Resources(), P)}) == 1
+    assert api.queue_status["q"]["state"] == "Closed"
+    binder.close()
