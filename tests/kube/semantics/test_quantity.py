@@ -3,6 +3,7 @@ canonical text of a number."""
 
 from __future__ import annotations
 
+import re
 from fractions import Fraction
 
 import pytest
@@ -11,6 +12,7 @@ from runtimekit.kube.semantics.quantity import (
     QUANTITY_FORMAT_MSG,
     QUANTITY_SUFFIX_MSG,
     cpu_milli,
+    is_whole,
     memory_mib,
     number_quantity,
     parse_quantity,
@@ -94,6 +96,32 @@ def test_the_cached_text_check_words_what_is_wrong(value: str, problem: str) -> 
 )
 def test_parse_quantity_is_exact(text: object, amount: Fraction) -> None:
     assert parse_quantity(text) == amount
+
+
+@pytest.mark.parametrize("text", ["1e999999999", "1E-999999999", "5e41", "1e-50"])
+def test_a_huge_exponent_is_out_of_range_and_the_error_names_the_value(text: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(f"{text!r} is out of range")):
+        parse_quantity(text)
+
+
+@pytest.mark.parametrize(
+    ("value", "whole"),
+    [
+        ("2k", True),
+        ("500m", False),
+        ("1.5", False),
+        ("100e-2", True),
+        ("1.55e1", False),
+        ("1e-50", False),  # out of parse_quantity's range, still decided
+        ("-1e-50", False),
+        ("1e50", True),
+        ("0e-99", True),
+        (3, True),
+        (0.5, False),
+    ],
+)
+def test_is_whole_decides_any_exponent_from_the_digits(value: object, whole: bool) -> None:
+    assert is_whole(value) is whole
 
 
 def test_whole_numbers_refuse_fractions() -> None:

@@ -21,7 +21,7 @@ from typing import cast
 from runtimekit.cluster.apiserver.errors import Cause, field_invalid, field_required
 from runtimekit.kube.objects import PodSpec, ResourceList, ResourceRequirements
 from runtimekit.kube.semantics.names import check_qualified_name, is_extended_resource_name
-from runtimekit.kube.semantics.quantity import parse_quantity
+from runtimekit.kube.semantics.quantity import is_whole, parse_quantity
 
 _STANDARD = frozenset({"cpu", "memory", "ephemeral-storage"})
 _OVERCOMMITTABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
@@ -72,11 +72,17 @@ def _quantity_causes(name: str, value: object, path: str) -> list[Cause]:
     shown = _shown(value)
     if shown.startswith("-") and _amount(value) != 0:
         return [field_invalid(path, shown, "must be greater than or equal to 0")]
-    if is_extended_resource_name(name) or _is_hugepages(name):
-        amount = _amount(value)
-        if amount is not None and amount.denominator != 1:
-            return [field_invalid(path, shown, "must be an integer")]
+    if (is_extended_resource_name(name) or _is_hugepages(name)) and not _whole(shown):
+        return [field_invalid(path, shown, "must be an integer")]
     return []
+
+
+def _whole(shown: str) -> bool:
+    """Whether a quantity is whole, for any exponent (`1e-50` is not, though it is too small to compute)."""
+    try:
+        return is_whole(shown)
+    except ValueError:
+        return True  # not a quantity: decoding has refused it already
 
 
 _VALID_MAX = 4096

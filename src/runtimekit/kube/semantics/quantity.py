@@ -1,7 +1,8 @@
 """Kubernetes resource quantities (`resource.Quantity`: `500m`, `2`, `1.5Gi`, `1e3`), written once.
 
 - `parse_quantity`: a quantity as an exact fraction (ValueError quoting the text); `cpu_milli`,
-  `memory_mib` and `whole_number` read it in the units the kit counts.
+  `memory_mib` and `whole_number` read it in the units the kit counts; `is_whole` says whether it is
+  a whole number, whatever its exponent.
 - `quantity_problem`: why a JSON value is not a quantity, in `ParseQuantity`'s words (what
   kube-apiserver answers when it decodes one).
 - `number_quantity`: a JSON number as the canonical text kube-apiserver stores for it.
@@ -109,6 +110,29 @@ def _memory_mib_text(value: str) -> int:
 
 def _ceil(amount: Fraction) -> int:
     return -((-amount.numerator) // amount.denominator)
+
+
+def is_whole(value: object) -> bool:
+    """Whether a quantity is a whole number, as an extended resource's must be; ValueError for what is
+    no quantity. A decimal exponent of any size is decided from the digits, without computing 10**n
+    (so `1e-50` is not whole, `1e50` and `100e-2` are), where `parse_quantity` refuses it as out of range."""
+    if isinstance(value, str):
+        return _is_whole_text(value)
+    return parse_quantity(value).denominator == 1
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_whole_text(value: str) -> bool:
+    match = _QUANTITY_RE.match(value.strip())
+    if not match or match.group(3) is None or match.group(3)[:1] not in ("e", "E"):
+        return _parse_text(value).denominator == 1  # a suffix or none: the amount is small to compute
+    whole, _, fraction = match.group(2).partition(".")
+    digits = (whole + fraction).lstrip("0")
+    if not digits:
+        return True  # zero
+    # the amount is digits × 10^(exponent - len(fraction)); trailing zeros of the digits add to the power
+    zeros = len(digits) - len(digits.rstrip("0"))
+    return int(match.group(3)[1:]) - len(fraction) + zeros >= 0
 
 
 def whole_number(value: object) -> int:
