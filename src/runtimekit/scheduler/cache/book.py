@@ -17,8 +17,9 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
+from runtimekit.kube.objects import Pod
 from runtimekit.model import Ledger, LedgerError, NodeName, Placement, PodKey, placement_from_assignment
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import foreign_names
@@ -47,7 +48,6 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem.podbook import PodBook
-from runtimekit.scheduler.kubesem.pods import facts_for
 
 log = logging.getLogger(__name__)
 
@@ -96,7 +96,7 @@ class ClusterBook:
         self.pending: dict[PodKey, PendingPod] = {}
         self.running: dict[PodKey, TaskInfo] = {}  # bound pods holding resources
         self.uid_of: dict[str, PodKey] = {}  # namespace/name -> key
-        self.orphans: dict[PodKey, Mapping[str, Any]] = {}  # bound pods whose node is not known yet
+        self.orphans: dict[PodKey, Pod] = {}  # bound pods whose node is not known yet
         self.jobs: dict[JobKey, JobState] = {}
         self.groups: dict[str, dict[str, Any]] = {}  # namespace/name -> PodGroup
         self.queues: dict[str, QueueInfo] = {}
@@ -156,9 +156,9 @@ class ClusterBook:
     # -- pods ------------------------------------------------------------------------------
     def on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
         with self.lock:
-            self._on_pod(kind, obj)
+            self._on_pod(kind, cast(Pod, obj))  # typed once, where it enters
 
-    def _on_pod(self, kind: str, obj: Mapping[str, Any]) -> None:
+    def _on_pod(self, kind: str, obj: Pod) -> None:
         name_key = key_of(obj)
         uid = PodKey(str(meta(obj).get("uid") or self.uid_of.get(name_key) or name_key))
         if kind == "DELETED" or is_terminated(obj):
@@ -197,7 +197,7 @@ class ClusterBook:
             job.group = self.groups.get(key)
         job.members.add(task.key)
 
-    def _book_bound(self, pod: Mapping[str, Any], like: TaskInfo | None = None) -> None:
+    def _book_bound(self, pod: Pod, like: TaskInfo | None = None) -> None:
         node = NodeName(str((pod.get("spec") or {}).get("nodeName")))
         task = task_from_pod(pod, self.protocol, like)
         held = self.ledger.booking(task.key)
@@ -210,7 +210,7 @@ class ClusterBook:
                 self._account(previous, -1)
             self.running[task.key] = task
             self._account(task, +1)
-            self.pods.add(task.key, facts_for(task.key, pod, task.namespace), node)
+            self.pods.add_pod(task.key, pod, task.namespace, node)
             self._join(task, pod)
             return
         if held is not None:
@@ -245,7 +245,7 @@ class ClusterBook:
         task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
         self.running[task.key] = task
         self._account(task, +1)
-        self.pods.add(task.key, facts_for(task.key, pod, task.namespace), node)
+        self.pods.add_pod(task.key, pod, task.namespace, node)
         self._join(task, pod)
 
     def _account(self, task: TaskInfo, sign: int) -> None:

@@ -36,7 +36,7 @@ from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.book import ClusterBook, JobState, PendingPod
-from runtimekit.scheduler.cache.objects import facts_of, queue_of
+from runtimekit.scheduler.cache.objects import queue_of
 from runtimekit.scheduler.cache.policy import add_usage, quota_request, waiting_time
 from runtimekit.scheduler.cache.queues import ALWAYS, changed, queue_status
 from runtimekit.scheduler.framework.binding import BindHooks, Binding
@@ -307,7 +307,7 @@ class LiveCache(ClusterBook):
                     entry = None
             if entry is not None:
                 self.assumed[task.key] = self.clock()
-                self.pods.add(task.key, facts_of(entry.task), task.node)
+                self.pods.add_pod(task.key, entry.task.pod, entry.task.namespace, task.node)
                 entry.attempts += 1
                 bound_task = entry.task.clone()
                 bound_task.node, bound_task.placement = task.node, task.placement

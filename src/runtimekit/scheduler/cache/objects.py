@@ -10,6 +10,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.kube.objects import Pod
 from runtimekit.model import (
     Assignment,
     AssignmentError,
@@ -40,7 +41,7 @@ from runtimekit.scheduler.framework.info import (
     Toleration,
 )
 from runtimekit.scheduler.kubesem import nodeaffinity
-from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for, same_spec_but_node
+from runtimekit.scheduler.kubesem.pods import same_spec_but_node
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -187,7 +188,7 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+def _same_request(before: Pod, after: Pod) -> bool:
     """Whether two manifests of a pod ask for the same resources (its containers, init containers
     and overhead are equal; a pod's later events, a binding or a status, leave them alone)."""
     old, new = _mapping(before.get("spec")), _mapping(after.get("spec"))
@@ -197,7 +198,7 @@ def _same_request(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
 _IDENTITY = ("uid", "name", "namespace", "creationTimestamp", "labels", "ownerReferences")
 
 
-def _only_bound(before: Mapping[str, Any], after: Mapping[str, Any], written: frozenset[str]) -> bool:
+def _only_bound(before: Pod, after: Pod, written: frozenset[str]) -> bool:
     """Whether `after` is `before` as its binding leaves it: the same identity, labels and spec but
     for `nodeName`, and the same annotations but for those the scheduler writes with the binding
     (`written`); a status or a resourceVersion may differ (no task field reads them)."""
@@ -222,7 +223,7 @@ def _binding_annotations(protocol: KitProtocol) -> frozenset[str]:
     return frozenset({names.assignment, names.assignment_signature, names.assume_time})
 
 
-def task_from_pod(pod: Mapping[str, Any], protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
+def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
     """A pod as a task. An unreadable request does not raise: the task carries the reason in
     `invalid`, so the scheduler reports it on the pod instead of dropping the pod. `like`: the task
     of an earlier event of the pod, whose request is taken as it is when the pod asks for the same,
@@ -291,12 +292,6 @@ def pod_policy(annotations: Mapping[str, Any], protocol: KitProtocol) -> str:
     node = str(annotations.get(names.node_policy, "")).strip() if names.node_policy else ""
     gpu = str(annotations.get(names.gpu_policy, "")).strip() if names.gpu_policy else ""
     return f"{node}/{gpu}" if node or gpu else ""
-
-
-def facts_of(task: TaskInfo) -> PodFacts:
-    """What inter-pod affinity, spread and host ports read of a task's pod (only its namespace when
-    there is no manifest, as in trace replay)."""
-    return facts_for(task.key, task.pod, task.namespace)
 
 
 def assignment_of(pod: Mapping[str, Any], protocol: KitProtocol) -> Assignment | None:

@@ -100,6 +100,7 @@ class Framework:
             plugin.on_session_close(ssn)
             if observer is not None:
                 observer.plugin_done(plugin.name, ON_SESSION_CLOSE, time.perf_counter() - begun)
+        ssn.state.clear()  # the cycle's state goes with it (a closed session may still be inspected)
         if self.plugins.queue_reports.flat:
             self.queue_figures = {
                 name: figures

@@ -15,6 +15,7 @@ from typing import Any, NewType, TypeVar
 
 import numpy as np
 
+from runtimekit.kube.objects import Pod
 from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
@@ -219,7 +220,7 @@ class TaskInfo:
     gpu_select: GpuSelector | None = None  # GPUs (models, UUIDs) to use or avoid, per GPU (None = any)
     invalid: str = ""  # why the request cannot be honoured ("" = valid)
     preemptable: bool = True
-    pod: Mapping[str, Any] | None = None  # the manifest; None in trace replay
+    pod: Pod | None = None  # the manifest; None in trace replay
     nominated: NodeName | None = None
     constraints: Constraints = Constraints()  # frozen: one shared "anywhere" is safe
     uid: str = ""
