@@ -22,7 +22,7 @@ from typing import Any
 
 from runtimekit.model import PodKey
 from runtimekit.scheduler.framework.info import OCCUPYING, TaskInfo, TaskStatus
-from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable
+from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable, Watches
 from runtimekit.scheduler.framework.policy import DisruptionBudget
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
@@ -63,9 +63,9 @@ def allowance(budget: DisruptionBudget, tasks: Sequence[TaskInfo]) -> int:
     return 0
 
 
-class Pdb(Plugin, Preemptable, Reclaimable, EventHandler):
+class Pdb(Plugin, Preemptable, Reclaimable, EventHandler, Watches):
     name = NAME
-    watches = ("poddisruptionbudgets",)
+    watches: tuple[str, ...] = ("poddisruptionbudgets",)
 
     def __init__(self) -> None:
         self.budgets: tuple[DisruptionBudget, ...] = ()

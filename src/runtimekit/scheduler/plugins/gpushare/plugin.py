@@ -92,8 +92,6 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-
-
 class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
