@@ -259,7 +259,7 @@ class Tiered(Generic[T]):
         return cls(tuple(tuple(tier) for tier in tiers), tuple(p for tier in tiers for p in tier))
 
 
-def _gate(interface: type[Any], flag: str | None) -> dict[str, Any]:
+def _gate(interface: type[Any], flag: str | None) -> dict[str, object]:
     """A PluginLists field's metadata: the interface its plugins implement, the conf flag that gates it."""
     return {"interface": interface, "flag": flag}
 

@@ -39,7 +39,7 @@ from runtimekit.scheduler.plugins.predicate_args import PredicatesArgs, parse_pr
 
 REMOVED, NOT_READY = "node(s) were removed", "node(s) were not ready"
 # reason codes: 0 passes; the order is the order of the filters
-REASONS: list[str] = [
+REASONS: tuple[str, ...] = (
     "",
     REMOVED,
     NOT_READY,
@@ -53,11 +53,13 @@ REASONS: list[str] = [
     interpod.AFFINITY_REASON,
     interpod.ANTI_AFFINITY_REASON,
     interpod.EXISTING_ANTI_AFFINITY_REASON,
-]
+)
 CODE = {reason: i for i, reason in enumerate(REASONS)}
-# failures no eviction can turn into a fit (kube-scheduler's UnschedulableAndUnresolvable)
-_RESOLVABLE = {CODE[ports.REASON], CODE[spread.REASON], CODE[interpod.ANTI_AFFINITY_REASON]}
-_RESOLVABLE.add(CODE[interpod.EXISTING_ANTI_AFFINITY_REASON])
+# failures an eviction may turn into a fit (the others are kube-scheduler's UnschedulableAndUnresolvable)
+_RESOLVABLE = frozenset(
+    CODE[reason]
+    for reason in (ports.REASON, spread.REASON, interpod.ANTI_AFFINITY_REASON, interpod.EXISTING_ANTI_AFFINITY_REASON)
+)
 _SPREAD = {spread.MISSING_LABEL: CODE[spread.LABEL_REASON], spread.TOO_SKEWED: CODE[spread.REASON]}
 _INTERPOD = {
     interpod.AFFINITY: CODE[interpod.AFFINITY_REASON],
