@@ -241,6 +241,7 @@ class LiveCache(ClusterBook):
                 self.pods.frozen(),
                 budgets=tuple(self.budgets.values()),
                 quotas=self._quotas(),
+                pod_facts=self.pods.facts,
             )
 
     def _quotas(self) -> dict[str, tuple[NamespaceQuota, ...]]:

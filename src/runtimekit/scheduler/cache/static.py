@@ -129,6 +129,7 @@ class StaticCache:
             self.pods.frozen if self.share_table else self.pods.frozen(),
             budgets=self.budgets,
             quotas=self.quotas,
+            pod_facts=self.pods.facts,
         )
 
     def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks | None = None) -> None:

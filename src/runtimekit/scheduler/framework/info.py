@@ -24,6 +24,7 @@ from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
+from runtimekit.scheduler.kubesem.pods import PodFactsMemo
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
@@ -353,6 +354,9 @@ class Snapshot:
     pod_source: PodSet | Callable[[], PodSet] = EMPTY_PODS
     budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets (when a plugin asks for them)
     quotas: Mapping[str, tuple[NamespaceQuota, ...]] = field(default_factory=dict)  # ResourceQuotas by namespace
+    # the cache's memo of pods' facts, lent to the session: the inter-pod plugins parse the pods they
+    # place into it, so the cache books them without parsing them again (a fresh one if not lent)
+    pod_facts: PodFactsMemo = field(default_factory=PodFactsMemo)
 
     @property
     def pods(self) -> PodSet:

@@ -5,7 +5,7 @@ A part that does not parse (an affinity term, a spread constraint) is left out a
 `problem`: kube-scheduler refuses to place such a pod ("parsing pod: ..."), while an existing pod
 with one still counts with the parts that did parse. Pure (`PodFactsMemo` keeps what it parsed for
 its owner); callers: the scheduler cache's `PodBook` (placed pods) and the predicates and nodeorder
-plugins (the pod being placed).
+plugins (the pods being placed).
 """
 
 from __future__ import annotations
@@ -142,9 +142,10 @@ def same_spec_but_node(before: Pod, after: Pod) -> bool:
 class PodFactsMemo:
     """Pods' facts parsed once per manifest, by pod key: a later manifest of a pod that reads the
     same (its binding, a status) gets the same `PodFacts` object. Bounded (`keep` pods; past that
-    it starts afresh). Owned by whoever keeps pods across sessions: the scheduler cache's `PodBook`
-    for placed pods, the inter-pod plugins' shared state for the pods they are asked to place.
-    Not thread-safe: each owner reads it on one thread (or under its lock)."""
+    it starts afresh). Owned by a scheduler cache's `PodBook` and lent to its sessions (the
+    snapshot's `pod_facts`). A live cache's is used by informer threads under the cache's lock and
+    by the scheduling thread without it: single dict operations only, so the worst a race does is
+    parse a pod again."""
 
     __slots__ = ("_keep", "_parsed")
 

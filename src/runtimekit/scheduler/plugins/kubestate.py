@@ -6,7 +6,9 @@ host ports (kube-scheduler's PreFilter/PreScore state and its AddPod/RemovePod):
   the index ignores repeats), made on first use;
 - across sessions, in a `KubeShared` the plugins take from their `BuildContext` when they are built
   (`shared`): the `NodeScope` of the snapshot's node metadata (topology, per-constraint node
-  masks), kept while the metadata lasts, and each pending pod's `PodFacts`, parsed once per manifest.
+  masks), kept while the metadata lasts;
+- each pod's `PodFacts`, parsed once per manifest into the memo the cache lends the session
+  (`facts`; the cache owns it and books the pods placed without parsing them again).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from runtimekit.scheduler.framework.state import StateKey
 from runtimekit.scheduler.framework.values import Mask
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem.index import PodIndex
-from runtimekit.scheduler.kubesem.pods import PodFacts, PodFactsMemo
+from runtimekit.scheduler.kubesem.pods import PodFacts
 from runtimekit.scheduler.kubesem.taints import untolerated
 from runtimekit.scheduler.kubesem.topology import Topology
 
@@ -70,15 +72,13 @@ class KubeSession:
         self.row_of = row_of
         self.index = PodIndex(ssn.snapshot.pods, row_of, table.rows)
         self.topology = shared.scope(ssn).topology
-        self._shared = shared
+        self._facts = ssn.snapshot.pod_facts
 
     def placed(self, task: TaskInfo) -> None:
         """A task took a node in the session (or an eviction was undone)."""
         row = self.row_of(task.node) if task.node else None
         if row is not None:
-            # a pod of the snapshot (an eviction undone) comes back with the facts the cache parsed
-            base = self.index.base.pods.get(task.key)
-            self.index.add(task.key, base[0] if base is not None else self._shared.facts(task), row)
+            self.index.add(task.key, self._facts.of(task.key, task.pod, task.namespace), row)
 
     def left(self, task: TaskInfo) -> None:
         """A task gave its node back in the session (evicted, or its placement undone)."""
@@ -91,13 +91,11 @@ _SHARED: StateKey[KubeShared] = StateKey("kubestate/shared")
 
 class KubeShared:
     """What the inter-pod plugins built with one context keep across sessions: the node scope of
-    the latest snapshot, and the facts of the pods they are asked to place. Used on the scheduling
-    thread only."""
+    the latest snapshot. Used on the scheduling thread only."""
 
     def __init__(self) -> None:
         self._scope: NodeScope | None = None
         self._serials = itertools.count(1)
-        self._facts = PodFactsMemo()
 
     def scope(self, ssn: SessionView) -> NodeScope:
         """The node scope of a session's snapshot (reused while the node metadata is the same)."""
@@ -133,9 +131,10 @@ class KubeShared:
             found = nodes.masks[constraints] = (affinity, tolerated)
         return found
 
-    def facts(self, task: TaskInfo) -> PodFacts:
-        """A task's pod facts, parsed once per manifest."""
-        return self._facts.of(task.key, task.pod, task.namespace)
+
+def facts(task: TaskInfo, ssn: SessionView) -> PodFacts:
+    """A task's pod facts, parsed once per manifest (into the memo the session's cache lends it)."""
+    return ssn.snapshot.pod_facts.of(task.key, task.pod, task.namespace)
 
 
 def shared(context: BuildContext) -> KubeShared:

@@ -109,7 +109,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return found
 
     def _preferred_nodes(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        terms = self.kube.facts(task).preferred_nodes
+        terms = kubestate.facts(task, ssn).preferred_nodes
         if not terms:
             return None
         metas = ssn.snapshot.meta
@@ -141,7 +141,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return default_normalize(self._per_node("taints", tolerations, ssn, compute)[rows], reverse=True)
 
     def _images(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        facts = self.kube.facts(task)
+        facts = kubestate.facts(task, ssn)
         if not facts.images:
             return None
         metas = ssn.snapshot.meta[: ssn.table.rows]
@@ -164,7 +164,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
 
     # -- scores of the session's pods ------------------------------------------------------
     def _pod_affinity(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        facts = self.kube.facts(task)
+        facts = kubestate.facts(task, ssn)
         if facts.problem:
             return None
         own = facts.preferred_affinity or facts.preferred_anti_affinity
@@ -175,7 +175,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return None if raw is None else interpod.normalize(raw)
 
     def _spread(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        facts = self.kube.facts(task)
+        facts = kubestate.facts(task, ssn)
         soft = [c for c in facts.spread if not c.hard]
         if not soft:
             return None

@@ -101,7 +101,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         args = self.args
         if args.proportional:
             return False
-        facts = self.kube.facts(task)
+        facts = kubestate.facts(task, ssn)
         if facts.problem or not facts.simple:
             return False
         if args.pod_affinity and self.kube.session(ssn).index.has_anti_affinity:
@@ -132,7 +132,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         if self._simple(task, ssn):
             return Verdict.all(rows.size)
         codes = self._node_codes(task.constraints, ssn)[rows]
-        facts = self.kube.facts(task)
+        facts = kubestate.facts(task, ssn)
         args = self.args
         wants = (
             facts.problem
@@ -182,7 +182,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
     def _pod_codes(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Codes:
         """Host ports, proportional, topology spread and inter-pod affinity for rows that passed
         the node-level filters: the code of the first that fails per row."""
-        facts = self.kube.facts(task)
+        facts = kubestate.facts(task, ssn)
         out = np.zeros(rows.size, np.int16)
         if facts.problem:
             out[:] = self._code(facts.problem)
