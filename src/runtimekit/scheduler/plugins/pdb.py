@@ -20,9 +20,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtimekit.kube.objects import labels_of
 from runtimekit.model import PodKey
 from runtimekit.scheduler.framework.info import OCCUPYING, TaskInfo, TaskStatus
-from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable
+from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable, Watches
 from runtimekit.scheduler.framework.policy import DisruptionBudget
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
@@ -31,15 +32,15 @@ from runtimekit.scheduler.plugins.common import no_arguments
 NAME = "pdb"
 
 
-def labels_of(task: TaskInfo) -> Mapping[str, str]:
-    labels = ((task.pod or {}).get("metadata") or {}).get("labels") or {}
+def pod_labels(task: TaskInfo) -> Mapping[str, str]:
+    labels = labels_of(task.pod) if task.pod is not None else {}
     return labels if isinstance(labels, Mapping) else {}
 
 
 def selects(budget: DisruptionBudget, task: TaskInfo) -> bool:
     if budget.namespace != task.namespace or budget.selector is None or budget.selector.empty:
         return False
-    labels = labels_of(task)
+    labels = pod_labels(task)
     return bool(labels) and budget.selector.matches(labels)
 
 
@@ -63,9 +64,9 @@ def allowance(budget: DisruptionBudget, tasks: Sequence[TaskInfo]) -> int:
     return 0
 
 
-class Pdb(Plugin, Preemptable, Reclaimable, EventHandler):
+class Pdb(Plugin, Preemptable, Reclaimable, EventHandler, Watches):
     name = NAME
-    watches = ("poddisruptionbudgets",)
+    watches: tuple[str, ...] = ("poddisruptionbudgets",)
 
     def __init__(self) -> None:
         self.budgets: tuple[DisruptionBudget, ...] = ()
