@@ -180,18 +180,18 @@ class Scheduler:
         self._watch(framework)
         framework.observer = self.metrics
         framework.sampler = self.sampler
-        # actions that look at running pods (preempt, reclaim, print, ...) say so (`Action` docstring)
-        self.live.include_running = any(getattr(action, "needs_running", False) for action in framework.actions)
+        # actions that look at running pods (preempt, reclaim, print, ...) say so (`NeedsRunning`)
+        self.live.include_running = framework.needs_running
         self.framework = framework
 
     def _watch(self, framework: Framework) -> None:
         """Informers for what the framework's plugins read besides nodes, pods and Volcano's kinds (a
-        plugin says so with a class attribute `watches`); added once, started at once when running."""
+        plugin says so with `Watches`); added once, started at once when running."""
         paths: dict[str, tuple[str, Handler[Any], str]] = {
             "poddisruptionbudgets": ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_budget, "pdbs"),
             "resourcequotas": ("/api/v1/resourcequotas", self.cache.on_quota, "resourcequotas"),
         }
-        watched = {kind for plugin in framework.plugins.every.flat for kind in getattr(plugin, "watches", ())}
+        watched = framework.watched
         present = {informer.name for informer in self.informers}
         for kind in sorted(watched & set(paths)):
             path, handler, name = paths[kind]

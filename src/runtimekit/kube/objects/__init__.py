@@ -9,6 +9,7 @@ from runtimekit.kube.objects.coordination import Lease, LeaseSpec
 from runtimekit.kube.objects.core import (
     Affinity,
     Binding,
+    ConfigMap,
     Container,
     ContainerPort,
     ContainerStatus,
@@ -108,6 +109,7 @@ __all__ = [
     "Affinity",
     "Binding",
     "Condition",
+    "ConfigMap",
     "Container",
     "ContainerPort",
     "ContainerStatus",

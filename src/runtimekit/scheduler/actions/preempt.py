@@ -9,13 +9,14 @@ from collections.abc import Mapping
 from typing import Any
 
 from runtimekit.scheduler.actions.evict import evict_for_queue, running_by_row
+from runtimekit.scheduler.framework.action import NeedsRunning
 from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.plugins.common import no_arguments
 
 
-class Preempt:
+class Preempt(NeedsRunning):
     name = "preempt"
     needs_running = True  # victims are running pods
 

@@ -50,7 +50,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
     Toleration,
 )
-from runtimekit.scheduler.kubesem.pods import PodFacts, facts_for, same_spec_but_node
+from runtimekit.scheduler.kubesem.pods import same_spec_but_node
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
@@ -231,7 +231,7 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
     first of every pod it binds)."""
     m = meta(pod)
     spec = cast(PodSpec, _mapping(pod.get("spec")))
-    earlier = cast("Pod | None", like.pod) if like is not None and not like.invalid else None  # read by this function
+    earlier = like.pod if like is not None and not like.invalid else None  # read by this function
     if like is not None and earlier is not None and _only_bound(earlier, pod, _binding_annotations(protocol)):
         task = _fresh(like)
         task.pod = pod
@@ -292,12 +292,6 @@ def pod_policy(annotations: Mapping[str, str], protocol: KitProtocol) -> str:
     node = str(annotations.get(names.node_policy, "")).strip() if names.node_policy else ""
     gpu = str(annotations.get(names.gpu_policy, "")).strip() if names.gpu_policy else ""
     return f"{node}/{gpu}" if node or gpu else ""
-
-
-def facts_of(task: TaskInfo) -> PodFacts:
-    """What inter-pod affinity, spread and host ports read of a task's pod (only its namespace when
-    there is no manifest, as in trace replay)."""
-    return facts_for(task.key, task.pod, task.namespace)
 
 
 def assignment_of(pod: Pod, protocol: KitProtocol) -> Assignment | None:

@@ -30,11 +30,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from runtimekit.base import textfiles
+from runtimekit.kube.objects import ConfigMap, meta
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 
 __all__ = [
@@ -186,7 +187,7 @@ def _is_configmap(doc: object) -> bool:
 
 def _from_configmaps(documents: list[Any], source: str, problems: Problems) -> tuple[str, str] | None:
     """The conf text of a ConfigMap file: the `volcano-scheduler.conf` key, or the only key."""
-    maps = [d for d in documents if _is_configmap(d)]
+    maps = [cast(ConfigMap, d) for d in documents if _is_configmap(d)]
     if not maps:
         problems.error(f"{source}: {len(documents)} YAML documents and no ConfigMap among them")
         return None
@@ -206,8 +207,8 @@ def _from_configmaps(documents: list[Any], source: str, problems: Problems) -> t
     return text, f"{source} (ConfigMap {_name(chosen[0])}, key {key})"
 
 
-def _name(configmap: Mapping[str, Any]) -> str:
-    return str((configmap.get("metadata") or {}).get("name") or "<unnamed>")
+def _name(configmap: ConfigMap) -> str:
+    return str(meta(configmap).get("name") or "<unnamed>")
 
 
 def _actions(source: str, raw: object, problems: Problems) -> tuple[str, ...]:

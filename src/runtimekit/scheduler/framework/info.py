@@ -15,6 +15,7 @@ from typing import Any, NewType, TypeVar
 
 import numpy as np
 
+from runtimekit.kube.objects import Pod
 from runtimekit.kube.semantics.nodeaffinity import required_matches, requirement_matches
 from runtimekit.kube.semantics.tolerations import tolerates, untolerated
 from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
@@ -25,6 +26,7 @@ from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
+from runtimekit.scheduler.kubesem.pods import PodFactsMemo
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
@@ -221,7 +223,7 @@ class TaskInfo:
     gpu_select: GpuSelector | None = None  # GPUs (models, UUIDs) to use or avoid, per GPU (None = any)
     invalid: str = ""  # why the request cannot be honoured ("" = valid)
     preemptable: bool = True
-    pod: Mapping[str, Any] | None = None  # the manifest; None in trace replay
+    pod: Pod | None = None  # the manifest; None in trace replay
     nominated: NodeName | None = None
     constraints: Constraints = Constraints()  # frozen: one shared "anywhere" is safe
     uid: str = ""
@@ -354,6 +356,9 @@ class Snapshot:
     pod_source: PodSet | Callable[[], PodSet] = EMPTY_PODS
     budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets (when a plugin asks for them)
     quotas: Mapping[str, tuple[NamespaceQuota, ...]] = field(default_factory=dict)  # ResourceQuotas by namespace
+    # the cache's memo of pods' facts, lent to the session: the inter-pod plugins parse the pods they
+    # place into it, so the cache books them without parsing them again (a fresh one if not lent)
+    pod_facts: PodFactsMemo = field(default_factory=PodFactsMemo)
 
     @property
     def pods(self) -> PodSet:

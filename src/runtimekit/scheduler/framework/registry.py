@@ -23,6 +23,7 @@ from typing import Any
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.action import Action
 from runtimekit.scheduler.framework.interfaces import Plugin
+from runtimekit.scheduler.framework.state import SharedState
 
 
 class RegistryError(ValueError):
@@ -31,13 +32,16 @@ class RegistryError(ValueError):
 
 @dataclass
 class BuildContext:
-    """What builders may use besides their arguments: the protocol, a seeded RNG, and `warn` for
-    what a conf asks that is accepted but means nothing here (the framework's builder reports these
-    with the conf's other warnings, naming the plugin)."""
+    """What builders may use besides their arguments (kube-scheduler's `framework.Handle`): the
+    protocol, a seeded RNG, `shared` for the state plugins built with this context keep together
+    across sessions (under typed keys, `state.py`), and `warn` for what a conf asks that is accepted
+    but means nothing here (the framework's builder reports these with the conf's other warnings,
+    naming the plugin)."""
 
     protocol: KitProtocol = field(default_factory=KitProtocol.default)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     warnings: list[str] = field(default_factory=list)
+    shared: SharedState = field(default_factory=SharedState)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)

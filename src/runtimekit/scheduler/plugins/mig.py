@@ -72,6 +72,12 @@ def _weights(geo: MigGeometry) -> dict[str, int]:
     return {p.name: (geo.slices + 1) ** i for i, p in enumerate(ordered)}
 
 
+@functools.lru_cache(maxsize=64)
+def _sizes(geo: MigGeometry) -> dict[str, int]:
+    """Each profile's size in memory slices, by name."""
+    return {p.name: p.size for p in geo.profiles}
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _dynamic_value(geo: MigGeometry, occupied: int) -> int:
     weights = _weights(geo)
@@ -81,9 +87,8 @@ def _dynamic_value(geo: MigGeometry, occupied: int) -> int:
 def value(state: MigGpuState, occupied: int) -> int:
     """A GPU's remaining MIG capacity: larger profiles dominate."""
     if state.mode is MigMode.STATIC:
-        weights = _weights(state.geometry)
-        free = [(s, p) for s, p in state.instances.items() if not occupied & mask(s, state.geometry.profile(p).size)]  # type: ignore[union-attr]
-        return sum(weights[p] for _, p in free)
+        weights, sizes = _weights(state.geometry), _sizes(state.geometry)
+        return sum(weights[p] for s, p in state.instances.items() if not occupied & mask(s, sizes[p]))
     return _dynamic_value(state.geometry, occupied)
 
 

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from runtimekit.kube.objects import labels_of
 from runtimekit.kube.semantics import intstr
 from runtimekit.model import PodKey
 from runtimekit.scheduler.framework.info import OCCUPYING, TaskInfo, TaskStatus
-from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable
+from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable, Watches
 from runtimekit.scheduler.framework.policy import DisruptionBudget
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
@@ -31,15 +32,15 @@ from runtimekit.scheduler.plugins.common import no_arguments
 NAME = "pdb"
 
 
-def labels_of(task: TaskInfo) -> Mapping[str, str]:
-    labels = ((task.pod or {}).get("metadata") or {}).get("labels") or {}
+def pod_labels(task: TaskInfo) -> Mapping[str, str]:
+    labels = labels_of(task.pod) if task.pod is not None else {}
     return labels if isinstance(labels, Mapping) else {}
 
 
 def selects(budget: DisruptionBudget, task: TaskInfo) -> bool:
     if budget.namespace != task.namespace or budget.selector.everything:
         return False
-    labels = labels_of(task)
+    labels = pod_labels(task)
     return bool(labels) and budget.selector.matches(labels)
 
 
@@ -57,9 +58,9 @@ def allowance(budget: DisruptionBudget, tasks: Sequence[TaskInfo]) -> int:
     return 0
 
 
-class Pdb(Plugin, Preemptable, Reclaimable, EventHandler):
+class Pdb(Plugin, Preemptable, Reclaimable, EventHandler, Watches):
     name = NAME
-    watches = ("poddisruptionbudgets",)
+    watches: tuple[str, ...] = ("poddisruptionbudgets",)
 
     def __init__(self) -> None:
         self.budgets: tuple[DisruptionBudget, ...] = ()

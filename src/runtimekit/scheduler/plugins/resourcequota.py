@@ -17,7 +17,7 @@ from fractions import Fraction
 from typing import Any
 
 from runtimekit.scheduler.framework.info import JobInfo
-from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote
+from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote, Watches
 from runtimekit.scheduler.framework.policy import NamespaceQuota
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
@@ -27,9 +27,9 @@ NAME = "resourcequota"
 log = logging.getLogger(__name__)
 
 
-class ResourceQuota(Plugin, JobEnqueueable, JobEnqueued):
+class ResourceQuota(Plugin, JobEnqueueable, JobEnqueued, Watches):
     name = NAME
-    watches = ("resourcequotas",)
+    watches: tuple[str, ...] = ("resourcequotas",)
 
     def __init__(self) -> None:
         self.quotas: Mapping[str, tuple[NamespaceQuota, ...]] = {}
