@@ -25,14 +25,13 @@ until node metadata changes; inter-pod and spread scores read the session's topo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from runtimekit.kube.semantics.nodeaffinity import preferred_score
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -207,7 +206,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return score
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> NodeOrderPlugin:
+def build(arguments: Arguments, context: BuildContext) -> NodeOrderPlugin:
     aliases = {f"{n}.weight": n for n in (*WEIGHTS, *NOT_HERE)}
     aliases["podaffinity.hardPodAffinityWeight"] = "hard_pod_affinity_weight"
     return NodeOrderPlugin(parse_arguments(NodeOrderArgs, "nodeorder", arguments, aliases), kubestate.shared(context))

@@ -17,11 +17,11 @@ victims (priority, gang, conformance): the first tier with an answer decides whi
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from runtimekit.kube.objects import labels_of
 from runtimekit.kube.semantics import intstr
 from runtimekit.model import PodKey
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import OCCUPYING, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable, Watches
 from runtimekit.scheduler.framework.policy import DisruptionBudget
@@ -107,6 +107,6 @@ class Pdb(Plugin, Preemptable, Reclaimable, EventHandler, Watches):
                 self.left[i] -= 1
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Pdb:
+def build(arguments: Arguments, context: BuildContext) -> Pdb:
     no_arguments(NAME, arguments)
     return Pdb()

@@ -25,11 +25,11 @@ scheduler does not have (volumes, DRA, Volcano's GPU sharing) are refused when s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
 from runtimekit.kube.semantics.tolerations import untolerated
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.interfaces import Mask, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -240,5 +240,5 @@ def _mapped(codes: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
     return out
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Predicates:
+def build(arguments: Arguments, context: BuildContext) -> Predicates:
     return Predicates(parse_predicates_args(arguments, context.protocol.resources.gpu), kubestate.shared(context))

@@ -19,7 +19,6 @@ Arguments (Volcano style, the `gpushare.` prefix optional):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodKey, PodRequest, Slot
 from runtimekit.model.selector import MODELS, UUIDS
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
@@ -401,7 +400,7 @@ def workload_from_file(path: str) -> TargetWorkload:
     )
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext, workload: TargetWorkload | None = None) -> GpuShare:
+def build(arguments: Arguments, context: BuildContext, workload: TargetWorkload | None = None) -> GpuShare:
     """The plugin from its conf arguments; `workload`, when given, is FGD's target workload and
     `gpushare.workload` is not read (the simulator's, handed over by `scheduler/inprocess.py`)."""
     args = parse_arguments(GpuShareArgs, NAME, arguments)
