@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, Protocol, TypeVar, cast
+from typing import Generic, Protocol, TypeVar, cast
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
@@ -23,8 +23,8 @@ from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.objects import JsonObject, meta, object_key
 
 log = logging.getLogger(__name__)
-T = TypeVar("T", bound=Mapping[str, Any])
-T_contra = TypeVar("T_contra", bound=Mapping[str, Any], contravariant=True)
+T = TypeVar("T", bound=Mapping[str, object])
+T_contra = TypeVar("T_contra", bound=Mapping[str, object], contravariant=True)
 
 
 class Handler(Protocol[T_contra]):

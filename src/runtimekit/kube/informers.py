@@ -35,7 +35,7 @@ from runtimekit.kube.objects import JsonObject, meta, object_key
 from runtimekit.kube.semantics.owners import controller_uid
 
 log = logging.getLogger(__name__)
-T = TypeVar("T", bound=Mapping[str, Any])
+T = TypeVar("T", bound=Mapping[str, object])
 TOMBSTONES = 20_000  # deleted UIDs remembered, so a late event cannot bring an object back
 BY_CONTROLLER = "controller-uid"
 
@@ -58,13 +58,13 @@ class Change(Generic[T]):
 IndexFunc = Callable[[T], Iterable[str]]
 
 
-def controller_uids(obj: Mapping[str, Any]) -> tuple[str, ...]:
+def controller_uids(obj: Mapping[str, object]) -> tuple[str, ...]:
     """The index function of `BY_CONTROLLER`: the UID of the object's controller, if it has one."""
     uid = controller_uid(obj)
     return (uid,) if uid else ()
 
 
-def _rv(obj: Mapping[str, Any]) -> int | None:
+def _rv(obj: Mapping[str, object]) -> int | None:
     try:
         return int(str(meta(obj).get("resourceVersion", "")))
     except ValueError:

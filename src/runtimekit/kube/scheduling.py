@@ -6,13 +6,13 @@ scheduler's cache (through its Binder interface) and server."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import EventRecorder, pod_event_body
 from runtimekit.kube.http import KubeHttp, object_path
-from runtimekit.kube.objects import Binding, Condition, DeleteOptions
+from runtimekit.kube.objects import Binding, Condition, DeleteOptions, PodGroupStatus, Queue, QueueStatus
 
 
 class PodRef(Protocol):
@@ -78,15 +78,15 @@ class KubeBinder:
             if exc.code != 404:
                 raise
 
-    def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    def update_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         path = object_path("scheduling.volcano.sh/v1beta1", "podgroups", namespace, name, "status")
         self.http.patch(path, {"status": dict(status)}, "merge")
 
-    def update_queue(self, name: str, status: Mapping[str, Any]) -> None:
+    def update_queue(self, name: str, status: QueueStatus) -> None:
         path = object_path("scheduling.volcano.sh/v1beta1", "queues", None, name, "status")
         self.http.patch(path, {"status": dict(status)}, "merge")
 
-    def ensure_queue(self, manifest: Mapping[str, Any]) -> bool:
+    def ensure_queue(self, manifest: Queue) -> bool:
         """Create a Queue unless it exists; False when the API server does not serve Queues."""
         try:
             self.http.post(object_path("scheduling.volcano.sh/v1beta1", "queues"), dict(manifest))

@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import cast
 
-from runtimekit.kube.objects import Container
+from runtimekit.kube.objects import Container, Pod, PodSpec, ResourceList
 from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.kube.semantics.resources import pod_amounts
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
@@ -136,7 +136,7 @@ def _or_empty(value: object) -> object:
     return {} if value is None else value
 
 
-def _requests_limits(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+def _requests_limits(container: Container) -> tuple[ResourceList, ResourceList]:
     resources = _or_empty(container.get("resources"))
     if not isinstance(resources, Mapping):
         raise RequestError(f"container {container.get('name')!r}: resources must be an object")
@@ -144,7 +144,7 @@ def _requests_limits(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], M
     limits = _or_empty(resources.get("limits"))
     if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
         raise RequestError(f"container {container.get('name')!r}: requests and limits must be objects")
-    return requests, limits
+    return cast(ResourceList, requests), cast(ResourceList, limits)  # checked objects, as the API serves them
 
 
 def _count(name: str, container: str, value: object) -> int:
@@ -160,7 +160,7 @@ def _count(name: str, container: str, value: object) -> int:
 
 
 def parse_container_gpu(
-    container: Mapping[str, Any], protocol: KitProtocol, limits: Mapping[str, Any] | None = None
+    container: Container, protocol: KitProtocol, limits: ResourceList | None = None
 ) -> GpuRequest | None:
     """The GPU request of one container, None when it asks for no GPU."""
     name = str(container.get("name", "?"))
@@ -228,7 +228,7 @@ def _check_allocated_by_kubelet(container: str, given: list[str], protocol: KitP
         )
 
 
-def _limits_first(container: Mapping[str, Any]) -> dict[str, Any]:
+def _limits_first(container: Container) -> ResourceList:
     """Extended resources as kubelet reads them: limits, falling back to requests."""
     requests, limits = _requests_limits(container)
     return {**requests, **limits}
@@ -252,9 +252,7 @@ class _Amounts:
 _ZERO = _Amounts()
 
 
-def _container_amounts(
-    container: Mapping[str, Any], protocol: KitProtocol, amounts: Mapping[str, Any] | None = None
-) -> _Amounts:
+def _container_amounts(container: Container, protocol: KitProtocol, amounts: ResourceList | None = None) -> _Amounts:
     """What a container asks of its node: requests, defaulting to limits (as the API server does);
     `amounts` when the caller has merged them already."""
     if amounts is None:
@@ -266,7 +264,7 @@ def _container_amounts(
         raise RequestError(f"container {name!r}: {exc}") from None
 
 
-def _amounts_of(amounts: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
+def _amounts_of(amounts: ResourceList, protocol: KitProtocol) -> _Amounts:
     cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
     mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
     if cpu < 0 or mem < 0:
@@ -282,7 +280,7 @@ def _amounts_of(amounts: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
     return _Amounts(cpu, mem, scalars_of(scalars))
 
 
-def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
+def _amounts_requests_first(container: Container) -> ResourceList:
     """Amounts as the scheduler accounts them: requests, defaulting to limits."""
     requests, limits = _requests_limits(container)
     return {**limits, **requests}
@@ -292,7 +290,7 @@ def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
 _REQUESTS: PerProtocol[tuple[object, ...], PodRequest] = PerProtocol(4096)
 
 
-def _plain_signature(spec: Mapping[str, Any]) -> tuple[object, ...] | None:
+def _plain_signature(spec: PodSpec) -> tuple[object, ...] | None:
     """What a pod without init containers or overhead asks for, as a hashable key; None for any
     other pod, or one whose amounts are not all strings (as the API server writes quantities)."""
     if spec.get("initContainers") or spec.get("overhead"):
@@ -319,7 +317,7 @@ def _plain_signature(spec: Mapping[str, Any]) -> tuple[object, ...] | None:
     return tuple(key)
 
 
-def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
+def parse_pod_request(pod: Pod, protocol: KitProtocol) -> PodRequest:
     """The effective request of a pod manifest. Raises RequestError with the reason. Pods made from
     one template ask alike: a plain pod's request is parsed once per distinct set of amounts."""
     spec = pod.get("spec")
@@ -329,7 +327,7 @@ def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodReque
     return _REQUESTS.get(protocol, signature, lambda: _parse_pod_request(pod, protocol))  # errors: raised again
 
 
-def _parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
+def _parse_pod_request(pod: Pod, protocol: KitProtocol) -> PodRequest:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         raise RequestError("pod has no spec")

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError
+from runtimekit.kube.objects import Container, Pod
 from runtimekit.kube.semantics.names import is_extended_resource_name
 from runtimekit.kube.semantics.quantity import parse_quantity
 from runtimekit.kube.semantics.resources import pod_amounts
@@ -34,7 +34,7 @@ def base_units(name: str, value: object) -> int:
     return math.ceil(amount)
 
 
-def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+def container_requests(container: Container) -> dict[str, int]:
     """Requests of one container; a resource with only a limit requests its limit (API server defaulting)."""
     resources = container.get("resources") or {}
     amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
@@ -46,7 +46,7 @@ def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
         total[name] = total.get(name, 0) + value
 
 
-def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
+def pod_requests(pod: Pod) -> dict[str, int]:
     """The pod's effective requests as Kubernetes' PodRequests computes them (app containers and
     sidecars summed, at least each init container with the sidecars before it, plus the pod
     overhead). Raises ValueError for a bad quantity."""

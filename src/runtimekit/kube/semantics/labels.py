@@ -157,7 +157,7 @@ EVERYTHING = Selector()
 NOTHING = Selector(nothing=True)
 
 
-def label_selector(obj: LabelSelector | Mapping[str, Any] | None, path: str = "labelSelector") -> Selector:
+def label_selector(obj: LabelSelector | Mapping[str, object] | None, path: str = "labelSelector") -> Selector:
     """A `metav1.LabelSelector` (or None) as a Selector; raises SelectorError when invalid. `matchLabels`
     become `=` requirements (sorted by key), then the expressions in their order."""
     if obj is None:
@@ -179,7 +179,7 @@ def label_selector(obj: LabelSelector | Mapping[str, Any] | None, path: str = "l
     return Selector(tuple(reqs))
 
 
-def label_selector_or_nothing(obj: LabelSelector | Mapping[str, Any] | None) -> Selector:
+def label_selector_or_nothing(obj: LabelSelector | Mapping[str, object] | None) -> Selector:
     """`label_selector`, except that a selector that does not parse selects nothing: what controllers
     and kube-scheduler do with one they cannot convert."""
     try:

@@ -22,6 +22,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from runtimekit.kube.objects import PodSpec
 from runtimekit.kube.semantics.labels import IN, NODE_OPS, NOT_IN, SelectorError, parse_int64, requirement
 
 FIELD_PREFIX = "field:"
@@ -138,7 +139,7 @@ def _invalid(reason: str) -> Term:
     return (NodeRequirement("", INVALID, (reason,)),)
 
 
-def node_selector_pairs(spec: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
+def node_selector_pairs(spec: PodSpec) -> tuple[tuple[str, str], ...]:
     """The nodeSelector's pairs; raises SelectorError when it is not an object."""
     selector = spec.get("nodeSelector") or {}
     if not isinstance(selector, Mapping):
@@ -159,7 +160,7 @@ def _shaped(item: Any, path: str) -> None:
             raise SelectorError(f"{path}.{field}: must be a list of objects")
 
 
-def required_terms(spec: Mapping[str, Any]) -> tuple[Term, ...]:
+def required_terms(spec: PodSpec) -> tuple[Term, ...]:
     """The required node affinity of a pod spec as terms. `()` when the pod states none; a required
     affinity that can never match (no terms) is `((),)`. Terms whose requirements do not parse (an
     unknown operator, values that do not suit it) are kept as a never-matching term carrying the
@@ -193,7 +194,7 @@ class PreferredTerm:
     term: Term
 
 
-def preferred_terms(spec: Mapping[str, Any]) -> tuple[PreferredTerm, ...]:
+def preferred_terms(spec: PodSpec) -> tuple[PreferredTerm, ...]:
     """The preferred node affinity terms (weight 0 and empty terms left out). Raises SelectorError
     when one does not parse: kube-scheduler's PreScore fails the pod then."""
     node_affinity = (spec.get("affinity") or {}).get("nodeAffinity") or {}

@@ -6,12 +6,11 @@ cluster's workload controllers and shared informers' owner index (`kube.informer
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from runtimekit.kube.objects import OwnerReference, meta
 
 
-def controller_of(obj: Mapping[str, Any]) -> OwnerReference | None:
+def controller_of(obj: Mapping[str, object]) -> OwnerReference | None:
     """The owner reference marked `controller: true`, or None."""
     for ref in meta(obj).get("ownerReferences") or []:
         if ref.get("controller"):
@@ -19,7 +18,7 @@ def controller_of(obj: Mapping[str, Any]) -> OwnerReference | None:
     return None
 
 
-def controller_uid(obj: Mapping[str, Any]) -> str:
+def controller_uid(obj: Mapping[str, object]) -> str:
     """The UID of the object's controller, else ""."""
     ref = controller_of(obj)
     return str(ref.get("uid", "")) if ref is not None else ""
