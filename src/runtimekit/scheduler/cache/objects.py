@@ -305,7 +305,7 @@ def assignment_of(pod: Pod, protocol: KitProtocol) -> Assignment | None:
         return None
 
 
-def queue_of(pod: Mapping[str, Any], group: PodGroup | None, default: str = DEFAULT_QUEUE) -> str:
+def queue_of(pod: Pod, group: PodGroup | None, default: str = DEFAULT_QUEUE) -> str:
     """The Volcano queue of a pod: its PodGroup's, else its own annotation's, else `default`. `pod` is
     any pod manifest (a task's, as `TaskInfo.pod` holds it)."""
     if group is not None:

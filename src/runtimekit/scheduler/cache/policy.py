@@ -8,9 +8,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any, cast
 
-from runtimekit.kube.objects import Container, IntOrString, PodSpec, ResourceRequirements, meta, object_key
+from runtimekit.kube.objects import (
+    Container,
+    IntOrString,
+    LabelSelector,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PodSpec,
+    ResourceQuota,
+    ResourceRequirements,
+    meta,
+    object_key,
+)
 from runtimekit.kube.semantics import intstr
 from runtimekit.kube.semantics.labels import NOTHING, Selector, SelectorError, label_selector
 from runtimekit.kube.semantics.quantity import parse_quantity
@@ -25,7 +36,7 @@ SLA_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
 _NATIVE = ("cpu", "memory", "ephemeral-storage")
 
 
-def _selector(obj: Mapping[str, Any], raw: Any) -> Selector:
+def _selector(obj: PodDisruptionBudget, raw: LabelSelector | None) -> Selector:
     """A budget's `spec.selector`; one that does not parse selects nothing (as kube-scheduler skips it)."""
     try:
         return label_selector(raw, "spec.selector")
@@ -34,7 +45,7 @@ def _selector(obj: Mapping[str, Any], raw: Any) -> Selector:
         return NOTHING
 
 
-def _int_or_percent(obj: Mapping[str, Any], name: str, raw: object) -> IntOrString | None:
+def _int_or_percent(obj: PodDisruptionBudget, name: str, raw: object) -> IntOrString | None:
     if raw is None:
         return None
     try:
@@ -44,7 +55,7 @@ def _int_or_percent(obj: Mapping[str, Any], name: str, raw: object) -> IntOrStri
         return None
 
 
-def disruption_budget(obj: Mapping[str, Any]) -> DisruptionBudget:
+def disruption_budget(obj: PodDisruptionBudget) -> DisruptionBudget:
     m, spec, status = meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     allowed = status.get("disruptionsAllowed")
     processed = "observedGeneration" in status or isinstance(allowed, int)  # a disruption controller wrote it
@@ -71,7 +82,7 @@ def quantities(raw: object) -> dict[str, Fraction]:
     return out
 
 
-def namespace_quota(obj: Mapping[str, Any]) -> NamespaceQuota:
+def namespace_quota(obj: ResourceQuota) -> NamespaceQuota:
     """A ResourceQuota: `status.hard` (what the quota controller enforces), else `spec.hard`, and
     `status.used` when a quota controller has written it (None otherwise)."""
     m, spec, status = meta(obj), obj.get("spec") or {}, obj.get("status") or {}
@@ -84,12 +95,12 @@ def namespace_quota(obj: Mapping[str, Any]) -> NamespaceQuota:
     )
 
 
-def pod_usage(pod: Mapping[str, Any]) -> dict[str, Fraction]:
+def pod_usage(pod: Pod) -> dict[str, Fraction]:
     """What a running pod counts against a ResourceQuota, by quota name: `pods` and `count/pods`,
     `requests.<r>` and `limits.<r>` (and the bare `cpu`, `memory`, `ephemeral-storage`), from Kubernetes'
     PodRequests and PodLimits (a container without requests requests its limits, as Kubernetes
     defaults them; the overhead adds to every request, and to the limits that are set)."""
-    spec = cast(PodSpec, pod.get("spec") or {})
+    spec: PodSpec = pod.get("spec") or {}
     containers = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
     init = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
     overhead = quantities(spec.get("overhead"))
@@ -130,7 +141,7 @@ def _peak(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fra
     return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in {**a, **b}}
 
 
-def add_usage(pods: Iterable[Mapping[str, Any]]) -> dict[str, Fraction]:
+def add_usage(pods: Iterable[Pod]) -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
     for pod in pods:
         for name, amount in pod_usage(pod).items():
@@ -138,7 +149,7 @@ def add_usage(pods: Iterable[Mapping[str, Any]]) -> dict[str, Fraction]:
     return total
 
 
-def waiting_time(group: Mapping[str, Any] | None) -> float | None:
+def waiting_time(group: PodGroup | None) -> float | None:
     """A PodGroup's sla-waiting-time in seconds (Volcano's annotations); None when absent or bad."""
     annotations = meta(group or {}).get("annotations") or {}
     for key in SLA_ANNOTATIONS:
@@ -153,7 +164,7 @@ def waiting_time(group: Mapping[str, Any] | None) -> float | None:
     return None
 
 
-def quota_request(group: Mapping[str, Any] | None) -> dict[str, Fraction] | None:
+def quota_request(group: PodGroup | None) -> dict[str, Fraction] | None:
     """A PodGroup's minResources by name as written, with each request also under its quota names
     (`cpu` as `requests.cpu`, `requests.example.com/foo` as `example.com/foo`); None without them."""
     raw = ((group or {}).get("spec") or {}).get("minResources")
