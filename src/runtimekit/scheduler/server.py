@@ -45,9 +45,9 @@ from runtimekit.scheduler.framework import Framework
 from runtimekit.scheduler.framework.check import Checked, check_conf
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
 from runtimekit.scheduler.framework.sampling import NodeSampler, NodeSampling
+from runtimekit.scheduler.metrics.observer import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
 from runtimekit.scheduler.metrics.series import ValueVec
 from runtimekit.scheduler.metrics.state import ClusterState
-from runtimekit.scheduler.metrics.volcano import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
 from runtimekit.scheduler.reload import ConfWatcher
 
 __all__ = ["NodeSampling", "Scheduler", "SchedulerOptions"]
