@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from runtimekit.model import GpuKind
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare, GpuShareArgs
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuShareArgs, GpuSharePlugin
 from runtimekit.scheduler.plugins.gpushare.policies import DEFAULT_POLICY, POLICIES
 
 NAME = "deviceshare"
@@ -79,7 +79,7 @@ class DeviceShareArgs:
         return frozenset({GpuKind.SHARE, GpuKind.WHOLE})  # VGPUEnable, or nothing said
 
 
-class DeviceShare(GpuShare):
+class DeviceShare(GpuSharePlugin):
     name = NAME
 
 

@@ -92,7 +92,9 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
+class GpuSharePlugin(
+    HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind
+):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
 
@@ -400,10 +402,10 @@ def workload_from_file(path: str) -> TargetWorkload:
     )
 
 
-def build(arguments: Arguments, context: BuildContext, workload: TargetWorkload | None = None) -> GpuShare:
+def build(arguments: Arguments, context: BuildContext, workload: TargetWorkload | None = None) -> GpuSharePlugin:
     """The plugin from its conf arguments; `workload`, when given, is FGD's target workload and
     `gpushare.workload` is not read (the simulator's, handed over by `scheduler/inprocess.py`)."""
     args = parse_arguments(GpuShareArgs, NAME, arguments)
     if workload is None and args.workload:
         workload = workload_from_file(args.workload)
-    return GpuShare(args, context, workload)
+    return GpuSharePlugin(args, context, workload)
