@@ -15,7 +15,9 @@ from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.objects import Binding, Condition, DeleteOptions, PodGroupStatus, Queue, QueueStatus
 
 
-class PodRef(Protocol):
+class PodIdentity(Protocol):
+    """What names a pod to the API server (a scheduler's task has these fields)."""
+
     namespace: str
     name: str
     uid: str
@@ -25,7 +27,7 @@ class KubeBinder:
     def __init__(self, http: KubeHttp, component: str, recorder: EventRecorder | None = None) -> None:
         self.http, self.component, self.recorder = http, component, recorder
 
-    def bind(self, task: PodRef, node: str, annotations: Mapping[str, str]) -> None:
+    def bind(self, task: PodIdentity, node: str, annotations: Mapping[str, str]) -> None:
         """POST pods/binding; the API server merges the annotations and sets spec.nodeName."""
         body: Binding = {
             "apiVersion": "v1",
@@ -37,7 +39,7 @@ class KubeBinder:
             body["metadata"]["uid"] = task.uid
         self.http.post(object_path("v1", "pods", task.namespace, task.name, "binding"), body)
 
-    def evict(self, task: PodRef, reason: str) -> None:
+    def evict(self, task: PodIdentity, reason: str) -> None:
         options: DeleteOptions = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if task.uid:
             options["preconditions"] = {"uid": task.uid}
@@ -50,14 +52,14 @@ class KubeBinder:
             task, "Normal" if reason != "preempt" else "Warning", "Preempted", f"Evicted by {self.component}: {reason}"
         )
 
-    def event(self, task: PodRef, kind: str, reason: str, message: str) -> None:
+    def event(self, task: PodIdentity, kind: str, reason: str, message: str) -> None:
         if self.recorder is not None:
             self.recorder.record(task, kind, reason, message)
             return
         body = pod_event_body(task, self.component, kind, reason, message)
         self.http.post(object_path("v1", "events", task.namespace), body)
 
-    def report(self, task: PodRef, scheduled: bool, reason: str, message: str) -> None:
+    def report(self, task: PodIdentity, scheduled: bool, reason: str, message: str) -> None:
         self.event(task, "Normal" if scheduled else "Warning", reason, message)
         if scheduled:
             return  # the binding itself sets PodScheduled=True
