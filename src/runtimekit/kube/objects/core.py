@@ -150,6 +150,16 @@ class Volume(TypedDict, total=False):
     secret: JsonObject
     hostPath: JsonObject
     emptyDir: JsonObject
+    projected: JsonObject
+    ephemeral: JsonObject  # a generic ephemeral volume: a PVC `<pod>-<volume>` made for the pod
+    csi: JsonObject  # an inline CSI volume
+    # in-tree disks the scheduler's volume filters read (same-disk conflicts, CSI migration)
+    gcePersistentDisk: JsonObject
+    awsElasticBlockStore: JsonObject
+    azureDisk: JsonObject
+    cinder: JsonObject
+    rbd: JsonObject
+    iscsi: JsonObject
 
 
 class PodSpec(TypedDict, total=False):

@@ -188,6 +188,23 @@ def required_terms(spec: PodSpec) -> tuple[Term, ...]:
     return tuple(terms) or ((),)
 
 
+def selector_terms(selector: Any) -> tuple[Term, ...]:
+    """A `NodeSelector`'s terms (a PersistentVolume's required node affinity): terms that do not
+    parse never match; no terms, or a selector that is not an object, is `((),)`, which matches
+    no node (`MatchNodeSelectorTerms` of an empty list)."""
+    items = selector.get("nodeSelectorTerms") if isinstance(selector, Mapping) else None
+    if not isinstance(items, list) or not items:
+        return ((),)
+    terms: list[Term] = []
+    for i, item in enumerate(items):
+        try:
+            _shaped(item, f"nodeSelectorTerms[{i}]")
+            terms.append(_term(item, f"nodeSelectorTerms[{i}]"))
+        except SelectorError as exc:
+            terms.append(_invalid(str(exc)))
+    return tuple(terms)
+
+
 @dataclass(frozen=True)
 class PreferredTerm:
     weight: int

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm
-from runtimekit.scheduler.kubesem.podbook import KINDS, PORTS, Hint, Kind, PodSet, carried, hint_of, term_of
+from runtimekit.scheduler.kubesem.podbook import KINDS, PORTS, VOLUMES, Hint, Kind, PodSet, carried, hint_of, term_of
 from runtimekit.scheduler.kubesem.pods import PodFacts
 from runtimekit.scheduler.kubesem.ports import HostPort, PortsInUse
 
@@ -109,6 +109,10 @@ class PodIndex:
         for key, (facts, row) in added.items():
             if group in carried(facts):
                 yield key, facts, row
+
+    def with_volumes(self) -> Iterator[tuple[str, PodFacts, int]]:
+        """The placed pods (the set's and the session's) whose volumes the volume filters read."""
+        return self._carrying(VOLUMES)
 
     # -- session changes (AddPod / RemovePod) ----------------------------------------------
     def add(self, key: str, facts: PodFacts, row: int) -> None:

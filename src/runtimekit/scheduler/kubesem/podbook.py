@@ -33,16 +33,18 @@ Hint = tuple[str, str] | None
 # what a pod may carry, as `PodSet.carrying` names it
 Kind = Literal["affinity", "anti_affinity", "preferred_affinity", "preferred_anti_affinity"]
 KINDS: tuple[Kind, ...] = ("affinity", "anti_affinity", "preferred_affinity", "preferred_anti_affinity")
-TERMS, PORTS = "terms", "ports"  # any inter-pod term; any host port
+TERMS, PORTS, VOLUMES = "terms", "ports", "volumes"  # any inter-pod term; any host port; volumes the filters read
 
 
 def carried(facts: PodFacts) -> tuple[str, ...]:
     """The `carrying` groups a pod belongs to."""
-    if not facts.ports and not facts.has_pod_affinity:
+    if not facts.ports and not facts.has_pod_affinity and facts.volumes is None:
         return ()
     out: tuple[str, ...] = tuple(kind for kind in KINDS if getattr(facts, kind))
     if out:
         out = (*out, TERMS)
+    if facts.volumes is not None:
+        out = (*out, VOLUMES)
     return (*out, PORTS) if facts.ports else out
 
 

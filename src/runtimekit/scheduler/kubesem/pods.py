@@ -1,5 +1,6 @@
 """What the inter-pod filters and scores need to know about one pod, parsed once from its manifest
-(kube-scheduler's `framework.PodInfo`, plus its spread constraints, host ports and images).
+(kube-scheduler's `framework.PodInfo`, plus its spread constraints, host ports, images and the
+volumes the volume filters read).
 
 A part that does not parse (an affinity term, a spread constraint) is left out and named in
 `problem`: kube-scheduler refuses to place such a pod ("parsing pod: ..."), while an existing pod
@@ -20,6 +21,7 @@ from runtimekit.kube.semantics.nodeaffinity import PreferredTerm, preferred_term
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm, affinity_terms
 from runtimekit.scheduler.kubesem.ports import HostPort, host_ports
 from runtimekit.scheduler.kubesem.spread import SpreadConstraint, spread_constraints
+from runtimekit.scheduler.kubesem.volumes import PodVolumes, pod_volumes
 
 DEFAULT_NAMESPACE = "default"
 
@@ -38,6 +40,7 @@ class PodFacts:
     preferred_nodes: tuple[PreferredTerm, ...] = ()  # preferred node affinity
     images: tuple[str, ...] = ()  # normalised image names of init and app containers
     containers: int = 0  # init and app containers (image locality's threshold scales with it)
+    volumes: PodVolumes | None = None  # what the volume filters read (None: the pod has none of it)
     problem: str = ""
 
     @property
@@ -74,9 +77,10 @@ def pod_facts(pod: Pod) -> PodFacts:
     ]
     images = tuple(normalized_image(str(c["image"])) for c in containers if c.get("image"))
     terminating = bool(meta.get("deletionTimestamp"))
+    volumes = pod_volumes(spec, str(meta.get("name") or ""), str(meta.get("uid") or ""))
     if not spec.get("affinity") and not spec.get("topologySpreadConstraints") and not host_ports(spec):
         # the usual pod: none of the terms below, so nothing to parse or to get wrong
-        return PodFacts(namespace, labels, terminating, images=images, containers=len(containers))
+        return PodFacts(namespace, labels, terminating, images=images, containers=len(containers), volumes=volumes)
     problems: list[str] = []
     affinity = spec.get("affinity") or {}
     if not isinstance(affinity, Mapping):
@@ -114,6 +118,7 @@ def pod_facts(pod: Pod) -> PodFacts:
         preferred_nodes=preferred_nodes,
         images=images,
         containers=len(containers),
+        volumes=volumes,
         problem=f"parsing pod: {'; '.join(problems)}" if problems else "",
     )
 
