@@ -1,18 +1,29 @@
 """What a scheduler writes to the API server: bindings (with the assignment annotations), events
 (through an `EventRecorder` when given one, else at once), the PodScheduled condition, pod deletions
-for preemption, PodGroup and Queue status, and the Queues Volcano always has. Callers: the live
+for preemption, PodGroup and Queue status, the Queues Volcano always has, and the volumes and claims
+its volume binding updates (a PersistentVolume's `claimRef`, a claim's selected node). Callers: the live
 scheduler's cache (through its Binder interface) and server."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Protocol
+from typing import Protocol, cast
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import EventRecorder, pod_event_body
 from runtimekit.kube.http import KubeHttp, object_path
-from runtimekit.kube.objects import Binding, Condition, DeleteOptions, PodGroupStatus, Queue, QueueStatus
+from runtimekit.kube.objects import (
+    Binding,
+    Condition,
+    DeleteOptions,
+    PersistentVolume,
+    PersistentVolumeClaim,
+    PodGroupStatus,
+    Queue,
+    QueueStatus,
+    meta,
+)
 
 
 class PodIdentity(Protocol):
@@ -87,6 +98,19 @@ class KubeBinder:
     def update_queue(self, name: str, status: QueueStatus) -> None:
         path = object_path("scheduling.volcano.sh/v1beta1", "queues", None, name, "status")
         self.http.patch(path, {"status": dict(status)}, "merge")
+
+    def update_volume(self, volume: PersistentVolume) -> PersistentVolume:
+        """PUT a PersistentVolume (its resourceVersion a precondition); the API server's answer."""
+        path = object_path("v1", "persistentvolumes", None, str(meta(volume).get("name", "")))
+        return cast(PersistentVolume, self.http.put(path, dict(volume)))
+
+    def update_claim(self, claim: PersistentVolumeClaim) -> PersistentVolumeClaim:
+        """PUT a PersistentVolumeClaim (its resourceVersion a precondition); the API server's answer."""
+        claim_meta = meta(claim)
+        path = object_path(
+            "v1", "persistentvolumeclaims", str(claim_meta.get("namespace", "")), str(claim_meta.get("name", ""))
+        )
+        return cast(PersistentVolumeClaim, self.http.put(path, dict(claim)))
 
     def ensure_queue(self, manifest: Queue) -> bool:
         """Create a Queue unless it exists; False when the API server does not serve Queues."""

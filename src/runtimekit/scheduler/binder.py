@@ -10,6 +10,12 @@ in production, a fake in tests), as kube-scheduler's binding cycle does (schedul
   may help them), in one step under the cache's lock.
 - A node's pods bind one after another in the order they were assumed: kubelet admits the pods it
   hears of in that order, and the device plugin matches kubelet's Allocate to the oldest pod.
+- The members of a gang committed together (`BindGroup`) run their PreBinds first; a member whose
+  PreBind succeeded is held (no thread waits) until every member's has, then all bind; when one
+  fails (or could not be assumed), every member is given back as a failed bind is, so a gang is
+  never bound in part for want of its volumes.
+- PreBind plugins reach the cluster's volumes through the binding (`Binding.volumes`, the pool's
+  `volumes`).
 - Evictions and status writes (why a pod waits, peer names a pod carries, PodGroup and Queue
   status) go out on the caller's thread; a failure is logged, never raised.
 
@@ -25,16 +31,17 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
+from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from typing import Protocol
 
 from runtimekit.kube.objects import PodGroupStatus, QueueStatus
-from runtimekit.model import NodeName
+from runtimekit.model import NodeName, PodKey
 from runtimekit.model.authority import Signer, sign_assignment
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.cluster import ClusterCache
 from runtimekit.scheduler.cache.queues import changed
-from runtimekit.scheduler.framework.binding import BindHooks, Binding
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, VolumeAccess
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.status import Code
 from runtimekit.scheduler.framework.values import DeviceChoice
@@ -71,6 +78,17 @@ class Binder(Protocol):
         """Write a Queue's status (state, pod group counts, allocated)."""
 
 
+@dataclass(slots=True)
+class _Item:
+    """A bind waiting in its node's queue: the binding, the plugins' hooks, its gang's group, and
+    whether its PreBind already ran (a gang member sent back to bind)."""
+
+    binding: Binding
+    hooks: BindHooks
+    group: BindGroup | None = None
+    pre_bound: bool = False
+
+
 class BinderPool:
     def __init__(
         self,
@@ -79,10 +97,12 @@ class BinderPool:
         queue: SchedulingQueue,
         workers: int = 8,
         signer: Signer | None = None,
+        volumes: VolumeAccess | None = None,
     ) -> None:
         self.binder, self.cache, self.queue = binder, cache, queue
         self.protocol: KitProtocol = cache.protocol
         self.signer = signer
+        self.volumes = volumes  # handed to PreBind plugins on every binding
         self.bound_count = 0
         self.bind_failures = 0
         self.lock = threading.Lock()
@@ -94,33 +114,44 @@ class BinderPool:
         self._threads: list[threading.Thread] = []
         self._busy = 0
         self._idle = threading.Condition(self.lock)
-        self._node_binds: dict[NodeName, deque[tuple[Binding, BindHooks]]] = {}
+        self._node_binds: dict[NodeName, deque[_Item]] = {}
+        self._held: dict[PodKey, _Item] = {}  # gang members whose PreBind succeeded, waiting for the others
         self._queues_written: dict[str, QueueStatus] = {}
 
     # -- binds -----------------------------------------------------------------------------
-    def submit(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
+    def submit(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         """Bind an assumed pod (`task` as it will be bound: node and placement set) after the binds
-        queued for its node."""
+        queued for its node; a member of a `group` binds with its group (see the module docstring)."""
         assert task.node is not None
-        binding = Binding(task, task.node, choice, {self.protocol.annotations.assume_time: str(time.time_ns())})
+        binding = Binding(
+            task, task.node, choice, {self.protocol.annotations.assume_time: str(time.time_ns())}, volumes=self.volumes
+        )
+        self._enqueue(_Item(binding, hooks, group))
+
+    def abandon(self, task: TaskInfo, group: BindGroup) -> None:
+        """A member of `group` could not be assumed (the caller unreserved it): its group fails."""
+        self._settle(task.key, group, None, RuntimeError(f"gang member {task.namespace}/{task.name} was not assumed"))
+
+    def _enqueue(self, item: _Item) -> None:
+        node = item.binding.node
         with self.lock:
-            waiting = self._node_binds.get(task.node)
+            waiting = self._node_binds.get(node)
             if waiting is not None:  # the node's worker is busy: it takes this one next
-                waiting.append((binding, hooks))
+                waiting.append(item)
                 return
-            self._node_binds[task.node] = deque([(binding, hooks)])
+            self._node_binds[node] = deque([item])
             self._busy += 1
             threads = len(self._threads)
             if threads < self._workers and self._busy > threads:  # no thread is free
                 thread = threading.Thread(target=self._run, name=f"binder_{self._busy}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
-            self._binds.put(task.node)
+            self._binds.put(node)
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every bind in flight has finished (tests, shutdown)."""
         with self._idle:
-            return self._idle.wait_for(lambda: not self._busy, timeout)
+            return self._idle.wait_for(lambda: not self._busy and not self._held, timeout)
 
     def close(self) -> None:
         """Finish the binds in flight and stop the binder threads."""
@@ -161,39 +192,91 @@ class BinderPool:
                     if not self._busy:
                         self._idle.notify_all()
                     return
-                binding, hooks = waiting.popleft()
+                item = waiting.popleft()
             try:
-                self._bind_one(binding, hooks)
+                self._bind_one(item)
             except Exception:  # never leave the node's queue without a worker
+                binding = item.binding
                 log.exception("binding %s/%s failed unexpectedly", binding.task.namespace, binding.task.name)
 
-    def _bind_one(self, binding: Binding, hooks: BindHooks) -> None:
+    def _bind_one(self, item: _Item) -> None:
         """PreBind, then a Bind plugin or the binder; any failure gives the booking back, unreserves
-        the task and retries it after a back-off."""
+        the task and retries it after a back-off. A gang member runs its PreBind and waits for its
+        group (`_settle`), which sends it back through its node's queue to bind (`pre_bound`)."""
+        binding, hooks, group = item.binding, item.hooks, item.group
+        if not item.pre_bound:
+            try:
+                self._pre_bind(binding, hooks)
+            except Exception as exc:
+                if group is None:
+                    self._failed(binding, hooks, exc)
+                else:
+                    self._settle(binding.task.key, group, item, exc)
+                return
+            if group is not None:
+                self._settle(binding.task.key, group, item, None)
+                return
+        try:
+            self._bind(binding, hooks)
+        except Exception as exc:
+            self._failed(binding, hooks, exc)
+            return
+        self._bound(binding)
+
+    def _pre_bind(self, binding: Binding, hooks: BindHooks) -> None:
+        status = hooks.pre_bind(binding)
+        if not status.ok:
+            raise BindError(status.message)
+        if binding.devices:
+            self._write_assignment(binding)
+
+    def _bind(self, binding: Binding, hooks: BindHooks) -> None:
         task = binding.task
         assert task.node is not None
-        try:
-            status = hooks.pre_bind(binding)
-            if not status.ok:
-                raise BindError(status.message)
-            if binding.devices:
-                self._write_assignment(binding)
-            status = hooks.bind(binding)
-            if status.code is Code.SKIP:  # no Bind plugin took it: the binder posts it
-                self.binder.bind(task, task.node, binding.annotations)
-            elif not status.ok:
-                raise BindError(status.message)
-        except Exception as exc:
-            hooks.unreserve(task)
-            with self.cache.lock:  # one step: a session sees the pod either binding or backing off
-                self.cache.forget(task.key)
-                self.queue.back_off(task.key)
-                self.queue.move_all()
-            with self.lock:
-                self.bind_failures += 1
-            log.warning("binding %s/%s to %s failed: %s", task.namespace, task.name, task.node, exc)
-            self.report(task, False, "FailedScheduling", f"binding rejected: {exc}")
-            return
+        status = hooks.bind(binding)
+        if status.code is Code.SKIP:  # no Bind plugin took it: the binder posts it
+            self.binder.bind(task, task.node, binding.annotations)
+        elif not status.ok:
+            raise BindError(status.message)
+
+    def _settle(self, key: PodKey, group: BindGroup, item: _Item | None, exc: Exception | None) -> None:
+        """A gang member's PreBind ended (`exc` None: it succeeded): hold it, bind the whole group, or
+        fail the members the group says to."""
+        to_bind, to_fail = group.done(key, exc is None)
+        with self.lock:
+            if item is not None and exc is None and not to_bind and key not in to_fail:
+                self._held[key] = item
+            ready = [self._held.pop(k) for k in to_bind if k in self._held]
+            if item is not None and exc is None and key in to_bind:
+                ready.append(item)
+            failing = [self._held.pop(k) for k in to_fail if k in self._held]
+        if item is not None and key in to_fail:
+            failing.append(item)
+        for member in ready:
+            self._enqueue(_Item(member.binding, member.hooks, None, pre_bound=True))
+        cause = exc or BindError("its gang could not be bound")
+        for member in failing:
+            failed_member = member.binding.task
+            why = cause if failed_member.key == key else BindError(f"gang member {key} failed: {cause}")
+            self._failed(member.binding, member.hooks, why)
+        with self._idle:
+            if not self._busy and not self._held:
+                self._idle.notify_all()
+
+    def _failed(self, binding: Binding, hooks: BindHooks, exc: Exception) -> None:
+        task = binding.task
+        hooks.unreserve(task)
+        with self.cache.lock:  # one step: a session sees the pod either binding or backing off
+            self.cache.forget(task.key)
+            self.queue.back_off(task.key)
+            self.queue.move_all()
+        with self.lock:
+            self.bind_failures += 1
+        log.warning("binding %s/%s to %s failed: %s", task.namespace, task.name, task.node, exc)
+        self.report(task, False, "FailedScheduling", f"binding rejected: {exc}")
+
+    def _bound(self, binding: Binding) -> None:
+        task = binding.task
         self.cache.finish_binding(task)
         with self.lock:
             self.bound_count += 1

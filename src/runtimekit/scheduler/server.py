@@ -1,6 +1,6 @@
 """The live scheduler: informers on Nodes, Pods, Namespaces (their labels, for inter-pod affinity's
-namespaceSelector), PodGroups and Queues (and PodDisruptionBudgets or ResourceQuotas when a
-configured plugin reads them) feed the cluster cache (`cache/cluster.py`), which hands the pending
+namespaceSelector), PodGroups and Queues (and PodDisruptionBudgets, ResourceQuotas or the storage
+objects when a configured plugin reads them) feed the cluster cache (`cache/cluster.py`), which hands the pending
 pods of this scheduler to the scheduling queue (`scheduling_queue.py`); a scheduling thread runs a
 session whenever the queue has an active pod, at most every `period` seconds; the binder
 (`binder.py`) binds on its threads through the API server. `cache/live.py` wires the three and
@@ -40,6 +40,8 @@ from runtimekit.scheduler.binder import Binder
 from runtimekit.scheduler.cache.live import live_cache
 from runtimekit.scheduler.cache.objects import timestamp
 from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
+from runtimekit.scheduler.cache.volumes import PATHS as VOLUME_PATHS
+from runtimekit.scheduler.cache.volumes import LiveVolumes
 from runtimekit.scheduler.endpoints import Endpoint, Route, Tls, healthz_route, metrics_route
 from runtimekit.scheduler.framework import Framework
 from runtimekit.scheduler.framework.check import Checked, check_conf
@@ -113,6 +115,9 @@ class Scheduler:
             signer=self.options.signer,
         )
         self.queue, self.cache, self.binder = self.live.queue, self.live.cache, self.live.binder
+        # PreBind plugins bind volumes through the API server (kube-scheduler's volume binder)
+        writer = self.kube_binder or KubeBinder(http, self.component)
+        self.binder.volumes = LiveVolumes(self.cache.volumes, self.cache, writer)
         self.cache.default_queue = self.options.default_queue
         self.metrics.jobs = lambda: set(self.cache.jobs)
         self._observed = ObservedCache(self.live, self.metrics)
@@ -193,10 +198,15 @@ class Scheduler:
         }
         watched = framework.watched
         present = {informer.name for informer in self.informers}
+        for kind, path in VOLUME_PATHS.items():
+            paths[kind] = (path, self.cache.on_volumes(kind), kind)
         for kind in sorted(watched & set(paths)):
             path, handler, name = paths[kind]
             if name not in present:
-                informer = Informer(self.http, path, handler, name=name, optional=True)
+                # a ClusterRole from before the storage kinds were read must not stop scheduling
+                informer = Informer(
+                    self.http, path, handler, name=name, optional=True, forbidden_ok=kind in VOLUME_PATHS
+                )
                 self.informers.append(informer)
                 if self._thread is not None:  # a reloaded conf asks for it: watch from now on
                     informer.start()

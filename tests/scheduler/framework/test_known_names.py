@@ -60,7 +60,7 @@ def test_a_name_neither_knows_stops_the_build_naming_it() -> None:
 def test_arguments_whose_feature_is_absent_here_are_taken_out_and_warn_only_when_turned_on() -> None:
     arguments = {
         "predicate.DynamicResourceAllocationEnable": True,
-        "predicate.VolumeBindingEnable": "false",
+        "predicate.GPUSharingEnable": "false",
         "predicate.NodeAffinityEnable": True,
     }
     kept, warnings = unsupported_arguments("predicates", arguments)

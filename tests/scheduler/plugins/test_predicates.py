@@ -148,7 +148,11 @@ def test_proportional_keeps_cpu_for_idle_devices() -> None:
 @pytest.mark.parametrize(
     ("arguments", "message"),
     [
-        pytest.param({"predicate.VolumeZoneEnable": True}, "VolumeZoneEnable: true is not supported", id="volumes"),
+        pytest.param(
+            {"predicate.DynamicResourceAllocationEnable": True},
+            "DynamicResourceAllocationEnable: true is not supported",
+            id="dra",
+        ),
         pytest.param({"predicate.GPUSharingEnable": "true"}, "gpushare", id="volcano gpu sharing"),
         pytest.param({"predicate.Bogus": True}, "unknown argument 'predicate.Bogus'", id="unknown"),
         pytest.param({"predicate.NodePortsEnable": "maybe"}, "must be true or false", id="not a boolean"),

@@ -28,7 +28,6 @@ from runtimekit.kube.objects import (
     ObjectReference,
     PersistentVolume,
     PersistentVolumeClaim,
-    Pod,
     StorageClass,
     TopologySelectorTerm,
     annotations_of,
@@ -270,19 +269,13 @@ def is_default_class(storage_class: StorageClass) -> bool:
     return annotations.get(ANN_DEFAULT_CLASS) == "true" or annotations.get(ANN_BETA_DEFAULT_CLASS) == "true"
 
 
-def ephemeral_claim_name(pod: Pod, volume_name: str) -> str:
-    """The claim a generic ephemeral volume of the pod uses: `<pod>-<volume>`."""
-    return f"{meta(pod).get('name', '')}-{volume_name}"
-
-
-def ephemeral_owner_problem(pod: Pod, claim: PersistentVolumeClaim) -> str:
-    """Why the claim is not the pod's ephemeral volume ("" when the pod controls it)."""
-    pod_uid = meta(pod).get("uid", "")
+def ephemeral_owner_problem(namespace: str, pod: str, pod_uid: str, claim: PersistentVolumeClaim) -> str:
+    """Why the claim is not the ephemeral volume of pod `namespace/pod` ("" when the pod controls it)."""
     for ref in meta(claim).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("uid") == pod_uid:
             return ""
-    claim_meta, pod_meta = meta(claim), meta(pod)
+    claim_meta = meta(claim)
     return (
         f"PVC {claim_meta.get('namespace', '')}/{claim_meta.get('name', '')} was not created for pod "
-        f"{pod_meta.get('namespace', '')}/{pod_meta.get('name', '')} (pod is not owner)"
+        f"{namespace}/{pod} (pod is not owner)"
     )

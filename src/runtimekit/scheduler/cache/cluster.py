@@ -1,10 +1,10 @@
 """The live scheduler's cluster cache, fed by informer events, as kube-scheduler's `internal/cache`
 keeps it: nodes and their GPU ledger, the pods that hold resources (bound by any scheduler, and
 those this scheduler assumed while it binds them), jobs and PodGroups, Queues, the pods on nodes as
-inter-pod affinity reads them (`PodBook`), namespaces' labels, PodDisruptionBudgets and
-ResourceQuotas. A pending pod of this scheduler goes to the scheduling queue
-(`runtimekit.scheduler.scheduling_queue`); a change that could help a waiting pod moves the queue's
-unschedulable pods. `snapshot.py` copies what one session works on.
+inter-pod affinity reads them (`PodBook`), namespaces' labels, PodDisruptionBudgets,
+ResourceQuotas and the storage objects (`volumes.VolumeStore`). A pending pod of this scheduler
+goes to the scheduling queue (`runtimekit.scheduler.scheduling_queue`); a change that could help a
+waiting pod moves the queue's unschedulable pods. `snapshot.py` copies what one session works on.
 
 Booking rules (ARCHITECTURE §2, §4):
 - a pod bound to a node holds its CPU, memory, scalar resources and, from its assignment annotation,
@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from runtimekit.kube.objects import (
+    KubeObject,
     Namespace,
     Node,
     Pod,
@@ -61,6 +62,7 @@ from runtimekit.scheduler.cache.objects import (
 )
 from runtimekit.scheduler.cache.policy import disruption_budget, namespace_quota
 from runtimekit.scheduler.cache.queues import queue_status
+from runtimekit.scheduler.cache.volumes import VolumeStore
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobKey,
@@ -125,6 +127,7 @@ class ClusterCache:
         self.pods = PodBook()
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> PodDisruptionBudget
         self.quotas: dict[str, NamespaceQuota] = {}  # namespace/name -> ResourceQuota
+        self.volumes = VolumeStore()  # claims, volumes, classes, CSINodes (when a plugin reads them)
         self.rank_seed = rank_seed  # the tie-break order of nodes, a permutation drawn from it
         self.rank_cache: tuple[int, IntArray] | None = None
 
@@ -396,6 +399,29 @@ class ClusterCache:
             else:
                 self.quotas[object_key(obj)] = namespace_quota(obj)
             self.queue.move_all()  # a raised quota may admit a waiting pod group
+
+    def on_volumes(self, resource: str) -> Callable[[str, KubeObject], None]:
+        """The handler of one storage resource's informer (`volumes.PATHS`): a change may let a
+        waiting pod fit (a claim bound, a volume or class added), as in kube-scheduler's
+        VolumeBinding events."""
+
+        def handle(kind: str, obj: KubeObject) -> None:
+            with self.lock:
+                self.volumes.apply(resource, kind, obj)
+                self.queue.move_all()
+
+        return handle
+
+    def node_labels(self, node: NodeName) -> Mapping[str, str] | None:
+        """A node's labels as last seen (None: the node is gone)."""
+        with self.lock:
+            state = self.nodes.get(node)
+            return state.meta.labels if state is not None else None
+
+    def pod_known(self, key: PodKey) -> bool:
+        """Whether the pod is still pending, binding or bound (not deleted)."""
+        with self.lock:
+            return key in self.queue.pending or key in self.running
 
     # -- what sessions and status writes read ----------------------------------------------
     def take_notices(self) -> list[tuple[TaskInfo, str]]:

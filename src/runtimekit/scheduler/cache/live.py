@@ -33,7 +33,7 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.binder import Binder, BinderPool
 from runtimekit.scheduler.cache.cluster import ClusterCache, JobState
 from runtimekit.scheduler.cache.snapshot import take_snapshot
-from runtimekit.scheduler.framework.binding import BindHooks
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.status import Code, FitErrors
@@ -52,12 +52,14 @@ class LiveCache:
         self.binder.warn(self.cache.take_notices())
         return snapshot
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         bound = self.cache.assume(task)
         if bound is None:
             hooks.unreserve(task)
+            if group is not None:  # the gang's other members are given back too
+                self.binder.abandon(task, group)
             return
-        self.binder.submit(bound, choice, hooks)
+        self.binder.submit(bound, choice, hooks, group)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.binder.evict(task, reason)

@@ -1,7 +1,7 @@
 """A session's copy of the live cluster cache (kube-scheduler's per-cycle snapshot update): the node
 table, node metadata, the jobs with a pod to try (their pending pods as the scheduling queue holds
 them, those binding with the booking they hold, their bound pods), Queues, the pods on nodes,
-PodDisruptionBudgets and ResourceQuotas. Called by the live cache at the start of each session,
+PodDisruptionBudgets, ResourceQuotas and the storage objects. Called by the live cache at the start of each session,
 under the cluster cache's lock.
 """
 
@@ -92,6 +92,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         budgets=tuple(cache.budgets.values()),
         quotas=_quotas(cache),
         pod_facts=cache.pods.facts,
+        volumes=cache.volumes.frozen(),
     )
 
 

@@ -23,7 +23,7 @@ from runtimekit.model import (
 )
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, combine
-from runtimekit.scheduler.framework.binding import BindHooks, Binding
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobInfo,
@@ -132,7 +132,10 @@ class StaticCache:
             pod_facts=self.pods.facts,
         )
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks | None = None) -> None:
+    def bind(
+        self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks | None = None, group: BindGroup | None = None
+    ) -> None:
+        del group  # binds at once, in order: a group's PreBinds have all run when its last member binds
         assert task.placement is not None
         assert task.node is not None
         binding = Binding(task, task.node, choice)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from runtimekit.scheduler.framework.binding import BindHooks
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.values import DeviceChoice
 
@@ -15,12 +15,14 @@ class Cache(Protocol):
     def snapshot(self) -> Snapshot:
         """A private copy of the cluster for one session."""
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         """Carry out a committed allocation: book it, run the PreBind plugins and bind the pod to
         `task.node` (a Bind plugin, else the cache's own binder), through `hooks`.
 
         `task.placement` holds what it takes. Failures are the cache's to handle: give the booking
-        back, `hooks.unreserve(task)`, requeue; the session has already moved on."""
+        back, `hooks.unreserve(task)`, requeue; the session has already moved on. A task of a
+        `group` (a gang committed together) binds only once every member's PreBind succeeded, and
+        fails with the first member that fails (see `binding.BindGroup`)."""
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Carry out a committed eviction (delete the pod)."""

@@ -27,6 +27,7 @@ from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
 from runtimekit.scheduler.kubesem.pods import PodFactsMemo
+from runtimekit.scheduler.kubesem.volumes import EMPTY_CATALOG, VolumeCatalog
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
@@ -359,6 +360,8 @@ class Snapshot:
     # the cache's memo of pods' facts, lent to the session: the inter-pod plugins parse the pods they
     # place into it, so the cache books them without parsing them again (a fresh one if not lent)
     pod_facts: PodFactsMemo = field(default_factory=PodFactsMemo)
+    # PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes (when a plugin asks for them)
+    volumes: VolumeCatalog = EMPTY_CATALOG
 
     @property
     def pods(self) -> PodSet:

@@ -96,7 +96,6 @@ def check_action(name: str, known: Collection[str]) -> NameCheck:
 UNSUPPORTED_ARGUMENTS: dict[str, dict[str, str]] = {
     "predicates": {
         "predicate.DynamicResourceAllocationEnable": "dynamic resource allocation (DRA) is not supported here",
-        "predicate.VolumeBindingEnable": "volumes are not bound by this scheduler",
         # Volcano (up to v1.8) shared GPUs in predicates; here the gpushare plugin (or deviceshare) does
         "predicate.GPUSharingEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
         "predicate.GPUNumberEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",

@@ -6,10 +6,11 @@ task is reserved by the Reserve plugins; the cache work (bind, evict) waits for 
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import NamedTuple, Protocol
 
 from runtimekit.model import LedgerError, NodeName, NodeTable, Placement
-from runtimekit.scheduler.framework.binding import BindHooks
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.status import SUCCESS, Status
@@ -98,14 +99,21 @@ class Statement:
 
     def commit(self) -> None:
         """Carry out every operation through the cache (bind, evict). A pipelined task stays reserved
-        until the session ends (it binds in a later session)."""
+        until the session ends (it binds in a later session). The tasks of one job allocated here
+        together (a gang that needed them all) bind as a group: all or none (`BindGroup`)."""
         self.done = True
         ssn = self.ssn
+        per_job = Counter(op.task.job for op in self.ops if op.kind == "allocate" and op.choice is not None)
+        groups = {job: BindGroup(count) for job, count in per_job.items() if count > 1}
         for op in self.ops:
             if op.kind == "allocate" and op.choice is not None:
                 op.task.status = TaskStatus.BINDING
                 ssn.hand_over(op.task)
-                ssn.cache.bind(op.task, op.choice, ssn.bind_cycle)
+                group = groups.get(op.task.job)
+                if group is None:
+                    ssn.cache.bind(op.task, op.choice, ssn.bind_cycle)
+                else:
+                    ssn.cache.bind(op.task, op.choice, ssn.bind_cycle, group)
             elif op.kind == "evict":
                 ssn.cache.evict(op.task, op.reason)
         self.ops.clear()

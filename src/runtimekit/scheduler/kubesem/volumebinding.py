@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
-from runtimekit.kube.objects import PersistentVolume, PersistentVolumeClaim, Pod, annotations_of, meta
+from runtimekit.kube.objects import PersistentVolume, PersistentVolumeClaim, annotations_of, meta
 from runtimekit.kube.semantics.labels import SelectorError
 from runtimekit.kube.semantics.volumes import (
     ANN_SELECTED_NODE,
@@ -44,7 +44,7 @@ from runtimekit.kube.semantics.volumes import (
     topology_matches,
     volume_capacity,
 )
-from runtimekit.scheduler.kubesem.volumes import PodVolumes, VolumeLookup
+from runtimekit.scheduler.kubesem.volumes import PodVolumes, VolumeLookup, resource_version
 
 NODE_CONFLICT = "node(s) had volume node affinity conflict"
 BIND_CONFLICT = "node(s) didn't find available persistent volumes to bind"
@@ -106,9 +106,9 @@ def not_found(resource: str, name: str) -> str:
     return f'{resource} "{name}" not found'
 
 
-def pod_claims(pod: Pod, volumes: PodVolumes, lookup: VolumeLookup) -> PodClaims | ClaimsProblem:
-    """PreFilter: the pod's claims, or why it cannot be scheduled anywhere (see the module docstring)."""
-    namespace = str(meta(pod).get("namespace") or "default")
+def pod_claims(namespace: str, volumes: PodVolumes, lookup: VolumeLookup) -> PodClaims | ClaimsProblem:
+    """PreFilter: the claims of the pod in `namespace`, or why it cannot be scheduled anywhere (see
+    the module docstring)."""
     found: list[PersistentVolumeClaim] = []
     for use in volumes.claims:
         claim = lookup.claim(namespace, use.name)
@@ -126,7 +126,7 @@ def pod_claims(pod: Pod, volumes: PodVolumes, lookup: VolumeLookup) -> PodClaims
         if meta(claim).get("deletionTimestamp"):
             return ClaimsProblem(f'persistentvolumeclaim "{use.name}" is being deleted')
         if use.ephemeral:
-            problem = ephemeral_owner_problem(pod, claim)
+            problem = ephemeral_owner_problem(namespace, volumes.pod, volumes.uid, claim)
             if problem:
                 return ClaimsProblem(problem)
         found.append(claim)
@@ -281,3 +281,58 @@ class Candidates:
             if str(meta(volume).get("name", "")) not in chosen and node_affinity_matches(volume, labels, node):
                 return volume
         return None
+
+
+def check_bindings(
+    node: str,
+    labels: Mapping[str, str],
+    bindings: Sequence[StaticBinding],
+    provisions: Sequence[PersistentVolumeClaim],
+    lookup: VolumeLookup,
+) -> bool | str:
+    """PreBind's wait (kube's `checkBindings`), on the API objects as the informers show them: True
+    once every claim is fully bound by the PV controller (to a volume that admits the node); False
+    while they are not yet (or the informers have not caught up with what was written); else why
+    binding failed (the PV controller dropped a binding, a provisioner gave up the node, a claim
+    is gone)."""
+    for binding in bindings:
+        name = str(meta(binding.volume).get("name", ""))
+        volume = lookup.volume(name)
+        claim_meta = meta(binding.claim)
+        claim = lookup.claim(str(claim_meta.get("namespace", "")), str(claim_meta.get("name", "")))
+        if volume is None:
+            return f"failed to check binding: {not_found('persistentvolume', name)}"
+        if claim is None:
+            return f"failed to check binding: {not_found('persistentvolumeclaim', str(claim_meta.get('name', '')))}"
+        if resource_version(binding.volume) > resource_version(volume):
+            return False
+        if not node_affinity_matches(volume, labels, node):
+            return f"pv {name!r} node affinity doesn't match node {node!r}: no matching NodeSelectorTerms"
+        ref = (volume.get("spec") or {}).get("claimRef")
+        if not ref or not ref.get("uid"):
+            return f"ClaimRef got reset for pv {name!r}"
+        if not is_claim_fully_bound(claim):
+            return False
+    for provision in provisions:
+        provision_meta = meta(provision)
+        claim_name = str(provision_meta.get("name", ""))
+        claim = lookup.claim(str(provision_meta.get("namespace", "")), claim_name)
+        if claim is None:
+            return f"failed to check provisioning pvc: {not_found('persistentvolumeclaim', claim_name)}"
+        if resource_version(provision) > resource_version(claim):
+            return False
+        annotations = meta(claim).get("annotations")
+        if not annotations:
+            return f"selectedNode annotation reset for PVC {claim_name!r}"
+        if annotations.get(ANN_SELECTED_NODE) != node:
+            return f"provisioning failed for PVC {claim_name!r}"
+        volume_name = str((claim.get("spec") or {}).get("volumeName") or "")
+        if volume_name:
+            volume = lookup.volume(volume_name)
+            if volume is None:
+                return False  # the informer may not have shown it yet
+            if not node_affinity_matches(volume, labels, node):
+                return f"pv {volume_name!r} node affinity doesn't match node {node!r}: no matching NodeSelectorTerms"
+        if not is_claim_fully_bound(claim):
+            return False
+    return True

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 
-from runtimekit.kube.objects import CSINode, PersistentVolume, PersistentVolumeClaim, Pod, labels_of, meta
+from runtimekit.kube.objects import CSINode, PersistentVolume, PersistentVolumeClaim, labels_of, meta
 from runtimekit.kube.semantics.volumes import claim_class, ephemeral_owner_problem
 from runtimekit.scheduler.kubesem.volumebinding import not_found
 from runtimekit.scheduler.kubesem.volumes import (
@@ -107,11 +107,10 @@ def _driver_info(claim: PersistentVolumeClaim, csinode: CSINode | None, lookup: 
 
 
 def attachable(
-    pod: Pod, volumes: PodVolumes, csinode: CSINode | None, lookup: VolumeLookup, new: bool
+    namespace: str, volumes: PodVolumes, csinode: CSINode | None, lookup: VolumeLookup, new: bool
 ) -> dict[str, str]:
-    """The pod's volumes that count against a driver's limit: unique name -> driver. Raises
-    LimitsError for a new pod whose claims cannot be read (see the module docstring)."""
-    namespace = str(meta(pod).get("namespace") or "default")
+    """The volumes of a pod in `namespace` that count against a driver's limit: unique name ->
+    driver. Raises LimitsError for a new pod whose claims cannot be read (see the module docstring)."""
     out: dict[str, str] = {}
     for use in volumes.claims:
         if not use.name:
@@ -125,7 +124,7 @@ def attachable(
                 raise LimitsError(message, True)
             continue
         if use.ephemeral:
-            problem = ephemeral_owner_problem(pod, claim)
+            problem = ephemeral_owner_problem(namespace, volumes.pod, volumes.uid, claim)
             if problem:
                 if new:
                     raise LimitsError(problem, False)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from runtimekit.kube.objects import Pod, meta
 from runtimekit.kube.semantics.volumes import READ_WRITE_ONCE_POD
 from runtimekit.scheduler.kubesem.volumebinding import ClaimsProblem, not_found
 from runtimekit.scheduler.kubesem.volumes import Disk, PodVolumes, VolumeLookup
@@ -24,9 +23,9 @@ DISK_CONFLICT = "node(s) had no available disk"
 RWOP_CONFLICT = "node has pod using PersistentVolumeClaim with the same name and ReadWriteOncePod access mode"
 
 
-def rwop_claims(pod: Pod, volumes: PodVolumes, lookup: VolumeLookup) -> frozenset[str] | ClaimsProblem:
-    """The keys (`namespace/name`) of the pod's claims with the ReadWriteOncePod access mode."""
-    namespace = str(meta(pod).get("namespace") or "default")
+def rwop_claims(namespace: str, volumes: PodVolumes, lookup: VolumeLookup) -> frozenset[str] | ClaimsProblem:
+    """The keys (`namespace/name`) of the claims with the ReadWriteOncePod access mode of a pod in
+    `namespace`."""
     out: set[str] = set()
     for name in volumes.persistent_claims:
         claim = lookup.claim(namespace, name)

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from runtimekit.kube.objects import PersistentVolume, Pod, labels_of, meta
+from runtimekit.kube.objects import PersistentVolume, labels_of, meta
 from runtimekit.kube.semantics.volumes import WAIT_FOR_FIRST_CONSUMER, claim_class
 from runtimekit.scheduler.kubesem.volumebinding import ClaimsProblem, not_found
 from runtimekit.scheduler.kubesem.volumes import PodVolumes, VolumeLookup
@@ -57,9 +57,9 @@ def volume_topologies(volume: PersistentVolume) -> list[PvTopology]:
     return out
 
 
-def pv_topologies(pod: Pod, volumes: PodVolumes, lookup: VolumeLookup) -> list[PvTopology] | ClaimsProblem:
-    """PreFilter (see the module docstring); an empty list means the plugin skips the pod."""
-    namespace = str(meta(pod).get("namespace") or "default")
+def pv_topologies(namespace: str, volumes: PodVolumes, lookup: VolumeLookup) -> list[PvTopology] | ClaimsProblem:
+    """PreFilter for a pod in `namespace` (see the module docstring); an empty list means the plugin
+    skips the pod."""
     out: list[PvTopology] = []
     for name in volumes.persistent_claims:
         if not name:

@@ -24,7 +24,7 @@ from prometheus_client.registry import Collector
 
 from runtimekit.kube.objects import PodGroupStatus, QueueStatus
 from runtimekit.scheduler.binder import Binder
-from runtimekit.scheduler.framework.binding import BindHooks
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.status import Code, FitErrors
@@ -244,10 +244,13 @@ class ObservedCache:
         self._placed.clear()
         return self.cache.snapshot()
 
-    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         self.metrics.task_reached(ASSUMED, task)
         self._placed[task.job] = self._placed.get(task.job, 0) + 1
-        self.cache.bind(task, choice, hooks)
+        if group is None:
+            self.cache.bind(task, choice, hooks)
+        else:
+            self.cache.bind(task, choice, hooks, group)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         self.cache.evict(task, reason)

@@ -7,9 +7,16 @@
   proportional check; a rate for a resource not listed, or a negative one, is refused;
 - `predicate.CacheEnable`: accepted, true or false (Volcano's speed switch; node-level verdicts
   are always cached here, and exactly, so either value places pods the same);
-- volume and DRA filters and Volcano's predicate-level GPU sharing (`NodeVolumeLimitsEnable`,
-  `VolumeZoneEnable`, `VolumeBindingEnable`, `DynamicResourceAllocationEnable`, `GPUSharingEnable`,
-  `GPUNumberEnable`, `VGPUEnable`) are not part of this scheduler: false is accepted, true refused.
+- the volume filters, each on unless switched off (as Volcano has them): `NodeVolumeLimitsEnable`,
+  `VolumeZoneEnable`, `VolumeBindingEnable`, and the kit's own `VolumeRestrictionsEnable`
+  (kube-scheduler's VolumeRestrictions, which Volcano does not run);
+- `volumebinding.bindTimeoutSeconds` (600, at least 0: how long PreBind waits for the PV controller),
+  `volumebinding.weight` (1; the plugin scores nothing, as kube-scheduler's without its storage
+  capacity scoring gate) and `volumebinding.shape` (accepted; capacity scoring is not done here),
+  Volcano's keys of its predicates plugin;
+- DRA and Volcano's predicate-level GPU sharing (`DynamicResourceAllocationEnable`,
+  `GPUSharingEnable`, `GPUNumberEnable`, `VGPUEnable`) are not part of this scheduler: false is
+  accepted, true refused.
 Any other key is refused by name.
 """
 
@@ -22,6 +29,7 @@ from typing import Any
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments
 
 PREFIX = "predicate."
+VOLUME_BINDING = "volumebinding."
 SWITCHES = {
     "NodeAffinityEnable": "node_affinity",
     "NodePortsEnable": "node_ports",
@@ -30,11 +38,12 @@ SWITCHES = {
     "PodTopologySpreadEnable": "pod_topology_spread",
     "ProportionalEnable": "proportional",
     "CacheEnable": "cache",
+    "NodeVolumeLimitsEnable": "node_volume_limits",
+    "VolumeZoneEnable": "volume_zone",
+    "VolumeBindingEnable": "volume_binding",
+    "VolumeRestrictionsEnable": "volume_restrictions",
 }
 NOT_HERE = {
-    "NodeVolumeLimitsEnable": "volume predicates are not part of this scheduler",
-    "VolumeZoneEnable": "volume predicates are not part of this scheduler",
-    "VolumeBindingEnable": "volume binding is not part of this scheduler",
     "DynamicResourceAllocationEnable": "dynamic resource allocation is not part of this scheduler",
     "GPUSharingEnable": "GPU sharing is the gpushare plugin's here",
     "GPUNumberEnable": "GPU sharing is the gpushare plugin's here",
@@ -54,6 +63,13 @@ class PredicatesArgs:
     resources: tuple[str, ...] = ()
     rates: Mapping[str, tuple[float, float]] = field(default_factory=dict)  # name -> (cpu, memory GB)
     gpu_resource: str = ""  # the kit's whole-GPU resource name (its idle count is whole free GPUs)
+    node_volume_limits: bool = True
+    volume_zone: bool = True
+    volume_binding: bool = True
+    volume_restrictions: bool = True
+    bind_timeout_seconds: int = 600
+    volume_binding_weight: int = 1
+    volume_shape: bool = False  # `volumebinding.shape` was given (capacity scoring: not done here)
 
 
 def _bool(key: str, value: Any) -> bool:
@@ -74,6 +90,36 @@ def _rate(key: str, value: Any) -> float:
     return rate
 
 
+def _whole(key: str, value: Any) -> int:
+    if isinstance(value, bool):
+        raise ArgumentError(f"predicates: argument {key!r} must be a whole number, got {value!r}")
+    try:
+        number = int(str(value).strip())
+    except ValueError:
+        raise ArgumentError(f"predicates: argument {key!r} must be a whole number, got {value!r}") from None
+    return number
+
+
+def _volume_binding(key: str, value: Any) -> dict[str, Any]:
+    """Volcano's `volumebinding.*` keys of its predicates plugin."""
+    short = key[len(VOLUME_BINDING) :]
+    if short == "bindTimeoutSeconds":
+        seconds = _whole(key, value)
+        if seconds < 0:
+            raise ArgumentError(f"predicates: {key}: invalid BindTimeoutSeconds, should not be a negative value")
+        return {"bind_timeout_seconds": seconds}
+    if short == "weight":
+        return {"volume_binding_weight": _whole(key, value)}
+    if short == "shape":
+        if not isinstance(value, list):
+            raise ArgumentError(f"predicates: argument {key!r} must be a list of utilization and score points")
+        return {"volume_shape": True}
+    raise ArgumentError(
+        f"predicates: unknown argument {key!r}; known: {VOLUME_BINDING}bindTimeoutSeconds, "
+        f"{VOLUME_BINDING}shape, {VOLUME_BINDING}weight"
+    )
+
+
 def parse_predicates_args(arguments: Arguments, gpu_resource: str = "") -> PredicatesArgs:
     """Validate Volcano's predicate arguments; raises ArgumentError naming the first bad key."""
     values: dict[str, Any] = {"gpu_resource": gpu_resource}
@@ -92,8 +138,12 @@ def parse_predicates_args(arguments: Arguments, gpu_resource: str = "") -> Predi
             values["resources"] = tuple(str(n).strip() for n in names if str(n).strip())
         elif short is not None and short.startswith("resources.") and short.endswith((".cpu", ".memory")):
             rate_keys[key] = value
+        elif key.startswith(VOLUME_BINDING):
+            values.update(_volume_binding(key, value))
         else:
-            known = sorted(PREFIX + k for k in (*SWITCHES, *NOT_HERE, "resources"))
+            known = sorted(PREFIX + k for k in (*SWITCHES, *NOT_HERE, "resources")) + [
+                VOLUME_BINDING + k for k in ("bindTimeoutSeconds", "shape", "weight")
+            ]
             raise ArgumentError(f"predicates: unknown argument {key!r}; known: {', '.join(known)}")
     resources = values.get("resources", ())
     rates: dict[str, list[float]] = {name: [1.0, 1.0] for name in resources}

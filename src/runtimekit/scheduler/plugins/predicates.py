@@ -3,9 +3,15 @@ kube-scheduler's order, the first failing one giving the node's reason:
 
 NodeUnschedulable (cordoned nodes), NodeName (a preset spec.nodeName), TaintToleration (NoSchedule
 and NoExecute), NodeAffinity (nodeSelector, required node affinity), NodePorts (host ports),
-Volcano's proportional check, PodTopologySpread (DoNotSchedule constraints) and InterPodAffinity
-(required affinity and anti-affinity, and the placed pods' anti-affinity). Removed and not-ready
-nodes are rejected first. CPU, memory, pod count and extended resources are the session's check.
+Volcano's proportional check, the volume filters (VolumeRestrictions, NodeVolumeLimits,
+VolumeBinding, VolumeZone: `volumes/filters.py`), PodTopologySpread (DoNotSchedule constraints) and
+InterPodAffinity (required affinity and anti-affinity, and the placed pods' anti-affinity). Removed
+and not-ready nodes are rejected first. CPU, memory, pod count and extended resources are the
+session's check.
+
+With a volume filter on (the default, as in Volcano) the plugin is a `VolumePredicates`: it also
+watches the storage objects (`Watches`) and binds volumes after the node is chosen (Reserve,
+Unreserve, PreBind: `volumes/binder.py`). A pod without volumes costs the volume filters nothing.
 
 The semantics are `runtimekit.scheduler.kubesem`'s. Node-level verdicts are cached per distinct
 pod constraint until a node's labels, taints or schedulability change, so thousands of pods alike
@@ -18,8 +24,11 @@ Arguments (Volcano's): `predicate.NodeAffinityEnable`, `predicate.NodePortsEnabl
 `predicate.TaintTolerationEnable`, `predicate.PodAffinityEnable`, `predicate.PodTopologySpreadEnable`
 (default true) turn a filter off; `predicate.ProportionalEnable` with `predicate.resources` and
 `predicate.resources.<name>.cpu|memory` keep CPU and memory in proportion to idle devices;
-`predicate.CacheEnable` is accepted (verdicts are always cached here, exactly). Filters this
-scheduler does not have (volumes, DRA, Volcano's GPU sharing) are refused when switched on.
+`predicate.CacheEnable` is accepted (verdicts are always cached here, exactly);
+`predicate.NodeVolumeLimitsEnable`, `VolumeZoneEnable`, `VolumeBindingEnable` and the kit's
+`VolumeRestrictionsEnable` (default true) switch the volume filters, `volumebinding.*` tune volume
+binding (`predicate_args.py`). Filters this scheduler does not have (DRA, Volcano's GPU sharing) are
+refused when switched on.
 """
 
 from __future__ import annotations
@@ -30,13 +39,22 @@ import numpy as np
 
 from runtimekit.kube.semantics.tolerations import untolerated
 from runtimekit.scheduler.framework.arguments import Arguments
+from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
-from runtimekit.scheduler.framework.interfaces import Mask, Predicate, Rows, Verdict
+from runtimekit.scheduler.framework.interfaces import Mask, PreBind, Predicate, Reserve, Rows, Verdict, Watches
 from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.status import SUCCESS, Status
+from runtimekit.scheduler.framework.values import DeviceChoice
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem import interpod, nodeaffinity, ports, spread, spreading, taints
+from runtimekit.scheduler.kubesem.index import PodIndex
+from runtimekit.scheduler.kubesem.pods import PodFacts
 from runtimekit.scheduler.plugins import kubestate
 from runtimekit.scheduler.plugins.predicate_args import PredicatesArgs, parse_predicates_args
+from runtimekit.scheduler.plugins.volumes import filters as volume_filters
+from runtimekit.scheduler.plugins.volumes.assumed import shared_assumptions
+from runtimekit.scheduler.plugins.volumes.binder import VolumeBinder
+from runtimekit.scheduler.plugins.volumes.filters import VolumeFilters, VolumeSwitches
 
 REMOVED, NOT_READY = "node(s) were removed", "node(s) were not ready"
 # reason codes: 0 passes; the order is the order of the filters
@@ -54,12 +72,19 @@ REASONS: tuple[str, ...] = (
     interpod.AFFINITY_REASON,
     interpod.ANTI_AFFINITY_REASON,
     interpod.EXISTING_ANTI_AFFINITY_REASON,
+    *volume_filters.REASONS,  # after the others: the codes above keep their numbers
 )
 CODE = {reason: i for i, reason in enumerate(REASONS)}
 # failures an eviction may turn into a fit (the others are kube-scheduler's UnschedulableAndUnresolvable)
 _RESOLVABLE = frozenset(
     CODE[reason]
-    for reason in (ports.REASON, spread.REASON, interpod.ANTI_AFFINITY_REASON, interpod.EXISTING_ANTI_AFFINITY_REASON)
+    for reason in (
+        ports.REASON,
+        spread.REASON,
+        interpod.ANTI_AFFINITY_REASON,
+        interpod.EXISTING_ANTI_AFFINITY_REASON,
+        *volume_filters.RESOLVABLE,
+    )
 )
 _SPREAD = {spread.MISSING_LABEL: CODE[spread.LABEL_REASON], spread.TOO_SKEWED: CODE[spread.REASON]}
 _INTERPOD = {
@@ -73,9 +98,15 @@ Codes = np.ndarray
 class Predicates(kubestate.FollowsPlacements, Predicate):
     name = "predicates"
 
-    def __init__(self, args: PredicatesArgs | None = None, kube: kubestate.KubeShared | None = None) -> None:
+    def __init__(
+        self,
+        args: PredicatesArgs | None = None,
+        kube: kubestate.KubeShared | None = None,
+        volumes: VolumeFilters | None = None,
+    ) -> None:
         super().__init__(kube)
         self.args = args or PredicatesArgs()
+        self.volumes = volumes  # the volume filters (None: all switched off)
         self._static: dict[tuple[Constraints, int], Codes] = {}
         self._open: set[tuple[Constraints, int]] = set()  # keys of `_static` where every node passes
         self._extra: dict[str, int] = {}  # reasons made on the fly (parse problems, proportional)
@@ -103,7 +134,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         if args.proportional:
             return False
         facts = kubestate.facts(task, ssn)
-        if facts.problem or not facts.simple:
+        if facts.problem or not facts.simple or (facts.volumes is not None and self.volumes is not None):
             return False
         if args.pod_affinity and self.kube.session(ssn).index.has_anti_affinity:
             return False
@@ -141,6 +172,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             or (args.pod_topology_spread and any(c.hard for c in facts.spread))
             or args.proportional
             or (args.pod_affinity and (facts.affinity or facts.anti_affinity))
+            or (facts.volumes is not None and self.volumes is not None)
         )
         if wants or (args.pod_affinity and self.kube.session(ssn).index.has_anti_affinity):
             open_rows = codes == 0
@@ -196,6 +228,8 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             steps.append(lambda r: np.where(np.isin(r, conflicts), CODE[ports.REASON], 0))
         if args.proportional:
             steps.append(lambda r: self._proportional(task, r, ssn))
+        if self.volumes is not None and facts.volumes is not None:
+            steps.append(lambda r: self._volume_codes(task, facts, r, ssn, kube.index))
         hard = [c for c in facts.spread if c.hard]
         if args.pod_topology_spread and hard:
             affinity, tolerated = self.kube.node_masks(task.constraints, ssn)
@@ -209,6 +243,12 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
                 break
             out[open_rows] = step(rows[open_rows])
         return out
+
+    def _volume_codes(self, task: TaskInfo, facts: PodFacts, rows: Rows, ssn: SessionView, index: PodIndex) -> Codes:
+        """The volume filters' reason per row, as codes (prefilter problems carry their own words)."""
+        assert self.volumes is not None
+        found = self.volumes.reasons(task, facts, rows, ssn, index)
+        return np.array([self._code(reason) if reason else 0 for reason in found], np.int16)
 
     def _proportional(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Codes:
         """Volcano's proportional predicate: a pod that asks for none of the listed resources must
@@ -240,5 +280,48 @@ def _mapped(codes: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
     return out
 
 
+class VolumePredicates(Predicates, Reserve, PreBind, Watches):
+    """`predicates` with a volume filter on: it watches the storage objects and binds the volumes of
+    the pods it placed (see the module docstring)."""
+
+    watches: tuple[str, ...] = ("persistentvolumeclaims", "persistentvolumes", "storageclasses", "csinodes")
+
+    def __init__(
+        self,
+        args: PredicatesArgs,
+        kube: kubestate.KubeShared,
+        volumes: VolumeFilters,
+        binder: VolumeBinder | None,
+    ) -> None:
+        super().__init__(args, kube, volumes)
+        self.filters, self.binder = volumes, binder
+
+    def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
+        if self.binder is None:
+            return SUCCESS
+        facts = kubestate.facts(task, ssn)
+        if facts.volumes is None:
+            return SUCCESS
+        return self.binder.reserve(task, facts, self.filters.view(ssn), ssn)
+
+    def unreserve(self, task: TaskInfo) -> None:
+        if self.binder is not None:
+            self.binder.unreserve(task)
+
+    def pre_bind(self, binding: Binding) -> Status:
+        return SUCCESS if self.binder is None else self.binder.pre_bind(binding)
+
+
 def build(arguments: Arguments, context: BuildContext) -> Predicates:
-    return Predicates(parse_predicates_args(arguments, context.protocol.resources.gpu), kubestate.shared(context))
+    args = parse_predicates_args(arguments, context.protocol.resources.gpu)
+    switches = VolumeSwitches(args.volume_restrictions, args.node_volume_limits, args.volume_binding, args.volume_zone)
+    if not switches.any:
+        return Predicates(args, kubestate.shared(context))
+    if args.volume_shape:
+        context.warn(
+            "volumebinding.shape: storage capacity scoring is not done here "
+            "(kube-scheduler's StorageCapacityScoring gate is off by default); ignored"
+        )
+    assumed = shared_assumptions(context)
+    binder = VolumeBinder(assumed, float(args.bind_timeout_seconds)) if switches.binding else None
+    return VolumePredicates(args, kubestate.shared(context), VolumeFilters(switches, assumed), binder)
