@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from runtimekit.model import NodeName, Placement, Slot
+from runtimekit.model import NodeName, Placement, PodKey, Slot
 from runtimekit.model.authority import signing_message
 from runtimekit.scheduler.binder import BinderPool
 from runtimekit.scheduler.cache.cluster import ClusterCache
 from runtimekit.scheduler.cache.queues import queue_status
-from runtimekit.scheduler.framework.binding import Binding
+from runtimekit.scheduler.framework.binding import BindGroup, Binding
 from runtimekit.scheduler.framework.info import Resources, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from runtimekit.scheduler.framework.values import DeviceChoice
@@ -160,3 +160,84 @@ def test_queue_statuses_are_written_when_they_change() -> None:
     assert binder.sync_queues({"q": queue_status("Closed", ["Running"], Resources(), P)}) == 1
     assert api.queue_status["q"]["state"] == "Closed"
     binder.close()
+
+
+# -- a gang committed together binds as a group ------------------------------------------------------
+class SelectiveHooks(Hooks):
+    """Hooks whose PreBind fails for the pods named in `failing`."""
+
+    def __init__(self, failing: set[str]) -> None:
+        super().__init__()
+        self.failing = failing
+
+    def pre_bind(self, binding: Binding) -> Status:
+        self.calls.append(f"pre_bind {binding.task.name}")
+        return error("volumes cannot be bound") if binding.task.name in self.failing else SUCCESS
+
+    def unreserve(self, task: TaskInfo) -> None:
+        self.calls.append(f"unreserve {task.name}")
+
+
+def test_a_group_binds_only_once_every_member_pre_bound() -> None:
+    api = FakeApi()
+    _queue, cache, binder = parts(api)
+    a, b = assumed(api, cache, "a"), assumed(api, cache, "b")
+    hooks = SelectiveHooks(set())
+    group = BindGroup(2)
+    binder.submit(a, DeviceChoice(), hooks, group)
+    assert binder.drain(0.2) is False  # a waits for b, held (no thread blocks)
+    assert "nodeName" not in api.pods["default/a"]["spec"]
+    binder.submit(b, DeviceChoice(), hooks, group)
+    assert binder.drain()
+    assert api.pods["default/a"]["spec"]["nodeName"] == "n1"
+    assert api.pods["default/b"]["spec"]["nodeName"] == "n1"
+    assert binder.bound_count == 2
+    binder.close()
+
+
+@pytest.mark.parametrize("failing", ["a", "b"])
+def test_one_members_failed_pre_bind_gives_the_whole_group_back(failing: str) -> None:
+    api = FakeApi()
+    queue, cache, binder = parts(api)
+    a, b = assumed(api, cache, "a"), assumed(api, cache, "b")
+    hooks = SelectiveHooks({failing})
+    group = BindGroup(2)
+    binder.submit(a, DeviceChoice(), hooks, group)
+    binder.submit(b, DeviceChoice(), hooks, group)
+    assert binder.drain()
+    assert "nodeName" not in api.pods["default/a"]["spec"]
+    assert "nodeName" not in api.pods["default/b"]["spec"]
+    assert {"unreserve a", "unreserve b"} <= set(hooks.calls)
+    assert cache.ledger.bookings() == {}
+    assert queue.state(a.key) is QueueState.BACKOFF
+    assert queue.state(b.key) is QueueState.BACKOFF
+    assert binder.bind_failures == 2
+    binder.close()
+
+
+def test_a_member_that_could_not_be_assumed_fails_its_group() -> None:
+    api = FakeApi()
+    queue, cache, binder = parts(api)
+    a = assumed(api, cache, "a")
+    api.add_pod(pod_object("b", {P.resources.core: 30}))
+    (entry,) = [e for e in cache.queue if e.task.name == "b"]
+    hooks = SelectiveHooks(set())
+    group = BindGroup(2)
+    binder.submit(a, DeviceChoice(), hooks, group)
+    binder.abandon(entry.task, group)
+    assert binder.drain()
+    assert "nodeName" not in api.pods["default/a"]["spec"]
+    assert "unreserve a" in hooks.calls
+    assert queue.state(a.key) is QueueState.BACKOFF
+    binder.close()
+
+
+def test_bind_group_tally() -> None:
+    group = BindGroup(3)
+    assert group.done(PodKey("a"), True) == ([], [])
+    assert group.done(PodKey("b"), False) == ([], [PodKey("b"), PodKey("a")])
+    assert group.done(PodKey("c"), True) == ([], [PodKey("c")])
+    assert group.failed
+    whole = BindGroup(2)
+    assert whole.done(PodKey("a"), True) == ([], [])
+    assert whole.done(PodKey("b"), True) == ([PodKey("a"), PodKey("b")], [])

@@ -205,3 +205,37 @@ def test_a_live_bind_the_api_server_refuses_is_unreserved() -> None:
     assert journal == ["first.reserve p", "first.pre_bind p", "first.bind p", "first.unreserve p"]
     assert api.pods["default/p"]["spec"].get("nodeName") is None
     live.binder.close()
+
+
+class GroupRecordingCache:
+    """Wraps a static cache and records the group each bind came with."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.groups: dict[str, Any] = {}
+
+    def snapshot(self) -> Any:
+        return self.inner.snapshot()
+
+    def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: Any, group: Any = None) -> None:
+        self.groups[task.name] = group
+        self.inner.bind(task, choice, hooks)
+
+    def evict(self, task: TaskInfo, reason: str) -> None:
+        self.inner.evict(task, reason)
+
+    def job_updated(self, job: Any) -> None:
+        self.inner.job_updated(job)
+
+
+def test_a_gang_committed_together_binds_as_one_group_and_a_pod_alone_without_one() -> None:
+    journal: list[str] = []
+    inner = static_cache("n1", gpus=4)
+    inner.add_job(job_of("g", whole(1), whole(1), min_member=2))
+    inner.add_job(job_of("a", share(300)))
+    cache = GroupRecordingCache(inner)
+    framework(journal).run_once(cache)  # type: ignore[arg-type]
+    assert cache.groups["g-0"] is not None
+    assert cache.groups["g-0"] is cache.groups["g-1"]
+    assert cache.groups["g-0"].size == 2
+    assert cache.groups["a-0"] is None

@@ -23,7 +23,7 @@ from runtimekit.model import (
 )
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, combine
-from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, VolumeAccess
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobInfo,
@@ -39,6 +39,7 @@ from runtimekit.scheduler.framework.interfaces import DeviceChoice
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, FitErrors, Status
 from runtimekit.scheduler.kubesem.podbook import PodBook
+from runtimekit.scheduler.kubesem.volumes import EMPTY_CATALOG, VolumeCatalog
 
 
 class StaticCache:
@@ -80,6 +81,8 @@ class StaticCache:
         self.now = 0.0
         self.budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets the sessions see
         self.quotas: dict[str, tuple[NamespaceQuota, ...]] = {}  # ResourceQuotas by namespace
+        self.volumes: VolumeCatalog = EMPTY_CATALOG  # the storage objects the sessions see (tests)
+        self.volume_access: VolumeAccess | None = None  # what PreBind binds volumes through (tests)
 
     def fresh(self, rank: Mapping[str, int] | None = None) -> StaticCache:
         """A new cache over the same nodes as they are now, with a copy of the node table and no
@@ -130,6 +133,7 @@ class StaticCache:
             budgets=self.budgets,
             quotas=self.quotas,
             pod_facts=self.pods.facts,
+            volumes=self.volumes,
         )
 
     def bind(
@@ -138,7 +142,7 @@ class StaticCache:
         del group  # binds at once, in order: a group's PreBinds have all run when its last member binds
         assert task.placement is not None
         assert task.node is not None
-        binding = Binding(task, task.node, choice)
+        binding = Binding(task, task.node, choice, volumes=self.volume_access)
         if hooks is not None:
             status = hooks.pre_bind(binding)
             if status is SUCCESS or status.ok:

@@ -90,6 +90,13 @@ class AssumedVolumes:
         with self._lock:
             return len(self._volumes.entries) + len(self._claims.entries)
 
+    @property
+    def empty(self) -> bool:
+        """Whether nothing is assumed (two dict sizes read without the lock: a race only makes a
+        reader look at the tables for nothing, or miss an assumption made at that very moment on
+        another thread, as a read just before it would)."""
+        return not self._volumes.entries and not self._claims.entries
+
     def volume(self, catalog: VolumeCatalog, name: str) -> PersistentVolume | None:
         return self._volumes.read(name, catalog.volume(name))
 
@@ -122,15 +129,14 @@ class VolumeView:
 
     def __init__(self, catalog: VolumeCatalog, assumed: AssumedVolumes) -> None:
         self.catalog, self.assumed = catalog, assumed
-        self._empty = not len(assumed)
 
     def claim(self, namespace: str, name: str) -> PersistentVolumeClaim | None:
-        if self._empty:
+        if self.assumed.empty:
             return self.catalog.claim(namespace, name)
         return self.assumed.claim(self.catalog, namespace, name)
 
     def volume(self, name: str) -> PersistentVolume | None:
-        if self._empty:
+        if self.assumed.empty:
             return self.catalog.volume(name)
         return self.assumed.volume(self.catalog, name)
 
@@ -141,7 +147,7 @@ class VolumeView:
         return self.catalog.csinode(node)
 
     def volumes_of_class(self, name: str) -> list[PersistentVolume]:
-        if self._empty:
+        if self.assumed.empty:
             return self.catalog.volumes_of_class(name)
         found = (self.assumed.volume(self.catalog, v) for v in self.catalog.by_class.get(name, ()))
         return [v for v in found if v is not None]

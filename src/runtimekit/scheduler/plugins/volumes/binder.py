@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from runtimekit.kube.objects import PersistentVolumeClaim
 from runtimekit.kube.semantics.volumes import ANN_SELECTED_NODE, bind_volume_to_claim
 from runtimekit.model import PodKey
-from runtimekit.scheduler.framework.binding import Binding
+from runtimekit.scheduler.framework.binding import Binding, VolumeAccess
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.status import SUCCESS, Status, error
 from runtimekit.scheduler.framework.view import SessionView
@@ -74,13 +74,13 @@ class VolumeBinder:
         if found.error or found.reasons:
             return error(found.error or "; ".join(found.reasons))
         try:
-            reserved = self._assume(node.name, found.plan, view)
+            reserved = self.assume(node.name, found.plan, view)
         except AssumeError as exc:
             return error(f"assuming volumes: {exc}")
         self.plans[task.key] = reserved
         return SUCCESS
 
-    def _assume(self, node: str, plan: binding.VolumePlan, view: VolumeView) -> Reserved:
+    def assume(self, node: str, plan: binding.VolumePlan, view: VolumeView) -> Reserved:
         """kube's AssumePodVolumes: every assumption or none (raises AssumeError)."""
         bindings: list[binding.StaticBinding] = []
         provisions: list[PersistentVolumeClaim] = []
@@ -119,22 +119,34 @@ class VolumeBinder:
         access = bound.volumes
         if access is None:
             return error("binding volumes: there is no API server to bind them through")
+        written = self.write(access, reserved)
+        if isinstance(written, str):
+            return error(f"binding volumes: {written}")
+        answer = self._wait(bound, reserved.node, *written)
+        if answer is True:
+            self.plans.pop(bound.task.key, None)
+            return SUCCESS
+        return error(f"binding volumes: {answer}")
+
+    def write(
+        self, access: VolumeAccess, reserved: Reserved
+    ) -> tuple[list[binding.StaticBinding], list[PersistentVolumeClaim]] | str:
+        """kube's bindAPIUpdate: each volume, then each claim to provision, written in turn (the API
+        server's answers returned); at the first refusal, the assumptions not written yet are
+        dropped and the refusal returned."""
         bindings, provisions = list(reserved.bindings), list(reserved.provisions)
-        done = 0
+        done = provisioned = 0
         try:
             for i, chosen in enumerate(bindings):
                 bindings[i] = binding.StaticBinding(chosen.claim, access.update_volume(chosen.volume))
                 done += 1
             for i, claim in enumerate(provisions):
                 provisions[i] = access.update_claim(claim)
+                provisioned += 1
         except Exception as exc:  # the API server refused (a conflict, the object gone, ...)
-            self._revert(bindings[done:], [])
-            return error(f"binding volumes: {exc}")
-        answer = self._wait(bound, reserved.node, bindings, provisions)
-        if answer is True:
-            self.plans.pop(bound.task.key, None)
-            return SUCCESS
-        return error(f"binding volumes: {answer}")
+            self._revert(bindings[done:], provisions[provisioned:])
+            return str(exc)
+        return bindings, provisions
 
     def _wait(
         self,

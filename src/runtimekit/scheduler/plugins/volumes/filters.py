@@ -74,7 +74,7 @@ class VolumeFilters:
         found = ssn.state.get(_VIEW)
         if found is None:
             catalog = ssn.snapshot.volumes
-            if len(self.assumed):
+            if not self.assumed.empty:
                 self.assumed.prune(catalog)
             found = VolumeView(catalog, self.assumed)
             ssn.state.write(_VIEW, found)
