@@ -4,7 +4,9 @@ Clients see these fields in what they read back: a pod gets `schedulerName: defa
 `restartPolicy`, container `imagePullPolicy`, requests defaulted from limits, the default
 not-ready/unreachable tolerations and a `Pending` status with its QoS class; a namespace gets its
 `kubernetes.io/metadata.name` label; workloads get kube's apps/v1 defaults (strategies, replicas,
-the pod template's defaults), on update too (`apply_update_defaults`). Both mutate the object they
+the pod template's defaults), on update too (`apply_update_defaults`); claims and volumes a Pending
+phase and the Filesystem volume mode (volumes the Retain reclaim policy), StorageClasses the Delete
+reclaim policy and the Immediate binding mode. Both mutate the object they
 are given (a fresh copy owned by the caller). Pure functions; called by `operations.py` on create.
 """
 
@@ -20,11 +22,14 @@ from runtimekit.kube.objects import (
     Deployment,
     JsonObject,
     Namespace,
+    PersistentVolume,
+    PersistentVolumeClaim,
     Pod,
     PodSpec,
     PriorityClass,
     ReplicaSet,
     StatefulSet,
+    StorageClass,
     Toleration,
 )
 
@@ -203,6 +208,23 @@ def _secret(obj: JsonObject) -> None:
     obj.setdefault("type", "Opaque")
 
 
+def _claim(obj: PersistentVolumeClaim) -> None:
+    obj.setdefault("spec", {}).setdefault("volumeMode", "Filesystem")
+    obj["status"] = {"phase": "Pending"}
+
+
+def _volume(obj: PersistentVolume) -> None:
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    spec.setdefault("volumeMode", "Filesystem")
+    obj["status"] = {"phase": "Pending"}
+
+
+def _storage_class(obj: StorageClass) -> None:
+    obj.setdefault("reclaimPolicy", "Delete")
+    obj.setdefault("volumeBindingMode", "Immediate")
+
+
 def _priority_class(obj: PriorityClass) -> None:
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
@@ -226,12 +248,15 @@ _BY_KIND: dict[str, Callable[[JsonObject], None]] = {
     "Service": _service,
     "Secret": _secret,
     "PriorityClass": _of_kind(_priority_class),
+    "PersistentVolumeClaim": _of_kind(_claim),
+    "PersistentVolume": _of_kind(_volume),
+    "StorageClass": _of_kind(_storage_class),
 }
 
 
 def apply_defaults(group: str, kind: str, obj: JsonObject) -> None:
     """Fill in server defaults for a new object of a built-in kind (custom kinds get none)."""
-    if group in ("", "apps", "batch", "scheduling.k8s.io"):
+    if group in ("", "apps", "batch", "scheduling.k8s.io", "storage.k8s.io"):
         defaulter = _BY_KIND.get(kind)
         if defaulter is not None:
             defaulter(obj)

@@ -17,7 +17,15 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster.apiserver import conversion, crds, typed, validation, vcjob_admission, workloads
+from runtimekit.cluster.apiserver import (
+    conversion,
+    crds,
+    storageadmission,
+    typed,
+    validation,
+    vcjob_admission,
+    workloads,
+)
 from runtimekit.cluster.apiserver.bodies import decode_body
 from runtimekit.cluster.apiserver.defaults import apply_defaults, apply_update_defaults
 from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
@@ -48,7 +56,17 @@ from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
 from runtimekit.cluster.apiserver.typed import FieldValidation
 from runtimekit.kube import jsoncodec
-from runtimekit.kube.objects import Binding, Condition, JsonObject, ObjectMeta, Pod, PriorityClass, VolcanoJob
+from runtimekit.kube.objects import (
+    Binding,
+    Condition,
+    JsonObject,
+    ObjectMeta,
+    PersistentVolumeClaim,
+    Pod,
+    PriorityClass,
+    StorageClass,
+    VolcanoJob,
+)
 
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
@@ -252,6 +270,11 @@ class Api:
         apply_defaults(storage.group, storage.kind, obj)
         if storage.group == "" and storage.kind == "Pod":
             self._pod_priority(cast(Pod, obj))
+        if storage.group == "" and storage.kind == "PersistentVolumeClaim":  # the DefaultStorageClass plugin
+            classes = self.store.objects(self.resource("storage.k8s.io", "v1", "storageclasses"))
+            storageadmission.admit_claim(
+                cast(PersistentVolumeClaim, obj), (cast(StorageClass, c.obj()) for c in classes)
+            )
         if storage.group == "apiextensions.k8s.io":
             obj["status"] = crds.crd_status(cast(crds.CustomResourceDefinition, obj), self.now())
 

@@ -161,6 +161,64 @@ def _simple(*cells: Callable[[JsonObject], object]) -> Callable[[JsonObject], tu
     return build
 
 
+_ACCESS_MODES = (
+    ("ReadWriteOnce", "RWO"),
+    ("ReadOnlyMany", "ROX"),
+    ("ReadWriteMany", "RWX"),
+    ("ReadWriteOncePod", "RWOP"),
+)
+
+
+def _access_modes(modes: Any) -> str:
+    """kubectl's `GetAccessModesAsString`: the short names in a fixed order, each once."""
+    listed = set(modes or ())
+    return ",".join(short for mode, short in _ACCESS_MODES if mode in listed)
+
+
+def _storage_class(obj: JsonObject) -> str:
+    annotated = get_path(obj, "metadata", "annotations", "volume.beta.kubernetes.io/storage-class")
+    return str(annotated if annotated is not None else get_path(obj, "spec", "storageClassName") or "")
+
+
+def _phase(obj: JsonObject) -> str:
+    """A claim's or volume's phase; Terminating once it is being deleted."""
+    if get_path(obj, "metadata", "deletionTimestamp"):
+        return "Terminating"
+    return str(get_path(obj, "status", "phase") or "")
+
+
+def _claim_cells(claim: JsonObject) -> tuple[object, ...]:
+    bound = bool(get_path(claim, "spec", "volumeName"))
+    capacity = get_path(claim, "status", "capacity", "storage") if bound else None
+    return (
+        _phase(claim),
+        str(get_path(claim, "spec", "volumeName") or ""),
+        "" if capacity is None else str(capacity),
+        _access_modes(get_path(claim, "status", "accessModes")) if bound else "",
+        _storage_class(claim),
+        str(get_path(claim, "spec", "volumeAttributesClassName") or "<unset>"),
+        created(claim),
+        str(get_path(claim, "spec", "volumeMode") or "<unset>"),
+    )
+
+
+def _volume_cells(volume: JsonObject) -> tuple[object, ...]:
+    ref = get_path(volume, "spec", "claimRef") or {}
+    capacity = get_path(volume, "spec", "capacity", "storage")
+    return (
+        "" if capacity is None else str(capacity),
+        _access_modes(get_path(volume, "spec", "accessModes")),
+        str(get_path(volume, "spec", "persistentVolumeReclaimPolicy") or ""),
+        _phase(volume),
+        f"{ref.get('namespace', '')}/{ref.get('name', '')}" if ref else "",
+        _storage_class(volume),
+        str(get_path(volume, "spec", "volumeAttributesClassName") or "<unset>"),
+        str(get_path(volume, "status", "reason") or ""),
+        created(volume),
+        str(get_path(volume, "spec", "volumeMode") or "<unset>"),
+    )
+
+
 _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
     ("", "Namespace"): _simple(lambda o: str(get_path(o, "status", "phase") or ""), created),
     ("", "ConfigMap"): _simple(lambda o: _count(o.get("data")) + _count(o.get("binaryData")), created),
@@ -227,6 +285,16 @@ _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
     ("apiextensions.k8s.io", "CustomResourceDefinition"): _simple(
         lambda o: str(get_path(o, "metadata", "creationTimestamp") or "")
     ),
+    ("", "PersistentVolumeClaim"): _claim_cells,
+    ("", "PersistentVolume"): _volume_cells,
+    ("storage.k8s.io", "StorageClass"): _simple(
+        lambda o: str(o.get("provisioner") or ""),
+        lambda o: str(o.get("reclaimPolicy") or "Delete"),
+        lambda o: str(o.get("volumeBindingMode") or "Immediate"),
+        lambda o: bool(o.get("allowVolumeExpansion") or False),
+        created,
+    ),
+    ("storage.k8s.io", "CSINode"): _simple(lambda o: len(get_path(o, "spec", "drivers") or []), created),
 }
 _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("", "Namespace"): (Column("Status"), AGE),
@@ -253,6 +321,36 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("coordination.k8s.io", "Lease"): (Column("Holder"), AGE),
     ("scheduling.k8s.io", "PriorityClass"): (Column("Value", "integer"), Column("Global-Default", "boolean"), AGE),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (Column("Created At", format="date"),),
+    ("", "PersistentVolumeClaim"): (
+        Column("Status"),
+        Column("Volume"),
+        Column("Capacity"),
+        Column("Access Modes"),
+        Column("StorageClass"),
+        Column("VolumeAttributesClass"),
+        AGE,
+        Column("VolumeMode", priority=1),
+    ),
+    ("", "PersistentVolume"): (
+        Column("Capacity"),
+        Column("Access Modes"),
+        Column("Reclaim Policy"),
+        Column("Status"),
+        Column("Claim"),
+        Column("StorageClass"),
+        Column("VolumeAttributesClass"),
+        Column("Reason"),
+        AGE,
+        Column("VolumeMode", priority=1),
+    ),
+    ("storage.k8s.io", "StorageClass"): (
+        Column("Provisioner"),
+        Column("ReclaimPolicy"),
+        Column("VolumeBindingMode"),
+        Column("AllowVolumeExpansion", "boolean"),
+        AGE,
+    ),
+    ("storage.k8s.io", "CSINode"): (Column("Drivers", "integer"), AGE),
 }
 
 

@@ -6,7 +6,8 @@ object version, the first time it is printed (`TableMaker.facts`, cached on the 
 `TableMaker.cells` fills in ages and the nodes' GPU ALLOCATED figure (from the pods on each node)
 when a table is requested.
 Nodes show GPUS (count and model from the node devices annotation) and GPU ALLOCATED (core milli
-assigned to the node's non-terminated pods over its GPU capacity); pods show their GPU share.
+assigned to the node's non-terminated pods over its GPU capacity); pods show their GPU share; the
+default StorageClass is named `<name> (default)`.
 Called through the store (facts) and by the list, get and watch encoders (cells).
 """
 
@@ -31,7 +32,8 @@ from runtimekit.cluster.apiserver.printers import (
 )
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import RowFacts
-from runtimekit.kube.objects import JsonObject, Node, Pod
+from runtimekit.kube.objects import JsonObject, Node, Pod, StorageClass
+from runtimekit.kube.semantics.volumes import is_default_class
 from runtimekit.model import Assignment, AssignmentError, InventoryError, NodeInventory, RequestError
 from runtimekit.model.request import GpuKind, parse_pod_request
 from runtimekit.protocol import KitProtocol
@@ -43,6 +45,14 @@ class NodeAllocation:
 
     node: str
     capacity_milli: int
+
+
+@dataclass(frozen=True)
+class DisplayName:
+    """The NAME cell when it is not the object's name: kubectl marks the default StorageClass
+    `standard (default)`."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -129,6 +139,8 @@ class TableMaker:
             return self._pod_facts(cast(Pod, obj))
         if info.group == "" and info.kind == "Node":
             return self._node_facts(cast(Node, obj))
+        if info.group == "storage.k8s.io" and info.kind == "StorageClass" and is_default_class(cast(StorageClass, obj)):
+            return (cells_for(info, obj), DisplayName(f"{get_path(obj, 'metadata', 'name')} (default)"))
         return (cells_for(info, obj), None)
 
     def _pod_facts(self, pod: Pod) -> RowFacts:
@@ -202,9 +214,9 @@ class TableMaker:
         return [NAME, *found] if found is not None else columns_for(info)
 
     def cells(self, stored_facts: RowFacts, name: str, pods_on_node: Callable[[str], Iterable[PodGpu]]) -> list[Any]:
-        cells, _extra = stored_facts
+        cells, extra = stored_facts
         now = self.now()
-        out: list[Any] = [name]
+        out: list[Any] = [extra.text if isinstance(extra, DisplayName) else name]
         for cell in cells:
             out.append(self._render(cell, now, pods_on_node))
         return out
