@@ -48,6 +48,7 @@ from runtimekit.cli.embedded_nodes import (
     start_plugin_node,
 )
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.controllers.localpath import LocalPathProvisioner, ensure_default_class
 from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
 from runtimekit.cluster.jobs import JobController
 from runtimekit.cluster.kubelet.runner import (
@@ -380,10 +381,16 @@ def answered_names(options: ClusterOptions, protocol: KitProtocol) -> tuple[str,
 
 
 def _start_workload_controllers(cluster: EmbeddedCluster) -> ControllerManager:
-    """Volcano Jobs without a schedulerName go to the kit's scheduler (Volcano's webhook would name its own)."""
+    """Volcano Jobs without a schedulerName go to the kit's scheduler (Volcano's webhook would name its own);
+    claims of the default class `standard` are provisioned in the nodes' folders."""
     answered = answered_names(cluster.options, cluster.protocol)
     factories = default_controllers(cluster.protocol.scheduler_name, answered)
-    return ControllerManager(cluster.http("runtimekit-controller-manager"), factories).start()
+    # kind's storage: its default class `standard` and the local-path provisioner, in the nodes' folders
+    nodes_root = cluster.state_dir / "nodes"
+    factories.append(lambda http, informers: LocalPathProvisioner(http, informers, nodes_root))
+    http = cluster.http("runtimekit-controller-manager")
+    ensure_default_class(http)
+    return ControllerManager(http, factories).start()
 
 
 def _start_controller(cluster: EmbeddedCluster) -> ControllerServer:

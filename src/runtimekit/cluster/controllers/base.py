@@ -41,9 +41,9 @@ T = TypeVar("T", bound=Mapping[str, Any])  # the kind a cache holds: Pod, Replic
 
 
 def path_of(api_version: str, plural: str, obj: Mapping[str, Any], subresource: str | None = None) -> str:
-    """The object's path (of any kind), or its subresource's."""
+    """The object's path (of any kind, cluster-scoped ones too), or its subresource's."""
     m = meta(obj)
-    return object_path(api_version, plural, str(m.get("namespace", "")), str(m.get("name")), subresource)
+    return object_path(api_version, plural, str(m.get("namespace", "")) or None, str(m.get("name")), subresource)
 
 
 class Controller:
@@ -113,7 +113,7 @@ class Controller:
 
     # -- writes -------------------------------------------------------------------------------
     def create(self, api_version: str, plural: str, body: T, cache: ObjectCache[T]) -> T:
-        namespace = str(meta(body).get("namespace", ""))
+        namespace = str(meta(body).get("namespace", "")) or None  # None: a cluster-scoped kind
         made = cast(T, self.http.post(object_path(api_version, plural, namespace), body))
         cache.written(made)
         return made
