@@ -10,6 +10,9 @@
   and ready) and the environment its containers would get is recorded on it as the annotation
   `ENV_ANNOTATION` (`{"<container>": {"NVIDIA_VISIBLE_DEVICES": …}}`); a rejected pod turns
   Failed with kubelet's reason and message and a Warning Event;
+- waits for an admitted pod's volumes (`volumes.py`: its claims Bound, its ConfigMaps and Secrets
+  there): meanwhile the pod is Pending with its containers `ContainerCreating` and a Warning
+  `FailedMount` Event says why; it is looked at again every `VOLUME_RETRY_S` and runs once ready;
 - finishes pods: after the protocol's `annotations.simulatedRuntime`, or when a container runner
   returns for each of the pod's `runtimekit …` containers (see `runner.py`);
 - frees a pod's devices when it ends or is deleted, then calls `on_pod_stopped` listeners (the
@@ -51,11 +54,13 @@ from runtimekit.cluster.kubelet.runner import (
 from runtimekit.cluster.kubelet.status import (
     Terminated,
     container_names,
+    creating_status,
     phase_of,
     rejected_status,
     running_status,
     terminated_status,
 )
+from runtimekit.cluster.kubelet.volumes import api_reader, unready_volumes
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
 from runtimekit.kube.http import KubeHttp, object_path
@@ -76,6 +81,7 @@ log = logging.getLogger(__name__)
 ENV_ANNOTATION = "runtimekit.aliyun.com/simulated-env"
 COMPONENT = "kubelet"
 FINISHED = frozenset({"Succeeded", "Failed"})
+VOLUME_RETRY_S = 0.5  # a pod waiting for its volumes is looked at again this often
 
 
 @dataclass(frozen=True)
@@ -141,6 +147,8 @@ class SimulatedKubelet:
         self._pods: dict[str, _Pod] = {}
         self._deleting: set[str] = set()
         self._ips = itertools.count(2)
+        self._waiting: dict[str, tuple[_Pod, str]] = {}  # admitted pods waiting for their volumes, and why
+        self._volumes_checked = 0.0
         self._workers = Workers(f"kubelet {self.node}")
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -183,7 +191,8 @@ class SimulatedKubelet:
             self._cond.notify_all()
 
     def _next_wait(self) -> float:
-        return max(0.0, self._timers[0][0] - time.monotonic()) if self._timers else 1.0
+        longest = VOLUME_RETRY_S if self._waiting else 1.0
+        return min(longest, max(0.0, self._timers[0][0] - time.monotonic())) if self._timers else longest
 
     def _work(self) -> None:
         while True:
@@ -194,6 +203,8 @@ class SimulatedKubelet:
                 batch, self._queue = self._queue, []
             self._handle(batch)
             self._guarded(self._fire_timers)
+            if self._waiting and time.monotonic() - self._volumes_checked >= VOLUME_RETRY_S:
+                self._guarded(self._retry_volumes)
 
     def _guarded(self, step: Callable[..., None], *args: Any) -> None:
         """One event or pod at a time: a failure is logged and the others still go through."""
@@ -253,10 +264,50 @@ class SimulatedKubelet:
             return
         if env:
             self._patch(identity, {"metadata": {"annotations": {ENV_ANNOTATION: json.dumps(env, sort_keys=True)}}})
+        if (pod.get("spec") or {}).get("volumes"):
+            unready = unready_volumes(pod, api_reader(self.http))
+            if unready is not None:
+                self._wait_for_volumes(record, unready, now)
+                return
+        self._run(record)
+
+    def _run(self, record: _Pod) -> None:
+        identity, pod, now = record.identity, record.manifest, rfc3339(self.clock())
         ip = f"10.244.{self.options.node_index}.{next(self._ips)}"
         self._patch_status(identity, running_status(pod, now, self.options.shape.address, ip))
         log.info("kubelet %s: pod %s/%s running", self.node, identity.namespace, identity.name)
         self._start_containers(record)
+
+    def _wait_for_volumes(self, record: _Pod, problem: str, now: str) -> None:
+        """Pending, containers ContainerCreating, a FailedMount Event per new reason."""
+        previous = self._waiting.get(record.identity.uid)
+        self._waiting[record.identity.uid] = (record, problem)
+        if previous is None:
+            self._patch_status(record.identity, creating_status(record.manifest, now, self.options.shape.address))
+        if previous is None or previous[1] != problem:
+            log.info(
+                "kubelet %s: pod %s/%s waits for its volumes: %s",
+                self.node,
+                record.identity.namespace,
+                record.identity.name,
+                problem,
+            )
+            involved: KubeObject = {"apiVersion": "v1", "kind": "Pod", "metadata": meta(record.manifest)}
+            record_event(self.http, involved, "Warning", "FailedMount", problem, COMPONENT, self.node)
+
+    def _retry_volumes(self) -> None:
+        self._volumes_checked = time.monotonic()
+        get = api_reader(self.http)
+        for uid, (record, _) in list(self._waiting.items()):
+            if record.finished or uid not in self._pods:
+                del self._waiting[uid]
+                continue
+            problem = unready_volumes(record.manifest, get)
+            if problem is None:
+                del self._waiting[uid]
+                self._run(record)
+            else:
+                self._wait_for_volumes(record, problem, rfc3339(self.clock()))
 
     def _reject(self, pod: Pod, error: AdmissionError, now: str) -> None:
         identity = _identity(pod)

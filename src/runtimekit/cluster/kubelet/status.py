@@ -3,8 +3,9 @@
 Shapes follow what a real kubelet reports, so kubectl, the scheduler and the controller read them
 unchanged: node conditions (Ready plus the three pressure conditions) with heartbeat times,
 capacity and allocatable, addresses and nodeInfo; pod phase, conditions (Initialized, Ready,
-ContainersReady, PodScheduled kept), container statuses with `running` or `terminated` states,
-and the rejection status of a pod that failed admission (`reason`, `Pod was rejected: …`).
+ContainersReady, PodScheduled kept), container statuses with `running`, `terminated` or (while
+its volumes are not ready) `waiting: ContainerCreating` states, and the rejection status of a pod
+that failed admission (`reason`, `Pod was rejected: …`).
 Callers: `SimulatedKubelet` (sends them as strategic merge patches of the status subresource).
 """
 
@@ -167,6 +168,36 @@ def running_status(pod: Pod, now: str, host_ip: str, pod_ip: str) -> PodStatus:
             _condition("Initialized", True, now),
             _condition("Ready", True, now),
             _condition("ContainersReady", True, now),
+        ],
+        "containerStatuses": statuses,
+    }
+
+
+def creating_status(pod: Pod, now: str, host_ip: str) -> PodStatus:
+    """Admitted, its containers not started yet (kubelet waiting for its volumes): Pending, every
+    container waiting `ContainerCreating`, which `kubectl get pods` shows as the pod's status."""
+    statuses: list[ContainerStatus] = [
+        {
+            "name": c.get("name", ""),
+            "image": c.get("image", ""),
+            "imageID": "",
+            "ready": False,
+            "started": False,
+            "restartCount": 0,
+            "state": {"waiting": {"reason": "ContainerCreating"}},
+        }
+        for c in (pod.get("spec") or {}).get("containers") or []
+    ]
+    return {
+        "phase": "Pending",
+        "hostIP": host_ip,
+        "hostIPs": [{"ip": host_ip}],
+        "startTime": now,
+        "conditions": [
+            _condition("PodReadyToStartContainers", False, now),
+            _condition("Initialized", True, now),
+            _condition("Ready", False, now, "ContainersNotReady"),
+            _condition("ContainersReady", False, now, "ContainersNotReady"),
         ],
         "containerStatuses": statuses,
     }
