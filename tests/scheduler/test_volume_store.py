@@ -50,6 +50,19 @@ def test_wait_wakes_on_the_next_change_or_times_out() -> None:
     timer.join()
 
 
+def test_a_closed_store_ends_waits_at_once() -> None:
+    store = VolumeStore()
+    assert store.wait(store.version, 0.0) is True
+    waited: list[bool] = []
+    waiter = threading.Thread(target=lambda: waited.append(store.wait(store.version, 30.0)))
+    waiter.start()
+    time.sleep(0.05)
+    store.close()  # the scheduler stops
+    waiter.join(5.0)
+    assert waited == [False]
+    assert store.wait(store.version, 30.0) is False
+
+
 def test_storage_events_move_waiting_pods_and_fill_the_sessions_catalog() -> None:
     queue = SchedulingQueue(threading.RLock())
     cache = ClusterCache(P, P.scheduler_name, queue)

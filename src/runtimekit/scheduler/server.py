@@ -389,6 +389,7 @@ class Scheduler:
             self._thread.join(10)
         for informer in self.informers:
             informer.stop(timeout=1.0)
+        self.cache.volumes.close()  # a PreBind waiting for the PV controller gives up
         self.binder.close()
         if self.events is not None:
             self.events.close()

@@ -86,13 +86,14 @@ class FakeApi:
     def pod_exists(self, key: PodKey) -> bool:
         return key in self.pods
 
-    def wait(self, version: int, timeout: float) -> None:
+    def wait(self, version: int, timeout: float) -> bool:
         if self.later is not None:
             later, self.later = self.later, None
             later(self)
             self.version += 1
-            return
+            return True
         time.sleep(min(timeout, 0.01))
+        return True
 
     # what controllers do meanwhile (upstream's delay functions)
     def put_claim(self, claim: PersistentVolumeClaim) -> None:
@@ -442,3 +443,23 @@ def test_pre_bind_without_an_api_server_fails_only_with_something_to_bind() -> N
     assert binder.pre_bind(Binding(task, NodeName("node1"), DeviceChoice())).ok
     binder.plans[task.key] = Reserved("node1", (vb.StaticBinding(cases.unbound_pvc, cases.pv_node1a_bound),), ())
     assert not binder.pre_bind(Binding(task, NodeName("node1"), DeviceChoice())).ok
+
+
+class StoppingApi(FakeApi):
+    """The scheduler stops while PreBind waits for the PV controller."""
+
+    def wait(self, version: int, timeout: float) -> bool:
+        return False
+
+
+def test_pre_bind_stops_waiting_when_the_scheduler_stops() -> None:
+    api = StoppingApi([cases.pv_node1a], [cases.unbound_pvc], NODES12, None)
+    binder = VolumeBinder(AssumedVolumes(), bind_timeout=600)
+    task = task_of(volume_pod())
+    task.node = NodeName("node1")
+    binder.plans[task.key] = Reserved("node1", (vb.StaticBinding(cases.unbound_pvc, cases.pv_node1a_bound),), ())
+    started = time.monotonic()
+    status = binder.pre_bind(Binding(task, NodeName("node1"), DeviceChoice(), volumes=api))
+    assert not status.ok
+    assert "the scheduler is stopping" in status.message
+    assert time.monotonic() - started < 5

@@ -41,6 +41,7 @@ class VolumeStore:
         self._version = 0
         self._frozen = EMPTY_CATALOG
         self._changed = threading.Condition()
+        self._closed = False
 
     def apply(self, resource: str, kind: str, obj: KubeObject) -> None:
         """An informer event (`kind` ADDED, MODIFIED or DELETED) of one of the `PATHS` resources."""
@@ -76,15 +77,22 @@ class VolumeStore:
                 )
             return self._frozen
 
-    def wait(self, version: int, timeout: float) -> None:
-        """Block until the version moves past `version`, or `timeout` seconds pass."""
+    def wait(self, version: int, timeout: float) -> bool:
+        """Block until the version moves past `version`, or `timeout` seconds pass; False once closed."""
         deadline = time.monotonic() + timeout
         with self._changed:
-            while self._version <= version:
+            while self._version <= version and not self._closed:
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    return
+                    break
                 self._changed.wait(left)
+            return not self._closed
+
+    def close(self) -> None:
+        """The scheduler stops: waits end at once (and from now on)."""
+        with self._changed:
+            self._closed = True
+            self._changed.notify_all()
 
 
 class VolumeWriter(Protocol):
@@ -124,5 +132,5 @@ class LiveVolumes:
     def pod_exists(self, key: PodKey) -> bool:
         return self.cluster.pod_known(key)
 
-    def wait(self, version: int, timeout: float) -> None:
-        self.store.wait(version, timeout)
+    def wait(self, version: int, timeout: float) -> bool:
+        return self.store.wait(version, timeout)

@@ -52,8 +52,9 @@ class VolumeAccess(Protocol):
     def pod_exists(self, key: PodKey) -> bool:
         """Whether the pod being bound still exists."""
 
-    def wait(self, version: int, timeout: float) -> None:
-        """Block until the catalog's version moves past `version`, or `timeout` seconds pass."""
+    def wait(self, version: int, timeout: float) -> bool:
+        """Block until the catalog's version moves past `version`, or `timeout` seconds pass; False
+        when the scheduler is stopping (a PreBind waiting for volumes gives up then)."""
 
 
 @dataclass(slots=True)

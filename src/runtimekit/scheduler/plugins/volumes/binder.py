@@ -172,4 +172,5 @@ class VolumeBinder:
             left = deadline - time.monotonic()
             if left <= 0:
                 return "timed out waiting for the condition"
-            access.wait(catalog.version, min(left, CHECK_EVERY_S))
+            if not access.wait(catalog.version, min(left, CHECK_EVERY_S)):
+                return "the scheduler is stopping"
