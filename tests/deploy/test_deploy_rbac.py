@@ -174,10 +174,46 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
         create(api, pods, gpu_pod("high", 1, "high"))
         wait_for(lambda: api.get(f"{pods}/low").status_code == 404, what="the preemption of the low-priority pod")
         wait_for(lambda: node_of("high") == NODE, what="the high-priority pod to bind")
+        # Volume binding's PreBind: a free volume bound to one claim (update persistentvolumes), the
+        # node chosen for the other (update persistentvolumeclaims); no PV controller finishes the
+        # binding here, so the pod is deleted once both writes are seen (PreBind stops waiting).
+        drive_volume_binding(api, proxy)
     finally:
         scheduler.stop()  # releases the Lease: get and update
         http.close()
     assert_exact(policy_of(manifests, "lj-runtimekit-scheduler-framework"), proxy.seen())
+
+
+def drive_volume_binding(api: httpx2.Client, proxy: RecordingProxy) -> None:
+    pods = "/api/v1/namespaces/default/pods"
+    claims = "/api/v1/namespaces/default/persistentvolumeclaims"
+    create(api, "/apis/storage.k8s.io/v1/storageclasses", {
+        "metadata": {"name": "local"}, "provisioner": "example.com/local", "volumeBindingMode": "WaitForFirstConsumer",
+    })  # fmt: skip
+    volume = create(api, "/api/v1/persistentvolumes", {
+        "metadata": {"name": "pv-free"},
+        "spec": {"capacity": {"storage": "1Gi"}, "accessModes": ["ReadWriteOnce"], "storageClassName": "local",
+                 "hostPath": {"path": "/tmp/pv-free"}},
+    })  # fmt: skip
+    volume["status"] = {"phase": "Available"}  # as the PV controller would (only Available volumes are matched)
+    assert api.put("/api/v1/persistentvolumes/pv-free/status", json=volume).status_code == 200
+    for name in ("static", "provisioned"):
+        create(api, claims, {"metadata": {"name": name}, "spec": {
+            "storageClassName": "local", "accessModes": ["ReadWriteOnce"],
+            "resources": {"requests": {"storage": "1Gi"}},
+        }})  # fmt: skip
+    pod = gpu_pod("with-volumes", 0, "low")
+    del pod["spec"]["containers"][0]["resources"]  # the GPU is taken; the pod needs none
+    pod["spec"]["volumes"] = [
+        {"name": name, "persistentVolumeClaim": {"claimName": name}} for name in ("static", "provisioned")
+    ]
+
+    def updated(resource: str) -> bool:
+        return any(a.resource == resource and a.verb == "update" for a in proxy.seen())
+
+    create(api, pods, pod)
+    wait_for(lambda: updated("persistentvolumes") and updated("persistentvolumeclaims"), what="volume binding")
+    assert api.delete(f"{pods}/with-volumes").status_code == 200
 
 
 # -- the controller -------------------------------------------------------------------------------

@@ -114,6 +114,14 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("patch", "scheduling.volcano.sh", "queues/status")],
     ),
+    ("kube/scheduling.py", "update_volume", "put", "path"): (
+        ("scheduler",),
+        [("update", "", "persistentvolumes")],
+    ),
+    ("kube/scheduling.py", "update_claim", "put", "path"): (
+        ("scheduler",),
+        [("update", "", "persistentvolumeclaims")],
+    ),
     ("kube/scheduling.py", "ensure_queue", "post", "object_path('scheduling.volcano.sh/v1beta1', 'queues')"): (
         ("scheduler",),
         [("create", "scheduling.volcano.sh", "queues")],
@@ -188,7 +196,8 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("list", "scheduling.volcano.sh", "queues"), ("watch", "scheduling.volcano.sh", "queues")],
     ),
-    # the informers of what plugins read besides: PodDisruptionBudgets (pdb), ResourceQuotas (resourcequota)
+    # the informers of what plugins read besides: PodDisruptionBudgets (pdb), ResourceQuotas (resourcequota),
+    # the storage kinds (predicates' volume filters)
     ("scheduler/server.py", "_watch", "Informer", "path"): (
         ("scheduler",),
         [
@@ -196,6 +205,16 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
             ("watch", "policy", "poddisruptionbudgets"),
             ("list", "", "resourcequotas"),
             ("watch", "", "resourcequotas"),
+            *[
+                (verb, group, resource)
+                for group, resource in (
+                    ("", "persistentvolumeclaims"),
+                    ("", "persistentvolumes"),
+                    ("storage.k8s.io", "storageclasses"),
+                    ("storage.k8s.io", "csinodes"),
+                )
+                for verb in ("list", "watch")
+            ],
         ],
     ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
