@@ -101,21 +101,31 @@ class BinderPool:
     def submit(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> None:
         """Bind an assumed pod (`task` as it will be bound: node and placement set) after the binds
         queued for its node."""
-        assert task.node is not None
-        binding = Binding(task, task.node, choice, {self.protocol.annotations.assume_time: str(time.time_ns())})
+        binding = self._binding(task, choice)
+        node = binding.node
         with self.lock:
-            waiting = self._node_binds.get(task.node)
+            waiting = self._node_binds.get(node)
             if waiting is not None:  # the node's worker is busy: it takes this one next
                 waiting.append((binding, hooks))
                 return
-            self._node_binds[task.node] = deque([(binding, hooks)])
+            self._node_binds[node] = deque([(binding, hooks)])
             self._busy += 1
             threads = len(self._threads)
             if threads < self._workers and self._busy > threads:  # no thread is free
                 thread = threading.Thread(target=self._run, name=f"binder_{self._busy}", daemon=True)
                 self._threads.append(thread)
                 thread.start()
-            self._binds.put(task.node)
+            self._binds.put(node)
+
+    def bind_now(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> str | None:
+        """Bind an assumed pod on the caller's thread, as a binder thread would (the extender's bind
+        verb, which answers only once the pod is bound): None when bound, else why not (the failure
+        is handled as on a binder thread)."""
+        return self._bind_one(self._binding(task, choice), hooks)
+
+    def _binding(self, task: TaskInfo, choice: DeviceChoice) -> Binding:
+        assert task.node is not None
+        return Binding(task, task.node, choice, {self.protocol.annotations.assume_time: str(time.time_ns())})
 
     def drain(self, timeout: float = 30.0) -> bool:
         """Wait until every bind in flight has finished (tests, shutdown)."""
@@ -167,9 +177,9 @@ class BinderPool:
             except Exception:  # never leave the node's queue without a worker
                 log.exception("binding %s/%s failed unexpectedly", binding.task.namespace, binding.task.name)
 
-    def _bind_one(self, binding: Binding, hooks: BindHooks) -> None:
+    def _bind_one(self, binding: Binding, hooks: BindHooks) -> str | None:
         """PreBind, then a Bind plugin or the binder; any failure gives the booking back, unreserves
-        the task and retries it after a back-off."""
+        the task and retries it after a back-off. Returns why it failed (None: bound)."""
         task = binding.task
         assert task.node is not None
         try:
@@ -193,11 +203,12 @@ class BinderPool:
                 self.bind_failures += 1
             log.warning("binding %s/%s to %s failed: %s", task.namespace, task.name, task.node, exc)
             self.report(task, False, "FailedScheduling", f"binding rejected: {exc}")
-            return
+            return str(exc) or type(exc).__name__
         self.cache.finish_binding(task)
         with self.lock:
             self.bound_count += 1
         self.report(task, True, "Scheduled", f"Successfully assigned {task.namespace}/{task.name} to {task.node}")
+        return None
 
     def _write_assignment(self, binding: Binding) -> None:
         """The assignment annotation PreBind prepared, with the node's GPU UUIDs, and its signature."""
