@@ -1,0 +1,67 @@
+"""The extender's snapshots of the live cluster cache, one per call: the same node table, node
+metadata, ranks and pods on nodes a standalone session reads (`cache/snapshot.py`), with no jobs (the
+extender is asked about one pod at a time, which kube-scheduler hands it).
+
+Two kinds, because a call must cost milliseconds at thousands of nodes:
+- a *read* snapshot (filter, prioritize) shares the cache's node table itself: the call holds the
+  cluster cache's lock from the snapshot until its session closes, and reads only;
+- a *bind* snapshot (bind, preempt) copies the table, which the call's statement changes.
+What a snapshot reads of the nodes alone (`NodeFacts`: metadata, GPU models, capacity) is worked out
+once per change of the nodes and kept: `NodeView.changed` is told of every node event.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from runtimekit.kube.objects import Node
+from runtimekit.scheduler.cache.cluster import ClusterCache
+from runtimekit.scheduler.cache.snapshot import NodeFacts, node_facts, node_rank
+from runtimekit.scheduler.framework.info import Snapshot
+
+
+class NodeView:
+    """Snapshots of one cluster cache for extender calls; node events pass through `on_node`."""
+
+    def __init__(self, cache: ClusterCache) -> None:
+        self.cache = cache
+        self._generation = 0  # node events seen
+        self._facts: NodeFacts | None = None
+        self._facts_of: tuple[int, int, int] = (-1, -1, -1)
+        self._lock = threading.Lock()
+
+    def on_node(self, kind: str, obj: Node) -> None:
+        """A node event (the informer's handler): to the cache, and the kept facts are stale."""
+        self.cache.on_node(kind, obj)
+        with self._lock:
+            self._generation += 1
+
+    def facts(self) -> NodeFacts:
+        """The nodes' facts as the cache holds them now (call under the cache's lock)."""
+        cache = self.cache
+        with self._lock:
+            key = (self._generation, cache.meta_version, cache.ledger.table.rows)
+            if self._facts is None or key != self._facts_of:
+                self._facts, self._facts_of = node_facts(cache), key
+            return self._facts
+
+    def snapshot(self, copy: bool) -> Snapshot:
+        """A snapshot of the cache now; `copy`: with a table of its own (call under the cache's lock;
+        without `copy`, keep holding it while the snapshot is used)."""
+        cache = self.cache
+        facts = self.facts()
+        return Snapshot(
+            cache.ledger.table.copy() if copy else cache.ledger.table,
+            facts.metas,
+            {},
+            {},
+            node_rank(cache),
+            facts.model_ids,
+            facts.model_names,
+            cache.clock(),
+            cache.meta_version,
+            facts.capacity,
+            {},
+            cache.pods.frozen,  # frozen only if a plugin reads the pods on nodes (inter-pod affinity)
+            pod_facts=cache.pods.facts,
+        )
