@@ -99,12 +99,6 @@ def handler(served: Served, prefix: str, routes: Mapping[str, Route]) -> type[Ba
         timeout = 300
 
         def do_POST(self) -> None:
-            path = urlsplit(self.path).path
-            verb = verb_paths.get(path)
-            if verb is None:
-                known = " or ".join(sorted(verb_paths))
-                self._send(404, TEXT, f"not found: {path}; the extender serves POST {known}\n".encode())
-                return
             length = self.headers.get("Content-Length")
             if length is None or not length.isdigit():
                 self._send(411, TEXT, b"a Content-Length is required\n", close=True)
@@ -112,7 +106,13 @@ def handler(served: Served, prefix: str, routes: Mapping[str, Route]) -> type[Ba
             if int(length) > MAX_BODY:
                 self._send(413, TEXT, f"body over {MAX_BODY} bytes\n".encode(), close=True)
                 return
-            body = self.rfile.read(int(length))
+            body = self.rfile.read(int(length))  # read first: the connection is kept for the next request
+            path = urlsplit(self.path).path
+            verb = verb_paths.get(path)
+            if verb is None:
+                known = " or ".join(sorted(verb_paths))
+                self._send(404, TEXT, f"not found: {path}; the extender serves POST {known}\n".encode())
+                return
             self._send(*answer_post(served, verb, body))
 
         def do_GET(self) -> None:
