@@ -97,6 +97,9 @@ def handler(served: Served, prefix: str, routes: Mapping[str, Route]) -> type[Ba
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         timeout = 300
+        # headers and body go out in two writes: without TCP_NODELAY, Nagle's algorithm holds the body
+        # until the client's delayed ACK (40 ms), on every call of a kept-alive connection
+        disable_nagle_algorithm = True
 
         def do_POST(self) -> None:
             length = self.headers.get("Content-Length")

@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import compress
 
 import numpy as np
 
@@ -45,7 +46,7 @@ from runtimekit.scheduler.framework.binding import BindHooks
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.status import Status
-from runtimekit.scheduler.framework.values import DeviceChoice
+from runtimekit.scheduler.framework.values import DeviceChoice, Mask
 
 UNKNOWN_NODE = "node is not known to the extender (not seen yet, or deleted)"
 TASK_MEMO = 256  # pods whose parsed task filter and prioritize keep (kube-scheduler asks both in a row)
@@ -80,18 +81,21 @@ class Verbs:
         with self.lock, self.cache.lock:
             ssn = self.framework.open_session(_Call(self, copy=False))
             try:
-                rows, unknown = _rows(ssn.snapshot, names)
+                rows, known = self.nodes.rows(names)
                 verdicts = check_rows(ssn, task, rows)
                 named = ssn.table.names()  # read under the lock: the cache's own list
-                passed = tuple(str(named[row]) for row in verdicts.passed.tolist())
-                failed = dict.fromkeys(unknown, UNKNOWN_NODE)
-                unresolvable: dict[str, str] = {}
-                for row, reason in verdicts.failed.items():
-                    (unresolvable if row in verdicts.unresolvable else failed)[str(named[row])] = reason
+                failed = {
+                    str(named[row]): why for row, why in verdicts.failed.items() if row not in verdicts.unresolvable
+                }
+                unresolvable = {str(named[row]): verdicts.failed[row] for row in verdicts.unresolvable}
             finally:
                 self.framework.close_session(ssn)
         if verdicts.error:
             return FilterAnswer(error=verdicts.error)
+        listed = names if known is None else list(compress(names, known))
+        passed = tuple(compress(listed, _kept(rows, verdicts.passed).tolist()))
+        if known is not None:
+            failed.update((name, UNKNOWN_NODE) for name, k in zip(names, known, strict=True) if not k)
         return FilterAnswer(passed, failed, unresolvable)
 
     def prioritize(self, args: ExtenderArgs) -> list[tuple[str, int]]:
@@ -99,21 +103,22 @@ class Verbs:
         if not asks_kit_resources(args.pod, self.protocol):
             return [(name, 0) for name in names]
         task = self._task(args)
-        by_name: dict[str, int] = {}
         with self.lock, self.cache.lock:
             ssn = self.framework.open_session(_Call(self, copy=False))
             try:
-                rows, _ = _rows(ssn.snapshot, names)
+                rows, known = self.nodes.rows(names)
                 passed = check_rows(ssn, task, rows).passed
+                scores = np.zeros(rows.size, np.int64)  # a node that does not fit scores 0
                 if passed.size:
                     raw = ssn.node_order(task, passed)
                     best = ssn.best_node(task, passed, raw)
-                    scores = extender_scores(raw, int(np.flatnonzero(passed == best)[0]))
-                    named = ssn.table.names()
-                    by_name = {str(named[r]): s for r, s in zip(passed.tolist(), scores.tolist(), strict=True)}
+                    scores[_kept(rows, passed)] = extender_scores(raw, int(np.flatnonzero(passed == best)[0]))
             finally:
                 self.framework.close_session(ssn)
-        return [(name, by_name.get(name, 0)) for name in names]
+        if known is None:
+            return list(zip(names, scores.tolist(), strict=True))
+        listed = iter(scores.tolist())
+        return [(name, next(listed) if k else 0) for name, k in zip(names, known, strict=True)]
 
     def _task(self, args: ExtenderArgs | PreemptionArgs) -> TaskInfo:
         """The pod kube-scheduler sent, as a task, parsed once per pod version."""
@@ -229,17 +234,11 @@ class _Call:
         return  # kube-scheduler reports on the pod
 
 
-def _rows(snapshot: Snapshot, names: Sequence[str]) -> tuple[IntArray, list[str]]:
-    """The table rows of the named nodes (in the order named) and the names the table does not know."""
-    table = snapshot.table
-    rows: list[int] = []
-    unknown: list[str] = []
-    for name in names:
-        if table.has_node(name):
-            rows.append(table.row(name))
-        else:
-            unknown.append(name)
-    return np.array(rows, np.int64), unknown
+def _kept(rows: IntArray, passed: IntArray) -> Mask:
+    """Which of `rows` are in `passed` (a subsequence of them, as the checks keep their order)."""
+    if passed.size == rows.size:
+        return np.ones(rows.size, np.bool_)
+    return np.isin(rows, passed)
 
 
 def _place(ssn: Session, task: TaskInfo, node: str) -> str | None:
