@@ -160,9 +160,11 @@ class HttpServer:
         return self
 
     def stop(self) -> None:
-        self.httpd.shutdown()
+        """Stop serving and close the socket (also when never started)."""
+        if self._thread.is_alive():
+            self.httpd.shutdown()
+            self._thread.join(5)
         self.httpd.server_close()
-        self._thread.join(5)
 
 
 def readyz_route(ready: Callable[[], str | None]) -> Route:

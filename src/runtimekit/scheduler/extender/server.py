@@ -71,7 +71,8 @@ class ExtenderOptions:
 
 class _KubeSchedulerReports:
     """The binder's writes for pods kube-scheduler binds through the extender: the binding itself
-    (`KubeBinder`); no Events or conditions, which kube-scheduler writes."""
+    (`KubeBinder`) and nothing else. kube-scheduler writes the Events and the PodScheduled condition,
+    and preempts (deletes pods) itself."""
 
     def __init__(self, kube: KubeBinder) -> None:
         self.kube = kube
@@ -80,13 +81,13 @@ class _KubeSchedulerReports:
         self.kube.bind(task, node, annotations)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
-        self.kube.evict(task, reason)
+        return
 
     def report(self, task: TaskInfo, scheduled: bool, reason: str, message: str) -> None:
         return
 
     def event(self, task: TaskInfo, kind: str, reason: str, message: str) -> None:
-        self.kube.event(task, kind, reason, message)
+        return
 
     def update_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         return
