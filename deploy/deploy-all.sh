@@ -3,6 +3,7 @@
 #
 #   deploy/deploy-all.sh deploy|delete|render|restart [--components=a,b] [--image=REGISTRY/NAME:TAG]
 #                        [--namespace=NS] [--kubeconfig=FILE] [--preset=NAME] [--scheduler-plugins=DIR]
+#                        [--scheduler-mode=standalone|extender] [--kube-scheduler-image=IMAGE]
 #
 #   deploy   kubectl apply the manifests (idempotent: a second run changes nothing); with the scheduler
 #            or the device plugin, first make the Secret lj-runtimekit-assignment-key with a random key
@@ -19,8 +20,11 @@
 # protocol preset (hami, gpushare, volcano-vgpu, nvidia: deploy/presets/, as `runtimekit protocol preset`
 # writes them) into every component's ConfigMap, so that system's pods run unchanged. --scheduler-plugins
 # adds the ConfigMap lj-runtimekit-scheduler-plugins with the Python modules of DIR (custom actions and
-# plugins, docs/customise.md), which the scheduler loads from its --plugins-dir. KUBECTL names the
-# kubectl binary (default: kubectl).
+# plugins, docs/customise.md), which the scheduler loads from its --plugins-dir. --scheduler-mode=extender
+# installs the scheduler component as kube-scheduler (--kube-scheduler-image, default
+# registry.k8s.io/kube-scheduler:v1.32.0: use your cluster's version) calling the kit's extender
+# (deploy/scheduler/extender/, docs/user-guide/extender.md) instead of the standalone scheduler.
+# KUBECTL names the kubectl binary (default: kubectl).
 set -euo pipefail
 
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -29,9 +33,10 @@ DEFAULT_NAMESPACE="kube-system"
 ALL_COMPONENTS=(crds runtime deviceplugin scheduler exporter controller)
 KUBECTL="${KUBECTL:-kubectl}"
 KEY_SECRET="lj-runtimekit-assignment-key"
+DEFAULT_KUBE_SCHEDULER_IMAGE="registry.k8s.io/kube-scheduler:v1.32.0"
 
 usage() {
-  sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+  sed -n '2,27p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
 }
 
 die() {
@@ -46,6 +51,8 @@ namespace="$DEFAULT_NAMESPACE"
 kubeconfig=""
 preset=""
 plugins_dir=""
+scheduler_mode="standalone"
+kube_scheduler_image="$DEFAULT_KUBE_SCHEDULER_IMAGE"
 
 for arg in "$@"; do
   case "$arg" in
@@ -59,6 +66,8 @@ for arg in "$@"; do
     --kubeconfig=*) kubeconfig="${arg#*=}" ;;
     --preset=*) preset="${arg#*=}" ;;
     --scheduler-plugins=*) plugins_dir="${arg#*=}" ;;
+    --scheduler-mode=*) scheduler_mode="${arg#*=}" ;;
+    --kube-scheduler-image=*) kube_scheduler_image="${arg#*=}" ;;
     -h | --help)
       usage
       exit 0
@@ -76,6 +85,15 @@ if [[ -n "$preset" && ! -r "$HERE/presets/$preset.yaml" ]]; then
   known_presets=()
   for f in "$HERE"/presets/*.yaml; do known_presets+=("$(basename "$f" .yaml)"); done
   die "--preset '$preset' is not a preset (known: ${known_presets[*]})"
+fi
+[[ "$scheduler_mode" == standalone || "$scheduler_mode" == extender ]] ||
+  die "--scheduler-mode '$scheduler_mode' is neither standalone nor extender"
+[[ "$kube_scheduler_image" =~ ^[A-Za-z0-9][A-Za-z0-9._/:@-]*$ && "$kube_scheduler_image" == */* ]] ||
+  die "--kube-scheduler-image '$kube_scheduler_image' is not an image reference (REGISTRY/NAME:TAG)"
+if [[ "$scheduler_mode" == extender && (-n "$preset" || -n "$plugins_dir") ]]; then
+  # kube-scheduler's configuration names the protocol's resources and scheduler, and the extender
+  # mounts no plugins folder: write those by hand (docs/user-guide/extender.md)
+  die "--scheduler-mode=extender takes neither --preset nor --scheduler-plugins (see docs/user-guide/extender.md)"
 fi
 if [[ -n "$kubeconfig" && ! -r "$kubeconfig" ]]; then
   die "--kubeconfig '$kubeconfig' cannot be read"
@@ -122,9 +140,19 @@ else
   done
 fi
 
-# A manifest file with the image, the namespace and the protocol preset applied.
+# A manifest file with the images, the namespace and the protocol preset applied.
 substitute() {
-  sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" "$1" | with_preset
+  sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" \
+    -e "s|${DEFAULT_KUBE_SCHEDULER_IMAGE//./\\.}|${kube_scheduler_image}|g" "$1" | with_preset
+}
+
+# The folder of a component's manifests: the scheduler's in extender mode is scheduler/extender.
+folder_of() {
+  if [[ "$1" == scheduler && "$scheduler_mode" == extender ]]; then
+    echo scheduler/extender
+  else
+    echo "$1"
+  fi
 }
 
 sha256() {
@@ -135,7 +163,8 @@ sha256() {
 # rendered): the value of its pod template's checksum/config annotation, so that a changed protocol
 # or conf changes the pod template and `deploy` rolls the pods (the Helm chart does the same).
 config_checksum() {
-  local f="$HERE/$1/02-configmap.yaml"
+  local f
+  f="$HERE/$(folder_of "$1")/02-configmap.yaml"
   [[ -e "$f" ]] || return 0
   substitute "$f" | sed -n '/^data:/,$p' | sha256
 }
@@ -176,18 +205,19 @@ with_plugins_checksum() {
 # Print the manifests of the given components (in the order given), image and namespace applied; the
 # plugins ConfigMap (--scheduler-plugins) goes before the scheduler's Deployment.
 render() {
-  local first=1 c f checksum
+  local first=1 c f checksum folder
   for c in "$@"; do
     checksum="$(config_checksum "$c")"
-    for f in "$HERE/$c"/[0-9][0-9]-*.yaml; do
-      [[ -e "$f" ]] || die "no manifests in $HERE/$c"
+    folder="$(folder_of "$c")"
+    for f in "$HERE/$folder"/[0-9][0-9]-*.yaml; do
+      [[ -e "$f" ]] || die "no manifests in $HERE/$folder"
       if [[ "$c" == scheduler && "$(basename "$f")" == 03-* && ${#plugin_files[@]} -gt 0 ]]; then
         echo "---"
         plugins_configmap
       fi
       [[ $first == 1 ]] || echo "---"
       first=0
-      echo "# Source: deploy/$c/$(basename "$f")"
+      echo "# Source: deploy/$folder/$(basename "$f")"
       if [[ -n "$checksum" ]]; then
         substitute "$f" | sed -e "s|^\( *checksum/config:\).*|\1 ${checksum}|" | with_plugins_checksum
       else
@@ -232,7 +262,14 @@ workloads() {
       runtime) echo daemonset/lj-runtimekit-runtime-ds ;;
       deviceplugin) echo daemonset/lj-runtimekit-device-plugin-ds ;;
       exporter) echo daemonset/lj-runtimekit-exporter-ds ;;
-      scheduler) echo deployment/lj-runtimekit-scheduler-framework ;;
+      scheduler)
+        if [[ "$scheduler_mode" == extender ]]; then
+          echo deployment/lj-runtimekit-extender
+          echo deployment/lj-runtimekit-kube-scheduler
+        else
+          echo deployment/lj-runtimekit-scheduler-framework
+        fi
+        ;;
       controller) echo deployment/lj-runtimekit-controller ;;
     esac
   done

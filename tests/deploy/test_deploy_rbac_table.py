@@ -80,7 +80,7 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
     ),
     # runtimekit.kube.scheduling: the scheduler's binder.
     ("kube/scheduling.py", "bind", "post", "object_path('v1', 'pods', task.namespace, task.name, 'binding')"): (
-        ("scheduler",),
+        ("scheduler", "extender"),
         [("create", "", "pods/binding")],
     ),
     ("kube/scheduling.py", "evict", "delete", "object_path('v1', 'pods', task.namespace, task.name)"): (
@@ -196,6 +196,20 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ],
     ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
+    # The extender (scheduler mode extender; test_deploy_extender.py checks its grants).
+    ("scheduler/extender/server.py", "__init__", "Informer", "'/api/v1/nodes'"): (
+        ("extender",),
+        [("list", "", "nodes"), ("watch", "", "nodes")],
+    ),
+    ("scheduler/extender/server.py", "__init__", "Informer", "'/api/v1/pods'"): (
+        ("extender",),
+        [("list", "", "pods"), ("watch", "", "pods")],
+    ),
+    ("scheduler/extender/server.py", "__init__", "Informer", "'/api/v1/namespaces'"): (
+        ("extender",),
+        [("list", "", "namespaces"), ("watch", "", "namespaces")],
+    ),
+    ("scheduler/extender/server.py", "__init__", "LeaderElector", "o.lease_name"): (("extender",), LEASE),
 }
 
 
