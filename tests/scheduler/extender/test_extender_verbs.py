@@ -73,7 +73,7 @@ def test_a_pod_without_the_kits_resources_passes_through(ext: Extender) -> None:
     plain = ext.add_pod(kit_pod("plain", {"example.com/foo": 1}))
     args = ext.args(plain, ["n1", "not-a-node"])
     assert ext.verbs.filter(args).passed == ("n1", "not-a-node")
-    assert ext.verbs.prioritize(args) == [("n1", 0), ("not-a-node", 0)]
+    assert list(ext.verbs.prioritize(args)) == [("n1", 0), ("not-a-node", 0)]
     victims = {"n1": MetaVictims(("u",), 1)}
     assert ext.verbs.preempt(PreemptionArgs(plain, victims)) == victims
 

@@ -176,10 +176,10 @@ def test_the_other_answers_have_gos_field_names() -> None:
     assert encode_filter_error("no") == (
         b'{"Nodes":null,"NodeNames":null,"FailedNodes":{},"FailedAndUnresolvableNodes":{},"Error":"no"}'
     )
-    assert encode_priorities([("machine1", 1), ("machine2", 10)]) == (
+    assert encode_priorities(["machine1", "machine2"], [1, 10]) == (
         b'[{"Host":"machine1","Score":1},{"Host":"machine2","Score":10}]'
     )
-    assert encode_priorities([]) == b"[]"
+    assert encode_priorities([], []) == b"[]"
     assert encode_binding(None) == b'{"Error":""}'
     assert encode_binding("refused") == b'{"Error":"refused"}'
     assert encode_preemption({"node1": MetaVictims(("uid1", "uid3"), 1)}) == (

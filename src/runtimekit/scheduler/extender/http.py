@@ -52,7 +52,8 @@ def _call(verbs: Verbs, verb: str, body: bytes) -> tuple[bytes, bool]:
         answer = verbs.filter(args)
         return wire.encode_filter(args, answer), bool(answer.error)
     if verb == "prioritize":
-        return wire.encode_priorities(verbs.prioritize(wire.decode_args(body))), False
+        priorities = verbs.prioritize(wire.decode_args(body))
+        return wire.encode_priorities(priorities.names, priorities.scores), False
     if verb == "bind":
         error = verbs.bind(wire.decode_binding(body))
         return wire.encode_binding(error), error is not None

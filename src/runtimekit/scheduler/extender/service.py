@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import compress
 
@@ -78,30 +78,33 @@ class Verbs:
         if not asks_kit_resources(args.pod, self.protocol):
             return FilterAnswer(names)
         task = self._task(args)
+        failed: dict[str, str] = {}
+        unresolvable: dict[str, str] = {}
         with self.lock, self.cache.lock:
             ssn = self.framework.open_session(_Call(self, copy=False))
             try:
                 rows, known = self.nodes.rows(names)
                 verdicts = check_rows(ssn, task, rows)
-                named = ssn.table.names()  # read under the lock: the cache's own list
-                failed = {
-                    str(named[row]): why for row, why in verdicts.failed.items() if row not in verdicts.unresolvable
-                }
-                unresolvable = {str(named[row]): verdicts.failed[row] for row in verdicts.unresolvable}
+                hopeless = verdicts.hopeless()
+                for group, why in verdicts.failed:
+                    apart = np.isin(group, hopeless) if hopeless.size else np.zeros(group.size, np.bool_)
+                    unresolvable.update(dict.fromkeys(self.nodes.names_of(group[apart]), why))
+                    failed.update(dict.fromkeys(self.nodes.names_of(group[~apart]), why))
+                listed = names if known is None else list(compress(names, known))
+                passed = tuple(compress(listed, _kept(rows, verdicts.passed).tolist()))
+                self.nodes.remember(passed, verdicts.passed)
             finally:
                 self.framework.close_session(ssn)
         if verdicts.error:
             return FilterAnswer(error=verdicts.error)
-        listed = names if known is None else list(compress(names, known))
-        passed = tuple(compress(listed, _kept(rows, verdicts.passed).tolist()))
         if known is not None:
             failed.update((name, UNKNOWN_NODE) for name, k in zip(names, known, strict=True) if not k)
         return FilterAnswer(passed, failed, unresolvable)
 
-    def prioritize(self, args: ExtenderArgs) -> list[tuple[str, int]]:
+    def prioritize(self, args: ExtenderArgs) -> Priorities:
         names = args.names
         if not asks_kit_resources(args.pod, self.protocol):
-            return [(name, 0) for name in names]
+            return Priorities(names, [0] * len(names))
         task = self._task(args)
         with self.lock, self.cache.lock:
             ssn = self.framework.open_session(_Call(self, copy=False))
@@ -116,9 +119,9 @@ class Verbs:
             finally:
                 self.framework.close_session(ssn)
         if known is None:
-            return list(zip(names, scores.tolist(), strict=True))
+            return Priorities(names, scores.tolist())
         listed = iter(scores.tolist())
-        return [(name, next(listed) if k else 0) for name, k in zip(names, known, strict=True)]
+        return Priorities(names, [next(listed) if k else 0 for k in known])
 
     def _task(self, args: ExtenderArgs | PreemptionArgs) -> TaskInfo:
         """The pod kube-scheduler sent, as a task, parsed once per pod version."""
@@ -204,6 +207,17 @@ class Verbs:
             finally:
                 self.framework.close_session(ssn)
         return kept
+
+
+@dataclass(frozen=True)
+class Priorities:
+    """A prioritize answer: each named node's score, 0 to 10, in the order named."""
+
+    names: Sequence[str]
+    scores: list[int]
+
+    def __iter__(self) -> Iterator[tuple[str, int]]:
+        return iter(zip(self.names, self.scores, strict=True))
 
 
 @dataclass

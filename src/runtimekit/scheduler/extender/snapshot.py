@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 
 import numpy as np
+import numpy.typing as npt
 
 from runtimekit.kube.objects import Node
 from runtimekit.model.ledger import IntArray
@@ -33,10 +34,14 @@ class NodeView:
         self._facts: NodeFacts | None = None
         self._facts_of: tuple[int, int, int] = (-1, -1, -1)
         self._lock = threading.Lock()
-        # node name -> row, and every node's name in row order, while the rows stay as they are
+        # node name -> row, every node's name in row order, and the name of each row (an object array,
+        # to read many at once), while the rows stay as they are
         self._row_of: dict[str, int] = {}
         self._in_order: tuple[str, ...] = ()
+        self._name_at: npt.NDArray[np.object_] = np.empty(0, np.object_)
         self._rows_of: tuple[int, int] = (-1, -1)
+        # the latest subset of nodes asked about and its rows: prioritize names the nodes filter passed
+        self._subset: tuple[tuple[str, ...], IntArray] = ((), np.zeros(0, np.int64))
 
     def on_node(self, kind: str, obj: Node) -> None:
         """A node event (the informer's handler): to the cache, and the kept facts are stale."""
@@ -56,26 +61,47 @@ class NodeView:
     def rows(self, names: Sequence[str]) -> tuple[IntArray, list[bool] | None]:
         """The table rows of the named nodes the table knows, in the order named, and which names it
         knows (None: all of them); call under the cache's lock. kube-scheduler names thousands of
-        nodes per call, most often every node in the same order: that list is answered with the
-        table's own row array, on which the session's checks take their fastest paths."""
-        cache = self.cache
-        table = cache.ledger.table
-        key = (cache.meta_version, table.rows)  # a node added or removed changes the metadata's version
-        if key != self._rows_of:
-            rows = table.active_rows()
-            named = table.names()
-            self._in_order = tuple(str(named[row]) for row in rows.tolist())
-            self._row_of = dict(zip(self._in_order, rows.tolist(), strict=True))
-            self._rows_of = key
+        nodes per call, most often every node in the same order (answered with the table's own row
+        array, on which the session's checks take their fastest paths) or, to prioritize, the nodes
+        the filter before passed (`remember`)."""
+        self._refresh()
+        table = self.cache.ledger.table
         if len(names) == len(self._in_order) and tuple(names) == self._in_order:
             return table.active_rows(), None
+        subset, subset_rows = self._subset
+        if len(names) == len(subset) and tuple(names) == subset:
+            return subset_rows, None
         get = self._row_of.get
-        found = [get(name, -1) for name in names]
-        rows = np.array(found, np.int64)
+        rows = np.array([get(name, -1) for name in names], np.int64)
         known = rows >= 0
         if known.all():
             return rows, None
         return rows[known], known.tolist()
+
+    def remember(self, names: Sequence[str], rows: IntArray) -> None:
+        """`names` are at `rows` (a filter's answer, which kube-scheduler asks to prioritize next)."""
+        self._subset = (tuple(names), rows)
+
+    def names_of(self, rows: IntArray) -> list[str]:
+        """The names of the nodes at `rows` (call under the cache's lock)."""
+        self._refresh()
+        named: list[str] = self._name_at[rows].tolist()
+        return named
+
+    def _refresh(self) -> None:
+        cache = self.cache
+        table = cache.ledger.table
+        key = (cache.meta_version, table.rows)  # a node added or removed changes the metadata's version
+        if key == self._rows_of:
+            return
+        rows = table.active_rows()
+        named = table.names()
+        self._in_order = tuple(str(named[row]) for row in rows.tolist())
+        self._row_of = dict(zip(self._in_order, rows.tolist(), strict=True))
+        self._name_at = np.empty(table.rows, np.object_)
+        self._name_at[rows] = self._in_order
+        self._subset = ((), np.zeros(0, np.int64))
+        self._rows_of = key
 
     def snapshot(self, copy: bool) -> Snapshot:
         """A snapshot of the cache now; `copy`: with a table of its own (call under the cache's lock;

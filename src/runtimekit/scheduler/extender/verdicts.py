@@ -20,25 +20,34 @@ from runtimekit.scheduler.framework.values import Mask, Verdict
 
 @dataclass
 class RowVerdicts:
-    """The rows that pass, in the order given; per failing row its reason, and whether eviction could
-    help it; `error` when the check itself failed (a plugin's ERROR: the attempt should be retried)."""
+    """The rows that pass, in the order given; the failing rows in groups, each with its reason; the
+    failing rows eviction cannot help (`unresolvable`); `error` when the check itself failed (a
+    plugin's ERROR: the attempt should be retried). Groups, not a row each: thousands of nodes may
+    fail for one reason, and a call must stay in milliseconds."""
 
     passed: IntArray
-    failed: dict[int, str] = field(default_factory=dict)
-    unresolvable: set[int] = field(default_factory=set)
+    failed: list[tuple[IntArray, str]] = field(default_factory=list)
+    unresolvable: list[IntArray] = field(default_factory=list)
     error: str = ""
 
     def reason(self, row: int) -> str:
-        return self.failed.get(row, "")
+        """Why `row` fails ("" when it does not)."""
+        return next((why for rows, why in self.failed if row in rows.tolist()), "")
+
+    def hopeless(self) -> IntArray:
+        """Every failing row eviction cannot help."""
+        if not self.unresolvable:
+            return np.zeros(0, np.int64)
+        return np.concatenate(self.unresolvable)
 
 
 def check_rows(ssn: Session, task: TaskInfo, rows: IntArray) -> RowVerdicts:
     """Every check the session runs for `task`, over `rows` only."""
     status, skip = ssn.pre_predicate(task)
     if not status.ok:
-        out = RowVerdicts(rows[:0], dict.fromkeys(rows.tolist(), status.message))
+        out = RowVerdicts(rows[:0], [(rows, status.message)])
         if status.code is Code.UNRESOLVABLE:
-            out.unresolvable = set(out.failed)
+            out.unresolvable = [rows]
         elif status.code is Code.ERROR:
             out.error = status.message
         return out
@@ -46,7 +55,7 @@ def check_rows(ssn: Session, task: TaskInfo, rows: IntArray) -> RowVerdicts:
     fitting = ssn.resource_fit(task, rows, FitErrors(nodes=int(rows.size)))
     if fitting.size != rows.size:
         for row in np.setdiff1d(rows, fitting, assume_unique=True).tolist():
-            out.failed[row] = _resource_reason(ssn, task, row)
+            out.failed.append((np.array([row], np.int64), _resource_reason(ssn, task, row)))
         rows = rows[np.isin(rows, fitting, assume_unique=True)]  # in the order given
     for plugin in ssn.plugins.predicate.flat:
         if rows.size == 0:
@@ -69,14 +78,16 @@ def _note(out: RowVerdicts, plugin: str, rows: IntArray, verdict: Verdict) -> No
     reasons = verdict.reasons() if callable(verdict.reasons) else verdict.reasons
     for reason, mask in reasons:
         hit = left & np.asarray(mask, np.bool_)
-        for row in rows[hit].tolist():
-            out.failed[row] = f"{plugin}: {reason}"
-        left &= ~hit
-    for row in rows[left].tolist():
-        out.failed[row] = f"rejected by {plugin}"
+        if hit.any():
+            out.failed.append((rows[hit], f"{plugin}: {reason}"))
+            left &= ~hit
+    if left.any():
+        out.failed.append((rows[left], f"rejected by {plugin}"))
     hopeless: Mask | None = verdict.unresolvable() if callable(verdict.unresolvable) else verdict.unresolvable
     if hopeless is not None:
-        out.unresolvable.update(rows[np.asarray(hopeless, np.bool_) & ~verdict.passed].tolist())
+        found = rows[np.asarray(hopeless, np.bool_) & ~verdict.passed]
+        if found.size:
+            out.unresolvable.append(found)
 
 
 def _resource_reason(ssn: Session, task: TaskInfo, row: int) -> str:

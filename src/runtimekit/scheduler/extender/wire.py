@@ -315,10 +315,9 @@ def encode_filter_error(message: str) -> bytes:
     return _ENCODER.encode(_FilterResult(None, None, {}, {}, message))
 
 
-def encode_priorities(scores: Sequence[tuple[str, int]]) -> bytes:
-    """`HostPriorityList`: a score from 0 to MAX_EXTENDER_PRIORITY per node."""
-    hosts, values = zip(*scores, strict=True) if scores else ((), ())
-    return _ENCODER.encode(list(map(_HostPriority, hosts, values)))  # thousands: no per-node Python loop
+def encode_priorities(hosts: Sequence[str], scores: Sequence[int]) -> bytes:
+    """`HostPriorityList`: each host's score, from 0 to MAX_EXTENDER_PRIORITY."""
+    return _ENCODER.encode(list(map(_HostPriority, hosts, scores)))  # thousands: no per-node Python loop
 
 
 def encode_binding(error: str | None) -> bytes:
