@@ -15,8 +15,8 @@ and, on a second copy of the cluster, through the extender's verbs as kube-sched
 (filter, prioritize, the top score, bind); reports how many pods each placed and how many got another
 node or other GPUs (the allocation difference; 0 is the goal).
 
-Usage: .venv/bin/python benchmarks/bench_extender.py [--nodes 5000] [--pods 300] [--prefill 5000]
-       [--trace-pods 2000] [--no-trace] [--no-latency]
+Usage: .venv/bin/python benchmarks/bench_extender.py [--nodes 5000] [--pods 300] [--prefill 5000] [--sample 500]
+       [--modes node_names,node_objects] [--trace-pods 2000] [--no-trace] [--no-latency]
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def latency(nodes: int, pods: int, prefill: int, sample: int | None, seed: int) -> dict[str, Any]:
+def latency(nodes: int, pods: int, prefill: int, sample: int | None, seed: int, modes: Sequence[str]) -> dict[str, Any]:
     rng = random.Random(seed)
     objects = [node_object(f"node-{i:05d}", "H200", 8, 128_000, 1024 * 1024) for i in range(nodes)]
     side = Side(objects, framework())
@@ -252,6 +252,8 @@ def latency(nodes: int, pods: int, prefill: int, sample: int | None, seed: int) 
     out: dict[str, Any] = {"nodes": nodes, "gpus_per_node": 8, "prefilled_pods": prefill, "prefill_s": round(built, 1)}
     try:
         for mode, capable in (("node_names", True), ("node_objects", False)):
+            if mode not in modes:
+                continue
             out[mode] = measure(side, objects, server.port, capable, pods, None, rng)
             if sample:
                 out[f"{mode}_sample_{sample}"] = measure(side, objects, server.port, capable, pods, sample, rng)
@@ -368,11 +370,15 @@ def main() -> None:
     parser.add_argument("--no-trace", action="store_true")
     parser.add_argument("--no-latency", action="store_true")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--modes", default="node_names,node_objects", help="node_names (nodeCacheCapable), node_objects, or both"
+    )
     args = parser.parse_args()
     out: dict[str, Any] = {"benchmark": "extender"}
     with fewer_collections():
         if not args.no_latency:
-            out["latency"] = latency(args.nodes, args.pods, args.prefill, args.sample or None, args.seed)
+            modes = args.modes.split(",")
+            out["latency"] = latency(args.nodes, args.pods, args.prefill, args.sample or None, args.seed, modes)
         if not args.no_trace:
             out["trace"] = trace(args.trace_pods or None)
     print(json.dumps(out, indent=2))
