@@ -4,6 +4,22 @@ uses (`meta`, `object_key`, `labels_of`, `annotations_of`). `JsonObject` types a
 shape. Import from here: `from runtimekit.kube.objects import Pod, meta`.
 """
 
+from runtimekit.kube.objects.admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    AdmissionReview,
+    GroupVersionKind,
+    GroupVersionResource,
+    MatchCondition,
+    MutatingWebhook,
+    MutatingWebhookConfiguration,
+    RuleWithOperations,
+    ServiceReference,
+    UserInfo,
+    ValidatingWebhook,
+    ValidatingWebhookConfiguration,
+    WebhookClientConfig,
+)
 from runtimekit.kube.objects.batch import Job, JobSpec, JobStatus
 from runtimekit.kube.objects.coordination import Lease, LeaseSpec
 from runtimekit.kube.objects.core import (
@@ -105,6 +121,9 @@ from runtimekit.kube.objects.workloads import (
 )
 
 __all__ = [
+    "AdmissionRequest",
+    "AdmissionResponse",
+    "AdmissionReview",
     "Affinity",
     "Binding",
     "Condition",
@@ -122,6 +141,8 @@ __all__ = [
     "EnvVar",
     "Event",
     "EventSource",
+    "GroupVersionKind",
+    "GroupVersionResource",
     "IntOrString",
     "Job",
     "JobSpec",
@@ -134,6 +155,9 @@ __all__ = [
     "LeaseSpec",
     "LifecyclePolicy",
     "ListMeta",
+    "MatchCondition",
+    "MutatingWebhook",
+    "MutatingWebhookConfiguration",
     "Namespace",
     "Node",
     "NodeAddress",
@@ -172,6 +196,8 @@ __all__ = [
     "RollingUpdateDaemonSet",
     "RollingUpdateDeployment",
     "RollingUpdateStatefulSetStrategy",
+    "RuleWithOperations",
+    "ServiceReference",
     "StatefulSet",
     "StatefulSetPersistentVolumeClaimRetentionPolicy",
     "StatefulSetSpec",
@@ -184,6 +210,9 @@ __all__ = [
     "TaskState",
     "Toleration",
     "TopologySpreadConstraint",
+    "UserInfo",
+    "ValidatingWebhook",
+    "ValidatingWebhookConfiguration",
     "VolcanoJob",
     "VolcanoJobSpec",
     "VolcanoJobState",
@@ -191,6 +220,7 @@ __all__ = [
     "Volume",
     "VolumeMount",
     "VolumeSpec",
+    "WebhookClientConfig",
     "WeightedPodAffinityTerm",
     "WorkloadSpec",
     "annotations_of",
