@@ -25,10 +25,12 @@ from typing import cast
 from aiohttp import web
 
 from runtimekit.base.threads import Workers
+from runtimekit.cluster.apiserver.admission.requests import Admission
 from runtimekit.cluster.apiserver.bodies import MAX_BODY_BYTES, allow_deep_json
 from runtimekit.cluster.apiserver.deletion import KubeletHook
 from runtimekit.cluster.apiserver.discovery import KubernetesVersion
 from runtimekit.cluster.apiserver.handlers import Handlers
+from runtimekit.cluster.apiserver.identity import ADMIN, Identities, UserInfo
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
 from runtimekit.cluster.apiserver.openapi import schema_version, shapes_for
 from runtimekit.cluster.apiserver.operations import Api
@@ -78,6 +80,8 @@ class ApiServer:
         )
         shapes = shapes_for(schema_version(self.version.major, self.version.minor))
         self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed), shapes=shapes)
+        self.identities = Identities()  # bearer tokens of the kubeconfigs written, to who they name
+        self.admission = Admission(self.store, self.table, self.identities)  # webhooks called for HTTP requests
         allow_deep_json()
         self._restore()
         self._bootstrap()
@@ -125,10 +129,11 @@ class ApiServer:
         if hook in self.api.kubelets:
             self.api.kubelets.remove(hook)
 
-    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default", user: UserInfo = ADMIN) -> Path:
+        """A kubeconfig whose token names `user` (the cluster admin by default) to this server."""
         if not self.url:
             raise RuntimeError("start the server before writing a kubeconfig for it")
-        return write_kubeconfig(path, self.url, namespace)
+        return write_kubeconfig(path, self.url, namespace, self.identities.issue(user))
 
     # lifecycle --------------------------------------------------------------------------------
 
@@ -176,6 +181,7 @@ class ApiServer:
             self.bookmark_interval,
             self.watch_timeout,
             lambda: f"{self.host}:{self.port}",
+            self.admission,
         )
         app = web.Application(client_max_size=MAX_BODY_BYTES + 1)  # aiohttp refuses sizes >= this
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
