@@ -214,18 +214,18 @@ def test_the_webhook_knows_who_asks(
     register(kube_http, validating("v", "v.example.com", client_config(webhook_server, "/v")))
     scheduler = service_account("kube-system", "lj-runtimekit-scheduler")
     token = apiserver.identities.issue(scheduler)
-    assert create_pod(kube_http, "anonymous").status_code == 201
+    assert create_pod(kube_http, "no-credentials").status_code == 201
     kube_http.post(PODS, json=make_pod("named"), headers={"Authorization": f"Bearer {token}"})
     kube_http.post(PODS, json=make_pod("stranger"), headers={"Authorization": "Bearer not-a-token-we-gave"})
     users = [r["userInfo"] for r in webhook_server.requests("/v")]
-    assert users[0] == {"username": "system:anonymous", "uid": "", "groups": ["system:unauthenticated"]}
+    assert users[0] == {"username": "kubernetes-admin", "uid": "", "groups": ["system:masters", "system:authenticated"]}
     assert users[1]["username"] == "system:serviceaccount:kube-system:lj-runtimekit-scheduler"
     assert users[1]["groups"] == [
         "system:serviceaccounts",
         "system:serviceaccounts:kube-system",
         "system:authenticated",
     ]
-    assert users[2]["username"] == "system:anonymous"
+    assert users[2] == {"username": "system:anonymous", "uid": "", "groups": ["system:unauthenticated"]}
 
 
 def test_the_admin_kubeconfig_is_kubernetes_admin(

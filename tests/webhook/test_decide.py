@@ -49,9 +49,9 @@ def test_mutate_only_patches_pod_creates() -> None:
     assert not decide.mutate(request("CREATE", {"metadata": {}}, sub="binding"), SETTINGS).patch
 
 
-def test_validate_refuses_an_impossible_create_with_422() -> None:
+def test_validate_refuses_an_impossible_create_with_403() -> None:
     decision = decide.validate(request("CREATE", gpu_pod("150")), SETTINGS, FLEET)
-    assert (decision.allowed, decision.code, decision.reason) == (False, 422, "Invalid")
+    assert (decision.allowed, decision.code, decision.reason) == (False, 403, "Forbidden")
 
 
 def test_an_update_that_leaves_the_request_alone_is_not_judged_on_it_again() -> None:
@@ -61,7 +61,7 @@ def test_an_update_that_leaves_the_request_alone_is_not_judged_on_it_again() -> 
     assert decide.validate(request("UPDATE", new, old), SETTINGS, FLEET).allowed
 
 
-def test_forged_assignments_are_403_before_anything_else() -> None:
+def test_forged_assignments_are_refused_before_anything_else() -> None:
     forged = gpu_pod("150", annotations={P.annotations.assignment: "{}"})
     decision = decide.validate(request("CREATE", forged), SETTINGS, FLEET)
     assert (decision.code, decision.reason) == (403, "Forbidden")
@@ -100,7 +100,7 @@ def test_the_answer_carries_the_patch_in_base64_and_the_refusal_as_a_status() ->
     refused = respond(review, decide.validate(request("CREATE", gpu_pod("150")), SETTINGS, FLEET))["response"]
     assert refused["allowed"] is False
     status = refused["status"]
-    assert (status["code"], status["reason"]) == (422, "Invalid")
+    assert (status["code"], status["reason"]) == (403, "Forbidden")
     assert status["message"].startswith(f"spec.containers[0].resources.limits[{P.resources.core}]: Invalid value")
     assert status["details"]["causes"][0]["field"] == f"spec.containers[0].resources.limits[{P.resources.core}]"
     assert "patch" not in refused

@@ -94,7 +94,7 @@ def test_mutate_and_validate_answer_reviews_on_one_kept_connection(served: Serve
     code, validated = served.post("/validate?timeout=5s", review(gpu_pod("150")), connection)
     assert code == 200
     assert validated["response"]["allowed"] is False
-    assert validated["response"]["status"]["code"] == 422
+    assert validated["response"]["status"]["code"] == 403
 
 
 def test_health_readiness_and_unknown_paths(served: Served) -> None:

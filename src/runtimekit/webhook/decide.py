@@ -56,7 +56,7 @@ def _validate_pod(request: AdmissionRequest, settings: WebhookSettings, fleet: F
         settings.protocol,
     )
     if written:
-        return refuse(written, 403)
+        return refuse(written)
     if opted_out(pod, settings):
         return ALLOW
     changed = old is None or _resources(old) != _resources(pod) or annotations_of(old) != annotations_of(pod)
@@ -77,5 +77,5 @@ def validate(request: AdmissionRequest, settings: WebhookSettings, fleet: Fleet)
         binding = cast(Binding, request.get("object") or {})
         user = (request.get("userInfo") or {}).get("username", "")
         written = written_problems(annotations_of(binding), None, user, settings.scheduler_users, settings.protocol)
-        return refuse(written, 403) if written else ALLOW
+        return refuse(written) if written else ALLOW
     return ALLOW

@@ -2,9 +2,8 @@
 fields at fault) and the `AdmissionReview` response that carries it.
 
 A refusal names each field as kube-apiserver's validation does (`spec.containers[0].resources.limits[
-aliyun.com/gpu-core.percentage]: Invalid value: 150: …`); several are listed in brackets. Requests no
-node could satisfy are 422 Invalid, annotations only the scheduler may write are 403 Forbidden. The
-API server prefixes the message with `admission webhook "NAME" denied the request: `. Pure.
+aliyun.com/gpu-core.percentage]: Invalid value: 150: …`); several are listed in brackets. The API
+server prefixes the message with `admission webhook "NAME" denied the request: `. Pure.
 """
 
 from __future__ import annotations
@@ -60,9 +59,11 @@ class Decision:
 ALLOW = Decision()
 
 
-def refuse(problems: list[Problem], code: int = 422) -> Decision:
-    """A refusal: 422 Invalid (a request no node could satisfy), or 403 Forbidden (a write the user may not make)."""
-    return Decision(False, code, "Forbidden" if code == 403 else "Invalid", tuple(problems))
+def refuse(problems: list[Problem]) -> Decision:
+    """A refusal, 403 Forbidden as kube-apiserver's own admission plugins refuse (LimitRanger,
+    ResourceQuota): kubectl prints it as `Error from server (Forbidden): … admission webhook "…" denied
+    the request: <field>: …`, where a 422 would make it print only the causes, without the webhook."""
+    return Decision(False, 403, "Forbidden", tuple(problems))
 
 
 def respond(review: AdmissionReview, decision: Decision) -> AdmissionReview:

@@ -3,8 +3,10 @@
 The server authorises nothing (docs/security.md: it is for development); a token only tells it who
 asks, so that admission webhooks get the `userInfo` kube-apiserver would send. `Identities.issue`
 gives a user a token (the same one every time it is asked for that user); `who` maps a request's
-`Authorization` header back to the user, and a request without a token it issued is
-`system:anonymous`, as an unauthenticated request to kube-apiserver is. The usernames follow
+`Authorization` header back to the user. A request with no credentials at all is the cluster's admin:
+it may do anything here, and kubectl sends none to a plain-http server (client-go reads a kubeconfig's
+credentials only for TLS servers), so the admin kubeconfig's requests arrive so. A bearer token the
+server did not issue is `system:anonymous`. The usernames follow
 Kubernetes: `kubernetes-admin` in `system:masters` for the admin kubeconfig, a ServiceAccount's
 `system:serviceaccount:<namespace>:<name>`, a node's `system:node:<name>`.
 Called by `server.ApiServer` (which writes kubeconfigs with these tokens) and by the admission glue.
@@ -64,7 +66,10 @@ class Identities:
             return token
 
     def who(self, authorization: str | None) -> UserInfo:
-        """The user of an `Authorization: Bearer <token>` header; anonymous without one it issued."""
-        if not authorization or not authorization.startswith("Bearer "):
+        """The user of an `Authorization: Bearer <token>` header: the admin without credentials,
+        anonymous with a token the server did not issue."""
+        if not authorization:
+            return ADMIN
+        if not authorization.startswith("Bearer "):
             return ANONYMOUS
         return self._users.get(authorization[7:].strip(), ANONYMOUS)
