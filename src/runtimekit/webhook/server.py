@@ -66,6 +66,7 @@ def make_handler(
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"  # kube-apiserver keeps its connections
         disable_nagle_algorithm = True
+        wbufsize = -1  # an answer's headers and body leave in one TLS record, flushed after each request
         timeout = 60  # an idle kept connection is closed after this many seconds
 
         def setup(self) -> None:
@@ -88,16 +89,18 @@ def make_handler(
                 self._send(404, b"not found: POST /mutate or /validate, GET /healthz\n", "text/plain; charset=utf-8")
 
         def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            if length > MAX_BODY:
+                self.close_connection = True  # the body is left unread
+                self._send(413, b"request body too large\n", "text/plain; charset=utf-8")
+                return
+            body = self.rfile.read(length)  # read whatever the answer, so the connection stays usable
             route = routes.get(self.path.split("?", 1)[0])  # kube-apiserver adds ?timeout=10s
             if route is None:
                 self._send(404, b"not found: POST /mutate or /validate\n", "text/plain; charset=utf-8")
                 return
-            length = int(self.headers.get("Content-Length") or 0)
-            if length > MAX_BODY:
-                self._send(413, b"request body too large\n", "text/plain; charset=utf-8")
-                return
             try:
-                review = json.loads(self.rfile.read(length))
+                review = json.loads(body)
                 if not isinstance(review, dict) or not isinstance(review.get("request"), dict):
                     raise ValueError("not an AdmissionReview with a request")
             except ValueError as exc:

@@ -30,8 +30,7 @@ class WebhookSettings:
     protocol: KitProtocol
     mode: SchedulerMode = SchedulerMode.STANDALONE
     scheduler_users: frozenset[str] = field(default_factory=lambda: frozenset({SCHEDULER_USER}))
+    hami: bool = field(init=False)  # HAMi's webhook rules apply: its GPU count default and its opt-out label
 
-    @property
-    def hami(self) -> bool:
-        """HAMi's webhook rules apply: its GPU count default and its opt-out label."""
-        return speaks_hami(self.protocol)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hami", speaks_hami(self.protocol))  # read for every review: decided once
