@@ -31,14 +31,18 @@ class WebhookRegistry:
         assert mutating is not None, "the configurations are built-in resources"
         assert validating is not None, "the configurations are built-in resources"
         self._mutating, self._validating = mutating, validating
+        self._keys = (mutating.storage, validating.storage)  # the buckets their objects live in
         self._lock = threading.Lock()
         self._key: tuple[tuple[str, int], ...] = ()
         self._set = WebhookSet()
         self._relevant: dict[RelevanceKey, bool] = {}
 
     def registered(self) -> bool:
-        """Whether any configuration is stored: two dict lookups, all a request pays while none is."""
-        return bool(self._store.count(self._mutating) or self._store.count(self._validating))
+        """Whether any configuration is stored: two dict lookups, all a request pays while none ever was."""
+        store = self._store
+        if not (store.has_bucket(self._keys[0]) or store.has_bucket(self._keys[1])):
+            return False
+        return bool(store.count(self._mutating) or store.count(self._validating))
 
     def current(self) -> WebhookSet | None:
         """The registered webhooks; None when there are none."""

@@ -145,11 +145,8 @@ class Admission:
     def __init__(self, store: Store, table: ResourceTable, identities: Identities) -> None:
         self.store, self.table, self.identities = store, table, identities
         self.registry = WebhookRegistry(store, table)
+        self.active = self.registry.registered  # whether any configuration is stored: two dict lookups
         self.dispatcher = Dispatcher(WebhookClient(), self.resolve, self.namespace_labels)
-
-    def active(self) -> bool:
-        """Whether any webhook configuration is stored (two dict lookups)."""
-        return self.registry.registered()
 
     def admit(
         self,
