@@ -36,6 +36,7 @@ SCANNED = sorted(
         "cli/exporter.py",
         "cli/controller.py",
         "cli/job_agent.py",
+        "cli/webhook.py",
     )
     for path in SRC.glob(pattern)
 )
@@ -45,6 +46,7 @@ WORKLOAD = {
     "device-plugin": "lj-runtimekit-device-plugin-ds",
     "scheduler": "lj-runtimekit-scheduler-framework",
     "controller": "lj-runtimekit-controller",
+    "webhook": "lj-runtimekit-webhook",
 }
 Site = tuple[str, str, str, str]  # module, function, call, first argument
 Need = tuple[str, str, str]  # verb, API group, resource
@@ -196,6 +198,11 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ],
     ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
+    # The webhook: the nodes' GPU inventories, for the memory no node could give.
+    ("cli/webhook.py", "run", "Informer", "'/api/v1/nodes'"): (
+        ("webhook",),
+        [("list", "", "nodes"), ("watch", "", "nodes")],
+    ),
 }
 
 

@@ -78,6 +78,16 @@ EXPECTED = {
         ("ConfigMap", "kube-system", "lj-runtimekit-controller-config"),
         ("Deployment", "kube-system", "lj-runtimekit-controller"),
     },
+    "webhook": {
+        ("ServiceAccount", "kube-system", "lj-runtimekit-webhook"),
+        ("ClusterRole", "", "lj-runtimekit-webhook"),
+        ("ClusterRoleBinding", "", "lj-runtimekit-webhook"),
+        ("ConfigMap", "kube-system", "lj-runtimekit-webhook-config"),
+        ("Deployment", "kube-system", "lj-runtimekit-webhook"),
+        ("Service", "kube-system", "lj-runtimekit-webhook"),
+        ("MutatingWebhookConfiguration", "", "lj-runtimekit-webhook"),
+        ("ValidatingWebhookConfiguration", "", "lj-runtimekit-webhook"),
+    },
 }
 ALL = set().union(*EXPECTED.values())
 
@@ -112,6 +122,7 @@ def test_the_seed_names_of_the_workloads() -> None:
         ("DaemonSet", "lj-runtimekit-exporter-ds"),
         ("Deployment", "lj-runtimekit-scheduler-framework"),
         ("Deployment", "lj-runtimekit-controller"),
+        ("Deployment", "lj-runtimekit-webhook"),
     }
 
 
@@ -225,6 +236,7 @@ def test_namespace_defaults_to_the_release_namespace() -> None:
         ("scheduler.enabled", "scheduler"),
         ("exporter.enabled", "exporter"),
         ("controller.enabled", "controller"),
+        ("webhook.enabled", "webhook"),
     ],
 )
 def test_component_flags_leave_a_component_out(flag: str, component: str) -> None:
