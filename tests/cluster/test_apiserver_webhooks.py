@@ -532,3 +532,67 @@ def test_the_server_keeps_answering_while_a_webhook_is_slow(
     assert time.monotonic() - started < 0.5
     slow.join()
     assert done == [201]
+
+
+def test_kubectl_prints_the_warnings_and_the_refusal(
+    kubectl: Any, kube_http: httpx2.Client, webhook_server: WebhookServer
+) -> None:
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        labels = request["object"]["metadata"].get("labels") or {}
+        if labels.get("deny"):
+            return {"allowed": False, "status": {"code": 403, "message": "labelled deny"}, "warnings": ["looked at it"]}
+        return {"warnings": ["looked at it"]}
+
+    webhook_server.answers["/v"] = answer
+    register(kube_http, validating("v", "v.example.com", client_config(webhook_server, "/v")))
+    created = kubectl("apply", "-f", "-", stdin=json.dumps(make_pod("fine")))
+    assert "Warning: looked at it" in created.stderr
+    refused = kubectl("apply", "-f", "-", stdin=json.dumps(make_pod("nope", labels={"deny": "1"})), check=False)
+    assert refused.returncode != 0
+    assert 'admission webhook "v.example.com" denied the request: labelled deny' in refused.stderr
+    assert "Error from server (Forbidden)" in refused.stderr
+
+
+def test_an_eviction_is_asked_of_the_webhooks_before_the_pod_goes(
+    kube_http: httpx2.Client, webhook_server: WebhookServer
+) -> None:
+    assert create_pod(kube_http).status_code == 201
+    webhook_server.answers["/e"] = deny("protected")
+    register(
+        kube_http,
+        validating("e", "e.example.com", client_config(webhook_server, "/e"), [rule(["CREATE"], ["pods/eviction"])]),
+    )
+    eviction = {"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": "p", "namespace": "default"}}
+    answer = kube_http.post(f"{PODS}/p/eviction", json=eviction)
+    assert answer.status_code == 403
+    (request,) = webhook_server.requests("/e")
+    assert (request["subResource"], request["kind"]["kind"]) == ("eviction", "Eviction")
+    assert kube_http.get(f"{PODS}/p").status_code == 200
+
+
+def test_an_update_racing_another_write_starts_again_from_the_stored_object(
+    apiserver: ApiServer, kube_http: httpx2.Client, webhook_server: WebhookServer
+) -> None:
+    """While the webhook is asked about a patch, another write changes the pod: the patch is applied
+    again to the new object (and the webhook asked again), as kube-apiserver's GuaranteedUpdate does."""
+    assert create_pod(kube_http, labels={"a": "1"}).status_code == 201
+    raced: list[bool] = []
+
+    def answer(request: dict[str, Any]) -> dict[str, Any]:
+        if not raced:
+            raced.append(True)
+            other = httpx2.Client(base_url=apiserver.url, timeout=10.0, verify=False)
+            patch_body = json.dumps({"metadata": {"labels": {"b": "2"}}})
+            other.patch(f"{PODS}/p", content=patch_body, headers={"Content-Type": "application/merge-patch+json"})
+            other.close()
+        return {}
+
+    webhook_server.answers["/v"] = answer
+    register(
+        kube_http, validating("v", "v.example.com", client_config(webhook_server, "/v"), [rule(["UPDATE"], ["pods"])])
+    )
+    body = json.dumps({"metadata": {"labels": {"c": "3"}}})
+    answer_ = kube_http.patch(f"{PODS}/p", content=body, headers={"Content-Type": "application/merge-patch+json"})
+    assert answer_.status_code == 200, answer_.text
+    assert answer_.json()["metadata"]["labels"] == {"a": "1", "b": "2", "c": "3"}
+    assert len(webhook_server.requests("/v")) == 3  # ours, the racing write's, ours again
