@@ -128,6 +128,9 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
     ("kube/lease.py", "release", "put", "f'{self._path}/{self.name}'"): ((), []),
     ("kube/informer.py", "_relist", "list", "self.path"): ((), []),
     ("kube/informer.py", "_watch", "watch", "self.path"): ((), []),
+    # runtimekit.kube.informers: generic too; no deployed component builds shared informers yet (when one
+    # does, its `Informers.resource(path)` calls need scanning here as `Informer` is).
+    ("kube/informers.py", "__init__", "Informer", "path"): ((), []),
     # The controller.
     ("controller/reconciler.py", "_drive", "post", "object_path('batch/v1', 'jobs', self.options.namespace)"): (
         ("controller",),

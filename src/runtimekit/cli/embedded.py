@@ -61,6 +61,7 @@ from runtimekit.cluster.kubelet.runner import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.informer import Informer
 from runtimekit.kube.objects import Container, Node, Pod, annotations_of, meta
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import KitProtocol, ProtocolError, load_protocol
@@ -331,7 +332,7 @@ class EmbeddedCluster:
     def _signal_informers(self, timeout_s: float = 3.0) -> None:
         """Tell every informer to stop, then wait for them together: each leaves at its watch's next
         bookmark (BOOKMARK_S), so the components' own stop() calls find them gone."""
-        informers = [n.kubelet.informer for n in self.nodes]
+        informers: list[Informer[Any]] = [n.kubelet.informer for n in self.nodes]
         for component in (self.scheduler, self.controller, self.jobs, self.workloads):
             if component is not None:
                 informers += component.informers

@@ -21,7 +21,7 @@ from runtimekit.cluster.apiserver.identity import service_account
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.objects import JsonObject, Node
 from runtimekit.protocol import KitProtocol
 from runtimekit.webhook.fleet import FleetView
 from runtimekit.webhook.registration import NAME, Client, configurations
@@ -46,7 +46,7 @@ class WebhookHost(Protocol):
 @dataclass
 class StartedWebhook:
     server: WebhookServer
-    nodes: Informer
+    nodes: Informer[Node]
     http: KubeHttp
     admin: KubeHttp
 

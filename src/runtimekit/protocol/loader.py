@@ -27,14 +27,13 @@ import yaml
 
 from runtimekit.base import config as typed
 from runtimekit.base.textfiles import TextError, load_yaml, load_yaml_all, read_text, yaml_problem
+from runtimekit.kube.semantics.names import check_dns_subdomain, check_qualified_name
 from runtimekit.protocol.checks import alias_problem, distinct_problem, read_version
 from runtimekit.protocol.names import (
     check_absolute_path,
-    check_dns_subdomain,
     check_extended_resource_name,
     check_memory_unit,
     check_mig_prefix,
-    check_qualified_name,
     check_replicas,
     list_of,
     memory_unit_mib,

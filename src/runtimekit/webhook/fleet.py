@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import cast
 
-from runtimekit.kube.objects import JsonObject, Node, annotations_of, labels_of, meta
+from runtimekit.kube.objects import Node, annotations_of, labels_of, meta
 from runtimekit.model.gpu import InventoryError, NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.names import memory_unit_mib
@@ -85,9 +84,9 @@ class FleetView:
     _fleet: Fleet = field(default_factory=Fleet)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def on_event(self, kind: str, obj: JsonObject) -> None:
-        name = meta(obj).get("name", "")
-        gpus = None if kind == "DELETED" else node_gpus(cast(Node, obj), self.protocol)
+    def on_event(self, kind: str, node: Node) -> None:
+        name = meta(node).get("name", "")
+        gpus = None if kind == "DELETED" else node_gpus(node, self.protocol)
         with self._lock:
             if gpus is None:
                 self._nodes.pop(name, None)

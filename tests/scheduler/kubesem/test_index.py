@@ -3,6 +3,7 @@ current by session placements and evictions equal those worked out from scratch.
 
 from __future__ import annotations
 
+import copy
 import random
 
 import pytest
@@ -30,6 +31,25 @@ def test_frozen_is_reused_until_something_changes() -> None:
     assert book.frozen() is second
     book.remove("a")
     assert "a" not in book.frozen().pods
+
+
+def test_a_later_event_of_a_booked_pod_leaves_the_book_as_it_was() -> None:
+    book = PodBook()
+    first = pod("a", labels={"app": "x"}, anti=[term(exists("app"), "zone")])
+    book.add_pod("a", first, "default", "n0")
+    frozen = book.frozen()
+    bound = copy.deepcopy(first)
+    bound["spec"]["nodeName"] = "n0"  # its binding, as the informer then tells it
+    book.add_pod("a", bound, "default", "n0")
+    assert book.frozen() is frozen
+    relabelled = copy.deepcopy(bound)
+    relabelled["metadata"]["labels"]["app"] = "y"
+    book.add_pod("a", relabelled, "default", "n0")
+    facts = book.frozen().pods["a"][0]
+    assert facts.labels == {"app": "y"}
+    book.remove("a")  # the book forgets what it parsed of a pod that left it
+    book.add_pod("a", relabelled, "default", "n1")
+    assert book.frozen().pods["a"][0] is not facts
 
 
 def _random_pod(rng: random.Random, i: int) -> dict:

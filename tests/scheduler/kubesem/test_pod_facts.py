@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import copy
 
-from runtimekit.scheduler.kubesem.pods import facts_for, pod_facts
+from runtimekit.scheduler.kubesem.pods import PodFactsMemo, pod_facts
 from scheduler.kubesem.builders import constraint, exists, is_in, pod, term, weighted
 
 
@@ -64,6 +64,8 @@ def test_a_plain_pod_is_simple_and_has_no_problem() -> None:
 
 
 def test_a_later_event_of_a_pod_reuses_its_facts_until_something_they_read_changes() -> None:
+    memo = PodFactsMemo()
+    facts_for = memo.of
     first = pod("reuse", labels={"app": "a"}, anti=[term(exists("app"), "zone")])
     parsed = facts_for("uid-reuse", first, "default")
     bound = copy.deepcopy(first)

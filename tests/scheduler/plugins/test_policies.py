@@ -13,7 +13,16 @@ from hypothesis import strategies as st
 
 from runtimekit.model import GpuKind, GpuRequest, NodeName, Placement, Slot
 from runtimekit.scheduler.plugins.gpushare.fit import fitting_gpus
-from runtimekit.scheduler.plugins.gpushare.policies import POLICIES, FgdPolicy, PodShape, PolicyContext, TargetWorkload
+from runtimekit.scheduler.plugins.gpushare.policies import (
+    POLICIES,
+    FgdPolicy,
+    Learner,
+    LearnsAt,
+    PodShape,
+    PolicyContext,
+    TakesWorkload,
+    TargetWorkload,
+)
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType
 from scheduler.helpers import rows, table_of
 
@@ -189,3 +198,27 @@ def test_fgd_values_one_by_one_equal_the_batch(
     batch._compute(keys)
     single = Fragmentation(wl)
     assert [single._compute_one(k) for k in keys] == [batch.memo[k] for k in keys]
+
+
+def test_the_learning_policies_say_which_pods_they_learn_from() -> None:
+    policies = {name: make() for name, make in POLICIES.items()}
+    learners = {name: p.learns_at for name, p in policies.items() if isinstance(p, Learner)}
+    assert learners == {"fgd": LearnsAt.SCORE, "packfrag": LearnsAt.FILTER}
+    assert [name for name, p in policies.items() if isinstance(p, TakesWorkload)] == ["fgd"]
+
+
+def test_fgd_given_a_workload_keeps_it() -> None:
+    given_workload = TargetWorkload.from_types([PodType(1000, 500, 1)])
+    fixed = FgdPolicy().with_workload(given_workload)
+    assert isinstance(fixed, FgdPolicy)
+    fixed.learn(PodType(2000, 1000, 1))
+    assert fixed.workload is given_workload
+
+
+def test_fgd_without_a_workload_scores_every_node_alike_and_chooses_by_best_fit() -> None:
+    nodes = [A, B]
+    table = table_of(nodes)
+    ctx = PolicyContext(table, random.Random(1))
+    assert FgdPolicy().score(ctx, SHARE_500, rows(table, "a", "b")).tolist() == [0, 0]
+    req = GpuRequest(GpuKind.SHARE, 1, 500, 0)
+    assert choice("fgd", A, SHARE_500, req) == choice("bestfit", A, SHARE_500, req) == [1]

@@ -65,12 +65,11 @@ def test_host_ports(wanted: list[tuple[str, str, int]], held: list[tuple[str, st
 
 def test_host_ports_held_by_a_pod_placed_in_the_session() -> None:
     ssn = session_of(cache_of([node("m1"), node("m2")]))
-    from runtimekit.scheduler.plugins import kubestate
-    from scheduler.plugins.kube_harness import task_of
+    from scheduler.plugins.kube_harness import plugin, task_of
 
     first = task_of(pod("first", ports=[("TCP", "", 8080)]))
     first.node = "m1"  # type: ignore[assignment]
-    kubestate.session(ssn).placed(first)
+    plugin(ssn, predicates.Predicates).kube.session(ssn).placed(first)
     assert reasons(ssn, pod("second", ports=[("TCP", "", 8080)])) == {"m1": node_cases.PORTS}
 
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from typing import Any, cast
 
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster.apiserver import binding, conversion, crds, typed, validation, volcano, workloads
+from runtimekit.cluster.apiserver import binding, conversion, crds, typed, validation, vcjob_admission, workloads
 from runtimekit.cluster.apiserver.admission.admitted import admitted_write, mutated_create
 from runtimekit.cluster.apiserver.admission.checks import check_configuration
 from runtimekit.cluster.apiserver.admission.requests import Admit
@@ -198,8 +198,8 @@ class Api:
             causes += workloads.check_workload(cast(workloads.Workload, obj), cast("workloads.Workload | None", old))
         if causes:
             raise invalid(info.kind, str(meta.get("name", "")), causes, info.group)
-        if volcano.is_job(info.group, info.kind):
-            volcano.admit_job(cast(VolcanoJob, obj), cast("VolcanoJob | None", old))
+        if vcjob_admission.is_job(info.group, info.kind):
+            vcjob_admission.admit_job(cast(VolcanoJob, obj), cast("VolcanoJob | None", old))
 
     # create ---------------------------------------------------------------------------------------
 
@@ -223,8 +223,8 @@ class Api:
         with self.store.lock:
             if not meta.get("name") and meta.get("generateName"):
                 meta["name"] = self._generate_name(storage, meta)
-            if volcano.is_job(storage.group, storage.kind):  # its mutating webhook runs before validation
-                volcano.apply_job_defaults(cast(VolcanoJob, obj))
+            if vcjob_admission.is_job(storage.group, storage.kind):  # its mutating webhook runs before validation
+                vcjob_admission.apply_job_defaults(cast(VolcanoJob, obj))
             self.validate(info, obj, None)
             self._namespace_ready(info, meta.get("namespace", ""), meta["name"])
             if _set_resource_version(meta.get("resourceVersion")):

@@ -1,6 +1,6 @@
 """The core/v1 objects the kit reads and writes, typed once: Pod (spec, containers, status),
 Node (spec, taints, status), the scheduling terms they carry (tolerations, node and pod affinity,
-topology spread), Binding, Event and Namespace. Fields the kit never reads are left out; a value
+topology spread), Binding, Event, Namespace and ConfigMap. Fields the kit never reads are left out; a value
 typed here may still lack any field (`total=False`), and code reads them with `.get`.
 
 Pure TypedDicts over the decoded JSON; see `meta.py` for the shared parts.
@@ -294,6 +294,14 @@ class Event(TypedDict, total=False):
     reportingController: str
     reportingInstance: str
     series: JsonObject
+
+
+class ConfigMap(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    data: dict[str, str]
+    binaryData: dict[str, str]
 
 
 class Namespace(TypedDict, total=False):

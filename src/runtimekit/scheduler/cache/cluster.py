@@ -23,7 +23,6 @@ import logging
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field, replace
-from typing import cast
 
 from runtimekit.kube.objects import (
     Namespace,
@@ -52,7 +51,6 @@ from runtimekit.protocol.peers import foreign_names
 from runtimekit.scheduler.cache.objects import (
     NodeState,
     assignment_of,
-    facts_of,
     is_deleting,
     is_terminated,
     job_key,
@@ -74,7 +72,6 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem.podbook import PodBook
-from runtimekit.scheduler.kubesem.pods import facts_for
 from runtimekit.scheduler.scheduling_queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
@@ -166,7 +163,7 @@ class ClusterCache:
             self.pods.remove(pod)
             task = self.running.pop(pod, None)
             if task is not None and task.pod is not None:
-                self.orphans[pod] = cast(Pod, task.pod)  # the manifest it was read from
+                self.orphans[pod] = task.pod  # the manifest it was read from
                 self._account(task, -1)
         self.meta_rows[row] = None
         self.meta_version += 1
@@ -233,7 +230,7 @@ class ClusterCache:
                 self._account(previous, -1)
             self.running[task.key] = task
             self._account(task, +1)
-            self.pods.add(task.key, facts_for(task.key, pod, task.namespace), node)
+            self.pods.add_pod(task.key, pod, task.namespace, node)
             self._join(task, pod)
             return
         if held is not None:
@@ -268,7 +265,7 @@ class ClusterCache:
         task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
         self.running[task.key] = task
         self._account(task, +1)
-        self.pods.add(task.key, facts_for(task.key, pod, task.namespace), node)
+        self.pods.add_pod(task.key, pod, task.namespace, node)
         self._join(task, pod)
 
     def _account(self, task: TaskInfo, sign: int) -> None:
@@ -320,7 +317,7 @@ class ClusterCache:
                 self.queue.activate(task.key)
                 return None
             self.assumed[task.key] = self.clock()
-            self.pods.add(task.key, facts_of(entry.task), task.node)
+            self.pods.add_pod(task.key, entry.task.pod, entry.task.namespace, task.node)
             self.queue.assumed(task.key)
             bound = entry.task.clone()
             bound.node, bound.placement = task.node, task.placement

@@ -91,6 +91,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         cache.pods.frozen(),
         budgets=tuple(cache.budgets.values()),
         quotas=_quotas(cache),
+        pod_facts=cache.pods.facts,
     )
 
 

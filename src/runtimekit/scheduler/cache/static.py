@@ -23,7 +23,6 @@ from runtimekit.model import (
 )
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, combine
-from runtimekit.scheduler.cache.objects import facts_of
 from runtimekit.scheduler.framework.binding import BindHooks, Binding
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
@@ -130,6 +129,7 @@ class StaticCache:
             self.pods.frozen if self.share_table else self.pods.frozen(),
             budgets=self.budgets,
             quotas=self.quotas,
+            pod_facts=self.pods.facts,
         )
 
     def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks | None = None) -> None:
@@ -152,7 +152,7 @@ class StaticCache:
         self.bound[task.key] = task
         self.bindings[task.key] = binding
         if task.node is not None:
-            self.pods.add(task.key, facts_of(task), task.node)
+            self.pods.add_pod(task.key, task.pod, task.namespace, task.node)
         job = self.jobs.get(task.job)
         if job is not None and task.key in job.tasks and job.tasks[task.key] is not task:
             job.tasks[task.key].status = TaskStatus.BOUND

@@ -30,11 +30,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import yaml
 
 from runtimekit.base import textfiles
+from runtimekit.kube.objects import ConfigMap, meta
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 
 __all__ = [
@@ -83,7 +85,7 @@ CONFIGMAP_KEY = "volcano-scheduler.conf"  # the key Volcano's chart mounts
 @dataclass(frozen=True)
 class PluginOption:
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Arguments = field(default_factory=dict)
     flags: Mapping[str, bool] = field(default_factory=dict)
 
     def enabled(self, flag: str) -> bool:
@@ -99,14 +101,14 @@ class Tier:
 class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
-    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    configurations: Mapping[str, Arguments] = field(default_factory=dict)
     metrics: Mapping[str, str] = field(default_factory=dict)
     source: str = field(default="<conf>", compare=False)  # where it was read: file, ConfigMap and key
 
     def plugin_names(self) -> list[str]:
         return [p.name for tier in self.tiers for p in tier.plugins]
 
-    def action_arguments(self, action: str) -> Mapping[str, Any]:
+    def action_arguments(self, action: str) -> Arguments:
         return self.configurations.get(action, {})
 
 
@@ -186,7 +188,7 @@ def _is_configmap(doc: object) -> bool:
 
 def _from_configmaps(documents: list[Any], source: str, problems: Problems) -> tuple[str, str] | None:
     """The conf text of a ConfigMap file: the `volcano-scheduler.conf` key, or the only key."""
-    maps = [d for d in documents if _is_configmap(d)]
+    maps = [cast(ConfigMap, d) for d in documents if _is_configmap(d)]
     if not maps:
         problems.error(f"{source}: {len(documents)} YAML documents and no ConfigMap among them")
         return None
@@ -206,8 +208,8 @@ def _from_configmaps(documents: list[Any], source: str, problems: Problems) -> t
     return text, f"{source} (ConfigMap {_name(chosen[0])}, key {key})"
 
 
-def _name(configmap: Mapping[str, Any]) -> str:
-    return str((configmap.get("metadata") or {}).get("name") or "<unnamed>")
+def _name(configmap: ConfigMap) -> str:
+    return str(meta(configmap).get("name") or "<unnamed>")
 
 
 def _actions(source: str, raw: object, problems: Problems) -> tuple[str, ...]:
@@ -269,8 +271,8 @@ def _plugin(source: str, where: str, raw: object, problems: Problems) -> PluginO
     return PluginOption(raw["name"], dict(args), flags)
 
 
-def _configurations(source: str, raw: object, problems: Problems) -> dict[str, Mapping[str, Any]]:
-    configurations: dict[str, Mapping[str, Any]] = {}
+def _configurations(source: str, raw: object, problems: Problems) -> dict[str, Arguments]:
+    configurations: dict[str, Arguments] = {}
     if raw is None:
         return configurations
     if not isinstance(raw, list):

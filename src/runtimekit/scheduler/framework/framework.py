@@ -4,7 +4,7 @@ sorted into per-point lists per tier, and the session cycle (open, run the actio
 Building fails fast: an unknown action or plugin, or a bad argument, raises with its name. Given a
 collecting `Problems`, it reports every problem there instead (`check.py`); such a framework is for
 inspection only while the problems hold an error. An action or plugin Volcano ships that is not
-built here is skipped with a warning (`volcano.py`); the warnings of a build are in `warnings`.
+built here is skipped with a warning (`known_names.py`); the warnings of a build are in `warnings`.
 Plugins are built once and live across sessions (so caches such as FGD's fragmentation table
 persist); `on_session_open/close` are called every session.
 """
@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Mapping
 
-from runtimekit.scheduler.framework.action import Action
+from runtimekit.scheduler.framework.action import Action, NeedsRunning
 from runtimekit.scheduler.framework.build import BuiltPlugin, build_actions, build_tiers
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.conf import SchedulerConf
@@ -53,6 +53,9 @@ class Framework:
         self.enabled_actions = frozenset(self.action_names)
         self.tiers: list[list[BuiltPlugin]] = build_tiers(conf, registry, self.context, problems, source)
         self.plugins = PluginLists.build([[(b.option, b.plugin) for b in tier] for tier in self.tiers])
+        # what the live scheduler reads of the cluster for these actions and plugins, said once
+        self.needs_running = any(a.needs_running for a in self.actions if isinstance(a, NeedsRunning))
+        self.watched = frozenset(kind for plugin in self.plugins.watches.flat for kind in plugin.watches)
         self.observer: Observer | None = None  # told how long things take (the scheduler's metrics)
         self.sampler: NodeSampler | None = None  # how many feasible nodes to score (None: all)
         self.queue_figures: Mapping[str, QueueFigures] = {}  # the latest session's, from ReportsQueues plugins
@@ -100,6 +103,7 @@ class Framework:
             plugin.on_session_close(ssn)
             if observer is not None:
                 observer.plugin_done(plugin.name, ON_SESSION_CLOSE, time.perf_counter() - begun)
+        ssn.state.clear()  # the cycle's state goes with it (a closed session may still be inspected)
         if self.plugins.queue_reports.flat:
             self.queue_figures = {
                 name: figures

@@ -15,6 +15,9 @@ from typing import Any, NewType, TypeVar
 
 import numpy as np
 
+from runtimekit.kube.objects import Pod
+from runtimekit.kube.semantics.nodeaffinity import required_matches, requirement_matches
+from runtimekit.kube.semantics.tolerations import tolerates, untolerated
 from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
@@ -23,6 +26,7 @@ from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
+from runtimekit.scheduler.kubesem.pods import PodFactsMemo
 
 JobKey = NewType("JobKey", str)
 DEFAULT_QUEUE = "default"
@@ -157,21 +161,21 @@ class Toleration:
     effect: str = ""  # "" matches every effect
 
     def tolerates(self, taint: Taint) -> bool:
-        return kube_taints.tolerates(self, taint)
+        return tolerates(self, taint)
 
 
 @dataclass(frozen=True)
 class Requirement:
     """A node selector requirement: key In/NotIn/Exists/DoesNotExist/Gt/Lt values; a key with the
     `field:` prefix is a matchFields requirement (`field:metadata.name`), operator `Invalid` stands
-    for a term that does not parse (see `kubesem.nodeaffinity`)."""
+    for a term that does not parse (see `kube.semantics.nodeaffinity`)."""
 
     key: str
     operator: str
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
-        return nodeaffinity.requirement_matches(self, labels, name)
+        return requirement_matches(self, labels, name)
 
 
 @dataclass(frozen=True)
@@ -187,13 +191,13 @@ class Constraints:
 
     def matches_node(self, node: NodeMeta) -> bool:
         """The node meets the nodeSelector and the required node affinity."""
-        return nodeaffinity.required_matches(self.node_selector, self.affinity_terms, node.labels, node.name)
+        return required_matches(self.node_selector, self.affinity_terms, node.labels, node.name)
 
     def fits(self, node: NodeMeta) -> str | None:
         """Why the node is not allowed by name, taints or node affinity (kube-scheduler's order), or None."""
         if self.node_name and self.node_name != node.name:
             return NODE_NAME_REASON
-        if kube_taints.untolerated(node.taints, self.tolerations) is not None:
+        if untolerated(node.taints, self.tolerations) is not None:
             return kube_taints.REASON
         if not self.matches_node(node):
             return nodeaffinity.REASON
@@ -219,7 +223,7 @@ class TaskInfo:
     gpu_select: GpuSelector | None = None  # GPUs (models, UUIDs) to use or avoid, per GPU (None = any)
     invalid: str = ""  # why the request cannot be honoured ("" = valid)
     preemptable: bool = True
-    pod: Mapping[str, Any] | None = None  # the manifest; None in trace replay
+    pod: Pod | None = None  # the manifest; None in trace replay
     nominated: NodeName | None = None
     constraints: Constraints = Constraints()  # frozen: one shared "anywhere" is safe
     uid: str = ""
@@ -352,6 +356,9 @@ class Snapshot:
     pod_source: PodSet | Callable[[], PodSet] = EMPTY_PODS
     budgets: tuple[DisruptionBudget, ...] = ()  # PodDisruptionBudgets (when a plugin asks for them)
     quotas: Mapping[str, tuple[NamespaceQuota, ...]] = field(default_factory=dict)  # ResourceQuotas by namespace
+    # the cache's memo of pods' facts, lent to the session: the inter-pod plugins parse the pods they
+    # place into it, so the cache books them without parsing them again (a fresh one if not lent)
+    pod_facts: PodFactsMemo = field(default_factory=PodFactsMemo)
 
     @property
     def pods(self) -> PodSet:

@@ -41,6 +41,7 @@ __all__ = [
     "SessionView",
     "Verdict",
     "Vote",
+    "Watches",
 ]
 T = TypeVar("T")
 
@@ -236,6 +237,16 @@ class EventHandler(Protocol):
         """A task gave resources back in the session (evict, or an undone allocate)."""
 
 
+# -- what a plugin reads of the cluster -------------------------------------------------------
+@runtime_checkable
+class Watches(Protocol):
+    """The kinds of cluster policy object a plugin reads besides nodes, pods and Volcano's kinds
+    ("poddisruptionbudgets", "resourcequotas"): the live scheduler watches them while the plugin is
+    configured (kube-scheduler's `EnqueueExtensions.EventsToRegister`)."""
+
+    watches: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Tiered(Generic[T]):
     """The plugins of one extension point: per tier in configured order, and all of them in order."""
@@ -248,7 +259,7 @@ class Tiered(Generic[T]):
         return cls(tuple(tuple(tier) for tier in tiers), tuple(p for tier in tiers for p in tier))
 
 
-def _gate(interface: type[Any], flag: str | None) -> dict[str, Any]:
+def _gate(interface: type[Any], flag: str | None) -> dict[str, object]:
     """A PluginLists field's metadata: the interface its plugins implement, the conf flag that gates it."""
     return {"interface": interface, "flag": flag}
 
@@ -293,6 +304,7 @@ class PluginLists:
     preemptive: Tiered[Preemptive] = field(default_factory=Tiered, metadata=_gate(Preemptive, "enablePreemptive"))
     event_handler: Tiered[EventHandler] = field(default_factory=Tiered, metadata=_gate(EventHandler, None))
     queue_reports: Tiered[ReportsQueues] = field(default_factory=Tiered, metadata=_gate(ReportsQueues, None))
+    watches: Tiered[Watches] = field(default_factory=Tiered, metadata=_gate(Watches, None))
     every: Tiered[Plugin] = field(default_factory=Tiered)  # every plugin, whatever it implements
 
     @classmethod

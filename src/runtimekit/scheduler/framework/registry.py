@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -22,7 +22,9 @@ from typing import Any
 
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.action import Action
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.interfaces import Plugin
+from runtimekit.scheduler.framework.state import SharedState
 
 
 class RegistryError(ValueError):
@@ -31,20 +33,23 @@ class RegistryError(ValueError):
 
 @dataclass
 class BuildContext:
-    """What builders may use besides their arguments: the protocol, a seeded RNG, and `warn` for
-    what a conf asks that is accepted but means nothing here (the framework's builder reports these
-    with the conf's other warnings, naming the plugin)."""
+    """What builders may use besides their arguments (kube-scheduler's `framework.Handle`): the
+    protocol, a seeded RNG, `shared` for the state plugins built with this context keep together
+    across sessions (under typed keys, `state.py`), and `warn` for what a conf asks that is accepted
+    but means nothing here (the framework's builder reports these with the conf's other warnings,
+    naming the plugin)."""
 
     protocol: KitProtocol = field(default_factory=KitProtocol.default)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
     warnings: list[str] = field(default_factory=list)
+    shared: SharedState = field(default_factory=SharedState)
 
     def warn(self, message: str) -> None:
         self.warnings.append(message)
 
 
-PluginBuilder = Callable[[Mapping[str, Any], BuildContext], Plugin]
-ActionBuilder = Callable[[Mapping[str, Any], BuildContext], Action]
+PluginBuilder = Callable[[Arguments, BuildContext], Plugin]
+ActionBuilder = Callable[[Arguments, BuildContext], Action]
 
 
 class Registry:
@@ -65,7 +70,7 @@ class Registry:
         self.actions[name] = builder
         self.origins["a:" + name] = origin
 
-    def build_plugin(self, name: str, arguments: Mapping[str, Any], context: BuildContext) -> Plugin:
+    def build_plugin(self, name: str, arguments: Arguments, context: BuildContext) -> Plugin:
         builder = self.plugins.get(name)
         if builder is None:
             raise RegistryError(f"unknown plugin {name!r}; known plugins: {', '.join(sorted(self.plugins))}")
@@ -73,7 +78,7 @@ class Registry:
         plugin.name = plugin.name or name
         return plugin
 
-    def build_action(self, name: str, arguments: Mapping[str, Any], context: BuildContext) -> Action:
+    def build_action(self, name: str, arguments: Arguments, context: BuildContext) -> Action:
         builder = self.actions.get(name)
         if builder is None:
             raise RegistryError(f"unknown action {name!r}; known actions: {', '.join(sorted(self.actions))}")

@@ -20,7 +20,6 @@ Each point has its own typed dispatcher over `PluginLists`. Callers: the actions
 from __future__ import annotations
 
 import functools
-import itertools
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import TypeVar
@@ -34,12 +33,12 @@ from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, Ta
 from runtimekit.scheduler.framework.interfaces import PluginLists, Tiered
 from runtimekit.scheduler.framework.observe import STAGE_PREDICATE, STAGE_SCORING, Observer
 from runtimekit.scheduler.framework.sampling import NodeSampler
+from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Code, Explain, FitErrors, Status, error
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
 
 T = TypeVar("T")
-_session_ids = itertools.count(1)
 
 
 class BindCycle:
@@ -87,7 +86,7 @@ class Session:
         sampler: NodeSampler | None = None,
         bind_cycle: BindCycle | None = None,
     ) -> None:
-        self.uid = next(_session_ids)
+        self.state = CycleState()  # what plugins share for this cycle (emptied when it closes)
         self.plugins = plugins
         self.cache = cache
         self.snapshot = snapshot

@@ -3,6 +3,7 @@
 
 Plugins read the node table, the snapshot (node metadata, capacity, queue totals), the jobs and
 queues of the cycle; they never change them — every change goes through the actions' statements.
+What plugins work out for one cycle and share they keep in its `state` (typed keys, `state.py`).
 `Session` implements this protocol; tests may pass anything with these attributes.
 """
 
@@ -13,12 +14,14 @@ from typing import Protocol
 
 from runtimekit.model import NodeTable
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, Snapshot
+from runtimekit.scheduler.framework.state import CycleState
 
 
 class SessionView(Protocol):
     @property
-    def uid(self) -> int:
-        """Unique per session: a plugin may key per-cycle state by it."""
+    def state(self) -> CycleState:
+        """This cycle's state, shared by its plugins: fresh when the session opens, emptied when it
+        closes (kube-scheduler's CycleState)."""
 
     @property
     def snapshot(self) -> Snapshot:

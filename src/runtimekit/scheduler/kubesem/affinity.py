@@ -15,9 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
-from runtimekit.scheduler.kubesem.labels import (
+from runtimekit.kube.objects import Affinity
+from runtimekit.kube.semantics.labels import (
     IN,
     NOT_IN,
     NOTHING,
@@ -72,7 +73,7 @@ def affinity_term(obj: Any, namespace: str, labels: Mapping[str, str], path: str
 
 
 def affinity_terms(
-    affinity: Mapping[str, Any], kind: str, namespace: str, labels: Mapping[str, str]
+    affinity: Affinity, kind: Literal["podAffinity", "podAntiAffinity"], namespace: str, labels: Mapping[str, str]
 ) -> tuple[tuple[AffinityTerm, ...], tuple[WeightedTerm, ...]]:
     """The required and preferred terms of `podAffinity` or `podAntiAffinity` (`kind`); raises
     SelectorError naming the first that does not parse."""

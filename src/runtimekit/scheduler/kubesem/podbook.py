@@ -4,7 +4,10 @@ and host ports, and the immutable sets it hands to sessions.
 - `PodBook` (mutable, one per scheduler cache): pods bound or assumed, by key, with the node they
   are on, and the labels of every namespace; with indexes kept current as pods come and go (pod
   keys by label and by what they carry: each kind of inter-pod term, host ports; and per kind of
-  term, the distinct terms with the nodes of the pods carrying them).
+  term, the distinct terms with the nodes of the pods carrying them). It owns the cache's
+  `PodFactsMemo` (`facts`): `add_pod` parses a pod once per manifest, so that a later event of a
+  pod leaves the book as it is, and the cache lends the memo to its sessions, whose plugins parse
+  the pods they place into it (a placed pod is then booked without being parsed again).
 - `PodSet` (immutable): what `PodBook.frozen()` hands out, the same object until something
   changes. The indexes are copied on write, so freezing costs one copy of the top-level maps, not
   a pass over every pod; a session reads them instead of scanning all pods.
@@ -18,8 +21,9 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Generic, Literal, TypeVar
 
+from runtimekit.kube.objects import Pod
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm
-from runtimekit.scheduler.kubesem.pods import PodFacts
+from runtimekit.scheduler.kubesem.pods import PodFacts, PodFactsMemo
 
 H = TypeVar("H")
 V = TypeVar("V")
@@ -196,6 +200,7 @@ class PodBook:
         self._terms: dict[str, _TermBook] = {kind: _TermBook() for kind in KINDS}
         self._version = 0
         self._frozen: PodSet = EMPTY
+        self.facts = PodFactsMemo()  # the pods' facts, parsed once per manifest (see above)
 
     def _index(self, key: str, facts: PodFacts, node: str, sign: int) -> None:
         for pair in facts.labels.items():
@@ -215,7 +220,12 @@ class PodBook:
         self._index(key, facts, node, +1)
         self._version += 1
 
+    def add_pod(self, key: str, pod: Pod | None, namespace: str, node: str) -> None:
+        """`add` a pod by its manifest (None: only its namespace is known), parsed once per manifest."""
+        self.add(key, self.facts.of(key, pod, namespace), node)
+
     def remove(self, key: str) -> None:
+        self.facts.forget(key)
         old = self._pods.pop(key, None)
         if old is not None:
             self._index(key, old[0], old[1], -1)

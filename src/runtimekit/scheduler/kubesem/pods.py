@@ -3,8 +3,9 @@
 
 A part that does not parse (an affinity term, a spread constraint) is left out and named in
 `problem`: kube-scheduler refuses to place such a pod ("parsing pod: ..."), while an existing pod
-with one still counts with the parts that did parse. Pure; callers: the scheduler caches (existing
-pods) and the predicates and nodeorder plugins (the pod being placed).
+with one still counts with the parts that did parse. Pure (`PodFactsMemo` keeps what it parsed for
+its owner); callers: the scheduler cache's `PodBook` (placed pods) and the predicates and nodeorder
+plugins (the pods being placed).
 """
 
 from __future__ import annotations
@@ -12,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Any
 
+from runtimekit.kube.objects import Pod
+from runtimekit.kube.semantics.labels import SelectorError
+from runtimekit.kube.semantics.nodeaffinity import PreferredTerm, preferred_terms
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm, affinity_terms
-from runtimekit.scheduler.kubesem.labels import SelectorError
-from runtimekit.scheduler.kubesem.nodeaffinity import PreferredTerm, preferred_terms
 from runtimekit.scheduler.kubesem.ports import HostPort, host_ports
 from runtimekit.scheduler.kubesem.spread import SpreadConstraint, spread_constraints
 
@@ -61,7 +62,7 @@ def normalized_image(name: str) -> str:
     return name + ":latest" if name.rfind(":") <= name.rfind("/") else name
 
 
-def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
+def pod_facts(pod: Pod) -> PodFacts:
     """The facts of a pod manifest (a dict as the API serves it)."""
     meta = pod.get("metadata") or {}
     spec = pod.get("spec") or {}
@@ -117,11 +118,7 @@ def pod_facts(pod: Mapping[str, Any]) -> PodFacts:
     )
 
 
-_KEEP = 1 << 16
-_memo: dict[str, tuple[Mapping[str, Any], PodFacts]] = {}
-
-
-def _same_facts(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+def _same_facts(before: Pod, after: Pod) -> bool:
     """Whether two manifests of a pod have the same facts: equal labels, namespace, deletion mark
     and spec apart from `nodeName` (which no fact reads)."""
     old_meta, new_meta = before.get("metadata") or {}, after.get("metadata") or {}
@@ -134,7 +131,7 @@ def _same_facts(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
     return same_spec_but_node(before, after)
 
 
-def same_spec_but_node(before: Mapping[str, Any], after: Mapping[str, Any]) -> bool:
+def same_spec_but_node(before: Pod, after: Pod) -> bool:
     """Whether two manifests of a pod have the same spec apart from `nodeName` (what its binding sets)."""
     old_spec, new_spec = before.get("spec") or {}, after.get("spec") or {}
     if not isinstance(old_spec, Mapping) or not isinstance(new_spec, Mapping):
@@ -142,17 +139,35 @@ def same_spec_but_node(before: Mapping[str, Any], after: Mapping[str, Any]) -> b
     return all(old_spec.get(k) == new_spec.get(k) for k in old_spec.keys() | new_spec.keys() if k != "nodeName")
 
 
-def facts_for(key: str, pod: Mapping[str, Any] | None, namespace: str) -> PodFacts:
-    """`pod_facts(pod)`, parsed once per manifest object under a pod's key (the filters, the scores
-    and the cache's book of placed pods all ask); only the namespace when there is no manifest."""
-    if pod is None:
-        return plain_facts(namespace)
-    found = _memo.get(key)
-    if found is not None and (found[0] is pod or _same_facts(found[0], pod)):
-        _memo[key] = (pod, found[1])  # a later event of the pod (its binding, a status) reads the same
-        return found[1]
-    if len(_memo) >= _KEEP:
-        _memo.clear()
-    parsed = pod_facts(pod)
-    _memo[key] = (pod, parsed)
-    return parsed
+class PodFactsMemo:
+    """Pods' facts parsed once per manifest, by pod key: a later manifest of a pod that reads the
+    same (its binding, a status) gets the same `PodFacts` object. Bounded (`keep` pods; past that
+    it starts afresh). Owned by a scheduler cache's `PodBook` and lent to its sessions (the
+    snapshot's `pod_facts`). A live cache's is used by informer threads under the cache's lock and
+    by the scheduling thread without it: single dict operations only, so the worst a race does is
+    parse a pod again."""
+
+    __slots__ = ("_keep", "_parsed")
+
+    def __init__(self, keep: int = 1 << 16) -> None:
+        self._keep = keep
+        self._parsed: dict[str, tuple[Pod, PodFacts]] = {}
+
+    def of(self, key: str, pod: Pod | None, namespace: str) -> PodFacts:
+        """`pod_facts(pod)`, parsed once per manifest under the pod's key; only the namespace when
+        there is no manifest (trace replay)."""
+        if pod is None:
+            return plain_facts(namespace)
+        found = self._parsed.get(key)
+        if found is not None and (found[0] is pod or _same_facts(found[0], pod)):
+            self._parsed[key] = (pod, found[1])  # a later event of the pod (its binding, a status) reads the same
+            return found[1]
+        if len(self._parsed) >= self._keep:
+            self._parsed.clear()
+        parsed = pod_facts(pod)
+        self._parsed[key] = (pod, parsed)
+        return parsed
+
+    def forget(self, key: str) -> None:
+        """The pod is gone (its key will not be asked again)."""
+        self._parsed.pop(key, None)

@@ -12,7 +12,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+
+from runtimekit.kube.objects import PodSpec
 
 ANY_IP = "0.0.0.0"
 REASON = "node(s) didn't have free ports for the requested pod ports"
@@ -25,7 +26,7 @@ class HostPort:
     port: int
 
 
-def host_ports(spec: Mapping[str, Any]) -> tuple[HostPort, ...]:
+def host_ports(spec: PodSpec) -> tuple[HostPort, ...]:
     """The host ports a pod spec asks for, in container order (invalid entries are left out)."""
     out: list[HostPort] = []
     for container in spec.get("containers") or []:

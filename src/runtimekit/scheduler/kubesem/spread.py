@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from runtimekit.scheduler.kubesem.labels import IN, Selector, SelectorError, label_keys_requirements, label_selector
+from runtimekit.kube.objects import PodSpec
+from runtimekit.kube.semantics.labels import IN, Selector, SelectorError, label_keys_requirements, label_selector
 
 HOSTNAME = "kubernetes.io/hostname"
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"
@@ -64,7 +65,7 @@ def _policy(given: Any, default: str, path: str) -> bool:
     return value == HONOR
 
 
-def spread_constraints(spec: Mapping[str, Any], labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
+def spread_constraints(spec: PodSpec, labels: Mapping[str, str]) -> tuple[SpreadConstraint, ...]:
     """A pod's topologySpreadConstraints; raises SelectorError naming the first that is invalid."""
     out: list[SpreadConstraint] = []
     for i, obj in enumerate(spec.get("topologySpreadConstraints") or []):

@@ -20,14 +20,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from runtimekit.model import GpuKind, MigMode, PodKey, Slot
 from runtimekit.model.mig import MigGeometry, mask, placeable
 from runtimekit.model.migstate import MigGpuState
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
@@ -72,6 +71,12 @@ def _weights(geo: MigGeometry) -> dict[str, int]:
     return {p.name: (geo.slices + 1) ** i for i, p in enumerate(ordered)}
 
 
+@functools.lru_cache(maxsize=64)
+def _sizes(geo: MigGeometry) -> dict[str, int]:
+    """Each profile's size in memory slices, by name."""
+    return {p.name: p.size for p in geo.profiles}
+
+
 @functools.lru_cache(maxsize=1 << 16)
 def _dynamic_value(geo: MigGeometry, occupied: int) -> int:
     weights = _weights(geo)
@@ -81,9 +86,8 @@ def _dynamic_value(geo: MigGeometry, occupied: int) -> int:
 def value(state: MigGpuState, occupied: int) -> int:
     """A GPU's remaining MIG capacity: larger profiles dominate."""
     if state.mode is MigMode.STATIC:
-        weights = _weights(state.geometry)
-        free = [(s, p) for s, p in state.instances.items() if not occupied & mask(s, state.geometry.profile(p).size)]  # type: ignore[union-attr]
-        return sum(weights[p] for _, p in free)
+        weights, sizes = _weights(state.geometry), _sizes(state.geometry)
+        return sum(weights[p] for s, p in state.instances.items() if not occupied & mask(s, sizes[p]))
     return _dynamic_value(state.geometry, occupied)
 
 
@@ -243,5 +247,5 @@ class Mig(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAlloca
         return SUCCESS
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Mig:
+def build(arguments: Arguments, context: BuildContext) -> Mig:
     return Mig(parse_arguments(MigArgs, NAME, arguments))

@@ -25,18 +25,18 @@ until node metadata changes; inter-pod and spread scores read the session's topo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.kube.semantics.nodeaffinity import preferred_score
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
-from runtimekit.scheduler.kubesem import interpod, nodeaffinity, spread, spreading, taints
+from runtimekit.scheduler.kubesem import interpod, spread, spreading, taints
 from runtimekit.scheduler.kubesem.scores import default_normalize, image_score
 from runtimekit.scheduler.plugins import kubestate
 
@@ -93,13 +93,14 @@ def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray
 class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
     name = "nodeorder"
 
-    def __init__(self, args: NodeOrderArgs) -> None:
+    def __init__(self, args: NodeOrderArgs, kube: kubestate.KubeShared | None = None) -> None:
+        super().__init__(kube)
         self.args = args
         self._raw: dict[tuple[str, Hashable, int], np.ndarray] = {}
 
     # -- node-level raw scores, cached per distinct pod term -------------------------------
     def _per_node(self, kind: str, key: Hashable, ssn: SessionView, compute: Callable[[], np.ndarray]) -> np.ndarray:
-        cache_key = (kind, key, kubestate.scope(ssn).serial)
+        cache_key = (kind, key, self.kube.scope(ssn).serial)
         found = self._raw.get(cache_key)
         if found is None:
             if len(self._raw) > 512:
@@ -108,17 +109,14 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return found
 
     def _preferred_nodes(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        terms = kubestate.facts(task).preferred_nodes
+        terms = kubestate.facts(task, ssn).preferred_nodes
         if not terms:
             return None
         metas = ssn.snapshot.meta
 
         def compute() -> np.ndarray:
             return np.array(
-                [
-                    nodeaffinity.preferred_score(terms, m.labels, m.name) if m is not None else 0
-                    for m in metas[: ssn.table.rows]
-                ],
+                [preferred_score(terms, m.labels, m.name) if m is not None else 0 for m in metas[: ssn.table.rows]],
                 np.float64,
             )
 
@@ -140,7 +138,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return default_normalize(self._per_node("taints", tolerations, ssn, compute)[rows], reverse=True)
 
     def _images(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        facts = kubestate.facts(task)
+        facts = kubestate.facts(task, ssn)
         if not facts.images:
             return None
         metas = ssn.snapshot.meta[: ssn.table.rows]
@@ -163,23 +161,23 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
 
     # -- scores of the session's pods ------------------------------------------------------
     def _pod_affinity(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        facts = kubestate.facts(task)
+        facts = kubestate.facts(task, ssn)
         if facts.problem:
             return None
         own = facts.preferred_affinity or facts.preferred_anti_affinity
-        kube = kubestate.session(ssn)
+        kube = self.kube.session(ssn)
         if not own and not kube.index.has_terms:
             return None
         raw = interpod.raw_scores(kube.index, kube.topology, facts, rows, self.args.hard_pod_affinity_weight)
         return None if raw is None else interpod.normalize(raw)
 
     def _spread(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
-        facts = kubestate.facts(task)
+        facts = kubestate.facts(task, ssn)
         soft = [c for c in facts.spread if not c.hard]
         if not soft:
             return None
-        kube = kubestate.session(ssn)
-        affinity, tolerated = kubestate.node_masks(task.constraints, ssn)
+        kube = self.kube.session(ssn)
+        affinity, tolerated = self.kube.node_masks(task.constraints, ssn)
         return spread.score(spreading.inputs(soft, facts, kube.index, kube.topology, affinity, tolerated), rows)
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
@@ -208,7 +206,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return score
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> NodeOrderPlugin:
+def build(arguments: Arguments, context: BuildContext) -> NodeOrderPlugin:
     aliases = {f"{n}.weight": n for n in (*WEIGHTS, *NOT_HERE)}
     aliases["podaffinity.hardPodAffinityWeight"] = "hard_pod_affinity_weight"
-    return NodeOrderPlugin(parse_arguments(NodeOrderArgs, "nodeorder", arguments, aliases))
+    return NodeOrderPlugin(parse_arguments(NodeOrderArgs, "nodeorder", arguments, aliases), kubestate.shared(context))

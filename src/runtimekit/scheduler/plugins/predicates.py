@@ -25,10 +25,11 @@ scheduler does not have (volumes, DRA, Volcano's GPU sharing) are refused when s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
+from runtimekit.kube.semantics.tolerations import untolerated
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.interfaces import Mask, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -39,7 +40,7 @@ from runtimekit.scheduler.plugins.predicate_args import PredicatesArgs, parse_pr
 
 REMOVED, NOT_READY = "node(s) were removed", "node(s) were not ready"
 # reason codes: 0 passes; the order is the order of the filters
-REASONS: list[str] = [
+REASONS: tuple[str, ...] = (
     "",
     REMOVED,
     NOT_READY,
@@ -53,11 +54,13 @@ REASONS: list[str] = [
     interpod.AFFINITY_REASON,
     interpod.ANTI_AFFINITY_REASON,
     interpod.EXISTING_ANTI_AFFINITY_REASON,
-]
+)
 CODE = {reason: i for i, reason in enumerate(REASONS)}
-# failures no eviction can turn into a fit (kube-scheduler's UnschedulableAndUnresolvable)
-_RESOLVABLE = {CODE[ports.REASON], CODE[spread.REASON], CODE[interpod.ANTI_AFFINITY_REASON]}
-_RESOLVABLE.add(CODE[interpod.EXISTING_ANTI_AFFINITY_REASON])
+# failures an eviction may turn into a fit (the others are kube-scheduler's UnschedulableAndUnresolvable)
+_RESOLVABLE = frozenset(
+    CODE[reason]
+    for reason in (ports.REASON, spread.REASON, interpod.ANTI_AFFINITY_REASON, interpod.EXISTING_ANTI_AFFINITY_REASON)
+)
 _SPREAD = {spread.MISSING_LABEL: CODE[spread.LABEL_REASON], spread.TOO_SKEWED: CODE[spread.REASON]}
 _INTERPOD = {
     interpod.AFFINITY: CODE[interpod.AFFINITY_REASON],
@@ -70,7 +73,8 @@ Codes = np.ndarray
 class Predicates(kubestate.FollowsPlacements, Predicate):
     name = "predicates"
 
-    def __init__(self, args: PredicatesArgs | None = None) -> None:
+    def __init__(self, args: PredicatesArgs | None = None, kube: kubestate.KubeShared | None = None) -> None:
+        super().__init__(kube)
         self.args = args or PredicatesArgs()
         self._static: dict[tuple[Constraints, int], Codes] = {}
         self._open: set[tuple[Constraints, int]] = set()  # keys of `_static` where every node passes
@@ -78,7 +82,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
 
     # -- node-level filters, cached per constraint -----------------------------------------
     def _node_codes(self, constraints: Constraints, ssn: SessionView) -> Codes:
-        key = (constraints, kubestate.scope(ssn).serial)
+        key = (constraints, self.kube.scope(ssn).serial)
         found = self._static.get(key)
         if found is None:
             if len(self._static) > 256:
@@ -98,12 +102,12 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         args = self.args
         if args.proportional:
             return False
-        facts = kubestate.facts(task)
+        facts = kubestate.facts(task, ssn)
         if facts.problem or not facts.simple:
             return False
-        if args.pod_affinity and kubestate.session(ssn).index.has_anti_affinity:
+        if args.pod_affinity and self.kube.session(ssn).index.has_anti_affinity:
             return False
-        key = (task.constraints, kubestate.scope(ssn).serial)
+        key = (task.constraints, self.kube.scope(ssn).serial)
         if key not in self._static:
             self._node_codes(task.constraints, ssn)
         return key in self._open
@@ -118,7 +122,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             return CODE[taints.UNSCHEDULABLE_REASON]
         if constraints.node_name and constraints.node_name != node.name:
             return CODE[NODE_NAME_REASON]
-        if args.taint_toleration and taints.untolerated(node.taints, constraints.tolerations) is not None:
+        if args.taint_toleration and untolerated(node.taints, constraints.tolerations) is not None:
             return CODE[taints.REASON]
         if args.node_affinity and not constraints.matches_node(node):
             return CODE[nodeaffinity.REASON]
@@ -129,7 +133,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         if self._simple(task, ssn):
             return Verdict.all(rows.size)
         codes = self._node_codes(task.constraints, ssn)[rows]
-        facts = kubestate.facts(task)
+        facts = kubestate.facts(task, ssn)
         args = self.args
         wants = (
             facts.problem
@@ -138,7 +142,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             or args.proportional
             or (args.pod_affinity and (facts.affinity or facts.anti_affinity))
         )
-        if wants or (args.pod_affinity and kubestate.session(ssn).index.has_anti_affinity):
+        if wants or (args.pod_affinity and self.kube.session(ssn).index.has_anti_affinity):
             open_rows = codes == 0
             if open_rows.any():
                 codes = codes.astype(np.int16)
@@ -179,13 +183,13 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
     def _pod_codes(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Codes:
         """Host ports, proportional, topology spread and inter-pod affinity for rows that passed
         the node-level filters: the code of the first that fails per row."""
-        facts = kubestate.facts(task)
+        facts = kubestate.facts(task, ssn)
         out = np.zeros(rows.size, np.int16)
         if facts.problem:
             out[:] = self._code(facts.problem)
             return out
         args = self.args
-        kube = kubestate.session(ssn)
+        kube = self.kube.session(ssn)
         steps: list[Callable[[Rows], Codes]] = []
         if args.node_ports and facts.ports:
             conflicts = kube.index.port_conflicts(facts.ports)
@@ -194,7 +198,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             steps.append(lambda r: self._proportional(task, r, ssn))
         hard = [c for c in facts.spread if c.hard]
         if args.pod_topology_spread and hard:
-            affinity, tolerated = kubestate.node_masks(task.constraints, ssn)
+            affinity, tolerated = self.kube.node_masks(task.constraints, ssn)
             inputs = spreading.inputs(hard, facts, kube.index, kube.topology, affinity, tolerated)
             steps.append(lambda r: _mapped(spread.filter_codes(inputs, facts.labels, r), _SPREAD))
         if args.pod_affinity and interpod.needs_filter(facts, kube.index):
@@ -236,5 +240,5 @@ def _mapped(codes: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
     return out
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Predicates:
-    return Predicates(parse_predicates_args(arguments, context.protocol.resources.gpu))
+def build(arguments: Arguments, context: BuildContext) -> Predicates:
+    return Predicates(parse_predicates_args(arguments, context.protocol.resources.gpu), kubestate.shared(context))

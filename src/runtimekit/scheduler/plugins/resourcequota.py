@@ -14,10 +14,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo
-from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote
+from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote, Watches
 from runtimekit.scheduler.framework.policy import NamespaceQuota
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
@@ -27,9 +27,9 @@ NAME = "resourcequota"
 log = logging.getLogger(__name__)
 
 
-class ResourceQuota(Plugin, JobEnqueueable, JobEnqueued):
+class ResourceQuota(Plugin, JobEnqueueable, JobEnqueued, Watches):
     name = NAME
-    watches = ("resourcequotas",)
+    watches: tuple[str, ...] = ("resourcequotas",)
 
     def __init__(self) -> None:
         self.quotas: Mapping[str, tuple[NamespaceQuota, ...]] = {}
@@ -72,6 +72,6 @@ class ResourceQuota(Plugin, JobEnqueueable, JobEnqueued):
                 admitted[name] = admitted.get(name, Fraction(0)) + amount
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> ResourceQuota:
+def build(arguments: Arguments, context: BuildContext) -> ResourceQuota:
     no_arguments(NAME, arguments)
     return ResourceQuota()

@@ -2,9 +2,9 @@
 (`admissionregistration/validation`), with its messages: each webhook needs a fully qualified, unique
 name, `admissionReviewVersions` naming v1 or v1beta1, `sideEffects` None or NoneOnDryRun, exactly one
 of `clientConfig.url` (https, no user, query or fragment) and `clientConfig.service` (a path starting
-with `/`, a port 1-65535), rules with operations and resources, and known policies; timeouts are 1-30
-seconds. `check_configuration` returns the causes (empty when valid); `operations.Api.validate` turns
-them into 422 Invalid. Pure.
+with `/`, a port 1-65535), rules with operations and resources, known policies, and valid label
+selectors; timeouts are 1-30 seconds. `check_configuration` returns the causes (empty when valid);
+`operations.Api.validate` turns them into 422 Invalid. Pure.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from runtimekit.cluster.apiserver.errors import Cause, field_invalid, field_requ
 from runtimekit.cluster.apiserver.resources import NameRule
 from runtimekit.cluster.apiserver.validation import SUBDOMAIN_MSG, name_problems
 from runtimekit.kube.objects import JsonObject, MutatingWebhook, RuleWithOperations, WebhookClientConfig
+from runtimekit.kube.semantics.labels import SelectorProblem, selector_problems
 
 _SIDE_EFFECTS = ("None", "NoneOnDryRun")
 _REVIEW_VERSIONS = ("v1", "v1beta1")
@@ -68,6 +69,14 @@ def _client(path: str, config: WebhookClientConfig) -> list[Cause]:
     return causes
 
 
+def _cause(problem: SelectorProblem) -> Cause:
+    if problem.kind == "Required":
+        return field_required(problem.path, problem.detail)
+    if problem.kind == "Forbidden":
+        return Cause("FieldValueForbidden", f"Forbidden: {problem.detail}", problem.path)
+    return field_invalid(problem.path, problem.value, problem.detail)
+
+
 def _rule(path: str, rule: RuleWithOperations) -> list[Cause]:
     causes: list[Cause] = []
     for key in ("operations", "apiGroups", "apiVersions", "resources"):
@@ -96,6 +105,8 @@ def _webhook(path: str, hook: MutatingWebhook, mutating: bool, seen: set[str]) -
         why = "the timeout value must be between 1 and 30 seconds"
         causes.append(field_invalid(f"{path}.timeoutSeconds", timeout, why))
     causes += _client(f"{path}.clientConfig", hook.get("clientConfig") or {})
+    for key in ("namespaceSelector", "objectSelector"):
+        causes += [_cause(p) for p in selector_problems(hook.get(key), f"{path}.{key}")]
     for index, rule in enumerate(hook.get("rules") or ()):
         causes += _rule(f"{path}.rules[{index}]", rule)
     return causes

@@ -15,33 +15,32 @@ from collections.abc import Callable
 
 from runtimekit.cluster.apiserver.admission.attributes import CREATE, UPDATE, Attributes
 from runtimekit.cluster.apiserver.errors import not_found
-from runtimekit.cluster.labelselector import is_empty, matches
-from runtimekit.kube.objects import JsonObject, LabelSelector, labels_of
+from runtimekit.kube.objects import JsonObject, labels_of
+from runtimekit.kube.semantics.labels import Selector
 
 NamespaceLabels = Callable[[str], "dict[str, str] | None"]
 """The labels of a namespace by name; None when there is no such namespace."""
 
 
-def namespace_matches(selector: LabelSelector | None, at: Attributes, labels: NamespaceLabels) -> bool:
+def namespace_matches(selector: Selector, at: Attributes, labels: NamespaceLabels) -> bool:
     """Raises ApiError 404 when the request's namespace does not exist and the selector needs its labels."""
     if not at.namespace and not at.is_namespace:
         return True
-    if is_empty(selector):
+    if selector.everything:
         return True
     if at.is_namespace and not at.subresource and at.operation in (CREATE, UPDATE) and at.obj is not None:
-        return matches(selector, labels_of(at.obj))
+        return selector.matches(labels_of(at.obj))
     found = labels(at.namespace)
     if found is None:
         raise not_found("namespaces", at.namespace)
-    return matches(selector, found)
+    return selector.matches(found)
 
 
-def _labelled(obj: JsonObject | None, selector: LabelSelector) -> bool:
-    return obj is not None and matches(selector, labels_of(obj))
+def _labelled(obj: JsonObject | None, selector: Selector) -> bool:
+    return obj is not None and selector.matches(labels_of(obj))
 
 
-def object_matches(selector: LabelSelector | None, at: Attributes) -> bool:
-    if is_empty(selector):
+def object_matches(selector: Selector, at: Attributes) -> bool:
+    if selector.everything:
         return True
-    assert selector is not None
     return _labelled(at.obj, selector) or _labelled(at.old, selector)

@@ -25,6 +25,7 @@ from runtimekit.kube.objects import (
     WebhookClientConfig,
     meta,
 )
+from runtimekit.kube.semantics.labels import EVERYTHING, Selector, label_selector_or_nothing
 
 FAIL, IGNORE = "Fail", "Ignore"
 EXACT, EQUIVALENT = "Exact", "Equivalent"
@@ -58,8 +59,8 @@ class Webhook:
     client: ClientConfig
     failure_policy: str = FAIL
     match_policy: str = EQUIVALENT
-    namespace_selector: LabelSelector | None = None  # None or {}: every namespace
-    object_selector: LabelSelector | None = None
+    namespace_selector: Selector = EVERYTHING  # as parsed: a selector that does not parse selects nothing
+    object_selector: Selector = EVERYTHING
     side_effects: str = ""
     timeout_s: int = DEFAULT_TIMEOUT_S
     reinvoke: bool = False  # reinvocationPolicy IfNeeded
@@ -85,6 +86,11 @@ def _ca_bundle(text: object) -> bytes:
         return b""  # validation refuses such a bundle on write; a stored one verifies nothing
 
 
+def _selector(raw: LabelSelector | None) -> Selector:
+    """A webhook's selector; missing or empty selects everything (validation refuses bad ones on write)."""
+    return label_selector_or_nothing(raw if raw is not None else {})
+
+
 def _client(raw: WebhookClientConfig) -> ClientConfig:
     service = raw.get("service")
     target = None
@@ -105,8 +111,8 @@ def _webhook(configuration: str, index: int, raw: ValidatingWebhook, mutating: b
         client=_client(raw.get("clientConfig") or {}),
         failure_policy=raw.get("failurePolicy") or FAIL,
         match_policy=raw.get("matchPolicy") or EQUIVALENT,
-        namespace_selector=raw.get("namespaceSelector"),
-        object_selector=raw.get("objectSelector"),
+        namespace_selector=_selector(raw.get("namespaceSelector")),
+        object_selector=_selector(raw.get("objectSelector")),
         side_effects=raw.get("sideEffects") or "",
         timeout_s=int(raw.get("timeoutSeconds") or DEFAULT_TIMEOUT_S),
         reinvoke=mutating and cast(MutatingWebhook, raw).get("reinvocationPolicy") == "IfNeeded",

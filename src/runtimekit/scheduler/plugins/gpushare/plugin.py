@@ -19,7 +19,6 @@ Arguments (Volcano style, the `gpushare.` prefix optional):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodKey, PodRequest, Slot
 from runtimekit.model.selector import MODELS, UUIDS
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
@@ -60,12 +59,13 @@ from runtimekit.scheduler.plugins.gpushare.podpolicy import is_split, resolve
 from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
     POLICIES,
-    FgdPolicy,
     Learner,
+    LearnsAt,
     PodShape,
     PodType,
     Policy,
     PolicyContext,
+    TakesWorkload,
     TargetWorkload,
 )
 from runtimekit.scheduler.plugins.gpushare.selection import RestrictedView, restrict
@@ -92,9 +92,9 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-
-
-class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
+class GpuSharePlugin(
+    HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind
+):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
 
@@ -109,17 +109,14 @@ class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceA
         self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
-        fgd = self.policies["fgd"]
-        assert isinstance(fgd, FgdPolicy)
-        self.fgd = fgd
+        self._learners_at = self._learners()
         if workload is not None:
             self.set_workload(workload)
         self._pod_policy_key = context.protocol.annotations.policy
         self._split_keys = (context.protocol.annotations.node_policy, context.protocol.annotations.gpu_policy)
         self._splits: dict[str, Policy] = {}
-        self._observed: set[str] = set()
-        self._learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
-        self._learned: set[str] = set()
+        self._observed: set[str] = set()  # pods the SCORE learners were told of
+        self._learned: set[str] = set()  # pods the FILTER learners were told of
         self._needs: dict[int, _Need] = {}
         self._ctx: PolicyContext | None = None
         self.units = NodeUnits(context.protocol.labels.memory_unit, context.protocol.memory_unit_mib)
@@ -162,10 +159,19 @@ class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceA
             self._ctx = PolicyContext(table, self.rng)
         return self._ctx
 
+    def _learners(self) -> dict[LearnsAt, dict[str, Learner]]:
+        """The learning policies by the point they learn at, by name (`Learner`): sorted once, and
+        again when `set_workload` replaces policies."""
+        learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
+        return {at: {name: p for name, p in learners.items() if p.learns_at is at} for at in LearnsAt}
+
     def set_workload(self, workload: TargetWorkload) -> None:
-        """Fix FGD's target workload (otherwise it is learned from the pods it sees)."""
-        fgd = FgdPolicy(workload)
-        self.policies["fgd"] = self.fgd = fgd
+        """Give the policies that take one (`TakesWorkload`: fgd) this target workload; they learn
+        none from the pods they see (the others still do)."""
+        for name, policy in list(self.policies.items()):
+            if isinstance(policy, TakesWorkload):
+                self.policies[name] = policy.with_workload(workload)
+        self._learners_at = self._learners()
 
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
@@ -189,7 +195,7 @@ class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceA
                 return unresolvable(found)
         elif task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
             return unresolvable(f"unknown placement policy {task.policy!r} in annotation {self._pod_policy_key}")
-        learner = self._learners.get(self.policy_for(task).name)
+        learner = self._learners_at[LearnsAt.FILTER].get(self.policy_for(task).name)
         if learner is not None and task.key not in self._learned:
             if len(self._learned) > 100_000:
                 self._learned.clear()
@@ -311,13 +317,12 @@ class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceA
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
         policy = self.policy_for(task)
-        if isinstance(policy, FgdPolicy) and task.key not in self._observed:
+        learner = self._learners_at[LearnsAt.SCORE].get(policy.name)
+        if learner is not None and task.key not in self._observed:
             if len(self._observed) > 100_000:
                 self._observed.clear()
             self._observed.add(task.key)  # each pod counts once, however often it is retried
-            policy.observe(_pod_type(task, shape))
-            if policy.workload is None:
-                return np.zeros(rows.size)
+            learner.learn(_pod_type(task, shape))
         scores = policy.score(self._context(ssn.table), shape, rows)
         weighted = scores.astype(np.float64)
         if self.args.weight != 1.0:
@@ -342,10 +347,7 @@ class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceA
             fitting = fitting_gpus(ctx.table, row, gpu)
             if fitting.size < gpu.count:
                 return unschedulable(f"container {container.container}: GPUs no longer fit on the chosen node")
-            if isinstance(policy, FgdPolicy) and policy.workload is None:
-                columns = POLICIES["bestfit"]().choose(ctx, shape, gpu, row, fitting)
-            else:
-                columns = policy.choose(ctx, shape, gpu, row, fitting)
+            columns = policy.choose(ctx, shape, gpu, row, fitting)
             taken = slots_for(ctx.table, row, gpu, columns)
             chosen.append((container.container, taken))
             if len(requests) > 1:
@@ -400,10 +402,10 @@ def workload_from_file(path: str) -> TargetWorkload:
     )
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext, workload: TargetWorkload | None = None) -> GpuShare:
+def build(arguments: Arguments, context: BuildContext, workload: TargetWorkload | None = None) -> GpuSharePlugin:
     """The plugin from its conf arguments; `workload`, when given, is FGD's target workload and
     `gpushare.workload` is not read (the simulator's, handed over by `scheduler/inprocess.py`)."""
     args = parse_arguments(GpuShareArgs, NAME, arguments)
     if workload is None and args.workload:
         workload = workload_from_file(args.workload)
-    return GpuShare(args, context, workload)
+    return GpuSharePlugin(args, context, workload)

@@ -16,6 +16,7 @@ from runtimekit.model import GpuSelector, NodeTable
 from runtimekit.model.ledger import BoolArray, IntArray
 from runtimekit.model.selector import MODELS, UUIDS
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, Snapshot
+from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.view import SessionView
 
 
@@ -71,8 +72,8 @@ class RestrictedView:
         self._ssn, self._table = ssn, table
 
     @property
-    def uid(self) -> int:
-        return self._ssn.uid
+    def state(self) -> CycleState:
+        return self._ssn.state
 
     @property
     def snapshot(self) -> Snapshot:

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, Policy, PolicyContext
+from runtimekit.scheduler.plugins.gpushare.policies.base import (
+    Learner,
+    LearnsAt,
+    PodShape,
+    Policy,
+    PolicyContext,
+    TakesWorkload,
+)
 from runtimekit.scheduler.plugins.gpushare.policies.baseline import (
     BestFitPolicy,
     BinpackPolicy,
@@ -15,7 +22,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.baseline import (
     SpreadPolicy,
 )
 from runtimekit.scheduler.plugins.gpushare.policies.fgd import FgdPolicy, Fragmentation
-from runtimekit.scheduler.plugins.gpushare.policies.packfrag import Learner, PackFragPolicy
+from runtimekit.scheduler.plugins.gpushare.policies.packfrag import PackFragPolicy
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 POLICIES: dict[str, Callable[[], Policy]] = {
@@ -37,10 +44,12 @@ __all__ = [
     "FgdPolicy",
     "Fragmentation",
     "Learner",
+    "LearnsAt",
     "PackFragPolicy",
     "PodShape",
     "PodType",
     "Policy",
     "PolicyContext",
+    "TakesWorkload",
     "TargetWorkload",
 ]

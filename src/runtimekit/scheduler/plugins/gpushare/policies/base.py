@@ -4,18 +4,24 @@ A policy scores candidate nodes for a pod (an integer 0-100 per node, higher is 
 framework breaks ties by the session's node rank) and chooses the GPUs inside the chosen node.
 Scores use GPU compute shares (milli) and CPU, as the FGD paper's policies do; GPU memory only
 limits which GPUs fit. Pure functions of the node table; callers: the gpushare plugin.
+
+Two optional capabilities, which the plugin sorts its policies by once: a `Learner` learns its
+target workload from the pods it is told of, and a policy that `TakesWorkload` can be given one
+instead.
 """
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass, field
-from typing import Protocol
+from enum import Enum
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 
 from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable, PodRequest
 from runtimekit.model.ledger import IntArray
+from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
 MAX_SPEC_CPU = 128_000  # the paper's normalisation constants (MaxSpecCpu, MaxSpecGpu)
 MAX_SPEC_GPU = 8_000
@@ -76,6 +82,32 @@ class Policy(Protocol):
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         """GPU columns for one container: `req.count` of `fitting` (the columns that can hold it)."""
+
+
+class LearnsAt(Enum):
+    """Which pods a `Learner` is told of, each once however often it is retried."""
+
+    FILTER = "filter"  # every pod the plugin filters, whether or not it fits anywhere
+    SCORE = "score"  # the pods the plugin scores: those with more than one feasible node
+
+
+@runtime_checkable
+class Learner(Protocol):
+    """A policy that learns its target workload from the pods it sees: the gpushare plugin calls
+    `learn` once per pod, at the point `learns_at` names, before the pod is scored. Until it has a
+    workload it still scores and chooses (each learner says how)."""
+
+    learns_at: LearnsAt
+
+    def learn(self, pod_type: PodType) -> None: ...
+
+
+@runtime_checkable
+class TakesWorkload(Protocol):
+    """A policy that can be given its target workload instead of learning it."""
+
+    def with_workload(self, workload: TargetWorkload) -> Policy:
+        """A fresh policy of this kind that keeps `workload` as its target and learns nothing."""
 
 
 def best_fit_gpus(ctx: PolicyContext, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:

@@ -27,7 +27,14 @@ import numpy.typing as npt
 
 from runtimekit.model import MILLI, GpuKind, GpuRequest
 from runtimekit.model.ledger import IntArray
-from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext
+from runtimekit.scheduler.plugins.gpushare.policies.base import (
+    Learner,
+    LearnsAt,
+    PodShape,
+    PolicyContext,
+    TakesWorkload,
+    best_fit_gpus,
+)
 from runtimekit.scheduler.plugins.gpushare.policies.nodestates import NodeStates, ShapeCache, best_gpu, placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
@@ -142,8 +149,13 @@ def _sigmoid_score(delta: float) -> int:
     return int(100.0 / (1.0 + math.exp(-delta / 1000.0)))
 
 
-class FgdPolicy:
+class FgdPolicy(Learner, TakesWorkload):
+    """Learns its target workload from the pods it scores (as the paper's simulator, which scores
+    only pods with a choice of nodes), unless given one. Until it has one, it scores every node 0
+    and chooses GPUs by best fit."""
+
     name = "fgd"
+    learns_at = LearnsAt.SCORE
 
     def __init__(self, workload: TargetWorkload | None = None, learn_every: int = 256, window: int = 4096) -> None:
         self._fixed = workload is not None
@@ -166,7 +178,10 @@ class FgdPolicy:
         self._shapes.clear()
         self._choices.clear()
 
-    def observe(self, pod_type: PodType) -> None:
+    def with_workload(self, workload: TargetWorkload) -> FgdPolicy:
+        return FgdPolicy(workload)
+
+    def learn(self, pod_type: PodType) -> None:
         """Learn the target workload from arriving pods when none was given: the types of the last
         `window` pods. It is rebuilt (and every cache dropped) only when it has drifted: checked every
         `learn_every` pods, rebuilt when the total variation distance to the current one exceeds 0.05."""
@@ -203,6 +218,8 @@ class FgdPolicy:
 
     # -- the policy ------------------------------------------------------------------------
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
+        if self._frag is None:  # nothing learned yet: no node is better than another
+            return np.zeros(rows.size, np.int64)
         table = ctx.table
         self._bound_states()
         cache = self._shapes.get(shape)
@@ -263,6 +280,8 @@ class FgdPolicy:
         return scores[inverse]
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
+        if self._frag is None:  # nothing learned yet (the pod was placed without scoring)
+            return best_fit_gpus(ctx, req, row, fitting)
         if req.kind is GpuKind.WHOLE or req.core_milli >= MILLI or req.count > 1 or not fitting.size:
             return [int(c) for c in fitting[: req.count]]
         self._bound_states()

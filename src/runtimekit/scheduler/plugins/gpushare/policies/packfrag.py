@@ -38,14 +38,19 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
 from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable
 from runtimekit.model.ledger import IntArray
-from runtimekit.scheduler.plugins.gpushare.policies.base import PodShape, PolicyContext, best_fit_gpus
+from runtimekit.scheduler.plugins.gpushare.policies.base import (
+    Learner,
+    LearnsAt,
+    PodShape,
+    PolicyContext,
+    best_fit_gpus,
+)
 from runtimekit.scheduler.plugins.gpushare.policies.nodestates import (
     NodeState,
     NodeStates,
@@ -64,14 +69,6 @@ CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
-
-
-@runtime_checkable
-class Learner(Protocol):
-    """A policy that learns its target workload from the pods it is asked about: the gpushare plugin
-    calls `learn` once per pod, before the pod is scored, whether or not it fits anywhere."""
-
-    def learn(self, pod_type: PodType) -> None: ...
 
 
 class UsableCapacity:
@@ -231,8 +228,11 @@ class OnlineWorkload:
         return TargetWorkload.from_types(self.counts.elements(), self.coverage)
 
 
-class PackFragPolicy:
+class PackFragPolicy(Learner):
+    """Learns its target workload from every pod it is asked about, feasible or not, unless given one."""
+
     name = "packfrag"
+    learns_at = LearnsAt.FILTER
 
     def __init__(
         self,

@@ -7,15 +7,18 @@ from typing import Any
 
 import pytest
 
-from runtimekit.scheduler.kubesem.labels import (
+from runtimekit.kube.semantics.labels import (
     GT,
     LT,
     NODE_OPS,
+    NOTHING,
     SelectorError,
     label_keys_requirements,
     label_selector,
+    label_selector_or_nothing,
     parse_int64,
     requirement,
+    selector_problems,
 )
 
 
@@ -121,3 +124,55 @@ def test_label_keys_take_the_pods_values_and_skip_missing_keys() -> None:
 )
 def test_parse_int64_is_go_strconv(text: str, value: int | None) -> None:
     assert parse_int64(text) == value
+
+
+def test_match_labels_are_equality_requirements_that_match_as_in() -> None:
+    selector = label_selector({"matchLabels": {"b": "2", "a": "1"}})
+    assert [(r.key, r.operator) for r in selector.requirements] == [("a", "="), ("b", "=")]
+    assert selector.matches({"a": "1", "b": "2", "c": "3"})
+    assert not selector.matches({"a": "1"})
+    assert selector.hint() == ("a", "1")
+
+
+def test_a_selector_that_does_not_parse_selects_nothing_where_asked() -> None:
+    bad = {"matchExpressions": [{"key": "a", "operator": "Near", "values": ["b"]}]}
+    assert label_selector_or_nothing(bad) is NOTHING
+    assert label_selector_or_nothing(None) is NOTHING
+    assert label_selector_or_nothing({}).everything
+
+
+@pytest.mark.parametrize(
+    ("selector", "problems"),
+    [
+        pytest.param(None, [], id="nil is fine"),
+        pytest.param({"matchLabels": {"app": "web"}}, [], id="valid"),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "In"}]},
+            [("s.matchExpressions[0].values", "Required")],
+            id="In without values",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "Exists", "values": ["x"]}]},
+            [("s.matchExpressions[0].values", "Forbidden")],
+            id="Exists with values",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "Gt", "values": ["1"]}]},
+            [("s.matchExpressions[0].operator", "Invalid")],
+            id="Gt is no label selector operator",
+        ),
+        pytest.param(
+            {"matchLabels": {"bad key": "bad value!"}},
+            [("s.matchLabels", "Invalid"), ("s.matchLabels", "Invalid")],
+            id="a bad key and a bad value",
+        ),
+        pytest.param(
+            {"matchExpressions": [{"key": "a", "operator": "In", "values": ["ok", "-no"]}]},
+            [("s.matchExpressions[0].values[1]", "Invalid")],
+            id="a bad value in a set",
+        ),
+        pytest.param("app=web", [("s", "Invalid")], id="not an object"),
+    ],
+)
+def test_selector_problems_are_field_errors(selector: object, problems: list[tuple[str, str]]) -> None:
+    assert [(p.path, p.kind) for p in selector_problems(selector, "s")] == problems

@@ -41,7 +41,7 @@ from runtimekit.kube.objects import (
     labels_of,
     meta,
 )
-from runtimekit.model.quantity import parse_quantity
+from runtimekit.kube.semantics.quantity import parse_quantity
 
 API_VERSION = "batch.volcano.sh/v1alpha1"
 TASK_SPEC, TASK_INDEX, JOB_NAME = "volcano.sh/task-spec", "volcano.sh/task-index", "volcano.sh/job-name"

@@ -7,7 +7,7 @@ import pytest
 
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework, RegistryError, parse_conf
-from runtimekit.scheduler.framework.volcano import (
+from runtimekit.scheduler.framework.known_names import (
     VOLCANO_ACTIONS,
     VOLCANO_PLUGINS,
     check_action,

@@ -33,12 +33,12 @@ from typing import cast
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import is_terminating, phase
-from runtimekit.cluster.volcano import jobpods, states
-from runtimekit.cluster.volcano.policies import Request, action_for
+from runtimekit.cluster.vcjob import jobpods, states
+from runtimekit.cluster.vcjob.policies import Request, action_for
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
 from runtimekit.kube.objects import (
     JsonObject,
     Pod,
@@ -90,10 +90,10 @@ class VolcanoJobController(Controller):
     def __init__(self, http: KubeHttp, informers: Informers, default_scheduler: str) -> None:
         super().__init__(http, informers)
         self.default_scheduler = default_scheduler
-        self.jobs = self.watch(JOBS_PATH, self._on_job).cache
-        self.pods = self.watch(PODS_PATH, self._on_pod).cache
-        self.groups = self.watch(GROUPS_PATH, self._on_group).cache
-        self.priorities = self.watch(PRIORITY_PATH, lambda change: None).cache
+        self.jobs = self.watch(JOBS_PATH, VolcanoJob, self._on_job).cache
+        self.pods = self.watch(PODS_PATH, Pod, self._on_pod).cache
+        self.groups = self.watch(GROUPS_PATH, PodGroup, self._on_group).cache
+        self.priorities = self.watch(PRIORITY_PATH, PriorityClass, lambda change: None).cache
         self._lock = threading.Lock()
         self._requests: dict[str, deque[Request]] = {}
         self._delayed: list[tuple[float, Request, int]] = []  # (due, request with its action, job version)
@@ -108,7 +108,7 @@ class VolcanoJobController(Controller):
                 waiting.append(request)
         self.queue.add(request.job)
 
-    def _on_job(self, change: Change) -> None:
+    def _on_job(self, change: Change[VolcanoJob]) -> None:
         key = object_key(change.obj)
         if change.new is None:
             with self._lock:
@@ -116,18 +116,18 @@ class VolcanoJobController(Controller):
                 self._reported.pop(key, None)
             return
         if change.old is not None:
-            old, new = cast(VolcanoJob, change.old), cast(VolcanoJob, change.new)
+            old, new = change.old, change.new
             old_phase = ((old.get("status") or {}).get("state") or {}).get("phase")
             new_phase = ((new.get("status") or {}).get("state") or {}).get("phase")
             if old.get("spec") == new.get("spec") and old_phase == new_phase:
                 return
         self._push(Request(key))
 
-    def _on_group(self, change: Change) -> None:
+    def _on_group(self, change: Change[PodGroup]) -> None:
         job = next(
             (r.get("name") for r in meta(change.obj).get("ownerReferences") or [] if r.get("kind") == "Job"), None
         )
-        old, new = cast("PodGroup | None", change.old), cast("PodGroup | None", change.new)
+        old, new = change.old, change.new
         if job is None or new is None:
             return
         old_phase = ((old or {}).get("status") or {}).get("phase")
@@ -136,8 +136,8 @@ class VolcanoJobController(Controller):
             event = "Unknown" if new_phase == "Unknown" else "OutOfSync"
             self._push(Request(f"{meta(change.obj).get('namespace')}/{job}", event=event))
 
-    def _on_pod(self, change: Change) -> None:
-        pod = cast(Pod, change.obj)
+    def _on_pod(self, change: Change[Pod]) -> None:
+        pod = change.obj
         key = _job_key(pod)
         task, version = _annotation(pod, jobpods.TASK_SPEC), _annotation(pod, jobpods.JOB_VERSION)
         if not key or not task or not version.isdigit():
@@ -153,7 +153,7 @@ class VolcanoJobController(Controller):
         if change.old is None:
             self._push(_with(base, "PodPending"))
             return
-        self._push(self._pod_event(base, cast(Pod, change.old), cast(Pod, change.new)))
+        self._push(self._pod_event(base, change.old, change.new))
 
     def _pod_event(self, base: Request, old: Pod, new: Pod) -> Request:
         was, now = phase(old), phase(new)
@@ -172,7 +172,7 @@ class VolcanoJobController(Controller):
         return _with(base, "OutOfSync")
 
     def _task_completed(self, request: Request) -> bool:
-        job = self._job(request.job)
+        job = self.jobs.get(request.job)
         task = next((t for t in (job or {}).get("spec", {}).get("tasks") or [] if t.get("name") == request.task), None)
         if job is None or task is None or int(task.get("replicas") or 0) <= 0:
             return False
@@ -188,7 +188,7 @@ class VolcanoJobController(Controller):
             now = time.monotonic()
             due = [(r, v) for d, r, v in self._delayed if d <= now and r.job == key]
             self._delayed = [(d, r, v) for d, r, v in self._delayed if not (d <= now and r.job == key)]
-        job = self._job(key)
+        job = self.jobs.get(key)
         for request, version in due:
             if job is not None and int((job.get("status") or {}).get("version") or 0) == version:
                 pending.append(request)
@@ -205,7 +205,7 @@ class VolcanoJobController(Controller):
             self.requeue_after(key, min(later) - time.monotonic())
 
     def _handle(self, request: Request) -> None:
-        job = self._job(request.job)
+        job = self.jobs.get(request.job)
         if job is None:
             return
         action, delay = action_for(job, request)
@@ -228,15 +228,9 @@ class VolcanoJobController(Controller):
         else:
             self._kill(job, soft=how == states.KILL_SOFT, update=update)
 
-    # -- the caches, typed once here (the informers hand out untyped JSON) ----------------------
-    def _job(self, key: str) -> VolcanoJob | None:
-        return cast("VolcanoJob | None", self.jobs.get(key))
-
-    def _group(self, key: str) -> PodGroup | None:
-        return cast("PodGroup | None", self.groups.get(key))
-
     def _pods(self, job: VolcanoJob) -> list[Pod]:
-        return cast("list[Pod]", self.pods.owned(str(meta(job).get("uid", ""))))
+        """The pods the job controls."""
+        return self.pods.by_index(BY_CONTROLLER, meta(job).get("uid", ""))
 
     def _sync_job(self, job: VolcanoJob, update: states.Update | None) -> None:
         if is_terminating(job):
@@ -329,9 +323,7 @@ class VolcanoJobController(Controller):
         self._put_status(job, status)
 
     def _put_status(self, job: VolcanoJob, status: VolcanoJobStatus) -> VolcanoJob:
-        # controllers.base reads and writes untyped JSON: the casts say what goes in and comes back
-        written = self.put_status(job, jobpods.API_VERSION, "jobs", cast(JsonObject, status), self.jobs)
-        return cast(VolcanoJob, written)
+        return self.put_status(job, jobpods.API_VERSION, "jobs", status, self.jobs)
 
     # -- what a job owns ----------------------------------------------------------------------
     def _prepare(self, job: VolcanoJob) -> VolcanoJob:
@@ -381,13 +373,12 @@ class VolcanoJobController(Controller):
                     self.http.patch(path, {"data": body.get("data")}, "merge")
 
     def _ensure_group(self, job: VolcanoJob) -> None:
-        classes = cast("list[PriorityClass]", self.priorities.items())
-        priorities = {str(meta(pc).get("name")): int(pc.get("value") or 0) for pc in classes}
+        priorities = {str(meta(pc).get("name")): int(pc.get("value") or 0) for pc in self.priorities.items()}
         body = jobpods.podgroup(job, priorities)
-        current = self._group(object_key(body))
+        current = self.groups.get(object_key(body))
         if current is None:
             try:
-                self.create("scheduling.volcano.sh/v1beta1", "podgroups", cast(JsonObject, body), self.groups)
+                self.create("scheduling.volcano.sh/v1beta1", "podgroups", body, self.groups)
             except KubeError as exc:
                 if exc.code != 409:
                     raise
@@ -401,7 +392,7 @@ class VolcanoJobController(Controller):
                 str(meta(current).get("name")),
             )
             patch = {"metadata": {"resourceVersion": meta(current).get("resourceVersion")}, "spec": wanted}
-            self.groups.written(self.http.patch(path, patch, "merge"))
+            self.groups.written(cast(PodGroup, self.http.patch(path, patch, "merge")))
 
     def _dependencies_ready(self, job: VolcanoJob, task: TaskSpec, existing: Mapping[str, Pod]) -> bool:
         depends = task.get("dependsOn") or {}
@@ -429,7 +420,7 @@ class VolcanoJobController(Controller):
     def _create_pod(self, job: VolcanoJob, task: TaskSpec, index: int) -> Pod | None:
         pod = jobpods.make_pod(job, task, index, self.default_scheduler)
         try:
-            return cast(Pod, self.create("v1", "pods", cast(JsonObject, pod), self.pods))
+            return self.create("v1", "pods", pod, self.pods)
         except KubeError as exc:
             if exc.code == 409:
                 return None
@@ -443,7 +434,7 @@ class VolcanoJobController(Controller):
 
     def _report_group(self, job: VolcanoJob) -> None:
         """A PodGroup the scheduler finds unschedulable: a Warning on the Job, once per message."""
-        group = self._group(f"{meta(job).get('namespace')}/{jobpods.group_name(job)}")
+        group = self.groups.get(f"{meta(job).get('namespace')}/{jobpods.group_name(job)}")
         conditions = [
             c for c in ((group or {}).get("status") or {}).get("conditions") or [] if c.get("status") == "True"
         ]

@@ -18,9 +18,11 @@ of the framework.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
+
+from runtimekit.scheduler.framework.arguments import Arguments
 
 # pkg/scheduler/plugins/factory.go of current Volcano (the PluginName of each registered builder).
 VOLCANO_PLUGINS = frozenset(
@@ -103,7 +105,7 @@ UNSUPPORTED_ARGUMENTS: dict[str, dict[str, str]] = {
 }
 
 
-def unsupported_arguments(plugin: str, arguments: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def unsupported_arguments(plugin: str, arguments: Arguments) -> tuple[dict[str, Any], list[str]]:
     """The arguments without the keys of `UNSUPPORTED_ARGUMENTS`, and a warning for each of them that
     is set to anything but false."""
     known = UNSUPPORTED_ARGUMENTS.get(plugin, {})

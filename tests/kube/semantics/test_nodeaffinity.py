@@ -1,36 +1,28 @@
-"""Required and preferred node affinity against kube-scheduler's NodeAffinity tables (`node_cases.py`)."""
+"""Required and preferred node affinity (component-helpers' `nodeaffinity`) against kube-scheduler's
+NodeAffinity tables (`tests/scheduler/kubesem/node_cases.py`); the preferred terms' normalised score
+is in `tests/scheduler/kubesem/test_scores.py`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pytest
 
-from runtimekit.scheduler.kubesem.labels import SelectorError
-from runtimekit.scheduler.kubesem.nodeaffinity import (
+from runtimekit.kube.semantics.labels import SelectorError
+from runtimekit.kube.semantics.nodeaffinity import (
     node_selector_pairs,
-    preferred_score,
     preferred_terms,
     required_matches,
     required_terms,
 )
-from runtimekit.scheduler.kubesem.scores import default_normalize
 from scheduler.kubesem.builders import expr, exprs, pod
-from scheduler.kubesem.node_cases import NODE_AFFINITY_CASES, NODE_AFFINITY_SCORES, preferred
+from scheduler.kubesem.node_cases import NODE_AFFINITY_CASES, preferred
 
 
 @pytest.mark.parametrize(("manifest", "labels", "name", "fit"), NODE_AFFINITY_CASES)
 def test_required_node_affinity(manifest: Any, labels: dict[str, str], name: str, fit: bool) -> None:
     spec = manifest["spec"]
     assert required_matches(node_selector_pairs(spec), required_terms(spec), labels, name) is fit
-
-
-@pytest.mark.parametrize(("manifest", "nodes", "want"), NODE_AFFINITY_SCORES)
-def test_preferred_node_affinity(manifest: Any, nodes: list[tuple[str, dict[str, str]]], want: list[int]) -> None:
-    terms = preferred_terms(manifest["spec"])
-    raw = np.array([preferred_score(terms, labels, name) for name, labels in nodes], np.float64)
-    assert default_normalize(raw).tolist() == want
 
 
 def test_an_invalid_preferred_term_is_an_error() -> None:
