@@ -54,6 +54,7 @@ def admitted_delete(
 ) -> Deleted:
     """A delete, asked of the webhooks first with the stored object as the old object (404 before them)."""
     if admit is not None:
+        admit.dry_run = admit.dry_run or options.dry_run  # DeleteOptions may say so instead of the query
         old = api.get(api.storage_of(info), namespace, name).obj()
         admit.mutate(None, old)
         admit.validate(None, old)
