@@ -80,6 +80,11 @@ done
 [[ "$image" == */* ]] || die "--image '$image' has no repository path (REGISTRY/NAME:TAG)"
 [[ ${#namespace} -le 63 && "$namespace" =~ ^[a-z0-9]([-a-z0-9]*[a-z0-9])?$ ]] ||
   die "--namespace '$namespace' is not a valid namespace name (lower-case letters, digits, '-')"
+if [[ "$namespace" == "$DEFAULT_NAMESPACE" ]]; then
+  EXCLUDED_NAMESPACES="kube-system, lj-runtimekit-jobs"
+else
+  EXCLUDED_NAMESPACES="kube-system, ${namespace}, lj-runtimekit-jobs"
+fi
 if [[ -n "$preset" && ! -r "$HERE/presets/$preset.yaml" ]]; then
   known_presets=()
   for f in "$HERE"/presets/*.yaml; do known_presets+=("$(basename "$f" .yaml)"); done
@@ -137,9 +142,12 @@ else
 fi
 
 # A manifest file with the image, the namespace, the protocol preset and the webhook's Secret applied.
+# The webhook's namespace exclusion keeps kube-system beside the kit's own namespace.
 substitute() {
   sed -e "s|${DEFAULT_IMAGE//./\\.}|${image}|g" -e "s|${DEFAULT_NAMESPACE}|${namespace}|g" \
-    -e "s|secretName: ${TLS_SECRET}$|secretName: ${tls_secret}|" "$1" | with_preset | with_hami_opt_out
+    -e "s|secretName: ${TLS_SECRET}$|secretName: ${tls_secret}|" \
+    -e "s|values: \[${namespace}, lj-runtimekit-jobs\]|values: [${EXCLUDED_NAMESPACES}]|" "$1" |
+    with_preset | with_hami_opt_out
 }
 
 sha256() {

@@ -143,7 +143,9 @@ def test_image_and_namespace_are_replaced_everywhere() -> None:
     image, namespace = "registry.example.com/gpu/runtimekit:1.2.3", "gpu-system"
     text = render_deploy(f"--image={image}", f"--namespace={namespace}")
     assert DEFAULT_IMAGE not in text
-    assert DEFAULT_NAMESPACE not in text
+    # kube-system stays only where the webhook leaves namespaces alone (see the test below)
+    excluded = f"values: [{DEFAULT_NAMESPACE}, {namespace}, lj-runtimekit-jobs]"
+    assert DEFAULT_NAMESPACE not in text.replace(excluded, "")
     objs = documents(text)
     for workload in workloads(objs):
         assert {c["image"] for c in containers(workload)} == {image}
@@ -221,6 +223,18 @@ def test_chart_overrides_match_deploy_all_overrides() -> None:
     )
     deploy_objs = normalised(documents(render_deploy(f"--image={image}:2.0.0", f"--namespace={namespace}")))
     assert helm_objs == deploy_objs
+
+
+@pytest.mark.parametrize("namespace", [DEFAULT_NAMESPACE, "gpu-system"])
+def test_the_webhook_never_judges_kube_system_nor_the_kits_namespaces(namespace: str) -> None:
+    objs = documents(render_deploy(f"--namespace={namespace}"))
+    configurations = [o for o in objs if o["kind"].endswith("WebhookConfiguration")]
+    assert configurations
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            (expression,) = webhook["namespaceSelector"]["matchExpressions"]
+            assert expression["operator"] == "NotIn"
+            assert {DEFAULT_NAMESPACE, namespace, "lj-runtimekit-jobs"} == set(expression["values"])
 
 
 def test_namespace_defaults_to_the_release_namespace() -> None:
