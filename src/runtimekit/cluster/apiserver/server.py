@@ -34,7 +34,7 @@ from runtimekit.cluster.apiserver.openapi import schema_version, shapes_for
 from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.persist import SqlitePersistence
 from runtimekit.cluster.apiserver.resources import ResourceTable
-from runtimekit.cluster.apiserver.store import Store
+from runtimekit.cluster.apiserver.store import DEFAULT_HISTORY_BYTES, Store
 from runtimekit.cluster.apiserver.tables import TableMaker
 from runtimekit.cluster.apiserver.watch import Waker
 from runtimekit.protocol import KitProtocol
@@ -56,6 +56,7 @@ class ApiServer:
         kubernetes_version: str = DEFAULT_VERSION,
         state_dir: str | Path | None = None,
         history_size: int = 100_000,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         bookmark_interval: float = 60.0,
         watch_timeout: float = 1800.0,
         protocol: KitProtocol | None = None,
@@ -74,7 +75,11 @@ class ApiServer:
         self._persistence = SqlitePersistence(state_dir) if state_dir is not None else None
         start_rv = self._persistence.rv if self._persistence is not None else 0
         self.store = Store(
-            facts=self.maker.facts, history_size=history_size, start_rv=start_rv, persistence=self._persistence
+            facts=self.maker.facts,
+            history_size=history_size,
+            history_bytes=history_bytes,
+            start_rv=start_rv,
+            persistence=self._persistence,
         )
         shapes = shapes_for(schema_version(self.version.major, self.version.minor))
         self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed), shapes=shapes)
