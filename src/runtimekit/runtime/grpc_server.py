@@ -38,6 +38,7 @@ import grpc
 from runtimekit.api.kubelet import unix_target
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
+from runtimekit.base.unixsockets import check_path
 from runtimekit.protocol.loader import Sockets
 from runtimekit.runtime.devices import DeviceTable
 from runtimekit.runtime.grpc_api import (
@@ -229,6 +230,7 @@ class RuntimeServer:
             await self._listen(self.exporter_path, exporter, mode, self.exporter_group)
 
     async def _listen(self, socket_path: str, handlers: Mapping[str, Handler], mode: int, group: int | None) -> None:
+        check_path(socket_path, "the runtime's exporter socket" if socket_path == self.exporter_path else "its socket")
         path = Path(socket_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() or path.is_symlink():
