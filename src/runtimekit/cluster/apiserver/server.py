@@ -109,9 +109,9 @@ class ApiServer:
             stored = self.store.load(info, raw)
             restored += 1
             if info.group == "apiextensions.k8s.io":
-                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition, crd_resources
+                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
 
-                self.table.add(crd_resources(cast(CustomResourceDefinition, stored.obj())))
+                self.api.register_crd(cast(CustomResourceDefinition, stored.obj()))
             elif info.kind == "Namespace" and stored.obj()["metadata"].get("deletionTimestamp"):
                 self.api.terminating.add(stored.name)
         log.info("state: restored %d objects, resourceVersion %d", restored, self.store.rv)
