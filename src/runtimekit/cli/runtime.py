@@ -73,7 +73,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--exporter-socket-group",
         type=int,
-        help="numeric group owning the exporter socket, mode 0660 (default: none, mode 0666)",
+        help="numeric group owning the exporter socket, mode 0660 (default: the runtime's own group)",
     )
     parser.add_argument("--reconcile-interval", type=float, default=30.0, help="seconds between reconciliations")
     parser.add_argument("--reconcile-grace", type=float, default=30.0, help="never release an allocation younger")
