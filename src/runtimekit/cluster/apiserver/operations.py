@@ -23,6 +23,7 @@ from runtimekit.cluster.apiserver.admission.admitted import admitted_write, muta
 from runtimekit.cluster.apiserver.admission.checks import check_configuration
 from runtimekit.cluster.apiserver.admission.requests import Admit
 from runtimekit.cluster.apiserver.bodies import decode_body
+from runtimekit.cluster.apiserver.crschema import SchemaSet
 from runtimekit.cluster.apiserver.defaults import apply_defaults, apply_update_defaults
 from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
 from runtimekit.cluster.apiserver.errors import (
@@ -81,9 +82,11 @@ class Api:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         shapes: ShapeSet | None = None,
+        schemas: SchemaSet | None = None,
     ) -> None:
         self.table = table
         self.shapes = shapes  # the kinds' OpenAPI shapes: bodies are decoded as kube-apiserver does
+        self.schemas = schemas or SchemaSet()  # custom kinds' structural schemas, checked on every write
         self.store = store
         self.clock = clock
         self.rng = rng or random.Random()
@@ -196,6 +199,8 @@ class Api:
             causes += check_configuration(info.kind, obj)
         if info.group == "apps" and info.kind in workloads.KINDS:
             causes += workloads.check_workload(cast(workloads.Workload, obj), cast("workloads.Workload | None", old))
+        if info.custom:
+            causes += self.schemas.check(info.api_version, info.kind, obj, old)
         if causes:
             raise invalid(info.kind, str(meta.get("name", "")), causes, info.group)
         if vcjob_admission.is_job(info.group, info.kind):
@@ -246,8 +251,13 @@ class Api:
             return self.store.make(storage, obj, self.store.rv)
         stored = self.store.put(storage, obj, None)
         if storage.group == "apiextensions.k8s.io":
-            self.table.add(crds.crd_resources(cast(crds.CustomResourceDefinition, obj)))
+            self.register_crd(cast(crds.CustomResourceDefinition, obj))
         return stored
+
+    def register_crd(self, crd: crds.CustomResourceDefinition) -> None:
+        """Serve what a written (or restored) CRD declares, and check its objects by its schemas."""
+        self.table.add(crds.crd_resources(crd))
+        self.schemas.add_crd(crd)
 
     def _generate_name(self, storage: ResourceInfo, meta: ObjectMeta) -> str:
         base = str(meta["generateName"])[:58]
@@ -412,7 +422,7 @@ class Api:
             return finish_deletion(self, storage, current, new)
         stored = self.store.put(storage, new, current)
         if storage.group == "apiextensions.k8s.io" and not subresource:
-            self.table.add(crds.crd_resources(cast(crds.CustomResourceDefinition, new)))
+            self.register_crd(cast(crds.CustomResourceDefinition, new))
         return stored
 
     def _preconditions(self, info: ResourceInfo, current: Stored, old: JsonObject, obj: JsonObject) -> None:

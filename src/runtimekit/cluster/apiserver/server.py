@@ -36,7 +36,7 @@ from runtimekit.cluster.apiserver.openapi import schema_version, shapes_for
 from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.persist import SqlitePersistence
 from runtimekit.cluster.apiserver.resources import ResourceTable
-from runtimekit.cluster.apiserver.store import Store
+from runtimekit.cluster.apiserver.store import DEFAULT_HISTORY_BYTES, Store
 from runtimekit.cluster.apiserver.tables import TableMaker
 from runtimekit.cluster.apiserver.watch import Waker
 from runtimekit.protocol import KitProtocol
@@ -58,6 +58,7 @@ class ApiServer:
         kubernetes_version: str = DEFAULT_VERSION,
         state_dir: str | Path | None = None,
         history_size: int = 100_000,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         bookmark_interval: float = 60.0,
         watch_timeout: float = 1800.0,
         protocol: KitProtocol | None = None,
@@ -76,7 +77,11 @@ class ApiServer:
         self._persistence = SqlitePersistence(state_dir) if state_dir is not None else None
         start_rv = self._persistence.rv if self._persistence is not None else 0
         self.store = Store(
-            facts=self.maker.facts, history_size=history_size, start_rv=start_rv, persistence=self._persistence
+            facts=self.maker.facts,
+            history_size=history_size,
+            history_bytes=history_bytes,
+            start_rv=start_rv,
+            persistence=self._persistence,
         )
         shapes = shapes_for(schema_version(self.version.major, self.version.minor))
         self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed), shapes=shapes)
@@ -108,9 +113,9 @@ class ApiServer:
             stored = self.store.load(info, raw)
             restored += 1
             if info.group == "apiextensions.k8s.io":
-                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition, crd_resources
+                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
 
-                self.table.add(crd_resources(cast(CustomResourceDefinition, stored.obj())))
+                self.api.register_crd(cast(CustomResourceDefinition, stored.obj()))
             elif info.kind == "Namespace" and stored.obj()["metadata"].get("deletionTimestamp"):
                 self.api.terminating.add(stored.name)
         log.info("state: restored %d objects, resourceVersion %d", restored, self.store.rv)
