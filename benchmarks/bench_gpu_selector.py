@@ -32,7 +32,7 @@ from runtimekit.model.trace import read_node_list
 from runtimekit.protocol.presets import preset_protocol
 from runtimekit.scheduler.framework.info import JobKey, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare, GpuShareArgs
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuShareArgs, GpuSharePlugin
 from runtimekit.sim.runner import DEFAULT_NODES, bundled
 
 
@@ -57,7 +57,7 @@ def build_table() -> NodeTable:
     return table
 
 
-def timed(plugin: GpuShare, task: TaskInfo, view: View, repeat: int) -> dict[str, float]:
+def timed(plugin: GpuSharePlugin, task: TaskInfo, view: View, repeat: int) -> dict[str, float]:
     rows = view.table.active_rows()
     times = []
     passed = 0
@@ -80,7 +80,7 @@ def main() -> None:
     args = parser.parse_args()
     table = build_table()
     protocol = preset_protocol("hami")
-    plugin = GpuShare(GpuShareArgs(), BuildContext(protocol=protocol, rng=random.Random(0)))
+    plugin = GpuSharePlugin(GpuShareArgs(), BuildContext(protocol=protocol, rng=random.Random(0)))
     request = PodRequest(1000, 0, (ContainerGpuRequest("main", GpuRequest(GpuKind.SHARE, 1, 300, 3000)),))
     some_node = table.node_names()[0]
     avoided = table.inventory(some_node).gpus[0].uuid

@@ -38,7 +38,7 @@ from runtimekit.scheduler.collector import fewer_collections
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.sampling import NodeSampler, NodeSampling
-from runtimekit.scheduler.metrics.volcano import SchedulerMetrics
+from runtimekit.scheduler.metrics.observer import SchedulerMetrics
 from runtimekit.sim.runner import DEFAULT_PODS, bundled
 
 

@@ -24,8 +24,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from runtimekit.api.runtime_client import Share
 from runtimekit.protocol import KitProtocol
-from runtimekit.runtime.allocations import PodRef, Requested
+from runtimekit.runtime.allocations import PodRef
 from runtimekit.runtime.backend import BackendError, DeviceInfo
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.nvml import NvmlBackend, nvml_error_code
@@ -74,7 +75,7 @@ def check(events_s: float) -> tuple[dict[str, Any], list[str]]:
             if shareable:
                 uuid = shareable[0].uuid
                 answer = runtime.allocate(
-                    AllocateInput(PodRef("default", "check", "uid-check"), "main", (Requested(uuid, 500, 1024),))
+                    AllocateInput(PodRef("default", "check", "uid-check"), "main", (Share(uuid, 500, 1024),))
                 )
                 report["runtime_allocate_env"] = dict(answer.edits.envs)
                 runtime.release("uid-check")

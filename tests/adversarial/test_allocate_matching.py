@@ -19,13 +19,13 @@ import pytest
 from adversarial.interleavings import KEYS, NODE, RES, P, Stack, expected_env, make_pod, start_stack
 from fixtures.waiting import wait_for
 from runtimekit.api.podresources_client import ListedContainer, ListedPod
-from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.api.runtime_client import RuntimeClient, Share
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.cli.embedded import ClusterOptions, start_cluster
 from runtimekit.cluster.kubelet.kubelet import ENV_ANNOTATION
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
 from runtimekit.model.authority import sign_assignment
-from runtimekit.runtime.allocations import PodRef, Requested
+from runtimekit.runtime.allocations import PodRef
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.pods import StaticPods
 from runtimekit.runtime.service import NodeRuntime
@@ -117,7 +117,7 @@ def runtime_with(pods: list[dict[str, Any]], kubelet: Kubelet, folder: Any) -> N
 
 
 def whole(uid: str) -> AllocateInput:
-    share = Requested(simulated_uuid("node-a", 0), 1000, 143771)
+    share = Share(simulated_uuid("node-a", 0), 1000, 143771)
     return AllocateInput(PodRef("default", f"pod-{uid}", uid), "main", (share,), RES.gpu)
 
 

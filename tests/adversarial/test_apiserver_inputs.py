@@ -140,6 +140,16 @@ REFUSED = [
     ),
     pytest.param(
         PODS,
+        pod("tiny", resources={"limits": {EXT: "1e-50"}}),
+        "application/json",
+        "",
+        422,
+        "Invalid",
+        f'spec.containers[0].resources.limits[{EXT}]: Invalid value: "1e-50": must be an integer',
+        id="extended resource 1e-50",
+    ),
+    pytest.param(
+        PODS,
         pod("ne", resources={"limits": {EXT: "1"}, "requests": {EXT: "2"}}),
         "application/json",
         "",

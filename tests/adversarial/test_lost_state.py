@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 
 from runtimekit.api.podresources_client import ListedContainer, ListedPod
-from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.api.runtime_client import RuntimeClient, Share
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.cli.main import main
 from runtimekit.exporter.collector import RuntimeCollector
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
 from runtimekit.protocol import KitProtocol
-from runtimekit.runtime.allocations import PodRef, Requested
+from runtimekit.runtime.allocations import PodRef
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.pods import StaticPods
@@ -82,7 +82,7 @@ def listed(name: str, index: int, percent: int) -> ListedPod:
 
 
 def ask(uid: str, index: int, milli: int, mib: int) -> AllocateInput:
-    share = Requested(simulated_uuid(NODE, index), milli, mib)
+    share = Share(simulated_uuid(NODE, index), milli, mib)
     return AllocateInput(PodRef("default", f"pod-{uid}", uid), "main", (share,), P.resources.core)
 
 

@@ -100,7 +100,7 @@ def test_a_plugin_that_fails_for_one_pod_fails_that_pod_alone(actions: str) -> N
 @pytest.mark.parametrize("text", ["1e999999999", "1E-999999999", "5e41"])
 def test_a_quantity_with_a_huge_exponent_is_refused_at_once(text: str) -> None:
     """Parsing such a quantity exactly would hang the scheduler (10**999999999 as a Fraction)."""
-    from runtimekit.model.quantity import parse_quantity
+    from runtimekit.kube.semantics.quantity import parse_quantity
 
     with pytest.raises(ValueError, match="out of range"):
         parse_quantity(text)

@@ -24,7 +24,7 @@ import yaml
 from runtimekit.base.keyring import ensure_key_folder
 from runtimekit.cli import scheduler as cli
 from runtimekit.cli.main import parse_command
-from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, ignored_flags, normalise
+from runtimekit.cli.scheduler_flags import FlagError, go_bool, go_duration, ignored_flags, normalise
 from runtimekit.scheduler.build import KubeConnection, build_scheduler
 from runtimekit.scheduler.framework.sampling import NodeSampling
 from runtimekit.scheduler.server import Scheduler

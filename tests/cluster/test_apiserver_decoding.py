@@ -13,7 +13,7 @@ import pytest
 
 from runtimekit.cluster.apiserver.errors import ApiError
 from runtimekit.cluster.apiserver.openapi import Kind, available_versions, schema_version, shapes_for
-from runtimekit.cluster.apiserver.typed import FieldValidation, collect_warnings, decode, quantity_problem
+from runtimekit.cluster.apiserver.typed import FieldValidation, collect_warnings, decode
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,29 +97,6 @@ def test_type_errors_are_worded_as_gos(container: dict[str, Any], message: str) 
         decode(shape, pod(**container), "Pod", "v1", FieldValidation.IGNORE)
     assert caught.value.code == 400
     assert message in caught.value.message
-
-
-@pytest.mark.parametrize(
-    ("value", "ok"),
-    [
-        ("1", True),
-        ("500m", True),
-        ("1.5Gi", True),
-        ("1e3", True),
-        ("+.5", True),
-        (2, True),
-        (1e30, True),
-        ("abc", False),
-        ("", False),
-        ("1 Gi", False),
-        ("--1", False),
-        ("1mi", False),
-        (True, False),
-        ([1], False),
-    ],
-)
-def test_quantity_syntax_is_resource_quantitys(value: object, ok: bool) -> None:
-    assert (quantity_problem(value) == "") is ok
 
 
 @pytest.mark.parametrize(

@@ -36,6 +36,7 @@ SCANNED = sorted(
         "cli/exporter.py",
         "cli/controller.py",
         "cli/job_agent.py",
+        "cli/webhook.py",
     )
     for path in SRC.glob(pattern)
 )
@@ -45,6 +46,7 @@ WORKLOAD = {
     "device-plugin": "lj-runtimekit-device-plugin-ds",
     "scheduler": "lj-runtimekit-scheduler-framework",
     "controller": "lj-runtimekit-controller",
+    "webhook": "lj-runtimekit-webhook",
 }
 Site = tuple[str, str, str, str]  # module, function, call, first argument
 Need = tuple[str, str, str]  # verb, API group, resource
@@ -126,6 +128,9 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
     ("kube/lease.py", "release", "put", "f'{self._path}/{self.name}'"): ((), []),
     ("kube/informer.py", "_relist", "list", "self.path"): ((), []),
     ("kube/informer.py", "_watch", "watch", "self.path"): ((), []),
+    # runtimekit.kube.informers: generic too; no deployed component builds shared informers yet (when one
+    # does, its `Informers.resource(path)` calls need scanning here as `Informer` is).
+    ("kube/informers.py", "__init__", "Informer", "path"): ((), []),
     # The controller.
     ("controller/reconciler.py", "_drive", "post", "object_path('batch/v1', 'jobs', self.options.namespace)"): (
         ("controller",),
@@ -210,6 +215,11 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         [("list", "", "namespaces"), ("watch", "", "namespaces")],
     ),
     ("scheduler/extender/server.py", "__init__", "LeaderElector", "o.lease_name"): (("extender",), LEASE),
+    # The webhook: the nodes' GPU inventories, for the memory no node could give.
+    ("cli/webhook.py", "run", "Informer", "'/api/v1/nodes'"): (
+        ("webhook",),
+        [("list", "", "nodes"), ("watch", "", "nodes")],
+    ),
 }
 
 

@@ -5,7 +5,6 @@ from typing import Any
 import pytest
 
 from runtimekit.model import GpuKind, GpuRequest, RequestError, parse_pod_request
-from runtimekit.model.quantity import cpu_milli, memory_mib, parse_quantity
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import preset_protocol
 
@@ -24,31 +23,6 @@ def c(
     name: str = "main", limits: dict[str, Any] | None = None, requests: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     return {"name": name, "resources": {"limits": limits or {}, "requests": requests or {}}}
-
-
-@pytest.mark.parametrize(
-    ("text", "milli", "mib"),
-    [
-        ("500m", 500, None),
-        ("2", 2000, None),
-        ("1.5", 1500, None),
-        ("1Gi", None, 1024),
-        ("512Mi", None, 512),
-        ("1e3", 1_000_000, None),
-        ("1G", None, 954),
-    ],
-)
-def test_quantities(text: str, milli: int | None, mib: int | None) -> None:
-    if milli is not None:
-        assert cpu_milli(text) == milli
-    if mib is not None:
-        assert memory_mib(text) == mib
-
-
-@pytest.mark.parametrize("bad", ["abc", "1.2.3", "", "5Xi", True, None])
-def test_bad_quantities(bad: object) -> None:
-    with pytest.raises(ValueError, match="quantity"):
-        parse_quantity(bad)
 
 
 @pytest.mark.parametrize(

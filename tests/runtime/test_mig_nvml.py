@@ -12,10 +12,11 @@ import pynvml
 import pytest
 from nvml_fakes import FakeGpu, GpuInstance, MigNvml
 
+from runtimekit.api.runtime_client import Share
 from runtimekit.model import GpuUUID, MigMode
 from runtimekit.model.mig import geometry
 from runtimekit.protocol import KitProtocol
-from runtimekit.runtime.allocations import PodRef, Requested
+from runtimekit.runtime.allocations import PodRef
 from runtimekit.runtime.backend import MigError, MigFailure
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.mig import parse_mig_config
@@ -157,7 +158,7 @@ def test_the_service_makes_mig_devices_through_nvml(fake: MigNvml, tmp_path: Pat
     runtime.start()
     try:
         gpu = a100(backend)
-        ask = AllocateInput(PodRef("default", "p", "u1"), "main", (Requested("", 0, 0, gpu, "1g.10gb", 6),))
+        ask = AllocateInput(PodRef("default", "p", "u1"), "main", (Share("", 0, 0, gpu, "1g.10gb", 6),))
         answer = runtime.allocate(ask)
         assert answer.edits.envs["NVIDIA_VISIBLE_DEVICES"] == "MIG-1-gi1-s6"
         assert answer.edits.cdi_devices == ("nvidia.com/gpu=MIG-1-gi1-s6",)

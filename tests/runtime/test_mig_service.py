@@ -15,7 +15,7 @@ from runtimekit.api.runtime_client import RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, MigMode, NodeName, simulated_uuid
-from runtimekit.runtime.allocations import PodRef, Requested
+from runtimekit.runtime.allocations import PodRef
 from runtimekit.runtime.pods import StaticPods
 from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend
@@ -27,12 +27,12 @@ Mig = tuple[str, str, int]  # (GPU, profile, start)
 
 
 def mig(uid: str, *slots: Mig, container: str = "main", uuid: str = "") -> AllocateInput:
-    shares = tuple(Requested(uuid, 0, 0, gpu, profile, start) for gpu, profile, start in slots)
+    shares = tuple(Share(uuid, 0, 0, gpu, profile, start) for gpu, profile, start in slots)
     return AllocateInput(PodRef("default", f"pod-{uid}", uid), container, shares)
 
 
 def share(uid: str, gpu: str, core: int, memory: int) -> AllocateInput:
-    return AllocateInput(PodRef("default", f"pod-{uid}", uid), "main", (Requested(gpu, core, memory),))
+    return AllocateInput(PodRef("default", f"pod-{uid}", uid), "main", (Share(gpu, core, memory),))
 
 
 def backend(runtime: NodeRuntime) -> SimulatedBackend:
@@ -99,7 +99,7 @@ def test_a_repeated_allocate_returns_the_same_device(make_runtime: RuntimeFactor
         pytest.param(mig("u2", ("GPU-nope", "1g.10gb", 0)), Code.NOT_FOUND, "no GPU 'GPU-nope'", id="unknown-gpu"),
         pytest.param(share("u2", A100, 100, 1024), Code.FAILED_PRECONDITION, "in MIG mode", id="time-share-on-mig"),
         pytest.param(
-            AllocateInput(PodRef("default", "p", "u2"), "main", (Requested("", 0, 0, A100),)),
+            AllocateInput(PodRef("default", "p", "u2"), "main", (Share("", 0, 0, A100),)),
             Code.INVALID_ARGUMENT, "needs its profile and start slice", id="no-profile",
         ),
         pytest.param(

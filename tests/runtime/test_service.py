@@ -5,9 +5,10 @@ from __future__ import annotations
 import pytest
 from runtime_helpers import NODE, RuntimeFactory, pod_manifest
 
+from runtimekit.api.runtime_client import Share
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, simulated_uuid
-from runtimekit.runtime.allocations import PodRef, Requested
+from runtimekit.runtime.allocations import PodRef
 from runtimekit.runtime.backend import EventKind, Fault
 from runtimekit.runtime.mps import CommandResult, MpsDaemon, MpsState
 from runtimekit.runtime.pods import StaticPods
@@ -19,9 +20,7 @@ H200_MIB = 143771
 
 
 def ask(uid: str, *shares: tuple[str, int, int], container: str = "main") -> AllocateInput:
-    return AllocateInput(
-        PodRef("default", f"pod-{uid}", uid), container, tuple(Requested(u, c, m) for u, c, m in shares)
-    )
+    return AllocateInput(PodRef("default", f"pod-{uid}", uid), container, tuple(Share(u, c, m) for u, c, m in shares))
 
 
 def code_of(exc: pytest.ExceptionInfo[ServiceError]) -> Code:
@@ -76,7 +75,7 @@ def test_bad_requests_are_refused_with_a_code(
 def test_missing_pod_identity_is_invalid(make_runtime: RuntimeFactory) -> None:
     runtime = make_runtime()
     with pytest.raises(ServiceError) as exc:
-        runtime.allocate(AllocateInput(PodRef("default", "p", ""), "main", (Requested(GPU0, 100, 10),)))
+        runtime.allocate(AllocateInput(PodRef("default", "p", ""), "main", (Share(GPU0, 100, 10),)))
     assert code_of(exc) is Code.INVALID_ARGUMENT
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from runtimekit.scheduler.builtin import ALIASES, builtin_registry
 from runtimekit.scheduler.framework import Framework, parse_conf
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuSharePlugin as GpuShare
 from runtimekit.scheduler.plugins.mig import Mig
 
 

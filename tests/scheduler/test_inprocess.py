@@ -10,7 +10,7 @@ from runtimekit.scheduler.framework import RegistryError, parse_conf
 from runtimekit.scheduler.framework.arguments import ArgumentError
 from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework, placement_conf
 from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuSharePlugin
 from runtimekit.scheduler.plugins.gpushare.policies.fgd import FgdPolicy
 from runtimekit.scheduler.policies import POLICY_NAMES, PodType, TargetWorkload
 
@@ -28,7 +28,7 @@ def test_the_target_workload_is_handed_to_gpushare(given: bool) -> None:
     workload = TargetWorkload.from_types([PodType(1000, 500, 1), PodType(2000, 1000, 1)]) if given else None
     framework = build_framework(FrameworkConfig(placement_conf("fgd"), workload=workload, explain=False))
     plugin = framework.plugin("gpushare")
-    assert isinstance(plugin, GpuShare)
+    assert isinstance(plugin, GpuSharePlugin)
     fgd = plugin.policies["fgd"]
     assert isinstance(fgd, FgdPolicy)
     assert fgd.workload is workload

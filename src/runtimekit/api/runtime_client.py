@@ -95,6 +95,10 @@ class Share:
     mig_profile: str = ""
     mig_start: int = -1
 
+    @property
+    def is_mig(self) -> bool:
+        return bool(self.parent_uuid or self.mig_profile)
+
 
 def share_message(share: Share | pb.GpuShare) -> pb.GpuShare:
     """The wire form of a share (a `pb.GpuShare` passes through); `mig_start` is sent only with a profile."""

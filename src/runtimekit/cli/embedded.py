@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runtimekit.base.keyring import ensure_key_folder
+from runtimekit.cli.embedded_identity import connect_as
 from runtimekit.cli.embedded_nodes import (
     NodeOptions,
     SimulatedNode,
@@ -47,6 +48,7 @@ from runtimekit.cli.embedded_nodes import (
     start_direct_node,
     start_plugin_node,
 )
+from runtimekit.cli.embedded_webhook import remove_configurations, start_webhook
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
 from runtimekit.cluster.jobs import JobController
@@ -59,6 +61,7 @@ from runtimekit.cluster.kubelet.runner import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.informer import Informer
 from runtimekit.kube.objects import Container, Node, Pod, annotations_of, meta
 from runtimekit.model import NodeInventory, gpu_model
 from runtimekit.protocol import KitProtocol, ProtocolError, load_protocol
@@ -101,6 +104,7 @@ class ClusterOptions:
     scheduler_names: tuple[str, ...] = ("default-scheduler",)  # answered besides the protocol's name
     scheduler_plugins_dir: str | None = None  # the scheduler's --plugins-dir (custom actions and plugins)
     controller: bool = True
+    webhook: bool = False  # the kit's admission webhook (`runtimekit up` runs it unless --no-webhook)
     protocol_path: str | None = None
     node_prefix: str = "gpu-node-"
     node_cpu: str = "64"
@@ -229,7 +233,8 @@ class EmbeddedCluster:
         return self._memory_units[node]
 
     def http(self, agent: str) -> KubeHttp:
-        return KubeHttp.connect(server=self.url, user_agent=agent)
+        """A client with `agent`'s own credentials (runtimekit.cli.embedded_identity)."""
+        return connect_as(self.api, self.state_dir, agent)
 
     # -- readiness -----------------------------------------------------------------------------
     def not_ready(self) -> list[str]:
@@ -327,7 +332,7 @@ class EmbeddedCluster:
     def _signal_informers(self, timeout_s: float = 3.0) -> None:
         """Tell every informer to stop, then wait for them together: each leaves at its watch's next
         bookmark (BOOKMARK_S), so the components' own stop() calls find them gone."""
-        informers = [n.kubelet.informer for n in self.nodes]
+        informers: list[Informer[Any]] = [n.kubelet.informer for n in self.nodes]
         for component in (self.scheduler, self.controller, self.jobs, self.workloads):
             if component is not None:
                 informers += component.informers
@@ -462,6 +467,10 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     if options.controller:
         controller = cluster.controller = _start_controller(cluster)
         cluster.components.append(("controller", controller))
+    if options.webhook:  # started last (it watches the nodes), stopped first
+        cluster.components.append(("webhook", start_webhook(cluster)))
+    else:
+        remove_configurations(cluster)
 
 
 # -- the container runner ------------------------------------------------------------------------

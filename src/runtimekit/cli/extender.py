@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtimekit.cli.scheduler import KEYS_MOUNT, set_verbosity
+from runtimekit.cli.scheduler_flags import go_bool, go_duration
 from runtimekit.cli.signals import wait_for_stop_signal
-from runtimekit.cli.volcano_flags import go_bool, go_duration
 
 if TYPE_CHECKING:
     from runtimekit.scheduler.build import ExtenderConfig

@@ -1,7 +1,7 @@
 """`runtimekit scheduler`: the GPU-sharing scheduler as a secondary scheduler (docs/user-guide/scheduler.md).
 
 It takes its own flags and Volcano's (`vc-scheduler`'s, read as Volcano reads them: see
-`volcano_flags.py` and docs/user-guide/coming-from-volcano.md), so Volcano's manifests run it unchanged.
+`scheduler_flags.py` and docs/user-guide/coming-from-volcano.md), so Volcano's manifests run it unchanged.
 `--check-conf FILE` checks a conf (bare or in a ConfigMap) and prints every problem at once.
 """
 
@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from runtimekit.cli.scheduler_flags import FlagError, go_bool, go_duration, normalise
 from runtimekit.cli.signals import wait_for_stop_signal
-from runtimekit.cli.volcano_flags import FlagError, go_bool, go_duration, normalise
 
 if TYPE_CHECKING:
     from runtimekit.scheduler.build import SchedulerConfig
@@ -93,7 +93,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_args(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
-    """Parse the kit's flags and Volcano's: pflag syntax first (volcano_flags.normalise), then
+    """Parse the kit's flags and Volcano's: pflag syntax first (scheduler_flags.normalise), then
     argparse. What is accepted without effect is kept in `args.flag_warnings`, logged at start."""
     try:
         normalised = normalise(argv)

@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import cast
+from typing import Any, cast
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
@@ -40,7 +40,6 @@ from runtimekit.kube.objects import (
     Job,
     JobSpec,
     JobStatus,
-    JsonObject,
     KubeObject,
     OwnerReference,
     Pod,
@@ -108,7 +107,7 @@ class JobController:
         self.pods: dict[str, Pod] = {}  # pod uid -> pod, pods labelled controller-uid
         self._lock = threading.Lock()
         self.queue = WorkQueue(Backoff(initial=1.0, maximum=30.0))
-        self.informers = [
+        self.informers: list[Informer[Any]] = [
             Informer(http, "/apis/batch/v1/jobs", self._on_job, name="jobs"),
             Informer(http, "/api/v1/pods", self._on_pod, {"labelSelector": UID_LABEL}, name="job pods"),
         ]
@@ -130,24 +129,24 @@ class JobController:
         self._workers.stop(5.0)
 
     # -- events --------------------------------------------------------------------------------
-    def _on_job(self, kind: str, obj: JsonObject) -> None:
-        key = object_key(obj)
+    def _on_job(self, kind: str, job: Job) -> None:
+        key = object_key(job)
         with self._lock:
             if kind == "DELETED":
                 self.jobs.pop(key, None)
                 return
-            self.jobs[key] = cast(Job, obj)
+            self.jobs[key] = job
         self.queue.add(key)
 
-    def _on_pod(self, kind: str, obj: JsonObject) -> None:
-        uid = str(meta(obj).get("uid", ""))
+    def _on_pod(self, kind: str, pod: Pod) -> None:
+        uid = str(meta(pod).get("uid", ""))
         with self._lock:
             if kind == "DELETED":
                 self.pods.pop(uid, None)
             else:
-                self.pods[uid] = cast(Pod, obj)
-        namespace = meta(obj).get("namespace", "default")
-        job = labels_of(obj).get(NAME_LABEL)
+                self.pods[uid] = pod
+        namespace = meta(pod).get("namespace", "default")
+        job = labels_of(pod).get(NAME_LABEL)
         if job:
             self.queue.add(f"{namespace}/{job}")
 

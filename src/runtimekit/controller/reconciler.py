@@ -124,8 +124,7 @@ class NodeController:
         self.halted: dict[str, str] = {}  # node -> its resourceVersion when a permanent error stopped it
 
     # -- informer handlers -----------------------------------------------------------------
-    def on_node(self, kind: str, obj: JsonObject) -> None:
-        node = cast(Node, obj)  # the informer watches Nodes
+    def on_node(self, kind: str, node: Node) -> None:
         name = str(meta(node).get("name", ""))
         with self.lock:
             if kind == "DELETED":
@@ -138,8 +137,7 @@ class NodeController:
                 return  # the node is as it was when it failed for good: nothing new to try
         self.queue.add(name)
 
-    def on_job(self, kind: str, obj: JsonObject) -> None:
-        job = cast(Job, obj)  # the informer watches Jobs
+    def on_job(self, kind: str, job: Job) -> None:
         name = str(meta(job).get("name", ""))
         with self.lock:
             if kind == "DELETED":

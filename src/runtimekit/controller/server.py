@@ -5,6 +5,7 @@ again (TTL cleanup, missed events). With leader election only the Lease holder a
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from runtimekit.base.threads import Workers
 from runtimekit.controller.reconciler import NodeController, job_selector
@@ -21,7 +22,7 @@ class ControllerServer:
     ) -> None:
         self.http, self.controller, self.leader, self.resync = http, controller, leader, resync
         namespace = controller.options.namespace
-        self.informers = [
+        self.informers: list[Informer[Any]] = [
             Informer(http, "/api/v1/nodes", controller.on_node, name="nodes"),
             Informer(
                 http,

@@ -30,8 +30,8 @@ from runtimekit.base.timestamps import parse_rfc3339
 from runtimekit.deviceplugin.authority import AssignmentCheck
 from runtimekit.deviceplugin.resources import ResourceKind, by_gpu, gpu_of, target
 from runtimekit.kube.objects import Container, Pod, meta
+from runtimekit.kube.semantics.quantity import whole_number
 from runtimekit.model import Assignment, AssignmentError, GpuShare
-from runtimekit.model.quantity import whole_number
 from runtimekit.protocol import KitProtocol
 
 FINISHED = frozenset({"Succeeded", "Failed"})

@@ -20,7 +20,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol, cast
+from typing import Protocol, cast
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
@@ -39,7 +39,7 @@ class ObjectRef(Protocol):
     uid: str
 
 
-def object_reference(obj: Mapping[str, Any]) -> dict[str, str]:
+def object_reference(obj: Mapping[str, object]) -> dict[str, str]:
     """The `involvedObject` of an Event about `obj`, a whole object of any kind (apiVersion, kind,
     metadata): its apiVersion, kind, name, and namespace and uid where it has them."""
     m = meta(obj)
@@ -96,7 +96,7 @@ def post_event(http: KubeHttp, body: Event) -> bool:
 
 
 def record_event(
-    http: KubeHttp, involved: Mapping[str, Any], kind: str, reason: str, message: str, component: str, host: str = ""
+    http: KubeHttp, involved: Mapping[str, object], kind: str, reason: str, message: str, component: str, host: str = ""
 ) -> None:
     """`post_event` an Event about `involved` (a whole object), in its namespace (else `default`)."""
     ref = object_reference(involved)

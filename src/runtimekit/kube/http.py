@@ -182,11 +182,11 @@ class KubeHttp:
         result: JsonObject = jsoncodec.loads(self._send("GET", path, params))
         return result
 
-    def post(self, path: str, body: Mapping[str, Any], params: QueryParams | None = None) -> JsonObject:
+    def post(self, path: str, body: Mapping[str, object], params: QueryParams | None = None) -> JsonObject:
         result: JsonObject = jsoncodec.loads(self._send("POST", path, params, body))
         return result
 
-    def put(self, path: str, body: Mapping[str, Any]) -> JsonObject:
+    def put(self, path: str, body: Mapping[str, object]) -> JsonObject:
         result: JsonObject = jsoncodec.loads(self._send("PUT", path, None, body))
         return result
 
@@ -194,7 +194,7 @@ class KubeHttp:
         result: JsonObject = jsoncodec.loads(self._send("PATCH", path, params, body, PATCH_TYPES[kind]))
         return result
 
-    def delete(self, path: str, body: Mapping[str, Any] | None = None) -> JsonObject:
+    def delete(self, path: str, body: Mapping[str, object] | None = None) -> JsonObject:
         result: JsonObject = jsoncodec.loads(self._send("DELETE", path, None, body))
         return result
 

@@ -4,7 +4,9 @@ The loop lists (paged), then watches from the list's resourceVersion with bookma
 reconnect resumes from a recent version), re-lists on `410 Gone` and reconciles: objects that
 vanished while the watch was down are delivered as DELETED, changed ones as MODIFIED. Errors back
 off exponentially (with jitter, capped). One thread per informer; the handler is called on it.
-Callers: the scheduler cache, the controller.
+An `Informer[T]` hands its handler objects typed `T` (a `kube.objects` kind such as `Pod`, or
+`JsonObject`), cast once where the JSON enters. Callers: the scheduler cache, the controller, the
+device plugin's node pods, the shared informers (`kube.informers`), the embedded cluster.
 """
 
 from __future__ import annotations
@@ -12,34 +14,30 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any, Protocol
+from typing import Generic, Protocol, TypeVar, cast
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.objects import JsonObject, meta, object_key
 
 log = logging.getLogger(__name__)
+T = TypeVar("T", bound=Mapping[str, object])
+T_contra = TypeVar("T_contra", bound=Mapping[str, object], contravariant=True)
 
 
-class Handler(Protocol):
-    def __call__(self, kind: str, obj: JsonObject) -> None:
+class Handler(Protocol[T_contra]):
+    def __call__(self, kind: str, obj: T_contra, /) -> None:
         """kind is ADDED, MODIFIED or DELETED. Must not block for long; exceptions are logged."""
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
-    meta = obj.get("metadata") or {}
-    namespace = meta.get("namespace")
-    return f"{namespace}/{meta.get('name')}" if namespace else str(meta.get("name"))
-
-
-class Informer:
+class Informer(Generic[T]):
     def __init__(
         self,
         http: KubeHttp,
         path: str,
-        handler: Handler,
+        handler: Handler[T],
         params: Mapping[str, str] | None = None,
         name: str = "",
         watch_timeout: int = 300,
@@ -64,7 +62,7 @@ class Informer:
         self._workers = Workers(f"informer {self.name}")
         self.backoff = Backoff(initial=0.2, maximum=30.0, jitter=0.2)
 
-    def start(self) -> Informer:
+    def start(self) -> Informer[T]:
         self._workers.spawn(f"informer {self.name}", self.run)
         return self
 
@@ -109,7 +107,7 @@ class Informer:
 
     def _deliver(self, kind: str, obj: JsonObject) -> None:
         try:
-            self.handler(kind, obj)
+            self.handler(kind, cast(T, obj))
         except Exception:
             log.exception("%s: handler failed on %s %s", self.name, kind, object_key(obj))
 
@@ -119,7 +117,7 @@ class Informer:
         seen: dict[str, str] = {}
         for obj in items:
             key = object_key(obj)
-            rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+            rv = str(meta(obj).get("resourceVersion", ""))
             seen[key] = rv
             previous = self._known.get(key)
             if previous is None:
@@ -141,8 +139,7 @@ class Informer:
         for event in self.http.watch(self.path, self.resource_version, self.params, self.watch_timeout):
             if self._workers.stopped:
                 return
-            meta = event.object.get("metadata") or {}
-            rv = str(meta.get("resourceVersion", ""))
+            rv = str(meta(event.object).get("resourceVersion", ""))
             if event.type == "BOOKMARK":
                 self.resource_version = rv or self.resource_version
                 continue

@@ -12,11 +12,10 @@ guard its write with the object's resourceVersion, since a watch may lag the ser
 from __future__ import annotations
 
 import threading
-from typing import cast
 
 from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
-from runtimekit.kube.objects import JsonObject, Pod, meta, object_key
+from runtimekit.kube.objects import Pod, meta, object_key
 
 
 class NodePods:
@@ -61,8 +60,7 @@ class NodePods:
             if known is not None and meta(known).get("uid") == uid:
                 self._pods[key] = pod
 
-    def _on_event(self, kind: str, obj: JsonObject) -> None:
-        pod = cast(Pod, obj)  # the informer watches pods
+    def _on_event(self, kind: str, pod: Pod) -> None:
         key = object_key(pod)
         with self._lock:
             if kind == "DELETED":

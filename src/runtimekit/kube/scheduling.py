@@ -6,16 +6,18 @@ scheduler's cache (through its Binder interface) and server."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import EventRecorder, pod_event_body
 from runtimekit.kube.http import KubeHttp, object_path
-from runtimekit.kube.objects import Binding, Condition, DeleteOptions
+from runtimekit.kube.objects import Binding, Condition, DeleteOptions, PodGroupStatus, Queue, QueueStatus
 
 
-class PodRef(Protocol):
+class PodIdentity(Protocol):
+    """What names a pod to the API server (a scheduler's task has these fields)."""
+
     namespace: str
     name: str
     uid: str
@@ -25,7 +27,7 @@ class KubeBinder:
     def __init__(self, http: KubeHttp, component: str, recorder: EventRecorder | None = None) -> None:
         self.http, self.component, self.recorder = http, component, recorder
 
-    def bind(self, task: PodRef, node: str, annotations: Mapping[str, str]) -> None:
+    def bind(self, task: PodIdentity, node: str, annotations: Mapping[str, str]) -> None:
         """POST pods/binding; the API server merges the annotations and sets spec.nodeName."""
         body: Binding = {
             "apiVersion": "v1",
@@ -37,7 +39,7 @@ class KubeBinder:
             body["metadata"]["uid"] = task.uid
         self.http.post(object_path("v1", "pods", task.namespace, task.name, "binding"), body)
 
-    def evict(self, task: PodRef, reason: str) -> None:
+    def evict(self, task: PodIdentity, reason: str) -> None:
         options: DeleteOptions = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if task.uid:
             options["preconditions"] = {"uid": task.uid}
@@ -50,14 +52,14 @@ class KubeBinder:
             task, "Normal" if reason != "preempt" else "Warning", "Preempted", f"Evicted by {self.component}: {reason}"
         )
 
-    def event(self, task: PodRef, kind: str, reason: str, message: str) -> None:
+    def event(self, task: PodIdentity, kind: str, reason: str, message: str) -> None:
         if self.recorder is not None:
             self.recorder.record(task, kind, reason, message)
             return
         body = pod_event_body(task, self.component, kind, reason, message)
         self.http.post(object_path("v1", "events", task.namespace), body)
 
-    def report(self, task: PodRef, scheduled: bool, reason: str, message: str) -> None:
+    def report(self, task: PodIdentity, scheduled: bool, reason: str, message: str) -> None:
         self.event(task, "Normal" if scheduled else "Warning", reason, message)
         if scheduled:
             return  # the binding itself sets PodScheduled=True
@@ -78,15 +80,15 @@ class KubeBinder:
             if exc.code != 404:
                 raise
 
-    def update_group(self, namespace: str, name: str, status: Mapping[str, Any]) -> None:
+    def update_group(self, namespace: str, name: str, status: PodGroupStatus) -> None:
         path = object_path("scheduling.volcano.sh/v1beta1", "podgroups", namespace, name, "status")
         self.http.patch(path, {"status": dict(status)}, "merge")
 
-    def update_queue(self, name: str, status: Mapping[str, Any]) -> None:
+    def update_queue(self, name: str, status: QueueStatus) -> None:
         path = object_path("scheduling.volcano.sh/v1beta1", "queues", None, name, "status")
         self.http.patch(path, {"status": dict(status)}, "merge")
 
-    def ensure_queue(self, manifest: Mapping[str, Any]) -> bool:
+    def ensure_queue(self, manifest: Queue) -> bool:
         """Create a Queue unless it exists; False when the API server does not serve Queues."""
         try:
             self.http.post(object_path("scheduling.volcano.sh/v1beta1", "queues"), dict(manifest))

@@ -19,9 +19,9 @@ Rules (docs/user-guide/requests.md):
 - Any other resource (an extended resource such as `example.com/foo`, `ephemeral-storage`,
   `hugepages-2Mi`) is a scalar the scheduler checks against the node's allocatable, as
   kube-scheduler's NodeResourcesFit does.
-Pod-level amounts follow Kubernetes' PodRequests: the sum over app containers and restartable init
-containers (sidecars), at least the largest ordinary init container (plus the sidecars started
-before it), plus the pod overhead.
+Pod-level amounts follow Kubernetes' PodRequests (`kube.semantics.resources`): the sum over app
+containers and restartable init containers (sidecars), at least the largest ordinary init container
+(plus the sidecars started before it), plus the pod overhead.
 """
 
 from __future__ import annotations
@@ -29,9 +29,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import cast
 
-from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.kube.objects import Container, Pod, PodSpec, ResourceList
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.kube.semantics.resources import pod_amounts
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.memo import PerProtocol
@@ -134,7 +136,7 @@ def _or_empty(value: object) -> object:
     return {} if value is None else value
 
 
-def _requests_limits(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+def _requests_limits(container: Container) -> tuple[ResourceList, ResourceList]:
     resources = _or_empty(container.get("resources"))
     if not isinstance(resources, Mapping):
         raise RequestError(f"container {container.get('name')!r}: resources must be an object")
@@ -142,7 +144,7 @@ def _requests_limits(container: Mapping[str, Any]) -> tuple[Mapping[str, Any], M
     limits = _or_empty(resources.get("limits"))
     if not isinstance(requests, Mapping) or not isinstance(limits, Mapping):
         raise RequestError(f"container {container.get('name')!r}: requests and limits must be objects")
-    return requests, limits
+    return cast(ResourceList, requests), cast(ResourceList, limits)  # checked objects, as the API serves them
 
 
 def _count(name: str, container: str, value: object) -> int:
@@ -158,7 +160,7 @@ def _count(name: str, container: str, value: object) -> int:
 
 
 def parse_container_gpu(
-    container: Mapping[str, Any], protocol: KitProtocol, limits: Mapping[str, Any] | None = None
+    container: Container, protocol: KitProtocol, limits: ResourceList | None = None
 ) -> GpuRequest | None:
     """The GPU request of one container, None when it asks for no GPU."""
     name = str(container.get("name", "?"))
@@ -226,7 +228,7 @@ def _check_allocated_by_kubelet(container: str, given: list[str], protocol: KitP
         )
 
 
-def _limits_first(container: Mapping[str, Any]) -> dict[str, Any]:
+def _limits_first(container: Container) -> ResourceList:
     """Extended resources as kubelet reads them: limits, falling back to requests."""
     requests, limits = _requests_limits(container)
     return {**requests, **limits}
@@ -247,9 +249,10 @@ class _Amounts:
         return _Amounts(max(self.cpu, other.cpu), max(self.memory, other.memory), peak(self.scalars, other.scalars))
 
 
-def _container_amounts(
-    container: Mapping[str, Any], protocol: KitProtocol, amounts: Mapping[str, Any] | None = None
-) -> _Amounts:
+_ZERO = _Amounts()
+
+
+def _container_amounts(container: Container, protocol: KitProtocol, amounts: ResourceList | None = None) -> _Amounts:
     """What a container asks of its node: requests, defaulting to limits (as the API server does);
     `amounts` when the caller has merged them already."""
     if amounts is None:
@@ -261,7 +264,7 @@ def _container_amounts(
         raise RequestError(f"container {name!r}: {exc}") from None
 
 
-def _amounts_of(amounts: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
+def _amounts_of(amounts: ResourceList, protocol: KitProtocol) -> _Amounts:
     cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
     mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
     if cpu < 0 or mem < 0:
@@ -277,7 +280,7 @@ def _amounts_of(amounts: Mapping[str, Any], protocol: KitProtocol) -> _Amounts:
     return _Amounts(cpu, mem, scalars_of(scalars))
 
 
-def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
+def _amounts_requests_first(container: Container) -> ResourceList:
     """Amounts as the scheduler accounts them: requests, defaulting to limits."""
     requests, limits = _requests_limits(container)
     return {**limits, **requests}
@@ -287,7 +290,7 @@ def _amounts_requests_first(container: Mapping[str, Any]) -> dict[str, Any]:
 _REQUESTS: PerProtocol[tuple[object, ...], PodRequest] = PerProtocol(4096)
 
 
-def _plain_signature(spec: Mapping[str, Any]) -> tuple[object, ...] | None:
+def _plain_signature(spec: PodSpec) -> tuple[object, ...] | None:
     """What a pod without init containers or overhead asks for, as a hashable key; None for any
     other pod, or one whose amounts are not all strings (as the API server writes quantities)."""
     if spec.get("initContainers") or spec.get("overhead"):
@@ -314,7 +317,7 @@ def _plain_signature(spec: Mapping[str, Any]) -> tuple[object, ...] | None:
     return tuple(key)
 
 
-def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
+def parse_pod_request(pod: Pod, protocol: KitProtocol) -> PodRequest:
     """The effective request of a pod manifest. Raises RequestError with the reason. Pods made from
     one template ask alike: a plain pod's request is parsed once per distinct set of amounts."""
     spec = pod.get("spec")
@@ -324,7 +327,7 @@ def parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodReque
     return _REQUESTS.get(protocol, signature, lambda: _parse_pod_request(pod, protocol))  # errors: raised again
 
 
-def _parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequest:
+def _parse_pod_request(pod: Pod, protocol: KitProtocol) -> PodRequest:
     spec = pod.get("spec")
     if not isinstance(spec, Mapping):
         raise RequestError("pod has no spec")
@@ -334,34 +337,28 @@ def _parse_pod_request(pod: Mapping[str, Any], protocol: KitProtocol) -> PodRequ
     init = spec.get("initContainers") or []
     if not isinstance(init, list):
         raise RequestError("spec.initContainers must be a list")
-    total = _Amounts()
     gpus: list[ContainerGpuRequest] = []
-    for container in containers:
+
+    def app(container: Container) -> _Amounts:
         if not isinstance(container, Mapping):
             raise RequestError("every container must be an object")
         requests, limits = _requests_limits(container)  # read once for both views
-        total += _container_amounts(container, protocol, {**limits, **requests})
+        amounts = _container_amounts(container, protocol, {**limits, **requests})
         gpu = parse_container_gpu(container, protocol, {**requests, **limits})
         if gpu is not None:
             gpus.append(ContainerGpuRequest(str(container.get("name", "")), gpu))
-    if not init and not spec.get("overhead"):  # the usual pod: nothing to take the peak of
-        return PodRequest(total.cpu, total.memory, tuple(gpus), total.scalars)
-    sidecars = init_peak = _Amounts()
-    for container in init:
+        return amounts
+
+    def init_container(container: Container) -> _Amounts:
         if not isinstance(container, Mapping):
             raise RequestError("every init container must be an object")
         if parse_container_gpu(container, protocol) is not None:
             raise RequestError(f"init container {container.get('name')!r} asks for GPUs; only app containers may")
-        amounts = _container_amounts(container, protocol)
-        if container.get("restartPolicy") == "Always":  # a sidecar: runs beside the app containers
-            total += amounts
-            sidecars += amounts
-            init_peak = init_peak.peak(sidecars)
-        else:
-            init_peak = init_peak.peak(amounts + sidecars)
-    total = total.peak(init_peak)
+        return _container_amounts(container, protocol)
+
+    total = pod_amounts(containers, init, app, _Amounts.__add__, _Amounts.peak, _ZERO, read_init=init_container)
     overhead = spec.get("overhead") or {}
-    if isinstance(overhead, Mapping):
+    if overhead and isinstance(overhead, Mapping):  # read last, as its errors come after the containers'
         try:
             total += _amounts_of(overhead, protocol)
         except ValueError as exc:

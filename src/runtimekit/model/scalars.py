@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from runtimekit.model.quantity import parse_quantity
+from runtimekit.kube.semantics.quantity import parse_quantity
 
 Scalars = tuple[tuple[str, int], ...]
 LIMIT = 1 << 62  # larger amounts are refused: no node has them, and numpy's int64 must hold sums

@@ -1,4 +1,6 @@
-"""Validation rules for the kinds of names a protocol holds (Kubernetes naming rules).
+"""Validation rules for the kinds of names a protocol holds: extended resource names, MIG prefixes,
+paths, memory units, replica counts, lists of names. Kubernetes' own naming rules (DNS subdomains,
+qualified names, label values) are `runtimekit.kube.semantics.names`, which these build on.
 
 Each `check_*` returns None when the value is valid, else a short reason. Pure functions.
 """
@@ -8,29 +10,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-_DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS_SUBDOMAIN_RE = re.compile(rf"^{_DNS_LABEL}(\.{_DNS_LABEL})*$")
-_NAME_PART_RE = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_QUANTITY_RE = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")
-_BINARY = {"Ki": 1 << 10, "Mi": 1 << 20, "Gi": 1 << 30, "Ti": 1 << 40}
-_DECIMAL = {"k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12}
+from runtimekit.base.unixsockets import path_problem
+from runtimekit.kube.semantics.names import check_qualified_name
+from runtimekit.kube.semantics.quantity import parse_quantity
+
+_MEMORY_UNIT_RE = re.compile(r"^([0-9]+)(Ki|Mi|Gi|Ti|k|M|G|T)?$")  # a whole number, no fractions or exponents
 _MIB = 1 << 20
-
-
-def check_dns_subdomain(value: str) -> str | None:
-    if not value or len(value) > 253 or not _DNS_SUBDOMAIN_RE.match(value):
-        return "must be a DNS subdomain (lower-case alphanumerics, '-' and '.', at most 253 characters)"
-    return None
-
-
-def check_qualified_name(value: str) -> str | None:
-    """A label or annotation key: optional DNS-subdomain prefix, '/', then a name of at most 63."""
-    prefix, slash, name = value.rpartition("/")
-    if slash and (problem := check_dns_subdomain(prefix)):
-        return f"prefix {prefix!r} {problem}"
-    if not name or len(name) > 63 or not _NAME_PART_RE.match(name):
-        return "name part must be 1-63 characters, alphanumeric at both ends, with '-', '_' or '.' inside"
-    return None
 
 
 def check_extended_resource_name(value: str) -> str | None:
@@ -55,18 +40,21 @@ def check_absolute_path(value: str) -> str | None:
     return None
 
 
+def check_socket_path(value: str) -> str | None:
+    """The runtime's socket: an absolute path that fits a unix socket address, and so does its
+    exporter socket, `exporter/` beside it."""
+    parent, _, name = value.rpartition("/")
+    return check_absolute_path(value) or path_problem(value) or path_problem(f"{parent}/exporter/{name}")
+
+
 def memory_unit_mib(value: str) -> int:
     """The size of one memory unit in MiB. Raises ValueError for anything `check_memory_unit` rejects."""
-    match = _QUANTITY_RE.match(value)
-    if not match:
+    if not _MEMORY_UNIT_RE.match(value):
         raise ValueError(f"{value!r} is not a quantity such as 1Gi or 512Mi")
-    number = int(match.group(1))
-    suffix = match.group(2)
-    multiplier = _BINARY.get(suffix or "", _DECIMAL.get(suffix or "", 1))
-    size = number * multiplier
+    size = parse_quantity(value)
     if size <= 0 or size % _MIB:
         raise ValueError(f"{value!r} must be a positive whole number of MiB (e.g. 1Gi, 256Mi)")
-    return size // _MIB
+    return int(size // _MIB)
 
 
 def format_memory_unit(mib: int) -> str:

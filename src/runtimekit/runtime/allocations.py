@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 
+from runtimekit.api.runtime_client import Share
 from runtimekit.base.rpcerrors import Code, ServiceError
 from runtimekit.model import Gpu, Ledger, LedgerError, MigMode, NodeCapacity, NodeInventory, NodeName, Placement, PodKey
 from runtimekit.model.ledger import Slot
@@ -81,23 +82,6 @@ class Allocation:
         return _amounts(self.grants) == _amounts(other.grants)
 
 
-@dataclass(frozen=True)
-class Requested:
-    """One share as a client asked for it (before validation). A MIG share names its GPU
-    (`parent_uuid`), profile and start; `uuid` is its MIG device on a static GPU (or empty)."""
-
-    uuid: str
-    core_milli: int
-    memory_mib: int
-    parent_uuid: str = ""
-    mig_profile: str = ""
-    mig_start: int = -1
-
-    @property
-    def is_mig(self) -> bool:
-        return bool(self.parent_uuid or self.mig_profile)
-
-
 def _amounts(grants: Iterable[Grant]) -> list[tuple[str, str, int, int, int]]:
     return sorted(g.key for g in grants)
 
@@ -144,7 +128,7 @@ class AllocationBook:
     def __len__(self) -> int:
         return len(self._allocations)
 
-    def grants_for(self, requested: Sequence[Requested]) -> tuple[Grant, ...]:
+    def grants_for(self, requested: Sequence[Share]) -> tuple[Grant, ...]:
         """Validate requested shares against the devices; raises ServiceError (INVALID_ARGUMENT/NOT_FOUND).
 
         Refused besides unknown devices and impossible amounts: a share of neither compute nor memory
@@ -162,7 +146,7 @@ class AllocationBook:
             seen.add(key)
         return order_grants(grants)
 
-    def _grant(self, share: Requested) -> Grant:
+    def _grant(self, share: Share) -> Grant:
         if share.core_milli < 0 or share.memory_mib < 0:
             raise ServiceError(
                 Code.INVALID_ARGUMENT,
@@ -186,7 +170,7 @@ class AllocationBook:
             return Grant(share.uuid, device.index, share.core_milli, share.memory_mib)
         raise ServiceError(Code.NOT_FOUND, f"this node has no GPU or MIG device {share.uuid!r}")
 
-    def _mig_grant(self, share: Requested) -> Grant:
+    def _mig_grant(self, share: Share) -> Grant:
         parent = self._devices.get(share.parent_uuid) if share.parent_uuid else None
         if parent is None and share.uuid in self._migs:
             parent = self._migs[share.uuid][0]
@@ -361,7 +345,7 @@ def mig_shape_problem(gpu: DeviceInfo, profile_name: str, start: int) -> str:
     return ""
 
 
-def _existing_grant(parent: DeviceInfo, share: Requested) -> Grant:
+def _existing_grant(parent: DeviceInfo, share: Share) -> Grant:
     """The grant of an existing MIG device, found by UUID or by profile and start."""
     if share.uuid:
         mig = next((m for m in parent.mig_devices if m.uuid == share.uuid), None)

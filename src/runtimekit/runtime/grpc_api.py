@@ -13,11 +13,12 @@ from typing import TypeVar
 
 import grpc
 
+from runtimekit.api.runtime_client import Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
 from runtimekit.base.rpcerrors import Code, ServiceError, grpc_method
 from runtimekit.model import MigMode
-from runtimekit.runtime.allocations import Allocation, PodRef, Requested
+from runtimekit.runtime.allocations import Allocation, PodRef
 from runtimekit.runtime.backend import DeviceInfo, EventKind, Fault
 from runtimekit.runtime.devices import DeviceView
 from runtimekit.runtime.mig import max_instances
@@ -132,10 +133,10 @@ def allocation_message(a: Allocation) -> pb.Allocation:
     )
 
 
-def requested(share: pb.GpuShare) -> Requested:
+def requested(share: pb.GpuShare) -> Share:
     """A requested share; `mig_start` counts only with a profile (proto3 cannot tell 0 from unset)."""
     start = share.mig_start if share.mig_profile else -1
-    return Requested(share.uuid, share.core_milli, share.memory_mib, share.parent_uuid, share.mig_profile, start)
+    return Share(share.uuid, share.core_milli, share.memory_mib, share.parent_uuid, share.mig_profile, start)
 
 
 def status_message(s: RuntimeStatus) -> pb.GetStatusResponse:

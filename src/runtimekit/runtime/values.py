@@ -9,8 +9,9 @@ from enum import StrEnum
 from pathlib import Path
 
 from runtimekit import __version__
+from runtimekit.api.runtime_client import Share
 from runtimekit.protocol import KitProtocol
-from runtimekit.runtime.allocations import Allocation, PodRef, Requested
+from runtimekit.runtime.allocations import Allocation, PodRef
 from runtimekit.runtime.backend import GpuSample
 from runtimekit.runtime.devices import DeviceView, XidRecord
 from runtimekit.runtime.isolation import ContainerEdits
@@ -64,7 +65,7 @@ class VersionInfo:
 class AllocateInput:
     pod: PodRef
     container: str
-    shares: tuple[Requested, ...]
+    shares: tuple[Share, ...]
     resource_name: str = ""
     device_ids: tuple[str, ...] = ()
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 
@@ -45,9 +45,9 @@ from runtimekit.scheduler.framework import Framework
 from runtimekit.scheduler.framework.check import Checked, check_conf
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
 from runtimekit.scheduler.framework.sampling import NodeSampler, NodeSampling
+from runtimekit.scheduler.metrics.observer import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
 from runtimekit.scheduler.metrics.series import ValueVec
 from runtimekit.scheduler.metrics.state import ClusterState
-from runtimekit.scheduler.metrics.volcano import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
 from runtimekit.scheduler.reload import ConfWatcher
 
 __all__ = ["NodeSampling", "Scheduler", "SchedulerOptions"]
@@ -118,14 +118,14 @@ class Scheduler:
         self._observed = ObservedCache(self.live, self.metrics)
         self.sampler = NodeSampler(self.options.node_sampling) if self.options.node_sampling else None
         c = self.cache
-        # the informers deliver decoded JSON; each handler reads it as the kind its path serves
-        self.informers = [
-            Informer(http, "/api/v1/nodes", cast(Handler, c.on_node), name="nodes"),
-            Informer(http, "/api/v1/pods", cast(Handler, self._on_pod), name="pods"),
+        # each informer hands its handler the kind its path serves (`Informer[Node]`, ...)
+        self.informers: list[Informer[Any]] = [
+            Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
+            Informer(http, "/api/v1/pods", self._on_pod, name="pods"),
             # a ClusterRole from before namespaces were read must not stop scheduling
-            Informer(http, "/api/v1/namespaces", cast(Handler, c.on_namespace), name="namespaces", forbidden_ok=True),
-            Informer(http, f"{VOLCANO}/podgroups", cast(Handler, c.on_podgroup), name="podgroups", optional=True),
-            Informer(http, f"{VOLCANO}/queues", cast(Handler, c.on_queue), name="queues", optional=True),
+            Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces", forbidden_ok=True),
+            Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
+            Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
         ]
         self._thread: threading.Thread | None = None
         self._use(framework)
@@ -187,13 +187,9 @@ class Scheduler:
     def _watch(self, framework: Framework) -> None:
         """Informers for what the framework's plugins read besides nodes, pods and Volcano's kinds (a
         plugin says so with `Watches`); added once, started at once when running."""
-        paths: dict[str, tuple[str, Handler, str]] = {
-            "poddisruptionbudgets": (
-                "/apis/policy/v1/poddisruptionbudgets",
-                cast(Handler, self.cache.on_budget),
-                "pdbs",
-            ),
-            "resourcequotas": ("/api/v1/resourcequotas", cast(Handler, self.cache.on_quota), "resourcequotas"),
+        paths: dict[str, tuple[str, Handler[Any], str]] = {
+            "poddisruptionbudgets": ("/apis/policy/v1/poddisruptionbudgets", self.cache.on_budget, "pdbs"),
+            "resourcequotas": ("/api/v1/resourcequotas", self.cache.on_quota, "resourcequotas"),
         }
         watched = framework.watched
         present = {informer.name for informer in self.informers}

@@ -114,10 +114,9 @@ def render_table(results: Sequence[ReplayResult], title: str = "", bounds: Seque
             str(len(bounds)),
             *(f"{limit[c][0]:.2f} / {limit[c][1]:.2f}" if c in limit else "-" for c in SUMMARY_COLUMNS),
         )
-    console = Console(file=io.StringIO(), width=120, force_terminal=False)
-    console.print(table)
-    text: str = console.file.getvalue()  # type: ignore[attr-defined]
-    return text
+    out = io.StringIO()
+    Console(file=out, width=120, force_terminal=False).print(table)
+    return out.getvalue()
 
 
 def plot(

@@ -17,8 +17,8 @@ from pathlib import Path
 
 from runtimekit import __version__
 from runtimekit.model.trace import TraceError, TraceNode, TracePod, read_node_list, read_pod_list, spec_warnings
-from runtimekit.scheduler.policies import POLICY_NAMES
-from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.scheduler.policies import POLICY_NAMES, TargetWorkload
+from runtimekit.sim.arrivals import Arrivals, build_arrivals
 from runtimekit.sim.bound import BoundResult, bound_columns
 from runtimekit.sim.replay import Cluster, ReplayResult, replay, target_workload
 
@@ -97,45 +97,51 @@ def load_inputs(spec: SimulationSpec) -> tuple[list[TraceNode], list[TracePod], 
     return nodes, pods, spec_warnings(pods, nodes, spec.pods_file)
 
 
-_WORKER: dict[str, object] = {}
+@dataclass
+class _Worker:
+    """What one worker process replays from: the inputs, the cluster built once per node list, and
+    the arrivals of the seed it replayed last (the next task is most often the same seed)."""
+
+    nodes: list[TraceNode]
+    pods: list[TracePod]
+    tune: float
+    workload: TargetWorkload
+    cluster: Cluster
+    bound_columns: tuple[int, ...] = ()
+    arrivals: dict[int, Arrivals] = field(default_factory=dict)
+
+    def arrivals_of(self, seed: int) -> Arrivals:
+        if seed not in self.arrivals:
+            self.arrivals.clear()
+            self.arrivals[seed] = build_arrivals(self.pods, self.nodes, seed, self.tune)
+        return self.arrivals[seed]
+
+
+_worker: _Worker | None = None  # this process's inputs, set once by _init_worker
 
 
 def _init_worker(nodes: list[TraceNode], pods: list[TracePod], tune: float, columns: tuple[int, ...] = ()) -> None:
-    _WORKER.update(
-        nodes=nodes,
-        pods=pods,
-        tune=tune,
-        workload=target_workload(pods),
-        arrivals={},
-        cluster=Cluster(nodes),
-        bound_columns=columns,
-    )
+    global _worker
+    _worker = _Worker(nodes, pods, tune, target_workload(pods), Cluster(nodes), columns)
+
+
+def _inputs() -> _Worker:
+    assert _worker is not None, "_init_worker runs first in every worker"
+    return _worker
 
 
 def _run_one(task: tuple[int, str]) -> ReplayResult:
     seed, policy = task
-    nodes = _WORKER["nodes"]
-    pods = _WORKER["pods"]
-    cache = _WORKER["arrivals"]
-    assert isinstance(nodes, list)
-    assert isinstance(pods, list)
-    assert isinstance(cache, dict)
-    if seed not in cache:
-        cache.clear()
-        cache[seed] = build_arrivals(pods, nodes, seed, float(_WORKER["tune"]))  # type: ignore[arg-type]
-    result = replay(_WORKER["cluster"], cache[seed], policy, seed, _WORKER["workload"])  # type: ignore[arg-type]
+    worker = _inputs()
+    result = replay(worker.cluster, worker.arrivals_of(seed), policy, seed, worker.workload)
     result.arrived_milli, result.used_milli = [], []  # keep what crosses processes small
     return result
 
 
 def _bound_one(seed: int) -> BoundResult:
-    nodes, pods = _WORKER["nodes"], _WORKER["pods"]
-    assert isinstance(nodes, list)
-    assert isinstance(pods, list)
-    arrivals = build_arrivals(pods, nodes, seed, float(_WORKER["tune"]))  # type: ignore[arg-type]
-    columns = _WORKER["bound_columns"]
-    assert isinstance(columns, tuple)
-    return bound_columns(nodes, arrivals, seed, columns)
+    worker = _inputs()
+    arrivals = build_arrivals(worker.pods, worker.nodes, seed, worker.tune)
+    return bound_columns(worker.nodes, arrivals, seed, worker.bound_columns)
 
 
 def run_simulation(
@@ -154,11 +160,11 @@ def run_simulation(
     bounds: list[BoundResult] = []
     if jobs <= 1 or len(tasks) == 1:
         _init_worker(nodes, pods, spec.tune, spec.bound_columns)
-        workload, cluster = _WORKER["workload"], _WORKER["cluster"]
+        worker = _inputs()
         for seed in spec.seeds:
             arrivals = build_arrivals(pods, nodes, seed, spec.tune)
             for policy in spec.policies:
-                result = replay(cluster, arrivals, policy, seed, workload, on_events)  # type: ignore[arg-type]
+                result = replay(worker.cluster, arrivals, policy, seed, worker.workload, on_events)
                 results.append(result)
                 if on_result:
                     on_result(result)

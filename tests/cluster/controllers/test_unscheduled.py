@@ -10,9 +10,9 @@ import pytest
 from fixtures.apiserver import make_pod
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
-from runtimekit.cluster.controllers.informers import Informers
 from runtimekit.cluster.controllers.unscheduled import REASON, UnscheduledCheck, message
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.informers import Informers
 
 PODS = "/api/v1/namespaces/default/pods"
 EVENTS = "/api/v1/namespaces/default/events"

@@ -14,12 +14,12 @@ from typing import Any
 
 import numpy as np
 
+from runtimekit.kube.semantics.nodeaffinity import node_selector_pairs, required_matches, required_terms
+from runtimekit.kube.semantics.tolerations import untolerated
 from runtimekit.scheduler.kubesem import interpod, spread, spreading
 from runtimekit.scheduler.kubesem.index import PodIndex
-from runtimekit.scheduler.kubesem.nodeaffinity import node_selector_pairs, required_matches, required_terms
 from runtimekit.scheduler.kubesem.podbook import PodBook
 from runtimekit.scheduler.kubesem.pods import PodFacts, pod_facts
-from runtimekit.scheduler.kubesem.taints import untolerated
 from runtimekit.scheduler.kubesem.topology import Topology
 
 HOST = "kubernetes.io/hostname"

@@ -1,14 +1,18 @@
-"""kube-scheduler's score arithmetic: image locality (`node_cases.IMAGE_CASES`) and normalisation."""
+"""kube-scheduler's score arithmetic: image locality (`node_cases.IMAGE_CASES`), preferred node affinity
+(`node_cases.NODE_AFFINITY_SCORES`) and normalisation."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 import pytest
 
+from runtimekit.kube.semantics.nodeaffinity import preferred_score, preferred_terms
 from runtimekit.scheduler.kubesem.pods import normalized_image, pod_facts
 from runtimekit.scheduler.kubesem.scores import default_normalize, image_score
 from scheduler.kubesem.builders import pod
-from scheduler.kubesem.node_cases import IMAGE_CASES, MB
+from scheduler.kubesem.node_cases import IMAGE_CASES, MB, NODE_AFFINITY_SCORES
 
 NodeImages = tuple[tuple[tuple[str, ...], int], ...]
 
@@ -23,6 +27,13 @@ def test_image_locality(images: list[str], init: list[str], nodes: list[NodeImag
             spread[name] = spread.get(name, 0) + 1
     got = [image_score(facts.images, facts.containers, held, spread, len(nodes)) for held in per_node]
     assert got == want
+
+
+@pytest.mark.parametrize(("manifest", "nodes", "want"), NODE_AFFINITY_SCORES)
+def test_preferred_node_affinity(manifest: Any, nodes: list[tuple[str, dict[str, str]]], want: list[int]) -> None:
+    terms = preferred_terms(manifest["spec"])
+    raw = np.array([preferred_score(terms, labels, name) for name, labels in nodes], np.float64)
+    assert default_normalize(raw).tolist() == want
 
 
 @pytest.mark.parametrize(

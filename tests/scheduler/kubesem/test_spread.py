@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from runtimekit.scheduler.kubesem.labels import SelectorError
+from runtimekit.kube.semantics.labels import SelectorError
 from runtimekit.scheduler.kubesem.pods import pod_facts
 from runtimekit.scheduler.kubesem.spread import spread_constraints
 from scheduler.kubesem.builders import Cluster, Node, constraint, exists, fails, pod

@@ -1,4 +1,5 @@
-"""Tolerations against kube-scheduler's TaintToleration and NodeUnschedulable tables (`node_cases.py`)."""
+"""kube-scheduler's TaintToleration score and NodeUnschedulable filter against its tables
+(`node_cases.py`); the TaintToleration filter's table is `tests/kube/semantics/test_tolerations.py`."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ import numpy as np
 import pytest
 
 from runtimekit.scheduler.kubesem.scores import default_normalize
-from runtimekit.scheduler.kubesem.taints import intolerable_prefer_no_schedule, tolerates_unschedulable, untolerated
+from runtimekit.scheduler.kubesem.taints import intolerable_prefer_no_schedule, tolerates_unschedulable
 from scheduler.kubesem.builders import Json, pod, tolerations_of
-from scheduler.kubesem.node_cases import TAINT_FILTER_CASES, TAINT_SCORE_CASES, tol
+from scheduler.kubesem.node_cases import TAINT_SCORE_CASES, tol
 
 
 @dataclass(frozen=True)
@@ -22,11 +23,6 @@ class Taint:
 
 def _tolerations(items: list[Json]):  # type: ignore[no-untyped-def]
     return tolerations_of(pod(tolerations=items))
-
-
-@pytest.mark.parametrize(("tolerations", "taints", "fits"), TAINT_FILTER_CASES)
-def test_untolerated_taints(tolerations: list[Json], taints: list[tuple[str, str, str]], fits: bool) -> None:
-    assert (untolerated([Taint(*t) for t in taints], _tolerations(tolerations)) is None) is fits
 
 
 @pytest.mark.parametrize(("tolerations", "nodes", "want"), TAINT_SCORE_CASES)

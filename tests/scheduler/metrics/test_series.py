@@ -12,9 +12,9 @@ from prometheus_client import CollectorRegistry
 
 from runtimekit.scheduler.framework.info import JobInfo, JobKey
 from runtimekit.scheduler.metrics import series
+from runtimekit.scheduler.metrics.observer import SchedulerMetrics
 from runtimekit.scheduler.metrics.series import HistogramVec, ValueVec, go_float
 from runtimekit.scheduler.metrics.text import render
-from runtimekit.scheduler.metrics.volcano import SchedulerMetrics
 
 
 @pytest.mark.parametrize(

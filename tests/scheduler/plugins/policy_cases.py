@@ -7,8 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib
 from runtimekit.model import NodeCapacity, NodeInventory, NodeName, Placement, PodKey, PodRequest
-from runtimekit.model.quantity import cpu_milli, memory_mib
 from runtimekit.model.scalars import LIMIT, scalars_of
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache

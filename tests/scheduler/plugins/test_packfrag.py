@@ -27,7 +27,7 @@ from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, NodeMeta, TaskInfo
 from runtimekit.scheduler.plugins.gpushare.fit import fitting_gpus
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuSharePlugin
 from runtimekit.scheduler.plugins.gpushare.policies import PackFragPolicy, PodShape, PolicyContext, TargetWorkload
 from runtimekit.scheduler.plugins.gpushare.policies.nodestates import placements
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType
@@ -176,7 +176,7 @@ def test_the_plugin_teaches_each_pod_once_however_often_it_is_retried() -> None:
     for _ in range(3):  # one pod binds, two are retried every session
         framework.run_once(cache)
     plugin = framework.plugin("gpushare")
-    assert isinstance(plugin, GpuShare)
+    assert isinstance(plugin, GpuSharePlugin)
     policy = plugin.policies["packfrag"]
     assert isinstance(policy, PackFragPolicy)
     assert policy.pods_seen == 3

@@ -8,9 +8,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from runtimekit.kube.semantics.labels import EVERYTHING, Selector, label_selector
 from runtimekit.scheduler.cache.policy import disruption_budget
 from runtimekit.scheduler.framework.info import TaskInfo, TaskStatus
-from runtimekit.scheduler.framework.policy import DisruptionBudget, LabelSelector
+from runtimekit.scheduler.framework.policy import DisruptionBudget
 from runtimekit.scheduler.plugins.pdb import Pdb, allowance
 from scheduler.plugins.policy_cases import Group, Node, Pod, Queue, build_cache, evicted, run
 
@@ -19,11 +20,11 @@ LABEL = {"volcano.sh/job-name": "job-1"}
 
 def budget(
     allowed: int | None,
-    selector: LabelSelector | None = None,
+    selector: Selector | None = None,
     min_available: int | str | None = None,
     max_unavailable: int | str | None = None,
 ) -> DisruptionBudget:
-    chosen = LabelSelector(tuple(LABEL.items())) if selector is None else selector
+    chosen = label_selector({"matchLabels": LABEL}) if selector is None else selector
     return DisruptionBudget("ns1", "test-pdb", chosen, allowed, min_available, max_unavailable)
 
 
@@ -73,7 +74,7 @@ def test_the_allowance_comes_from_the_spec_where_no_controller_wrote_it(
 
 
 def test_an_empty_selector_and_an_unlabelled_pod_match_nothing() -> None:
-    plugin, tasks = opened(budget(0, LabelSelector()))
+    plugin, tasks = opened(budget(0, EVERYTHING))
     assert len(plugin.preemptable(tasks[0], tasks) or []) == 2
     unlabelled = [Pod("bare", "g", "1", "1Gi", node="n1")]
     plugin, tasks = opened(budget(0), pods=unlabelled)
@@ -82,7 +83,7 @@ def test_an_empty_selector_and_an_unlabelled_pod_match_nothing() -> None:
 
 def test_a_pod_already_disrupted_is_not_counted_again() -> None:
     plugin, tasks = opened(
-        DisruptionBudget("ns1", "b", LabelSelector(tuple(LABEL.items())), 0, disrupted=frozenset({"test-pod1"}))
+        DisruptionBudget("ns1", "b", label_selector({"matchLabels": LABEL}), 0, disrupted=frozenset({"test-pod1"}))
     )
     assert [t.name for t in plugin.preemptable(tasks[0], tasks) or []] == ["test-pod1"]
 
@@ -128,6 +129,6 @@ def test_preemption_evicts_no_more_than_the_budget_allows_in_a_session(allowed: 
     for job in cache.jobs.values():
         for task in job.tasks.values():
             task.priority = job.priority = 100 if job.name.startswith("h") else 1
-    cache.budgets = (DisruptionBudget("ns1", "b", LabelSelector(tuple(LABEL.items())), allowed),)
+    cache.budgets = (DisruptionBudget("ns1", "b", label_selector({"matchLabels": LABEL}), allowed),)
     run(PREEMPT, cache)
     assert len(evicted(cache)) == victims

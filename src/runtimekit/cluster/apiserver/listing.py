@@ -15,18 +15,13 @@ from typing import TypedDict
 
 from runtimekit.cluster.apiserver.errors import bad_request
 from runtimekit.cluster.apiserver.resources import ResourceInfo
-from runtimekit.cluster.apiserver.selectors import (
-    FieldSelector,
-    FieldTerm,
-    LabelSelector,
-    SelectorError,
-    parse_field_selector,
-    parse_label_selector,
-)
+from runtimekit.cluster.apiserver.selectors import FieldSelector, FieldTerm, parse_field_selector
 from runtimekit.cluster.apiserver.store import INDEXED_FIELDS, RowFacts, Stored, dumps
 from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
 from runtimekit.kube import jsoncodec
 from runtimekit.kube.objects import ListMeta, ObjectMeta
+from runtimekit.kube.semantics.labels import Selector, SelectorError
+from runtimekit.kube.semantics.labeltext import parse_label_selector
 
 
 class PartialObjectMetadata(TypedDict):
@@ -41,7 +36,7 @@ class PartialObjectMetadata(TypedDict):
 @dataclass(frozen=True)
 class Filter:
     namespace: str | None
-    labels: LabelSelector
+    labels: Selector
     fields: FieldSelector  # terms name stored paths (aliases resolved)
 
     @classmethod
@@ -70,7 +65,7 @@ class Filter:
 
     @property
     def everything(self) -> bool:
-        return self.labels.empty and self.fields.empty
+        return self.labels.everything and self.fields.empty
 
     @property
     def matcher(self) -> Callable[[Stored], bool] | None:

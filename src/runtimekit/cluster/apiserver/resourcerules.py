@@ -14,54 +14,25 @@ equal to 0`). The quantities were checked for syntax when the body was decoded. 
 from __future__ import annotations
 
 import functools
-import re
 from collections.abc import Mapping
 from fractions import Fraction
 from typing import cast
 
 from runtimekit.cluster.apiserver.errors import Cause, field_invalid, field_required
 from runtimekit.kube.objects import PodSpec, ResourceList, ResourceRequirements
-from runtimekit.protocol.names import check_qualified_name
+from runtimekit.kube.semantics.names import check_qualified_name, is_extended_resource_name
+from runtimekit.kube.semantics.quantity import is_whole, parse_quantity
 
 _STANDARD = frozenset({"cpu", "memory", "ephemeral-storage"})
 _OVERCOMMITTABLE = frozenset({"cpu", "memory", "ephemeral-storage"})
-_AMOUNT_RE = re.compile(r"^([+-]?)([0-9]+(?:\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
-_SUFFIX = {
-    "": 0,
-    "n": -9,
-    "u": -6,
-    "m": -3,
-    "k": 3,
-    "M": 6,
-    "G": 9,
-    "T": 12,
-    "P": 15,
-    "E": 18,
-}
-_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
-_MAX_EXPONENT = 64  # beyond this a quantity is only compared by its text (no 10**huge arithmetic)
 
 
 def _amount(value: object) -> Fraction | None:
-    """The exact amount of a quantity, None when its exponent is too large to compute cheaply."""
-    return _amount_of(value.strip() if isinstance(value, str) else repr(value))
-
-
-@functools.lru_cache(maxsize=4096)
-def _amount_of(text: str) -> Fraction | None:
-    match = _AMOUNT_RE.match(text)
-    if not match:
+    """The exact amount of a quantity, None when it is too large to compute cheaply."""
+    try:
+        return parse_quantity(_shown(value))
+    except ValueError:
         return None
-    sign, number, suffix = match.group(1), match.group(2), match.group(3) or ""
-    amount = Fraction(number)
-    if suffix in _BINARY:
-        amount *= 1 << _BINARY[suffix]
-    else:
-        exponent = int(suffix[1:]) if suffix[:1] in ("e", "E") else _SUFFIX[suffix]
-        if abs(exponent) > _MAX_EXPONENT:
-            return None if amount else Fraction(0)
-        amount *= Fraction(10) ** exponent
-    return -amount if sign == "-" else amount
 
 
 def _shown(value: object) -> str:
@@ -76,11 +47,6 @@ def _is_hugepages(name: str) -> bool:
     return name.startswith("hugepages-")
 
 
-@functools.lru_cache(maxsize=1024)
-def _is_extended(name: str) -> bool:
-    return not _is_native(name) and not name.startswith("requests.") and not check_qualified_name("requests." + name)
-
-
 def _overcommit_allowed(name: str) -> bool:
     return _is_native(name) and not _is_hugepages(name)
 
@@ -92,7 +58,7 @@ def _name_problem(name: str) -> str:
     if "/" not in name:
         if name not in _STANDARD and not _is_hugepages(name):
             return "must be a standard resource for containers"
-    elif not _is_native(name) and not _is_extended(name):
+    elif not _is_native(name) and not is_extended_resource_name(name):
         return "doesn't follow extended resource name standard"
     return ""
 
@@ -106,11 +72,17 @@ def _quantity_causes(name: str, value: object, path: str) -> list[Cause]:
     shown = _shown(value)
     if shown.startswith("-") and _amount(value) != 0:
         return [field_invalid(path, shown, "must be greater than or equal to 0")]
-    if _is_extended(name) or _is_hugepages(name):
-        amount = _amount(value)
-        if amount is not None and amount.denominator != 1:
-            return [field_invalid(path, shown, "must be an integer")]
+    if (is_extended_resource_name(name) or _is_hugepages(name)) and not _whole(shown):
+        return [field_invalid(path, shown, "must be an integer")]
     return []
+
+
+def _whole(shown: str) -> bool:
+    """Whether a quantity is whole, for any exponent (`1e-50` is not, though it is too small to compute)."""
+    try:
+        return is_whole(shown)
+    except ValueError:
+        return True  # not a quantity: decoding has refused it already
 
 
 _VALID_MAX = 4096

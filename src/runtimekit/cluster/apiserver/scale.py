@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.apiserver.errors import (
     bad_request,
     field_invalid,
@@ -27,6 +26,8 @@ from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Stored
 from runtimekit.kube import jsoncodec
 from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
+from runtimekit.kube.semantics.labeltext import to_string
 
 
 def scale_of(stored: Stored) -> JsonObject:
@@ -46,7 +47,7 @@ def scale_of(stored: Stored) -> JsonObject:
         "spec": {"replicas": int(spec.get("replicas", 1))},
         "status": {
             "replicas": int(status.get("replicas") or 0),
-            "selector": labelselector.to_string(spec.get("selector")),
+            "selector": to_string(label_selector_or_nothing(spec.get("selector"))),
         },
     }
 

@@ -21,24 +21,16 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
-import functools
-import re
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
-from decimal import ROUND_CEILING, Decimal, InvalidOperation
 from enum import StrEnum
 from typing import Any
 
 from runtimekit.cluster.apiserver.errors import ApiError, bad_request
 from runtimekit.cluster.apiserver.openapi import Kind, Shape
 from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.semantics.quantity import number_quantity, quantity_problem, quantity_text_problem
 
-QUANTITY_SPLIT = r"^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-QUANTITY_FORMAT_MSG = f"quantities must match the regular expression '{QUANTITY_SPLIT}'"
-QUANTITY_SUFFIX_MSG = "unable to parse quantity's suffix"
-_SPLIT_RE = re.compile(QUANTITY_SPLIT)
-_NUMBER_RE = re.compile(r"^[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)$")
-_SUFFIX_RE = re.compile(r"^(?:[eE][+-]?[0-9]+|[numkMGTPE]|[KMGTPE]i)?$")
 _INT_RANGE = {32: (-(1 << 31), (1 << 31) - 1), 64: (-(1 << 63), (1 << 63) - 1)}
 
 _warnings: ContextVar[list[str] | None] = ContextVar("apiserver_warnings", default=None)
@@ -76,26 +68,6 @@ def warn(text: str) -> None:
     collected = _warnings.get()
     if collected is not None and text not in collected:
         collected.append(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _quantity_problem_text(value: str) -> str:
-    return quantity_problem(value)  # the same few quantity strings recur in every pod
-
-
-def quantity_problem(value: object) -> str:
-    """Why `value` (a JSON value) is not a resource.Quantity; "" when it is one."""
-    if value is None:
-        return ""
-    if isinstance(value, bool) or not isinstance(value, str | int | float):
-        return QUANTITY_FORMAT_MSG
-    text = value.strip() if isinstance(value, str) else repr(value)
-    match = _SPLIT_RE.match(text)
-    if not match or not _NUMBER_RE.match(match.group(1)):
-        return QUANTITY_FORMAT_MSG
-    if not _SUFFIX_RE.match(match.group(2)):
-        return QUANTITY_SUFFIX_MSG
-    return ""
 
 
 class _Mismatch(Exception):
@@ -202,7 +174,7 @@ class _Walk:
         if kind is Kind.ANY:
             return
         if kind is Kind.QUANTITY:
-            problem = _quantity_problem_text(value) if type(value) is str else quantity_problem(value)
+            problem = quantity_text_problem(value) if type(value) is str else quantity_problem(value)
             if problem:
                 raise _Mismatch(problem)
         elif kind is Kind.INT_OR_STRING:
@@ -259,7 +231,7 @@ def _fine(shape: Shape, value: JsonObject) -> bool:
                 return False
         elif kind is _QUANTITY:
             value[key] = text = _canonical(sub)
-            if type(text) is not str or _quantity_problem_text(text):
+            if type(text) is not str or quantity_text_problem(text):
                 return False
         elif kind is not _ANY and not _fine_value(inner, sub):
             return False
@@ -289,7 +261,7 @@ def _fine_value(shape: Shape, value: Any) -> bool:
             return all(type(v) is dict and _fine(item, v) for v in values)
         return all(v is None or _fine_value(item, v) for v in values)
     if kind is _QUANTITY:
-        return type(value) is str and not _quantity_problem_text(value)
+        return type(value) is str and not quantity_text_problem(value)
     if kind is _STRUCT:
         return type(value) is dict and _fine(shape, value)
     if kind is _STRING:
@@ -311,7 +283,7 @@ def _fine_quantities(amounts: JsonObject) -> bool:
     place, as kube-apiserver stores them; True when every value is then a valid quantity."""
     for key, given in amounts.items():
         amounts[key] = value = _canonical(given)
-        if value is not None and (type(value) is not str or _quantity_problem_text(value)):
+        if value is not None and (type(value) is not str or quantity_text_problem(value)):
             return False
     return True
 
@@ -322,35 +294,6 @@ def _canonical(value: Any) -> Any:
     if type(value) is int or type(value) is float:
         return number_quantity(value) or value
     return value
-
-
-_INT_LIMIT = 1 << 63
-_SUFFIXES = {-9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E"}
-
-
-def number_quantity(value: int | float) -> str:
-    """A JSON number given for a quantity, in resource.Quantity's canonical decimal form (30 -> "30",
-    1000 -> "1k", 0.5 -> "500m", 1.5 -> "1500m"); values finer than 1n round up to it, as Go's do;
-    "" for a number no quantity can hold (NaN, infinite, beyond 2^63 E)."""
-    if type(value) is int and -_INT_LIMIT < value < _INT_LIMIT:  # the usual case, without Decimal
-        return _suffixed(value, 0)
-    try:
-        amount = Decimal(value) if type(value) is int else Decimal(repr(value))
-    except InvalidOperation:
-        return ""
-    if not amount.is_finite() or abs(amount) >= Decimal(2**63) * Decimal(10) ** 18:
-        return ""
-    return _suffixed(int(amount.scaleb(9).to_integral_value(rounding=ROUND_CEILING)), -9)
-
-
-def _suffixed(mantissa: int, exponent: int) -> str:
-    """`mantissa` × 10^`exponent` with the largest decimal suffix that keeps the mantissa whole."""
-    if mantissa == 0:
-        return "0"
-    while mantissa % 1000 == 0 and exponent < 18:
-        mantissa //= 1000
-        exponent += 3
-    return f"{mantissa}{_SUFFIXES[exponent]}"
 
 
 def _join(path: str, key: str) -> str:

@@ -21,7 +21,7 @@ from runtimekit.cluster.apiserver.errors import (
 from runtimekit.cluster.apiserver.resourcerules import check_containers
 from runtimekit.cluster.apiserver.resources import NameRule
 from runtimekit.kube.objects import Binding, Container, ObjectMeta, Pod, PodSpec, PodTemplateSpec
-from runtimekit.protocol.names import check_qualified_name
+from runtimekit.kube.semantics.names import check_qualified_name
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
 _LABEL_RE = re.compile(rf"^{_LABEL}$")

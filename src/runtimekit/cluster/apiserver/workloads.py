@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import cast
 
-from runtimekit.cluster import intstr, labelselector
 from runtimekit.cluster.apiserver.errors import (
     Cause,
     field_forbidden,
@@ -24,6 +23,8 @@ from runtimekit.cluster.apiserver.errors import (
 )
 from runtimekit.cluster.apiserver.validation import check_pod
 from runtimekit.kube.objects import Deployment, DeploymentSpec, ReplicaSet, StatefulSet, StatefulSetSpec, WorkloadSpec
+from runtimekit.kube.semantics import intstr
+from runtimekit.kube.semantics.labels import SelectorProblem, label_selector_or_nothing, selector_problems
 
 Workload = Deployment | ReplicaSet | StatefulSet
 KINDS = frozenset({"Deployment", "ReplicaSet", "StatefulSet"})
@@ -45,15 +46,24 @@ def _selector(kind: str, spec: WorkloadSpec, template_labels: dict[str, str]) ->
     selector = spec.get("selector")
     if selector is None:
         return [field_required("spec.selector")]
-    problems = labelselector.problems(selector)
+    problems = selector_problems(selector, "spec.selector")
     if problems:
-        return [field_invalid("spec.selector", selector, why) for why in problems]
-    if labelselector.is_empty(selector):
+        return [_cause(problem) for problem in problems]
+    parsed = label_selector_or_nothing(selector)
+    if parsed.everything:
         return [field_invalid("spec.selector", "null", f"empty selector is invalid for {kind.lower()}")]
-    if not labelselector.matches(selector, template_labels):
+    if not parsed.matches(template_labels):
         why = f"Invalid value: {_go_map(template_labels)}: `selector` does not match template `labels`"
         return [Cause("FieldValueInvalid", why, "spec.template.metadata.labels")]
     return []
+
+
+def _cause(problem: SelectorProblem) -> Cause:
+    if problem.kind == "Required":
+        return field_required(problem.path, problem.detail)
+    if problem.kind == "Forbidden":
+        return field_forbidden(problem.path, problem.detail)
+    return field_invalid(problem.path, problem.value, problem.detail)
 
 
 def _template(spec: WorkloadSpec) -> list[Cause]:

@@ -1,7 +1,8 @@
 """The skeleton every workload controller shares: a queue of keys, one worker, retries, writes.
 
-A `Controller` registers handlers on shared informers in its constructor, queues `namespace/name`
-keys from them, and `sync(key)` brings that one object's world to what it asks for. Its queue is
+A `Controller` registers handlers on shared informers in its constructor (`watch(path, Kind,
+handler)`: the informer hands out that kind, `Change[Kind]`), queues `namespace/name` keys from them,
+and `sync(key)` brings that one object's world to what it asks for. Its queue is
 `runtimekit.base.workqueue.WorkQueue` (a key is never synced twice at once; a failed sync is retried
 after the key's exponential back-off, which starts over once a sync succeeds), its worker a
 `runtimekit.base.threads.Workers` thread. `requeue_after` keeps one timer per key (the earliest), so
@@ -9,8 +10,10 @@ a controller may ask on every sync. A sync is level-based, so a retry simply loo
 
 Writes go through `create`, `delete`, `patch_meta` and `put_status`, which also record the answer in
 the informer's cache (so the next sync sees them at once) and ignore what kube's controllers ignore
-(a 404 on delete; a 409 makes the sync retry). `claim` adopts and releases objects by selector as
-kube's ControllerRefManager does. `event` records an Event about an object.
+(a 404 on delete; a 409 makes the sync retry). They take and give the kind of the cache they write
+to (a `Pod` into `ObjectCache[Pod]`): the API server's answer is typed where it comes in, with a cast.
+`claim` adopts and releases objects by selector as kube's ControllerRefManager does. `event` records
+an Event about an object.
 """
 
 from __future__ import annotations
@@ -19,26 +22,28 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
 from runtimekit.base.workqueue import WorkQueue
-from runtimekit.cluster import labelselector
-from runtimekit.cluster.controllers.informers import Informers, ObjectCache, SharedInformer, controller_uid
-from runtimekit.cluster.controllers.pods import is_terminating, meta
+from runtimekit.cluster.controllers.pods import is_terminating
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import record_event
 from runtimekit.kube.http import KubeHttp, object_path
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers, ObjectCache, SharedInformer, controller_uids
+from runtimekit.kube.objects import DeleteOptions, JsonObject, LabelSelector, OwnerReference, labels_of, meta
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
+from runtimekit.kube.semantics.owners import controller_uid
 
 log = logging.getLogger(__name__)
+T = TypeVar("T", bound=Mapping[str, Any])  # the kind a cache holds: Pod, ReplicaSet, KubeObject, ...
 
 
 def path_of(api_version: str, plural: str, obj: Mapping[str, Any], subresource: str | None = None) -> str:
-    return object_path(
-        api_version, plural, str(meta(obj).get("namespace", "")), str(meta(obj).get("name")), subresource
-    )
+    """The object's path (of any kind), or its subresource's."""
+    m = meta(obj)
+    return object_path(api_version, plural, str(m.get("namespace", "")), str(m.get("name")), subresource)
 
 
 class Controller:
@@ -49,13 +54,17 @@ class Controller:
     def __init__(self, http: KubeHttp, informers: Informers, clock: Callable[[], float] = time.time) -> None:
         self.http, self.informers, self.clock = http, informers, clock
         self.queue = WorkQueue(Backoff(initial=0.5, maximum=30.0))
-        self.watched: list[SharedInformer] = []
+        self.watched: list[SharedInformer[Any]] = []
         self._workers = Workers(self.name)
         self._timers: dict[str, float] = {}  # key -> when its earliest requeue is due (monotonic)
         self._timers_lock = threading.Lock()
 
-    def watch(self, path: str, handler: Callable[[Any], None], optional: bool = False) -> SharedInformer:
-        shared = self.informers.resource(path, optional)
+    def watch(
+        self, path: str, kind: type[T], handler: Callable[[Change[T]], None], optional: bool = False
+    ) -> SharedInformer[T]:
+        """The shared informer of `path`, its objects typed `kind`, with `handler` on its changes."""
+        shared = self.informers.resource(path, kind, optional=optional)
+        shared.add_indexer(BY_CONTROLLER, controller_uids)  # what `claim` and the syncs look up
         shared.on(handler)
         self.watched.append(shared)
         return shared
@@ -103,20 +112,18 @@ class Controller:
         raise NotImplementedError
 
     # -- writes -------------------------------------------------------------------------------
-    def create(self, api_version: str, plural: str, body: JsonObject, cache: ObjectCache) -> JsonObject:
+    def create(self, api_version: str, plural: str, body: T, cache: ObjectCache[T]) -> T:
         namespace = str(meta(body).get("namespace", ""))
-        made = self.http.post(object_path(api_version, plural, namespace), body)
+        made = cast(T, self.http.post(object_path(api_version, plural, namespace), body))
         cache.written(made)
         return made
 
-    def delete(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, cache: ObjectCache, propagation: str = ""
-    ) -> None:
+    def delete(self, obj: T, api_version: str, plural: str, cache: ObjectCache[T], propagation: str = "") -> None:
         """Delete with a UID precondition; an object already gone is fine."""
-        options: JsonObject = {
+        options: DeleteOptions = {
             "kind": "DeleteOptions",
             "apiVersion": "v1",
-            "preconditions": {"uid": meta(obj).get("uid")},
+            "preconditions": {"uid": meta(obj).get("uid", "")},
         }
         if propagation:
             options["propagationPolicy"] = propagation
@@ -129,29 +136,28 @@ class Controller:
         if answer.get("kind") == "Status":  # kinds that do not return the object: it is gone
             return
         if is_terminating(answer):
-            cache.written(answer)
+            cache.written(cast(T, answer))
         else:
-            cache.removed(answer)
+            cache.removed(cast(T, answer))
 
-    def patch_meta(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JsonObject, cache: ObjectCache
-    ) -> JsonObject:
-        """A merge patch of metadata, conditional on the version we saw."""
+    def patch_meta(self, obj: T, api_version: str, plural: str, metadata: JsonObject, cache: ObjectCache[T]) -> T:
+        """A merge patch of metadata (`metadata` is the patch: null removes a field), conditional on
+        the version we saw."""
         body = {"metadata": {**metadata, "resourceVersion": meta(obj).get("resourceVersion")}}
-        patched = self.http.patch(path_of(api_version, plural, obj), body, "merge")
+        patched = cast(T, self.http.patch(path_of(api_version, plural, obj), body, "merge"))
         cache.written(patched)
         return patched
 
-    def put_status(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, status: JsonObject, cache: ObjectCache
-    ) -> JsonObject:
-        """Replace the status (PUT .../status, conditional on the version we saw)."""
+    def put_status(self, obj: T, api_version: str, plural: str, status: Mapping[str, Any], cache: ObjectCache[T]) -> T:
+        """Replace the status (PUT .../status, conditional on the version we saw); `status` is the
+        status of `obj`'s kind."""
         body = {**obj, "status": status}
-        updated = self.http.put(path_of(api_version, plural, obj, "status"), body)
+        updated = cast(T, self.http.put(path_of(api_version, plural, obj, "status"), body))
         cache.written(updated)
         return updated
 
     def event(self, obj: Mapping[str, Any], api_version: str, kind: str, type_: str, reason: str, text: str) -> None:
+        """A `type_` Event about `obj`, of any kind."""
         involved = {"apiVersion": api_version, "kind": kind, "metadata": meta(obj)}
         record_event(self.http, involved, type_, reason, text, self.name)
 
@@ -159,19 +165,21 @@ class Controller:
     def claim(
         self,
         owner: Mapping[str, Any],
-        owner_ref: JsonObject,
-        selector: Mapping[str, Any] | None,
-        candidates: Sequence[JsonObject],
-        target: tuple[str, str, ObjectCache],
-    ) -> list[JsonObject]:
-        """The candidates `owner` controls once orphans that match its selector are adopted and owned
-        objects that no longer match are released (kube's ClaimPods / ClaimReplicaSets)."""
+        owner_ref: OwnerReference,
+        selector: LabelSelector | None,
+        candidates: Sequence[T],
+        target: tuple[str, str, ObjectCache[T]],
+    ) -> list[T]:
+        """The candidates `owner` (of any kind) controls once orphans that match its selector are
+        adopted and owned objects that no longer match are released (kube's ClaimPods /
+        ClaimReplicaSets)."""
         api_version, plural, cache = target
-        uid = str(meta(owner).get("uid", ""))
-        claimed: list[JsonObject] = []
+        uid = meta(owner).get("uid", "")
+        claimed: list[T] = []
+        selects = label_selector_or_nothing(selector)
         for obj in candidates:
             controller = controller_uid(obj)
-            matches = labelselector.matches(selector, meta(obj).get("labels"))
+            matches = selects.matches(labels_of(obj))
             if controller == uid:
                 if matches or is_terminating(owner):
                     claimed.append(obj)
@@ -186,8 +194,8 @@ class Controller:
         return claimed
 
     def _try_patch(
-        self, obj: Mapping[str, Any], api_version: str, plural: str, metadata: JsonObject, cache: ObjectCache
-    ) -> JsonObject | None:
+        self, obj: T, api_version: str, plural: str, metadata: JsonObject, cache: ObjectCache[T]
+    ) -> T | None:
         try:
             return self.patch_meta(obj, api_version, plural, metadata, cache)
         except KubeError as exc:

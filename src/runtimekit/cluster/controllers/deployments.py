@@ -28,29 +28,35 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers import rollout
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.conditions import set_condition
-from runtimekit.cluster.controllers.informers import Change, Informers, controller_uid
-from runtimekit.cluster.controllers.pods import FINISHED, key_of, meta, owner_key, owner_ref, phase
+from runtimekit.cluster.controllers.conditions import condition, set_condition
+from runtimekit.cluster.controllers.pods import FINISHED, name_of, owner_key, owner_ref, phase
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
+from runtimekit.kube.objects import (
+    Deployment,
+    DeploymentStatus,
+    JsonObject,
+    Pod,
+    ReplicaSet,
+    labels_of,
+    meta,
+    object_key,
+)
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
+from runtimekit.kube.semantics.owners import controller_uid
 
 log = logging.getLogger(__name__)
 DEPLOY_PATH = "/apis/apps/v1/deployments"
 RS_PATH = "/apis/apps/v1/replicasets"
 PODS_PATH = "/api/v1/pods"
 PROGRESSING, AVAILABLE = "Progressing", "Available"
-
-
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("name", ""))
 
 
 class DeploymentController(Controller):
@@ -60,15 +66,15 @@ class DeploymentController(Controller):
 
     def __init__(self, http: KubeHttp, informers: Informers) -> None:
         super().__init__(http, informers)
-        self.deployments = self.watch(DEPLOY_PATH, self._on_deployment).cache
-        self.sets = self.watch(RS_PATH, self._on_set).cache
-        self.pods = self.watch(PODS_PATH, self._on_pod).cache
+        self.deployments = self.watch(DEPLOY_PATH, Deployment, self._on_deployment).cache
+        self.sets = self.watch(RS_PATH, ReplicaSet, self._on_set).cache
+        self.pods = self.watch(PODS_PATH, Pod, self._on_pod).cache
 
     # -- events -------------------------------------------------------------------------------
-    def _on_deployment(self, change: Change) -> None:
-        self.queue.add(key_of(change.obj))
+    def _on_deployment(self, change: Change[Deployment]) -> None:
+        self.queue.add(object_key(change.obj))
 
-    def _on_set(self, change: Change) -> None:
+    def _on_set(self, change: Change[ReplicaSet]) -> None:
         for rs in (change.old, change.new):
             if rs is None:
                 continue
@@ -77,10 +83,10 @@ class DeploymentController(Controller):
                 self.queue.add(owner)
             elif change.new is not None:
                 for d in self.deployments.items(str(meta(rs).get("namespace", ""))):
-                    if labelselector.matches((d.get("spec") or {}).get("selector"), meta(rs).get("labels")):
-                        self.queue.add(key_of(d))
+                    if label_selector_or_nothing((d.get("spec") or {}).get("selector")).matches(labels_of(rs)):
+                        self.queue.add(object_key(d))
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[Pod]) -> None:
         """Recreate waits for old pods to go: a pod that ends or goes wakes its Deployment."""
         if change.new is not None and phase(change.new) not in FINISHED:
             return
@@ -94,9 +100,9 @@ class DeploymentController(Controller):
         if cached is None:
             return
         d = copy.deepcopy(cached)
-        status = copy.deepcopy(d.get("status") or {})
+        status: DeploymentStatus = copy.deepcopy(d.get("status") or {})
         spec = d.get("spec") or {}
-        if labelselector.is_empty(spec.get("selector")):
+        if label_selector_or_nothing(spec.get("selector")).everything:
             self._record(
                 d, "Warning", "SelectingAll", "This deployment is selecting all pods. A non-empty selector is required."
             )
@@ -121,7 +127,7 @@ class DeploymentController(Controller):
         else:
             self._recreate(d, status, sets)
 
-    def _find(self, d: JsonObject, sets: Sequence[JsonObject]) -> tuple[JsonObject | None, list[JsonObject]]:
+    def _find(self, d: Deployment, sets: Sequence[ReplicaSet]) -> tuple[ReplicaSet | None, list[ReplicaSet]]:
         template = (d.get("spec") or {}).get("template") or {}
         new_set = next(
             (
@@ -133,7 +139,7 @@ class DeploymentController(Controller):
         )
         return new_set, [rs for rs in sets if rs is not new_set]
 
-    def _scaling(self, d: JsonObject, sets: Sequence[JsonObject]) -> bool:
+    def _scaling(self, d: Deployment, sets: Sequence[ReplicaSet]) -> bool:
         """An active set that does not believe in the current `replicas` means `replicas` changed."""
         for rs in rollout.active(sets):
             desired = (meta(rs).get("annotations") or {}).get(rollout.DESIRED)
@@ -141,7 +147,7 @@ class DeploymentController(Controller):
                 return True
         return False
 
-    def _roll(self, d: JsonObject, status: JsonObject, sets: Sequence[JsonObject]) -> None:
+    def _roll(self, d: Deployment, status: DeploymentStatus, sets: Sequence[ReplicaSet]) -> None:
         d, new_set, old_sets = self._sets_and_revision(d, status, sets, create=True)
         if new_set is None:
             return
@@ -153,7 +159,7 @@ class DeploymentController(Controller):
             self._cleanup(d, old_sets)
         self._finish(d, status, new_set, old_sets, rolling=True)
 
-    def _recreate(self, d: JsonObject, status: JsonObject, sets: Sequence[JsonObject]) -> None:
+    def _recreate(self, d: Deployment, status: DeploymentStatus, sets: Sequence[ReplicaSet]) -> None:
         d, new_set, old_sets = self._sets_and_revision(d, status, sets, create=False)
         scaled = False
         for rs in rollout.active(old_sets):
@@ -171,22 +177,22 @@ class DeploymentController(Controller):
             self._cleanup(d, old_sets)
         self._finish(d, status, new_set, old_sets, rolling=True)
 
-    def _current(self, sets: Sequence[JsonObject]) -> list[JsonObject]:
+    def _current(self, sets: Sequence[ReplicaSet]) -> list[ReplicaSet]:
         """The latest cached versions (what our own writes left there)."""
-        return [self.sets.get(key_of(rs)) or rs for rs in sets]
+        return [self.sets.get(object_key(rs)) or rs for rs in sets]
 
-    def _old_pods_running(self, new_set: JsonObject | None, old_sets: Sequence[JsonObject]) -> bool:
+    def _old_pods_running(self, new_set: ReplicaSet | None, old_sets: Sequence[ReplicaSet]) -> bool:
         new_uid = str(meta(new_set).get("uid", "")) if new_set is not None else ""
         for rs in old_sets:
             uid = str(meta(rs).get("uid", ""))
-            if uid != new_uid and any(phase(p) not in FINISHED for p in self.pods.owned(uid)):
+            if uid != new_uid and any(phase(p) not in FINISHED for p in self.pods.by_index(BY_CONTROLLER, uid)):
                 return True
         return False
 
     # -- the new ReplicaSet and the revision --------------------------------------------------
     def _sets_and_revision(
-        self, d: JsonObject, status: JsonObject, sets: Sequence[JsonObject], create: bool
-    ) -> tuple[JsonObject, JsonObject | None, list[JsonObject]]:
+        self, d: Deployment, status: DeploymentStatus, sets: Sequence[ReplicaSet], create: bool
+    ) -> tuple[Deployment, ReplicaSet | None, list[ReplicaSet]]:
         """(the Deployment as now stored, the new ReplicaSet or None, the old ones)."""
         new_set, old_sets = self._find(d, sets)
         revision = max((rollout.revision(rs) for rs in old_sets), default=0) + 1
@@ -202,9 +208,14 @@ class DeploymentController(Controller):
                     new_set, {"metadata": {"annotations": annotations}, "spec": {"minReadySeconds": min_ready}}
                 )
             d = self._set_revision(d, (meta(new_set).get("annotations") or {}).get(rollout.REVISION, ""))
-            if rollout.has_deadline(d) and _condition(status, PROGRESSING) is None:
+            if rollout.has_deadline(d) and condition(status, PROGRESSING) is None:
                 set_condition(
-                    status, PROGRESSING, "True", "FoundNewReplicaSet", f'Found new replica set "{_name(new_set)}"', now
+                    status,
+                    PROGRESSING,
+                    "True",
+                    "FoundNewReplicaSet",
+                    f'Found new replica set "{name_of(new_set)}"',
+                    now,
                 )
             return d, new_set, old_sets
         if not create:
@@ -215,13 +226,13 @@ class DeploymentController(Controller):
         d = self._set_revision(d, str(revision))
         if rollout.has_deadline(d):
             set_condition(
-                status, PROGRESSING, "True", "NewReplicaSetCreated", f'Created new replica set "{_name(made)}"', now
+                status, PROGRESSING, "True", "NewReplicaSetCreated", f'Created new replica set "{name_of(made)}"', now
             )
         return d, made, old_sets
 
     def _create_set(
-        self, d: JsonObject, status: JsonObject, old_sets: Sequence[JsonObject], revision: int
-    ) -> JsonObject | None:
+        self, d: Deployment, status: DeploymentStatus, old_sets: Sequence[ReplicaSet], revision: int
+    ) -> ReplicaSet | None:
         spec = d.get("spec") or {}
         collisions = int(status.get("collisionCount") or 0)
         template = copy.deepcopy(spec.get("template") or {})
@@ -229,12 +240,12 @@ class DeploymentController(Controller):
         template.setdefault("metadata", {}).setdefault("labels", {})[rollout.HASH_LABEL] = digest
         selector = copy.deepcopy(spec.get("selector") or {})
         selector.setdefault("matchLabels", {})[rollout.HASH_LABEL] = digest
-        body: JsonObject = {
+        body: ReplicaSet = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
             "metadata": {
-                "name": f"{_name(d)}-{digest}",
-                "namespace": meta(d).get("namespace"),
+                "name": f"{name_of(d)}-{digest}",
+                "namespace": meta(d).get("namespace", ""),
                 "labels": dict(template["metadata"]["labels"]),
                 "ownerReferences": [owner_ref(d, "apps/v1", "Deployment")],
             },
@@ -259,10 +270,12 @@ class DeploymentController(Controller):
             return None
         replicas = rollout.replicas(made)
         if replicas > 0:
-            self._record(d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {_name(made)} from 0 to {replicas}")
+            self._record(
+                d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name_of(made)} from 0 to {replicas}"
+            )
         return made
 
-    def _set_revision(self, d: JsonObject, revision: str) -> JsonObject:
+    def _set_revision(self, d: Deployment, revision: str) -> Deployment:
         if not revision or (meta(d).get("annotations") or {}).get(rollout.REVISION) == revision:
             return d
         return self.patch_meta(
@@ -270,14 +283,15 @@ class DeploymentController(Controller):
         )
 
     # -- scaling ------------------------------------------------------------------------------
-    def _patch_set(self, rs: JsonObject, body: JsonObject) -> JsonObject:
+    def _patch_set(self, rs: ReplicaSet, body: JsonObject) -> ReplicaSet:
+        """A merge patch (`body`) of the ReplicaSet, conditional on the version we saw."""
         body["metadata"]["resourceVersion"] = meta(rs).get("resourceVersion")
-        path = object_path("apps/v1", "replicasets", str(meta(rs).get("namespace")), _name(rs))
-        patched = self.http.patch(path, body, "merge")
+        path = object_path("apps/v1", "replicasets", str(meta(rs).get("namespace")), name_of(rs))
+        patched = cast(ReplicaSet, self.http.patch(path, body, "merge"))
         self.sets.written(patched)
         return patched
 
-    def _scale_set(self, rs: JsonObject, size: int, d: JsonObject, force: bool = False) -> bool:
+    def _scale_set(self, rs: ReplicaSet, size: int, d: Deployment, force: bool = False) -> bool:
         """Set a ReplicaSet's size (and its replica annotations); True when the size changed."""
         annotations = rollout.replica_annotations(d)
         current = meta(rs).get("annotations") or {}
@@ -288,21 +302,21 @@ class DeploymentController(Controller):
         self._patch_set(rs, {"metadata": {"annotations": annotations}, "spec": {"replicas": size}})
         if before != size:
             direction = "up" if size > before else "down"
-            text = f"Scaled {direction} replica set {_name(rs)} from {before} to {size}"
+            text = f"Scaled {direction} replica set {name_of(rs)} from {before} to {size}"
             self._record(d, "Normal", "ScalingReplicaSet", text)
         return before != size
 
     def _scale(
-        self, d: JsonObject, new_set: JsonObject | None, old_sets: list[JsonObject]
-    ) -> tuple[list[JsonObject], JsonObject | None]:
+        self, d: Deployment, new_set: ReplicaSet | None, old_sets: list[ReplicaSet]
+    ) -> tuple[list[ReplicaSet], ReplicaSet | None]:
         sizes = rollout.proportional_sizes(d, new_set, old_sets)
         for rs in [*old_sets, *([new_set] if new_set is not None else [])]:
-            if _name(rs) in sizes:
-                self._scale_set(rs, sizes[_name(rs)], d, force=True)
+            if name_of(rs) in sizes:
+                self._scale_set(rs, sizes[name_of(rs)], d, force=True)
         fresh = self._current(old_sets)
         return fresh, (self._current([new_set])[0] if new_set is not None else None)
 
-    def _reconcile_new(self, d: JsonObject, all_sets: Sequence[JsonObject], new_set: JsonObject) -> bool:
+    def _reconcile_new(self, d: Deployment, all_sets: Sequence[ReplicaSet], new_set: ReplicaSet) -> bool:
         wanted, have = rollout.replicas(d), rollout.replicas(new_set)
         if have == wanted:
             return False
@@ -310,24 +324,24 @@ class DeploymentController(Controller):
         return self._scale_set(new_set, size, d)
 
     def _reconcile_old(
-        self, d: JsonObject, all_sets: Sequence[JsonObject], old_sets: Sequence[JsonObject], new_set: JsonObject
+        self, d: Deployment, all_sets: Sequence[ReplicaSet], old_sets: Sequence[ReplicaSet], new_set: ReplicaSet
     ) -> bool:
         sizes = rollout.old_scale_down(d, all_sets, rollout.active(old_sets), new_set)
         scaled = False
         for rs in old_sets:
-            if _name(rs) in sizes:
-                scaled = self._scale_set(rs, sizes[_name(rs)], d) or scaled
+            if name_of(rs) in sizes:
+                scaled = self._scale_set(rs, sizes[name_of(rs)], d) or scaled
         return scaled
 
-    def _cleanup(self, d: JsonObject, old_sets: Sequence[JsonObject]) -> None:
+    def _cleanup(self, d: Deployment, old_sets: Sequence[ReplicaSet]) -> None:
         for rs in rollout.history_victims(d, old_sets):
             self.delete(rs, "apps/v1", "replicasets", self.sets)
 
     # -- status -------------------------------------------------------------------------------
-    def _paused_condition(self, d: JsonObject, status: JsonObject) -> None:
+    def _paused_condition(self, d: Deployment, status: DeploymentStatus) -> None:
         if not rollout.has_deadline(d):
             return
-        current = _condition(status, PROGRESSING)
+        current = condition(status, PROGRESSING)
         paused = bool((d.get("spec") or {}).get("paused"))
         if paused and (current is None or current.get("reason") != "DeploymentPaused"):
             set_condition(status, PROGRESSING, "Unknown", "DeploymentPaused", "Deployment is paused", self._now())
@@ -336,15 +350,18 @@ class DeploymentController(Controller):
 
     def _finish(
         self,
-        d: JsonObject,
-        status: JsonObject,
-        new_set: JsonObject | None,
-        old_sets: Sequence[JsonObject],
+        d: Deployment,
+        status: DeploymentStatus,
+        new_set: ReplicaSet | None,
+        old_sets: Sequence[ReplicaSet],
         rolling: bool,
     ) -> None:
         """Compute and write the status (with progress estimation when `rolling`)."""
         all_sets = [*old_sets, *([new_set] if new_set is not None else [])]
-        fresh = {**rollout.calculate_status(d, all_sets, new_set), "conditions": list(status.get("conditions") or [])}
+        fresh: DeploymentStatus = {
+            **rollout.calculate_status(d, all_sets, new_set),
+            "conditions": list(status.get("conditions") or []),
+        }
         now = self._now()
         minimum = rollout.replicas(d) - rollout.max_unavailable(d)
         if fresh["availableReplicas"] >= minimum:
@@ -360,60 +377,59 @@ class DeploymentController(Controller):
             fresh.pop("conditions")
         self._write_status(d, fresh)
 
-    def _progress(self, d: JsonObject, status: JsonObject, new_set: JsonObject | None, now: str) -> None:
+    def _progress(self, d: Deployment, status: DeploymentStatus, new_set: ReplicaSet | None, now: str) -> None:
         if not rollout.has_deadline(d):
             status["conditions"] = [c for c in status["conditions"] if c.get("type") != PROGRESSING]
             return
-        current = _condition(d.get("status") or {}, PROGRESSING)
+        current = condition(d.get("status") or {}, PROGRESSING)
         done = status["replicas"] == status["updatedReplicas"] and current is not None
         if done and current is not None and current.get("reason") == "NewReplicaSetAvailable":
             return
-        subject = f'ReplicaSet "{_name(new_set)}"' if new_set is not None else f'Deployment "{_name(d)}"'
+        subject = f'ReplicaSet "{name_of(new_set)}"' if new_set is not None else f'Deployment "{name_of(d)}"'
         if rollout.is_complete(d, status):
             set_condition(
                 status, PROGRESSING, "True", "NewReplicaSetAvailable", f"{subject} has successfully progressed.", now
             )
         elif rollout.is_progressing(d, status):
-            keep = current.get("lastTransitionTime") if current is not None and current.get("status") == "True" else now
+            # any progress renews a True condition of the same reason (which set_condition leaves
+            # alone), keeping the time it became True, as kube does
+            keep = (
+                current.get("lastTransitionTime", now)
+                if current is not None and current.get("status") == "True"
+                else now
+            )
             status["conditions"] = [c for c in status["conditions"] if c.get("type") != PROGRESSING]
-            set_condition(status, PROGRESSING, "True", "ReplicaSetUpdated", f"{subject} is progressing.", now)
-            _condition(status, PROGRESSING)["lastTransitionTime"] = keep  # type: ignore[index]
+            text = f"{subject} is progressing."
+            set_condition(status, PROGRESSING, "True", "ReplicaSetUpdated", text, now, since=keep)
         elif self._timed_out(d, status):
             set_condition(
                 status, PROGRESSING, "False", "ProgressDeadlineExceeded", f"{subject} has timed out progressing.", now
             )
-        latest = _condition(status, PROGRESSING)
+        latest = condition(status, PROGRESSING)
         if latest is not None and latest.get("status") == "True" and latest.get("reason") != "NewReplicaSetAvailable":
             since = parse_rfc3339(latest.get("lastUpdateTime")) or self.clock()
             deadline = int((d.get("spec") or {}).get("progressDeadlineSeconds", 600))
-            self.requeue_after(key_of(d), max(1.0, since + deadline - self.clock() + 1))
+            self.requeue_after(object_key(d), max(1.0, since + deadline - self.clock() + 1))
 
-    def _timed_out(self, d: JsonObject, status: JsonObject) -> bool:
-        condition = _condition(status, PROGRESSING)
-        if condition is None or condition.get("reason") == "NewReplicaSetAvailable":
+    def _timed_out(self, d: Deployment, status: DeploymentStatus) -> bool:
+        progressing = condition(status, PROGRESSING)
+        if progressing is None or progressing.get("reason") == "NewReplicaSetAvailable":
             return False
-        if condition.get("reason") == "ProgressDeadlineExceeded":
+        if progressing.get("reason") == "ProgressDeadlineExceeded":
             return True
-        since = parse_rfc3339(condition.get("lastUpdateTime")) or self.clock()
+        since = parse_rfc3339(progressing.get("lastUpdateTime")) or self.clock()
         return since + int((d.get("spec") or {}).get("progressDeadlineSeconds", 600)) < self.clock()
 
-    def _write_status(self, d: JsonObject, status: JsonObject) -> None:
+    def _write_status(self, d: Deployment, status: DeploymentStatus) -> None:
         if status == (d.get("status") or {}):
             return
-        latest = self.deployments.get(key_of(d)) or d
+        latest = self.deployments.get(object_key(d)) or d
         if meta(latest).get("uid") != meta(d).get("uid"):
             return
         self.put_status(latest, "apps/v1", "deployments", status, self.deployments)
 
-    def _record(self, d: Mapping[str, Any], type_: str, reason: str, text: str) -> None:
+    def _record(self, d: Deployment, type_: str, reason: str, text: str) -> None:
         self.event(d, "apps/v1", "Deployment", type_, reason, text)
 
     def _now(self) -> str:
         return rfc3339(self.clock())
-
-
-def _condition(status: Mapping[str, Any], kind: str) -> JsonObject | None:
-    for condition in status.get("conditions") or []:
-        if condition.get("type") == kind:
-            return condition  # type: ignore[no-any-return]
-    return None

@@ -19,16 +19,15 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers, ObjectCache
-from runtimekit.cluster.controllers.pods import key_of, meta
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.informers import Change, Informers, ObjectCache
+from runtimekit.kube.objects import KubeObject, OwnerReference, meta, object_key
 
 log = logging.getLogger(__name__)
 ORPHAN, FOREGROUND = "orphan", "foregroundDeletion"
@@ -74,11 +73,11 @@ class Node:
     key: str
 
 
-def _finalizers(obj: Mapping[str, Any]) -> list[str]:
+def _finalizers(obj: KubeObject) -> list[str]:
     return list(meta(obj).get("finalizers") or [])
 
 
-def _deleting_with(obj: Mapping[str, Any], finalizer: str) -> bool:
+def _deleting_with(obj: KubeObject, finalizer: str) -> bool:
     return bool(meta(obj).get("deletionTimestamp")) and finalizer in _finalizers(obj)
 
 
@@ -92,16 +91,16 @@ class GarbageCollector(Controller):
         self._lock = threading.Lock()
         self.nodes: dict[str, Node] = {}  # uid -> where it is
         self.dependents: dict[str, set[str]] = {}  # owner uid -> dependent uids
-        self.caches: dict[Kind, ObjectCache] = {}
+        self.caches: dict[Kind, ObjectCache[KubeObject]] = {}  # objects of any kind: metadata is what it reads
         self._resources: dict[tuple[str, str], tuple[str, bool] | None] = {}  # (apiVersion, kind) -> plural
         for kind in WATCHED:
-            self.caches[kind] = self.watch(kind.path, self._handler(kind), True).cache
+            self.caches[kind] = self.watch(kind.path, KubeObject, self._handler(kind), True).cache
 
-    def _handler(self, kind: Kind) -> Callable[[Change], None]:
+    def _handler(self, kind: Kind) -> Callable[[Change[KubeObject]], None]:
         return lambda change: self._on_change(kind, change)
 
     # -- the graph ----------------------------------------------------------------------------
-    def _on_change(self, kind: Kind, change: Change) -> None:
+    def _on_change(self, kind: Kind, change: Change[KubeObject]) -> None:
         obj = change.obj
         uid = str(meta(obj).get("uid", ""))
         if not uid:
@@ -117,7 +116,7 @@ class GarbageCollector(Controller):
                 self.nodes.pop(uid, None)
                 dependents = list(self.dependents.get(uid, ()))
             else:
-                self.nodes[uid] = Node(kind, key_of(obj))
+                self.nodes[uid] = Node(kind, object_key(obj))
                 dependents = []
         if change.new is None:  # gone: its dependents may be orphans now, its owners may be waiting on it
             for dependent in dependents:
@@ -133,7 +132,7 @@ class GarbageCollector(Controller):
         if new_owners and (change.old is None or old_owners != new_owners):
             self.queue.add(f"delete:{uid}")
 
-    def _get(self, uid: str) -> tuple[Kind, JsonObject] | None:
+    def _get(self, uid: str) -> tuple[Kind, KubeObject] | None:
         with self._lock:
             node = self.nodes.get(uid)
         if node is None:
@@ -143,7 +142,7 @@ class GarbageCollector(Controller):
             return None
         return node.kind, obj
 
-    def _dependents_of(self, uid: str) -> list[tuple[Kind, JsonObject]]:
+    def _dependents_of(self, uid: str) -> list[tuple[Kind, KubeObject]]:
         with self._lock:
             uids = list(self.dependents.get(uid, ()))
         return [found for dependent in uids if (found := self._get(dependent)) is not None]
@@ -187,10 +186,10 @@ class GarbageCollector(Controller):
             policy = "Foreground"
         else:
             policy = "Background"
-        log.info("garbage-collecting %s %s (propagation %s)", kind.kind, key_of(obj), policy)
+        log.info("garbage-collecting %s %s (propagation %s)", kind.kind, object_key(obj), policy)
         self.delete(obj, kind.api_version, kind.plural, self.caches[kind], propagation=policy)
 
-    def _owner_state(self, ref: Mapping[str, Any], dependent: Mapping[str, Any]) -> str:
+    def _owner_state(self, ref: OwnerReference, dependent: KubeObject) -> str:
         """`solid` (exists), `waiting` (being deleted in the foreground), `dangling` (gone) or
         `unknown` (its kind cannot be resolved: kept, as if solid)."""
         uid = str(ref.get("uid", ""))
@@ -205,7 +204,7 @@ class GarbageCollector(Controller):
             return "dangling"
         return "waiting" if _deleting_with(owner, FOREGROUND) else "solid"
 
-    def _lookup(self, ref: Mapping[str, Any], namespace: str) -> JsonObject | None:
+    def _lookup(self, ref: OwnerReference, namespace: str) -> KubeObject | None:
         """The owner from the API server: {} when absent, None when its kind cannot be resolved."""
         resource = self._resource(str(ref.get("apiVersion", "")), str(ref.get("kind", "")))
         if resource is None:
@@ -213,7 +212,7 @@ class GarbageCollector(Controller):
         plural, namespaced = resource
         path = object_path(str(ref.get("apiVersion")), plural, namespace if namespaced else None, str(ref.get("name")))
         try:
-            return self.http.get(path)
+            return cast(KubeObject, self.http.get(path))
         except KubeError as exc:
             if exc.code == 404:
                 return {}
@@ -262,7 +261,7 @@ class GarbageCollector(Controller):
             )
         self._remove_finalizer(kind, owner, ORPHAN)
 
-    def _remove_finalizer(self, kind: Kind, obj: Mapping[str, Any], finalizer: str) -> None:
+    def _remove_finalizer(self, kind: Kind, obj: KubeObject, finalizer: str) -> None:
         remaining = [f for f in _finalizers(obj) if f != finalizer]
         try:
             self.patch_meta(obj, kind.api_version, kind.plural, {"finalizers": remaining or None}, self.caches[kind])

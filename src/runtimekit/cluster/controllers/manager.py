@@ -12,17 +12,18 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.deployments import DeploymentController
 from runtimekit.cluster.controllers.garbagecollector import GarbageCollector
-from runtimekit.cluster.controllers.informers import Informers
 from runtimekit.cluster.controllers.replicasets import ReplicaSetController
 from runtimekit.cluster.controllers.statefulsets import StatefulSetController
 from runtimekit.cluster.controllers.unscheduled import UnscheduledCheck
-from runtimekit.cluster.volcano.controller import VolcanoJobController
+from runtimekit.cluster.vcjob.controller import VolcanoJobController
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
+from runtimekit.kube.informers import Informers
 
 Factory = Callable[[KubeHttp, Informers], Controller]
 
@@ -53,7 +54,7 @@ class ControllerManager:
         self.controllers = [factory(http, self.shared) for factory in factories]
 
     @property
-    def informers(self) -> list[Informer]:
+    def informers(self) -> list[Informer[Any]]:
         return list(self.shared.all)
 
     def start(self) -> ControllerManager:

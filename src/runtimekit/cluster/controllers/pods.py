@@ -2,6 +2,7 @@
 
 - state: `phase`, `is_active` (not finished, not being deleted), `is_ready`, `is_available` (ready for
   `minReadySeconds`), `is_terminating`;
+- of objects of any kind: `name_of`, `is_terminating`, `owner_key` (`namespace/name` of the controller);
 - making: `owner_ref` (a controller reference), `pod_from_template` (labels, annotations, finalizers
   and spec of a template, an owner, a name or generateName);
 - `template_hash`: the `pod-template-hash` / revision hash of a template: FNV-1a (32 bit) of its
@@ -21,58 +22,56 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from runtimekit.base.timestamps import parse_rfc3339
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.objects import Condition, ObjectMeta, OwnerReference, Pod, PodTemplateSpec, meta
 
 FINISHED = frozenset({"Succeeded", "Failed"})
 SAFE_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _PHASE_RANK = {"Pending": 0, "Unknown": 1, "Running": 2}
 
 
-def meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    return obj.get("metadata") or {}
+def name_of(obj: Mapping[str, Any]) -> str:
+    """An object's name, of any kind ("" when it has none)."""
+    return meta(obj).get("name", "")
 
 
-def key_of(obj: Mapping[str, Any]) -> str:
-    return f"{meta(obj).get('namespace', '')}/{meta(obj).get('name', '')}"
-
-
-def phase(pod: Mapping[str, Any]) -> str:
+def phase(pod: Pod) -> str:
     return str((pod.get("status") or {}).get("phase") or "Pending")
 
 
 def is_terminating(obj: Mapping[str, Any]) -> bool:
+    """Whether the object, of any kind, is being deleted."""
     return bool(meta(obj).get("deletionTimestamp"))
 
 
-def is_active(pod: Mapping[str, Any]) -> bool:
+def is_active(pod: Pod) -> bool:
     """kube's FilterActivePods: not Succeeded or Failed, and not being deleted."""
     return phase(pod) not in FINISHED and not is_terminating(pod)
 
 
-def _ready_condition(pod: Mapping[str, Any]) -> Mapping[str, Any] | None:
+def _ready_condition(pod: Pod) -> Condition | None:
     for condition in (pod.get("status") or {}).get("conditions") or []:
         if condition.get("type") == "Ready":
-            return condition  # type: ignore[no-any-return]
+            return condition
     return None
 
 
-def is_ready(pod: Mapping[str, Any]) -> bool:
+def is_ready(pod: Pod) -> bool:
     condition = _ready_condition(pod)
     return condition is not None and condition.get("status") == "True"
 
 
-def is_running_and_ready(pod: Mapping[str, Any]) -> bool:
+def is_running_and_ready(pod: Pod) -> bool:
     return phase(pod) == "Running" and is_ready(pod)
 
 
-def ready_since(pod: Mapping[str, Any]) -> float | None:
+def ready_since(pod: Pod) -> float | None:
     condition = _ready_condition(pod)
     if condition is None or condition.get("status") != "True":
         return None
     return parse_rfc3339(condition.get("lastTransitionTime"))
 
 
-def is_available(pod: Mapping[str, Any], min_ready_s: int, now: float) -> bool:
+def is_available(pod: Pod, min_ready_s: int, now: float) -> bool:
     """Ready, and (with minReadySeconds) ready for at least that long."""
     if not is_ready(pod):
         return False
@@ -83,15 +82,17 @@ def is_available(pod: Mapping[str, Any], min_ready_s: int, now: float) -> bool:
 
 
 def owner_key(obj: Mapping[str, Any], kind: str) -> str:
-    """`namespace/name` of the object's controlling owner when it is of this kind, else ""."""
+    """`namespace/name` of the controlling owner of an object (of any kind) when the owner is of
+    this kind, else ""."""
     for ref in meta(obj).get("ownerReferences") or []:
         if ref.get("controller") and ref.get("kind") == kind:
             return f"{meta(obj).get('namespace', '')}/{ref.get('name', '')}"
     return ""
 
 
-def owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> JsonObject:
-    """The controller reference a controller puts on what it creates (blockOwnerDeletion too)."""
+def owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> OwnerReference:
+    """The controller reference a controller puts on what it creates (blockOwnerDeletion too); the
+    owner is of any kind."""
     return {
         "apiVersion": api_version,
         "kind": kind,
@@ -103,11 +104,11 @@ def owner_ref(owner: Mapping[str, Any], api_version: str, kind: str) -> JsonObje
 
 
 def pod_from_template(
-    template: Mapping[str, Any], owner: JsonObject, namespace: str, *, name: str = "", generate_name: str = ""
-) -> JsonObject:
+    template: PodTemplateSpec, owner: OwnerReference, namespace: str, *, name: str = "", generate_name: str = ""
+) -> Pod:
     """A pod from a PodTemplateSpec: its labels, annotations, finalizers and spec, owned by `owner`."""
     template_meta = template.get("metadata") or {}
-    pod_meta: JsonObject = {
+    pod_meta: ObjectMeta = {
         "namespace": namespace,
         "labels": dict(template_meta.get("labels") or {}),
         "annotations": dict(template_meta.get("annotations") or {}),
@@ -146,23 +147,24 @@ def safe_encode(text: str) -> str:
 
 
 def template_hash(template: Mapping[str, Any], collision_count: int = 0) -> str:
-    """The hash naming a template's ReplicaSet or revision (see the module docstring)."""
+    """The hash naming a template's ReplicaSet or revision (see the module docstring); `template` is
+    a pod template or a revision's data, any JSON object."""
     data = json.dumps(template, sort_keys=True, separators=(",", ":")).encode()
     if collision_count:
         data += str(collision_count).encode()
     return safe_encode(str(fnv32a(data)))
 
 
-def _restarts(pod: Mapping[str, Any]) -> int:
+def _restarts(pod: Pod) -> int:
     statuses = (pod.get("status") or {}).get("containerStatuses") or []
     return max((int(s.get("restartCount") or 0) for s in statuses), default=0)
 
 
-def deletion_order(pods: Sequence[JsonObject]) -> list[JsonObject]:
+def deletion_order(pods: Sequence[Pod]) -> list[Pod]:
     """The pods, the first to delete first (kube's ActivePodsWithRanks, ranks from the same node)."""
     per_node = Counter(str((p.get("spec") or {}).get("nodeName") or "") for p in pods)
 
-    def rank(pod: JsonObject) -> tuple[float, ...]:
+    def rank(pod: Pod) -> tuple[float, ...]:
         node = str((pod.get("spec") or {}).get("nodeName") or "")
         since = ready_since(pod)
         created = parse_rfc3339(meta(pod).get("creationTimestamp"))

@@ -18,27 +18,25 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any
 
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import (
     deletion_order,
     is_active,
     is_available,
     is_ready,
     is_terminating,
-    key_of,
-    meta,
+    name_of,
     owner_key,
     owner_ref,
     pod_from_template,
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.informers import Change, Informers
+from runtimekit.kube.objects import Condition, Pod, ReplicaSet, ReplicaSetStatus, labels_of, meta, object_key
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
 log = logging.getLogger(__name__)
 RS_PATH = "/apis/apps/v1/replicasets"
@@ -53,13 +51,13 @@ class ReplicaSetController(Controller):
 
     def __init__(self, http: KubeHttp, informers: Informers) -> None:
         super().__init__(http, informers)
-        self.sets = self.watch(RS_PATH, self._on_set).cache
-        self.pods = self.watch(PODS_PATH, self._on_pod).cache
+        self.sets = self.watch(RS_PATH, ReplicaSet, self._on_set).cache
+        self.pods = self.watch(PODS_PATH, Pod, self._on_pod).cache
 
-    def _on_set(self, change: Change) -> None:
-        self.queue.add(key_of(change.obj))
+    def _on_set(self, change: Change[ReplicaSet]) -> None:
+        self.queue.add(object_key(change.obj))
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[Pod]) -> None:
         for pod in (change.old, change.new):
             if pod is None:
                 continue
@@ -69,8 +67,8 @@ class ReplicaSetController(Controller):
             elif change.new is not None:  # an orphan: whoever selects it may adopt it
                 namespace = str(meta(pod).get("namespace", ""))
                 for rs in self.sets.items(namespace):
-                    if labelselector.matches((rs.get("spec") or {}).get("selector"), meta(pod).get("labels")):
-                        self.queue.add(key_of(rs))
+                    if label_selector_or_nothing((rs.get("spec") or {}).get("selector")).matches(labels_of(pod)):
+                        self.queue.add(object_key(rs))
 
     # -- sync ---------------------------------------------------------------------------------
     def sync(self, key: str) -> None:
@@ -92,7 +90,7 @@ class ReplicaSetController(Controller):
         if failure:
             raise KubeError(failure, 500, "ManageReplicasFailed")
 
-    def _manage(self, rs: JsonObject, pods: list[JsonObject]) -> list[JsonObject]:
+    def _manage(self, rs: ReplicaSet, pods: list[Pod]) -> list[Pod]:
         wanted = int((rs.get("spec") or {}).get("replicas", 1))
         diff = len(pods) - wanted
         if diff < 0:
@@ -101,36 +99,36 @@ class ReplicaSetController(Controller):
             doomed = deletion_order(pods)[: min(diff, BURST)]
             for pod in doomed:
                 self.delete(pod, "v1", "pods", self.pods)
-                self.event(rs, "apps/v1", "ReplicaSet", "Normal", "SuccessfulDelete", f"Deleted pod: {_name(pod)}")
+                self.event(rs, "apps/v1", "ReplicaSet", "Normal", "SuccessfulDelete", f"Deleted pod: {name_of(pod)}")
             gone = {id(p) for p in doomed}
             return [p for p in pods if id(p) not in gone]
         return pods
 
-    def _create(self, rs: JsonObject, count: int) -> list[JsonObject]:
+    def _create(self, rs: ReplicaSet, count: int) -> list[Pod]:
         template = (rs.get("spec") or {}).get("template") or {}
         ref = owner_ref(rs, "apps/v1", "ReplicaSet")
         namespace = str(meta(rs).get("namespace", ""))
-        made: list[JsonObject] = []
+        made: list[Pod] = []
         batch = 1
         while len(made) < count:
             for _ in range(min(batch, count - len(made))):
-                body = pod_from_template(template, ref, namespace, generate_name=f"{_name(rs)}-")
+                body = pod_from_template(template, ref, namespace, generate_name=f"{name_of(rs)}-")
                 try:
                     pod = self.create("v1", "pods", body, self.pods)
                 except KubeError as exc:
                     self.event(rs, "apps/v1", "ReplicaSet", "Warning", "FailedCreate", f"Error creating: {exc}")
                     raise
                 made.append(pod)
-                self.event(rs, "apps/v1", "ReplicaSet", "Normal", "SuccessfulCreate", f"Created pod: {_name(pod)}")
+                self.event(rs, "apps/v1", "ReplicaSet", "Normal", "SuccessfulCreate", f"Created pod: {name_of(pod)}")
             batch *= 2
         return made
 
-    def _write_status(self, rs: JsonObject, pods: list[JsonObject], failure: str) -> None:
-        spec, old = rs.get("spec") or {}, dict(rs.get("status") or {})
+    def _write_status(self, rs: ReplicaSet, pods: list[Pod], failure: str) -> None:
+        spec, old = rs.get("spec") or {}, rs.get("status") or {}
         template_labels = ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
         now = self.clock()
         min_ready = int(spec.get("minReadySeconds") or 0)
-        status: JsonObject = {
+        status: ReplicaSetStatus = {
             "replicas": len(pods),
             "fullyLabeledReplicas": sum(1 for p in pods if _has_labels(p, template_labels)),
             "readyReplicas": sum(1 for p in pods if is_ready(p)),
@@ -147,19 +145,15 @@ class ReplicaSetController(Controller):
         if status != old:
             self.put_status(rs, "apps/v1", "replicasets", status, self.sets)
         if min_ready and status["readyReplicas"] == spec.get("replicas", 1) != status["availableReplicas"]:
-            self.requeue_after(key_of(rs), min_ready)
+            self.requeue_after(object_key(rs), min_ready)
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("name", ""))
-
-
-def _has_labels(pod: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+def _has_labels(pod: Pod, labels: Mapping[str, str]) -> bool:
     have = meta(pod).get("labels") or {}
     return all(have.get(k) == v for k, v in labels.items())
 
 
-def _failure(reason: str, message: str, now: float) -> JsonObject:
+def _failure(reason: str, message: str, now: float) -> Condition:
     stamp = rfc3339(now)
     return {
         "type": "ReplicaFailure",

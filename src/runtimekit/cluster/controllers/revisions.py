@@ -10,39 +10,39 @@ new number (a rollback), or a new one is to be created. Pure functions; `statefu
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import cast
 
-from runtimekit.cluster.controllers.pods import meta, owner_ref, semantic, template_hash
-from runtimekit.kube.objects import JsonObject
+from runtimekit.cluster.controllers.pods import owner_ref, semantic, template_hash
+from runtimekit.kube.objects import ControllerRevision, JsonObject, PodTemplateSpec, StatefulSet, meta
 
 HASH_LABEL = "controller.kubernetes.io/hash"
 
 
-def revision_data(template: Mapping[str, Any]) -> JsonObject:
-    patched = copy.deepcopy(dict(template))
+def revision_data(template: PodTemplateSpec) -> JsonObject:
+    patched: JsonObject = copy.deepcopy(dict(template))
     patched["$patch"] = "replace"
     return {"spec": {"template": patched}}
 
 
-def template_of(revision: Mapping[str, Any]) -> JsonObject:
+def template_of(revision: ControllerRevision) -> PodTemplateSpec:
     """The pod template a revision records."""
-    template = copy.deepcopy(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
+    template: JsonObject = copy.deepcopy(((revision.get("data") or {}).get("spec") or {}).get("template") or {})
     template.pop("$patch", None)
-    return template
+    return cast(PodTemplateSpec, template)  # the data is a patch: a template once `$patch` is gone
 
 
-def number(revision: Mapping[str, Any]) -> int:
+def number(revision: ControllerRevision) -> int:
     return int(revision.get("revision") or 0)
 
 
-def ordered(revisions: Sequence[JsonObject]) -> list[JsonObject]:
+def ordered(revisions: Sequence[ControllerRevision]) -> list[ControllerRevision]:
     """Oldest (lowest revision number) first, ties by name."""
     return sorted(revisions, key=lambda r: (number(r), str(meta(r).get("name"))))
 
 
-def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision: int, collisions: int) -> JsonObject:
+def new_revision(owner: StatefulSet, template: PodTemplateSpec, revision: int, collisions: int) -> ControllerRevision:
     """A ControllerRevision to create for `owner` (a StatefulSet) recording `template`."""
     data = revision_data(template)
     digest = template_hash(data, collisions)
@@ -53,7 +53,7 @@ def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision
         "kind": "ControllerRevision",
         "metadata": {
             "name": f"{meta(owner).get('name')}-{digest}",
-            "namespace": meta(owner).get("namespace"),
+            "namespace": meta(owner).get("namespace", ""),
             "labels": labels,
             "ownerReferences": [owner_ref(owner, "apps/v1", "StatefulSet")],
         },
@@ -66,12 +66,12 @@ def new_revision(owner: Mapping[str, Any], template: Mapping[str, Any], revision
 class Plan:
     """What to do: `reuse` an existing revision (possibly renumbered to `renumber`), or `create`."""
 
-    reuse: JsonObject | None
+    reuse: ControllerRevision | None
     renumber: int | None
-    create: JsonObject | None
+    create: ControllerRevision | None
 
 
-def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JsonObject], collisions: int) -> Plan:
+def next_revisions(owner: StatefulSet, revisions: Sequence[ControllerRevision], collisions: int) -> Plan:
     """The update revision for the owner's current template (see the module docstring)."""
     history = ordered(revisions)
     template = (owner.get("spec") or {}).get("template") or {}
@@ -85,7 +85,7 @@ def next_revisions(owner: Mapping[str, Any], revisions: Sequence[JsonObject], co
     return Plan(None, None, new_revision(owner, template, upcoming, collisions))
 
 
-def history_victims(revisions: Sequence[JsonObject], live: set[str], limit: int) -> list[JsonObject]:
+def history_victims(revisions: Sequence[ControllerRevision], live: set[str], limit: int) -> list[ControllerRevision]:
     """Revisions beyond `limit` that no pod and neither current nor update revision uses, oldest first."""
     history = [r for r in ordered(revisions) if str(meta(r).get("name")) not in live]
     surplus = len(history) - limit

@@ -13,12 +13,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from runtimekit.base.timestamps import parse_rfc3339
-from runtimekit.cluster import intstr
-from runtimekit.cluster.controllers.pods import meta, semantic, template_hash
-from runtimekit.kube.objects import JsonObject
+from runtimekit.cluster.controllers.pods import semantic, template_hash
+from runtimekit.kube.objects import (
+    Deployment,
+    DeploymentStatus,
+    PodTemplateSpec,
+    ReplicaSet,
+    RollingUpdateDeployment,
+    meta,
+)
+from runtimekit.kube.semantics import intstr
 
 REVISION = "deployment.kubernetes.io/revision"
 REVISION_HISTORY = "deployment.kubernetes.io/revision-history"
@@ -30,20 +37,23 @@ NOT_COPIED = frozenset(
 )
 UNLIMITED = 2**31 - 1  # math.MaxInt32: no progress deadline, no history limit
 REVISION_HISTORY_CHARS = 2000
+Count = Literal["replicas", "readyReplicas", "availableReplicas", "observedGeneration"]
+"""The status counts a Deployment and a ReplicaSet both have."""
+Progress = Literal["replicas", "updatedReplicas", "readyReplicas", "availableReplicas"]
 
 
-def replicas(obj: Mapping[str, Any]) -> int:
+def replicas(obj: Deployment | ReplicaSet) -> int:
     return int((obj.get("spec") or {}).get("replicas", 1))
 
 
-def status_count(obj: Mapping[str, Any], field: str) -> int:
+def status_count(obj: Deployment | ReplicaSet, field: Count) -> int:
     return int((obj.get("status") or {}).get(field) or 0)
 
 
-def same_template(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
+def same_template(a: PodTemplateSpec, b: PodTemplateSpec) -> bool:
     """Whether two pod templates are equal ignoring `pod-template-hash` (kube's EqualIgnoreHash)."""
 
-    def stripped(template: Mapping[str, Any]) -> Any:
+    def stripped(template: PodTemplateSpec) -> Any:
         clean = semantic(template)
         (clean.get("metadata") or {}).get("labels", {}).pop(HASH_LABEL, None)
         return semantic(clean)
@@ -51,17 +61,17 @@ def same_template(a: Mapping[str, Any], b: Mapping[str, Any]) -> bool:
     return bool(stripped(a) == stripped(b))
 
 
-def has_deadline(deployment: Mapping[str, Any]) -> bool:
+def has_deadline(deployment: Deployment) -> bool:
     deadline = (deployment.get("spec") or {}).get("progressDeadlineSeconds")
     return deadline is not None and int(deadline) != UNLIMITED
 
 
-def template_digest(template: Mapping[str, Any], collisions: int) -> str:
+def template_digest(template: PodTemplateSpec, collisions: int) -> str:
     """The `pod-template-hash` of a Deployment's template."""
     return template_hash(template, collisions)
 
 
-def is_rolling(deployment: Mapping[str, Any]) -> bool:
+def is_rolling(deployment: Deployment) -> bool:
     strategy = (deployment.get("spec") or {}).get("strategy") or {}
     return str(strategy.get("type", "RollingUpdate")) == "RollingUpdate"
 
@@ -75,18 +85,18 @@ def fenceposts(max_surge: object, max_unavailable: object, desired: int) -> tupl
     return surge, unavailable
 
 
-def _rolling(deployment: Mapping[str, Any]) -> Mapping[str, Any]:
+def _rolling(deployment: Deployment) -> RollingUpdateDeployment:
     return ((deployment.get("spec") or {}).get("strategy") or {}).get("rollingUpdate") or {}
 
 
-def max_surge(deployment: Mapping[str, Any]) -> int:
+def max_surge(deployment: Deployment) -> int:
     if not is_rolling(deployment):
         return 0
     rolling = _rolling(deployment)
     return fenceposts(rolling.get("maxSurge"), rolling.get("maxUnavailable"), replicas(deployment))[0]
 
 
-def max_unavailable(deployment: Mapping[str, Any]) -> int:
+def max_unavailable(deployment: Deployment) -> int:
     if not is_rolling(deployment) or replicas(deployment) == 0:
         return 0
     rolling = _rolling(deployment)
@@ -94,18 +104,18 @@ def max_unavailable(deployment: Mapping[str, Any]) -> int:
     return min(unavailable, replicas(deployment))
 
 
-def created_order(sets: Sequence[JsonObject]) -> list[JsonObject]:
+def created_order(sets: Sequence[ReplicaSet]) -> list[ReplicaSet]:
     """Oldest first (creation time, then name)."""
     return sorted(
         sets, key=lambda rs: (parse_rfc3339(meta(rs).get("creationTimestamp")) or 0.0, str(meta(rs).get("name")))
     )
 
 
-def active(sets: Sequence[JsonObject | None]) -> list[JsonObject]:
+def active(sets: Sequence[ReplicaSet | None]) -> list[ReplicaSet]:
     return [rs for rs in sets if rs is not None and replicas(rs) > 0]
 
 
-def new_replicas(deployment: Mapping[str, Any], all_sets: Sequence[JsonObject], new_set: Mapping[str, Any]) -> int:
+def new_replicas(deployment: Deployment, all_sets: Sequence[ReplicaSet], new_set: ReplicaSet) -> int:
     """What the new ReplicaSet may grow to now (kube's NewRSNewReplicas)."""
     if not is_rolling(deployment):
         return replicas(deployment)
@@ -118,10 +128,7 @@ def new_replicas(deployment: Mapping[str, Any], all_sets: Sequence[JsonObject], 
 
 
 def old_scale_down(
-    deployment: Mapping[str, Any],
-    all_sets: Sequence[JsonObject],
-    old_sets: Sequence[JsonObject],
-    new_set: Mapping[str, Any],
+    deployment: Deployment, all_sets: Sequence[ReplicaSet], old_sets: Sequence[ReplicaSet], new_set: ReplicaSet
 ) -> dict[str, int]:
     """New sizes of old ReplicaSets (by name) for one rolling-update step: unhealthy replicas go
     first, then available ones while availability stays at `replicas - maxUnavailable`."""
@@ -160,18 +167,18 @@ def old_scale_down(
     return {name: size for name, size in sizes.items() if size != replicas(_named(old_sets, name))}
 
 
-def _named(sets: Sequence[JsonObject], name: str) -> JsonObject:
+def _named(sets: Sequence[ReplicaSet], name: str) -> ReplicaSet:
     return next(rs for rs in sets if meta(rs).get("name") == name)
 
 
-def _annotation_int(rs: Mapping[str, Any], key: str) -> int | None:
+def _annotation_int(rs: ReplicaSet, key: str) -> int | None:
     try:
         return int(str((meta(rs).get("annotations") or {})[key]))
     except (KeyError, ValueError):
         return None
 
 
-def is_saturated(deployment: Mapping[str, Any], rs: Mapping[str, Any] | None) -> bool:
+def is_saturated(deployment: Deployment, rs: ReplicaSet | None) -> bool:
     """The new ReplicaSet holds every replica, believes so, and all of them are available."""
     if rs is None:
         return False
@@ -180,7 +187,7 @@ def is_saturated(deployment: Mapping[str, Any], rs: Mapping[str, Any] | None) ->
     return replicas(rs) == wanted and desired == wanted and status_count(rs, "availableReplicas") == wanted
 
 
-def active_or_latest(new_set: JsonObject | None, old_sets: Sequence[JsonObject]) -> JsonObject | None:
+def active_or_latest(new_set: ReplicaSet | None, old_sets: Sequence[ReplicaSet]) -> ReplicaSet | None:
     """The only active ReplicaSet, or the newest when none is active; None when several are."""
     if new_set is None and not old_sets:
         return None
@@ -195,7 +202,7 @@ def _round(value: float) -> int:
     return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)
 
 
-def _fraction(rs: Mapping[str, Any], deployment: Mapping[str, Any]) -> int:
+def _fraction(rs: ReplicaSet, deployment: Deployment) -> int:
     if replicas(deployment) == 0:
         return -replicas(rs)
     target = replicas(deployment) + max_surge(deployment)
@@ -205,7 +212,7 @@ def _fraction(rs: Mapping[str, Any], deployment: Mapping[str, Any]) -> int:
     return _round(replicas(rs) * target / annotated) - replicas(rs)
 
 
-def _proportion(rs: Mapping[str, Any], deployment: Mapping[str, Any], to_add: int, added: int) -> int:
+def _proportion(rs: ReplicaSet, deployment: Deployment, to_add: int, added: int) -> int:
     if replicas(rs) == 0 or to_add in (0, added):
         return 0
     fraction, allowed = _fraction(rs, deployment), to_add - added
@@ -213,7 +220,7 @@ def _proportion(rs: Mapping[str, Any], deployment: Mapping[str, Any], to_add: in
 
 
 def proportional_sizes(
-    deployment: Mapping[str, Any], new_set: JsonObject | None, old_sets: Sequence[JsonObject]
+    deployment: Deployment, new_set: ReplicaSet | None, old_sets: Sequence[ReplicaSet]
 ) -> dict[str, int]:
     """New sizes (by name) when `replicas` changed (kube's `scale`): one active set takes all, a
     saturated new set empties the old ones, else every active set grows or shrinks in proportion."""
@@ -243,11 +250,11 @@ def proportional_sizes(
     return sizes
 
 
-def revision(rs: Mapping[str, Any]) -> int:
+def revision(rs: ReplicaSet) -> int:
     return _annotation_int(rs, REVISION) or 0
 
 
-def history_victims(deployment: Mapping[str, Any], old_sets: Sequence[JsonObject]) -> list[JsonObject]:
+def history_victims(deployment: Deployment, old_sets: Sequence[ReplicaSet]) -> list[ReplicaSet]:
     """Old, empty ReplicaSets beyond `revisionHistoryLimit`, lowest revision first."""
     limit = int((deployment.get("spec") or {}).get("revisionHistoryLimit", 10))
     if limit == UNLIMITED:
@@ -267,7 +274,7 @@ def history_victims(deployment: Mapping[str, Any], old_sets: Sequence[JsonObject
 
 
 def new_set_annotations(
-    deployment: Mapping[str, Any], current: Mapping[str, str], new_revision: int, exists: bool
+    deployment: Deployment, current: Mapping[str, str], new_revision: int, exists: bool
 ) -> dict[str, str]:
     """The annotations the new ReplicaSet should carry (kube's SetNewReplicaSetAnnotations)."""
     result = dict(current)
@@ -288,18 +295,18 @@ def new_set_annotations(
     return result
 
 
-def replica_annotations(deployment: Mapping[str, Any]) -> dict[str, str]:
+def replica_annotations(deployment: Deployment) -> dict[str, str]:
     wanted = replicas(deployment)
     return {DESIRED: str(wanted), MAX_REPLICAS: str(wanted + max_surge(deployment))}
 
 
 def calculate_status(
-    deployment: Mapping[str, Any], all_sets: Sequence[JsonObject], new_set: JsonObject | None
-) -> JsonObject:
+    deployment: Deployment, all_sets: Sequence[ReplicaSet], new_set: ReplicaSet | None
+) -> DeploymentStatus:
     """Counts from the ReplicaSets; conditions are left to the caller (kube's calculateStatus)."""
     available = sum(status_count(rs, "availableReplicas") for rs in all_sets)
     total = sum(replicas(rs) for rs in all_sets)
-    status: JsonObject = {
+    status: DeploymentStatus = {
         "observedGeneration": int(meta(deployment).get("generation") or 0),
         "replicas": sum(status_count(rs, "replicas") for rs in all_sets),
         "updatedReplicas": status_count(new_set, "replicas") if new_set is not None else 0,
@@ -313,7 +320,7 @@ def calculate_status(
     return status
 
 
-def is_complete(deployment: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+def is_complete(deployment: Deployment, status: DeploymentStatus) -> bool:
     """Every replica updated and available, no old ones left, the latest spec observed."""
     wanted = replicas(deployment)
     return (
@@ -324,11 +331,11 @@ def is_complete(deployment: Mapping[str, Any], status: Mapping[str, Any]) -> boo
     )
 
 
-def is_progressing(deployment: Mapping[str, Any], status: Mapping[str, Any]) -> bool:
+def is_progressing(deployment: Deployment, status: DeploymentStatus) -> bool:
     """More replicas updated, ready or available than last time, or fewer old ones."""
     old = deployment.get("status") or {}
 
-    def value(source: Mapping[str, Any], field: str) -> int:
+    def value(source: DeploymentStatus, field: Progress) -> int:
         return int(source.get(field) or 0)
 
     old_old = value(old, "replicas") - value(old, "updatedReplicas")

@@ -28,20 +28,17 @@ from __future__ import annotations
 import copy
 import logging
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import cast
 
-from runtimekit.cluster import labelselector
 from runtimekit.cluster.controllers import revisions
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
 from runtimekit.cluster.controllers.pods import (
     FINISHED,
     is_available,
     is_running_and_ready,
     is_terminating,
-    key_of,
-    meta,
+    name_of,
     owner_key,
     owner_ref,
     phase,
@@ -49,7 +46,19 @@ from runtimekit.cluster.controllers.pods import (
 )
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
-from runtimekit.kube.objects import JsonObject
+from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers
+from runtimekit.kube.objects import (
+    ControllerRevision,
+    KubeObject,
+    Pod,
+    StatefulSet,
+    StatefulSetStatus,
+    Volume,
+    labels_of,
+    meta,
+    object_key,
+)
+from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
 log = logging.getLogger(__name__)
 STS_PATH = "/apis/apps/v1/statefulsets"
@@ -62,21 +71,17 @@ REVISION_LABEL = "controller-revision-hash"
 _ORDINAL = re.compile(r"^(.*)-(\d+)$")
 
 
-def ordinal(pod: Mapping[str, Any], set_name: str) -> int:
+def ordinal(pod: Pod, set_name: str) -> int:
     """The pod's ordinal in the set named `set_name`, -1 when it is not a member by name."""
-    match = _ORDINAL.match(str(meta(pod).get("name", "")))
+    match = _ORDINAL.match(name_of(pod))
     return int(match.group(2)) if match and match.group(1) == set_name else -1
 
 
-def _name(obj: Mapping[str, Any]) -> str:
-    return str(meta(obj).get("name", ""))
+def _revision_of(pod: Pod) -> str:
+    return labels_of(pod).get(REVISION_LABEL, "")
 
 
-def _revision_of(pod: Mapping[str, Any]) -> str:
-    return str((meta(pod).get("labels") or {}).get(REVISION_LABEL, ""))
-
-
-def _healthy(pod: Mapping[str, Any]) -> bool:
+def _healthy(pod: Pod) -> bool:
     return is_running_and_ready(pod) and not is_terminating(pod)
 
 
@@ -87,12 +92,12 @@ class StatefulSetController(Controller):
 
     def __init__(self, http: KubeHttp, informers: Informers) -> None:
         super().__init__(http, informers)
-        self.sets = self.watch(STS_PATH, lambda change: self.queue.add(key_of(change.obj))).cache
-        self.pods = self.watch(PODS_PATH, self._on_owned).cache
-        self.revisions = self.watch(REVISIONS_PATH, self._on_owned).cache
-        self.claims = self.watch(PVC_PATH, lambda change: None).cache
+        self.sets = self.watch(STS_PATH, StatefulSet, lambda change: self.queue.add(object_key(change.obj))).cache
+        self.pods = self.watch(PODS_PATH, Pod, self._on_owned).cache
+        self.revisions = self.watch(REVISIONS_PATH, ControllerRevision, self._on_owned).cache
+        self.claims = self.watch(PVC_PATH, KubeObject, lambda change: None).cache
 
-    def _on_owned(self, change: Change) -> None:
+    def _on_owned(self, change: Change[Pod] | Change[ControllerRevision]) -> None:
         for obj in (change.old, change.new):
             if obj is None:
                 continue
@@ -101,8 +106,8 @@ class StatefulSetController(Controller):
                 self.queue.add(owner)
             elif change.new is not None:
                 for sts in self.sets.items(str(meta(obj).get("namespace", ""))):
-                    if labelselector.matches((sts.get("spec") or {}).get("selector"), meta(obj).get("labels")):
-                        self.queue.add(key_of(sts))
+                    if label_selector_or_nothing((sts.get("spec") or {}).get("selector")).matches(labels_of(obj)):
+                        self.queue.add(object_key(sts))
 
     # -- sync ---------------------------------------------------------------------------------
     def sync(self, key: str) -> None:
@@ -111,17 +116,21 @@ class StatefulSetController(Controller):
             return
         spec, namespace = sts.get("spec") or {}, str(meta(sts).get("namespace", ""))
         ref = owner_ref(sts, "apps/v1", "StatefulSet")
-        members = [p for p in self.pods.items(namespace) if ordinal(p, _name(sts)) >= 0]
+        members = [p for p in self.pods.items(namespace) if ordinal(p, name_of(sts)) >= 0]
         pods = self.claim(sts, ref, spec.get("selector"), members, ("v1", "pods", self.pods))
-        history = self.revisions.owned(str(meta(sts).get("uid", "")))
+        history = self.revisions.by_index(BY_CONTROLLER, str(meta(sts).get("uid", "")))
         current, update = self._revisions(sts, history)
         if not is_terminating(sts):
             self._update(sts, current, update, pods)
-        pods = [p for p in self.pods.owned(str(meta(sts).get("uid", ""))) if ordinal(p, _name(sts)) >= 0]
+        pods = [
+            p for p in self.pods.by_index(BY_CONTROLLER, str(meta(sts).get("uid", ""))) if ordinal(p, name_of(sts)) >= 0
+        ]
         self._write_status(sts, current, update, pods)
         self._truncate(sts, current, update, pods)
 
-    def _revisions(self, sts: JsonObject, history: Sequence[JsonObject]) -> tuple[JsonObject, JsonObject]:
+    def _revisions(
+        self, sts: StatefulSet, history: Sequence[ControllerRevision]
+    ) -> tuple[ControllerRevision, ControllerRevision]:
         collisions = int((sts.get("status") or {}).get("collisionCount") or 0)
         plan = revisions.next_revisions(sts, history, collisions)
         if plan.create is not None:
@@ -132,65 +141,65 @@ class StatefulSetController(Controller):
             assert plan.reuse is not None
             update = plan.reuse
         wanted = (sts.get("status") or {}).get("currentRevision")
-        current = next((r for r in history if _name(r) == wanted), update)
+        current = next((r for r in history if name_of(r) == wanted), update)
         return current, update
 
-    def _create_revision(self, body: JsonObject) -> JsonObject:
+    def _create_revision(self, body: ControllerRevision) -> ControllerRevision:
         try:
             return self.create("apps/v1", "controllerrevisions", body, self.revisions)
         except KubeError as exc:
             if exc.code != 409:
                 raise
-            existing = self.revisions.get(key_of(body))
+            existing = self.revisions.get(object_key(body))
             if existing is not None and existing.get("data") == body.get("data"):
                 return existing
             raise
 
-    def _patch_revision(self, revision: JsonObject, number: int) -> JsonObject:
-        path = f"/apis/apps/v1/namespaces/{meta(revision).get('namespace')}/controllerrevisions/{_name(revision)}"
-        patched = self.http.patch(path, {"revision": number}, "merge")
+    def _patch_revision(self, revision: ControllerRevision, number: int) -> ControllerRevision:
+        path = f"/apis/apps/v1/namespaces/{meta(revision).get('namespace')}/controllerrevisions/{name_of(revision)}"
+        patched = cast(ControllerRevision, self.http.patch(path, {"revision": number}, "merge"))
         self.revisions.written(patched)
         return patched
 
     # -- the pods -----------------------------------------------------------------------------
-    def _new_pod(self, sts: JsonObject, current: JsonObject, update: JsonObject, index: int) -> JsonObject:
+    def _new_pod(self, sts: StatefulSet, current: ControllerRevision, update: ControllerRevision, index: int) -> Pod:
         spec = sts.get("spec") or {}
         strategy = spec.get("updateStrategy") or {}
         partition = int((strategy.get("rollingUpdate") or {}).get("partition") or 0)
         revision = current if strategy.get("type", "RollingUpdate") == "RollingUpdate" and index < partition else update
         template = revisions.template_of(revision)
-        name = f"{_name(sts)}-{index}"
+        name = f"{name_of(sts)}-{index}"
         pod = pod_from_template(
             template, owner_ref(sts, "apps/v1", "StatefulSet"), str(meta(sts).get("namespace")), name=name
         )
         pod["metadata"]["labels"].update(
-            {POD_NAME_LABEL: name, POD_INDEX_LABEL: str(index), REVISION_LABEL: _name(revision)}
+            {POD_NAME_LABEL: name, POD_INDEX_LABEL: str(index), REVISION_LABEL: name_of(revision)}
         )
         pod_spec = pod["spec"]
         pod_spec["hostname"] = name
         if spec.get("serviceName"):
             pod_spec["subdomain"] = spec["serviceName"]
         for claim in spec.get("volumeClaimTemplates") or []:
-            claim_name = str(meta(claim).get("name", ""))
-            volume = {"name": claim_name, "persistentVolumeClaim": {"claimName": f"{claim_name}-{name}"}}
+            claim_name = name_of(claim)
+            volume: Volume = {"name": claim_name, "persistentVolumeClaim": {"claimName": f"{claim_name}-{name}"}}
             pod_spec["volumes"] = [v for v in pod_spec.get("volumes") or [] if v.get("name") != claim_name] + [volume]
         return pod
 
-    def _create_pod(self, sts: JsonObject, pod: JsonObject) -> None:
+    def _create_pod(self, sts: StatefulSet, pod: Pod) -> None:
         for claim in (sts.get("spec") or {}).get("volumeClaimTemplates") or []:
-            self._create_claim(sts, claim, _name(pod))
+            self._create_claim(sts, claim, name_of(pod))
         self.create("v1", "pods", pod, self.pods)
         self._record(
-            sts, "Normal", "SuccessfulCreate", f"create Pod {_name(pod)} in StatefulSet {_name(sts)} successful"
+            sts, "Normal", "SuccessfulCreate", f"create Pod {name_of(pod)} in StatefulSet {name_of(sts)} successful"
         )
 
-    def _create_claim(self, sts: JsonObject, claim: Mapping[str, Any], pod_name: str) -> None:
+    def _create_claim(self, sts: StatefulSet, claim: KubeObject, pod_name: str) -> None:
         name = f"{meta(claim).get('name')}-{pod_name}"
         namespace = str(meta(sts).get("namespace"))
         if self.claims.get(f"{namespace}/{name}") is not None:
             return
         selector_labels = ((sts.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
-        body: JsonObject = {
+        body: KubeObject = {
             "apiVersion": "v1",
             "kind": "PersistentVolumeClaim",
             "metadata": {
@@ -206,34 +215,38 @@ class StatefulSetController(Controller):
             if exc.code != 409:
                 raise
             return
-        text = f"create Claim {name} Pod {pod_name} in StatefulSet {_name(sts)} success"
+        text = f"create Claim {name} Pod {pod_name} in StatefulSet {name_of(sts)} success"
         self._record(sts, "Normal", "SuccessfulCreate", text)
 
-    def _delete_pod(self, sts: JsonObject, pod: JsonObject, reason: str = "SuccessfulDelete") -> None:
+    def _delete_pod(self, sts: StatefulSet, pod: Pod, reason: str = "SuccessfulDelete") -> None:
         self.delete(pod, "v1", "pods", self.pods)
         if reason == "SuccessfulDelete":
-            self._record(sts, "Normal", reason, f"delete Pod {_name(pod)} in StatefulSet {_name(sts)} successful")
+            self._record(sts, "Normal", reason, f"delete Pod {name_of(pod)} in StatefulSet {name_of(sts)} successful")
 
-    def _update(self, sts: JsonObject, current: JsonObject, update: JsonObject, pods: Sequence[JsonObject]) -> None:
+    def _update(
+        self, sts: StatefulSet, current: ControllerRevision, update: ControllerRevision, pods: Sequence[Pod]
+    ) -> None:
         """One round of kube's updateStatefulSet: create, replace, scale down, roll — in order."""
         spec = sts.get("spec") or {}
         count = int(spec.get("replicas", 1))
         monotonic = spec.get("podManagementPolicy", "OrderedReady") != "Parallel"
-        replicas: list[JsonObject | None] = [None] * count
-        condemned: list[JsonObject] = []
+        replicas: list[Pod | None] = [None] * count
+        condemned: list[Pod] = []
         for existing in pods:
-            index = ordinal(existing, _name(sts))
+            index = ordinal(existing, name_of(sts))
             if index < count:
                 replicas[index] = existing
             else:
                 condemned.append(existing)
-        condemned.sort(key=lambda p: ordinal(p, _name(sts)))
+        condemned.sort(key=lambda p: ordinal(p, name_of(sts)))
         unhealthy = [p for p in [*replicas, *condemned] if p is not None and not _healthy(p)]
-        first_unhealthy = min(unhealthy, key=lambda p: ordinal(p, _name(sts)), default=None)
+        first_unhealthy = min(unhealthy, key=lambda p: ordinal(p, name_of(sts)), default=None)
         for index, member in enumerate(replicas):
-            pod: JsonObject | None = member
+            pod: Pod | None = member
             if pod is not None and phase(pod) in FINISHED and not is_terminating(pod):
-                text = f"StatefulSet {meta(sts).get('namespace')}/{_name(sts)} is recreating failed Pod {_name(pod)}"
+                text = (
+                    f"StatefulSet {meta(sts).get('namespace')}/{name_of(sts)} is recreating failed Pod {name_of(pod)}"
+                )
                 self._record(sts, "Warning", "RecreatingFailedPod", text)
                 self._delete_pod(sts, pod, reason="")
                 pod = replicas[index] = None
@@ -261,7 +274,7 @@ class StatefulSetController(Controller):
         for candidate in reversed(replicas[partition:]):
             if candidate is None:
                 return
-            if _revision_of(candidate) != _name(update) and not is_terminating(candidate):
+            if _revision_of(candidate) != name_of(update) and not is_terminating(candidate):
                 self._delete_pod(sts, candidate)
                 return
             if not _healthy(candidate):
@@ -269,21 +282,21 @@ class StatefulSetController(Controller):
 
     # -- status and history -------------------------------------------------------------------
     def _write_status(
-        self, sts: JsonObject, current: JsonObject, update: JsonObject, pods: Sequence[JsonObject]
+        self, sts: StatefulSet, current: ControllerRevision, update: ControllerRevision, pods: Sequence[Pod]
     ) -> None:
         spec, old = sts.get("spec") or {}, sts.get("status") or {}
         min_ready = int(spec.get("minReadySeconds") or 0)
         now = self.clock()
         counted = [p for p in pods if not is_terminating(p)]
-        status: JsonObject = {
+        status: StatefulSetStatus = {
             "observedGeneration": int(meta(sts).get("generation") or 0),
             "replicas": len(pods),
             "readyReplicas": sum(1 for p in pods if is_running_and_ready(p)),
-            "currentReplicas": sum(1 for p in counted if _revision_of(p) == _name(current)),
-            "updatedReplicas": sum(1 for p in counted if _revision_of(p) == _name(update)),
+            "currentReplicas": sum(1 for p in counted if _revision_of(p) == name_of(current)),
+            "updatedReplicas": sum(1 for p in counted if _revision_of(p) == name_of(update)),
             "availableReplicas": sum(1 for p in pods if is_running_and_ready(p) and is_available(p, min_ready, now)),
-            "currentRevision": _name(current),
-            "updateRevision": _name(update),
+            "currentRevision": name_of(current),
+            "updateRevision": name_of(update),
             "collisionCount": int(old.get("collisionCount") or 0),
         }
         rolling = (spec.get("updateStrategy") or {}).get("type", "RollingUpdate") == "RollingUpdate"
@@ -292,13 +305,17 @@ class StatefulSetController(Controller):
         if status != old:
             self.put_status(sts, "apps/v1", "statefulsets", status, self.sets)
         if min_ready and status["readyReplicas"] != status["availableReplicas"]:
-            self.requeue_after(key_of(sts), min_ready)
+            self.requeue_after(object_key(sts), min_ready)
 
-    def _truncate(self, sts: JsonObject, current: JsonObject, update: JsonObject, pods: Sequence[JsonObject]) -> None:
-        live = {_name(current), _name(update), *(_revision_of(p) for p in pods)}
+    def _truncate(
+        self, sts: StatefulSet, current: ControllerRevision, update: ControllerRevision, pods: Sequence[Pod]
+    ) -> None:
+        live = {name_of(current), name_of(update), *(_revision_of(p) for p in pods)}
         limit = int((sts.get("spec") or {}).get("revisionHistoryLimit", 10))
-        for revision in revisions.history_victims(self.revisions.owned(str(meta(sts).get("uid", ""))), live, limit):
+        for revision in revisions.history_victims(
+            self.revisions.by_index(BY_CONTROLLER, str(meta(sts).get("uid", ""))), live, limit
+        ):
             self.delete(revision, "apps/v1", "controllerrevisions", self.revisions)
 
-    def _record(self, sts: Mapping[str, Any], type_: str, reason: str, text: str) -> None:
+    def _record(self, sts: StatefulSet, type_: str, reason: str, text: str) -> None:
         self.event(sts, "apps/v1", "StatefulSet", type_, reason, text)

@@ -14,9 +14,10 @@ import threading
 from collections.abc import Iterable
 
 from runtimekit.cluster.controllers.base import Controller
-from runtimekit.cluster.controllers.informers import Change, Informers
-from runtimekit.cluster.controllers.pods import is_terminating, key_of, meta, phase
+from runtimekit.cluster.controllers.pods import is_terminating, phase
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.informers import Change, Informers
+from runtimekit.kube.objects import Pod, meta, object_key
 from runtimekit.protocol.peers import presets_answering
 
 PODS_PATH = "/api/v1/pods"
@@ -47,17 +48,17 @@ class UnscheduledCheck(Controller):
         super().__init__(http, informers)
         self.answered = frozenset(answered)
         self.grace_s = grace_s
-        self.pods = self.watch(PODS_PATH, self._on_pod).cache
+        self.pods = self.watch(PODS_PATH, Pod, self._on_pod).cache
         self._told: set[str] = set()  # UIDs already given the Event
         self._lock = threading.Lock()
 
-    def _on_pod(self, change: Change) -> None:
+    def _on_pod(self, change: Change[Pod]) -> None:
         if change.new is None:
             with self._lock:
                 self._told.discard(str(meta(change.obj).get("uid", "")))
             return
         if change.old is None and not (change.new.get("spec") or {}).get("nodeName"):
-            self.requeue_after(key_of(change.new), self.grace_s)
+            self.requeue_after(object_key(change.new), self.grace_s)
 
     def sync(self, key: str) -> None:
         pod = self.pods.get(key)

@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError
-from runtimekit.model.quantity import parse_quantity
+from runtimekit.kube.objects import Container, Pod
+from runtimekit.kube.semantics.names import is_extended_resource_name
+from runtimekit.kube.semantics.quantity import parse_quantity
+from runtimekit.kube.semantics.resources import pod_amounts
 
 CPU, MEMORY, PODS = "cpu", "memory", "pods"
 REJECTED = "Pod was rejected: "  # kubelet's prefix for the status message of a rejected pod
@@ -32,7 +34,7 @@ def base_units(name: str, value: object) -> int:
     return math.ceil(amount)
 
 
-def container_requests(container: Mapping[str, Any]) -> dict[str, int]:
+def container_requests(container: Container) -> dict[str, int]:
     """Requests of one container; a resource with only a limit requests its limit (API server defaulting)."""
     resources = container.get("resources") or {}
     amounts = {**(resources.get("limits") or {}), **(resources.get("requests") or {})}
@@ -44,19 +46,30 @@ def _add(total: dict[str, int], more: Mapping[str, int]) -> None:
         total[name] = total.get(name, 0) + value
 
 
-def pod_requests(pod: Mapping[str, Any]) -> dict[str, int]:
-    """The pod's effective requests: the sum over containers, or the largest init container where that is
-    more, plus the pod overhead — as Kubernetes computes them. Raises ValueError for a bad quantity."""
+def pod_requests(pod: Pod) -> dict[str, int]:
+    """The pod's effective requests as Kubernetes' PodRequests computes them (app containers and
+    sidecars summed, at least each init container with the sidecars before it, plus the pod
+    overhead). Raises ValueError for a bad quantity."""
     spec = pod.get("spec") or {}
-    total: dict[str, int] = {}
-    for container in spec.get("containers") or []:
-        _add(total, container_requests(container))
-    for init in spec.get("initContainers") or []:
-        for name, value in container_requests(init).items():
-            total[name] = max(total.get(name, 0), value)
     overhead = spec.get("overhead") or {}
-    _add(total, {str(n): base_units(str(n), v) for n, v in overhead.items()})
+    total = pod_amounts(
+        spec.get("containers") or [],
+        spec.get("initContainers") or [],
+        container_requests,
+        _sum,
+        _peak,
+        {},
+        overhead={str(n): base_units(str(n), v) for n, v in overhead.items()},
+    )
     return {name: value for name, value in total.items() if value > 0}
+
+
+def _sum(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return {name: a.get(name, 0) + b.get(name, 0) for name in {**a, **b}}
+
+
+def _peak(a: Mapping[str, int], b: Mapping[str, int]) -> dict[str, int]:
+    return {name: max(a.get(name, 0), b.get(name, 0)) for name in {**a, **b}}
 
 
 def used_by(pods: Iterable[Mapping[str, int]]) -> dict[str, int]:
@@ -80,18 +93,12 @@ def check_fit(
         return _insufficient(PODS, 1, active_pods, pod_capacity)
     for name in _ordered(requests):
         wanted = requests[name]
-        if name == PODS or wanted <= 0 or (is_extended(name) and name not in allocatable):
+        if name == PODS or wanted <= 0 or (is_extended_resource_name(name) and name not in allocatable):
             continue
         capacity, taken = allocatable.get(name, 0), used.get(name, 0)
         if wanted > capacity - taken:
             return _insufficient(name, wanted, taken, capacity)
     return None
-
-
-def is_extended(name: str) -> bool:
-    """kubelet's IsExtendedResourceName: a domain-prefixed name outside kubernetes.io (not cpu, memory,
-    ephemeral-storage, hugepages-*, nor a quota name)."""
-    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")
 
 
 def _insufficient(name: str, requested: int, used: int, capacity: int) -> AdmissionError:

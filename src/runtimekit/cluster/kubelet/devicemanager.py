@@ -39,7 +39,7 @@ from runtimekit.api import kubelet
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
 from runtimekit.kube.objects import Container, Pod, meta
-from runtimekit.model.quantity import whole_number
+from runtimekit.kube.semantics.quantity import whole_number
 from runtimekit.protocol.names import check_extended_resource_name
 
 log = logging.getLogger(__name__)

@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
@@ -174,8 +174,8 @@ class SimulatedKubelet:
             return [(p.identity, container_names(p.manifest)) for p in self._pods.values() if not p.finished]
 
     # -- the queue -----------------------------------------------------------------------------
-    def _on_pod(self, kind: str, obj: JsonObject) -> None:
-        self._put(kind, cast(Pod, obj))
+    def _on_pod(self, kind: str, pod: Pod) -> None:
+        self._put(kind, pod)
 
     def _put(self, kind: str, item: Any) -> None:
         with self._cond:

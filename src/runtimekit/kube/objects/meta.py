@@ -151,22 +151,22 @@ class KubeObject(TypedDict, total=False):
     status: JsonObject
 
 
-def meta(obj: Mapping[str, Any]) -> ObjectMeta:
+def meta(obj: Mapping[str, object]) -> ObjectMeta:
     """An object's metadata ({} when it has none, or none that is an object)."""
     found = obj.get("metadata")
     return cast(ObjectMeta, found) if isinstance(found, dict) else {}
 
 
-def object_key(obj: Mapping[str, Any]) -> str:
+def object_key(obj: Mapping[str, object]) -> str:
     """`namespace/name`, or `name` for a cluster-scoped object (client-go's MetaNamespaceKeyFunc)."""
     m = meta(obj)
     namespace = m.get("namespace")
     return f"{namespace}/{m.get('name', '')}" if namespace else str(m.get("name", ""))
 
 
-def labels_of(obj: Mapping[str, Any]) -> dict[str, str]:
+def labels_of(obj: Mapping[str, object]) -> dict[str, str]:
     return meta(obj).get("labels") or {}
 
 
-def annotations_of(obj: Mapping[str, Any]) -> dict[str, str]:
+def annotations_of(obj: Mapping[str, object]) -> dict[str, str]:
     return meta(obj).get("annotations") or {}

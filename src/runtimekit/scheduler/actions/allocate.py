@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.actions.shortfall import about_room, gang_shortfall
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -181,7 +180,7 @@ def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> t
     return None, False
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Allocate:
+def build(arguments: Arguments, context: BuildContext) -> Allocate:
     del context
     if arguments:
         from runtimekit.scheduler.framework.arguments import ArgumentError

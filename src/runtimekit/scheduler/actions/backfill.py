@@ -5,10 +5,9 @@ backfill). While backfill is configured, allocate leaves these tasks to it."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from typing import Any
 
 from runtimekit.model import LedgerError
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -54,6 +53,6 @@ def _backfill(ssn: Session, job: JobInfo, task: TaskInfo) -> None:
     job.fit_errors.pop(task.key, None)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Backfill:
+def build(arguments: Arguments, context: BuildContext) -> Backfill:
     no_arguments("backfill", arguments)
     return Backfill()

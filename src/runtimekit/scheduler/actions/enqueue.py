@@ -5,10 +5,8 @@ Only Inqueue jobs are considered by allocate. A pod without a PodGroup is admitt
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from runtimekit.scheduler.actions.ordering import OrderedQueue
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -38,6 +36,6 @@ class Enqueue:
                 queues.push(queue)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Enqueue:
+def build(arguments: Arguments, context: BuildContext) -> Enqueue:
     no_arguments("enqueue", arguments)
     return Enqueue()

@@ -5,11 +5,9 @@ gone). The job's statement commits only if the job is then pipelined (gang-compl
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from runtimekit.scheduler.actions.evict import evict_for_queue, running_by_row
 from runtimekit.scheduler.framework.action import NeedsRunning
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -32,7 +30,7 @@ class Preempt(NeedsRunning):
             evict_for_queue(ssn, queue, on_row, may_evict, ssn.preemptable, "preempt")
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Preempt:
+def build(arguments: Arguments, context: BuildContext) -> Preempt:
     no_arguments(
         "preempt",
         arguments,

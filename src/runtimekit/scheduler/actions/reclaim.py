@@ -5,11 +5,9 @@ freed resources for the reclaiming task (pipelined)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from runtimekit.scheduler.actions.evict import evict_for_queue, running_by_row
 from runtimekit.scheduler.framework.action import NeedsRunning
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
@@ -40,6 +38,6 @@ class Reclaim(NeedsRunning):
             evict_for_queue(ssn, queue, on_row, may_evict, ssn.reclaimable, "reclaim", task_ok=preemptive)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Reclaim:
+def build(arguments: Arguments, context: BuildContext) -> Reclaim:
     no_arguments("reclaim", arguments)
     return Reclaim()

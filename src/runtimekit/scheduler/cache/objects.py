@@ -20,6 +20,8 @@ from runtimekit.kube.objects import (
     meta,
     object_key,
 )
+from runtimekit.kube.semantics import nodeaffinity
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model import (
     Assignment,
     AssignmentError,
@@ -33,7 +35,6 @@ from runtimekit.model import (
     parse_pod_request,
     selector_from_annotations,
 )
-from runtimekit.model.quantity import cpu_milli, memory_mib, whole_number
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.info import (
@@ -49,7 +50,6 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
     Toleration,
 )
-from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem.pods import same_spec_but_node
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -169,7 +169,7 @@ def job_key(pod: Pod) -> tuple[JobKey, bool]:
 
 def constraints(spec: PodSpec) -> Constraints:
     """Where a pod may run, from its spec (nodeSelector, required node affinity as
-    `kubesem.nodeaffinity` parses it, tolerations, a preset nodeName)."""
+    `kube.semantics.nodeaffinity` parses it, tolerations, a preset nodeName)."""
     terms = tuple(
         tuple(Requirement(r.key, r.operator, r.values) for r in term) for term in nodeaffinity.required_terms(spec)
     )
@@ -305,7 +305,7 @@ def assignment_of(pod: Pod, protocol: KitProtocol) -> Assignment | None:
         return None
 
 
-def queue_of(pod: Mapping[str, Any], group: PodGroup | None, default: str = DEFAULT_QUEUE) -> str:
+def queue_of(pod: Pod, group: PodGroup | None, default: str = DEFAULT_QUEUE) -> str:
     """The Volcano queue of a pod: its PodGroup's, else its own annotation's, else `default`. `pod` is
     any pod manifest (a task's, as `TaskInfo.pod` holds it)."""
     if group is not None:

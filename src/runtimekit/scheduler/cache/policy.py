@@ -8,17 +8,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping
 from fractions import Fraction
-from typing import Any
 
-from runtimekit.kube.objects import meta
-from runtimekit.model.quantity import parse_quantity
-from runtimekit.scheduler.framework.arguments import ArgumentError, go_duration
-from runtimekit.scheduler.framework.policy import (
-    DisruptionBudget,
-    LabelRequirement,
+from runtimekit.kube.objects import (
+    Container,
+    IntOrString,
     LabelSelector,
-    NamespaceQuota,
+    Pod,
+    PodDisruptionBudget,
+    PodGroup,
+    PodSpec,
+    ResourceQuota,
+    ResourceRequirements,
+    meta,
+    object_key,
 )
+from runtimekit.kube.semantics import intstr
+from runtimekit.kube.semantics.labels import NOTHING, Selector, SelectorError, label_selector
+from runtimekit.kube.semantics.quantity import parse_quantity
+from runtimekit.kube.semantics.resources import pod_amounts
+from runtimekit.scheduler.framework.arguments import ArgumentError, go_duration
+from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 
 log = logging.getLogger(__name__)
 # Volcano's PodGroup annotations for the sla plugin, the first found wins
@@ -27,41 +36,36 @@ SLA_ANNOTATIONS = ("volcano.sh/sla-waiting-time", "sla-waiting-time")
 _NATIVE = ("cpu", "memory", "ephemeral-storage")
 
 
-def label_selector(raw: object) -> LabelSelector | None:
-    """A metav1.LabelSelector; None when absent or not a mapping."""
-    if not isinstance(raw, Mapping):
+def _selector(obj: PodDisruptionBudget, raw: LabelSelector | None) -> Selector:
+    """A budget's `spec.selector`; one that does not parse selects nothing (as kube-scheduler skips it)."""
+    try:
+        return label_selector(raw, "spec.selector")
+    except SelectorError as exc:
+        log.warning("PodDisruptionBudget %s: %s; it selects no pod", object_key(obj), exc)
+        return NOTHING
+
+
+def _int_or_percent(obj: PodDisruptionBudget, name: str, raw: object) -> IntOrString | None:
+    if raw is None:
         return None
-    labels = raw.get("matchLabels") or {}
-    expressions = []
-    for item in raw.get("matchExpressions") or []:
-        if isinstance(item, Mapping) and item.get("key"):
-            values = tuple(str(v) for v in item.get("values") or [])
-            expressions.append(LabelRequirement(str(item["key"]), str(item.get("operator", "In")), values))
-    pairs = tuple(sorted((str(k), str(v)) for k, v in labels.items())) if isinstance(labels, Mapping) else ()
-    return LabelSelector(pairs, tuple(expressions))
+    try:
+        return intstr.int_or_percent(raw)
+    except ValueError as exc:
+        log.warning("PodDisruptionBudget %s: spec.%s: %s; left out", object_key(obj), name, exc)
+        return None
 
 
-def _int_or_percent(value: object) -> int | str | None:
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.endswith("%") and value[:-1].isdigit():
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
-
-
-def disruption_budget(obj: Mapping[str, Any]) -> DisruptionBudget:
+def disruption_budget(obj: PodDisruptionBudget) -> DisruptionBudget:
     m, spec, status = meta(obj), obj.get("spec") or {}, obj.get("status") or {}
     allowed = status.get("disruptionsAllowed")
     processed = "observedGeneration" in status or isinstance(allowed, int)  # a disruption controller wrote it
     return DisruptionBudget(
         namespace=str(m.get("namespace", "default")),
         name=str(m.get("name", "")),
-        selector=label_selector(spec.get("selector")),
+        selector=_selector(obj, spec.get("selector")),
         allowed=(allowed if isinstance(allowed, int) else 0) if processed else None,
-        min_available=_int_or_percent(spec.get("minAvailable")),
-        max_unavailable=_int_or_percent(spec.get("maxUnavailable")),
+        min_available=_int_or_percent(obj, "minAvailable", spec.get("minAvailable")),
+        max_unavailable=_int_or_percent(obj, "maxUnavailable", spec.get("maxUnavailable")),
         disrupted=frozenset(str(name) for name in (status.get("disruptedPods") or {})),
     )
 
@@ -78,7 +82,7 @@ def quantities(raw: object) -> dict[str, Fraction]:
     return out
 
 
-def namespace_quota(obj: Mapping[str, Any]) -> NamespaceQuota:
+def namespace_quota(obj: ResourceQuota) -> NamespaceQuota:
     """A ResourceQuota: `status.hard` (what the quota controller enforces), else `spec.hard`, and
     `status.used` when a quota controller has written it (None otherwise)."""
     m, spec, status = meta(obj), obj.get("spec") or {}, obj.get("status") or {}
@@ -91,20 +95,20 @@ def namespace_quota(obj: Mapping[str, Any]) -> NamespaceQuota:
     )
 
 
-def pod_usage(pod: Mapping[str, Any]) -> dict[str, Fraction]:
+def pod_usage(pod: Pod) -> dict[str, Fraction]:
     """What a running pod counts against a ResourceQuota, by quota name: `pods` and `count/pods`,
-    `requests.<r>` and `limits.<r>` (and the bare `cpu`, `memory`, `ephemeral-storage`), from its
-    containers (a container without requests requests its limits, as Kubernetes defaults them)."""
-    spec = pod.get("spec") or {}
+    `requests.<r>` and `limits.<r>` (and the bare `cpu`, `memory`, `ephemeral-storage`), from Kubernetes'
+    PodRequests and PodLimits (a container without requests requests its limits, as Kubernetes
+    defaults them; the overhead adds to every request, and to the limits that are set)."""
+    spec: PodSpec = pod.get("spec") or {}
+    containers = [c for c in spec.get("containers") or [] if isinstance(c, Mapping)]
+    init = [c for c in spec.get("initContainers") or [] if isinstance(c, Mapping)]
+    overhead = quantities(spec.get("overhead"))
+    requests = pod_amounts(containers, init, _requests, _add, _peak, _NONE, overhead=overhead or None)
+    limits = pod_amounts(containers, init, _limits, _add, _peak, _NONE)
+    limits = {name: amount + overhead.get(name, Fraction(0)) for name, amount in limits.items()}
     totals: dict[str, Fraction] = {"pods": Fraction(1), "count/pods": Fraction(1)}
-    for kind in ("requests", "limits"):
-        summed: dict[str, Fraction] = {}
-        for container in spec.get("containers") or []:
-            for name, amount in _container(container, kind).items():
-                summed[name] = summed.get(name, Fraction(0)) + amount
-        for container in spec.get("initContainers") or []:  # init containers run one at a time
-            for name, amount in _container(container, kind).items():
-                summed[name] = max(summed.get(name, Fraction(0)), amount)
+    for kind, summed in (("requests", requests), ("limits", limits)):
         for name, amount in summed.items():
             totals[f"{kind}.{name}"] = amount
             if kind == "requests" and name in _NATIVE:
@@ -112,17 +116,32 @@ def pod_usage(pod: Mapping[str, Any]) -> dict[str, Fraction]:
     return totals
 
 
-def _container(container: object, kind: str) -> dict[str, Fraction]:
-    if not isinstance(container, Mapping):
-        return {}
-    resources = container.get("resources") or {}
-    limits = quantities(resources.get("limits"))
-    if kind == "limits":
-        return limits
-    return {**limits, **quantities(resources.get("requests"))}
+_NONE: dict[str, Fraction] = {}
 
 
-def add_usage(pods: Iterable[Mapping[str, Any]]) -> dict[str, Fraction]:
+def _resources(container: Container) -> ResourceRequirements:
+    resources = container.get("resources")
+    return resources if isinstance(resources, Mapping) else {}
+
+
+def _requests(container: Container) -> dict[str, Fraction]:
+    resources = _resources(container)
+    return {**quantities(resources.get("limits")), **quantities(resources.get("requests"))}
+
+
+def _limits(container: Container) -> dict[str, Fraction]:
+    return quantities(_resources(container).get("limits"))
+
+
+def _add(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    return {name: a.get(name, Fraction(0)) + b.get(name, Fraction(0)) for name in {**a, **b}}
+
+
+def _peak(a: Mapping[str, Fraction], b: Mapping[str, Fraction]) -> dict[str, Fraction]:
+    return {name: max(a.get(name, Fraction(0)), b.get(name, Fraction(0))) for name in {**a, **b}}
+
+
+def add_usage(pods: Iterable[Pod]) -> dict[str, Fraction]:
     total: dict[str, Fraction] = {}
     for pod in pods:
         for name, amount in pod_usage(pod).items():
@@ -130,7 +149,7 @@ def add_usage(pods: Iterable[Mapping[str, Any]]) -> dict[str, Fraction]:
     return total
 
 
-def waiting_time(group: Mapping[str, Any] | None) -> float | None:
+def waiting_time(group: PodGroup | None) -> float | None:
     """A PodGroup's sla-waiting-time in seconds (Volcano's annotations); None when absent or bad."""
     annotations = meta(group or {}).get("annotations") or {}
     for key in SLA_ANNOTATIONS:
@@ -145,7 +164,7 @@ def waiting_time(group: Mapping[str, Any] | None) -> float | None:
     return None
 
 
-def quota_request(group: Mapping[str, Any] | None) -> dict[str, Fraction] | None:
+def quota_request(group: PodGroup | None) -> dict[str, Fraction] | None:
     """A PodGroup's minResources by name as written, with each request also under its quota names
     (`cpu` as `requests.cpu`, `requests.example.com/foo` as `example.com/foo`); None without them."""
     raw = ((group or {}).get("spec") or {}).get("minResources")

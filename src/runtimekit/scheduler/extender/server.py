@@ -27,12 +27,12 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import cast
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from runtimekit.kube.http import KubeHttp
-from runtimekit.kube.informer import Handler, Informer
+from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.objects import PodGroupStatus, QueueStatus
 from runtimekit.kube.scheduling import KubeBinder
@@ -107,13 +107,10 @@ class Term:
         self.nodes = NodeView(self.live.cache)
         self.verbs = Verbs(server.framework, self.live, self.nodes, server.protocol, server.lock, options.bind_wait)
         cache, http = self.live.cache, server.http
-        # the informers deliver decoded JSON; each handler reads it as the kind its path serves
-        self.informers = [
-            Informer(http, "/api/v1/nodes", cast(Handler, self.nodes.on_node), name="nodes"),
-            Informer(http, "/api/v1/pods", cast(Handler, cache.on_pod), name="pods"),
-            Informer(
-                http, "/api/v1/namespaces", cast(Handler, cache.on_namespace), name="namespaces", forbidden_ok=True
-            ),
+        self.informers: list[Informer[Any]] = [
+            Informer(http, "/api/v1/nodes", self.nodes.on_node, name="nodes"),
+            Informer(http, "/api/v1/pods", cache.on_pod, name="pods"),
+            Informer(http, "/api/v1/namespaces", cache.on_namespace, name="namespaces", forbidden_ok=True),
         ]
         self.serving = False
 

@@ -19,6 +19,9 @@ from typing import Any, TypeVar
 from runtimekit.base.config import ConfigError, convert
 
 T = TypeVar("T")
+Arguments = Mapping[str, Any]
+"""A plugin's or action's arguments as the conf gives them (Volcano's `framework.Arguments`): YAML of
+a shape only the plugin knows, read into its typed arguments by `parse_arguments`."""
 _DURATION = re.compile(r"([0-9]*(?:\.[0-9]*)?)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
 _UNIT_S = {"ns": 1e-9, "us": 1e-6, "\u00b5s": 1e-6, "\u03bcs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 
@@ -27,9 +30,7 @@ class ArgumentError(ConfigError):
     """A bad plugin or action argument; the message names the plugin and the key."""
 
 
-def parse_arguments(
-    cls: type[T], owner: str, arguments: Mapping[str, Any], aliases: Mapping[str, str] | None = None
-) -> T:
+def parse_arguments(cls: type[T], owner: str, arguments: Arguments, aliases: Mapping[str, str] | None = None) -> T:
     """Build the frozen dataclass `cls` from Volcano-style arguments; see the module docstring.
     `aliases` map other keys (with or without the prefix) to field names."""
     if not dataclasses.is_dataclass(cls):

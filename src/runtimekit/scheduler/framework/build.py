@@ -1,7 +1,7 @@
 """Building a framework's actions and plugins from a conf and a registry, reporting every problem.
 
 One place decides what a conf entry becomes: an action or plugin built from its registered builder,
-a warning (a name Volcano ships that is not built here: skipped, `volcano.py`; what a builder says
+a warning (a name Volcano ships that is not built here: skipped, `known_names.py`; what a builder says
 through `BuildContext.warn`), or a problem (unknown name, bad argument, a builder that fails).
 `Framework(...)` calls it failing fast (the first error raised as it was: `RegistryError`,
 `ArgumentError`, ...); `check.py` calls it collecting, so that `--check-conf`, start-up and conf
@@ -16,9 +16,9 @@ from runtimekit.scheduler.framework.action import Action
 from runtimekit.scheduler.framework.arguments import ArgumentError
 from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
 from runtimekit.scheduler.framework.interfaces import Plugin
+from runtimekit.scheduler.framework.known_names import NameCheck, check_action, check_plugin, unsupported_arguments
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 from runtimekit.scheduler.framework.registry import BuildContext, Registry, RegistryError
-from runtimekit.scheduler.framework.volcano import NameCheck, check_action, check_plugin, unsupported_arguments
 
 # What a builder raises for a bad conf entry; anything else is a builder's bug, raised as it is
 # when failing fast and reported as an error when collecting.
@@ -35,7 +35,7 @@ def build_actions(
     conf: SchedulerConf, registry: Registry, context: BuildContext, problems: Problems, source: str = "<conf>"
 ) -> list[Action]:
     """The conf's actions in order; an action that cannot be built is reported and left out, one that
-    Volcano ships but that is not built here is skipped with a warning (`volcano.py`)."""
+    Volcano ships but that is not built here is skipped with a warning (`known_names.py`)."""
     actions = []
     for name in conf.actions:
         where = f"{source}: actions: {name}"

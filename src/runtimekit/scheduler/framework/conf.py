@@ -36,6 +36,7 @@ import yaml
 
 from runtimekit.base import textfiles
 from runtimekit.kube.objects import ConfigMap, meta
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 
 __all__ = [
@@ -84,7 +85,7 @@ CONFIGMAP_KEY = "volcano-scheduler.conf"  # the key Volcano's chart mounts
 @dataclass(frozen=True)
 class PluginOption:
     name: str
-    arguments: Mapping[str, Any] = field(default_factory=dict)
+    arguments: Arguments = field(default_factory=dict)
     flags: Mapping[str, bool] = field(default_factory=dict)
 
     def enabled(self, flag: str) -> bool:
@@ -100,14 +101,14 @@ class Tier:
 class SchedulerConf:
     actions: tuple[str, ...]
     tiers: tuple[Tier, ...]
-    configurations: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    configurations: Mapping[str, Arguments] = field(default_factory=dict)
     metrics: Mapping[str, str] = field(default_factory=dict)
     source: str = field(default="<conf>", compare=False)  # where it was read: file, ConfigMap and key
 
     def plugin_names(self) -> list[str]:
         return [p.name for tier in self.tiers for p in tier.plugins]
 
-    def action_arguments(self, action: str) -> Mapping[str, Any]:
+    def action_arguments(self, action: str) -> Arguments:
         return self.configurations.get(action, {})
 
 
@@ -270,8 +271,8 @@ def _plugin(source: str, where: str, raw: object, problems: Problems) -> PluginO
     return PluginOption(raw["name"], dict(args), flags)
 
 
-def _configurations(source: str, raw: object, problems: Problems) -> dict[str, Mapping[str, Any]]:
-    configurations: dict[str, Mapping[str, Any]] = {}
+def _configurations(source: str, raw: object, problems: Problems) -> dict[str, Arguments]:
+    configurations: dict[str, Arguments] = {}
     if raw is None:
         return configurations
     if not isinstance(raw, list):

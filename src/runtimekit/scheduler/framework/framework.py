@@ -4,7 +4,7 @@ sorted into per-point lists per tier, and the session cycle (open, run the actio
 Building fails fast: an unknown action or plugin, or a bad argument, raises with its name. Given a
 collecting `Problems`, it reports every problem there instead (`check.py`); such a framework is for
 inspection only while the problems hold an error. An action or plugin Volcano ships that is not
-built here is skipped with a warning (`volcano.py`); the warnings of a build are in `warnings`.
+built here is skipped with a warning (`known_names.py`); the warnings of a build are in `warnings`.
 Plugins are built once and live across sessions (so caches such as FGD's fragmentation table
 persist); `on_session_open/close` are called every session.
 """

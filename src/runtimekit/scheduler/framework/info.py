@@ -16,6 +16,8 @@ from typing import Any, NewType, TypeVar
 import numpy as np
 
 from runtimekit.kube.objects import Pod
+from runtimekit.kube.semantics.nodeaffinity import required_matches, requirement_matches
+from runtimekit.kube.semantics.tolerations import tolerates, untolerated
 from runtimekit.model import GpuKind, GpuSelector, NodeName, NodeTable, Placement, PodKey, PodRequest
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
@@ -159,21 +161,21 @@ class Toleration:
     effect: str = ""  # "" matches every effect
 
     def tolerates(self, taint: Taint) -> bool:
-        return kube_taints.tolerates(self, taint)
+        return tolerates(self, taint)
 
 
 @dataclass(frozen=True)
 class Requirement:
     """A node selector requirement: key In/NotIn/Exists/DoesNotExist/Gt/Lt values; a key with the
     `field:` prefix is a matchFields requirement (`field:metadata.name`), operator `Invalid` stands
-    for a term that does not parse (see `kubesem.nodeaffinity`)."""
+    for a term that does not parse (see `kube.semantics.nodeaffinity`)."""
 
     key: str
     operator: str
     values: tuple[str, ...] = ()
 
     def matches(self, labels: Mapping[str, str], name: str = "") -> bool:
-        return nodeaffinity.requirement_matches(self, labels, name)
+        return requirement_matches(self, labels, name)
 
 
 @dataclass(frozen=True)
@@ -189,13 +191,13 @@ class Constraints:
 
     def matches_node(self, node: NodeMeta) -> bool:
         """The node meets the nodeSelector and the required node affinity."""
-        return nodeaffinity.required_matches(self.node_selector, self.affinity_terms, node.labels, node.name)
+        return required_matches(self.node_selector, self.affinity_terms, node.labels, node.name)
 
     def fits(self, node: NodeMeta) -> str | None:
         """Why the node is not allowed by name, taints or node affinity (kube-scheduler's order), or None."""
         if self.node_name and self.node_name != node.name:
             return NODE_NAME_REASON
-        if kube_taints.untolerated(node.taints, self.tolerations) is not None:
+        if untolerated(node.taints, self.tolerations) is not None:
             return kube_taints.REASON
         if not self.matches_node(node):
             return nodeaffinity.REASON

@@ -14,7 +14,7 @@ from __future__ import annotations
 import importlib.util
 import random
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -22,6 +22,7 @@ from typing import Any
 
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.framework.action import Action
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.interfaces import Plugin
 from runtimekit.scheduler.framework.state import SharedState
 
@@ -47,8 +48,8 @@ class BuildContext:
         self.warnings.append(message)
 
 
-PluginBuilder = Callable[[Mapping[str, Any], BuildContext], Plugin]
-ActionBuilder = Callable[[Mapping[str, Any], BuildContext], Action]
+PluginBuilder = Callable[[Arguments, BuildContext], Plugin]
+ActionBuilder = Callable[[Arguments, BuildContext], Action]
 
 
 class Registry:
@@ -69,7 +70,7 @@ class Registry:
         self.actions[name] = builder
         self.origins["a:" + name] = origin
 
-    def build_plugin(self, name: str, arguments: Mapping[str, Any], context: BuildContext) -> Plugin:
+    def build_plugin(self, name: str, arguments: Arguments, context: BuildContext) -> Plugin:
         builder = self.plugins.get(name)
         if builder is None:
             raise RegistryError(f"unknown plugin {name!r}; known plugins: {', '.join(sorted(self.plugins))}")
@@ -77,7 +78,7 @@ class Registry:
         plugin.name = plugin.name or name
         return plugin
 
-    def build_action(self, name: str, arguments: Mapping[str, Any], context: BuildContext) -> Action:
+    def build_action(self, name: str, arguments: Arguments, context: BuildContext) -> Action:
         builder = self.actions.get(name)
         if builder is None:
             raise RegistryError(f"unknown action {name!r}; known actions: {', '.join(sorted(self.actions))}")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from runtimekit.kube.objects import Affinity
-from runtimekit.scheduler.kubesem.labels import (
+from runtimekit.kube.semantics.labels import (
     IN,
     NOT_IN,
     NOTHING,

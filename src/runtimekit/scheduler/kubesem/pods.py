@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from runtimekit.kube.objects import Pod
+from runtimekit.kube.semantics.labels import SelectorError
+from runtimekit.kube.semantics.nodeaffinity import PreferredTerm, preferred_terms
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm, WeightedTerm, affinity_terms
-from runtimekit.scheduler.kubesem.labels import SelectorError
-from runtimekit.scheduler.kubesem.nodeaffinity import PreferredTerm, preferred_terms
 from runtimekit.scheduler.kubesem.ports import HostPort, host_ports
 from runtimekit.scheduler.kubesem.spread import SpreadConstraint, spread_constraints
 

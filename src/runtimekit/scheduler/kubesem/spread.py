@@ -29,7 +29,7 @@ import numpy as np
 import numpy.typing as npt
 
 from runtimekit.kube.objects import PodSpec
-from runtimekit.scheduler.kubesem.labels import IN, Selector, SelectorError, label_keys_requirements, label_selector
+from runtimekit.kube.semantics.labels import IN, Selector, SelectorError, label_keys_requirements, label_selector
 
 HOSTNAME = "kubernetes.io/hostname"
 DO_NOT_SCHEDULE, SCHEDULE_ANYWAY = "DoNotSchedule", "ScheduleAnyway"

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 import numpy as np
 import numpy.typing as npt
 
+from runtimekit.kube.semantics.labels import NOTHING
 from runtimekit.scheduler.kubesem.affinity import AffinityTerm
 from runtimekit.scheduler.kubesem.index import PodIndex
-from runtimekit.scheduler.kubesem.labels import NOTHING
 from runtimekit.scheduler.kubesem.pods import PodFacts
 from runtimekit.scheduler.kubesem.spread import SpreadConstraint, SpreadInput
 from runtimekit.scheduler.kubesem.topology import Topology

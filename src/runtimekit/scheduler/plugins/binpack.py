@@ -10,19 +10,17 @@ silently turns it into 1)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 
-from runtimekit.scheduler.framework.arguments import ArgumentError
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Plugin, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 
 
-def _weight(arguments: Mapping[str, Any], key: str, default: float) -> float:
+def _weight(arguments: Arguments, key: str, default: float) -> float:
     raw = arguments.get(key, default)
     try:
         value = float(raw)
@@ -64,7 +62,7 @@ class Binpack(Plugin, NodeOrder):
         return self.weight * np.floor(100 * np.clip(total / weights, 0, 1))
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Binpack:
+def build(arguments: Arguments, context: BuildContext) -> Binpack:
     res = context.protocol.resources
     gpu_names = {res.gpu, res.core, res.memory}
     listed = [r.strip() for r in str(arguments.get("binpack.resources", "")).split(",") if r.strip()]

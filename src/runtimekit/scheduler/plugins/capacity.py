@@ -29,9 +29,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from runtimekit.scheduler.framework.arguments import parse_arguments
+from runtimekit.scheduler.framework.arguments import Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     Allocatable,
@@ -292,7 +291,7 @@ def _compare(left: Attr, right: Attr) -> int:
     return 0 if ld == rd else (-1 if ld else 1)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Capacity:
+def build(arguments: Arguments, context: BuildContext) -> Capacity:
     args = parse_arguments(
         CapacityArgs,
         NAME,

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from runtimekit.model import GpuKind, PodKey, Slot
-from runtimekit.scheduler.framework.arguments import ArgumentError
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.status import SUCCESS, Status, error
@@ -14,7 +13,7 @@ from runtimekit.scheduler.framework.status import SUCCESS, Status, error
 Held = tuple[tuple[tuple[str, tuple[Slot, ...]], ...], str]  # (container, slots) per container, policy
 
 
-def no_arguments(plugin: str, arguments: Mapping[str, Any], accepted: Iterable[str] = ()) -> None:
+def no_arguments(plugin: str, arguments: Arguments, accepted: Iterable[str] = ()) -> None:
     """Refuse arguments a plugin does not take (naming the first); `accepted` are Volcano keys that
     are read elsewhere or have no effect here and are let through so Volcano confs load unchanged."""
     allowed = set(accepted)

@@ -3,9 +3,9 @@ kube-system) for preemption or reclaim. Implements Preemptable and Reclaimable."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import Plugin, Preemptable, Reclaimable
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -26,6 +26,6 @@ class Conformance(Plugin, Preemptable, Reclaimable):
         return self._evictable(candidates)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Conformance:
+def build(arguments: Arguments, context: BuildContext) -> Conformance:
     no_arguments("conformance", arguments)
     return Conformance()

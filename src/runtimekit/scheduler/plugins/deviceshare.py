@@ -22,14 +22,12 @@ Volcano's arguments, and what each means here:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from runtimekit.model import GpuKind
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.plugins.gpushare.plugin import GpuShare, GpuShareArgs
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuShareArgs, GpuSharePlugin
 from runtimekit.scheduler.plugins.gpushare.policies import DEFAULT_POLICY, POLICIES
 
 NAME = "deviceshare"
@@ -81,11 +79,11 @@ class DeviceShareArgs:
         return frozenset({GpuKind.SHARE, GpuKind.WHOLE})  # VGPUEnable, or nothing said
 
 
-class DeviceShare(GpuShare):
+class DeviceShare(GpuSharePlugin):
     name = NAME
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> DeviceShare:
+def build(arguments: Arguments, context: BuildContext) -> DeviceShare:
     if any(key.endswith("GPUExclusiveRules") for key in arguments):
         raise ArgumentError(f"{NAME}: GPUExclusiveRules is not supported here (pods it keeps apart could share a GPU)")
     args = parse_arguments(DeviceShareArgs, NAME, arguments, _ALIASES)

@@ -7,9 +7,9 @@ DRF across namespaces) is not supported and refused at start-up."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, Resources, TaskInfo
 from runtimekit.scheduler.framework.interfaces import EventHandler, JobOrder, Plugin, Preemptable
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -57,6 +57,6 @@ class Drf(Plugin, JobOrder, Preemptable, EventHandler):
         self.allocated[task.job] = self.allocated.get(task.job, Resources()) - task.resources
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Drf:
+def build(arguments: Arguments, context: BuildContext) -> Drf:
     no_arguments("drf", arguments)
     return Drf()

@@ -9,8 +9,8 @@ if its own gang stays at or above minMember)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, JobKey, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import (
     JobOrder,
@@ -83,6 +83,6 @@ class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrder, JobStarving, Pree
         return self._victims(candidates)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Gang:
+def build(arguments: Arguments, context: BuildContext) -> Gang:
     no_arguments("gang", arguments)
     return Gang()

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
+from runtimekit.kube.semantics.tolerations import untolerated
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.framework.info import Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.interfaces import Plugin
@@ -27,7 +28,6 @@ from runtimekit.scheduler.framework.values import Mask
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem.index import PodIndex
 from runtimekit.scheduler.kubesem.pods import PodFacts
-from runtimekit.scheduler.kubesem.taints import untolerated
 from runtimekit.scheduler.kubesem.topology import Topology
 
 

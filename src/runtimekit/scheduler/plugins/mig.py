@@ -20,14 +20,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from runtimekit.model import GpuKind, MigMode, PodKey, Slot
 from runtimekit.model.mig import MigGeometry, mask, placeable
 from runtimekit.model.migstate import MigGpuState
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
@@ -248,5 +247,5 @@ class Mig(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAlloca
         return SUCCESS
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Mig:
+def build(arguments: Arguments, context: BuildContext) -> Mig:
     return Mig(parse_arguments(MigArgs, NAME, arguments))

@@ -25,18 +25,18 @@ until node metadata changes; inter-pod and spread scores read the session's topo
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Mapping
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.kube.semantics.nodeaffinity import preferred_score
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
-from runtimekit.scheduler.kubesem import interpod, nodeaffinity, spread, spreading, taints
+from runtimekit.scheduler.kubesem import interpod, spread, spreading, taints
 from runtimekit.scheduler.kubesem.scores import default_normalize, image_score
 from runtimekit.scheduler.plugins import kubestate
 
@@ -116,10 +116,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
 
         def compute() -> np.ndarray:
             return np.array(
-                [
-                    nodeaffinity.preferred_score(terms, m.labels, m.name) if m is not None else 0
-                    for m in metas[: ssn.table.rows]
-                ],
+                [preferred_score(terms, m.labels, m.name) if m is not None else 0 for m in metas[: ssn.table.rows]],
                 np.float64,
             )
 
@@ -209,7 +206,7 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         return score
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> NodeOrderPlugin:
+def build(arguments: Arguments, context: BuildContext) -> NodeOrderPlugin:
     aliases = {f"{n}.weight": n for n in (*WEIGHTS, *NOT_HERE)}
     aliases["podaffinity.hardPodAffinityWeight"] = "hard_pod_affinity_weight"
     return NodeOrderPlugin(parse_arguments(NodeOrderArgs, "nodeorder", arguments, aliases), kubestate.shared(context))

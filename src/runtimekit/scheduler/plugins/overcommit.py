@@ -4,11 +4,9 @@ grow far beyond what can run. Implements JobEnqueueable and JobEnqueued."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import JobInfo, Resources
 from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -56,7 +54,7 @@ class Overcommit(Plugin, JobEnqueueable, JobEnqueued):
             self.inqueue = self.inqueue + job.min_resources
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Overcommit:
+def build(arguments: Arguments, context: BuildContext) -> Overcommit:
     return Overcommit(
         parse_arguments(OvercommitArgs, "overcommit", arguments, {"overcommit-factor": "overcommit_factor"})
     )

@@ -16,12 +16,12 @@ victims (priority, gang, conformance): the first tier with an answer decides whi
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from runtimekit.kube.objects import labels_of
+from runtimekit.kube.semantics import intstr
 from runtimekit.model import PodKey
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import OCCUPYING, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import EventHandler, Plugin, Preemptable, Reclaimable, Watches
 from runtimekit.scheduler.framework.policy import DisruptionBudget
@@ -38,16 +38,10 @@ def pod_labels(task: TaskInfo) -> Mapping[str, str]:
 
 
 def selects(budget: DisruptionBudget, task: TaskInfo) -> bool:
-    if budget.namespace != task.namespace or budget.selector is None or budget.selector.empty:
+    if budget.namespace != task.namespace or budget.selector.everything:
         return False
     labels = pod_labels(task)
     return bool(labels) and budget.selector.matches(labels)
-
-
-def _scaled(value: int | str, expected: int) -> int:
-    if isinstance(value, int):
-        return value
-    return math.ceil(int(value[:-1]) * expected / 100)
 
 
 def allowance(budget: DisruptionBudget, tasks: Sequence[TaskInfo]) -> int:
@@ -58,9 +52,9 @@ def allowance(budget: DisruptionBudget, tasks: Sequence[TaskInfo]) -> int:
     expected = len(selected)
     healthy = sum(1 for t in selected if t.status is TaskStatus.RUNNING)
     if budget.min_available is not None:
-        return max(0, healthy - _scaled(budget.min_available, expected))
+        return max(0, healthy - intstr.scaled_value(budget.min_available, expected, round_up=True))
     if budget.max_unavailable is not None:
-        return max(0, healthy - (expected - _scaled(budget.max_unavailable, expected)))
+        return max(0, healthy - (expected - intstr.scaled_value(budget.max_unavailable, expected, round_up=True)))
     return 0
 
 
@@ -113,6 +107,6 @@ class Pdb(Plugin, Preemptable, Reclaimable, EventHandler, Watches):
                 self.left[i] -= 1
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Pdb:
+def build(arguments: Arguments, context: BuildContext) -> Pdb:
     no_arguments(NAME, arguments)
     return Pdb()

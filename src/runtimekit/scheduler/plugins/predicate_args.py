@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimekit.scheduler.framework.arguments import ArgumentError
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments
 
 PREFIX = "predicate."
 SWITCHES = {
@@ -74,7 +74,7 @@ def _rate(key: str, value: Any) -> float:
     return rate
 
 
-def parse_predicates_args(arguments: Mapping[str, Any], gpu_resource: str = "") -> PredicatesArgs:
+def parse_predicates_args(arguments: Arguments, gpu_resource: str = "") -> PredicatesArgs:
     """Validate Volcano's predicate arguments; raises ArgumentError naming the first bad key."""
     values: dict[str, Any] = {"gpu_resource": gpu_resource}
     rate_keys: dict[str, Any] = {}

@@ -25,10 +25,11 @@ scheduler does not have (volumes, DRA, Volcano's GPU sharing) are refused when s
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
 
 import numpy as np
 
+from runtimekit.kube.semantics.tolerations import untolerated
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.interfaces import Mask, Predicate, Rows, Verdict
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -121,7 +122,7 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             return CODE[taints.UNSCHEDULABLE_REASON]
         if constraints.node_name and constraints.node_name != node.name:
             return CODE[NODE_NAME_REASON]
-        if args.taint_toleration and taints.untolerated(node.taints, constraints.tolerations) is not None:
+        if args.taint_toleration and untolerated(node.taints, constraints.tolerations) is not None:
             return CODE[taints.REASON]
         if args.node_affinity and not constraints.matches_node(node):
             return CODE[nodeaffinity.REASON]
@@ -239,5 +240,5 @@ def _mapped(codes: np.ndarray, table: Mapping[int, int]) -> np.ndarray:
     return out
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Predicates:
+def build(arguments: Arguments, context: BuildContext) -> Predicates:
     return Predicates(parse_predicates_args(arguments, context.protocol.resources.gpu), kubestate.shared(context))

@@ -7,8 +7,8 @@ PriorityClass); a job's priority is its highest task's."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, TaskInfo
 from runtimekit.scheduler.framework.interfaces import JobOrder, JobStarving, Plugin, Preemptable, TaskOrder
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -49,6 +49,6 @@ class Priority(Plugin, JobOrder, TaskOrder, Preemptable, JobStarving):
         return job.ready_count() + job.waiting_count() < len(job.tasks)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Priority:
+def build(arguments: Arguments, context: BuildContext) -> Priority:
     no_arguments("priority", arguments)
     return Priority()

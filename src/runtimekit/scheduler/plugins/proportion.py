@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import (
     BASE_DIMS,
     JobInfo,
@@ -212,6 +212,6 @@ class Proportion(
         return self.attrs.get(job.queue) if job is not None else None
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Proportion:
+def build(arguments: Arguments, context: BuildContext) -> Proportion:
     no_arguments("proportion", arguments)
     return Proportion()

@@ -14,8 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from fractions import Fraction
-from typing import Any
 
+from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo
 from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote, Watches
 from runtimekit.scheduler.framework.policy import NamespaceQuota
@@ -72,6 +72,6 @@ class ResourceQuota(Plugin, JobEnqueueable, JobEnqueued, Watches):
                 admitted[name] = admitted.get(name, Fraction(0)) + amount
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> ResourceQuota:
+def build(arguments: Arguments, context: BuildContext) -> ResourceQuota:
     no_arguments(NAME, arguments)
     return ResourceQuota()

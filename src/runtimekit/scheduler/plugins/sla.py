@@ -14,10 +14,7 @@ has no SLA. Implements:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
-from runtimekit.scheduler.framework.arguments import ArgumentError, go_duration
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, go_duration
 from runtimekit.scheduler.framework.info import JobInfo
 from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobOrder, JobPipelined, Plugin, Vote
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -60,7 +57,7 @@ class Sla(Plugin, JobOrder, JobEnqueueable, JobPipelined):
         return self._overdue(job)
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext) -> Sla:
+def build(arguments: Arguments, context: BuildContext) -> Sla:
     unknown = sorted(set(arguments) - {ARGUMENT, f"{NAME}.{ARGUMENT}"})
     if unknown:
         raise ArgumentError(f"{NAME}: unknown argument {unknown[0]!r}; known: {ARGUMENT}")

@@ -19,7 +19,6 @@ Arguments (Volcano style, the `gpushare.` prefix optional):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,7 +26,7 @@ import numpy as np
 
 from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodKey, PodRequest, Slot
 from runtimekit.model.selector import MODELS, UUIDS
-from runtimekit.scheduler.framework.arguments import ArgumentError, parse_arguments
+from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
@@ -93,7 +92,9 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
 
 
-class GpuShare(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
+class GpuSharePlugin(
+    HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind
+):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
 
@@ -401,10 +402,10 @@ def workload_from_file(path: str) -> TargetWorkload:
     )
 
 
-def build(arguments: Mapping[str, Any], context: BuildContext, workload: TargetWorkload | None = None) -> GpuShare:
+def build(arguments: Arguments, context: BuildContext, workload: TargetWorkload | None = None) -> GpuSharePlugin:
     """The plugin from its conf arguments; `workload`, when given, is FGD's target workload and
     `gpushare.workload` is not read (the simulator's, handed over by `scheduler/inprocess.py`)."""
     args = parse_arguments(GpuShareArgs, NAME, arguments)
     if workload is None and args.workload:
         workload = workload_from_file(args.workload)
-    return GpuShare(args, context, workload)
+    return GpuSharePlugin(args, context, workload)

@@ -1,0 +1,118 @@
+"""What Volcano's scheduler ships, by name, and what a Volcano conf naming it gets here.
+
+Volcano registers its actions and plugins by name at start (`pkg/scheduler/actions/factory.go`,
+`pkg/scheduler/plugins/factory.go`). A conf written for Volcano may name any of them. Here:
+
+- a name this scheduler's registry knows is built;
+- a name Volcano ships that the registry does not know is skipped with a warning naming it, as
+  Volcano itself skips a plugin it cannot build, so Volcano's own confs load;
+- a name neither knows is an error (a typo must not pass silently).
+
+`check_plugin` and `check_action` give that verdict for one name; the framework builder and the
+conf checker both call them, so the two never disagree. `unsupported_arguments` takes out of a
+plugin's arguments the Volcano keys whose feature does not exist here, or lives in another plugin
+(dynamic resource allocation, volume binding; predicates' GPU sharing of Volcano up to v1.8),
+with a warning when they turn it on, before the plugin sees them. A leaf module: it imports nothing
+of the framework.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import dataclass
+from typing import Any
+
+from runtimekit.scheduler.framework.arguments import Arguments
+
+# pkg/scheduler/plugins/factory.go of current Volcano (the PluginName of each registered builder).
+VOLCANO_PLUGINS = frozenset(
+    {
+        "binpack",
+        "capacity",
+        "cdp",
+        "conformance",
+        "deviceshare",
+        "drf",
+        "extender",
+        "gang",
+        "network-topology-aware",
+        "nodegroup",
+        "nodeorder",
+        "numa-aware",
+        "overcommit",
+        "pdb",
+        "predicates",
+        "priority",
+        "proportion",
+        "rescheduling",
+        "resource-strategy-fit",
+        "resourcequota",
+        "sla",
+        "task-topology",
+        "tdm",
+        "usage",
+    }
+)
+
+# pkg/scheduler/actions/factory.go of current Volcano (each action's Name()).
+VOLCANO_ACTIONS = frozenset(
+    {"allocate", "backfill", "enqueue", "gangpreempt", "gangreclaim", "preempt", "reclaim", "shuffle"}
+)
+
+
+@dataclass(frozen=True)
+class NameCheck:
+    """The verdict on one action or plugin name of a conf: build it (neither `warning` nor `error`),
+    skip it with `warning`, or refuse the conf with `error`. Messages name the name."""
+
+    name: str
+    warning: str = ""
+    error: str = ""
+
+    @property
+    def build(self) -> bool:
+        return not self.warning and not self.error
+
+
+def check_plugin(name: str, known: Collection[str]) -> NameCheck:
+    """The verdict on plugin `name`, given the plugin names the registry knows."""
+    if name in known:
+        return NameCheck(name)
+    if name in VOLCANO_PLUGINS:
+        return NameCheck(name, warning=f"plugin {name!r} is one of Volcano's but not built here; skipped")
+    return NameCheck(name, error=f"unknown plugin {name!r}; known plugins: {', '.join(sorted(known))}")
+
+
+def check_action(name: str, known: Collection[str]) -> NameCheck:
+    """The verdict on action `name`, given the action names the registry knows."""
+    if name in known:
+        return NameCheck(name)
+    if name in VOLCANO_ACTIONS:
+        return NameCheck(name, warning=f"action {name!r} is one of Volcano's but not built here; skipped")
+    return NameCheck(name, error=f"unknown action {name!r}; known actions: {', '.join(sorted(known))}")
+
+
+# Volcano arguments of plugins built here whose feature this scheduler does not have: key -> why.
+UNSUPPORTED_ARGUMENTS: dict[str, dict[str, str]] = {
+    "predicates": {
+        "predicate.DynamicResourceAllocationEnable": "dynamic resource allocation (DRA) is not supported here",
+        "predicate.VolumeBindingEnable": "volumes are not bound by this scheduler",
+        # Volcano (up to v1.8) shared GPUs in predicates; here the gpushare plugin (or deviceshare) does
+        "predicate.GPUSharingEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
+        "predicate.GPUNumberEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
+        "predicate.VGPUEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
+    },
+}
+
+
+def unsupported_arguments(plugin: str, arguments: Arguments) -> tuple[dict[str, Any], list[str]]:
+    """The arguments without the keys of `UNSUPPORTED_ARGUMENTS`, and a warning for each of them that
+    is set to anything but false."""
+    known = UNSUPPORTED_ARGUMENTS.get(plugin, {})
+    kept = {k: v for k, v in arguments.items() if k not in known}
+    warnings = [
+        f"plugin {plugin!r}: {key}: {known[key]}; ignored"
+        for key, value in arguments.items()
+        if key in known and value not in (False, "false", "False")
+    ]
+    return kept, warnings
