@@ -46,9 +46,27 @@ CASES = [
     ("another scheduler is kept", KIT, pod({"aliyun.com/gpu": "1"}, scheduler="volcano"), []),
     ("the kit's own name already", KIT, pod({"aliyun.com/gpu": "1"}, scheduler=KIT_NAME), []),
     (
-        "extender mode leaves every pod to kube-scheduler",
+        "extender mode names the kube-scheduler profile that calls the extender",
         WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER),
         pod({"aliyun.com/gpu": "1"}),
+        [name_op()],
+    ),
+    (
+        "extender mode with another profile name",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER, extender_profile="gpu-scheduler"),
+        pod({"aliyun.com/gpu": "1"}, scheduler="default-scheduler"),
+        [{"op": "replace", "path": "/spec/schedulerName", "value": "gpu-scheduler"}],
+    ),
+    (
+        "extender mode through the cluster's own kube-scheduler leaves every pod as it is",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER, extender_profile="default-scheduler"),
+        pod({"aliyun.com/gpu": "1"}),
+        [],
+    ),
+    (
+        "extender mode keeps another scheduler's pod",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER),
+        pod({"aliyun.com/gpu": "1"}, scheduler="volcano"),
         [],
     ),
     (

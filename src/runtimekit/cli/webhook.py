@@ -37,7 +37,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--scheduler-mode",
         choices=["standalone", "extender"],
         default="standalone",
-        help="standalone: pods asking for GPUs get the kit's schedulerName; extender: kube-scheduler keeps them",
+        help="standalone: pods asking for GPUs get the kit's schedulerName; extender: they get the kube-scheduler "
+        "profile that calls the kit's extender (--extender-profile)",
+    )
+    parser.add_argument(
+        "--extender-profile",
+        default="",
+        metavar="NAME",
+        help="extender mode: the schedulerName of the kube-scheduler profile that calls the extender (default: the "
+        "protocol's scheduler name, as deploy/scheduler/extender names it; default-scheduler leaves pods alone, "
+        "for a cluster whose own kube-scheduler calls the extender)",
     )
     parser.add_argument(
         "--scheduler-username",
@@ -80,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     users = frozenset(args.scheduler_username or [SCHEDULER_USER])
-    settings = WebhookSettings(protocol, SchedulerMode(args.scheduler_mode), users)
+    settings = WebhookSettings(protocol, SchedulerMode(args.scheduler_mode), users, args.extender_profile)
     view = FleetView(protocol)
     nodes = Informer(http, "/api/v1/nodes", view.on_event, name="nodes").start()
     try:

@@ -13,7 +13,7 @@ through the configuration's namespaceSelector, as HAMi's chart does). Pure.
 from __future__ import annotations
 
 from runtimekit.kube.objects import JsonObject, Pod, labels_of
-from runtimekit.webhook.settings import DEFAULT_SCHEDULER, HAMI_OPT_OUT, SchedulerMode, WebhookSettings
+from runtimekit.webhook.settings import DEFAULT_SCHEDULER, HAMI_OPT_OUT, WebhookSettings
 
 
 def pointer(*parts: str) -> str:
@@ -56,7 +56,8 @@ def pod_patch(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
     operations = _count_defaults(pod, settings) if settings.hami else []
     spec = pod.get("spec") or {}
     named = spec.get("schedulerName")
-    if settings.mode is SchedulerMode.STANDALONE and named in (None, "", DEFAULT_SCHEDULER):
+    wanted = settings.scheduler_for_gpu_pods
+    if named in (None, "", DEFAULT_SCHEDULER) and wanted != (named or DEFAULT_SCHEDULER):
         op = "add" if named is None else "replace"
-        operations.append({"op": op, "path": "/spec/schedulerName", "value": settings.protocol.scheduler_name})
+        operations.append({"op": op, "path": "/spec/schedulerName", "value": wanted})
     return operations
