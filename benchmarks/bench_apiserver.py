@@ -140,7 +140,9 @@ def pod_manifest(i: int, nodes: int) -> dict[str, Any]:
 
 def start_server(history: int) -> tuple[subprocess.Popen[str], str]:
     command = [sys.executable, "-m", "runtimekit.cli.main", "--log-level", "WARNING", "apiserver", "--port", "0"]
-    process = subprocess.Popen([*command, "--history-size", str(history)], stdout=subprocess.PIPE, text=True)
+    # the replays read the whole history back: keep all of it, whatever its size in bytes
+    bounds = ["--history-size", str(history), "--history-bytes", str(2**40)]
+    process = subprocess.Popen([*command, *bounds], stdout=subprocess.PIPE, text=True)
     assert process.stdout is not None
     return process, process.stdout.readline().strip()
 

@@ -8,7 +8,7 @@ import pytest
 
 from runtimekit.protocol import KitProtocol
 
-pytest_plugins = ["fixtures.apiserver", "fixtures.controllers"]
+pytest_plugins = ["fixtures.apiserver", "fixtures.controllers", "fixtures.webhooks"]
 
 ROOT = Path(__file__).resolve().parent.parent
 SHARED_TRACES = ROOT.parent / "shared" / "traces" / "openb"

@@ -168,6 +168,13 @@ TRACES = [
         id="duplicate pod names",
     ),
     pytest.param(
+        "pods",
+        "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+        "a,1000,1024,1,500,10,20\nb,1000,1024,1,500,30,\nc,1000,1024,1,500,50,40\n",
+        ":4: pod 'c' is deleted before it is created: column 'deletion_time' 40 is before 'creation_time' 50",
+        id="deleted before created",
+    ),
+    pytest.param(
         "nodes",
         NODES_HEAD + "n1,64000,262144,8,Z9000\n",
         ":2: column 'model': unknown GPU model 'Z9000'",

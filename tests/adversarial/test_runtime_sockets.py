@@ -130,3 +130,14 @@ def test_socket_modes(folder: Path) -> None:
         daemon.stop()
     assert not Path(daemon.socket_path).exists()
     assert not Path(daemon.exporter_socket_path).exists()
+
+
+def test_without_a_group_the_exporter_socket_is_the_runtimes_own_group_not_world_writable(folder: Path) -> None:
+    daemon = start(folder)
+    try:
+        exporter = Path(daemon.exporter_socket_path).stat()
+        assert (stat.S_IMODE(exporter.st_mode), exporter.st_gid) == (0o660, os.getegid())
+        with RuntimeClient(daemon.exporter_socket_path, timeout_s=10.0) as client:  # its own user still reaches it
+            assert client.list_devices()
+    finally:
+        daemon.stop()

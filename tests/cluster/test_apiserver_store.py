@@ -45,6 +45,50 @@ def test_history_is_indexed_by_resource_version_and_bounded() -> None:
     assert store.events_after(4, 10) == []
 
 
+def big_pod(name: str, version: int, size: int) -> dict[str, object]:
+    body = pod(name)
+    body["metadata"] = {"name": name, "namespace": "default", "annotations": {"blob": str(version) * size}}
+    return body
+
+
+def test_history_is_bounded_in_bytes_and_the_versions_past_it_answer_410() -> None:
+    """Versions of a big object are not all kept (100 updates of a 1.4 MB object kept 142 MB, after
+    its deletion too): the history keeps what its byte bound holds, and the newest event always."""
+    store = Store(facts=no_facts, history_bytes=1_000_000)
+    current = store.put(PODS, big_pod("big", 0, 100_000), None)
+    for version in range(1, 30):
+        current = store.put(PODS, big_pod("big", version % 10, 100_000), current)
+    store.remove(PODS, current)
+    history = store.history
+    assert history.bytes <= 1_000_000
+    assert history.last == store.rv == 31
+    assert 20 < history.oldest <= 31
+    with pytest.raises(ApiError) as caught:
+        store.events_after(history.oldest - 2, 10)
+    assert (caught.value.code, caught.value.reason) == (410, "Expired")
+    assert [e.rv for e in store.events_after(history.oldest - 1, 100)] == list(range(history.oldest, 32))
+    store.put(PODS, big_pod("bigger", 1, 1_200_000), None)  # alone past the bound: kept, the rest let go
+    assert (history.oldest, history.last) == (32, 32)
+
+
+def test_watch_lines_are_shared_counted_and_forgotten_before_any_event() -> None:
+    store = Store(facts=no_facts, history_bytes=200_000)
+    for i in range(10):
+        store.put(PODS, big_pod(f"p{i}", 1, 10_000), None)
+    events = store.events_after(0, 10)
+    counted = store.history.bytes
+    line = b"x" * 20_000
+    assert store.share_line(events[0], "ADDED v1", line) is line
+    assert store.share_line(events[0], "ADDED v1", b"another watcher's copy") is line
+    assert store.history.bytes == counted + len(line)
+    for event in events[1:]:
+        store.share_line(event, "ADDED v1", b"y" * 20_000)  # past the bound: the first lines go first
+    assert store.history.bytes <= 200_000
+    assert store.history.oldest == 1, "lines are a cache: no event is let go for them"
+    assert events[0].lines == {}
+    assert events[-1].lines
+
+
 def test_key_order_survives_any_insertion_and_deletion_order() -> None:
     store = Store(facts=no_facts)
     rng = random.Random(7)

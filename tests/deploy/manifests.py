@@ -30,7 +30,7 @@ DEFAULT_IMAGE = "ghcr.io/lj-runtimekit/runtimekit:0.1.0"
 DEFAULT_NAMESPACE = "kube-system"
 # The Kubernetes versions whose schemas every manifest is validated against (docs/install.md, support matrix).
 KUBERNETES_VERSIONS = ("1.28", "1.30", "1.32", "1.34", "1.35")
-COMPONENTS = ("crds", "runtime", "deviceplugin", "scheduler", "exporter", "controller")
+COMPONENTS = ("crds", "runtime", "deviceplugin", "scheduler", "exporter", "controller", "webhook")
 HELM_LABELS = ("helm.sh/chart", "app.kubernetes.io/managed-by", "app.kubernetes.io/instance")
 YAML_DATA_KEYS = (".yaml", ".conf")
 
@@ -127,12 +127,15 @@ def _strip(meta: dict[str, Any], field: str, names: Sequence[str] = (), prefix: 
 
 
 def normalise(obj: Obj) -> Obj:
-    """A copy without Helm's release labels and checksums, with YAML ConfigMap data parsed."""
+    """A copy without Helm's release labels and checksums and the webhooks' CA, with YAML ConfigMap data parsed."""
     out = copy.deepcopy(obj)
     _strip(out.setdefault("metadata", {}), "labels", HELM_LABELS)
     template = (out.get("spec") or {}).get("template")
     if isinstance(template, dict) and isinstance(template.get("metadata"), dict):
         _strip(template["metadata"], "annotations", prefix="checksum/")
+    if out["kind"].endswith("WebhookConfiguration"):  # the CA is made at install, by either
+        for hook in out.get("webhooks") or []:
+            hook.get("clientConfig", {}).pop("caBundle", None)
     if out["kind"] == "ConfigMap":
         out["data"] = {
             name: yaml.safe_load(text) if name.endswith(YAML_DATA_KEYS) else text

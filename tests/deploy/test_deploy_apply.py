@@ -13,7 +13,7 @@ import pytest
 from deploy.manifests import documents, key, render_chart, render_deploy, run_deploy_all
 from fixtures.apiserver import KUBECTL_BINARIES, Kubectl
 
-KINDS = "namespaces,customresourcedefinitions,serviceaccounts,clusterroles,clusterrolebindings,roles,rolebindings,configmaps,daemonsets,deployments,services"  # noqa: E501
+KINDS = "namespaces,customresourcedefinitions,serviceaccounts,clusterroles,clusterrolebindings,roles,rolebindings,configmaps,daemonsets,deployments,services,mutatingwebhookconfigurations,validatingwebhookconfigurations"  # noqa: E501
 
 
 def deploy_all(kubectl: Kubectl, *args: str, binary: str | Path | None = None) -> str:
@@ -44,7 +44,7 @@ def test_deploy_is_idempotent_and_delete_removes_everything(kubectl: Kubectl) ->
     assert all(line.endswith(" unchanged") for line in lines), again
 
     restarted = deploy_all(kubectl, "restart")
-    assert restarted.count(" restarted\n") == 5
+    assert restarted.count(" restarted\n") == 6  # every DaemonSet and Deployment
     scheduler = json.loads(
         kubectl("-n", "kube-system", "get", "deployment", "lj-runtimekit-scheduler-framework", "-o", "json").stdout
     )

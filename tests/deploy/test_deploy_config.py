@@ -213,7 +213,7 @@ def test_the_exporter_port_is_the_same_everywhere(renders: dict[str, list[dict[s
     port = int(listen.rpartition(":")[2])
     assert port == container["ports"][0]["containerPort"]
     assert obj["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"] == str(port)
-    services = [o for o in objs if o["kind"] == "Service"]
+    services = [o for o in objs if o["kind"] == "Service" and o["metadata"]["name"] == "lj-runtimekit-exporter"]
     assert [s["spec"]["ports"][0]["port"] for s in services] == [port]
     assert services[0]["spec"]["selector"] == obj["spec"]["selector"]["matchLabels"]
 

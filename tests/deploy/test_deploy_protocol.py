@@ -27,13 +27,20 @@ def check(capsys: pytest.CaptureFixture[str], *files: Path) -> tuple[int, str, s
 
 
 def test_every_component_has_a_configmap_with_the_protocol() -> None:
-    assert [p.parent.name for p in CONFIGMAPS] == ["controller", "deviceplugin", "exporter", "runtime", "scheduler"]
+    assert [p.parent.name for p in CONFIGMAPS] == [
+        "controller",
+        "deviceplugin",
+        "exporter",
+        "runtime",
+        "scheduler",
+        "webhook",
+    ]
 
 
 def test_the_configmaps_of_deploy_agree(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = check(capsys, *CONFIGMAPS, DEPLOY / "protocol.yaml")
     assert code == 0
-    assert "ok: 6 protocols agree" in out
+    assert "ok: 7 protocols agree" in out
 
 
 @pytest.mark.parametrize(
@@ -113,7 +120,7 @@ def test_a_preset_by_name_reaches_every_configmap_both_ways(
         rendered = tmp_path / f"{way}.yaml"
         rendered.write_text(text)
         found = load_protocol_sources(rendered)
-        assert len(found) == 5, way
+        assert len(found) == 6, way  # every component's ConfigMap
         assert all(protocol == preset_protocol(name) for _, protocol in found), way
         assert all(protocol.version == PROTOCOL_VERSION for _, protocol in found), way
 
@@ -154,7 +161,7 @@ def test_helm_renders_agreeing_configmaps(capsys: pytest.CaptureFixture[str], tm
     )
     code, out, _ = check(capsys, rendered)
     assert code == 0
-    assert "ok: 5 protocols agree" in out
+    assert "ok: 6 protocols agree" in out
     protocol = load_protocol(DEPLOY / "protocol.yaml")
     code, _, err = check(capsys, rendered, DEPLOY / "protocol.yaml")
     assert code == 1

@@ -36,6 +36,7 @@ SCANNED = sorted(
         "cli/exporter.py",
         "cli/controller.py",
         "cli/job_agent.py",
+        "cli/webhook.py",
     )
     for path in SRC.glob(pattern)
 )
@@ -45,6 +46,7 @@ WORKLOAD = {
     "device-plugin": "lj-runtimekit-device-plugin-ds",
     "scheduler": "lj-runtimekit-scheduler-framework",
     "controller": "lj-runtimekit-controller",
+    "webhook": "lj-runtimekit-webhook",
 }
 Site = tuple[str, str, str, str]  # module, function, call, first argument
 Need = tuple[str, str, str]  # verb, API group, resource
@@ -80,7 +82,7 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
     ),
     # runtimekit.kube.scheduling: the scheduler's binder.
     ("kube/scheduling.py", "bind", "post", "object_path('v1', 'pods', task.namespace, task.name, 'binding')"): (
-        ("scheduler",),
+        ("scheduler", "extender"),
         [("create", "", "pods/binding")],
     ),
     ("kube/scheduling.py", "evict", "delete", "object_path('v1', 'pods', task.namespace, task.name)"): (
@@ -218,6 +220,25 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ],
     ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
+    # The extender (scheduler mode extender; test_deploy_extender.py checks its grants).
+    ("scheduler/extender/server.py", "__init__", "Informer", "'/api/v1/nodes'"): (
+        ("extender",),
+        [("list", "", "nodes"), ("watch", "", "nodes")],
+    ),
+    ("scheduler/extender/server.py", "__init__", "Informer", "'/api/v1/pods'"): (
+        ("extender",),
+        [("list", "", "pods"), ("watch", "", "pods")],
+    ),
+    ("scheduler/extender/server.py", "__init__", "Informer", "'/api/v1/namespaces'"): (
+        ("extender",),
+        [("list", "", "namespaces"), ("watch", "", "namespaces")],
+    ),
+    ("scheduler/extender/server.py", "__init__", "LeaderElector", "o.lease_name"): (("extender",), LEASE),
+    # The webhook: the nodes' GPU inventories, for the memory no node could give.
+    ("cli/webhook.py", "run", "Informer", "'/api/v1/nodes'"): (
+        ("webhook",),
+        [("list", "", "nodes"), ("watch", "", "nodes")],
+    ),
 }
 
 

@@ -78,6 +78,16 @@ EXPECTED = {
         ("ConfigMap", "kube-system", "lj-runtimekit-controller-config"),
         ("Deployment", "kube-system", "lj-runtimekit-controller"),
     },
+    "webhook": {
+        ("ServiceAccount", "kube-system", "lj-runtimekit-webhook"),
+        ("ClusterRole", "", "lj-runtimekit-webhook"),
+        ("ClusterRoleBinding", "", "lj-runtimekit-webhook"),
+        ("ConfigMap", "kube-system", "lj-runtimekit-webhook-config"),
+        ("Deployment", "kube-system", "lj-runtimekit-webhook"),
+        ("Service", "kube-system", "lj-runtimekit-webhook"),
+        ("MutatingWebhookConfiguration", "", "lj-runtimekit-webhook"),
+        ("ValidatingWebhookConfiguration", "", "lj-runtimekit-webhook"),
+    },
 }
 ALL = set().union(*EXPECTED.values())
 
@@ -112,6 +122,7 @@ def test_the_seed_names_of_the_workloads() -> None:
         ("DaemonSet", "lj-runtimekit-exporter-ds"),
         ("Deployment", "lj-runtimekit-scheduler-framework"),
         ("Deployment", "lj-runtimekit-controller"),
+        ("Deployment", "lj-runtimekit-webhook"),
     }
 
 
@@ -132,7 +143,9 @@ def test_image_and_namespace_are_replaced_everywhere() -> None:
     image, namespace = "registry.example.com/gpu/runtimekit:1.2.3", "gpu-system"
     text = render_deploy(f"--image={image}", f"--namespace={namespace}")
     assert DEFAULT_IMAGE not in text
-    assert DEFAULT_NAMESPACE not in text
+    # kube-system stays only where the webhook leaves namespaces alone (see the test below)
+    excluded = f"values: [{DEFAULT_NAMESPACE}, {namespace}, lj-runtimekit-jobs]"
+    assert DEFAULT_NAMESPACE not in text.replace(excluded, "")
     objs = documents(text)
     for workload in workloads(objs):
         assert {c["image"] for c in containers(workload)} == {image}
@@ -212,6 +225,18 @@ def test_chart_overrides_match_deploy_all_overrides() -> None:
     assert helm_objs == deploy_objs
 
 
+@pytest.mark.parametrize("namespace", [DEFAULT_NAMESPACE, "gpu-system"])
+def test_the_webhook_never_judges_kube_system_nor_the_kits_namespaces(namespace: str) -> None:
+    objs = documents(render_deploy(f"--namespace={namespace}"))
+    configurations = [o for o in objs if o["kind"].endswith("WebhookConfiguration")]
+    assert configurations
+    for configuration in configurations:
+        for webhook in configuration["webhooks"]:
+            (expression,) = webhook["namespaceSelector"]["matchExpressions"]
+            assert expression["operator"] == "NotIn"
+            assert {DEFAULT_NAMESPACE, namespace, "lj-runtimekit-jobs"} == set(expression["values"])
+
+
 def test_namespace_defaults_to_the_release_namespace() -> None:
     objs = documents(render_chart("--set", "namespace=", "--namespace", "gpu"))
     assert {o["metadata"].get("namespace") for o in objs} == {None, "gpu", "default", "lj-runtimekit-jobs"}
@@ -225,6 +250,7 @@ def test_namespace_defaults_to_the_release_namespace() -> None:
         ("scheduler.enabled", "scheduler"),
         ("exporter.enabled", "exporter"),
         ("controller.enabled", "controller"),
+        ("webhook.enabled", "webhook"),
     ],
 )
 def test_component_flags_leave_a_component_out(flag: str, component: str) -> None:

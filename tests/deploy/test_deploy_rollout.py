@@ -21,7 +21,7 @@ from deploy.manifests import DEPLOY, documents, render_deploy, workloads
 from fixtures.apiserver import Kubectl
 
 ANNOTATION = "checksum/config"
-WORKLOAD_COMPONENTS = ("runtime", "deviceplugin", "scheduler", "exporter", "controller")
+WORKLOAD_COMPONENTS = ("runtime", "deviceplugin", "scheduler", "exporter", "controller", "webhook")
 
 
 def data_checksum(configmap_text: str) -> str:

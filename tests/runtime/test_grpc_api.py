@@ -72,6 +72,34 @@ def test_bad_requests_get_status_codes_and_the_server_keeps_serving(client: Runt
     assert len(client.list_allocations()) == 2
 
 
+@pytest.mark.parametrize(
+    ("field", "namespace", "name", "container", "resource"),
+    [
+        pytest.param("container name", "default", "p", "c" * 2**20, "", id="1MB-container"),
+        pytest.param("container name", "default", "p", "Main_1", "", id="container-not-a-label"),
+        pytest.param("pod name", "default", "p" * 2**20, "main", "", id="1MB-pod-name"),
+        pytest.param("pod namespace", "a.b", "p", "main", "", id="namespace-not-a-label"),
+        pytest.param("resource name", "default", "p", "main", "example.com/" + "r" * 2**20, id="1MB-resource"),
+        pytest.param("resource name", "default", "p", "main", "gpu", id="resource-without-domain"),
+    ],
+)
+def test_names_kubelet_could_not_send_are_refused_by_name_and_the_server_keeps_serving(
+    client: RuntimeClient, field: str, namespace: str, name: str, container: str, resource: str
+) -> None:
+    with pytest.raises(RuntimeCallError) as exc:
+        client.allocate(namespace, name, "u1", container, [Share(GPU0, 100, 10)], resource_name=resource)
+    assert exc.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert f"Allocate: {field} " in exc.value.details
+    assert len(exc.value.details) < 300, "the message quotes the start of a long name, not all of it"
+    assert client.list_allocations() == []
+    answer = client.allocate("default", "p", "u1", "main", [Share(GPU0, 100, 10)], resource_name="aliyun.com/gpu")
+    assert answer.allocation.container == "main"
+    with pytest.raises(RuntimeCallError) as exc:
+        client.release("u1", "c" * 2**20)
+    assert exc.value.code is grpc.StatusCode.INVALID_ARGUMENT
+    assert len(client.list_allocations()) == 1
+
+
 def test_unexpected_errors_are_internal_and_not_fatal(
     make_runtime: RuntimeFactory, serve_runtime: Serve, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,6 +129,23 @@ def test_a_failed_bind_unreserves_gives_the_booking_back_and_backs_off(failure: 
     binder.close()
 
 
+def test_bind_now_binds_on_the_callers_thread_and_says_why_it_failed() -> None:
+    api = FakeApi()
+    queue, cache, binder = parts(api)
+    task = assumed(api, cache)
+    assert binder.bind_now(task, DeviceChoice(), Hooks()) is None
+    assert api.pods["default/p"]["spec"]["nodeName"] == "n1"
+    assert not binder._threads  # no binder thread was needed
+    other = assumed(api, cache, "q")
+    api.fail_next_binds = 1
+    hooks = Hooks()
+    assert binder.bind_now(other, DeviceChoice(), hooks) == "injected failure"
+    assert hooks.calls[-1] == "unreserve"
+    assert other.key not in cache.ledger.bookings()
+    assert queue.state(other.key) is QueueState.BACKOFF
+    binder.close()
+
+
 class Refusing(FakeApi):
     def evict(self, task: TaskInfo, reason: str) -> None:
         raise RuntimeError("refused")

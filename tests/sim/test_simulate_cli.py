@@ -95,6 +95,11 @@ def test_simulate_writes_json_csv_plot_and_a_table(
         ),
         pytest.param("", "pods.csv: the file is empty", id="empty"),
         pytest.param("name,cpu_milli,memory_mib,num_gpu,gpu_milli\n", "no data rows", id="header-only"),
+        pytest.param(
+            "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\np,1,1,1,1,100,99\n",
+            "pods.csv:2: pod 'p' is deleted before it is created",
+            id="deleted-before-created",
+        ),
     ],
 )
 def test_bad_input_is_one_clear_error_and_writes_nothing(
@@ -166,3 +171,12 @@ def test_bad_arguments(trace: tuple[Path, Path], capsys: pytest.CaptureFixture[s
     assert "bound columns must look like" in capsys.readouterr().err
     assert main(["simulate", "--nodes", str(nodes), "--pods", str(pods), "--bound", "140", "--quiet"]) == 2
     assert "bound columns must be in 0..130" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("jobs", ["0", "-2", "x"])
+def test_jobs_must_be_a_positive_count(trace: tuple[Path, Path], capsys: pytest.CaptureFixture[str], jobs: str) -> None:
+    nodes, pods = trace
+    with pytest.raises(SystemExit) as exited:
+        main(["simulate", "--nodes", str(nodes), "--pods", str(pods), "--jobs", jobs, "--quiet"])
+    assert exited.value.code == 2
+    assert f"argument --jobs: must be a whole number of at least 1, got {jobs!r}" in capsys.readouterr().err

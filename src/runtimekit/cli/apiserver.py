@@ -9,6 +9,7 @@ import logging
 from runtimekit.cli.signals import catch_stop_signals
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.apiserver.server import DEFAULT_VERSION
+from runtimekit.cluster.apiserver.store import DEFAULT_HISTORY_BYTES
 
 log = logging.getLogger(__name__)
 
@@ -25,6 +26,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--history-size", type=int, default=100_000, help="watch events kept for resuming watches (default 100000)"
     )
     parser.add_argument(
+        "--history-bytes",
+        type=int,
+        default=DEFAULT_HISTORY_BYTES,
+        help=f"bytes of object versions and watch lines the history keeps (default {DEFAULT_HISTORY_BYTES})",
+    )
+    parser.add_argument(
         "--bookmark-interval", type=float, default=60.0, help="seconds between watch bookmarks (default 60)"
     )
 
@@ -37,6 +44,7 @@ def run(args: argparse.Namespace) -> int:
             kubernetes_version=args.kubernetes_version,
             state_dir=args.state_dir,
             history_size=args.history_size,
+            history_bytes=args.history_bytes,
             bookmark_interval=args.bookmark_interval,
         ).start()
     except (ValueError, RuntimeError) as exc:

@@ -21,7 +21,9 @@ from runtimekit.api import kubelet
 from runtimekit.api.podresources_client import PodResourcesClient
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
 from runtimekit.base.keyring import KeyRing, KeyRingError
+from runtimekit.base.unixsockets import check_path
 from runtimekit.cli.signals import wait_for_stop_signal
+from runtimekit.cli.socketflags import socket_path
 from runtimekit.deviceplugin.manager import DevicePluginManager
 from runtimekit.deviceplugin.publisher import NodePublisher
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
@@ -33,7 +35,9 @@ KEYS_MOUNT = "/var/run/secrets/lj-runtimekit/assignment-key"  # where the kit's 
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--runtime-socket", help="the runtime's socket (default: sockets.runtime of the protocol)")
+    parser.add_argument(
+        "--runtime-socket", type=socket_path, help="the runtime's socket (default: sockets.runtime of the protocol)"
+    )
     parser.add_argument("--plugin-dir", default=kubelet.DEVICE_PLUGIN_PATH, help="kubelet's device plugin folder")
     parser.add_argument("--node-name", default=os.environ.get("NODE_NAME") or socket.gethostname())
     parser.add_argument("--kubeconfig", help="a kubeconfig file or an API server URL (default: in-cluster)")
@@ -49,6 +53,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pod-resources-socket",
+        type=socket_path,
         default=kubelet.POD_RESOURCES_SOCKET,
         help="kubelet's PodResources socket, which tells which pod an Allocate is for ('' to match by age only, "
         "which two pods of one size can swap)",
@@ -96,6 +101,11 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         log.error("%s", exc)
         return 2
+    try:
+        check_path(str(Path(args.plugin_dir) / kubelet.KUBELET_SOCKET_NAME), "--plugin-dir")
+    except ValueError as exc:
+        log.error("%s", exc)
+        return 2
     log.info("protocol %s (fingerprint %s)", args.protocol or "<defaults>", protocol.fingerprint)
     log.info("gpu-memory unit on this node: %s", format_memory_unit(unit))
     from runtimekit.kube.http import KubeConfigError
@@ -132,7 +142,7 @@ def run(args: argparse.Namespace) -> int:
         manager = DevicePluginManager(service, client.watch_devices, Path(args.plugin_dir), publisher).start(
             first_devices_timeout_s=args.startup_timeout
         )
-    except (RuntimeCallError, FeatureUnavailable, TimeoutError, OSError) as exc:
+    except (RuntimeCallError, FeatureUnavailable, TimeoutError, OSError, ValueError) as exc:
         log.error("cannot start the device plugin: %s", exc)
         client.close()
         return 2

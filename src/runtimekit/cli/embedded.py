@@ -39,6 +39,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runtimekit.base.keyring import ensure_key_folder
+from runtimekit.cli.embedded_identity import connect_as
 from runtimekit.cli.embedded_nodes import (
     NodeOptions,
     SimulatedNode,
@@ -47,6 +48,7 @@ from runtimekit.cli.embedded_nodes import (
     start_direct_node,
     start_plugin_node,
 )
+from runtimekit.cli.embedded_webhook import remove_configurations, start_webhook
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.controllers.localpath import LocalPathProvisioner, ensure_default_class
 from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
@@ -103,6 +105,7 @@ class ClusterOptions:
     scheduler_names: tuple[str, ...] = ("default-scheduler",)  # answered besides the protocol's name
     scheduler_plugins_dir: str | None = None  # the scheduler's --plugins-dir (custom actions and plugins)
     controller: bool = True
+    webhook: bool = False  # the kit's admission webhook (`runtimekit up` runs it unless --no-webhook)
     protocol_path: str | None = None
     node_prefix: str = "gpu-node-"
     node_cpu: str = "64"
@@ -231,7 +234,8 @@ class EmbeddedCluster:
         return self._memory_units[node]
 
     def http(self, agent: str) -> KubeHttp:
-        return KubeHttp.connect(server=self.url, user_agent=agent)
+        """A client with `agent`'s own credentials (runtimekit.cli.embedded_identity)."""
+        return connect_as(self.api, self.state_dir, agent)
 
     # -- readiness -----------------------------------------------------------------------------
     def not_ready(self) -> list[str]:
@@ -470,6 +474,10 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     if options.controller:
         controller = cluster.controller = _start_controller(cluster)
         cluster.components.append(("controller", controller))
+    if options.webhook:  # started last (it watches the nodes), stopped first
+        cluster.components.append(("webhook", start_webhook(cluster)))
+    else:
+        remove_configurations(cluster)
 
 
 # -- the container runner ------------------------------------------------------------------------

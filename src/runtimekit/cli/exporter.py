@@ -7,6 +7,7 @@ import logging
 import sys
 
 from runtimekit.cli.signals import wait_for_stop_signal
+from runtimekit.cli.socketflags import socket_path
 
 log = logging.getLogger("runtimekit.exporter")
 
@@ -14,6 +15,7 @@ log = logging.getLogger("runtimekit.exporter")
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--runtime-socket",
+        type=socket_path,
         help="the node runtime's exporter socket (default: the protocol's sockets.exporter, exporter/ beside "
         "sockets.runtime: reads and health marks only)",
     )

@@ -5,10 +5,14 @@ from __future__ import annotations
 import argparse
 import sys
 
+from runtimekit.cli.socketflags import socket_path
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--action", required=True, choices=["enable", "disable"])
-    parser.add_argument("--socket", help="the runtime's socket (default: the protocol's sockets.runtime)")
+    parser.add_argument(
+        "--socket", type=socket_path, help="the runtime's socket (default: the protocol's sockets.runtime)"
+    )
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the state to settle")
     parser.add_argument("--reason", default="", help="recorded with the switch")

@@ -20,6 +20,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "protocol": ("runtimekit.cli.protocol_cmd", "show or compare protocol.yaml files"),
     "simulate": ("runtimekit.cli.simulate", "replay a cluster trace through the scheduler"),
     "scheduler": ("runtimekit.cli.scheduler", "run the GPU-sharing scheduler against a cluster"),
+    "extender": ("runtimekit.cli.extender", "the GPU-sharing scheduler as a kube-scheduler HTTP extender"),
     "exporter": ("runtimekit.cli.exporter", "Prometheus metrics and GPU health detection for one node"),
     "controller": ("runtimekit.cli.controller", "switch nodes' runtimes on or off from a node label, via Jobs"),
     "job-agent": ("runtimekit.cli.job_agent", "enable or disable this node's runtime (run by controller Jobs)"),
@@ -29,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "device-plugin": ("runtimekit.cli.device_plugin", "the kubelet device plugin (forwards Allocate to the runtime)"),
     "apiserver": ("runtimekit.cli.apiserver", "run the embedded Kubernetes API server alone"),
     "up": ("runtimekit.cli.up", "a whole GPU cluster on this machine: API server, simulated nodes, components"),
+    "webhook": ("runtimekit.cli.webhook", "admission webhook: GPU pods' scheduler and defaults, impossible requests"),
 }
 
 

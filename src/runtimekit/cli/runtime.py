@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from runtimekit.api.kubelet import POD_RESOURCES_SOCKET
 from runtimekit.api.podresources_client import PodResourcesClient
 from runtimekit.cli.signals import wait_for_stop_signal
+from runtimekit.cli.socketflags import socket_path
 from runtimekit.protocol import ProtocolError, load_protocol
 from runtimekit.runtime.backend import BackendError
 from runtimekit.runtime.daemon import BACKENDS, RuntimeDaemon, RuntimeOptions, build_runtime
@@ -30,7 +31,9 @@ log = logging.getLogger("runtimekit.runtime")
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--backend", choices=BACKENDS, required=True, help="real GPUs (nvml) or simulated ones")
-    parser.add_argument("--socket", help="unix socket to serve on (default: sockets.runtime of the protocol)")
+    parser.add_argument(
+        "--socket", type=socket_path, help="unix socket to serve on (default: sockets.runtime of the protocol)"
+    )
     parser.add_argument("--state-dir", default="/var/lib/lj-runtimekit/runtime", help="checkpoint and on/off state")
     parser.add_argument("--isolation", choices=ISOLATIONS, default="none", help="how shares are enforced")
     parser.add_argument("--simulate-gpus", default="8xH200", help="simulated GPUs, e.g. 8xH200 or 4xA100-80GB,4xT4")
@@ -57,18 +60,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--pod-resources-socket",
+        type=socket_path,
         default=POD_RESOURCES_SOCKET,
         help="kubelet's PodResources socket, used when it exists ('' to ignore)",
     )
     parser.add_argument(
         "--exporter-socket",
+        type=socket_path,
         help="the socket serving the exporter's part of the API (reads and health marks only; default: "
         "exporter/ beside --socket, the protocol's sockets.exporter; '' for none)",
     )
     parser.add_argument(
         "--exporter-socket-group",
         type=int,
-        help="numeric group owning the exporter socket, mode 0660 (default: none, mode 0666)",
+        help="numeric group owning the exporter socket, mode 0660 (default: the runtime's own group)",
     )
     parser.add_argument("--reconcile-interval", type=float, default=30.0, help="seconds between reconciliations")
     parser.add_argument("--reconcile-grace", type=float, default=30.0, help="never release an allocation younger")

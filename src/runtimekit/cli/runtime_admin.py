@@ -24,6 +24,7 @@ from google.protobuf.message import Message
 
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
+from runtimekit.cli.socketflags import socket_path
 from runtimekit.protocol import KitProtocol
 
 FAULTS = {
@@ -37,7 +38,9 @@ TRUSTED = {pb.CHECKPOINT_STATE_OK, pb.CHECKPOINT_STATE_RECOVERED}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--socket", default=KitProtocol.default().sockets.runtime, help="the runtime's unix socket")
+    parser.add_argument(
+        "--socket", type=socket_path, default=KitProtocol.default().sockets.runtime, help="the runtime's unix socket"
+    )
     parser.add_argument("--timeout", type=float, default=5.0, help="seconds per call")
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     inject = sub.add_parser("inject", help="inject a fault (simulated backend only)")

@@ -35,7 +35,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", dest="json_out", help="write the results as JSON")
     parser.add_argument("--csv", dest="csv_out", help="write every allocation column as CSV")
     parser.add_argument("--plot", dest="plot_out", help="write allocation against arrivals as PNG")
-    parser.add_argument("--jobs", type=int, default=1, help="worker processes (default 1)")
+    parser.add_argument("--jobs", type=positive_count, default=1, help="worker processes (default 1)")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
         "--bound",
@@ -49,6 +49,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 DEFAULT_BOUND_COLUMNS = "50,60,70,80,90,100,110,120,130"
+
+
+def positive_count(text: str) -> int:
+    """argparse type of a count of at least 1 (`--jobs 0` would run nothing and report nothing)."""
+    if not text.strip().isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return int(text)
 
 
 def parse_columns(text: str) -> tuple[int, ...]:

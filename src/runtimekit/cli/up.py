@@ -4,7 +4,8 @@ Starts the embedded API server, the simulated nodes (each with a runtime, the de
 simulated kubelet, or with `--direct` only a kubelet advertising the GPUs itself), the Job
 controller, the workload controllers (Deployments, ReplicaSets, StatefulSets, Volcano Jobs, garbage
 collection), the scheduler (answering to the protocol's scheduler name and its aliases,
-`default-scheduler` and each `--scheduler-name`) and the node controller (`runtimekit.cli.embedded`), writes
+`default-scheduler` and each `--scheduler-name`), the node controller and the kit's admission webhook
+(`--no-webhook` leaves it out; `runtimekit.cli.embedded`), writes
 `DIR/kubeconfig` and `DIR/cluster.json`, and prints exactly one line on stdout,
 `ready: <kubeconfig>`, once nodes are Ready with their GPUs advertised and the scheduler has seen
 them. `--protocol` takes a protocol file or a preset's name (`--protocol hami`: HAMi's manifests run
@@ -68,6 +69,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
     parser.add_argument("--no-exporter", action="store_true", help="do not run an exporter per node")
+    parser.add_argument(
+        "--no-webhook",
+        action="store_true",
+        help="do not run the kit's admission webhook (docs/user-guide/webhook.md), nor register it",
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -92,6 +98,7 @@ def run(args: argparse.Namespace) -> int:
         scheduler_plugins_dir=args.scheduler_plugins_dir,
         protocol_path=args.protocol,
         exporter=None if args.no_exporter else start_node_exporter,
+        webhook=not args.no_webhook,
     )
     try:
         cluster = start_cluster(options, ready_timeout_s=args.ready_timeout)

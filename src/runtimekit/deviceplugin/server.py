@@ -23,6 +23,7 @@ from runtimekit.api.runtimekit.v1 import runtime_pb2 as rpb
 from runtimekit.api.v1beta1 import deviceplugin_pb2 as dp
 from runtimekit.api.v1beta1 import deviceplugin_pb2_grpc as dp_grpc
 from runtimekit.base.rpcerrors import Code, ServiceError, grpc_method
+from runtimekit.base.unixsockets import check_path
 from runtimekit.deviceplugin.resources import AdvertisedDevice, ResourceSpec, socket_name
 from runtimekit.deviceplugin.service import DevicePluginService
 
@@ -136,7 +137,8 @@ class ResourceServer:
         self._inode: int | None = None
 
     def start(self) -> None:
-        """(Re)start serving on a fresh socket file."""
+        """(Re)start serving on a fresh socket file. Raises ValueError for a socket path too long to bind."""
+        check_path(str(self.socket), f"the socket for {self.spec.name}")
         self.stop()
         self.socket.unlink(missing_ok=True)
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8, thread_name_prefix="device-plugin"))

@@ -1,10 +1,11 @@
 """Cluster trace files in the Alibaba openb format (cluster-trace-gpu-v2023).
 
 Node lists: `sn, cpu_milli, memory_mib, gpu, model`. Pod lists: `name, cpu_milli, memory_mib,
-num_gpu, gpu_milli[, gpu_spec, ...]`; other columns (qos, phase, times) are ignored. A bad file
+num_gpu, gpu_milli[, gpu_spec, ...]`; other columns (qos, phase, times) are not used. A bad file
 raises `TraceError` naming the file, line and column; nothing is returned for it. Numbers are whole,
 not negative and within `COLUMN_MAX` (no node has more than 64 GPUs, a share is at most 1000 milli
-of one GPU), node models are models the kit knows, and names are unique.
+of one GPU), node models are models the kit knows, names are unique, and no pod is deleted before
+it is created (`deletion_time` before `creation_time`, where a row gives both).
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ def parse_pod_list(text: str, source: str = "<pods>") -> list[TracePod]:
         num_gpu = _int(source, line, "num_gpu", cells["num_gpu"])
         milli = _int(source, line, "gpu_milli", cells["gpu_milli"])
         spec = cells.get("gpu_spec", "").strip()
+        _check_lifetime(source, line, name, cells)
         pods.append(
             TracePod(
                 name,
@@ -173,6 +175,20 @@ def parse_pod_list(text: str, source: str = "<pods>") -> list[TracePod]:
             )
         )
     return pods
+
+
+def _check_lifetime(source: str, line: int, name: str, cells: dict[str, str]) -> None:
+    """A pod's deletion may not come before its creation (the times are seconds in the trace)."""
+    created, deleted = cells.get("creation_time", "").strip(), cells.get("deletion_time", "").strip()
+    if not (created and deleted):
+        return
+    start = _int(source, line, "creation_time", created)
+    end = _int(source, line, "deletion_time", deleted)
+    if end < start:
+        raise TraceError(
+            f"{source}:{line}: pod {name!r} is deleted before it is created: "
+            f"column 'deletion_time' {end} is before 'creation_time' {start}"
+        )
 
 
 def _read(path: str | Path) -> str:

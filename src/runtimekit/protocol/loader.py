@@ -30,11 +30,11 @@ from runtimekit.base.textfiles import TextError, load_yaml, load_yaml_all, read_
 from runtimekit.kube.semantics.names import check_dns_subdomain, check_qualified_name
 from runtimekit.protocol.checks import alias_problem, distinct_problem, read_version
 from runtimekit.protocol.names import (
-    check_absolute_path,
     check_extended_resource_name,
     check_memory_unit,
     check_mig_prefix,
     check_replicas,
+    check_socket_path,
     list_of,
     memory_unit_mib,
     optional,
@@ -221,7 +221,7 @@ _CHECKS: Mapping[str, Validator] = {
     "annotations.policy": check_qualified_name,
     "annotations.gpuModels": check_qualified_name,
     "annotations.simulatedRuntime": check_qualified_name,
-    "sockets.runtime": check_absolute_path,
+    "sockets.runtime": check_socket_path,
     "resources.memoryPercent": optional(check_extended_resource_name),
     "resources.gpuReplicas": check_replicas,
     "resources.memoryAdvertised": _typed,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from runtimekit.base.unixsockets import path_problem
 from runtimekit.kube.semantics.names import check_qualified_name
 from runtimekit.kube.semantics.quantity import parse_quantity
 
@@ -37,6 +38,13 @@ def check_absolute_path(value: str) -> str | None:
     if not value.startswith("/") or "\x00" in value:
         return "must be an absolute path"
     return None
+
+
+def check_socket_path(value: str) -> str | None:
+    """The runtime's socket: an absolute path that fits a unix socket address, and so does its
+    exporter socket, `exporter/` beside it."""
+    parent, _, name = value.rpartition("/")
+    return check_absolute_path(value) or path_problem(value) or path_problem(f"{parent}/exporter/{name}")
 
 
 def memory_unit_mib(value: str) -> int:

@@ -112,7 +112,7 @@ class RuntimeDaemon:
         exporter_group: int | None = None,
     ) -> None:
         """`exporter_socket_path`: "" for the default beside the socket (`grpc_server.exporter_socket`),
-        None for none; `exporter_group` owns it (mode 0660), else it is 0666."""
+        None for none; it is mode 0660, its group `exporter_group`, else the runtime's own."""
         self.runtime = runtime
         self.socket_path = socket_path
         self.exporter_socket_path = exporter_socket(socket_path) if exporter_socket_path == "" else exporter_socket_path

@@ -13,9 +13,10 @@ watch, allocations, status, exporter data) and `SetDeviceHealth`, which the expo
 detector uses to mark GPUs (a mark only keeps new pods off a GPU). Allocate, Release, Enable,
 Disable and InjectFault answer PERMISSION_DENIED there, so an exporter, or whoever takes it over,
 cannot take or free GPUs, switch the runtime off or fake faults. The main socket is mode 0660
-root:root; the exporter socket is 0660 with `exporter_group` as its group (the exporter's), or 0666
-when none is given. Unix socket permissions are the boundary: gRPC's Python server does not expose
-the peer's credentials (SO_PEERCRED), so per-method checks by caller are not possible on one socket.
+root:root; the exporter socket is 0660 with `exporter_group` as its group (the exporter's), or the
+runtime's own group when none is given (never world-writable: anyone on the node could mark GPUs).
+Unix socket permissions are the boundary: gRPC's Python server does not expose the peer's
+credentials (SO_PEERCRED), so per-method checks by caller are not possible on one socket.
 
 `RuntimeServer.stop(grace)` stops accepting, lets calls in flight finish for up to `grace` seconds,
 then waits for the pool, so no call runs after it returns.
@@ -38,6 +39,7 @@ import grpc
 from runtimekit.api.kubelet import unix_target
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.api.runtimekit.v1 import runtime_pb2_grpc as pb_grpc
+from runtimekit.base.unixsockets import check_path
 from runtimekit.protocol.loader import Sockets
 from runtimekit.runtime.devices import DeviceTable
 from runtimekit.runtime.grpc_api import (
@@ -225,10 +227,11 @@ class RuntimeServer:
                 name: handler if name in EXPORTER_METHODS else _refused_handler(name, handler)
                 for name, handler in handlers.items()
             }
-            mode = 0o666 if self.exporter_group is None else 0o660
-            await self._listen(self.exporter_path, exporter, mode, self.exporter_group)
+            group = os.getegid() if self.exporter_group is None else self.exporter_group
+            await self._listen(self.exporter_path, exporter, 0o660, group)
 
     async def _listen(self, socket_path: str, handlers: Mapping[str, Handler], mode: int, group: int | None) -> None:
+        check_path(socket_path, "the runtime's exporter socket" if socket_path == self.exporter_path else "its socket")
         path = Path(socket_path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if path.exists() or path.is_symlink():

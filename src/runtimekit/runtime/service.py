@@ -48,6 +48,7 @@ from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView
 from runtimekit.runtime.isolation import Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
+from runtimekit.runtime.names import check_allocate, check_release
 from runtimekit.runtime.pods import EventSink, PodResourcesSource, PodSource, stale_allocations
 from runtimekit.runtime.rebuild import Missing
 from runtimekit.runtime.recovery import Recovery
@@ -234,6 +235,7 @@ class NodeRuntime:
             raise ServiceError(
                 Code.INVALID_ARGUMENT, "Allocate needs the pod's namespace, name and uid and a container"
             )
+        check_allocate(request)
         try:
             return self._allocate(request)
         except ServiceError as exc:
@@ -307,6 +309,7 @@ class NodeRuntime:
     def release(self, uid: str, container: str = "") -> list[Allocation]:
         if not uid:
             raise ServiceError(Code.INVALID_ARGUMENT, "Release needs the pod's uid")
+        check_release(container)
         with self._lock:
             released = self._book.release(uid, container)
             if released:

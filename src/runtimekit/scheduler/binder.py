@@ -122,11 +122,26 @@ class BinderPool:
     def submit(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         """Bind an assumed pod (`task` as it will be bound: node and placement set) after the binds
         queued for its node; a member of a `group` binds with its group (see the module docstring)."""
+        self._enqueue(_Item(self._binding(task, choice), hooks, group))
+
+    def bind_now(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks) -> str | None:
+        """Bind an assumed pod on the caller's thread, as a binder thread would (the extender's bind
+        verb, which answers only once the pod is bound): None when bound, else why not (the failure
+        is handled as on a binder thread)."""
+        binding = self._binding(task, choice)
+        try:
+            self._pre_bind(binding, hooks)
+            self._bind(binding, hooks)
+        except Exception as exc:
+            self._failed(binding, hooks, exc)
+            return str(exc) or type(exc).__name__
+        self._bound(binding)
+        return None
+
+    def _binding(self, task: TaskInfo, choice: DeviceChoice) -> Binding:
         assert task.node is not None
-        binding = Binding(
-            task, task.node, choice, {self.protocol.annotations.assume_time: str(time.time_ns())}, volumes=self.volumes
-        )
-        self._enqueue(_Item(binding, hooks, group))
+        stamp = {self.protocol.annotations.assume_time: str(time.time_ns())}
+        return Binding(task, task.node, choice, stamp, volumes=self.volumes)
 
     def abandon(self, task: TaskInfo, group: BindGroup) -> None:
         """A member of `group` could not be assumed (the caller unreserved it): its group fails."""

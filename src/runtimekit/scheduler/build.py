@@ -1,6 +1,8 @@
 """One way to build the live scheduler: a typed, frozen `SchedulerConfig` in, a `Scheduler` (not yet
 started) out. Callers: `runtimekit scheduler`, whose flags become a config (`cli/scheduler.py`), the
-embedded cluster (`cli/embedded.py`) and the tests; an extender mode would be one more.
+embedded cluster (`cli/embedded.py`) and the tests. `build_extender` builds extender mode
+(`runtimekit extender`, `scheduler/extender/`) the same way, from an `ExtenderConfig` that carries a
+`SchedulerConfig` (the same conf, plugins, protocol, key and leader election) and where to serve.
 
 `build_scheduler` takes the steps of start-up in order and stops at the first that fails, with a
 one-line error naming what is wrong: the conf is read and checked with every problem collected
@@ -22,7 +24,9 @@ from runtimekit.kube.http import KubeHttp
 from runtimekit.model.authority import Signer
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.framework import BuildContext, Framework, Registry, SchedulerConf
+from runtimekit.scheduler.extender.schedconfig import DEFAULT_LISTEN, DEFAULT_URL_PREFIX, EXTENDER_CONF_TEXT
+from runtimekit.scheduler.extender.server import ExtenderOptions, ExtenderServer
+from runtimekit.scheduler.framework import BuildContext, Framework, Registry, SchedulerConf, parse_conf
 from runtimekit.scheduler.framework.arguments import ArgumentError
 from runtimekit.scheduler.framework.check import Checked, check_file, check_parsed
 from runtimekit.scheduler.framework.sampling import NodeSampling
@@ -32,9 +36,11 @@ __all__ = [
     "AssignmentKeys",
     "ConfCheckFailed",
     "Endpoints",
+    "ExtenderConfig",
     "KubeConnection",
     "LeaderElection",
     "SchedulerConfig",
+    "build_extender",
     "build_scheduler",
     "registry_and_context",
 ]
@@ -125,6 +131,50 @@ class SchedulerConfig:
     @property
     def conf_path(self) -> str | None:
         return None if self.conf is None or isinstance(self.conf, SchedulerConf) else str(self.conf)
+
+
+@dataclass(frozen=True)
+class ExtenderConfig:
+    """Extender mode: the scheduler's config (its `conf` None means the extender's own default, the GPU
+    plugins alone; its leader election's Lease is named `lj-runtimekit-extender` unless named), and
+    where kube-scheduler reaches the extender."""
+
+    scheduler: SchedulerConfig = field(default_factory=SchedulerConfig)
+    listen: str = DEFAULT_LISTEN
+    url_prefix: str = DEFAULT_URL_PREFIX
+    bind_wait: float = 1.0  # how long a bind waits for a pod the informer has not shown yet
+
+
+def build_extender(config: ExtenderConfig) -> ExtenderServer:
+    """The extender of `config`, not started; raises as `build_scheduler` does."""
+    inner = config.scheduler
+    registry, context = registry_and_context(inner)
+    conf = parse_conf(EXTENDER_CONF_TEXT, "<extender default>") if inner.conf is None else inner.conf
+    framework = checked_framework(conf, registry, context)
+    http = _connect(inner.kube, inner.names[0])
+    try:
+        signer = assignment_signer(inner.keys, writes_assignments(framework))
+    except ArgumentError:
+        if http is not inner.kube:
+            http.close()
+        raise
+    election = inner.leader_election
+    options = ExtenderOptions(
+        listen=config.listen,
+        url_prefix=config.url_prefix,
+        scheduler_names=inner.scheduler_names,
+        bind_wait=config.bind_wait,
+        leader_elect=election.enabled,
+        lease_name=election.name or ExtenderOptions.lease_name,
+        lease_namespace=election.namespace,
+        lease_seconds=election.lease_seconds,
+        renew_every=election.renew_every,
+        renew_deadline=election.renew_deadline,
+        signer=signer,
+    )
+    if election.identity:
+        options.identity = election.identity
+    return ExtenderServer(http, framework, inner.protocol, options)
 
 
 def build_scheduler(config: SchedulerConfig) -> Scheduler:

@@ -1,5 +1,6 @@
-"""The registry of built-in actions and plugins. Callers build it explicitly and may add their
-own (plugins directory, entry points) before building a framework."""
+"""The registry of built-in actions and plugins (and the seed design's aliases of the GPU plugins).
+Callers build it explicitly and may add their own (plugins directory, entry points) before building
+a framework."""
 
 from __future__ import annotations
 
@@ -51,6 +52,9 @@ PLUGINS: dict[str, PluginBuilder] = {
     "resourcequota": resourcequota.build,
     "pdb": pdb.build,
 }
+# The seed design's names for the GPU plugins, which confs written for it use: each builds the plugin
+# it names (under that plugin's own name), so such a conf runs unchanged.
+ALIASES: dict[str, str] = {"StandardPlugin": gpushare.NAME, "MigPlugin": mig.NAME}
 
 
 def builtin_registry(replaced: Mapping[str, PluginBuilder] | None = None) -> Registry:
@@ -62,6 +66,9 @@ def builtin_registry(replaced: Mapping[str, PluginBuilder] | None = None) -> Reg
     registry = Registry()
     for name, action in ACTIONS.items():
         registry.register_action(name, action)
-    for name, plugin in {**PLUGINS, **(replaced or {})}.items():
+    builders = {**PLUGINS, **(replaced or {})}
+    for name, plugin in builders.items():
         registry.register_plugin(name, plugin)
+    for alias, name in ALIASES.items():
+        registry.register_plugin(alias, builders[name], origin=f"builtin (an alias of {name})")
     return registry

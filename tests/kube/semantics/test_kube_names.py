@@ -7,11 +7,34 @@ import pytest
 
 from runtimekit.kube.semantics.names import (
     LABEL_VALUE_MSG,
+    check_dns_label,
     check_dns_subdomain,
     check_label_value,
     check_qualified_name,
     is_extended_resource_name,
 )
+
+
+@pytest.mark.parametrize(
+    ("value", "ok"),
+    [
+        ("main", True),
+        ("a", True),
+        ("web-1", True),
+        ("0abc", True),
+        ("x" * 63, True),
+        ("x" * 64, False),
+        ("", False),
+        ("Main", False),
+        ("a.b", False),
+        ("a_b", False),
+        ("-a", False),
+        ("a-", False),
+        ("a\n", False),
+    ],
+)
+def test_dns_labels(value: str, ok: bool) -> None:
+    assert (check_dns_label(value) is None) is ok
 
 
 @pytest.mark.parametrize(

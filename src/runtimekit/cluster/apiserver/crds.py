@@ -1,9 +1,10 @@
 """CustomResourceDefinitions: validate one, derive the resources it serves, and its status.
 
 Creating a CRD registers its served versions in the `ResourceTable` at once (the real server's
-`Established` condition is set immediately); deleting it removes them and their objects. There is
-no schema validation, pruning or conversion webhook: every version serves the same stored objects
-with its own `apiVersion`. Pure functions; called by `operations.py`.
+`Established` condition is set immediately); deleting it removes them and their objects. Its objects
+are checked against each version's structural schema (`crschema`); there is no pruning, defaulting
+or conversion webhook: every version serves the same stored objects with its own `apiVersion`. Pure
+functions; called by `operations.py`.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ class CustomResourceDefinitionVersion(TypedDict, total=False):
     served: bool
     storage: bool
     subresources: JsonObject  # status, scale
+    schema: JsonObject  # openAPIV3Schema (`crschema` checks objects by it)
     additionalPrinterColumns: list[CustomResourceColumnDefinition]
 
 

@@ -229,6 +229,23 @@ def _priority_class(obj: PriorityClass) -> None:
     obj.setdefault("preemptionPolicy", "PreemptLowerPriority")
 
 
+def _webhooks(obj: JsonObject) -> None:
+    """admissionregistration/v1's defaults for each webhook of a configuration."""
+    for hook in obj.get("webhooks") or ():
+        hook.setdefault("failurePolicy", "Fail")
+        hook.setdefault("matchPolicy", "Equivalent")
+        hook.setdefault("namespaceSelector", {})
+        hook.setdefault("objectSelector", {})
+        hook.setdefault("timeoutSeconds", 10)
+        if obj.get("kind") == "MutatingWebhookConfiguration":
+            hook.setdefault("reinvocationPolicy", "Never")
+        for rule in hook.get("rules") or ():
+            rule.setdefault("scope", "*")
+        service = (hook.get("clientConfig") or {}).get("service")
+        if isinstance(service, dict):
+            service.setdefault("port", 443)
+
+
 _Kind = TypeVar("_Kind")
 
 
@@ -251,12 +268,14 @@ _BY_KIND: dict[str, Callable[[JsonObject], None]] = {
     "PersistentVolumeClaim": _of_kind(_claim),
     "PersistentVolume": _of_kind(_volume),
     "StorageClass": _of_kind(_storage_class),
+    "MutatingWebhookConfiguration": _webhooks,
+    "ValidatingWebhookConfiguration": _webhooks,
 }
 
 
 def apply_defaults(group: str, kind: str, obj: JsonObject) -> None:
     """Fill in server defaults for a new object of a built-in kind (custom kinds get none)."""
-    if group in ("", "apps", "batch", "scheduling.k8s.io", "storage.k8s.io"):
+    if group in ("", "apps", "batch", "scheduling.k8s.io", "storage.k8s.io", "admissionregistration.k8s.io"):
         defaulter = _BY_KIND.get(kind)
         if defaulter is not None:
             defaulter(obj)

@@ -8,6 +8,7 @@ Called by `server.ApiServer`.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -16,19 +17,19 @@ from typing import Any
 from aiohttp import web
 
 from runtimekit.cluster.apiserver import conversion, discovery, scale
-from runtimekit.cluster.apiserver.bodies import MAX_BODY_BYTES, body_too_large
+from runtimekit.cluster.apiserver.admission.attributes import CREATE, DELETE, UPDATE
+from runtimekit.cluster.apiserver.admission.requests import Admission, Admit, admitted_delete, run
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
     bad_request,
-    field_forbidden,
     internal,
-    invalid,
     method_not_allowed,
     resource_not_found,
     success_status,
     unsupported_media_type,
 )
+from runtimekit.cluster.apiserver.httpio import STREAM_ITEMS, dry_run, read_body, stream_list
 from runtimekit.cluster.apiserver.listing import (
     Filter,
     TableRequest,
@@ -45,8 +46,10 @@ from runtimekit.cluster.apiserver.routing import (
     Output,
     Rendering,
     Target,
+    check_initial_events,
     decode_continue,
     encode_continue,
+    field_validation,
     negotiate,
     parse_bool,
     parse_int,
@@ -55,7 +58,7 @@ from runtimekit.cluster.apiserver.routing import (
 )
 from runtimekit.cluster.apiserver.store import Key, Stored, dumps
 from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
-from runtimekit.cluster.apiserver.typed import FieldValidation, collect_warnings
+from runtimekit.cluster.apiserver.typed import collect_warnings
 from runtimekit.cluster.apiserver.watch import Waker, WatchRequest, WatchStream, pods_on_node
 from runtimekit.kube.objects import StatusDetails
 
@@ -69,7 +72,6 @@ _SUBRESOURCE_METHODS = {
     "eviction": ("POST",),
     "scale": ("GET", "PUT", "PATCH"),
 }
-_STREAM_ITEMS = 1000  # lists longer than this are streamed in chunks of this many items
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -90,6 +92,7 @@ class Handlers:
     bookmark_interval: float
     watch_timeout: float
     address: Callable[[], str]
+    admission: Admission
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         with collect_warnings() as warnings:
@@ -177,7 +180,7 @@ class Handlers:
         if method not in _METHOD_VERBS:
             raise method_not_allowed()
         if target.subresource == "binding" and method == "POST":
-            return await self._bind(request, target, target.name)
+            return await self._bind(request, info, target, target.name)
         if target.subresource == "eviction" and method == "POST":
             return await self._evict(request, info, target)
         if method == "POST" and target.name is None and target.subresource == "":
@@ -185,7 +188,7 @@ class Handlers:
                 raise method_not_allowed()
             self._allow(info, "create")
             if info.plural == "bindings" and info.group == "":
-                return await self._bind(request, target, None)
+                return await self._bind(request, info, target, None)
             return await self._create(request, info, target, query)
         if target.name is None or method == "POST":
             raise method_not_allowed()
@@ -196,6 +199,16 @@ class Handlers:
             return await self._patch(request, info, target, query)
         return await self._delete(request, info, target, query)
 
+    def _admit(self, request: web.Request, info: ResourceInfo, target: Target, operation: str) -> Admit | None:
+        """The request's admission; None (at the cost of two dict lookups) while no webhook is registered."""
+        if not self.admission.active():
+            return None
+        namespace, name, subresource = target.namespace, target.name or "", target.subresource
+        authorization, dry = request.headers.get("Authorization"), dry_run(request)
+        return self.admission.admit(
+            authorization, info, operation, namespace=namespace, name=name, subresource=subresource, dry_run=dry
+        )
+
     @staticmethod
     def _allow(info: ResourceInfo, verb: str) -> None:
         if verb not in info.verbs:
@@ -205,7 +218,7 @@ class Handlers:
         content_type = request.headers.get("Content-Type", "application/json").split(";")[0].strip().lower()
         if content_type not in _BODY_TYPES and content_type not in ("", "*/*", "text/plain"):
             raise unsupported_media_type(content_type, ["application/json", "application/yaml"])
-        return decode_body(await _read(request), content_type, kind)
+        return decode_body(await read_body(request), content_type, kind)
 
     def _one(self, request: web.Request, info: ResourceInfo, stored: Stored, status: int = 200) -> web.Response:
         """A single object in the requested rendering (kubectl asks for a one-row Table)."""
@@ -274,9 +287,9 @@ class Handlers:
             )
         if rendering.output is Output.PARTIAL:
             return _json(partial_list_bytes(page.rv, token, served, rendering.version))
-        if len(served) <= _STREAM_ITEMS:
+        if len(served) <= STREAM_ITEMS:
             return _json(list_bytes(info, page.rv, token, served))
-        return await _stream_list(request, list_parts(info, page.rv, token), served)
+        return await stream_list(request, list_parts(info, page.rv, token), served)
 
     def _list_position(self, query: Mapping[str, str]) -> tuple[int | None, Key | None]:
         """(resourceVersion to list at, key to start after) from continue / resourceVersionMatch."""
@@ -300,52 +313,67 @@ class Handlers:
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         body = await self._body(request, info.kind)
-        stored = self.api.create(
-            info, target.namespace or "", body, dry_run=_dry_run(request), validation=_field_validation(query)
+        admit = self._admit(request, info, target, CREATE)
+        call = functools.partial(
+            self.api.create,
+            info,
+            target.namespace or "",
+            body,
+            dry_run=dry_run(request),
+            validation=field_validation(query),
+            admit=admit,
         )
-        return self._one(request, info, stored, 201)
+        return self._one(request, info, await run(call, admit), 201)
 
     async def _update(
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         assert target.name is not None
         body = await self._body(request, info.kind)
-        stored = self.api.update(
+        admit = self._admit(request, info, target, UPDATE)
+        call = functools.partial(
+            self.api.update,
             info,
             target.namespace or "",
             target.name,
             body,
             subresource=target.subresource,
-            dry_run=_dry_run(request),
-            validation=_field_validation(query),
+            dry_run=dry_run(request),
+            validation=field_validation(query),
+            admit=admit,
         )
-        return self._one(request, info, stored)
+        return self._one(request, info, await run(call, admit))
 
     async def _patch(
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         assert target.name is not None
-        stored = self.api.patch(
+        admit = self._admit(request, info, target, UPDATE)
+        call = functools.partial(
+            self.api.patch,
             info,
             target.namespace or "",
             target.name,
             request.headers.get("Content-Type", ""),
-            await _read(request),
+            await read_body(request),
             subresource=target.subresource,
-            dry_run=_dry_run(request),
-            validation=_field_validation(query),
+            dry_run=dry_run(request),
+            validation=field_validation(query),
+            admit=admit,
         )
-        return self._one(request, info, stored)
+        return self._one(request, info, await run(call, admit))
 
     async def _delete(
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         assert target.name is not None
-        raw = await _read(request)
+        raw = await read_body(request)
         options = DeleteOptions.parse(
             decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
         )
-        result = delete(self.api, info, target.namespace or "", target.name, options)
+        admit = self._admit(request, info, target, DELETE)
+        call = functools.partial(admitted_delete, self.api, info, target.namespace or "", target.name, options, admit)
+        result = await run(call, admit)
         if result.gone and not info.returns_deleted_object:
             details: StatusDetails = {"name": result.stored.name, "kind": info.plural}
             if info.group:
@@ -359,7 +387,7 @@ class Handlers:
     ) -> web.Response:
         if info.namespaced and target.namespace is None:
             raise method_not_allowed()
-        raw = await _read(request)
+        raw = await read_body(request)
         options = DeleteOptions.parse(
             decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
         )
@@ -380,18 +408,19 @@ class Handlers:
             body = scale.get_scale(self.api, info, namespace, target.name)
         elif method == "PUT":
             scale_body = await self._body(request, "Scale")
-            body = scale.update_scale(self.api, info, namespace, target.name, scale_body, _dry_run(request))
+            body = scale.update_scale(self.api, info, namespace, target.name, scale_body, dry_run(request))
         else:
             content_type = request.headers.get("Content-Type", "")
             raw = await request.read()
-            body = scale.patch_scale(self.api, info, namespace, target.name, content_type, raw, _dry_run(request))
+            body = scale.patch_scale(self.api, info, namespace, target.name, content_type, raw, dry_run(request))
         return _json(dumps(body))
 
-    async def _bind(self, request: web.Request, target: Target, name: str | None) -> web.Response:
+    async def _bind(self, request: web.Request, info: ResourceInfo, target: Target, name: str | None) -> web.Response:
         if target.namespace is None:
             raise method_not_allowed()
-        body = await self._body(request, "Binding")
-        self.api.bind(target.namespace, name, body)
+        body, namespace = await self._body(request, "Binding"), target.namespace
+        admit = self._admit(request, info, target, CREATE)
+        await run(lambda: self.api.bind(namespace, name, admit.review(body) if admit else body), admit)
         return _json(dumps(success_status(201)), 201)
 
     async def _evict(self, request: web.Request, info: ResourceInfo, target: Target) -> web.Response:
@@ -402,8 +431,9 @@ class Handlers:
         eviction = await self._body(request, "Eviction")
         if not isinstance(eviction, dict) or (eviction.get("metadata") or {}).get("name", target.name) != target.name:
             raise bad_request("name in URL does not match name in Eviction object")
-        options = DeleteOptions.parse(eviction.get("deleteOptions"), {})
-        delete(self.api, info, target.namespace, target.name, options)
+        admit, namespace, name = self._admit(request, info, target, CREATE), target.namespace, target.name
+        reviewed = await run(lambda: admit.review(eviction), admit) if admit else eviction
+        delete(self.api, info, namespace, name, DeleteOptions.parse(reviewed.get("deleteOptions"), {}))
         return _json(dumps(success_status(201)), 201)
 
     # watch ------------------------------------------------------------------------------------------
@@ -418,7 +448,7 @@ class Handlers:
         send_initial = parse_bool(query, "sendInitialEvents")
         bookmarks = parse_bool(query, "allowWatchBookmarks")
         if send_initial:
-            _check_initial_events(query, bookmarks)
+            check_initial_events(query, bookmarks)
         timeout = parse_int(query, "timeoutSeconds")
         rendering = negotiate(request.headers.get("Accept", ""))
         watch = WatchRequest(
@@ -444,57 +474,3 @@ class Handlers:
         except Exception:
             log.exception("watch %s failed", request.path_qs)
         return response
-
-
-async def _stream_list(request: web.Request, parts: tuple[bytes, bytes], items: list[bytes]) -> web.StreamResponse:
-    """A large list, written in chunks as it is joined (no second copy of the whole body)."""
-    response = web.StreamResponse(headers={"Content-Type": "application/json"})
-    response.enable_chunked_encoding()
-    await response.prepare(request)
-    await response.write(parts[0])
-    for at in range(0, len(items), _STREAM_ITEMS):
-        chunk = b",".join(items[at : at + _STREAM_ITEMS])
-        await response.write(b"," + chunk if at else chunk)
-    await response.write(parts[1])
-    await response.write_eof()
-    return response
-
-
-async def _read(request: web.Request) -> bytes:
-    """The body, refused with kube-apiserver's 413 past its 3 MiB limit (before reading it all)."""
-    if request.content_length is not None and request.content_length > MAX_BODY_BYTES:
-        raise body_too_large()
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge:
-        raise body_too_large() from None
-
-
-def _field_validation(query: Mapping[str, str]) -> FieldValidation:
-    return FieldValidation.parse(query.get("fieldValidation", ""))
-
-
-def _dry_run(request: web.Request) -> bool:
-    values = request.query.getall("dryRun", [])
-    if any(v != "All" for v in values):
-        raise bad_request(f"unsupported dryRun value(s) {values}: only All is supported")
-    return bool(values)
-
-
-def _check_initial_events(query: Mapping[str, str], bookmarks: bool) -> None:
-    causes = []
-    if query.get("resourceVersionMatch") != "NotOlderThan":
-        causes.append(
-            field_forbidden(
-                "resourceVersionMatch",
-                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
-            )
-        )
-    if not bookmarks:
-        causes.append(
-            field_forbidden(
-                "allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is specified"
-            )
-        )
-    if causes:
-        raise invalid("ListOptions", "", causes, "meta.k8s.io")

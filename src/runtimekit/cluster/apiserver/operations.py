@@ -10,6 +10,7 @@ Callers: the HTTP handlers, and in-process code that wants to seed objects quick
 
 from __future__ import annotations
 
+import copy
 import random
 import time
 import uuid
@@ -18,6 +19,7 @@ from typing import Any, cast
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver import (
+    binding,
     conversion,
     crds,
     storageadmission,
@@ -26,7 +28,11 @@ from runtimekit.cluster.apiserver import (
     vcjob_admission,
     workloads,
 )
+from runtimekit.cluster.apiserver.admission.admitted import admitted_write, mutated_create
+from runtimekit.cluster.apiserver.admission.checks import check_configuration
+from runtimekit.cluster.apiserver.admission.requests import Admit
 from runtimekit.cluster.apiserver.bodies import decode_body
+from runtimekit.cluster.apiserver.crschema import SchemaSet
 from runtimekit.cluster.apiserver.defaults import apply_defaults, apply_update_defaults
 from runtimekit.cluster.apiserver.deletion import KubeletHook, finish_deletion
 from runtimekit.cluster.apiserver.errors import (
@@ -57,8 +63,6 @@ from runtimekit.cluster.apiserver.store import Store, Stored
 from runtimekit.cluster.apiserver.typed import FieldValidation
 from runtimekit.kube import jsoncodec
 from runtimekit.kube.objects import (
-    Binding,
-    Condition,
     JsonObject,
     ObjectMeta,
     PersistentVolumeClaim,
@@ -95,9 +99,11 @@ class Api:
         clock: Callable[[], float] = time.time,
         rng: random.Random | None = None,
         shapes: ShapeSet | None = None,
+        schemas: SchemaSet | None = None,
     ) -> None:
         self.table = table
         self.shapes = shapes  # the kinds' OpenAPI shapes: bodies are decoded as kube-apiserver does
+        self.schemas = schemas or SchemaSet()  # custom kinds' structural schemas, checked on every write
         self.store = store
         self.clock = clock
         self.rng = rng or random.Random()
@@ -206,8 +212,12 @@ class Api:
             causes += validation.check_pod(pod) if old is None else validation.check_pod_update(cast(Pod, old), pod)
         if info.group == "apiextensions.k8s.io":
             causes += crds.check_crd(cast(crds.CustomResourceDefinition, obj))
+        if info.group == "admissionregistration.k8s.io":
+            causes += check_configuration(info.kind, obj)
         if info.group == "apps" and info.kind in workloads.KINDS:
             causes += workloads.check_workload(cast(workloads.Workload, obj), cast("workloads.Workload | None", old))
+        if info.custom:
+            causes += self.schemas.check(info.api_version, info.kind, obj, old)
         if causes:
             raise invalid(info.kind, str(meta.get("name", "")), causes, info.group)
         if vcjob_admission.is_job(info.group, info.kind):
@@ -223,9 +233,12 @@ class Api:
         *,
         dry_run: bool = False,
         validation: FieldValidation = WARN,
+        admit: Admit | None = None,
     ) -> Stored:
         obj = self.check_type(info, body, validation)
         self._check_namespace(info, obj, namespace)
+        if admit is not None:
+            obj = mutated_create(self, info, obj, namespace, admit)
         storage = self.storage_of(info)
         obj = conversion.to_stored(info, storage, obj) if conversion.needs_conversion(info, storage) else obj
         meta = obj["metadata"]
@@ -242,12 +255,26 @@ class Api:
             if self.store.get(storage, meta.get("namespace", ""), meta["name"]) is not None:
                 raise _already_exists(info, meta["name"])
             self._init_metadata(storage, obj)
-            if dry_run:
-                return self.store.make(storage, obj, self.store.rv)
-            stored = self.store.put(storage, obj, None)
-            if storage.group == "apiextensions.k8s.io":
-                self.table.add(crds.crd_resources(cast(crds.CustomResourceDefinition, obj)))
-            return stored
+            if admit is None:
+                return self._store_new(storage, obj, dry_run)
+        admit.validate(obj, None)  # outside the lock: a webhook may take seconds
+        with self.store.lock:
+            if self.store.get(storage, meta.get("namespace", ""), meta["name"]) is not None:
+                raise _already_exists(info, meta["name"])
+            return self._store_new(storage, obj, dry_run)
+
+    def _store_new(self, storage: ResourceInfo, obj: JsonObject, dry_run: bool) -> Stored:
+        if dry_run:
+            return self.store.make(storage, obj, self.store.rv)
+        stored = self.store.put(storage, obj, None)
+        if storage.group == "apiextensions.k8s.io":
+            self.register_crd(cast(crds.CustomResourceDefinition, obj))
+        return stored
+
+    def register_crd(self, crd: crds.CustomResourceDefinition) -> None:
+        """Serve what a written (or restored) CRD declares, and check its objects by its schemas."""
+        self.table.add(crds.crd_resources(crd))
+        self.schemas.add_crd(crd)
 
     def _generate_name(self, storage: ResourceInfo, meta: ObjectMeta) -> str:
         base = str(meta["generateName"])[:58]
@@ -302,11 +329,16 @@ class Api:
         subresource: str = "",
         dry_run: bool = False,
         validation: FieldValidation = WARN,
+        admit: Admit | None = None,
     ) -> Stored:
         obj = self.check_type(info, body, validation)
         self._check_name(obj, name)
         self._check_namespace(info, obj, namespace)
         storage = self.storage_of(info)
+        if admit is not None:
+            return admitted_write(
+                self, info, namespace, name, lambda _: copy.deepcopy(obj), admit, subresource, dry_run
+            )
         obj = conversion.to_stored(info, storage, obj) if conversion.needs_conversion(info, storage) else obj
         with self.store.lock:
             current = self.get(storage, namespace, name)
@@ -323,6 +355,7 @@ class Api:
         subresource: str = "",
         dry_run: bool = False,
         validation: FieldValidation = WARN,
+        admit: Admit | None = None,
     ) -> Stored:
         patch_type = content_type.split(";", maxsplit=1)[0].strip().lower()
         if patch_type == APPLY_PATCH:
@@ -337,19 +370,25 @@ class Api:
         except ValueError as exc:
             raise bad_request(f"error decoding patch: {exc}") from None
         storage = self.storage_of(info)
-        with self.store.lock:
-            current = self.get(storage, namespace, name)
-            original = self.served_obj(info, current)
-            patched = self._apply_patch(info, patch_type, original, document)
-            patched = self.check_type(info, patched, validation)
-            self._check_name(patched, name)
-            if info.namespaced and patched["metadata"].get("namespace", namespace) != namespace:
+
+        def patched(current: Stored) -> JsonObject:
+            found = self._apply_patch(info, patch_type, self.served_obj(info, current), document)
+            found = self.check_type(info, found, validation)
+            self._check_name(found, name)
+            if info.namespaced and found["metadata"].get("namespace", namespace) != namespace:
                 raise bad_request(
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
+            return found
+
+        if admit is not None:
+            return admitted_write(self, info, namespace, name, patched, admit, subresource, dry_run)
+        with self.store.lock:
+            current = self.get(storage, namespace, name)
+            obj = patched(current)
             if conversion.needs_conversion(info, storage):
-                patched = conversion.to_stored(info, storage, patched)
-            return self._write(info, storage, current, patched, subresource, dry_run)
+                obj = conversion.to_stored(info, storage, obj)
+            return self._write(info, storage, current, obj, subresource, dry_run)
 
     @staticmethod
     def _apply_patch(info: ResourceInfo, patch_type: str, original: JsonObject, document: Any) -> Any:
@@ -375,6 +414,13 @@ class Api:
         subresource: str,
         dry_run: bool,
     ) -> Stored:
+        old, new = self.prepare_write(info, storage, current, obj, subresource)
+        return self.commit_write(storage, current, old, new, subresource, dry_run)
+
+    def prepare_write(
+        self, info: ResourceInfo, storage: ResourceInfo, current: Stored, obj: JsonObject, subresource: str
+    ) -> tuple[JsonObject, JsonObject]:
+        """(old, new): the object an update would store, checked; the caller holds the lock."""
         old = current.obj()
         self._preconditions(info, current, old, obj)
         new = self._merge_update(storage, old, obj, subresource)
@@ -384,6 +430,12 @@ class Api:
         if storage.tracks_generation and _spec_part(new) != _spec_part(old):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
+        return old, new
+
+    def commit_write(
+        self, storage: ResourceInfo, current: Stored, old: JsonObject, new: JsonObject, subresource: str, dry_run: bool
+    ) -> Stored:
+        """Store what `prepare_write` made (nothing for a no-op or a dry run); the caller holds the lock."""
         if new == old or dry_run:
             return current if new == old else self.store.make(storage, new, current.rv)
         if new["metadata"].get("deletionTimestamp") and not new["metadata"].get("finalizers"):
@@ -392,7 +444,7 @@ class Api:
             return finish_deletion(self, storage, current, new)
         stored = self.store.put(storage, new, current)
         if storage.group == "apiextensions.k8s.io" and not subresource:
-            self.table.add(crds.crd_resources(cast(crds.CustomResourceDefinition, new)))
+            self.register_crd(cast(crds.CustomResourceDefinition, new))
         return stored
 
     def _preconditions(self, info: ResourceInfo, current: Stored, old: JsonObject, obj: JsonObject) -> None:
@@ -454,40 +506,8 @@ class Api:
     # binding --------------------------------------------------------------------------------------
 
     def bind(self, namespace: str, name: str | None, body: Any) -> None:
-        """`POST pods/{name}/binding` (or `POST bindings`): assign an unbound pod to a node."""
-        binding_info = self.resource("", "v1", "bindings")
-        binding = cast(Binding, self.check_type(binding_info, body))
-        meta = binding["metadata"]
-        if name is not None and meta.get("name") != name:
-            raise bad_request("name in URL does not match name in Binding object")
-        name = str(meta.get("name") or "")
-        causes = validation.check_binding(binding)
-        if causes:
-            raise invalid("Binding", name, causes)
-        pods = self.resource("", "v1", "pods")
-        with self.store.lock:
-            current = self.get(pods, namespace, name)
-            pod = cast(Pod, current.obj())
-            self._check_bindable(pod, name, meta.get("uid"))
-            pod["spec"]["nodeName"] = binding["target"]["name"]
-            annotations = meta.get("annotations") or {}
-            if annotations:
-                pod["metadata"].setdefault("annotations", {}).update(annotations)
-            _set_condition(pod, "PodScheduled", "True", self.now())
-            self.store.put(pods, cast(JsonObject, pod), current)
-
-    @staticmethod
-    def _check_bindable(pod: Pod, name: str, uid: object) -> None:
-        if uid and uid != pod["metadata"].get("uid"):
-            why = f"Precondition failed: UID in precondition: {uid}, UID in object meta: {pod['metadata'].get('uid')}"
-            raise conflict("pods/binding", name, why)
-        if pod["metadata"].get("deletionTimestamp"):
-            raise conflict("pods/binding", name, f"pod {name} is being deleted, cannot be assigned to a host")
-        node = pod.get("spec", {}).get("nodeName")
-        if node:
-            raise conflict("pods/binding", name, f'pod {name} is already assigned to node "{node}"')
-        if pod.get("spec", {}).get("schedulingGates"):
-            raise conflict("pods/binding", name, f"pod {name} has non-empty .spec.schedulingGates")
+        """`POST pods/{name}/binding` (or `POST bindings`): assign an unbound pod to a node (`binding.py`)."""
+        binding.bind(self, namespace, name, body)
 
 
 def _set_resource_version(value: object) -> bool:
@@ -495,18 +515,6 @@ def _set_resource_version(value: object) -> bool:
         return int(str(value or 0)) > 0
     except ValueError:
         return False
-
-
-def _set_condition(pod: Pod, kind: str, status: str, now: str) -> None:
-    conditions = pod.setdefault("status", {}).setdefault("conditions", [])
-    for condition in conditions:
-        if condition.get("type") == kind:
-            if condition.get("status") != status:
-                condition["lastTransitionTime"] = now
-            condition["status"] = status
-            return
-    added = {"type": kind, "status": status, "lastProbeTime": None, "lastTransitionTime": now}
-    conditions.append(cast(Condition, added))  # kube writes lastProbeTime as null, which Condition does not type
 
 
 def _graceful_pending(storage: ResourceInfo, obj: JsonObject) -> bool:

@@ -97,6 +97,8 @@ SCHEMAS: Mapping[str, Struct] = {
         {"metadata": METADATA, "spec": Struct({"template": POD_TEMPLATE}), "status": Struct({"conditions": CONDITIONS})}
     ),
     "ServiceAccount": Struct({"metadata": METADATA, "secrets": MergeList("name")}),
+    "MutatingWebhookConfiguration": Struct({"metadata": METADATA, "webhooks": MergeList("name")}),
+    "ValidatingWebhookConfiguration": Struct({"metadata": METADATA, "webhooks": MergeList("name")}),
 }
 DEFAULT = Struct({"metadata": METADATA})
 

@@ -98,6 +98,7 @@ def _same(*labels: str) -> tuple[tuple[str, str], ...]:
 
 
 _STATUS = frozenset({"status"})
+_ADMISSION = "admissionregistration.k8s.io"
 _SCALABLE = frozenset({"status", "scale"})  # the workloads `kubectl scale` works on
 _EVENT_FIELDS = (
     *_same(
@@ -272,6 +273,8 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     ResourceInfo("scheduling.k8s.io", "v1", "priorityclasses", "PriorityClass", False, ("pc",)),
     ResourceInfo("storage.k8s.io", "v1", "storageclasses", "StorageClass", False, ("sc",)),
     ResourceInfo("storage.k8s.io", "v1", "csinodes", "CSINode", False),
+    ResourceInfo(_ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
+    ResourceInfo(_ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False),
     ResourceInfo("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
     ResourceInfo("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), subresources=_STATUS),
     ResourceInfo(

@@ -1,5 +1,6 @@
 """Request parsing without HTTP objects: resource paths, boolean and integer query parameters,
-`Accept` negotiation (plain JSON, `as=Table`, `as=PartialObjectMetadataList`) and continue tokens.
+`Accept` negotiation (plain JSON, `as=Table`, `as=PartialObjectMetadataList`), continue tokens,
+`fieldValidation`, and the checks of a watch's `sendInitialEvents`.
 
 Paths follow the real server: `/api/v1[/namespaces/{ns}]/{resource}[/{name}[/{subresource}]]` and
 `/apis/{group}/{version}/...`, with the legacy `/watch/` prefix. Pure functions, called by the handlers.
@@ -14,8 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 
-from runtimekit.cluster.apiserver.errors import bad_request, not_acceptable
+from runtimekit.cluster.apiserver.errors import bad_request, field_forbidden, invalid, not_acceptable
 from runtimekit.cluster.apiserver.store import Key
+from runtimekit.cluster.apiserver.typed import FieldValidation
 
 _NAMESPACE_SUBRESOURCES = frozenset({"status", "finalize"})
 _TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
@@ -162,3 +164,26 @@ def decode_continue(token: str) -> tuple[int, Key]:
         return rv, (str(start[0]), str(start[1]))
     except (ValueError, KeyError, TypeError, binascii.Error) as exc:
         raise bad_request(f"continue key is not valid: {exc}") from None
+
+
+def field_validation(query: Mapping[str, str]) -> FieldValidation:
+    return FieldValidation.parse(query.get("fieldValidation", ""))
+
+
+def check_initial_events(query: Mapping[str, str], bookmarks: bool) -> None:
+    causes = []
+    if query.get("resourceVersionMatch") != "NotOlderThan":
+        causes.append(
+            field_forbidden(
+                "resourceVersionMatch",
+                "sendInitialEvents is forbidden for watch unless resourceVersionMatch is set to NotOlderThan",
+            )
+        )
+    if not bookmarks:
+        causes.append(
+            field_forbidden(
+                "allowWatchBookmarks", "allowWatchBookmarks must be set to true when sendInitialEvents is specified"
+            )
+        )
+    if causes:
+        raise invalid("ListOptions", "", causes, "meta.k8s.io")

@@ -25,16 +25,18 @@ from typing import cast
 from aiohttp import web
 
 from runtimekit.base.threads import Workers
+from runtimekit.cluster.apiserver.admission.requests import Admission
 from runtimekit.cluster.apiserver.bodies import MAX_BODY_BYTES, allow_deep_json
 from runtimekit.cluster.apiserver.deletion import KubeletHook
 from runtimekit.cluster.apiserver.discovery import KubernetesVersion
 from runtimekit.cluster.apiserver.handlers import Handlers
+from runtimekit.cluster.apiserver.identity import ADMIN, Identities, UserInfo
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
 from runtimekit.cluster.apiserver.openapi import schema_version, shapes_for
 from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.persist import SqlitePersistence
 from runtimekit.cluster.apiserver.resources import ResourceTable
-from runtimekit.cluster.apiserver.store import Store
+from runtimekit.cluster.apiserver.store import DEFAULT_HISTORY_BYTES, Store
 from runtimekit.cluster.apiserver.tables import TableMaker
 from runtimekit.cluster.apiserver.watch import Waker
 from runtimekit.protocol import KitProtocol
@@ -56,6 +58,7 @@ class ApiServer:
         kubernetes_version: str = DEFAULT_VERSION,
         state_dir: str | Path | None = None,
         history_size: int = 100_000,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         bookmark_interval: float = 60.0,
         watch_timeout: float = 1800.0,
         protocol: KitProtocol | None = None,
@@ -74,10 +77,16 @@ class ApiServer:
         self._persistence = SqlitePersistence(state_dir) if state_dir is not None else None
         start_rv = self._persistence.rv if self._persistence is not None else 0
         self.store = Store(
-            facts=self.maker.facts, history_size=history_size, start_rv=start_rv, persistence=self._persistence
+            facts=self.maker.facts,
+            history_size=history_size,
+            history_bytes=history_bytes,
+            start_rv=start_rv,
+            persistence=self._persistence,
         )
         shapes = shapes_for(schema_version(self.version.major, self.version.minor))
         self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed), shapes=shapes)
+        self.identities = Identities()  # bearer tokens of the kubeconfigs written, to who they name
+        self.admission = Admission(self.store, self.table, self.identities)  # webhooks called for HTTP requests
         allow_deep_json()
         self._restore()
         self._bootstrap()
@@ -104,9 +113,9 @@ class ApiServer:
             stored = self.store.load(info, raw)
             restored += 1
             if info.group == "apiextensions.k8s.io":
-                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition, crd_resources
+                from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
 
-                self.table.add(crd_resources(cast(CustomResourceDefinition, stored.obj())))
+                self.api.register_crd(cast(CustomResourceDefinition, stored.obj()))
             elif info.kind == "Namespace" and stored.obj()["metadata"].get("deletionTimestamp"):
                 self.api.terminating.add(stored.name)
         log.info("state: restored %d objects, resourceVersion %d", restored, self.store.rv)
@@ -125,10 +134,11 @@ class ApiServer:
         if hook in self.api.kubelets:
             self.api.kubelets.remove(hook)
 
-    def write_kubeconfig(self, path: str | Path, namespace: str = "default") -> Path:
+    def write_kubeconfig(self, path: str | Path, namespace: str = "default", user: UserInfo = ADMIN) -> Path:
+        """A kubeconfig whose token names `user` (the cluster admin by default) to this server."""
         if not self.url:
             raise RuntimeError("start the server before writing a kubeconfig for it")
-        return write_kubeconfig(path, self.url, namespace)
+        return write_kubeconfig(path, self.url, namespace, self.identities.issue(user))
 
     # lifecycle --------------------------------------------------------------------------------
 
@@ -176,6 +186,7 @@ class ApiServer:
             self.bookmark_interval,
             self.watch_timeout,
             lambda: f"{self.host}:{self.port}",
+            self.admission,
         )
         app = web.Application(client_max_size=MAX_BODY_BYTES + 1)  # aiohttp refuses sizes >= this
         app.router.add_route("*", "/{tail:.*}", handlers.handle)

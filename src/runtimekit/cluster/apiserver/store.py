@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import bisect
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
@@ -33,6 +34,9 @@ what the row adds elsewhere, such as a pod's `tables.PodGpu`, else None)."""
 INDEXED_FIELDS = frozenset({"spec.nodeName", "involvedObject.name"})
 
 ADDED, MODIFIED, DELETED = "ADDED", "MODIFIED", "DELETED"
+DEFAULT_HISTORY_BYTES = 128 * 2**20
+# what an event costs beyond the bytes of its versions: the Event and Stored objects, their dicts
+_EVENT_OVERHEAD = 512
 # etcd's default --max-request-bytes: kube-apiserver's write of a bigger object fails there, and it
 # answers 500 "etcdserver: request is too large" (it does not map that error to a 4xx)
 MAX_OBJECT_BYTES = 1536 * 1024
@@ -84,9 +88,12 @@ class Persistence(Protocol):
 class Event:
     """One change: `new` is the version written (for DELETED, the last state at the deletion's RV),
     `old` the version before it (None for ADDED). `cache` holds versions derived from it on demand
-    (`watch`: the old object at this RV)."""
+    (`watch`: the old object at this RV), `lines` the watch lines rendered from it, shared by every
+    watcher that sends the same form (`Store.share_line`). `size` is what the history counts for its
+    versions (those only it keeps: a DELETED event keeps the deleted object too), `lines_size` what
+    it counts for its lines."""
 
-    __slots__ = ("cache", "new", "old", "rv", "storage", "type")
+    __slots__ = ("cache", "lines", "lines_size", "new", "old", "rv", "size", "storage", "type")
 
     def __init__(self, rv: int, storage: str, type_: str, new: Stored, old: Stored | None) -> None:
         self.rv = rv
@@ -95,26 +102,82 @@ class Event:
         self.new = new
         self.old = old
         self.cache: dict[str, Stored] = {}
+        self.lines: dict[str, bytes] = {}
+        self.lines_size = 0
+        kept_old = len(old.raw) if type_ == DELETED and old is not None else 0
+        self.size = _EVENT_OVERHEAD + len(new.raw) + kept_old
 
 
 class History:
-    """The last `size` events, indexed by resourceVersion (consecutive, one event per RV)."""
+    """The last events, indexed by resourceVersion (consecutive, one event per RV): at most `size`
+    events and at most `max_bytes` of their sizes and lines (the newest event is always kept). Lines
+    are a cache: over the byte bound, the lines cached first are forgotten before any event is."""
 
-    def __init__(self, size: int, first_rv: int) -> None:
+    def __init__(self, size: int, first_rv: int, max_bytes: int = DEFAULT_HISTORY_BYTES) -> None:
         if size < 1:
             raise ValueError(f"history size must be at least 1, got {size}")
+        if max_bytes < 1:
+            raise ValueError(f"history bytes must be at least 1, got {max_bytes}")
         self.size = size
+        self.max_bytes = max_bytes
+        self.bytes = 0  # the sizes and lines of the events kept
         self._ring: list[Event | None] = [None] * size
         self.first = first_rv  # the first RV this process records (older ones are gone after a restart)
         self.last = first_rv - 1
+        self._oldest = first_rv
+        self._lined: deque[int] = deque()  # RVs of events that hold lines, in the order they got them
 
     def append(self, event: Event) -> None:
+        if self.last - self._oldest + 1 >= self.size:
+            self._drop_oldest()
         self._ring[event.rv % self.size] = event
         self.last = event.rv
+        self.bytes += event.size
+        while self._lined and self._lined[0] < self._oldest:  # their events are gone, lines with them
+            self._lined.popleft()
+        self._trim()
+
+    def keep_line(self, event: Event, form: str, line: bytes) -> bytes:
+        """`event`'s line in `form`: the one it holds, else `line`, kept when the event still is."""
+        kept = event.lines.get(form)
+        if kept is not None:
+            return kept
+        if event.rv < self._oldest:
+            return line
+        if not event.lines:
+            self._lined.append(event.rv)
+        event.lines[form] = line
+        event.lines_size += len(line)
+        self.bytes += len(line)
+        self._trim()
+        return line
+
+    def _trim(self) -> None:
+        while self.bytes > self.max_bytes:
+            if self._lined:
+                self._forget_lines(self._lined.popleft())
+            elif self._oldest < self.last:
+                self._drop_oldest()
+            else:
+                return
+
+    def _forget_lines(self, rv: int) -> None:
+        event = self._ring[rv % self.size] if self._oldest <= rv <= self.last else None
+        if event is not None:
+            self.bytes -= event.lines_size
+            event.lines, event.lines_size = {}, 0
+
+    def _drop_oldest(self) -> None:
+        slot = self._oldest % self.size
+        dropped = self._ring[slot]
+        if dropped is not None:
+            self.bytes -= dropped.size + dropped.lines_size
+        self._ring[slot] = None
+        self._oldest += 1
 
     @property
     def oldest(self) -> int:
-        return max(self.first, self.last - self.size + 1)
+        return self._oldest
 
     def after(self, rv: int, limit: int | None = None) -> list[Event]:
         """Events with resourceVersion > rv, at most `limit`. Raises 410 when some are gone."""
@@ -201,13 +264,14 @@ class Store:
         *,
         facts: Facts,
         history_size: int = 100_000,
+        history_bytes: int = DEFAULT_HISTORY_BYTES,
         start_rv: int = 0,
         persistence: Persistence | None = None,
     ) -> None:
         self.lock = threading.RLock()
         self._facts = facts
         self._rv = start_rv
-        self.history = History(history_size, start_rv + 1)
+        self.history = History(history_size, start_rv + 1, history_bytes)
         self._buckets: dict[str, Bucket] = {}
         self._persistence = persistence
         self._listeners: list[Callable[[], None]] = []
@@ -321,6 +385,12 @@ class Store:
     def events_after(self, rv: int, limit: int) -> list[Event]:
         with self.lock:
             return self.history.after(rv, limit)
+
+    def share_line(self, event: Event, form: str, line: bytes) -> bytes:
+        """Keep `line`, the watch line of `event` in `form`, for every watcher that sends that form;
+        returns the one to send (another watcher may have rendered it first). The history counts it."""
+        with self.lock:
+            return self.history.keep_line(event, form, line)
 
     def _state_at(self, storage: str, rv: int) -> dict[Key, Stored | None]:
         """For keys changed after `rv`: their version at `rv` (None when they did not exist)."""

@@ -1,11 +1,18 @@
 """Watch streams: initial events, resuming from a resourceVersion, bookmarks, selector transitions.
 
 A `WatchStream` follows the store's event history from a cursor (`resourceVersion`), so a watch
-resumes exactly where a list or an earlier watch left off; nothing is queued per watcher and each
-object version's JSON is shared by all watchers (a line is a prefix, the stored bytes and a suffix).
-A cursor older than the retained history ends the stream with an ERROR event carrying a 410
-`Expired` Status, as the real server does. With selectors, an object that starts or stops matching
-is sent as ADDED or DELETED. `Waker` wakes all streams of the event loop after a write in any thread.
+resumes exactly where a list or an earlier watch left off; nothing is queued per watcher. Each
+event's JSON line is rendered once per served version and kept on the event for every watcher
+(`Store.share_line`, counted in the history's byte bound); Table lines, whose cells depend on the
+moment they are printed (ages, the GPUs allocated on a node), are rendered per watcher. A watcher
+holds at most one write of about `WRITE_BYTES` beyond the shared history: it writes and waits for
+the connection to take it (aiohttp's drain) before it renders more, so a client that reads slowly
+costs a bounded buffer, not the burst. A cursor older than the retained history (a watcher that fell
+behind by more than the history keeps, in events or bytes) ends the stream with an ERROR event
+carrying a 410 `Expired` Status ("too old resource version"), as kube-apiserver's watch cache does
+to a watch that resumes from there after it closed the slow one; the client lists again. With
+selectors, an object that starts or stops matching is sent as ADDED or DELETED. `Waker` wakes all
+streams of the event loop after a write in any thread.
 Called by the HTTP layer with a `write` coroutine.
 """
 
@@ -27,7 +34,8 @@ from runtimekit.cluster.apiserver.tables import PodGpu, TableMaker
 from runtimekit.kube.objects import JsonObject
 
 INITIAL_EVENTS_END = "k8s.io/initial-events-end"
-_BATCH = 2000
+_BATCH = 500  # events read from the history at a time
+WRITE_BYTES = 128 * 1024  # a watcher writes once it has rendered this much, then waits for the client
 
 
 class Waker:
@@ -120,26 +128,35 @@ class WatchStream:
                 pinned=self.request.filter.pinned,
             )
         self.cursor = page.rv
-        for chunk in _chunks(page.items, _BATCH):
-            await self.write(b"".join(self._line(ADDED, stored) for stored in chunk))
+        out = _Lines()
+        for stored in page.items:
+            if out.add(self._line(ADDED, stored)):
+                await self.write(out.take())
+        if out:
+            await self.write(out.take())
         if self.request.send_initial:
             await self.write(self._bookmark(initial_end=True))
 
     async def _pump(self) -> bool:
-        """Send what happened after the cursor; False when there was nothing new."""
-        events = self.api.store.events_after(self.cursor, _BATCH)
-        if not events:
-            return False
-        out: list[bytes] = []
-        for event in events:
+        """Send the next lines after the cursor; False when there was nothing new."""
+        before = self.cursor
+        lines = self._next_lines()
+        if lines:
+            await self.write(lines)
+        return self.cursor != before
+
+    def _next_lines(self) -> bytes:
+        """The lines of the events after the cursor, up to about `WRITE_BYTES`, moving the cursor past
+        the events they cover. No event is held once it returns, so a watcher waiting for its client
+        keeps nothing alive that the history has let go."""
+        out = _Lines()
+        for event in self.api.store.events_after(self.cursor, _BATCH):
             self.cursor = event.rv
             if event.storage == self.request.info.storage:
                 line = self._render(event)
-                if line:
-                    out.append(line)
-        if out:
-            await self.write(b"".join(out))
-        return True
+                if line and out.add(line):
+                    break
+        return out.take()
 
     async def _wait(self, timeout: float | None) -> None:
         event = self.waker.current()
@@ -153,16 +170,26 @@ class WatchStream:
         if flt.namespace is not None and event.new.namespace != flt.namespace:
             return None
         if flt.everything:
-            return self._line(event.type, event.new)
+            return self._event_line(event, event.type)
         now = event.type != DELETED and flt.matches(event.new)
         before = event.old is not None and flt.matches(event.old)
         if event.type == DELETED:
-            return self._line(DELETED, event.new) if before else None
+            return self._event_line(event, DELETED) if before else None
         if now:
-            return self._line(MODIFIED if before else ADDED, event.new)
+            return self._event_line(event, MODIFIED if before else ADDED)
         if before and event.old is not None:
             return self._line(DELETED, _old_at(self.api, self.request.info, event, event.old))
         return None
+
+    def _event_line(self, event: Event, kind: str) -> bytes:
+        """The line sending `event.new` as `kind`: JSON lines shared by all watchers of its version."""
+        if self.request.table is not None:
+            return self._line(kind, event.new)
+        form = kind + " " + self.request.info.api_version
+        line = event.lines.get(form)
+        if line is None:
+            line = self.api.store.share_line(event, form, self._line(kind, event.new))
+        return line
 
     def _line(self, kind: str, stored: Stored) -> bytes:
         served = self.api.served(self.request.info, stored)
@@ -191,8 +218,29 @@ class WatchStream:
         return b'{"type":"BOOKMARK","object":' + dumps(obj) + b"}\n"
 
 
-def _chunks(items: list[Stored], size: int) -> list[list[Stored]]:
-    return [items[i : i + size] for i in range(0, len(items), size)]
+class _Lines:
+    """Lines to write together, up to about `WRITE_BYTES` (one line may be larger)."""
+
+    __slots__ = ("_lines", "_size")
+
+    def __init__(self) -> None:
+        self._lines: list[bytes] = []
+        self._size = 0
+
+    def add(self, line: bytes) -> bool:
+        """Keep `line`; True when the lines kept are due to be written."""
+        self._lines.append(line)
+        self._size += len(line)
+        return self._size >= WRITE_BYTES
+
+    def take(self) -> bytes:
+        out = b"".join(self._lines)
+        self._lines.clear()
+        self._size = 0
+        return out
+
+    def __bool__(self) -> bool:
+        return bool(self._lines)
 
 
 def _old_at(api: Api, info: ResourceInfo, event: Event, old: Stored) -> Stored:

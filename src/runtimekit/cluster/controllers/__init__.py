@@ -2,4 +2,4 @@
 ReplicaSets, StatefulSets and the garbage collector of owner references, on informers they share
 (`informers.Informers`), each with its own queue and worker (`base.Controller`). `manager` starts
 them together; the batch/v1 Job controller (`runtimekit.cluster.jobs`) and the Volcano Job
-controller (`runtimekit.cluster.volcano`) are started beside them."""
+controller (`runtimekit.cluster.vcjob`) are started beside them."""

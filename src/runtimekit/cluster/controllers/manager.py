@@ -22,7 +22,7 @@ from runtimekit.cluster.controllers.persistentvolumes import PersistentVolumeCon
 from runtimekit.cluster.controllers.replicasets import ReplicaSetController
 from runtimekit.cluster.controllers.statefulsets import StatefulSetController
 from runtimekit.cluster.controllers.unscheduled import UnscheduledCheck
-from runtimekit.cluster.volcano.controller import VolcanoJobController
+from runtimekit.cluster.vcjob.controller import VolcanoJobController
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.informers import Informers

@@ -4,6 +4,22 @@ uses (`meta`, `object_key`, `labels_of`, `annotations_of`). `JsonObject` types a
 shape. Import from here: `from runtimekit.kube.objects import Pod, meta`.
 """
 
+from runtimekit.kube.objects.admission import (
+    AdmissionRequest,
+    AdmissionResponse,
+    AdmissionReview,
+    GroupVersionKind,
+    GroupVersionResource,
+    MatchCondition,
+    MutatingWebhook,
+    MutatingWebhookConfiguration,
+    RuleWithOperations,
+    ServiceReference,
+    UserInfo,
+    ValidatingWebhook,
+    ValidatingWebhookConfiguration,
+    WebhookClientConfig,
+)
 from runtimekit.kube.objects.batch import Job, JobSpec, JobStatus
 from runtimekit.kube.objects.coordination import Lease, LeaseSpec
 from runtimekit.kube.objects.core import (
@@ -130,6 +146,9 @@ from runtimekit.kube.objects.workloads import (
 )
 
 __all__ = [
+    "AdmissionRequest",
+    "AdmissionResponse",
+    "AdmissionReview",
     "Affinity",
     "Binding",
     "CSINode",
@@ -154,6 +173,8 @@ __all__ = [
     "EnvVar",
     "Event",
     "EventSource",
+    "GroupVersionKind",
+    "GroupVersionResource",
     "HostPathVolumeSource",
     "IntOrString",
     "Job",
@@ -168,6 +189,9 @@ __all__ = [
     "LifecyclePolicy",
     "ListMeta",
     "LocalVolumeSource",
+    "MatchCondition",
+    "MutatingWebhook",
+    "MutatingWebhookConfiguration",
     "Namespace",
     "Node",
     "NodeAddress",
@@ -213,6 +237,8 @@ __all__ = [
     "RollingUpdateDaemonSet",
     "RollingUpdateDeployment",
     "RollingUpdateStatefulSetStrategy",
+    "RuleWithOperations",
+    "ServiceReference",
     "StatefulSet",
     "StatefulSetPersistentVolumeClaimRetentionPolicy",
     "StatefulSetSpec",
@@ -229,6 +255,9 @@ __all__ = [
     "TopologySelectorLabelRequirement",
     "TopologySelectorTerm",
     "TopologySpreadConstraint",
+    "UserInfo",
+    "ValidatingWebhook",
+    "ValidatingWebhookConfiguration",
     "VolcanoJob",
     "VolcanoJobSpec",
     "VolcanoJobState",
@@ -239,6 +268,7 @@ __all__ = [
     "VolumeNodeResources",
     "VolumeResourceRequirements",
     "VolumeSpec",
+    "WebhookClientConfig",
     "WeightedPodAffinityTerm",
     "WorkloadSpec",
     "annotations_of",

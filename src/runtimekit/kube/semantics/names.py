@@ -1,9 +1,10 @@
 """Kubernetes' naming rules (apimachinery's `util/validation`), each written once: DNS subdomains,
-qualified names (label and annotation keys), label values, and kubelet's extended resource names.
+DNS labels, qualified names (label and annotation keys), label values, and kubelet's extended
+resource names.
 
 Each `check_*` returns None when the value is valid, else a short reason; `is_extended_resource_name`
 answers yes or no. Pure functions; callers: label selectors (`kube.semantics.labels`), the protocol's
-name checks, the embedded API server's validation and the embedded kubelet.
+name checks, the embedded API server's validation, the embedded kubelet and the runtime's requests.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import functools
 import re
 
 _DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS_LABEL_RE = re.compile(_DNS_LABEL)
 _DNS_SUBDOMAIN_RE = re.compile(rf"{_DNS_LABEL}(\.{_DNS_LABEL})*")
 _NAME_PART_RE = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 _LABEL_VALUE_RE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
@@ -22,6 +24,13 @@ LABEL_VALUE_MSG = (
 )
 REQUESTS_PREFIX = "requests."  # quota names of requests; never an extended resource's name
 NATIVE_DOMAIN = "kubernetes.io/"
+
+
+def check_dns_label(value: str) -> str | None:
+    """An RFC 1123 label (namespaces, container names): at most 63 characters."""
+    if not value or len(value) > 63 or not _DNS_LABEL_RE.fullmatch(value):
+        return "must be a DNS label (at most 63 lower-case alphanumerics or '-', alphanumeric at both ends)"
+    return None
 
 
 def check_dns_subdomain(value: str) -> str | None:

@@ -2,13 +2,14 @@
 table, node metadata, the jobs with a pod to try (their pending pods as the scheduling queue holds
 them, those binding with the booking they hold, their bound pods), Queues, the pods on nodes,
 PodDisruptionBudgets, ResourceQuotas and the storage objects. Called by the live cache at the start of each session,
-under the cluster cache's lock.
+under the cluster cache's lock. `node_facts` and `node_rank` are what a snapshot reads of the nodes
+alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps them between calls.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -18,7 +19,16 @@ from runtimekit.scheduler.cache.cluster import ClusterCache, JobState
 from runtimekit.scheduler.cache.objects import queue_of, resources_of
 from runtimekit.scheduler.cache.policy import add_usage, quota_request, waiting_time
 from runtimekit.scheduler.cache.queues import ALWAYS
-from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, Resources, Snapshot, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import (
+    JobInfo,
+    JobKey,
+    NodeMeta,
+    QueueInfo,
+    Resources,
+    Snapshot,
+    TaskInfo,
+    TaskStatus,
+)
 from runtimekit.scheduler.framework.policy import NamespaceQuota
 
 
@@ -64,6 +74,40 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
     queues = {name: q.clone() for name, q in cache.queues.items()}
     for name in (cache.default_queue, *ALWAYS):  # Volcano always has them: a pod never waits for them
         queues.setdefault(name, QueueInfo(name))
+    facts = node_facts(cache)
+    return Snapshot(
+        table,
+        facts.metas,
+        jobs,
+        queues,
+        node_rank(cache),
+        facts.model_ids,
+        facts.model_names,
+        now,
+        cache.meta_version,
+        facts.capacity,
+        dict(cache.queue_allocated),
+        cache.pods.frozen(),
+        budgets=tuple(cache.budgets.values()),
+        quotas=_quotas(cache),
+        pod_facts=cache.pods.facts,
+        volumes=cache.volumes.frozen(),
+    )
+
+
+@dataclass(frozen=True)
+class NodeFacts:
+    """What a snapshot reads of the nodes alone: metadata per row, GPU model ids per row and their
+    names, and the capacity of all nodes. Call `node_facts` under the cluster cache's lock."""
+
+    metas: list[NodeMeta | None]
+    model_ids: IntArray
+    model_names: list[str]
+    capacity: Resources
+
+
+def node_facts(cache: ClusterCache) -> NodeFacts:
+    table = cache.ledger.table
     metas = list(cache.meta_rows) + [None] * max(0, table.rows - len(cache.meta_rows))
     names = sorted({m.gpu_model for m in metas if m is not None and m.gpu_model})
     index = {n: i for i, n in enumerate(names)}
@@ -76,27 +120,10 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         int((table.gmem_total[rows] > 0).sum()) * 1000,
         functools.reduce(combine, (s.offered for s in nodes.values()), ()),
     )
-    return Snapshot(
-        table,
-        metas,
-        jobs,
-        queues,
-        _rank(cache),
-        model_ids,
-        names,
-        now,
-        cache.meta_version,
-        capacity,
-        dict(cache.queue_allocated),
-        cache.pods.frozen(),
-        budgets=tuple(cache.budgets.values()),
-        quotas=_quotas(cache),
-        pod_facts=cache.pods.facts,
-        volumes=cache.volumes.frozen(),
-    )
+    return NodeFacts(metas, model_ids, names, capacity)
 
 
-def _rank(cache: ClusterCache) -> IntArray:
+def node_rank(cache: ClusterCache) -> IntArray:
     """The nodes' tie-break order: a permutation drawn from the cache's seed, kept while the table
     keeps its rows."""
     rows = cache.ledger.table.rows

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from runtimekit.cluster.volcano import states
-from runtimekit.cluster.volcano.policies import Request, action_for, timeout_seconds
+from runtimekit.cluster.vcjob import states
+from runtimekit.cluster.vcjob.policies import Request, action_for, timeout_seconds
 
 
 def spec(min_available: int = 3, replicas: tuple[int, ...] = (3,), max_retry: int = 3, **extra: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from runtimekit.cluster.volcano import jobpods
+from runtimekit.cluster.vcjob import jobpods
 
 UID = "6f1b2c3d-0000-4000-8000-000000000001"
 

@@ -34,8 +34,8 @@ from typing import cast
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.pods import is_terminating, phase
-from runtimekit.cluster.volcano import jobpods, states
-from runtimekit.cluster.volcano.policies import Request, action_for
+from runtimekit.cluster.vcjob import jobpods, states
+from runtimekit.cluster.vcjob.policies import Request, action_for
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informers import BY_CONTROLLER, Change, Informers

@@ -1,0 +1,113 @@
+"""What the mutating webhook adds to a new pod, as a table: the scheduler's name in standalone mode,
+HAMi's GPU count default under its names (HAMi's `MutateAdmission`: memory, cores or a memory
+percentage in limits without `nvidia.com/gpu` get `nvidia.com/gpu: 1`), HAMi's opt-out label."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from runtimekit.kube.objects import Pod
+from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.presets import preset_protocol
+from runtimekit.webhook.mutation import pod_patch, pointer
+from runtimekit.webhook.settings import SchedulerMode, WebhookSettings
+
+KIT = WebhookSettings(KitProtocol.default())
+HAMI = WebhookSettings(preset_protocol("hami"))
+KIT_NAME = "lj-runtimekit-scheduler"
+
+
+def pod(*limits: dict[str, Any], scheduler: str | None = None, labels: dict[str, str] | None = None) -> Pod:
+    spec: dict[str, Any] = {
+        "containers": [{"name": f"c{i}", "resources": {"limits": lim}} for i, lim in enumerate(limits)]
+    }
+    if scheduler is not None:
+        spec["schedulerName"] = scheduler
+    return cast(Pod, {"metadata": {"name": "p", "labels": labels or {}}, "spec": spec})
+
+
+def name_op(op: str = "add") -> dict[str, Any]:
+    return {"op": op, "path": "/spec/schedulerName", "value": KIT_NAME}
+
+
+CASES = [
+    ("no GPU: nothing", KIT, pod({"cpu": "1"}), []),
+    ("a share with no scheduler named", KIT, pod({"aliyun.com/gpu-core.percentage": "30"}), [name_op()]),
+    (
+        "a whole GPU on default-scheduler",
+        KIT,
+        pod({"aliyun.com/gpu": "1"}, scheduler="default-scheduler"),
+        [name_op("replace")],
+    ),
+    ("an empty schedulerName", KIT, pod({"aliyun.com/gpu": "1"}, scheduler=""), [name_op("replace")]),
+    ("a MIG slice", KIT, pod({"aliyun.com/mig-1g.18gb": "1"}), [name_op()]),
+    ("another scheduler is kept", KIT, pod({"aliyun.com/gpu": "1"}, scheduler="volcano"), []),
+    ("the kit's own name already", KIT, pod({"aliyun.com/gpu": "1"}, scheduler=KIT_NAME), []),
+    (
+        "extender mode names the kube-scheduler profile that calls the extender",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER),
+        pod({"aliyun.com/gpu": "1"}),
+        [name_op()],
+    ),
+    (
+        "extender mode with another profile name",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER, extender_profile="gpu-scheduler"),
+        pod({"aliyun.com/gpu": "1"}, scheduler="default-scheduler"),
+        [{"op": "replace", "path": "/spec/schedulerName", "value": "gpu-scheduler"}],
+    ),
+    (
+        "extender mode through the cluster's own kube-scheduler leaves every pod as it is",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER, extender_profile="default-scheduler"),
+        pod({"aliyun.com/gpu": "1"}),
+        [],
+    ),
+    (
+        "extender mode keeps another scheduler's pod",
+        WebhookSettings(KitProtocol.default(), SchedulerMode.EXTENDER),
+        pod({"aliyun.com/gpu": "1"}, scheduler="volcano"),
+        [],
+    ),
+    (
+        "hami: memory alone gets one GPU",
+        HAMI,
+        pod({"nvidia.com/gpumem": "3000"}),
+        [{"op": "add", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu", "value": "1"}, name_op()],
+    ),
+    (
+        "hami: cores alone, in the second container",
+        HAMI,
+        pod({"cpu": "1"}, {"nvidia.com/gpucores": "30"}),
+        [{"op": "add", "path": "/spec/containers/1/resources/limits/nvidia.com~1gpu", "value": "1"}, name_op()],
+    ),
+    (
+        "hami: a percentage alone",
+        HAMI,
+        pod({"nvidia.com/gpumem-percentage": "50"}),
+        [{"op": "add", "path": "/spec/containers/0/resources/limits/nvidia.com~1gpu", "value": "1"}, name_op()],
+    ),
+    ("hami: a count given is kept", HAMI, pod({"nvidia.com/gpu": "2", "nvidia.com/gpumem": "3000"}), [name_op()]),
+    (
+        "hami: opted out by its label",
+        HAMI,
+        pod({"nvidia.com/gpumem": "3000"}, labels={"hami.io/webhook": "ignore"}),
+        [],
+    ),
+    (
+        "the label means nothing under the kit's names",
+        KIT,
+        pod({"aliyun.com/gpu": "1"}, labels={"hami.io/webhook": "ignore"}),
+        [name_op()],
+    ),
+    ("no HAMi default under the kit's names", KIT, pod({"aliyun.com/gpu-memory": "8"}), [name_op()]),
+]
+
+
+@pytest.mark.parametrize(("name", "settings", "given", "operations"), CASES, ids=[c[0] for c in CASES])
+def test_pod_patch(name: str, settings: WebhookSettings, given: Pod, operations: list[dict[str, Any]]) -> None:
+    assert pod_patch(given, settings) == operations
+
+
+def test_pointers_escape_slashes_and_tildes() -> None:
+    assert pointer("spec", "a/b", "c~d") == "/spec/a~1b/c~0d"
