@@ -85,3 +85,12 @@ def test_the_typing_facts_see_what_they_count(tmp_path: Path) -> None:
     assert found["untyped_json"] == 2
     assert found["json_aliases"] == ["a.py:Obj"]
     assert found["scheduler_globals"] == ["scheduler/s.py:_y"]
+
+
+def test_test_modules_have_unique_names() -> None:
+    """pytest imports test modules by basename (the test folders are not packages), so two test
+    files with one name stop the whole collection."""
+    seen: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    assert {name: paths for name, paths in seen.items() if len(paths) > 1} == {}
