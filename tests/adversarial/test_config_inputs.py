@@ -224,6 +224,29 @@ def test_a_file_that_is_not_utf8_gets_one_line(tmp_path: Path, args: list[str], 
     assert "not UTF-8 text (byte 0xff at offset 27)" in lines[0]
 
 
+DEEP = "x: " + "[" * 50_000 + "]" * 50_000 + "\n"  # PyYAML's recursion gave out: a RecursionError traceback
+
+
+@pytest.mark.parametrize(
+    ("args", "name", "code"),
+    [
+        pytest.param(["protocol", "check", "{file}"], "protocol.yaml", 2, id="protocol"),
+        pytest.param(["scheduler", "--config", "{file}"], "scheduler.conf", 2, id="scheduler conf"),
+        pytest.param(["scheduler", "--check-conf", "{file}"], "scheduler.conf", 1, id="scheduler check-conf"),
+    ],
+)
+def test_a_file_nested_50000_deep_gets_one_line(tmp_path: Path, args: list[str], name: str, code: int) -> None:
+    path = tmp_path / name
+    path.write_text(DEEP)
+    command = [sys.executable, "-m", "runtimekit.cli.main", *(a.replace("{file}", str(path)) for a in args)]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == code
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output
+    lines = [line for line in output.splitlines() if "levels" in line]
+    assert lines == [f"error: {path}: not valid YAML: line 1: lists and mappings nested deeper than 100 levels"]
+
+
 @pytest.mark.parametrize("command", ["scheduler", "device-plugin", "controller"])
 def test_a_missing_kubeconfig_is_one_line(tmp_path: Path, command: str) -> None:
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
