@@ -159,7 +159,17 @@ def test_defaults_keep_the_kits_behaviour(tmp_path: Path) -> None:
     assert options.healthz_address is None
     assert options.metrics_address is None
     assert options.lease_name == protocol.scheduler_name
+    assert options.allow_conf_without_gpu_plugin is False  # a reload that drops the GPU plugins is refused
     assert args.flag_warnings == []
+
+
+@pytest.mark.parametrize(("argv", "allowed"), [(["--allow-conf-without-gpu-plugin"], True), ([], False)])
+def test_the_opt_in_to_a_conf_without_gpu_plugins_reaches_the_server(
+    tmp_path: Path, argv: list[str], allowed: bool
+) -> None:
+    args = parse("--assignment-keys", str(ensure_key_folder(tmp_path / "keys")), *argv)
+    with built(args) as scheduler:
+        assert scheduler.options.allow_conf_without_gpu_plugin is allowed
 
 
 def test_unknown_flags_are_still_refused(capsys: pytest.CaptureFixture[str]) -> None:

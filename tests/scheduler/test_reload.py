@@ -44,7 +44,7 @@ BAD = 'actions: "allocate, shufle"\ntiers:\n- plugins:\n  - name: gpushare\n    
 class MountedConfigMap:
     """A folder as the kubelet keeps a ConfigMap volume: `KEY -> ..data/KEY`, `..data -> ..<version>`."""
 
-    def __init__(self, folder: Path, text: str) -> None:
+    def __init__(self, folder: Path, text: str | bytes) -> None:
         self.folder, self.version = folder, 0
         self._write(text)
         (folder / KEY).symlink_to(Path("..data") / KEY)
@@ -53,16 +53,16 @@ class MountedConfigMap:
     def path(self) -> Path:
         return self.folder / KEY
 
-    def _write(self, text: str) -> None:
+    def _write(self, text: str | bytes) -> None:
         self.version += 1
         data = self.folder / f"..2026_11_30_00_00_0{self.version}.{self.version}"
         data.mkdir()
-        (data / KEY).write_text(text)
+        (data / KEY).write_bytes(text.encode() if isinstance(text, str) else text)
         tmp = self.folder / "..data_tmp"
         tmp.symlink_to(data.name)
         os.replace(tmp, self.folder / "..data")  # the atomic swap
 
-    def update(self, text: str) -> None:
+    def update(self, text: str | bytes) -> None:
         old = (self.folder / "..data").resolve()
         self._write(text)
         for file in old.iterdir():
@@ -111,6 +111,21 @@ def test_a_bad_conf_is_refused_once_and_a_good_one_after_it_applies(
     assert (watcher.reloads, watcher.refusals, len(applied)) == (1, 1, 1)
 
 
+def test_a_check_that_raises_is_a_refusal_naming_the_exception(tmp_path: Path) -> None:
+    def broken(text: str, source: str) -> Checked:
+        raise KeyError("a plugin's bug")
+
+    mounted = MountedConfigMap(tmp_path, conf("bestfit"))
+    refused: list[Checked] = []
+    watcher = ConfWatcher(mounted.path, broken, lambda c: pytest.fail("applied"), refused.append)
+    mounted.update(conf("spread"))
+    assert [watcher.poll(), watcher.poll(), watcher.poll()] == ["waiting", "refused", None]
+    (checked,) = refused
+    assert [p.message for p in checked.problems.errors] == [
+        f'{mounted.path}: checking it failed: KeyError: "a plugin\'s bug"'
+    ]
+
+
 def test_an_edit_in_place_with_the_same_bytes_is_no_reload(tmp_path: Path) -> None:
     path = tmp_path / "plain.conf"
     path.write_text(conf("bestfit"))
@@ -145,11 +160,12 @@ def http(apiserver: ApiServer) -> Iterator[KubeHttp]:
     client.close()
 
 
-def start(http: KubeHttp, path: Path, election: LeaderElection | None = None) -> Scheduler:
+def start(http: KubeHttp, path: Path, election: LeaderElection | None = None, allow: bool = False) -> Scheduler:
     config = SchedulerConfig(
         kube=http,
         conf=path,
         reload_conf=True,
+        allow_conf_without_gpu_plugin=allow,
         protocol=P,
         keys=AssignmentKeys(required=False),
         leader_election=election or LeaderElection(),
@@ -255,5 +271,95 @@ def test_a_reloaded_conf_with_the_pdb_and_resourcequota_plugins_starts_watching_
                  "spec": {"hard": {"cpu": "2"}}}  # fmt: skip
         http.post("/api/v1/namespaces/default/resourcequotas", quota)
         wait_for(lambda: "default/q" in scheduler.cache.quotas, what="the quota in the cache")
+    finally:
+        scheduler.stop()
+
+
+# A valid conf that the YAML reader could not read (RecursionError), and one that is not UTF-8 (a
+# comment with two stray bytes): both used to be neither applied nor refused.
+DEEP = conf("spread") + "configurations:\n- name: allocate\n  arguments: {x: " + "[" * 50_000 + "]" * 50_000 + "}\n"
+NOT_UTF8 = conf("spread").encode() + b"# \xff\xfe\n"
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        pytest.param(DEEP, "line 9: lists and mappings nested deeper than 100 levels", id="50,000 deep"),
+        pytest.param(NOT_UTF8, f"not UTF-8 text (byte 0xff at offset {len(conf('spread')) + 2})", id="not UTF-8"),
+    ],
+)
+def test_an_unreadable_conf_is_refused_with_an_event_and_a_count_and_the_running_conf_stays(
+    http: KubeHttp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, content: str | bytes, reason: str
+) -> None:
+    monkeypatch.setenv("POD_NAME", "volcano-scheduler-0")
+    monkeypatch.setenv("POD_NAMESPACE", "default")
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
+    mounted = MountedConfigMap(tmp_path, conf("bestfit"))
+    scheduler = start(http, mounted.path)
+    try:
+        running = scheduler.framework
+        mounted.update(content)
+        (event,) = wait_for(lambda: events(http, "default", "SchedulerConfRefused"), what="the Warning Event")
+        assert event["type"] == "Warning"
+        assert event["involvedObject"]["name"] == "volcano-scheduler-0"
+        assert reason in event["message"]
+        assert (scheduler.conf_reloads.get("refused"), scheduler.conf_ok.get()) == (1, 0)
+        assert scheduler.framework is running
+        http.post("/api/v1/namespaces/default/pods", share_pod("still"))
+        wait_for(lambda: policy_of(http, "still") == "bestfit", what="still bound under bestfit")
+        assert scheduler.conf_reloads.get("applied") is None  # never counted
+    finally:
+        scheduler.stop()
+
+
+NO_GPU_PLUGIN = 'actions: "allocate"\ntiers: null\n'
+
+
+def test_a_conf_without_the_gpu_plugin_is_refused_while_gpu_pods_exist(
+    http: KubeHttp, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("POD_NAME", "volcano-scheduler-0")
+    monkeypatch.setenv("POD_NAMESPACE", "default")
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
+    mounted = MountedConfigMap(tmp_path, conf("bestfit"))
+    scheduler = start(http, mounted.path)
+    try:
+        http.post("/api/v1/namespaces/default/pods", share_pod("running"))
+        wait_for(lambda: policy_of(http, "running") == "bestfit", what="bound under bestfit")
+        running = scheduler.framework
+        mounted.update(NO_GPU_PLUGIN)
+        (event,) = wait_for(lambda: events(http, "default", "SchedulerConfRefused"), what="the Warning Event")
+        assert event["type"] == "Warning"
+        message = event["message"]
+        assert f"no plugin would allocate GPU shares ({P.resources.core}, {P.resources.memory}) any more" in message
+        assert "1 pod(s) ask for them (default/running)" in message
+        assert "--allow-conf-without-gpu-plugin" in message
+        assert scheduler.conf_reloads.get("refused") == 1
+        assert scheduler.framework is running
+        http.post("/api/v1/namespaces/default/pods", share_pod("still"))
+        wait_for(lambda: policy_of(http, "still") == "bestfit", what="still bound under bestfit")
+    finally:
+        scheduler.stop()
+
+
+@pytest.mark.parametrize(
+    ("allow", "gpu_pod"),
+    [pytest.param(True, True, id="opted in"), pytest.param(False, False, id="no GPU pod")],
+)
+def test_a_conf_without_the_gpu_plugin_applies_when_opted_in_or_when_no_pod_asks_for_gpus(
+    http: KubeHttp, tmp_path: Path, allow: bool, gpu_pod: bool
+) -> None:
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
+    mounted = MountedConfigMap(tmp_path, conf("bestfit"))
+    scheduler = start(http, mounted.path, allow=allow)
+    try:
+        if gpu_pod:
+            http.post("/api/v1/namespaces/default/pods", share_pod("running"))
+            wait_for(lambda: policy_of(http, "running") == "bestfit", what="bound under bestfit")
+        running = scheduler.framework
+        mounted.update(NO_GPU_PLUGIN)
+        wait_for(lambda: scheduler.framework is not running, what="the reloaded framework in use")
+        assert not scheduler.framework.plugins.allocate_devices.flat
+        assert (scheduler.conf_reloads.get("applied"), scheduler.conf_reloads.get("refused")) == (1, None)
     finally:
         scheduler.stop()

@@ -81,6 +81,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--minimum-percentage-nodes-to-find", type=int, help="floor of the adaptive percentage (5)")
     add("--minimum-feasible-nodes", type=int, help="feasible nodes to find at least (100)")
     add("--conf-poll", type=float, default=1.0, help="seconds between looks at the conf file (reload)")
+    add(
+        "--allow-conf-without-gpu-plugin",
+        type=go_bool,
+        default=False,
+        help="apply a reloaded conf that no longer allocates a kind of GPU request (gpushare, mig) pods ask for "
+        "(refused by default: they would stay Pending)",
+    )
     add("-v", "--v", dest="verbosity", type=int, default=None, help="klog verbosity: 4 or more logs debug lines")
     add("--logtostderr", type=go_bool, default=True, help="logs go to standard error (always)")
     add("--version", type=go_bool, default=False, help="print the version and exit")
@@ -172,6 +179,7 @@ def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
         event_qps=args.event_qps,
         event_burst=args.event_burst,
         conf_poll=args.conf_poll,
+        allow_conf_without_gpu_plugin=args.allow_conf_without_gpu_plugin,
     )
 
 

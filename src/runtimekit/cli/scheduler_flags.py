@@ -16,7 +16,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 # Boolean flags the scheduler implements (pflag syntax: `--name` or `--name=VALUE`).
-BOOLEANS = frozenset({"enable-healthz", "enable-metrics", "leader-elect", "logtostderr", "version"})
+BOOLEANS = frozenset(
+    {"allow-conf-without-gpu-plugin", "enable-healthz", "enable-metrics", "leader-elect", "logtostderr", "version"}
+)
 
 # Volcano flags accepted for compatibility that change nothing here: name -> (takes a value, value
 # that agrees with what the scheduler does anyway or None, why it has no effect).

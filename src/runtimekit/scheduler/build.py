@@ -104,6 +104,7 @@ class SchedulerConfig:
     kube: KubeHttp | KubeConnection = field(default_factory=KubeConnection)  # a client in hand is used as it is
     conf: SchedulerConf | str | Path | None = None
     reload_conf: bool = False  # rebuild the framework when the conf file changes (looked at every conf_poll)
+    allow_conf_without_gpu_plugin: bool = False  # reload a conf that drops GPU plugins pods ask for (conf_guard.py)
     protocol: KitProtocol = field(default_factory=KitProtocol.default)
     scheduler_names: tuple[str, ...] = ()  # schedulerName values taken besides the protocol's own
     registry: Registry | None = None
@@ -267,6 +268,7 @@ def scheduler_options(config: SchedulerConfig, signer: Signer | None) -> Schedul
         node_sampling=config.node_sampling,
         conf_path=config.conf_path,
         conf_poll=config.conf_poll,
+        allow_conf_without_gpu_plugin=config.allow_conf_without_gpu_plugin,
         healthz_address=endpoints.healthz,
         metrics_address=endpoints.metrics,
         tls=endpoints.tls,

@@ -11,8 +11,11 @@ rebuilds every booking from the API objects (ARCHITECTURE §2).
 
 Around that: Volcano's metrics (`metrics/`), `/healthz` and `/metrics` (`endpoints.py`), and conf
 reload (`reload.py`): a new framework built from a changed conf takes over between two sessions,
-keeping the cache; a refused conf leaves a Warning Event on the scheduler's Pod (`POD_NAME` and
-`POD_NAMESPACE` from the downward API), else on its Lease, else only the log says so.
+keeping the cache; a conf with errors, one that cannot be read, or one that drops the GPU plugins
+while pods ask for GPUs (`conf_guard.py`) is refused: the running conf stays, the refusal is counted
+(`runtimekit_scheduler_conf_reloads_total{result="refused"}`) and leaves a Warning Event on the
+scheduler's Pod (`POD_NAME` and `POD_NAMESPACE` from the downward API), else on its Lease, else only
+the log says so.
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ from runtimekit.scheduler.cache.objects import timestamp
 from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
 from runtimekit.scheduler.cache.volumes import PATHS as VOLUME_PATHS
 from runtimekit.scheduler.cache.volumes import LiveVolumes
+from runtimekit.scheduler.conf_guard import gpu_plugins_lost
 from runtimekit.scheduler.endpoints import Endpoint, Route, Tls, healthz_route, metrics_route
 from runtimekit.scheduler.framework import Framework
 from runtimekit.scheduler.framework.check import Checked, check_conf
+from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
 from runtimekit.scheduler.framework.sampling import NodeSampler, NodeSampling
 from runtimekit.scheduler.metrics.observer import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
@@ -84,6 +89,7 @@ class SchedulerOptions:
     metrics_address: str | None = None  # serve /metrics there
     tls: tuple[str | None, str | None, str | None] = (None, None, None)  # CA, certificate, key for /healthz
     signer: Signer | None = None  # signs assignments (the Secret's key ring); None: unsigned, refused by plugins
+    allow_conf_without_gpu_plugin: bool = False  # apply a reloaded conf that drops GPU plugins pods need
 
 
 class Scheduler:
@@ -227,11 +233,28 @@ class Scheduler:
             return
         self.watcher = ConfWatcher(
             self.options.conf_path,
-            lambda text, source: check_conf(text, source, registry, context),
+            lambda text, source: self._check_reload(check_conf(text, source, registry, context)),
             self._reloaded,
             self._refused,
             self.options.conf_poll,
         )
+
+    def _check_reload(self, checked: Checked) -> Checked:
+        """`checked`, or its refusal when it would leave pods that ask for GPUs with no plugin to place them."""
+        new = checked.framework
+        if new is None or self.options.allow_conf_without_gpu_plugin:
+            return checked
+        running = self._next or self.framework
+        why = gpu_plugins_lost(running.plugins, new.plugins, self._known_tasks, self.protocol, checked.source)
+        if why is None:
+            return checked
+        checked.problems.error(why)
+        return Checked(checked.source, checked.problems, checked.conf)
+
+    def _known_tasks(self) -> list[TaskInfo]:
+        """The pods bound and holding resources, and this scheduler's pending ones."""
+        with self.cache.lock:  # informer threads change both
+            return [*self.cache.running.values(), *(entry.task for entry in self.queue)]
 
     def _reloaded(self, checked: Checked) -> None:
         assert checked.framework is not None

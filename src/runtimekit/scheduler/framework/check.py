@@ -71,18 +71,30 @@ def check_parsed(
     return Checked(conf.source, problems, conf, framework)
 
 
-def device_coverage(plugins: PluginLists, protocol: KitProtocol, source: str, problems: Problems) -> None:
-    """Warn for each kind of GPU request that no enabled DeviceAllocate plugin allocates."""
+def covered_kinds(plugins: PluginLists) -> set[GpuKind]:
+    """The kinds of GPU request the enabled DeviceAllocate plugins allocate (gpushare: whole GPUs and
+    shares; mig: MIG slices; a plugin that does not say: every kind)."""
     covered: set[GpuKind] = set()
     for plugin in plugins.allocate_devices.flat:
         covered |= plugin.device_kinds if isinstance(plugin, DeviceKinds) else set(GpuKind)
+    return covered
+
+
+def kind_names(protocol: KitProtocol) -> dict[GpuKind, tuple[str, str]]:
+    """Each kind of GPU request as a reader knows it (with the protocol's resource names), and the
+    plugin that allocates it."""
     res = protocol.resources
-    asks = {
+    return {
         GpuKind.WHOLE: (f"whole GPUs ({res.gpu})", "gpushare"),
         GpuKind.SHARE: (f"GPU shares ({res.core}, {res.memory})", "gpushare"),
         GpuKind.MIG: (f"MIG slices ({res.mig_prefix}<profile>)", "mig"),
     }
-    for kind, (what, name) in asks.items():
+
+
+def device_coverage(plugins: PluginLists, protocol: KitProtocol, source: str, problems: Problems) -> None:
+    """Warn for each kind of GPU request that no enabled DeviceAllocate plugin allocates."""
+    covered = covered_kinds(plugins)
+    for kind, (what, name) in kind_names(protocol).items():
         if kind not in covered:
             problems.warning(
                 f"{source}: no plugin allocates {what}: pods asking for them will stay Pending "
