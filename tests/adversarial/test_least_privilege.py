@@ -84,3 +84,34 @@ def test_the_device_plugin_mounts_the_runtime_socket_folder_read_only(objs: list
     plugin = mounts(workload(objs, "lj-runtimekit-device-plugin-ds"))
     assert plugin["/run/lj-runtimekit"] == ("/run/lj-runtimekit", True)
     assert plugin["/var/lib/kubelet/device-plugins"] == ("/var/lib/kubelet/device-plugins", False)  # it binds there
+
+
+SCHEDULER_CODE = [
+    ("update", "", "configmaps", "lj-runtimekit-scheduler-config"),
+    ("patch", "", "configmaps", "lj-runtimekit-scheduler-config"),
+    ("update", "", "configmaps", "lj-runtimekit-scheduler-plugins"),
+    ("patch", "", "configmaps", "lj-runtimekit-scheduler-plugins"),
+    ("create", "", "configmaps", ""),
+    ("update", "apps", "deployments", "lj-runtimekit-scheduler-framework"),
+    ("patch", "apps", "deployments", "lj-runtimekit-scheduler-framework"),
+    ("create", "", "pods/exec", ""),
+]
+
+
+def test_no_kit_component_can_change_the_code_the_scheduler_runs(objs: list[dict[str, Any]]) -> None:
+    """The conf and the plugins ConfigMaps decide what code the scheduler imports (docs/security.md#custom-plugins):
+    no ServiceAccount of the kit may write them, nor the scheduler's Deployment, nor exec into its pods; its
+    root filesystem and both mounts are read-only, so nothing in the pod adds a module either."""
+    scheduler = workload(objs, "lj-runtimekit-scheduler-framework")
+    namespace = scheduler["metadata"]["namespace"]
+    for obj in workloads(objs):
+        grants = policy(objs, obj["metadata"]["name"])
+        for verb, group, resource, name in SCHEDULER_CODE:
+            attributes = Attributes(verb, group, resource, namespace, name)
+            assert not grants.allows(attributes), (obj["metadata"]["name"], attributes)
+    (container,) = containers(scheduler)
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    args = dict(a.split("=", 1) for a in container["args"] if a.startswith("--") and "=" in a)
+    read_only = {m["mountPath"]: bool(m.get("readOnly")) for m in container["volumeMounts"]}
+    assert read_only[args["--plugins-dir"]] is True
+    assert read_only[args["--config"].rsplit("/", 1)[0]] is True

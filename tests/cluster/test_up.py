@@ -284,5 +284,6 @@ def test_up_loads_custom_plugins_that_reach_the_pods(state_dir: Path, tmp_path: 
         code = up.stop()
     assert code == 0, log.read_text()[-3000:]
     text = log.read_text()
-    assert f"loaded from {plugins}: logprint, print, stamp" in text
+    for kind, name in (("action", "print"), ("plugin", "logprint"), ("plugin", "stamp")):  # those the conf names
+        assert f"imported the {kind} {name} from {plugins / name}.py" in text
     assert "Job default/p1 is ready, detail info: queue default, minMember 1, tasks: p1 Binding on gpu-node-1" in text

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_logprint_logs_one_line_per_job_as_volcanos_tutorial_does(caplog: pytest.LogCaptureFixture) -> None:
     registry = builtin_registry()
-    assert registry.load_directory(ROOT / "examples" / "plugins") == ["logprint", "print", "stamp"]
+    assert registry.add_directory(ROOT / "examples" / "plugins") == ["logprint", "print", "stamp"]
     framework = Framework(load_conf(ROOT / "examples" / "scheduler" / "print.conf"), registry, BuildContext())
     c = static_cache("n1", gpus=1)
     c.add_job(job_of("fits", share(600)))
@@ -37,7 +37,7 @@ def test_logprint_logs_one_line_per_job_as_volcanos_tutorial_does(caplog: pytest
 
 def test_print_hands_running_jobs_to_the_printers_too(caplog: pytest.LogCaptureFixture) -> None:
     registry = builtin_registry()
-    registry.load_directory(ROOT / "examples" / "plugins")
+    registry.add_directory(ROOT / "examples" / "plugins")
     framework = Framework(load_conf(ROOT / "examples" / "scheduler" / "print.conf"), registry, BuildContext())
     assert framework.needs_running
     c = static_cache("n1", gpus=1)
@@ -67,7 +67,7 @@ tiers:
 
 def stamp_framework(cap: int = 4, hold: str = "") -> Framework:
     registry = builtin_registry()
-    registry.load_directory(ROOT / "examples" / "plugins")
+    registry.add_directory(ROOT / "examples" / "plugins")
     return Framework(parse_conf(STAMP.format(cap=cap, hold=hold)), registry, BuildContext())
 
 
@@ -99,7 +99,7 @@ def test_stamp_holds_binds_of_a_namespace_and_the_pod_stays_pending() -> None:
 @pytest.mark.parametrize("conf", ["volcano-scheduler.conf", "gpushare.conf", "print.conf", "stamp.conf"])
 def test_example_confs_build(conf: str) -> None:
     registry = builtin_registry()
-    registry.load_directory(ROOT / "examples" / "plugins")
+    registry.add_directory(ROOT / "examples" / "plugins")
     Framework(load_conf(ROOT / "examples" / "scheduler" / conf), registry, BuildContext())
 
 

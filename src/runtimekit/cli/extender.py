@@ -32,7 +32,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--url-prefix", default="/lj-runtimekit", help="the path of kube-scheduler's urlPrefix (/lj-runtimekit)")
     add("--conf", "--config", dest="conf", help="conf in Volcano's format (default: gpushare and mig only)")
     add("--protocol", help="protocol.yaml (default: built-in names)")
-    add("--plugins-dir", help="load actions and plugins from the Python modules in this folder")
+    add("--plugins-dir", help="custom actions and plugins: NAME.py here is imported when the conf names NAME")
     add(
         "--scheduler-name",
         action="append",

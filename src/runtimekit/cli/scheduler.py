@@ -31,7 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--master", help="the API server's address (overrides the kubeconfig's; Volcano's flag)")
     add("--config", "--scheduler-conf", dest="config", help="scheduler conf in Volcano's format, bare or a ConfigMap")
     add("--check-conf", metavar="FILE", help="check a conf (bare or a ConfigMap), print every problem, and exit")
-    add("--plugins-dir", help="load actions and plugins from the Python modules in this folder")
+    add("--plugins-dir", help="custom actions and plugins: NAME.py here is imported when the conf names NAME")
     add("--protocol", help="protocol.yaml (default: built-in names)")
     add(
         "--scheduler-name",

@@ -60,7 +60,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "no schedulerName are scheduled); each --scheduler-name adds a name, e.g. volcano (repeatable)",
     )
     parser.add_argument(
-        "--scheduler-plugins-dir", help="the scheduler's --plugins-dir: load custom actions and plugins from it"
+        "--scheduler-plugins-dir", help="the scheduler's --plugins-dir (NAME.py there loads when its conf names NAME)"
     )
     parser.add_argument(
         "--protocol",

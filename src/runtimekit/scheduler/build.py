@@ -99,7 +99,8 @@ class AssignmentKeys:
 class SchedulerConfig:
     """Everything the live scheduler is built from. `conf` is a parsed conf, or a file (the bare conf
     or a ConfigMap), or None for the built-in conf; `registry` None means the built-in actions and
-    plugins with the entry points', and the modules of `plugins_dir` are added to it."""
+    plugins with the entry points', and the modules of `plugins_dir` are added to it (each imported
+    only when the conf, or a reloaded conf, names it: `Registry.provide`)."""
 
     kube: KubeHttp | KubeConnection = field(default_factory=KubeConnection)  # a client in hand is used as it is
     conf: SchedulerConf | str | Path | None = None
@@ -204,8 +205,12 @@ def registry_and_context(config: SchedulerConfig) -> tuple[Registry, BuildContex
         registry = builtin_registry()
         registry.load_entry_points()
     if config.plugins_dir:
-        loaded = registry.load_directory(config.plugins_dir)
-        log.info("loaded from %s: %s", config.plugins_dir, ", ".join(loaded) or "nothing")
+        offered = registry.add_directory(config.plugins_dir)
+        log.info(
+            "plugins directory %s offers %s (a module is imported only when the conf names it)",
+            config.plugins_dir,
+            ", ".join(offered) or "nothing",
+        )
     return registry, BuildContext(protocol=config.protocol, rng=random.Random(config.seed))
 
 

@@ -118,8 +118,10 @@ def test_registry_rejects_duplicates_and_loads_a_plugins_directory(tmp_path: Pat
         "def New(arguments, context):\n    return Hello()\n"
     )
     (tmp_path / "_private.py").write_text("raise SystemExit('never imported')\n")
-    assert registry.load_directory(tmp_path) == ["hello"]
+    assert registry.add_directory(tmp_path) == ["hello"]
     assert registry.build_plugin("hello", {}, BuildContext()).name == "hello"
     (tmp_path / "broken.py").write_text("import nosuchmodule\n")
+    broken = Registry()
+    broken.add_directory(tmp_path)  # nothing is imported until a name is asked for
     with pytest.raises(RegistryError, match=r"broken\.py: import failed"):
-        Registry().load_directory(tmp_path)
+        broken.build_plugin("broken", {}, BuildContext())

@@ -62,7 +62,7 @@ def check_rows(ssn: Session, task: TaskInfo, rows: IntArray) -> RowVerdicts:
             break
         if skip and plugin.name in skip:
             continue
-        verdict = plugin.predicate(task, rows, ssn)
+        verdict = plugin.predicate(task, rows, ssn.view)
         passed = verdict.passed
         if np.count_nonzero(passed) == passed.size:
             continue

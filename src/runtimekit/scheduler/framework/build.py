@@ -1,6 +1,8 @@
 """Building a framework's actions and plugins from a conf and a registry, reporting every problem.
 
-One place decides what a conf entry becomes: an action or plugin built from its registered builder,
+One place decides what a conf entry becomes: an action or plugin built from its registered builder
+(a name a plugins directory provides is imported first: `Registry.provide`, so a module is
+imported only when a conf names it, and a conf reload that names a new one imports it then),
 a warning (a name Volcano ships that is not built here: skipped, `known_names.py`; what a builder says
 through `BuildContext.warn`), or a problem (unknown name, bad argument, a builder that fails).
 `Framework(...)` calls it failing fast (the first error raised as it was: `RegistryError`,
@@ -18,7 +20,7 @@ from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
 from runtimekit.scheduler.framework.interfaces import Plugin
 from runtimekit.scheduler.framework.known_names import NameCheck, check_action, check_plugin, unsupported_arguments
 from runtimekit.scheduler.framework.problems import ConfError, Problems
-from runtimekit.scheduler.framework.registry import BuildContext, Registry, RegistryError
+from runtimekit.scheduler.framework.registry import BuildContext, Kind, Registry, RegistryError
 
 # What a builder raises for a bad conf entry; anything else is a builder's bug, raised as it is
 # when failing fast and reported as an error when collecting.
@@ -39,6 +41,8 @@ def build_actions(
     actions = []
     for name in conf.actions:
         where = f"{source}: actions: {name}"
+        if not _provided(registry, name, "action", problems, where):
+            continue
         if not _wanted(check_action(name, registry.actions), problems, where):
             continue
         try:
@@ -61,6 +65,8 @@ def build_tiers(
         built = []
         for j, option in enumerate(tier.plugins):
             where = f"{source}: tiers[{i}].plugins[{j}] ({option.name})"
+            if not _provided(registry, option.name, "plugin", problems, where):
+                continue
             if not _wanted(check_plugin(option.name, registry.plugins), problems, where):
                 continue
             arguments, dropped = unsupported_arguments(option.name, option.arguments)
@@ -77,6 +83,17 @@ def build_tiers(
             _carry(context, problems, where)
         tiers.append(built)
     return tiers
+
+
+def _provided(registry: Registry, name: str, kind: Kind, problems: Problems, where: str) -> bool:
+    """Import the module of a plugins directory that provides `name`, if one does (False: it failed,
+    reported)."""
+    try:
+        registry.provide(name, kind)
+    except RegistryError as exc:
+        problems.error(f"{where}: {exc}", exc)
+        return False
+    return True
 
 
 def _wanted(check: NameCheck, problems: Problems, where: str) -> bool:

@@ -84,10 +84,10 @@ class Framework:
         )
         for plugin in self.plugins.every.flat:
             if observer is None:
-                plugin.on_session_open(ssn)
+                plugin.on_session_open(ssn.view)
                 continue
             begun = time.perf_counter()
-            plugin.on_session_open(ssn)
+            plugin.on_session_open(ssn.view)
             observer.plugin_done(plugin.name, ON_SESSION_OPEN, time.perf_counter() - begun)
         if observer is not None:
             observer.session_opened(time.perf_counter() - started)
@@ -100,7 +100,7 @@ class Framework:
                 ssn.unreserve(task)
         for plugin in self.plugins.every.flat:
             begun = time.perf_counter() if observer is not None else 0.0
-            plugin.on_session_close(ssn)
+            plugin.on_session_close(ssn.view)
             if observer is not None:
                 observer.plugin_done(plugin.name, ON_SESSION_CLOSE, time.perf_counter() - begun)
         ssn.state.clear()  # the cycle's state goes with it (a closed session may still be inspected)

@@ -37,6 +37,7 @@ from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Code, Explain, FitErrors, Status, error
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
+from runtimekit.scheduler.framework.view import CycleView
 
 T = TypeVar("T")
 
@@ -72,8 +73,9 @@ class BindCycle:
 
 
 class Session:
-    """One cycle: the snapshot, the plugin lists, and the rules that combine their answers. It is a
-    `SessionView` for plugins and a statement `Host`; actions use the whole of it."""
+    """One cycle: the snapshot, the plugin lists, and the rules that combine their answers. Plugins
+    are handed its `view` (a `CycleView`), never the session; it is a statement `Host`, and actions
+    use the whole of it."""
 
     def __init__(
         self,
@@ -94,6 +96,8 @@ class Session:
         self.jobs = snapshot.jobs
         self.queues = snapshot.queues
         self.now = snapshot.now
+        # what plugins are handed: the cycle's parts, never the session (whose cache leads to the binder)
+        self.view = CycleView(self.state, snapshot, snapshot.table, snapshot.jobs, snapshot.queues, snapshot.now)
         self.enabled_actions = enabled_actions
         self.touched_jobs: set[str] = set()
         self.explain = explain  # work out why unschedulable tasks fit nowhere
@@ -214,7 +218,7 @@ class Session:
                 break
             if skip and plugin.name in skip:
                 continue
-            verdict = plugin.predicate(task, rows, self)
+            verdict = plugin.predicate(task, rows, self.view)
             passed = verdict.passed
             if np.count_nonzero(passed) == passed.size:
                 continue
@@ -238,11 +242,11 @@ class Session:
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
         plugins = self.plugins.node_order.flat
         if len(plugins) == 1:  # nothing to add up: the one plugin's scores as they are
-            scores = plugins[0].node_order(task, rows, self)
+            scores = plugins[0].node_order(task, rows, self.view)
             return scores if scores.dtype == np.float64 else scores.astype(np.float64)
         total = np.zeros(rows.size, np.float64)
         for plugin in plugins:
-            total += plugin.node_order(task, rows, self)
+            total += plugin.node_order(task, rows, self.view)
         return total
 
     def best_node(self, task: TaskInfo, rows: Rows, scores: Scores) -> int:
@@ -291,7 +295,7 @@ class Session:
         shares and whole GPUs, mig the slices), merged; the first failure wins."""
         answers: list[DeviceChoice] = []
         for plugin in self.plugins.allocate_devices.flat:
-            answer = plugin.allocate_devices(task, row, self)
+            answer = plugin.allocate_devices(task, row, self.view)
             if isinstance(answer, Status):
                 return answer.stamped(plugin.name)
             if answer is not None:
@@ -362,7 +366,7 @@ class Session:
         if not plugins:
             return SUCCESS
         for plugin in plugins:
-            status = plugin.reserve(task, choice, self)
+            status = plugin.reserve(task, choice, self.view)
             if status is not SUCCESS and not status.ok:
                 self.bind_cycle.unreserve(task)
                 return status.stamped(plugin.name)

@@ -4,12 +4,15 @@
 Plugins read the node table, the snapshot (node metadata, capacity, queue totals), the jobs and
 queues of the cycle; they never change them — every change goes through the actions' statements.
 What plugins work out for one cycle and share they keep in its `state` (typed keys, `state.py`).
-`Session` implements this protocol; tests may pass anything with these attributes.
+A session hands its plugins a `CycleView` (`Session.view`), which holds these parts and nothing
+else: no path from it leads to the cache, the binder or the assignment key the binder signs with
+(docs/security.md#custom-plugins). Tests may pass anything with these attributes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Protocol
 
 from runtimekit.model import NodeTable
@@ -42,3 +45,15 @@ class SessionView(Protocol):
     @property
     def now(self) -> float:
         """The snapshot's time (seconds since the epoch; trace time in replays)."""
+
+
+@dataclass(frozen=True, slots=True)
+class CycleView:
+    """The `SessionView` a session hands its plugins: the cycle's state and its snapshot's parts."""
+
+    state: CycleState
+    snapshot: Snapshot
+    table: NodeTable
+    jobs: Mapping[JobKey, JobInfo]
+    queues: Mapping[str, QueueInfo]
+    now: float
