@@ -279,6 +279,13 @@ def test_bad_hami_requests_say_why(limits: dict[str, int], message: str) -> None
         parse_pod_request(pod(c(limits=limits)), HAMI)
 
 
+def test_volcano_vgpu_never_fits_cores_above_100_so_they_stay_refused() -> None:
+    # Volcano's vGPU predicate (UsedCore + Coresreq > 100) fits 120 nowhere, where HAMi clamps it to 100
+    limits = {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-cores": 120}
+    with pytest.raises(RequestError, match="above 100 % of one GPU"):
+        parse_pod_request(pod(c(limits=limits)), VOLCANO)
+
+
 def test_volcano_names_and_their_older_aliases() -> None:
     # vgpu-case03.yml: two containers, 2 vGPUs each, 2000 and 3000 MiB
     request = parse_pod_request(
