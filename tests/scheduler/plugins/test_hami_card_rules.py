@@ -109,6 +109,32 @@ FIT_CASES = [
         REASON_NO_GPU,
         id="fit fail: CardNotHealth",
     ),
+    # pkg/scheduler/score_test.go Test_fitInCertainDevice (a card of Totalcore 1 there is one whose
+    # cores are all used here: the kit's cards have 100 %)
+    pytest.param(
+        [Card(used=5, count=4, totalmem=8192, usedmem=2048, usedcores=1)],
+        share(1, 1024, cores=1),
+        REASON_SPLIT,
+        id="device count less than device used",
+    ),
+    pytest.param(
+        [Card(used=1, count=4, totalmem=8000, usedmem=8000, usedcores=1)],
+        share(1, mem_percent=100, cores=100),
+        REASON_MEMORY,
+        id="card insufficient remaining memory",
+    ),
+    pytest.param(
+        [Card(used=1, count=4, totalmem=8192, usedmem=2048)],
+        share(1, 100, cores=100),
+        REASON_ALONE,
+        id="the container wants exclusive access to an entire card, but the card is already in use",
+    ),
+    pytest.param(
+        [Card(used=1, count=4, totalmem=8192, usedmem=2048, usedcores=100)],
+        share(1, 1024, cores=0),
+        REASON_NO_CORE,
+        id="can't allocate core=0 job to an already full GPU",
+    ),
     # beyond HAMi's table: a card one short of its split count still takes a share; memory first
     pytest.param([Card(used=99, totalmem=1280)], share(1, 512, cores=50), "", id="one slot left"),
     pytest.param(

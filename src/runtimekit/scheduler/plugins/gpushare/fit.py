@@ -99,19 +99,22 @@ def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest, split: int
     any_usable = table.usable[rows].any(axis=1)
     reasons: list[tuple[str, BoolArray]] = []
     rule_reason: tuple[str, BoolArray] | None = None
+    memory_blocked = (counts + mem_only.sum(axis=1)) >= req.count
     if card_rules_on(req, split):
         full, refused = card_blocks(table.holders[rows], table.core_free[rows], req, split)
         failed = (ok & ~full & ~refused).sum(axis=1) < req.count
-        usable = table.usable[rows]
-        capped = (usable.sum(axis=1) >= req.count) & ((usable & ~full).sum(axis=1) < req.count)
-        reasons.append((REASON_SPLIT, failed & capped))  # the cap alone leaves too few GPUs
+        open_gpus = table.usable[rows] & ~full
+        enough = open_gpus.sum(axis=1) >= req.count
+        reasons.append((REASON_SPLIT, failed & (table.usable[rows].sum(axis=1) >= req.count) & ~enough))
+        # HAMi checks memory before cores: memory short on too many of the open GPUs says so
+        roomy = table.gmem_free[rows] >= memory_need(req, table.gmem_total[rows])
+        memory_blocked = enough & ((open_gpus & roomy).sum(axis=1) < req.count)
         rule = REASON_ALONE if req.core_milli >= MILLI else REASON_NO_CORE if req.core_milli == 0 else REASON_SPLIT
         rule_reason = (rule, failed & ~amounts_failed)
     reasons.append((REASON_NO_GPU, failed & ~any_usable))
     if req.kind is GpuKind.SHARE and req.memory_mib is not None:
         too_big = (table.gmem_total[rows] < req.memory_mib).all(axis=1)
         reasons.append((REASON_TOO_BIG, amounts_failed & too_big))
-    memory_blocked = (counts + mem_only.sum(axis=1)) >= req.count
     reasons.append((REASON_MEMORY, amounts_failed & memory_blocked))
     if rule_reason is not None:
         reasons.append(rule_reason)
