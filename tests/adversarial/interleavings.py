@@ -334,7 +334,7 @@ def expected_env(assignment: Assignment, container: str) -> dict[str, str]:
     share = shares[0]
     return {
         "NVIDIA_VISIBLE_DEVICES": share.uuid,
-        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, share.core_milli // 10)),
+        "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(max(1, share.core_milli // 10) if share.core_milli else 100),
         "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": f"0={share.memory_mib}M",
     }
 

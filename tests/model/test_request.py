@@ -234,6 +234,8 @@ H100_MIB = 81559
         ),
         # a percentage alone (no count): one GPU
         ({"nvidia.com/gpumem-percentage": 25}, GpuKind.SHARE, 1, 0, H100_MIB // 4),
+        # HAMi's TestDevices_Fit "fit success: but core limit can't exceed 100": clamped to 100
+        ({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 512, "nvidia.com/gpucores": 120}, GpuKind.SHARE, 1, 1000, 512),
     ],
     ids=[
         "default-use",
@@ -247,6 +249,7 @@ H100_MIB = 81559
         "percent-zero-is-none",
         "amount-wins",
         "percent-alone",
+        "cores-above-100-clamped",
     ],
 )
 def test_hami_requests(limits: dict[str, int], kind: GpuKind, count: int, core: int, memory_on_h100: int) -> None:
@@ -267,14 +270,20 @@ def test_a_percentage_is_of_each_gpus_own_memory() -> None:
     [
         ({"nvidia.com/gpumem-percentage": 101}, "nvidia.com/gpumem-percentage is 101, above 100 %"),
         ({"nvidia.com/gpumem": 3000}, "nvidia.com/gpumem alone is not allocated by kubelet"),
-        ({"nvidia.com/gpu": 1, "nvidia.com/gpucores": 101}, "above 100 % of one GPU"),
         ({"nvidia.com/gpucores": 30, "nvidia.com/mig-1g.10gb": 1}, "a MIG slice cannot be combined"),
     ],
-    ids=["percent-above-100", "memory-alone-never-reaches-the-device-plugin", "cores-above-100", "mig-and-share"],
+    ids=["percent-above-100", "memory-alone-never-reaches-the-device-plugin", "mig-and-share"],
 )
 def test_bad_hami_requests_say_why(limits: dict[str, int], message: str) -> None:
     with pytest.raises(RequestError, match=message):
         parse_pod_request(pod(c(limits=limits)), HAMI)
+
+
+def test_volcano_vgpu_never_fits_cores_above_100_so_they_stay_refused() -> None:
+    # Volcano's vGPU predicate (UsedCore + Coresreq > 100) fits 120 nowhere, where HAMi clamps it to 100
+    limits = {"volcano.sh/vgpu-number": 1, "volcano.sh/vgpu-cores": 120}
+    with pytest.raises(RequestError, match="above 100 % of one GPU"):
+        parse_pod_request(pod(c(limits=limits)), VOLCANO)
 
 
 def test_volcano_names_and_their_older_aliases() -> None:

@@ -39,6 +39,32 @@ def test_card_types(annotations: dict[str, str], allowed: bool) -> None:
     assert (selector is None or selector.allows(A100)) == allowed
 
 
+T4 = Gpu(0, GpuUUID("t4"), "T4", 15360)  # NVML's product name: Tesla T4; HAMi's card type: NVIDIA-Tesla T4
+
+
+@pytest.mark.parametrize(
+    ("annotations", "gpu", "allowed"),
+    [
+        # HAMi's Test_checkType (pkg/device/nvidia/device_test.go), on its card types
+        pytest.param({USE: "A10"}, Gpu(0, GpuUUID("a"), "NVIDIA A100", 81920), True, id="use-matches"),
+        pytest.param({USE: "A10", NOUSE: "A100"}, Gpu(0, GpuUUID("a"), "NVIDIA A100", 81920), False, id="nouse-wins"),
+        pytest.param({USE: "A10", NOUSE: "A100"}, Gpu(0, GpuUUID("a"), "NVIDIA A10", 23028), True, id="a10-not-a100"),
+        # the prefix HAMi's device plugin puts before a name without NVIDIA
+        pytest.param({USE: "NVIDIA-Tesla"}, T4, True, id="hami-type-prefix"),
+        pytest.param({USE: "nvidia-tesla t4"}, T4, True, id="hami-type-any-case"),
+        pytest.param({NOUSE: "NVIDIA"}, T4, False, id="every-hami-type-is-nvidia"),
+        pytest.param({USE: "NVIDIA-A100"}, A100, False, id="no-prefix-where-the-name-has-nvidia"),
+        pytest.param(
+            {USE: "NVIDIA-Tesla V100"}, Gpu(0, GpuUUID("v"), "Tesla V100-PCIE-16GB", 16384), True, id="unknown"
+        ),
+    ],
+)
+def test_hami_card_type_names(annotations: dict[str, str], gpu: Gpu, allowed: bool) -> None:
+    selector = selector_from_annotations(annotations, HAMI)
+    assert selector is not None
+    assert selector.allows(gpu) == allowed
+
+
 @pytest.mark.parametrize(
     ("annotations", "uuid", "allowed"),
     [

@@ -17,6 +17,7 @@ SHARE = (Grant("GPU-1", 1, 300, 8192),)
 TWO = (Grant("GPU-0", 0, 500, 4096), Grant("GPU-2", 2, 250, 2048))
 WHOLE = (Grant("GPU-2", 2, 1000, 143771),)
 NO_MEMORY = (Grant("GPU-0", 0, 5, 0),)
+MEMORY_ONLY = (Grant("GPU-1", 1, 0, 8192),)  # HAMi's `gpumem: 8192` without `gpucores`
 
 
 def edits(isolation: str, grants: tuple[Grant, ...]) -> ContainerEdits:
@@ -82,6 +83,41 @@ def edits(isolation: str, grants: tuple[Grant, ...]) -> ContainerEdits:
                 "LD_PRELOAD": "/usr/local/vgpu/libvgpu.so",
             },
             id="hami-core-whole",
+        ),
+        # HAMi's device plugin writes a pod's gpucores as is, 0 when none is given, and HAMi-core reads
+        # CUDA_DEVICE_SM_LIMIT 0 as no limit: a memory-only share must not be throttled to 1 % of the card
+        pytest.param(
+            "hami-core",
+            MEMORY_ONLY,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+                "CUDA_DEVICE_MEMORY_LIMIT_0": "8192m",
+                "CUDA_DEVICE_SM_LIMIT": "0",
+                "LD_PRELOAD": "/usr/local/vgpu/libvgpu.so",
+            },
+            id="hami-core-memory-only-no-compute-limit",
+        ),
+        pytest.param(
+            "hami-core",
+            NO_MEMORY,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-0",
+                "CUDA_DEVICE_MEMORY_LIMIT_0": "143771m",
+                "CUDA_DEVICE_SM_LIMIT": "1",
+                "LD_PRELOAD": "/usr/local/vgpu/libvgpu.so",
+            },
+            id="hami-core-tiny-share-is-limited-not-unlimited",
+        ),
+        pytest.param(
+            "mps",
+            MEMORY_ONLY,
+            {
+                "NVIDIA_VISIBLE_DEVICES": "GPU-1",
+                "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": "100",
+                "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": "0=8192M",
+                "CUDA_MPS_PIPE_DIRECTORY": "/run/mps",
+            },
+            id="mps-memory-only-all-threads",
         ),
     ],
 )

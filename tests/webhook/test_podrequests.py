@@ -110,6 +110,13 @@ CASES: list[tuple[str, KitProtocol, Fleet, Pod, list[str]]] = [
         [f'{LIMIT}[nvidia.com/gpumem-percentage]: Invalid value: "120": above 100 % of one GPU\'s memory'],
     ),
     (
+        "hami: cores above 100 count as 100, as HAMi clamps them (its webhook lets them through)",
+        HAMI,
+        NONE,
+        pod({"limits": {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "120"}}),
+        [],
+    ),
+    (
         "hami: memory alone (the mutating webhook adds the count first)",
         HAMI,
         NONE,

@@ -62,6 +62,9 @@ class NodeTable:
         self.version: IntArray = np.zeros(rows, np.int64)
         # GPU pods per node by class: column 0 share pods, column k pods holding k whole GPUs.
         self.gpu_pods: IntArray = np.zeros((rows, width + 1), np.int64)
+        # Shares held per GPU (a container's slot on it, whatever its size): what a split count caps,
+        # as HAMi counts a card's users (`DeviceUsage.Used`) against its `deviceSplitCount`.
+        self.holders: IntArray = np.zeros((rows, width), np.int64)
         # Per-node summaries over usable GPUs, kept current so that common checks stay 1-D:
         self.gpu_sum: IntArray = np.zeros(rows, np.int64)  # total free core milli
         self.gpu_max: IntArray = np.full(rows, NO_GPU, np.int64)  # the most free core milli on one GPU
@@ -86,7 +89,7 @@ class NodeTable:
         "gpu_usable",
         "cpu_room",
     )
-    _GPU_ARRAYS = ("core_free", "gmem_free", "gmem_total", "usable", "gpu_pods")
+    _GPU_ARRAYS = ("core_free", "gmem_free", "gmem_total", "usable", "gpu_pods", "holders")
 
     def _grow(self, rows: int, width: int) -> None:
         old_rows, old_width = self.core_free.shape
@@ -213,6 +216,7 @@ class NodeTable:
         count = int(self.gpu_count[row])
         cores, usables = self.core_free[row, :count].tolist(), self.usable[row, :count].tolist()
         gmems = self.gmem_free[row, :count].tolist()
+        holders = self.holders[row, :count].tolist()
         cpu, pods = int(self.cpu_free[row]), int(self.pods_free[row])
         name = self._names[row] if row < len(self._names) else None
         mig = self.mig.get(row)
@@ -226,6 +230,7 @@ class NodeTable:
             tuple(cores),
             tuple(gmems),
             tuple(usables),
+            tuple(holders),
             bool(self.active[row]),
             tuple(sorted((g, st.occupied) for g, st in mig.items())) if mig else (),
             tuple((n, int(self.scalar_free[n][row])) for n in sorted(self.scalar_free)) if self.scalar_free else (),
@@ -366,6 +371,7 @@ class NodeTable:
         self.usable[row] = False
         self.gpu_count[row] = 0
         self.gpu_pods[row] = 0
+        self.holders[row] = 0
         self.mig.pop(row, None)
         for column in self.scalar_free.values():
             column[row] = 0
@@ -429,6 +435,8 @@ class NodeTable:
         for slot in placement.slots:
             if slot.is_mig:
                 self.mig[row][slot.gpu].take(slot.mig_profile, slot.mig_start)
+            else:
+                self.holders[row, slot.gpu] += 1
         if placement.slots:
             self.gpu_pods[row, self._tag(placement, row)] += 1
         self._bump(row)
@@ -459,7 +467,10 @@ class NodeTable:
             self.core_free[row, gpu] += core
             self.gmem_free[row, gpu] += mem
         for slot in placement.slots:
-            state = self.mig.get(row, {}).get(slot.gpu) if slot.is_mig else None
+            if not slot.is_mig:
+                self.holders[row, slot.gpu] = max(0, int(self.holders[row, slot.gpu]) - 1)
+                continue
+            state = self.mig.get(row, {}).get(slot.gpu)
             if state is not None:
                 state.give(slot.mig_profile, slot.mig_start)
         if placement.slots:

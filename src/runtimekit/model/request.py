@@ -10,7 +10,8 @@ Rules (docs/user-guide/requests.md):
   Core missing means no compute share (memory-only); memory missing means memory in proportion
   to the compute share (P % of the chosen GPU's memory, rounded down), or all of it when
   `rules.memoryDefault` is `whole` (HAMi's and Volcano's rule; there a memory amount of 0 counts as
-  none, and all of the memory without a compute share is a whole GPU).
+  none, and all of the memory without a compute share is a whole GPU). Under HAMi's names a compute
+  share above 100 % is 100 %, as HAMi's Fit clamps it; elsewhere it is refused.
 - Each resource may be asked for under any one of its names (`KitProtocol.names`: the first, then
   `aliases.*`), never under two.
 - `<migPrefix><profile>: N`: N MIG slices of that profile. It cannot be mixed with the others.
@@ -37,6 +38,7 @@ from runtimekit.kube.semantics.resources import pod_amounts
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.memo import PerProtocol
+from runtimekit.protocol.presets import speaks_hami
 
 MILLI_PER_GPU = 1000
 # No node has more GPUs, or more memory units on one GPU: larger amounts are refused as beyond any
@@ -199,6 +201,8 @@ def parse_container_gpu(
         return None
     if core is None and units is None and percent is None:
         return GpuRequest(GpuKind.WHOLE, gpus) if gpus else None
+    if core is not None and core > 100 and speaks_hami(protocol):
+        core = 100  # HAMi's reading (its Fit clamps it); Volcano's vGPU never fits it, as refused here
     if core is not None and core > 100:
         raise RequestError(
             f"container {name!r}: {res.core} is {core}, above 100 % of one GPU; ask for whole GPUs with "

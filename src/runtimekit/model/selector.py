@@ -28,9 +28,13 @@ def _entries(text: object) -> tuple[str, ...]:
 
 def model_names(model: str) -> tuple[str, ...]:
     """The names a GPU model is known by: the scheduler's short model and, for a known model, its
-    product name as NVML reports it."""
+    product name as NVML reports it (a model the kit does not know is its NVML name); and HAMi's card
+    type, that name with `NVIDIA-` before it when it does not start with `NVIDIA` (HAMi's device plugin
+    registers a `Tesla T4` as `NVIDIA-Tesla T4`, so `use-gputype: NVIDIA-Tesla` picks it)."""
     spec = GPU_MODELS.get(GPU_MODEL_ALIASES.get(model, model))
-    return (model, spec.product) if spec is not None else (model,)
+    product = spec.product if spec is not None else model
+    names = (model, product) if spec is not None else (model,)
+    return names if product.startswith("NVIDIA") else (*names, f"NVIDIA-{product}")
 
 
 @dataclass(frozen=True)

@@ -22,10 +22,17 @@ example manifests:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from runtimekit.protocol.loader import PROTOCOL_VERSION, KitProtocol, ProtocolError, parse_protocol_mapping
+from runtimekit.protocol.loader import (
+    PROTOCOL_VERSION,
+    KitProtocol,
+    ProtocolError,
+    Resources,
+    parse_protocol_mapping,
+)
 
 
 @dataclass(frozen=True)
@@ -118,6 +125,17 @@ def preset(name: str) -> Preset:
 def preset_protocol(name: str) -> KitProtocol:
     """The effective protocol of a preset."""
     return parse_protocol_mapping({"version": str(PROTOCOL_VERSION), **preset(name).keys}, f"preset {name}")
+
+
+def speaks_hami(protocol: KitProtocol) -> bool:
+    """Whether the protocol has HAMi's resource names (the `hami` preset, or a file copied from it), so
+    that HAMi's own readings apply where they differ from Volcano vGPU's (`gpucores` above 100)."""
+    return _hami_resources(protocol.resources)
+
+
+@functools.cache
+def _hami_resources(resources: Resources) -> bool:
+    return resources == preset_protocol("hami").resources
 
 
 def preset_text(name: str) -> str:

@@ -5,11 +5,13 @@ container's device ordinals), CDI names `nvidia.com/gpu=<uuid>` and the `/dev/nv
 device is its `MIG-…` UUID, its GPU's node and its `/dev/nvidia-caps` nodes, and is isolated by the
 hardware, so the limits below apply to the container's GPU shares only (none when it has only MIG
 devices). Then:
-- `mps`: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the smallest compute share, in percent, at least 1),
+- `mps`: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the smallest compute share, in percent, at least 1; 100
+  when the shares name no compute, memory-only),
   `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` (`0=<N>M,1=<N>M`, MiB per ordinal as the container sees it),
   `CUDA_MPS_PIPE_DIRECTORY` and a mount of the host pipe folder (protocols.md §5.1);
-- `hami-core`: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<N>m` per ordinal and `CUDA_DEVICE_SM_LIMIT` (percent),
-  with HAMi-core's library folder mounted and preloaded;
+- `hami-core`: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<N>m` per ordinal and `CUDA_DEVICE_SM_LIMIT` (percent;
+  0, HAMi-core's "no limit", when the shares name no compute, as HAMi's device plugin writes a pod's
+  `gpucores` of 0), with HAMi-core's library folder mounted and preloaded;
 - `none`: visibility only.
 Pure: no I/O. Callers: the runtime service's Allocate.
 """
@@ -29,6 +31,8 @@ DEFAULT_MPS_PIPE_DIR = "/run/lj-runtimekit/mps/pipe"
 DEFAULT_MPS_LOG_DIR = "/run/lj-runtimekit/mps/log"
 DEFAULT_HAMI_LIB_DIR = "/usr/local/vgpu"
 HAMI_LIBRARY = "libvgpu.so"
+MPS_UNLIMITED = 100  # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of all of the GPU's threads
+HAMI_CORE_UNLIMITED = 0  # HAMi-core reads CUDA_DEVICE_SM_LIMIT 0 (or unset) as no compute limit
 
 
 @dataclass(frozen=True)
@@ -88,8 +92,16 @@ def visibility(grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> Co
 
 
 def percent(core_milli: int) -> int:
-    """A compute share in whole percent, at least 1 (MPS and HAMi-core reject 0)."""
+    """A compute share in whole percent, at least 1 (a tiny share must not read as no limit)."""
     return max(1, min(100, core_milli // 10))
+
+
+def compute_limit(shares: Sequence[tuple[int, Grant]], unlimited: int) -> int:
+    """The compute limit of a container's shares: the smallest named share in percent, or `unlimited`
+    when none names compute (a memory-only share). Capping such a share at 1 % would run its work at a
+    hundredth of the card, while HAMi runs it unlimited (its device plugin writes `gpucores` 0 as is)."""
+    named = [percent(g.core_milli) for _, g in shares if g.core_milli > 0]
+    return min(named) if named else unlimited
 
 
 def _memory_mib(grant: Grant, devices: Mapping[str, DeviceInfo]) -> int:
@@ -125,7 +137,7 @@ class MpsIsolation:
             return visibility(grants, devices)
         limits = ",".join(f"{i}={_memory_mib(g, devices)}M" for i, g in shares)
         envs = {
-            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(min(percent(g.core_milli) for _, g in shares)),
+            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(compute_limit(shares, MPS_UNLIMITED)),
             "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": limits,
             "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
         }
@@ -143,7 +155,7 @@ class HamiCoreIsolation:
         if not shares:
             return visibility(grants, devices)
         envs = {f"CUDA_DEVICE_MEMORY_LIMIT_{i}": f"{_memory_mib(g, devices)}m" for i, g in shares}
-        envs["CUDA_DEVICE_SM_LIMIT"] = str(min(percent(g.core_milli) for _, g in shares))
+        envs["CUDA_DEVICE_SM_LIMIT"] = str(compute_limit(shares, HAMI_CORE_UNLIMITED))
         envs["LD_PRELOAD"] = f"{DEFAULT_HAMI_LIB_DIR}/{HAMI_LIBRARY}"
         mounts = (MountSpec(DEFAULT_HAMI_LIB_DIR, self.lib_dir, read_only=True),)
         return _with(visibility(grants, devices), envs, mounts)

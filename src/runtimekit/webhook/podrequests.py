@@ -3,7 +3,8 @@
 Per container, with the protocol's names (aliases and MIG profiles included), reading limits before
 requests as kubelet and the scheduler do:
 - an init container asking for GPUs (only app containers get them);
-- a compute share above 100 % of one GPU, or a memory share above 100 %;
+- a compute share above 100 % of one GPU (but under HAMi's names, where it counts as 100 %, as HAMi
+  reads it), or a memory share above 100 %;
 - GPU memory above the largest GPU of every node (in each node's own memory unit), and more GPUs than
   any node has (both only once some node is known: a cluster being installed refuses nothing);
 - a MIG profile no GPU model has and no node shows;
@@ -25,6 +26,7 @@ from runtimekit.kube.objects import Container, Pod
 from runtimekit.model.mig import MIG_GEOMETRY
 from runtimekit.model.request import RequestError, parse_container_gpu
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.presets import speaks_hami
 from runtimekit.webhook.fleet import Fleet
 from runtimekit.webhook.review import Problem, forbidden, invalid
 
@@ -71,7 +73,7 @@ def _named(amounts: Mapping[str, Amount], protocol: KitProtocol, kind: str) -> A
 
 def _share_problems(amounts: Mapping[str, Amount], protocol: KitProtocol) -> Iterator[Problem]:
     core = _named(amounts, protocol, "core")
-    if core is not None and (core.number or 0) > 100:
+    if core is not None and (core.number or 0) > 100 and not speaks_hami(protocol):  # HAMi: 100 (model.request)
         gpu = protocol.resources.gpu
         yield invalid(
             core.path,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from runtimekit.protocol import KitProtocol
-from runtimekit.protocol.presets import preset_protocol
+from runtimekit.protocol.presets import speaks_hami
 
 SCHEDULER_USER = "system:serviceaccount:kube-system:lj-runtimekit-scheduler"  # deploy/scheduler's ServiceAccount
 DEFAULT_SCHEDULER = "default-scheduler"
@@ -21,11 +21,6 @@ class SchedulerMode(StrEnum):
     # profile that calls the extender (`extender_profile`); `default-scheduler` leaves pods as they are,
     # for a cluster whose own kube-scheduler calls it
     EXTENDER = "extender"
-
-
-def speaks_hami(protocol: KitProtocol) -> bool:
-    """Whether the protocol has HAMi's resource names (the `hami` preset, or a file copied from it)."""
-    return protocol.resources == preset_protocol("hami").resources
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,13 @@
 """GPU fit as plain functions over the node table: which rows can take a container's GPU request,
 why the others cannot, and which GPUs of a row could hold it. Used by the gpushare plugin in the
-live scheduler and in trace replay, and by the tests."""
+live scheduler and in trace replay, and by the tests.
+
+A GPU fits a share when it has the compute and memory the share asks free. Under a protocol with a
+split count (`split`: `resources.gpuReplicas` above 1, HAMi's and Volcano vGPU's `deviceSplitCount`)
+their per-card rules apply as well (HAMi's `pkg/device/nvidia` Fit, Volcano's vGPU predicate): a GPU
+holds at most `split` shares, as kubelet has only that many of its devices to give; a share of all of a
+GPU's compute takes it alone; a share of no compute does not join a GPU whose compute is all taken.
+Whole GPUs need an empty GPU anyway."""
 
 from __future__ import annotations
 
@@ -17,6 +24,25 @@ REASON_MEMORY = "insufficient gpu-memory"
 REASON_WHOLE = "too few whole free GPUs"
 REASON_MODEL = "GPU model mismatch"
 REASON_TOO_BIG = "gpu-memory request larger than the GPU"
+REASON_SPLIT = "GPUs shared by their most pods (split count)"  # HAMi's CardTimeSlicingExhausted
+REASON_ALONE = "GPUs in use: all of gpu-core takes a GPU alone"  # HAMi's ExclusiveDeviceAllocateConflict
+REASON_NO_CORE = "no gpu-core left for a share without gpu-core"  # HAMi's CardComputeUnitsExhausted
+
+
+def card_rules_on(req: GpuRequest, split: int) -> bool:
+    """Whether the split-count rules (module docstring) can refuse a GPU this request fits by amounts."""
+    return split > 1 and req.kind is GpuKind.SHARE
+
+
+def card_blocks(holders: IntArray, core: IntArray, req: GpuRequest, split: int) -> tuple[BoolArray, BoolArray]:
+    """Per GPU, under the split-count rules: no share slot left; and refused by a compute rule (a share
+    of all compute on a GPU with any holder, a share of none on a GPU with no compute left)."""
+    full: BoolArray = holders >= split
+    if req.core_milli >= MILLI:
+        return full, holders > 0
+    if req.core_milli == 0:
+        return full, core <= 0
+    return full, np.zeros_like(full)
 
 
 def memory_need(req: GpuRequest, total_mem: IntArray) -> IntArray | int:
@@ -29,8 +55,9 @@ def memory_need(req: GpuRequest, total_mem: IntArray) -> IntArray | int:
     return (req.core_milli * total_mem) // MILLI
 
 
-def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest) -> tuple[BoolArray, BoolArray]:
-    """Per (row, GPU): can this GPU hold one unit of the request; and is the memory the only problem."""
+def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest, split: int = 0) -> tuple[BoolArray, BoolArray]:
+    """Per (row, GPU): can this GPU hold one unit of the request; and is the memory the only problem
+    (the split-count rules aside)."""
     usable = table.usable[rows]
     core = table.core_free[rows]
     free_mem = table.gmem_free[rows]
@@ -41,37 +68,56 @@ def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest) -> tuple[BoolArray
     else:
         core_ok = usable & (core >= req.core_milli)
         mem_ok = free_mem >= memory_need(req, total_mem)
+    if card_rules_on(req, split):
+        full, refused = card_blocks(table.holders[rows], core, req, split)
+        return core_ok & mem_ok & ~full & ~refused, core_ok & ~mem_ok
     return core_ok & mem_ok, core_ok & ~mem_ok
 
 
 def fit_rows(
-    table: NodeTable, rows: IntArray, req: GpuRequest
+    table: NodeTable, rows: IntArray, req: GpuRequest, split: int = 0
 ) -> tuple[BoolArray, Callable[[], list[tuple[str, BoolArray]]]]:
     """Which rows have `req.count` GPUs that can each hold the request, and (lazily) why the rest
     do not. Whole GPUs and single shares without a memory request use the table's per-node
     summaries; other requests look at every GPU."""
     if req.kind is GpuKind.WHOLE:
         passed = table.at_rows(table.gpu_whole, rows) >= req.count
-    elif req.count == 1 and req.memory_mib == 0:
+    elif req.count == 1 and req.memory_mib == 0 and not card_rules_on(req, split):
         passed = table.at_rows(table.gpu_max, rows) >= req.core_milli
     else:
-        ok, _ = gpu_ok(table, rows, req)
+        ok, _ = gpu_ok(table, rows, req, split)
         passed = ok.sum(axis=1) >= req.count
-    return passed, lambda: explain_misfit(table, rows, req)
+    return passed, lambda: explain_misfit(table, rows, req, split)
 
 
-def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest) -> list[tuple[str, BoolArray]]:
-    """Reasons, as masks over `rows`, why a request does not fit (see `fit_rows`)."""
-    ok, mem_only = gpu_ok(table, rows, req)
+def explain_misfit(table: NodeTable, rows: IntArray, req: GpuRequest, split: int = 0) -> list[tuple[str, BoolArray]]:
+    """Reasons, as masks over `rows`, why a request does not fit (see `fit_rows`), in HAMi's order
+    where its rules apply: no share slot left first, then memory and compute, then the compute rules."""
+    ok, mem_only = gpu_ok(table, rows, req)  # by free amounts alone
     counts = ok.sum(axis=1)
-    failed = counts < req.count
+    amounts_failed = failed = counts < req.count
     any_usable = table.usable[rows].any(axis=1)
-    reasons = [(REASON_NO_GPU, failed & ~any_usable)]
+    reasons: list[tuple[str, BoolArray]] = []
+    rule_reason: tuple[str, BoolArray] | None = None
+    memory_blocked = (counts + mem_only.sum(axis=1)) >= req.count
+    if card_rules_on(req, split):
+        full, refused = card_blocks(table.holders[rows], table.core_free[rows], req, split)
+        failed = (ok & ~full & ~refused).sum(axis=1) < req.count
+        open_gpus = table.usable[rows] & ~full
+        enough = open_gpus.sum(axis=1) >= req.count
+        reasons.append((REASON_SPLIT, failed & (table.usable[rows].sum(axis=1) >= req.count) & ~enough))
+        # HAMi checks memory before cores: memory short on too many of the open GPUs says so
+        roomy = table.gmem_free[rows] >= memory_need(req, table.gmem_total[rows])
+        memory_blocked = enough & ((open_gpus & roomy).sum(axis=1) < req.count)
+        rule = REASON_ALONE if req.core_milli >= MILLI else REASON_NO_CORE if req.core_milli == 0 else REASON_SPLIT
+        rule_reason = (rule, failed & ~amounts_failed)
+    reasons.append((REASON_NO_GPU, failed & ~any_usable))
     if req.kind is GpuKind.SHARE and req.memory_mib is not None:
         too_big = (table.gmem_total[rows] < req.memory_mib).all(axis=1)
-        reasons.append((REASON_TOO_BIG, failed & too_big))
-    memory_blocked = (counts + mem_only.sum(axis=1)) >= req.count
-    reasons.append((REASON_MEMORY, failed & memory_blocked))
+        reasons.append((REASON_TOO_BIG, amounts_failed & too_big))
+    reasons.append((REASON_MEMORY, amounts_failed & memory_blocked))
+    if rule_reason is not None:
+        reasons.append(rule_reason)
     reasons.append((REASON_WHOLE if req.kind is GpuKind.WHOLE else REASON_CORE, failed))
     return reasons
 
@@ -86,12 +132,15 @@ def hopeless_rows(table: NodeTable, rows: IntArray, req: GpuRequest) -> BoolArra
     return hopeless
 
 
-def fitting_gpus(table: NodeTable, row: int, req: GpuRequest) -> IntArray:
+def fitting_gpus(table: NodeTable, row: int, req: GpuRequest, split: int = 0) -> IntArray:
     """Columns of the GPUs of one row that can each hold one unit of the request."""
     # One row of a few GPUs: plain ints cost less than a chain of small numpy operations.
     count = int(table.gpu_count[row])  # the columns past it hold no GPU
     usable, core = table.usable[row, :count].tolist(), table.core_free[row, :count].tolist()
     gpus = range(count)
+    if card_rules_on(req, split):
+        full, refused = card_blocks(table.holders[row, :count], table.core_free[row, :count], req, split)
+        usable = (np.array(usable, np.bool_) & ~full & ~refused).tolist()
     if req.kind is not GpuKind.WHOLE and req.memory_mib == 0:
         return np.array([c for c in gpus if usable[c] and core[c] >= req.core_milli], np.int64)
     free_mem, total_mem = table.gmem_free[row, :count].tolist(), table.gmem_total[row, :count].tolist()
@@ -113,12 +162,17 @@ def slots_for(table: NodeTable, row: int, req: GpuRequest, columns: Sequence[int
     return tuple(out)
 
 
-def sequential_fit(table: NodeTable, row: int, requests: Sequence[GpuRequest]) -> bool:
+def sequential_fit(table: NodeTable, row: int, requests: Sequence[GpuRequest], split: int = 0) -> bool:
     """Whether several containers' requests fit one row together (first-fit, largest first)."""
     scratch = table.core_free[row].copy(), table.gmem_free[row].copy()
-    usable, total = table.usable[row], table.gmem_total[row]
+    holders = table.holders[row].copy()
+    total = table.gmem_total[row]
     for req in sorted(requests, key=lambda r: -r.core_milli * r.count):
         core, mem = scratch
+        usable = table.usable[row]
+        if card_rules_on(req, split):
+            full, refused = card_blocks(holders, core, req, split)
+            usable = usable & ~full & ~refused
         if req.kind is GpuKind.WHOLE:
             ok = usable & (core == MILLI) & (mem == total)
             take_core, take_mem = np.full_like(core, MILLI), total
@@ -131,4 +185,5 @@ def sequential_fit(table: NodeTable, row: int, requests: Sequence[GpuRequest]) -
             return False
         core[cols] -= take_core[cols]
         mem[cols] -= take_mem[cols]
+        holders[cols] += 1
     return True

@@ -8,7 +8,9 @@ chosen node), Reserve (holds those GPUs for the pod until it is bound or given u
 protocol's `annotations.policy` annotation, or a node policy and a GPU policy apart (`podpolicy`); a
 pod's GPU constraints (models, UUIDs) are checked on a copy of the table holding only the GPUs it
 may use (`selection`).
-A gpu-memory request counts in the unit of the node it is checked against (`units`).
+A gpu-memory request counts in the unit of the node it is checked against (`units`). Under a protocol
+with a split count (`resources.gpuReplicas` above 1: HAMi's, Volcano vGPU's) their per-card rules apply
+(`fit`).
 
 Arguments (Volcano style, the `gpushare.` prefix optional):
     gpushare.policy: packfrag     # packfrag, fgd, random, dotprod, gpuclustering, gpupacking, bestfit, binpack, spread
@@ -123,6 +125,7 @@ class GpuSharePlugin(
         # memory kubelet never sees (resources.memoryAdvertised: false) is MiB in the protocol's unit on
         # every node, whatever unit a device plugin publishes
         self._node_units = context.protocol.resources.memory_advertised
+        self.split = context.protocol.resources.gpu_replicas  # shares per GPU, as kubelet has its devices
         # GPUs held for placed pods until PreBind writes them (or Unreserve gives them up); written
         # by the scheduling thread, read by binder threads (single dict operations only)
         self._held: dict[PodKey, Held] = {}
@@ -270,17 +273,20 @@ class GpuSharePlugin(
             return out
 
         if len(requests) == 1 and task.gpu_models is None:  # the usual case: one GPU container, any model
-            return Verdict(*fit_rows(table, rows, requests[0]), unresolvable=hopeless)
+            return Verdict(*fit_rows(table, rows, requests[0], self.split), unresolvable=hopeless)
         checks: list[tuple[np.ndarray, Any]] = []
         if task.gpu_models is not None:
             model_ok = ssn.snapshot.model_mask(task.gpu_models)[rows]
             checks.append((model_ok, [(REASON_MODEL, ~model_ok)]))
         for req in requests:
-            checks.append(fit_rows(ssn.table, rows, req))
+            checks.append(fit_rows(ssn.table, rows, req, self.split))
         passed = checks[0][0] if len(checks) == 1 else np.logical_and.reduce([c[0] for c in checks])
         if len(requests) > 1 and passed.any():
             together = np.array(
-                [sequential_fit(ssn.table, int(r), requests) if p else False for r, p in zip(rows, passed, strict=True)]
+                [
+                    sequential_fit(ssn.table, int(r), requests, self.split) if p else False
+                    for r, p in zip(rows, passed, strict=True)
+                ]
             )
             checks.append((together, [("GPUs fit each container but not all together", ~together)]))
             passed = passed & together
@@ -344,7 +350,7 @@ class GpuSharePlugin(
         chosen: list[tuple[str, tuple[Slot, ...]]] = []
         for container in requests:
             gpu = in_unit(container.gpu, self.units.default_mib, unit) if unit else container.gpu
-            fitting = fitting_gpus(ctx.table, row, gpu)
+            fitting = fitting_gpus(ctx.table, row, gpu, self.split)
             if fitting.size < gpu.count:
                 return unschedulable(f"container {container.container}: GPUs no longer fit on the chosen node")
             columns = policy.choose(ctx, shape, gpu, row, fitting)
@@ -382,6 +388,7 @@ def _take_scratch(ctx: PolicyContext, row: int, slots: tuple[Slot, ...]) -> None
     for slot in slots:
         ctx.table.core_free[row, slot.gpu] -= slot.core_milli
         ctx.table.gmem_free[row, slot.gpu] -= slot.memory_mib
+        ctx.table.holders[row, slot.gpu] += 1
 
 
 def _pod_type(task: TaskInfo, shape: PodShape) -> PodType:
