@@ -271,13 +271,27 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
         gpu_models=models,
         gpu_select=selector_from_annotations(annotations, protocol),
         invalid=invalid,
-        preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
+        preemptable=preemptable(annotations, _mapping(m.get("labels"))),
         pod=pod,
         constraints=where,
         uid=str(m.get("uid", "")),
         critical=priority >= CRITICAL_PRIORITY
         or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
     )
+
+
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
+_GO_BOOLS.update({"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False})
+
+
+def preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+    """Whether a pod may be evicted for another (`volcano.sh/preemptable`), as Volcano's
+    `GetPodPreemptable` reads it: the annotation, else the label, else yes; a value Go's
+    `strconv.ParseBool` cannot read means no."""
+    for source in (annotations, labels):
+        if PREEMPTABLE_ANNOTATION in source:
+            return _GO_BOOLS.get(str(source[PREEMPTABLE_ANNOTATION]), False)
+    return True
 
 
 def pod_policy(annotations: Mapping[str, str], protocol: KitProtocol) -> str:
