@@ -19,11 +19,13 @@ from scheduler.fake_api import FakeApi, P
 GROUP = "scheduling.k8s.io/group-name"
 
 
-def build_node(name: str, cpu: str, memory: str, pods: str = "110") -> dict[str, Any]:
+def build_node(
+    name: str, cpu: str, memory: str, pods: str = "110", labels: Mapping[str, str] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": name, "uid": f"node-{name}", "labels": {}},
+        "metadata": {"name": name, "uid": f"node-{name}", "labels": dict(labels or {})},
         "spec": {},
         "status": {
             "allocatable": {"cpu": cpu, "memory": memory, "pods": pods},
@@ -43,13 +45,18 @@ def build_pod(
     annotations: Mapping[str, str] | None = None,
     priority: int | None = None,
     created: int = 0,
+    selector: Mapping[str, str] | None = None,
+    uid: str = "",
 ) -> dict[str, Any]:
     """Volcano's `util.BuildPod`: running on `node` ("" pending), requests cpu and memory, in
-    PodGroup `group`; `created` seconds after a fixed instant."""
+    PodGroup `group`, with a node selector; `created` seconds after a fixed instant; the UID
+    `<namespace>-<name>` as Volcano's builder makes it, unless given."""
     spec: dict[str, Any] = {
         "schedulerName": P.scheduler_name,
         "containers": [{"name": "main", "resources": {"requests": {"cpu": cpu, "memory": memory}}}],
     }
+    if selector:
+        spec["nodeSelector"] = dict(selector)
     if node:
         spec["nodeName"] = node
     if priority is not None:
@@ -60,7 +67,7 @@ def build_pod(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "uid": f"{namespace}-{name}",
+            "uid": uid or f"{namespace}-{name}",
             "creationTimestamp": f"2026-11-30T00:00:{created:02d}Z",
             "labels": dict(labels or {}),
             "annotations": {GROUP: group, **(annotations or {})},
@@ -161,3 +168,12 @@ def run(case: Case, sessions: int = 1) -> tuple[RecordingApi, LiveCache]:
     finally:
         live.binder.close()
     return api, live
+
+
+def bound(api: FakeApi) -> dict[str, str]:
+    """namespace/name -> node of the pods bound by the scheduler (Volcano's ExpectBindMap)."""
+    return {
+        key: pod["spec"]["nodeName"]
+        for key, pod in api.pods.items()
+        if pod["spec"].get("nodeName") and pod["status"]["phase"] == "Pending"
+    }

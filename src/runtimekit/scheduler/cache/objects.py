@@ -55,6 +55,7 @@ from runtimekit.scheduler.kubesem.pods import same_spec_but_node
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+TASK_SPEC = "volcano.sh/task-spec"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 CRITICAL_PRIORITY = 2_000_000_000
 
@@ -277,6 +278,7 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
         uid=str(m.get("uid", "")),
         critical=priority >= CRITICAL_PRIORITY
         or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
+        role=task_role(annotations, _mapping(m.get("labels"))),
     )
 
 
@@ -292,6 +294,16 @@ def preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bo
         if PREEMPTABLE_ANNOTATION in source:
             return _GO_BOOLS.get(str(source[PREEMPTABLE_ANNOTATION]), False)
     return True
+
+
+def task_role(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> str:
+    """A pod's task in its Volcano Job (Volcano's `getTaskRole`): `volcano.sh/task-spec` from its
+    annotations, else its labels; "" for none."""
+    for source in (annotations, labels):
+        role = source.get(TASK_SPEC)
+        if isinstance(role, str) and role:
+            return role
+    return ""
 
 
 def pod_policy(annotations: Mapping[str, str], protocol: KitProtocol) -> str:

@@ -9,6 +9,7 @@ alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps t
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -174,4 +175,12 @@ def _job_info(cache: ClusterCache, job: JobState) -> JobInfo:
         has_podgroup=group is not None,
         waiting_time=waiting_time(group),
         quota_request=quota_request(group),
+        min_task_member=min_task_member(spec.get("minTaskMember")),
     )
+
+
+def min_task_member(value: object) -> dict[str, int]:
+    """A PodGroup's spec.minTaskMember (task role -> minimum), its whole-number entries."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}
