@@ -286,7 +286,7 @@ _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True"
 _GO_BOOLS.update({"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False})
 
 
-def preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bool:
+def preemptable(annotations: Mapping[str, object], labels: Mapping[str, object]) -> bool:
     """Whether a pod may be evicted for another (`volcano.sh/preemptable`), as Volcano's
     `GetPodPreemptable` reads it: the annotation, else the label, else yes; a value Go's
     `strconv.ParseBool` cannot read means no."""
@@ -296,7 +296,7 @@ def preemptable(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> bo
     return True
 
 
-def task_role(annotations: Mapping[str, Any], labels: Mapping[str, Any]) -> str:
+def task_role(annotations: Mapping[str, object], labels: Mapping[str, object]) -> str:
     """A pod's task in its Volcano Job (Volcano's `getTaskRole`): `volcano.sh/task-spec` from its
     annotations, else its labels; "" for none."""
     for source in (annotations, labels):
