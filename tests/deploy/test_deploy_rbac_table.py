@@ -198,6 +198,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler",),
         [("list", "scheduling.volcano.sh", "queues"), ("watch", "scheduling.volcano.sh", "queues")],
     ),
+    ("scheduler/server.py", "__init__", "Informer", "PRIORITY_CLASSES"): (
+        ("scheduler",),
+        [("list", "scheduling.k8s.io", "priorityclasses"), ("watch", "scheduling.k8s.io", "priorityclasses")],
+    ),
     # the informers of what plugins read besides: PodDisruptionBudgets (pdb), ResourceQuotas (resourcequota),
     # the storage kinds (predicates' volume filters)
     ("scheduler/server.py", "_watch", "Informer", "path"): (

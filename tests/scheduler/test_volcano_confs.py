@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from runtimekit.scheduler.builtin import builtin_registry
-from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+from runtimekit.scheduler.framework import BuildContext, Framework, load_conf, parse_conf
+from runtimekit.scheduler.plugins.overcommit import Overcommit
 
 CONFS = Path(__file__).parent / "volcano_confs"
 # conf -> what its warnings name (one warning each)
@@ -16,6 +17,12 @@ EXPECTED: dict[str, list[str]] = {
     "helm-default.conf": [],
     "helm-agent.conf": [],
     "helm-ci.conf": ["predicate.DynamicResourceAllocationEnable", "'network-topology-aware'"],
+    "helm-capacity-card-ci.conf": [
+        "predicate.DynamicResourceAllocationEnable",
+        "'capacity-card'",
+        "'network-topology-aware'",
+    ],
+    "helm-namespacequeue-ci.conf": ["predicate.DynamicResourceAllocationEnable", "'network-topology-aware'"],
     "guide-configure-scheduler.conf": [],
     "guide-dra.conf": ["predicate.DynamicResourceAllocationEnable"],
     "guide-capacity.conf": [],
@@ -64,3 +71,35 @@ def test_gpu_sharing_confs_place_gpu_pods() -> None:
     """Volcano's GPU-sharing confs name deviceshare: here it places the pods (through gpushare)."""
     framework = Framework(load_conf(CONFS / "guide-vgpu.conf"), builtin_registry(), BuildContext())
     assert [p.name for p in framework.plugins.allocate_devices.flat] == ["deviceshare"]
+
+
+def test_an_overcommit_factor_below_one_warns_and_takes_volcanos_default() -> None:
+    """Volcano's overcommit plugin logs a factor below 1 and uses 1.2; a conf Volcano runs must run here."""
+    conf = """
+actions: "enqueue, allocate"
+tiers:
+- plugins:
+  - name: overcommit
+    arguments:
+      overcommit-factor: 0.5
+"""
+    framework = Framework(parse_conf(conf), builtin_registry(), BuildContext())
+    (warning,) = framework.warnings
+    assert "overcommit-factor 0.5 is below 1; using the default 1.2" in warning
+    (plugin,) = framework.plugins.job_enqueueable.flat
+    assert isinstance(plugin, Overcommit)
+    assert plugin.args.overcommit_factor == 1.2
+
+
+@pytest.mark.parametrize("name", ["capacity-card", "reservation", "devices"])
+def test_every_plugin_volcano_has_shipped_is_skipped_with_a_warning(name: str) -> None:
+    conf = f"""
+actions: "allocate"
+tiers:
+- plugins:
+  - name: priority
+  - name: {name}
+"""
+    framework = Framework(parse_conf(conf), builtin_registry(), BuildContext())
+    (warning,) = framework.warnings
+    assert warning.endswith(f"({name}): plugin {name!r} is one of Volcano's but not built here; skipped")

@@ -61,6 +61,7 @@ __all__ = ["NodeSampling", "Scheduler", "SchedulerOptions"]
 
 log = logging.getLogger(__name__)
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
+PRIORITY_CLASSES = "/apis/scheduling.k8s.io/v1/priorityclasses"
 QUEUE_STATUS_EVERY_S = 1.0  # queue status is written at most this often (when it changed)
 LEASE_TOLERANCE_S = 20.0  # kube-scheduler's: a leader this late renewing its Lease is unhealthy
 
@@ -137,6 +138,8 @@ class Scheduler:
             Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces", forbidden_ok=True),
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),
             Informer(http, f"{VOLCANO}/queues", c.on_queue, name="queues", optional=True),
+            # a PodGroup's priorityClassName; a ClusterRole from before they were read must not stop scheduling
+            Informer(http, PRIORITY_CLASSES, c.on_priority_class, name="priorityclasses", forbidden_ok=True),
         ]
         self._thread: threading.Thread | None = None
         self._use(framework)

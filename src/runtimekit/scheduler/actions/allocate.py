@@ -1,19 +1,22 @@
 """The `allocate` action: queues in order (skipping overused ones), their jobs in order, each job's
 pending tasks in order; every task goes through predicates, scores and device allocation inside
 one statement per job, which commits when the job is ready (gang), stays held when it is
-pipelined, and is discarded otherwise. A job that became ready with tasks left goes back in line
-so that other jobs get a turn (Volcano's allocate)."""
+pipelined, and is discarded otherwise. A task that fits nowhere stops the job's turn only when the
+gang can no longer be met without it (Volcano's `NeedContinueAllocating`); the other pods of its
+task role are not tried again. A job that became ready with tasks left goes back in line so that
+other jobs get a turn (Volcano's allocate)."""
 
 from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.actions.shortfall import about_room, gang_shortfall
 from runtimekit.scheduler.framework.arguments import Arguments
-from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
+from runtimekit.scheduler.framework.info import READY, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.statement import ReserveError, Statement
@@ -112,7 +115,12 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
     tasks = ssn.sorted_tasks(pending) if len(pending) > 1 else pending
     again = False
     failed_at: int | None = None
+    failed_roles: set[str] = set()
     for i, task in enumerate(tasks):
+        if task.role and task.role in failed_roles:  # its role's pods are alike: one failure speaks for all
+            status = Status(Code.UNSCHEDULABLE, (f"a pod of task {task.role!r} found no node; skipped",), "allocate")
+            job.fit_errors[task.key] = FitErrors(status=status)
+            continue
         try:
             failure, stop = _place(ssn, stmt, queue, task)
         except Exception as exc:  # a bug, or an object nobody foresaw: this pod fails alone, the session goes on
@@ -124,8 +132,10 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         if failure is not None:
             job.fit_errors[task.key] = failure
             if stop:
-                failed_at = i
-                break
+                failed_at = i if failed_at is None else failed_at
+                failed_roles.add(task.role)
+                if not need_continue(job, failed_roles):
+                    break
             continue
         job.fit_errors.pop(task.key, None)
         if ssn.job_ready(job) and i + 1 < len(tasks):
@@ -143,7 +153,8 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             if isinstance(failed, FitErrors) and (failed.status is not None or not about_room(failed.reasons)):
                 message = f"{placed}/{len(job.tasks)} tasks placed; {tasks[failed_at].name}: {failed.message}"
             else:
-                message = gang_shortfall(ssn.table, placed, len(job.tasks), tasks[failed_at:])
+                unplaced = [t for t in tasks[failed_at:] if t.status is TaskStatus.PENDING]
+                message = gang_shortfall(ssn.table, placed, len(job.tasks), unplaced)
             nodes = int(ssn.candidate_rows().size)
             stmt.discard()
             status = Status(Code.UNSCHEDULABLE, (message,), "gang")
@@ -153,6 +164,21 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             stmt.discard()
         again = False
     return again
+
+
+def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
+    """Whether the job's other tasks are worth trying after a task of each of `failed_roles` found
+    no node (Volcano's `NeedContinueAllocating`): not when every task must run; when minMember is
+    below the sum of minTaskMember, while the tasks placed and those left of roles that have not
+    failed can still make minMember; else while every failed role already has its minimum placed."""
+    if job.min_member >= len(job.tasks):
+        return False
+    wanted = job.min_task_member
+    if job.min_member < sum(wanted.values()):
+        left = sum(1 for t in job.pending if t.role not in failed_roles)
+        return job.ready_count() + left >= job.min_member
+    placed = Counter(t.role for t in job.tasks.values() if t.status in READY)
+    return all(placed[role] >= wanted.get(role, 0) for role in failed_roles)
 
 
 def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> tuple[FitErrors | None, bool]:

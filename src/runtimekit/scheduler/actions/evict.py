@@ -114,7 +114,8 @@ def evict_for_queue(
             hopeless = errors.unresolvable_rows()
 
             def candidates(row: int, job: JobInfo = job) -> list[TaskInfo]:
-                return [t for t in on_row.get(row, []) if may_evict(job, t)]
+                # a victim an earlier task of this session evicted gave its resources back once already
+                return [t for t in on_row.get(row, []) if t.status is not TaskStatus.RELEASING and may_evict(job, t)]
 
             rows = [r for r in ssn.candidate_rows().tolist() if r in on_row and r not in hopeless]
             if ssn.observer is not None and reason == "preempt":

@@ -1,10 +1,11 @@
 """The live scheduler's cluster cache, fed by informer events, as kube-scheduler's `internal/cache`
 keeps it: nodes and their GPU ledger, the pods that hold resources (bound by any scheduler, and
 those this scheduler assumed while it binds them), jobs and PodGroups, Queues, the pods on nodes as
-inter-pod affinity reads them (`PodBook`), namespaces' labels, PodDisruptionBudgets,
-ResourceQuotas and the storage objects (`volumes.VolumeStore`). A pending pod of this scheduler
-goes to the scheduling queue (`runtimekit.scheduler.scheduling_queue`); a change that could help a
-waiting pod moves the queue's unschedulable pods. `snapshot.py` copies what one session works on.
+inter-pod affinity reads them (`PodBook`), namespaces' labels, PriorityClasses (a PodGroup's
+priority, `priorities.py`), PodDisruptionBudgets, ResourceQuotas and the storage objects
+(`volumes.VolumeStore`). A pending pod of this scheduler goes to the scheduling queue
+(`runtimekit.scheduler.scheduling_queue`); a change that could help a waiting pod moves the queue's
+unschedulable pods. `snapshot.py` copies what one session works on.
 
 Booking rules (ARCHITECTURE §2, §4):
 - a pod bound to a node holds its CPU, memory, scalar resources and, from its assignment annotation,
@@ -31,6 +32,7 @@ from runtimekit.kube.objects import (
     Pod,
     PodDisruptionBudget,
     PodGroup,
+    PriorityClass,
     Queue,
     QueueStatus,
     ResourceQuota,
@@ -61,6 +63,7 @@ from runtimekit.scheduler.cache.objects import (
     task_from_pod,
 )
 from runtimekit.scheduler.cache.policy import disruption_budget, namespace_quota
+from runtimekit.scheduler.cache.priorities import PriorityClasses
 from runtimekit.scheduler.cache.queues import queue_status
 from runtimekit.scheduler.cache.volumes import VolumeStore
 from runtimekit.scheduler.framework.info import (
@@ -125,6 +128,7 @@ class ClusterCache:
         # what inter-pod affinity, spread and host ports read of the pods booked on nodes, and
         # the labels of every namespace (kept in step with the ledger's bookings)
         self.pods = PodBook()
+        self.priorities = PriorityClasses()  # a PodGroup's priorityClassName -> the job's priority
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> PodDisruptionBudget
         self.quotas: dict[str, NamespaceQuota] = {}  # namespace/name -> ResourceQuota
         self.volumes = VolumeStore()  # claims, volumes, classes, CSINodes (when a plugin reads them)
@@ -382,6 +386,12 @@ class ClusterCache:
             else:
                 self.queues[name] = queue_info(obj, self.protocol)
             self.queue.move_all()
+
+    def on_priority_class(self, kind: str, obj: PriorityClass) -> None:
+        """A PriorityClass event: the priority of the jobs whose PodGroup names it (or of all, for the
+        global default) changes with the next session's snapshot."""
+        with self.lock:
+            self.priorities.apply(kind, obj)
 
     def on_budget(self, kind: str, obj: PodDisruptionBudget) -> None:
         """A PodDisruptionBudget event (informer on policy/v1, when the `pdb` plugin is configured)."""

@@ -55,6 +55,7 @@ from runtimekit.scheduler.kubesem.pods import same_spec_but_node
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
 QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 PREEMPTABLE_ANNOTATION = "volcano.sh/preemptable"
+TASK_SPEC = "volcano.sh/task-spec"
 TERMINAL_PHASES = ("Succeeded", "Failed")
 CRITICAL_PRIORITY = 2_000_000_000
 
@@ -271,13 +272,38 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
         gpu_models=models,
         gpu_select=selector_from_annotations(annotations, protocol),
         invalid=invalid,
-        preemptable=str(annotations.get(PREEMPTABLE_ANNOTATION, "true")).lower() != "false",
+        preemptable=preemptable(annotations, _mapping(m.get("labels"))),
         pod=pod,
         constraints=where,
         uid=str(m.get("uid", "")),
         critical=priority >= CRITICAL_PRIORITY
         or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
+        role=task_role(annotations, _mapping(m.get("labels"))),
     )
+
+
+_GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
+_GO_BOOLS.update({"0": False, "f": False, "F": False, "FALSE": False, "false": False, "False": False})
+
+
+def preemptable(annotations: Mapping[str, object], labels: Mapping[str, object]) -> bool:
+    """Whether a pod may be evicted for another (`volcano.sh/preemptable`), as Volcano's
+    `GetPodPreemptable` reads it: the annotation, else the label, else yes; a value Go's
+    `strconv.ParseBool` cannot read means no."""
+    for source in (annotations, labels):
+        if PREEMPTABLE_ANNOTATION in source:
+            return _GO_BOOLS.get(str(source[PREEMPTABLE_ANNOTATION]), False)
+    return True
+
+
+def task_role(annotations: Mapping[str, object], labels: Mapping[str, object]) -> str:
+    """A pod's task in its Volcano Job (Volcano's `getTaskRole`): `volcano.sh/task-spec` from its
+    annotations, else its labels; "" for none."""
+    for source in (annotations, labels):
+        role = source.get(TASK_SPEC)
+        if isinstance(role, str) and role:
+            return role
+    return ""
 
 
 def pod_policy(annotations: Mapping[str, str], protocol: KitProtocol) -> str:

@@ -9,6 +9,7 @@ alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps t
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -149,11 +150,12 @@ def _job_info(cache: ClusterCache, job: JobState) -> JobInfo:
     group = job.group
     spec = (group.get("spec") or {}) if group is not None else {}
     min_member = spec.get("minMember", 1) if group is not None else 1
-    priority = 0
     pending, running = cache.queue.pending, cache.running
     members = [pending[m].task for m in job.members if m in pending] + [running[m] for m in job.members if m in running]
-    if members:
-        priority = max(t.priority for t in members)
+    if group is not None:  # Volcano: the PodGroup's PriorityClass (else the default), never its pods'
+        priority = cache.priorities.job_priority(spec.get("priorityClassName"))
+    else:  # a pod of its own: Volcano's PodGroup controller would copy its priorityClassName
+        priority = max((t.priority for t in members), default=0)
     created = min((t.created for t in members), default=0.0)
     queue = queue_of(members[0].pod or {} if members else {}, group, cache.default_queue)
     phase = job.phase or ("Pending" if group is not None else "Inqueue")
@@ -173,4 +175,12 @@ def _job_info(cache: ClusterCache, job: JobState) -> JobInfo:
         has_podgroup=group is not None,
         waiting_time=waiting_time(group),
         quota_request=quota_request(group),
+        min_task_member=min_task_member(spec.get("minTaskMember")),
     )
+
+
+def min_task_member(value: object) -> dict[str, int]:
+    """A PodGroup's spec.minTaskMember (task role -> minimum), its whole-number entries."""
+    if not isinstance(value, Mapping):
+        return {}
+    return {str(k): v for k, v in value.items() if isinstance(v, int) and not isinstance(v, bool) and v >= 0}

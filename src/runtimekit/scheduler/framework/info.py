@@ -7,7 +7,8 @@ hands every session its own copies, so nothing a session does leaks out before a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections import Counter
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from fractions import Fraction
@@ -229,6 +230,7 @@ class TaskInfo:
     constraints: Constraints = Constraints()  # frozen: one shared "anywhere" is safe
     uid: str = ""
     critical: bool = False  # a system-critical pod (conformance never evicts it)
+    role: str = ""  # its task in a Volcano Job (`volcano.sh/task-spec`), for the PodGroup's minTaskMember
 
     @property
     def resources(self) -> Resources:
@@ -262,9 +264,20 @@ class JobInfo:
     fit_errors: dict[PodKey, Any] = field(default_factory=dict)
     waiting_time: float | None = None  # the PodGroup's sla-waiting-time, seconds (the `sla` plugin)
     quota_request: Mapping[str, Fraction] | None = None  # minResources by name as written (`resourcequota`)
+    min_task_member: Mapping[str, int] = field(default_factory=dict)  # the PodGroup's, per task role
 
     def add(self, task: TaskInfo) -> None:
         self.tasks[task.key] = task
+
+    def roles_short(self, statuses: Collection[TaskStatus]) -> list[tuple[str, int, int]]:
+        """The task roles with fewer tasks in `statuses` than the PodGroup's minTaskMember asks, as
+        (role, tasks, minimum), by role. None are short when minMember is below the minimums' sum:
+        then Volcano counts the job as a whole only (`CheckTaskValid`, `CheckTaskReady`, ...)."""
+        wanted = self.min_task_member
+        if not wanted or self.min_member < sum(wanted.values()):
+            return []
+        have = Counter(t.role for t in self.tasks.values() if t.status in statuses)
+        return [(role, have[role], need) for role, need in sorted(wanted.items()) if need > 0 and have[role] < need]
 
     def tasks_in(self, *statuses: TaskStatus) -> list[TaskInfo]:
         wanted = set(statuses)

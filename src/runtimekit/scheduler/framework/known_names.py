@@ -24,13 +24,17 @@ from typing import Any
 
 from runtimekit.scheduler.framework.arguments import Arguments
 
-# pkg/scheduler/plugins/factory.go of current Volcano (the PluginName of each registered builder).
+# pkg/scheduler/plugins/factory.go of Volcano (the PluginName of each registered builder), those of
+# earlier releases (`devices`, `reservation`) and `capacity-card`, which Volcano's CI conf
+# (installer/helm/chart/volcano/config/volcano-scheduler-capacity-card-ci.conf) names.
 VOLCANO_PLUGINS = frozenset(
     {
         "binpack",
         "capacity",
+        "capacity-card",
         "cdp",
         "conformance",
+        "devices",
         "deviceshare",
         "drf",
         "extender",
@@ -45,6 +49,7 @@ VOLCANO_PLUGINS = frozenset(
         "priority",
         "proportion",
         "rescheduling",
+        "reservation",
         "resource-strategy-fit",
         "resourcequota",
         "sla",

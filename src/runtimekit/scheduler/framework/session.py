@@ -36,6 +36,7 @@ from runtimekit.scheduler.framework.sampling import NodeSampler
 from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Code, Explain, FitErrors, Status, error
+from runtimekit.scheduler.framework.tiebreak import compare_tasks
 from runtimekit.scheduler.framework.values import DeviceChoice, Mask, Rows, Scores, Verdict, Vote
 from runtimekit.scheduler.framework.view import CycleView
 
@@ -123,7 +124,7 @@ class Session:
             result = plugin.task_order(left, right)
             if result:
                 return result
-        return _fallback(left.created, right.created, left.key, right.key)
+        return compare_tasks(left, right)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
         for plugin in self.plugins.queue_order.flat:
@@ -138,10 +139,6 @@ class Session:
         return None if self.plugins.job_order.flat else _creation_key
 
     @property
-    def task_key(self) -> Callable[[TaskInfo], tuple[float, str]] | None:
-        return None if self.plugins.task_order.flat else _creation_key
-
-    @property
     def queue_key(self) -> Callable[[QueueInfo], tuple[int, str]] | None:
         return None if self.plugins.queue_order.flat else _queue_key
 
@@ -149,7 +146,9 @@ class Session:
         return sorted(jobs, key=self.job_key or functools.cmp_to_key(self.job_order))
 
     def sorted_tasks(self, tasks: Iterable[TaskInfo]) -> list[TaskInfo]:
-        return sorted(tasks, key=self.task_key or functools.cmp_to_key(self.task_order))
+        # Volcano's fallback (`tiebreak.py`) is no plain sort key: a pod's index counts only between
+        # two pods that both have one; the jobs sorted here hold a few tasks each
+        return sorted(tasks, key=functools.cmp_to_key(self.task_order))
 
     def sorted_queues(self, queues: Iterable[QueueInfo]) -> list[QueueInfo]:
         return sorted(queues, key=self.queue_key or functools.cmp_to_key(self.queue_order))
@@ -433,7 +432,7 @@ def _explainer(verdict: Verdict) -> Explain:
     return lambda: list(reasons)
 
 
-def _creation_key(item: JobInfo | TaskInfo) -> tuple[float, str]:
+def _creation_key(item: JobInfo) -> tuple[float, str]:
     return (item.created, item.key)
 
 

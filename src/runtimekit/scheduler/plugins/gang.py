@@ -1,6 +1,8 @@
 """`gang`: all or nothing for pod groups. A job is ready when `minMember` of its tasks are placed,
-and nothing of it binds until then (the allocate action commits its statement only when ready).
-A pod without a PodGroup is a group of one.
+and, where the PodGroup's `minTaskMember` sums to no more than `minMember`, as many of each task
+role as it names (Volcano's `CheckTaskValid`/`CheckTaskReady`/`CheckTaskPipelined`); nothing of it
+binds until then (the allocate action commits its statement only when ready). A pod without a
+PodGroup is a group of one.
 
 Implements JobValid (enough tasks exist to reach minMember), JobReady, JobPipelined, JobOrder
 (jobs not yet ready first), JobStarving, Preemptable and Reclaimable (a victim may be taken only
@@ -11,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from runtimekit.scheduler.framework.arguments import Arguments
-from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, JobKey, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import OCCUPYING, READY, JobInfo, JobKey, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import (
     JobOrder,
     JobPipelined,
@@ -29,6 +31,7 @@ from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 VALID = frozenset({TaskStatus.PENDING, *OCCUPYING, TaskStatus.SUCCEEDED})
+PLACED = frozenset({*READY, TaskStatus.PIPELINED})
 
 
 class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrder, JobStarving, Preemptable, Reclaimable):
@@ -41,17 +44,23 @@ class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrder, JobStarving, Pree
         self._jobs = ssn.jobs
 
     def job_valid(self, job: JobInfo) -> Status:
+        short = job.roles_short(VALID)  # Volcano's CheckTaskValid, before the gang's count
+        if short:
+            role, have, need = short[0]
+            return unschedulable(f"{have}/{need} pods of task {role!r} exist (minTaskMember); waiting for the rest")
         valid = sum(1 for t in job.tasks.values() if t.status in VALID)
         if valid < job.min_member:
             return unschedulable(f"{valid}/{job.min_member} tasks of the gang exist; waiting for the rest")
         return SUCCESS
 
     def job_ready(self, job: JobInfo) -> bool:
-        return job.ready_count() >= job.min_member
+        return job.ready_count() >= job.min_member and not job.roles_short(READY)
 
     def job_pipelined(self, job: JobInfo) -> Vote:
         occupied = job.ready_count() + job.waiting_count()
-        return Vote.PERMIT if occupied >= job.min_member else Vote.REJECT
+        if occupied < job.min_member or job.roles_short(PLACED):
+            return Vote.REJECT
+        return Vote.PERMIT
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         left_ready, right_ready = self.job_ready(left), self.job_ready(right)

@@ -1,25 +1,24 @@
 """`overcommit`: admit pod groups (enqueue) while the resources they need fit in the cluster's
-idle resources scaled by `overcommit-factor` (default 1.2), so that the pending queue does not
-grow far beyond what can run. Implements JobEnqueueable and JobEnqueued."""
+idle resources scaled by `overcommit-factor` (default 1.2; below 1, a warning and the default, as
+in Volcano), so that the pending queue does not grow far beyond what can run. Implements
+JobEnqueueable and JobEnqueued."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
+from runtimekit.scheduler.framework.arguments import Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import JobInfo, Resources
 from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobEnqueued, Plugin, Vote
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 
+DEFAULT_FACTOR = 1.2
+
 
 @dataclass(frozen=True)
 class OvercommitArgs:
-    overcommit_factor: float = 1.2
-
-    def __post_init__(self) -> None:
-        if self.overcommit_factor < 1.0:
-            raise ArgumentError(f"overcommit: overcommit-factor must be at least 1.0, got {self.overcommit_factor}")
+    overcommit_factor: float = DEFAULT_FACTOR
 
 
 class Overcommit(Plugin, JobEnqueueable, JobEnqueued):
@@ -55,6 +54,10 @@ class Overcommit(Plugin, JobEnqueueable, JobEnqueued):
 
 
 def build(arguments: Arguments, context: BuildContext) -> Overcommit:
-    return Overcommit(
-        parse_arguments(OvercommitArgs, "overcommit", arguments, {"overcommit-factor": "overcommit_factor"})
-    )
+    args = parse_arguments(OvercommitArgs, "overcommit", arguments, {"overcommit-factor": "overcommit_factor"})
+    if args.overcommit_factor < 1.0:  # Volcano warns and takes its default; a conf it runs must run here
+        context.warn(
+            f"overcommit: overcommit-factor {args.overcommit_factor} is below 1; using the default {DEFAULT_FACTOR}"
+        )
+        args = OvercommitArgs()
+    return Overcommit(args)

@@ -1,8 +1,9 @@
 """`priority`: higher-priority jobs and tasks first; lower-priority pods may be preempted.
 
 Implements JobOrder, TaskOrder, Preemptable and JobStarving (a job is starving while some of its
-tasks are neither placed nor waiting). Priority is the pod's `spec.priority` (from its
-PriorityClass); a job's priority is its highest task's."""
+tasks are neither placed nor waiting). A task's priority is its pod's `spec.priority` (from its
+PriorityClass); a job's is its PodGroup's PriorityClass, as Volcano's cache sets it
+(`cache/priorities.py`), and a pod without a PodGroup is a job of its own priority."""
 
 from __future__ import annotations
 
