@@ -2,7 +2,9 @@
 pending tasks in order; every task goes through predicates, scores and device allocation inside
 one statement per job, which commits when the job is ready (gang), stays held when it is
 pipelined, and is discarded otherwise. A job that became ready with tasks left goes back in line
-so that other jobs get a turn (Volcano's allocate)."""
+so that other jobs get a turn (Volcano's allocate). A gang left unready that holds bound members
+has them evicted once a plugin says it has held them long enough (`JobRelease`: gang's
+`partialHoldSeconds`)."""
 
 from __future__ import annotations
 
@@ -13,13 +15,14 @@ from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.actions.shortfall import about_room, gang_shortfall
 from runtimekit.scheduler.framework.arguments import Arguments
-from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.statement import ReserveError, Statement
 from runtimekit.scheduler.framework.status import Code, FitErrors, Status, error
 
 log = logging.getLogger(__name__)
+BOUND = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 
 
 class Allocate:
@@ -152,7 +155,25 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         else:
             stmt.discard()
         again = False
+        if job.min_member > 1:
+            _give_back(ssn, job)
     return again
+
+
+def _give_back(ssn: Session, job: JobInfo) -> None:
+    """An unready gang's bound members are evicted when a plugin says it has held them long enough
+    (`JobRelease`), so that a gang cut short never sits on resources it cannot use."""
+    held = [t for t in job.tasks.values() if t.status in BOUND and t.placement is not None]
+    if not held or any(t.status is TaskStatus.BINDING for t in job.tasks.values()):
+        return
+    reason = ssn.job_release(job)
+    if not reason:
+        return
+    log.warning("allocate: %s", reason)
+    stmt = ssn.statement()
+    for task in held:
+        stmt.evict(task, reason)
+    stmt.commit()
 
 
 def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> tuple[FitErrors | None, bool]:
