@@ -1,8 +1,8 @@
 """Every pod a session leaves waiting says why, in the paths where none was written: a pod group that
 enqueue did not admit, a gang member placed and given back because another member hit its queue's
 cap, and the placed members of a gang held (pipelined) for its SLA; and, against the embedded API
-server, a pod group that cannot be admitted gets PodScheduled=False with the reason at once and is
-not tried again in a loop."""
+server, a pod group that cannot be admitted, and the pods of a session that fails as a whole, get
+PodScheduled=False with the reason at once and are not tried again in a loop."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
 from runtimekit.scheduler.framework.info import JobInfo, NodeMeta, QueueInfo, Resources
+from runtimekit.scheduler.framework.interfaces import Plugin, SessionView
 from scheduler.helpers import gpu_node, job_of, whole
 
 P = KitProtocol.default()
@@ -138,5 +139,50 @@ def test_a_pod_group_that_cannot_be_admitted_says_why_and_is_not_retried_in_a_lo
         sessions = scheduler.sessions
         time.sleep(1.0)
         assert scheduler.sessions - sessions < 10  # before: a session every 20 ms, trying it again and again
+    finally:
+        scheduler.stop()
+
+
+class Broken(Plugin):
+    """A plugin that fails every session as it opens (a bug, or an object nobody foresaw)."""
+
+    name = "broken"
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        raise RuntimeError("the plugin's own bug")
+
+
+def test_pods_of_a_session_that_fails_as_a_whole_say_why_and_back_off(http: KubeHttp) -> None:
+    http.post("/api/v1/nodes", gpu_node("n1", 2))
+    registry = builtin_registry()
+    registry.register_plugin("broken", lambda arguments, context: Broken())
+    conf = parse_conf(CONF.replace("  - name: gang\n", "  - name: gang\n  - name: broken\n"), "<test>")
+    config = SchedulerConfig(
+        kube=http, conf=conf, registry=registry, protocol=P, keys=AssignmentKeys(required=False), period=0.02
+    )
+    scheduler = build_scheduler(config).start()
+    try:
+        assert scheduler.synced(10)
+        pod: dict[str, Any] = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {"name": "stuck", "namespace": "default"},
+            "spec": {
+                "schedulerName": P.scheduler_name,
+                "containers": [{"name": "main", "image": "busybox", "resources": {"limits": {P.resources.gpu: 1}}}],
+            },
+        }
+        http.post("/api/v1/namespaces/default/pods", pod)
+
+        def condition() -> dict[str, Any] | None:
+            got = http.get("/api/v1/namespaces/default/pods/stuck")["status"].get("conditions") or []
+            return next((c for c in got if c["type"] == "PodScheduled"), None)
+
+        scheduled = wait_for(condition, timeout=5, what="a PodScheduled condition on the waiting pod")
+        assert scheduled["status"] == "False"
+        assert scheduled["message"] == "scheduling session failed: RuntimeError: the plugin's own bug"
+        sessions = scheduler.sessions
+        time.sleep(1.0)
+        assert scheduler.sessions - sessions < 5  # backing off (1 s, then 2 s, ...), not a session every 20 ms
     finally:
         scheduler.stop()
