@@ -188,14 +188,16 @@ def _waiting_for_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None
 def _explain_the_rest(ssn: Session, job: JobInfo, tasks: list[TaskInfo], placed: int) -> None:
     """Tasks placed and given back with their unready job have no failure of their own: they wait
     for the job's, which is the first failure met (or, with none, the gang's count)."""
+    silent = [t for t in job.pending if t.key not in job.fit_errors]
+    if not silent:  # as a rule (a pod of its own has its failure)
+        return
     first = next((job.fit_errors[t.key] for t in tasks if t.key in job.fit_errors), None)
     why = f"the gang could place only {placed}/{job.min_member} of its tasks"
     if isinstance(first, FitErrors):
         why = f"{why}; {first.message}"
     nodes = int(ssn.candidate_rows().size)
-    for task in job.pending:
-        if task.key not in job.fit_errors:
-            job.fit_errors[task.key] = FitErrors(nodes, status=Status(Code.UNSCHEDULABLE, (why,), "gang"))
+    for task in silent:
+        job.fit_errors[task.key] = FitErrors(nodes, status=Status(Code.UNSCHEDULABLE, (why,), "gang"))
 
 
 def _give_back(ssn: Session, job: JobInfo) -> None:
