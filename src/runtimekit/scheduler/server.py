@@ -387,8 +387,9 @@ class Scheduler:
             try:
                 self.framework.run_once(self._observed)
                 self.sessions += 1
-            except Exception:
+            except Exception as exc:
                 log.exception("scheduling session failed")
+                self.live.session_failed(exc)
             if self.queue.has_work():
                 self.queue.work.set()
 

@@ -10,6 +10,9 @@
   and ready) and the environment its containers would get is recorded on it as the annotation
   `ENV_ANNOTATION` (`{"<container>": {"NVIDIA_VISIBLE_DEVICES": …}}`); a rejected pod turns
   Failed with kubelet's reason and message and a Warning Event;
+- says why a bound pod has not started while an admission waits on the device plugins (a GPU
+  runtime restarting): a Warning Event on the pod being admitted and on each pod behind it, once the
+  admission has taken `ADMISSION_SLOW_S` (`admitwatch.py`);
 - waits for an admitted pod's volumes (`volumes.py`: its claims Bound, its ConfigMaps and Secrets
   there): meanwhile the pod is Pending with its containers `ContainerCreating` and a Warning
   `FailedMount` Event says why; it is looked at again every `VOLUME_RETRY_S` and runs once ready;
@@ -41,6 +44,7 @@ from typing import Any
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_by
+from runtimekit.cluster.kubelet.admitwatch import AdmissionWatch
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError, PodIdentity
 from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
 from runtimekit.cluster.kubelet.nodestatus import NodeReporter, NodeShape
@@ -82,6 +86,7 @@ ENV_ANNOTATION = "runtimekit.aliyun.com/simulated-env"
 COMPONENT = "kubelet"
 FINISHED = frozenset({"Succeeded", "Failed"})
 VOLUME_RETRY_S = 0.5  # a pod waiting for its volumes is looked at again this often
+ADMISSION_WATCH_S = 0.5  # how often the admission in progress is looked at (admitwatch.py)
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,8 @@ class SimulatedKubelet:
         self._ips = itertools.count(2)
         self._waiting: dict[str, tuple[_Pod, str]] = {}  # admitted pods waiting for their volumes, and why
         self._volumes_checked = 0.0
+        self.admission = AdmissionWatch()
+        self._batch: tuple[list[str], dict[str, Pod], int] = ([], {}, 0)  # being admitted: order, pods, at
         self._workers = Workers(f"kubelet {self.node}")
 
     # -- life cycle ----------------------------------------------------------------------------
@@ -158,6 +165,7 @@ class SimulatedKubelet:
         self.informer.start()
         self._workers.spawn(f"kubelet {self.node} pods", self._work)
         self._workers.spawn(f"kubelet {self.node} status", lambda: self.reporter.run(self._workers.stopping))
+        self._workers.every(f"kubelet {self.node} admission watch", ADMISSION_WATCH_S, self._watch_admission)
         return self
 
     def stop(self) -> None:
@@ -224,8 +232,13 @@ class SimulatedKubelet:
             else:
                 self._guarded(self._observe, item, new)
         arrival = {uid: n for n, uid in enumerate(new)}
-        for uid in sorted(new, key=lambda u: (str(new[u]["metadata"].get("creationTimestamp", "")), arrival[u])):
+        order = sorted(new, key=lambda u: (str(new[u]["metadata"].get("creationTimestamp", "")), arrival[u]))
+        for at, uid in enumerate(order):
+            with self._cond:
+                self._batch = (order, new, at)
             self._guarded(self._admit, new[uid])
+        with self._cond:
+            self._batch = ([], {}, 0)
 
     def _observe(self, pod: Pod, new: dict[str, Pod]) -> None:
         identity = _identity(pod)
@@ -255,6 +268,7 @@ class SimulatedKubelet:
         with self._cond:  # known (and listed by PodResources) from before its admission, as in kubelet
             self._pods[identity.uid] = record
         env: ContainerEnv = {}
+        self.admission.begin(pod, (name for name in requests if "/" in name))  # extended: a plugin's, maybe
         try:
             if problem is not None:
                 raise problem
@@ -262,6 +276,8 @@ class SimulatedKubelet:
         except AdmissionError as exc:
             self._reject(pod, exc, now)
             return
+        finally:
+            self.admission.end()
         if env:
             self._patch(identity, {"metadata": {"annotations": {ENV_ANNOTATION: json.dumps(env, sort_keys=True)}}})
         if (pod.get("spec") or {}).get("volumes"):
@@ -308,6 +324,23 @@ class SimulatedKubelet:
                 self._run(record)
             else:
                 self._wait_for_volumes(record, problem, rfc3339(self.clock()))
+
+    def _watch_admission(self) -> None:
+        """Tell the pods that wait on a slow admission why (see `admitwatch.py`)."""
+        with self._cond:
+            order, batch, at = self._batch
+            behind = [batch[uid] for uid in order[at + 1 :]]
+            behind += [
+                item
+                for kind, item in self._queue
+                if kind in ("ADDED", "MODIFIED")
+                and str(meta(item).get("uid", "")) not in self._pods
+                and phase_of(item) not in FINISHED
+                and not meta(item).get("deletionTimestamp")
+            ]
+        for notice in self.admission.overdue(behind):
+            involved: KubeObject = {"apiVersion": "v1", "kind": "Pod", "metadata": meta(notice.pod)}
+            record_event(self.http, involved, "Warning", notice.reason, notice.message, COMPONENT, self.node)
 
     def _reject(self, pod: Pod, error: AdmissionError, now: str) -> None:
         identity = _identity(pod)
@@ -398,6 +431,7 @@ class SimulatedKubelet:
     def _stopped(self, record: _Pod) -> None:
         with self._cond:
             record.finished = True
+        self.admission.forget(record.identity.uid)
         self.devices.release(record.identity.uid)
         for listener in self.on_pod_stopped:
             try:
@@ -440,6 +474,7 @@ class SimulatedKubelet:
         record = self._pods.get(uid)
         if record is not None and not record.finished:
             self._stopped(record)
+        self.admission.forget(uid)
         with self._cond:
             self._pods.pop(uid, None)
         self._deleting.discard(uid)

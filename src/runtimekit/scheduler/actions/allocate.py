@@ -4,7 +4,8 @@ one statement per job, which commits when the job is ready (gang), stays held wh
 pipelined, and is discarded otherwise. A task that fits nowhere stops the job's turn only when the
 gang can no longer be met without it (Volcano's `NeedContinueAllocating`); the other pods of its
 task role are not tried again. A job that became ready with tasks left goes back in line so that
-other jobs get a turn (Volcano's allocate)."""
+other jobs get a turn (Volcano's allocate). A gang left unready that holds bound members has them
+evicted once a plugin says it has held them long enough (`JobRelease`: gang's `partialHoldSeconds`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from runtimekit.scheduler.framework.statement import ReserveError, Statement
 from runtimekit.scheduler.framework.status import Code, FitErrors, Status, error
 
 log = logging.getLogger(__name__)
+BOUND = frozenset({TaskStatus.BOUND, TaskStatus.RUNNING})
 
 
 class Allocate:
@@ -63,7 +65,8 @@ def eligible_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
     for job in ssn.jobs.values():
         if not job.pending:
             continue
-        if wait_for_enqueue and job.phase == "Pending":
+        if wait_for_enqueue and job.phase == "Pending":  # enqueue did not admit it: say why it waits
+            _fail_all(ssn, job, Status(Code.UNSCHEDULABLE, (_not_admitted(ssn, job),), "enqueue"))
             continue
         queue = ssn.queues.get(job.queue)
         if queue is None:
@@ -97,6 +100,17 @@ def _queue_overused(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> None
                 job.fit_errors[task.key] = FitErrors(nodes, {f"Insufficient {name}": nodes for name in missing})
             else:
                 job.fit_errors[task.key] = FitErrors(status=status)
+
+
+def _not_admitted(ssn: Session, job: JobInfo) -> str:
+    queue = ssn.queues.get(job.queue)
+    if queue is None:
+        why = f"queue {job.queue!r} does not exist"
+    elif queue.state != "Open":
+        why = f"queue {queue.name} is {queue.state}"
+    else:
+        why = "its minResources do not fit what the queue may take or the cluster has idle"
+    return f"pod group {job.name} is Pending (not admitted to queue {job.queue}): {why}"
 
 
 def _fail_all(ssn: Session, job: JobInfo, status: Status) -> None:
@@ -143,7 +157,9 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             break
     if ssn.job_ready(job):
         stmt.commit()
-    elif not ssn.job_pipelined(job):
+    elif ssn.job_pipelined(job):  # held for this session only: its placed tasks wait, and say so
+        _waiting_for_gang(ssn, job, tasks)
+    else:
         if job.min_member > 1 and failed_at is not None:
             # every member waits for the same reason: the gang's shortfall, as it stood with the
             # members that fitted placed (before they are given back), not one member's view of it
@@ -161,8 +177,12 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
             for task in job.pending:
                 job.fit_errors[task.key] = FitErrors(nodes, status=status)
         else:
+            placed = job.ready_count() + job.waiting_count()
             stmt.discard()
+            _explain_the_rest(ssn, job, tasks, placed)
         again = False
+        if job.min_member > 1:
+            _give_back(ssn, job)
     return again
 
 
@@ -179,6 +199,46 @@ def need_continue(job: JobInfo, failed_roles: set[str]) -> bool:
         return job.ready_count() + left >= job.min_member
     placed = Counter(t.role for t in job.tasks.values() if t.status in READY)
     return all(placed[role] >= wanted.get(role, 0) for role in failed_roles)
+
+
+def _waiting_for_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:
+    """A pipelined job's placed tasks bind only once the gang is ready: that is why they wait."""
+    placed = job.ready_count() + job.waiting_count()
+    for task in tasks:
+        if task.status is not TaskStatus.PENDING and task.key not in job.fit_errors:
+            message = f"placed on {task.node}; waits for its gang to be ready ({placed}/{job.min_member} placed)"
+            job.fit_errors[task.key] = FitErrors(status=Status(Code.UNSCHEDULABLE, (message,), "gang"))
+
+
+def _explain_the_rest(ssn: Session, job: JobInfo, tasks: list[TaskInfo], placed: int) -> None:
+    """Tasks placed and given back with their unready job have no failure of their own: they wait
+    for the job's, which is the first failure met (or, with none, the gang's count)."""
+    silent = [t for t in job.pending if t.key not in job.fit_errors]
+    if not silent:  # as a rule (a pod of its own has its failure)
+        return
+    first = next((job.fit_errors[t.key] for t in tasks if t.key in job.fit_errors), None)
+    why = f"the gang could place only {placed}/{job.min_member} of its tasks"
+    if isinstance(first, FitErrors):
+        why = f"{why}; {first.message}"
+    nodes = int(ssn.candidate_rows().size)
+    for task in silent:
+        job.fit_errors[task.key] = FitErrors(nodes, status=Status(Code.UNSCHEDULABLE, (why,), "gang"))
+
+
+def _give_back(ssn: Session, job: JobInfo) -> None:
+    """An unready gang's bound members are evicted when a plugin says it has held them long enough
+    (`JobRelease`), so that a gang cut short never sits on resources it cannot use."""
+    held = [t for t in job.tasks.values() if t.status in BOUND and t.placement is not None]
+    if not held or any(t.status is TaskStatus.BINDING for t in job.tasks.values()):
+        return
+    reason = ssn.job_release(job)
+    if not reason:
+        return
+    log.warning("allocate: %s", reason)
+    stmt = ssn.statement()
+    for task in held:
+        stmt.evict(task, reason)
+    stmt.commit()
 
 
 def _place(ssn: Session, stmt: Statement, queue: QueueInfo, task: TaskInfo) -> tuple[FitErrors | None, bool]:

@@ -64,7 +64,7 @@ from runtimekit.scheduler.cache.objects import (
 )
 from runtimekit.scheduler.cache.policy import disruption_budget, namespace_quota
 from runtimekit.scheduler.cache.priorities import PriorityClasses
-from runtimekit.scheduler.cache.queues import queue_status
+from runtimekit.scheduler.cache.queues import ALWAYS, queue_status
 from runtimekit.scheduler.cache.volumes import VolumeStore
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
@@ -280,7 +280,9 @@ class ClusterCache:
         queue = queue_of(task.pod or {}, job.group if job else None, self.default_queue)
         current = self.queue_allocated.get(queue, Resources())
         delta = task.resources
-        self.queue_allocated[queue] = current + delta if sign > 0 else current - delta
+        now = self.queue_allocated[queue] = current + delta if sign > 0 else current - delta
+        if sign < 0 and now.is_empty and queue not in self.queues and queue not in (*ALWAYS, self.default_queue):
+            del self.queue_allocated[queue]  # a deleted queue's last pod left
 
     def _release(self, uid: PodKey) -> None:
         task = self.running.pop(uid, None)
@@ -357,6 +359,8 @@ class ClusterCache:
                 job = self.jobs.get(JobKey(key))
                 if job is not None:
                     job.group = None
+                    if not job.members:  # nothing left of the job: it goes (and its metric series with it)
+                        del self.jobs[job.key]
             else:
                 self.groups[key] = obj.copy()
                 job = self.jobs.get(JobKey(key))
@@ -383,6 +387,8 @@ class ClusterCache:
         with self.lock:
             if kind == "DELETED":
                 self.queues.pop(name, None)
+                if name not in (*ALWAYS, self.default_queue) and self.queue_allocated.get(name, Resources()).is_empty:
+                    self.queue_allocated.pop(name, None)
             else:
                 self.queues[name] = queue_info(obj, self.protocol)
             self.queue.move_all()

@@ -86,6 +86,24 @@ class LiveCache:
         if group_status is not None and job.has_podgroup:
             self.binder.update_group(job.namespace, job.name, group_status)
 
+    def session_failed(self, exc: Exception) -> None:
+        """A session failed as a whole (a bug, or broken infrastructure) and placed nothing: each pod
+        it was to try backs off as after an error and says why, rather than being tried again at
+        once, without a word, in a loop."""
+        now = self.queue.clock()
+        message = f"scheduling session failed: {type(exc).__name__}: {exc}"[:1024]
+        reports: list[TaskInfo] = []
+        with self.cache.lock:
+            for entry in list(self.queue):
+                if not self.queue.eligible(entry, now):
+                    continue
+                failed = self.queue.failed(entry.task.key, now, True)
+                if failed is not None and failed.reported != message:
+                    failed.reported = message
+                    reports.append(failed.task)
+        for task in reports:
+            self.binder.report(task, False, "FailedScheduling", message)
+
     def sync_queues(self) -> int:
         """Write the Queue statuses that changed since last written; returns how many were written."""
         return self.binder.sync_queues(self.cache.queue_statuses())

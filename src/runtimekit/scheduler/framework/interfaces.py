@@ -195,6 +195,14 @@ class JobStarving(Protocol):
         """Whether a job still wants resources (preempt and reclaim act for starving jobs)."""
 
 
+@runtime_checkable
+class JobRelease(Protocol):
+    def job_release(self, job: JobInfo) -> str | None:
+        """Asked by allocate for a job it could not make ready: why to give back the members the job
+        holds placed (they are evicted, so that a gang never sits on resources it cannot use), or
+        None to let it keep them. Called once per job and session in which the job failed."""
+
+
 # -- eviction ----------------------------------------------------------------------------------
 @runtime_checkable
 class Preemptable(Protocol):
@@ -297,6 +305,7 @@ class PluginLists:
     )
     job_enqueued: Tiered[JobEnqueued] = field(default_factory=Tiered, metadata=_gate(JobEnqueued, "enableJobEnqueued"))
     job_starving: Tiered[JobStarving] = field(default_factory=Tiered, metadata=_gate(JobStarving, "enableJobStarving"))
+    job_release: Tiered[JobRelease] = field(default_factory=Tiered, metadata=_gate(JobRelease, None))
     preemptable: Tiered[Preemptable] = field(default_factory=Tiered, metadata=_gate(Preemptable, "enablePreemptable"))
     reclaimable: Tiered[Reclaimable] = field(default_factory=Tiered, metadata=_gate(Reclaimable, "enableReclaimable"))
     overused: Tiered[Overused] = field(default_factory=Tiered, metadata=_gate(Overused, "enabledOverused"))

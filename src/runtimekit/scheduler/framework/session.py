@@ -339,6 +339,14 @@ class Session:
                 return all(p.job_starving(job) for p in tier)
         return False
 
+    def job_release(self, job: JobInfo) -> str:
+        """Why to give back what the unready `job` holds placed: the first plugin's reason, or ""."""
+        for plugin in self.plugins.job_release.flat:
+            reason = plugin.job_release(job)
+            if reason:
+                return reason
+        return ""
+
     def preemptable(self, preemptor: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo]:
         return _victims(self.plugins.preemptable, lambda p: p.preemptable(preemptor, candidates))
 

@@ -36,6 +36,8 @@ def go_float(value: float) -> str:
         return "+Inf" if value > 0 else "-Inf"
     if value == 0:
         return "0"
+    if -1e6 < value < 1e6 and value.is_integer():  # most values (milli CPU, counts): Go writes the digits
+        return str(int(value))
     sign, digits_t, exponent = Decimal(repr(value)).normalize().as_tuple()
     assert isinstance(exponent, int)
     digits = "".join(map(str, digits_t))

@@ -10,7 +10,10 @@ group counts, its queue controller) and the kit's GPU-sharing figures:
 - `runtimekit_scheduler_pending_pods`, `runtimekit_scheduler_leader`, and the conf reload figures.
 Allocated resources come from the cache (what bound pods hold now); the other queue figures from the
 plugin that shares the cluster between queues (proportion), as of its latest session, and are absent
-without one, as in Volcano. Units are Volcano's: milli CPU, memory bytes, scalar resources in milli.
+without one, as in Volcano. A queue's series go with its Queue object: only queues the cache knows
+now (and the two Volcano always has) are written, whatever the latest session saw, so a deleted
+queue's series are gone at the next scrape, with no session in between. Units are Volcano's: milli
+CPU, memory bytes, scalar resources in milli.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from prometheus_client.registry import Collector
 from runtimekit.model.scalars import LIMIT
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.cluster import ClusterCache
+from runtimekit.scheduler.cache.queues import ALWAYS
 from runtimekit.scheduler.framework.info import Resources
 from runtimekit.scheduler.framework.observe import QueueFigures
 
@@ -71,9 +75,10 @@ class ClusterState(Collector):
     def _queues(
         self, allocated: Mapping[str, Resources], queues: list[str], statuses: Mapping[str, Mapping[str, object]]
     ) -> Iterator[Metric]:
-        names = sorted(set(queues) | set(allocated))
+        alive = {*queues, *ALWAYS, self.cache.default_queue}
+        names = sorted(alive & ({*queues, *allocated}))
         yield from self._resources("allocated", {q: allocated.get(q, Resources()) for q in names})
-        figures = self.figures()
+        figures = {q: f for q, f in self.figures().items() if q in alive}
         for kind in ("request", "deserved", "inqueue"):
             yield from self._resources(kind, {q: getattr(f, kind) for q, f in figures.items()})
         yield from self._resources("capacity", {q: f.capability for q, f in figures.items() if f.capability})
