@@ -172,6 +172,8 @@ class KeyRing:
     def _current(self, now: bool = False) -> KeySet:
         if self._folder is None:
             return self._keys
+        if not now and self._clock() - self._checked < self._reload_s:
+            return self._keys  # not due: no lock (the keys are replaced whole, in one assignment)
         with self._lock:
             at = self._clock()
             if now or at - self._checked >= self._reload_s:
