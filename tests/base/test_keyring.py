@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import pytest
 
 from fixtures.secretvolume import SecretVolume
+from runtimekit.base import keyring as keyring_module
 from runtimekit.base.keyring import Key, KeyRing, KeyRingError, ensure_key_folder
 
 A, B, C = b"a" * 32, b"b" * 40, b"c" * 36
@@ -185,3 +189,33 @@ def test_the_generation_follows_the_folder_without_another_call(tmp_path: Path) 
     assert ring.generation == 0
     clock.now = 1.0
     assert ring.generation == 1
+
+
+def test_a_caller_during_a_reload_gets_the_new_keys(tmp_path: Path) -> None:
+    """While one thread reads a changed folder, another that asks for the keys waits for that read; it is
+    not handed the old keys because the look has begun."""
+    (tmp_path / "current").write_bytes(A)
+    clock = Clock()
+    ring = KeyRing.from_folder(tmp_path, reload_s=1.0, clock=clock)
+    (tmp_path / "current").write_bytes(B)
+    clock.now = 2.0
+    reading, release = threading.Event(), threading.Event()
+    real_read = keyring_module._read_folder
+
+    def slow_read(folder: Path, source: Path) -> Any:
+        reading.set()
+        release.wait(5)
+        return real_read(folder, source)
+
+    seen: list[str] = []
+    with mock.patch.object(keyring_module, "_read_folder", slow_read):
+        first = threading.Thread(target=lambda: seen.append(ring.sign(b"m").split(".")[1]))
+        first.start()
+        assert reading.wait(5)
+        second = threading.Thread(target=lambda: seen.append(ring.sign(b"m").split(".")[1]))
+        second.start()
+        second.join(0.2)
+        release.set()
+        first.join(5)
+        second.join(5)
+    assert seen == [Key.of(B).id, Key.of(B).id]

@@ -173,12 +173,12 @@ class KeyRing:
         if self._folder is None:
             return self._keys
         if not now and self._clock() - self._checked < self._reload_s:
-            return self._keys  # not due: no lock (the keys are replaced whole, in one assignment)
+            return self._keys  # not due: no lock (the keys are replaced whole, before `_checked` moves)
         with self._lock:
             at = self._clock()
             if now or at - self._checked >= self._reload_s:
-                self._checked = at
                 self._reload(self._folder)
+                self._checked = at  # only now: a caller meanwhile waits for the lock, not for the old keys
             return self._keys
 
     def _reload(self, folder: Path) -> None:
