@@ -42,7 +42,7 @@ NODES = ("gpu-node-1", "gpu-node-2", "gpu-node-3")
 # Who sees an edit when: gpu-node-1's device plugin first, then the scheduler, then the others.
 ORDER: tuple[tuple[str, ...], ...] = (("gpu-node-1",), ("scheduler",), ("gpu-node-2", "gpu-node-3"))
 PODS_PER_WINDOW = 42  # 14 per node, bound and admitted while the mounts disagree
-RELOAD_S = 1.2  # the components look at their key folder every second
+RELOAD_S = 1.5  # the components look at their key folder every second (a look during a write: a second later)
 
 # docs/security.md#rotation, verbatim (test_the_procedure_is_the_documented_one checks it)
 STAGE = (
