@@ -334,7 +334,8 @@ workloads() {
   done
 }
 
-# Make the assignment key Secret unless it exists (never replace a key: pods bound with it would be refused).
+# Make the assignment key Secret unless it exists (never replace a key: pods bound with it would be refused;
+# rotate it in the two phases of docs/security.md#rotation).
 ensure_assignment_key() {
   local c needed=0 secret
   for c in "$@"; do [[ "$c" == scheduler || "$c" == deviceplugin ]] && needed=1; done

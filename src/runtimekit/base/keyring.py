@@ -1,14 +1,25 @@
-"""HMAC-SHA256 signatures with a small key ring: the `current` key signs, `current` and `previous` verify.
+"""HMAC-SHA256 signatures with a small key ring read from a folder (a mounted Secret), rotated in two phases.
 
-A key ring is read from a folder holding the files `current` and, during a rotation, `previous`
-(a Kubernetes Secret mounted as a volume is such a folder). Each file holds one key: its bytes with
-surrounding whitespace removed, at least `MIN_KEY_BYTES` long. A signature names the key that made
-it (`v1.<key id>.<hex HMAC>`, the key id being the first 16 hex digits of the key's SHA-256), so
-the verifier picks that key and a rotation needs no flag day. The folder is read again when one
-of its files changes (checked at most every `reload_s`), so a rotated Secret takes effect without a
-restart; a folder that turns unreadable keeps the keys last read and says so in the log.
-`KeyRingError` is raised at construction when the folder has no usable `current` key: a component
-that must sign or verify refuses to start rather than accept everything.
+A key folder holds up to three files, one key each (its bytes with surrounding whitespace removed, at
+least `MIN_KEY_BYTES` long):
+- `current` (required) signs, and verifies;
+- `next` verifies only: a key being rolled out, so that every verifier holds it before anyone signs
+  with it;
+- `previous` verifies only: the key `current` replaced, so that what was signed with it before the
+  rotation still verifies.
+A rotation is three edits of the Secret (docs/security.md#rotation): stage a new key as `next`;
+promote it (`current` becomes `previous`, `next` becomes `current`); retire `previous`. Any two
+neighbouring states of that sequence accept each other's signatures, so a signer and a verifier that
+see the Secret at different times (kubelet refreshes each mount on its own schedule) never disagree,
+as long as each edit reaches every mount before the next edit is made. A folder with only `current`
+(and `previous`) is the format of earlier releases and reads as before.
+A signature names the key that made it (`v1.<key id>.<hex HMAC>`, the key id being the first 16 hex
+digits of the key's SHA-256), so the verifier picks that key. The folder is read again when one of
+its files changes (checked at most every `reload_s`, and at once when a signature names a key the
+ring does not hold); a Secret volume is read through its `..data` link, which kubelet swaps in one
+step, so the ring never sees half of an update. A folder that turns unreadable keeps the keys last
+read and says so in the log. `KeyRingError` is raised at construction when the folder has no usable
+`current` key: a component that must sign or verify refuses to start rather than accept everything.
 Callers: the scheduler (signs pod assignments at binding) and the device plugin (verifies them).
 """
 
@@ -21,16 +32,17 @@ import os
 import secrets
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
-CURRENT, PREVIOUS = "current", "previous"
+CURRENT, PREVIOUS, NEXT = "current", "previous", "next"
 MIN_KEY_BYTES = 32
 SCHEME = "v1"
-_FILES = (CURRENT, PREVIOUS)
+DATA_LINK = "..data"  # kubelet's Secret volumes: the files link into the folder this names, swapped at once
+_FILES = (CURRENT, PREVIOUS, NEXT)
 
 
 class KeyRingError(ValueError):
@@ -57,45 +69,87 @@ class Key:
         return f"Key({self.id})"
 
 
+@dataclass(frozen=True)
+class KeySet:
+    """The keys of one state of a rotation: `current` signs; all three verify."""
+
+    current: Key
+    previous: Key | None = None
+    next: Key | None = None
+
+    @property
+    def verifying(self) -> tuple[Key, ...]:
+        return tuple(k for k in (self.current, self.previous, self.next) if k is not None)
+
+    def find(self, key_id: str) -> Key | None:
+        return next((k for k in self.verifying if k.id == key_id), None)
+
+    def describe(self) -> str:
+        """`current <id>, previous <id>, next <id>` (the ids only: they are public)."""
+        named = ((CURRENT, self.current), (PREVIOUS, self.previous), (NEXT, self.next))
+        return ", ".join(f"{role} {key.id}" for role, key in named if key is not None)
+
+
 class KeyRing:
     """See the module docstring. Thread-safe."""
 
     def __init__(
         self,
-        keys: Sequence[Key],
+        keys: KeySet,
         folder: Path | None = None,
         reload_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        if not keys:
-            raise KeyRingError("a key ring needs at least one key")
-        self._keys = tuple(keys)
+        self._keys = keys
         self._folder, self._reload_s, self._clock = folder, reload_s, clock
-        self._stamp = _stamp(folder) if folder is not None else ()
+        self._stamp: tuple[object, ...] = ()  # of the files `keys` were read from (set by from_folder)
         self._checked = clock()
         self._lock = threading.Lock()
-        self.generation = 0  # grows whenever the keys change (callers key caches of verdicts on it)
+        self._generation = 0
 
     @classmethod
-    def from_secrets(cls, *secrets_: bytes) -> KeyRing:
-        """A fixed ring: the first secret signs, all verify."""
-        return cls([Key.of(s) for s in secrets_])
+    def from_secrets(cls, current: bytes, previous: bytes | None = None, next_: bytes | None = None) -> KeyRing:
+        """A fixed ring (tests, benchmarks): `current` signs, all verify."""
+        return cls(
+            KeySet(
+                Key.of(current),
+                Key.of(previous) if previous is not None else None,
+                Key.of(next_) if next_ is not None else None,
+            )
+        )
 
     @classmethod
     def from_folder(
         cls, folder: str | os.PathLike[str], reload_s: float = 1.0, clock: Callable[[], float] = time.monotonic
     ) -> KeyRing:
-        """The ring of a folder (`current`, optional `previous`). Raises KeyRingError naming the problem."""
+        """The ring of a folder (`current`, optional `previous` and `next`). Raises KeyRingError naming the
+        problem."""
         path = Path(folder)
-        return cls(_read_folder(path), path, reload_s, clock)
+        source = _data_folder(path)
+        stamp = _stamp(source)  # before reading: a change made meanwhile is read again at the next check
+        ring = cls(_read_folder(path, source), path, reload_s, clock)
+        ring._stamp = stamp
+        return ring
+
+    @property
+    def keys(self) -> KeySet:
+        """The keys now (the folder is looked at again first, at most every `reload_s`)."""
+        return self._current()
 
     @property
     def key_ids(self) -> tuple[str, ...]:
-        return tuple(k.id for k in self._current())
+        """The ids of the keys that verify, the signing one first."""
+        return tuple(k.id for k in self._current().verifying)
+
+    @property
+    def generation(self) -> int:
+        """Grows whenever the keys change: callers key caches of verdicts on it."""
+        self._current()
+        return self._generation
 
     def sign(self, message: bytes) -> str:
         """`v1.<key id>.<hex HMAC-SHA256>` of `message` with the current key."""
-        key = self._current()[0]
+        key = self._current().current
         return f"{SCHEME}.{key.id}.{key.mac(message)}"
 
     def verify(self, message: bytes, signature: str) -> str:
@@ -104,43 +158,58 @@ class KeyRing:
         key_id, _, mac = rest.partition(".")
         if scheme != SCHEME or not key_id or not mac:
             return f"malformed signature (expected {SCHEME}.<key id>.<hex>)"
-        key = next((k for k in self._current() if k.id == key_id), None)
+        keys = self._current()
+        key = keys.find(key_id)
+        if key is None and self._folder is not None:
+            keys = self._current(now=True)  # a key just staged may not have been read yet
+            key = keys.find(key_id)
         if key is None:
-            return f"signed with key {key_id}, which is neither the current nor the previous key"
+            return f"signed with key {key_id}, which is not one of the keys held ({keys.describe()})"
         if not hmac.compare_digest(key.mac(message), mac):
             return f"signature does not match (key {key_id})"
         return ""
 
-    def _current(self) -> tuple[Key, ...]:
+    def _current(self, now: bool = False) -> KeySet:
         if self._folder is None:
             return self._keys
+        if not now and self._clock() - self._checked < self._reload_s:
+            return self._keys  # not due: no lock (the keys are replaced whole, before `_checked` moves)
         with self._lock:
-            now = self._clock()
-            if now - self._checked >= self._reload_s:
-                self._checked = now
-                self._reload()
+            at = self._clock()
+            if now or at - self._checked >= self._reload_s:
+                self._reload(self._folder)
+                self._checked = at  # only now: a caller meanwhile waits for the lock, not for the old keys
             return self._keys
 
-    def _reload(self) -> None:
-        assert self._folder is not None
-        stamp = _stamp(self._folder)
+    def _reload(self, folder: Path) -> None:
+        source = _data_folder(folder)
+        stamp = _stamp(source)
         if stamp == self._stamp:
             return
         self._stamp = stamp
         try:
-            keys = _read_folder(self._folder)
+            keys = _read_folder(folder, source)
         except (KeyRingError, OSError) as exc:
-            log.error("assignment keys in %s unreadable, keeping the keys read before: %s", self._folder, exc)
+            log.error("assignment keys in %s unreadable, keeping the keys read before: %s", folder, exc)
             return
-        if keys != list(self._keys):
-            log.warning("keys in %s changed: now %s", self._folder, ", ".join(k.id for k in keys))
-            self._keys = tuple(keys)
-            self.generation += 1
+        if keys != self._keys:
+            log.warning("keys in %s changed: now %s", folder, keys.describe())
+            self._keys = keys
+            self._generation += 1
 
 
-def _stamp(folder: Path) -> tuple[tuple[int, int, int], ...]:
-    """What changes when a key file is replaced (a mounted Secret swaps a symlink to a new folder)."""
-    out = []
+def _data_folder(folder: Path) -> Path:
+    """Where the key files are: a Secret volume's `..data` target (one whole version of the Secret;
+    the visible files are links into it, made or removed only after the swap), else the folder."""
+    try:
+        return folder / os.readlink(folder / DATA_LINK)
+    except OSError:  # no such link: a plain folder
+        return folder
+
+
+def _stamp(folder: Path) -> tuple[object, ...]:
+    """What changes when a key file is replaced (a mounted Secret swaps `..data` to a new folder)."""
+    out: list[object] = [str(folder)]
     for name in _FILES:
         try:
             st = os.stat(folder / name)
@@ -151,20 +220,20 @@ def _stamp(folder: Path) -> tuple[tuple[int, int, int], ...]:
     return tuple(out)
 
 
-def _read_folder(folder: Path) -> list[Key]:
-    keys = []
+def _read_folder(folder: Path, source: Path) -> KeySet:
+    """The keys of `folder`, read from `source` (its data folder); errors name `folder`'s files."""
+    found: dict[str, Key] = {}
     for name in _FILES:
-        path = folder / name
         try:
-            secret = path.read_bytes().strip()
+            secret = (source / name).read_bytes().strip()
         except FileNotFoundError:
             if name == CURRENT:
-                raise KeyRingError(f"no key file {path}") from None
+                raise KeyRingError(f"no key file {folder / name}") from None
             continue
         except OSError as exc:
-            raise KeyRingError(f"cannot read {path}: {exc.strerror or exc}") from None
-        keys.append(Key.of(secret, str(path)))
-    return keys
+            raise KeyRingError(f"cannot read {folder / name}: {exc.strerror or exc}") from None
+        found[name] = Key.of(secret, str(folder / name))
+    return KeySet(found[CURRENT], found.get(PREVIOUS), found.get(NEXT))
 
 
 def ensure_key_folder(folder: str | os.PathLike[str]) -> Path:

@@ -48,8 +48,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--startup-timeout", type=float, default=60.0, help="seconds to wait for the runtime")
     parser.add_argument(
         "--assignment-keys",
-        help="folder holding the key(s) the scheduler signs assignments with (`current`, and `previous` while "
-        f"rotating): the Secret lj-runtimekit-assignment-key (default: {KEYS_MOUNT} when it exists); required",
+        help="folder holding the keys the scheduler signs assignments with (`current`; `next` and `previous` "
+        "while rotating, docs/security.md#rotation): the Secret lj-runtimekit-assignment-key (default: "
+        f"{KEYS_MOUNT} when it exists); required",
     )
     parser.add_argument(
         "--pod-resources-socket",
@@ -86,7 +87,7 @@ def load_keys(folder: str | None) -> KeyRing | None:
     except KeyRingError as exc:
         log.error("--assignment-keys: %s", exc)
         return None
-    log.info("assignment keys %s", ", ".join(keys.key_ids))
+    log.info("assignment keys: %s", keys.keys.describe())
     return keys
 
 

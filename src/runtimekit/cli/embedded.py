@@ -114,6 +114,10 @@ class ClusterOptions:
     exporter: ExporterFactory | None = None
     reconcile_s: float = 2.0  # the runtimes' reconcile interval
     seed: int = 0
+    # The folder each part reads the assignment key from, by part ("scheduler" or a node's name); None:
+    # one folder in the state folder for all. Tests give each part its own, to show each a rotated
+    # Secret at its own time, as kubelet refreshes each mount on its own schedule.
+    key_folders: Callable[[str], Path] | None = None
 
     def validate(self) -> None:
         """Raises ValueError naming the bad option."""
@@ -232,6 +236,11 @@ class EmbeddedCluster:
 
     def memory_unit(self, node: str) -> int:
         return self._memory_units[node]
+
+    def key_folder(self, part: str) -> Path:
+        """The folder `part` ("scheduler" or a node's name) reads the assignment key from."""
+        folders = self.options.key_folders
+        return folders(part) if folders is not None else self.assignment_keys
 
     def http(self, agent: str) -> KubeHttp:
         """A client with `agent`'s own credentials (runtimekit.cli.embedded_identity)."""
@@ -369,7 +378,7 @@ def _start_scheduler(cluster: EmbeddedCluster) -> Scheduler:
         scheduler_names=options.scheduler_names,
         plugins_dir=options.scheduler_plugins_dir,
         seed=options.seed,
-        keys=AssignmentKeys(cluster.assignment_keys),
+        keys=AssignmentKeys(cluster.key_folder("scheduler")),
         leader_election=LeaderElection(identity="embedded"),
     )
     scheduler = build_scheduler(config)

@@ -75,9 +75,8 @@ class NodeHost(Protocol):
     @property
     def node_options(self) -> NodeOptions: ...
 
-    @property
-    def assignment_keys(self) -> Path:
-        """The folder of the key the scheduler signs assignments with (the device plugins verify them)."""
+    def key_folder(self, part: str) -> Path:
+        """The folder of the keys `part` ("scheduler" or a node's name) signs or verifies assignments with."""
         ...
 
     @property
@@ -242,7 +241,7 @@ def _start_device_plugin(
         kube = KubeNodeApi(node.http)
         pods = kube.node_pods(node.name).start()
         unit = cluster.memory_unit(node.name)
-        keys = KeyRing.from_folder(cluster.assignment_keys)
+        keys = KeyRing.from_folder(cluster.key_folder(node.name))
         settings = PluginSettings(node.name, cluster.protocol, unit, keys=keys)
         service = DevicePluginService(settings, client, kube, DeviceState(), pods, lister)
         publisher = NodePublisher(kube, node.name, cluster.protocol, unit)

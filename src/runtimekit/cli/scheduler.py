@@ -93,7 +93,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add("--version", type=go_bool, default=False, help="print the version and exit")
     add(
         "--assignment-keys",
-        help="folder of the key assignments are signed with (`current`, and `previous` while rotating): the Secret "
+        help="folder of the key assignments are signed with (`current` signs; `next` and `previous` while "
+        "rotating, docs/security.md#rotation): the Secret "
         f"lj-runtimekit-assignment-key shared with the device plugins (default: {KEYS_MOUNT} when it exists); "
         "required with a GPU plugin in the conf",
     )

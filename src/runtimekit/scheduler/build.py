@@ -90,7 +90,7 @@ class AssignmentKeys:
     """The key assignments are signed with (the Secret lj-runtimekit-assignment-key, shared with the
     device plugins, which refuse what is not signed with it: docs/security.md#assignments)."""
 
-    folder: str | Path | None = None  # the key ring's folder (`current`, and `previous` while rotating)
+    folder: str | Path | None = None  # the key ring's folder (`current`; `next` and `previous` while rotating)
     signer: Signer | None = None  # a key in hand (tests): no folder is read
     required: bool = True  # False: a conf that writes assignments may run unsigned (tests)
 
