@@ -2,24 +2,57 @@
 evicting victims on one node in a trial statement, lowest priority first, until the task fits (keep
 the trial only if it does); the job's statement commits only if the job is then pipelined. As in
 kube-scheduler, a task that fails for an unresolvable reason is not a preemptor, and nodes it
-fails on for such a reason are not candidates."""
+fails on for such a reason are not candidates.
+
+Pods already terminating (evicted in an earlier session, or deleted by someone, and still in their
+grace period) hold their resources until they are gone; as Volcano counts them in a node's future
+idle room (idle + releasing - pipelined), their room is given back in the session's table once,
+before the first eviction of the session (`terminating_rows`), and a task that fits in it is
+pipelined there without evicting anything more. Without this, each session would evict one more
+victim while the first is still terminating."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, QueueInfo, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.session import Session
+from runtimekit.scheduler.framework.state import StateKey
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import FitErrors, Status
 
 log = logging.getLogger(__name__)
+# the rows whose terminating pods' room this session's table counts as free (written once a session)
+TERMINATING_ROOM: StateKey[frozenset[int]] = StateKey("evict/terminating-room")
+
+
+def terminating_rows(ssn: Session) -> frozenset[int]:
+    """The rows where pods were terminating when the session opened; the first call of a session
+    gives their room back in its table (a pipelined task may take it; nothing binds there, since the
+    cluster cache still books them). Called before any eviction of the session's preempt or reclaim:
+    a task evicted in this session gave its room back already, and its pod carries no deletion
+    timestamp in the session's copy, which is how the two are told apart."""
+    rows = ssn.state.get(TERMINATING_ROOM)
+    if rows is not None:
+        return rows
+    found: set[int] = set()
+    for task in ssn.each_task(lambda t: t.status is TaskStatus.RELEASING and t.placement is not None):
+        pod = task.pod or {}
+        if not (pod.get("metadata") or {}).get("deletionTimestamp") or task.node is None:
+            continue
+        if task.placement is not None and ssn.table.has_node(task.node):
+            ssn.table.give(task.placement)
+            found.add(ssn.table.row(task.node))
+    rows = frozenset(found)
+    ssn.state.write(TERMINATING_ROOM, rows)
+    return rows
 
 
 def running_by_row(ssn: Session) -> dict[int, list[TaskInfo]]:
-    """Tasks holding resources, per node row."""
+    """Tasks holding resources, per node row (and the room of terminating pods counted as free)."""
+    terminating_rows(ssn)
     out: dict[int, list[TaskInfo]] = {}
     for task in ssn.each_task(lambda t: t.status in OCCUPYING and t.status is not TaskStatus.RELEASING):
         if task.node is not None and ssn.table.has_node(task.node):
@@ -43,11 +76,18 @@ def make_room(
     candidates_on: Callable[[int], list[TaskInfo]],
     choose: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]],
     reason: str,
+    room: Collection[int] = (),
 ) -> bool:
-    """Try nodes in order; on the first where evicting allowed victims lets the task fit, evict
-    them and pipeline the task (all inside `stmt`). True on success."""
+    """Pipeline the task on the first of the `room` rows (those with terminating pods) where it fits
+    now, evicting nothing (Volcano's future idle); else try nodes in order, and on the first where
+    evicting allowed victims lets the task fit, evict them and pipeline the task (all inside
+    `stmt`). True on success."""
     for row in rows:
-        victims = choose(task, candidates_on(row))
+        if row in room and _pipeline(ssn, stmt, task, row):
+            return True
+    for row in rows:
+        candidates = candidates_on(row)
+        victims = choose(task, candidates) if candidates else []
         if not victims:
             continue
         trial = ssn.statement()
@@ -62,6 +102,20 @@ def make_room(
             return True
         trial.discard()
     return False
+
+
+def _pipeline(ssn: Session, stmt: Statement, task: TaskInfo, row: int) -> bool:
+    """Hold the row's room for the task (pipelined) if it fits there as the table stands."""
+    if not fits_on(ssn, task, row):
+        return False
+    choice = ssn.allocate_devices(task, row)
+    if isinstance(choice, Status):
+        return False
+    try:
+        stmt.pipeline(task, row, choice)
+    except LedgerError:
+        return False
+    return True
 
 
 def _evict_until_fit(
@@ -101,6 +155,7 @@ def evict_for_queue(
         for j in ssn.jobs.values()
         if j.queue == queue.name and j.pending and ssn.job_valid(j).ok and ssn.job_starving(j)
     ]
+    terminating = terminating_rows(ssn)
     for job in ssn.sorted_jobs(jobs):
         stmt = ssn.statement()
         for task in ssn.sorted_tasks(job.pending):
@@ -117,11 +172,13 @@ def evict_for_queue(
                 # a victim an earlier task of this session evicted gave its resources back once already
                 return [t for t in on_row.get(row, []) if t.status is not TaskStatus.RELEASING and may_evict(job, t)]
 
-            rows = [r for r in ssn.candidate_rows().tolist() if r in on_row and r not in hopeless]
+            # a terminating pod's room serves the task first, if its queue may take it (Volcano's Allocatable)
+            room = terminating if terminating and ssn.allocatable(queue, task) else frozenset()
+            rows = [r for r in ssn.candidate_rows().tolist() if (r in on_row or r in room) and r not in hopeless]
             if ssn.observer is not None and reason == "preempt":
                 ssn.observer.preemption_attempt()
             try:
-                if make_room(ssn, stmt, task, rows, candidates, choose, reason):
+                if make_room(ssn, stmt, task, rows, candidates, choose, reason, room):
                     ssn.touched_jobs.add(job.key)
             except Exception:  # this pod gives up its turn alone; the session goes on
                 log.exception("%s: making room for %s/%s failed", reason, task.namespace, task.name)
