@@ -381,7 +381,7 @@ class Scheduler:
             if now - last_queues >= QUEUE_STATUS_EVERY_S:
                 last_queues = now
                 self.live.sync_queues()
-            if not self.queue.has_work():
+            if not self.live.has_work("enqueue" in self.framework.enabled_actions):
                 continue
             last = time.monotonic()
             try:

@@ -32,7 +32,7 @@ from runtimekit.model.authority import Signer
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.binder import Binder, BinderPool
 from runtimekit.scheduler.cache.cluster import ClusterCache, JobState
-from runtimekit.scheduler.cache.snapshot import take_snapshot
+from runtimekit.scheduler.cache.snapshot import awaits_enqueue, take_snapshot
 from runtimekit.scheduler.framework.binding import BindGroup, BindHooks
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import DeviceChoice
@@ -51,6 +51,15 @@ class LiveCache:
             self.binder.report(task, False, "FailedScheduling", message)
         self.binder.warn(self.cache.take_notices())
         return snapshot
+
+    def has_work(self, enqueue: bool) -> bool:
+        """Whether a session has something to do: a pod to try or, when the conf has the enqueue
+        action, a PodGroup with no pod yet waiting to be admitted (a vcjob's pods are created only
+        once its PodGroup is Inqueue). One pass over the jobs when no pod waits."""
+        if self.queue.has_work():
+            return True
+        with self.cache.lock:
+            return enqueue and any(awaits_enqueue(job) for job in self.cache.jobs.values())
 
     def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         bound = self.cache.assume(task)

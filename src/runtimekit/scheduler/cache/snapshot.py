@@ -1,6 +1,7 @@
 """A session's copy of the live cluster cache (kube-scheduler's per-cycle snapshot update): the node
 table, node metadata, the jobs with a pod to try (their pending pods as the scheduling queue holds
-them, those binding with the booking they hold, their bound pods), Queues, the pods on nodes,
+them, those binding with the booking they hold, their bound pods) and the PodGroups waiting, with no
+pod yet, to be enqueued, Queues, the pods on nodes,
 PodDisruptionBudgets, ResourceQuotas and the storage objects. Called by the live cache at the start of each session,
 under the cluster cache's lock. `node_facts` and `node_rank` are what a snapshot reads of the nodes
 alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps them between calls.
@@ -57,7 +58,11 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
                     entry.reported = message
                     missing_groups.append((entry.task, message))
             continue
-        if not any(queue.eligible(e, now) for e in waiting) and not (include_running and job.members):
+        if (
+            not any(queue.eligible(e, now) for e in waiting)
+            and not (include_running and job.members)
+            and not awaits_enqueue(job)
+        ):
             continue
         info = _job_info(cache, job)
         for entry in waiting:
@@ -94,6 +99,13 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         pod_facts=cache.pods.facts,
         volumes=cache.volumes.frozen(),
     )
+
+
+def awaits_enqueue(job: JobState) -> bool:
+    """A PodGroup still Pending with no pod yet: the enqueue action admits it (Inqueue) before any
+    pod exists, since Volcano's job controller creates a vcjob's pods only once its PodGroup has
+    left Pending. Call under the cluster cache's lock."""
+    return job.group is not None and not job.members and (job.phase or "Pending") == "Pending"
 
 
 @dataclass(frozen=True)
