@@ -207,6 +207,13 @@ def _data_folder(folder: Path) -> Path:
         return folder
 
 
+def key_id_of(signature: str) -> str:
+    """The key id a signature names (`v1.<key id>.<hex>`), "" when it is not of that form."""
+    scheme, _, rest = signature.partition(".")
+    key_id, _, mac = rest.partition(".")
+    return key_id if scheme == SCHEME and key_id and mac else ""
+
+
 def _stamp(folder: Path) -> tuple[object, ...]:
     """What changes when a key file is replaced (a mounted Secret swaps `..data` to a new folder)."""
     out: list[object] = [str(folder)]

@@ -11,12 +11,11 @@ signatures must not accept any (the CLI refuses to start without one).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import replace
 
 from runtimekit.base.keyring import KeyRing
 from runtimekit.kube.objects import Pod, meta
-from runtimekit.model import Assignment, GpuKind, PodRequest, RequestError, parse_pod_request
-from runtimekit.model.authority import request_problems, signature_problem
+from runtimekit.model import Assignment, RequestError, parse_pod_request
+from runtimekit.model.authority import differs_message, request_in_unit, request_problems, signature_problem
 from runtimekit.protocol import KitProtocol
 
 GpuMemory = Callable[[], Mapping[str, int]]  # MiB per GPU UUID, as the runtime reports them
@@ -50,21 +49,7 @@ class AssignmentCheck:
             request = parse_pod_request(pod, self.protocol)
         except RequestError as exc:
             return f"its assignment was refused: its requests cannot be read: {exc}"
-        problems = request_problems(assignment, self._on_this_node(request), self._gpu_memory())
-        if problems:
-            more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
-            return f"its assignment was refused: it differs from the pod's requests: {'; '.join(problems[:3])}{more}"
-        return ""
-
-    def _on_this_node(self, request: PodRequest) -> PodRequest:
-        """The request with gpu-memory counted in this node's unit (the scheduler does the same)."""
-        default, unit = self.protocol.memory_unit_mib, self.memory_unit_mib
-        if unit == default:
-            return request
-        gpus = tuple(
-            replace(c, gpu=replace(c.gpu, memory_mib=c.gpu.memory_mib // default * unit))
-            if c.gpu.kind is GpuKind.SHARE and c.gpu.memory_mib is not None
-            else c
-            for c in request.gpus
-        )
-        return replace(request, gpus=gpus)
+        # gpu-memory counted in this node's unit, as the scheduler counts it here
+        on_this_node = request_in_unit(request, self.protocol.memory_unit_mib, self.memory_unit_mib)
+        problems = request_problems(assignment, on_this_node, self._gpu_memory())
+        return f"its assignment was refused: {differs_message(problems)}" if problems else ""

@@ -10,14 +10,18 @@ write annotations and `spec.nodeName`. So an assignment counts only when
   request parsing (`runtimekit.model.request`): as many GPUs as asked, each GPU once, whole GPUs at
   1000 milli and all their memory, shares at the asked milli and memory (memory in proportion to the
   compute share where none is asked, as the scheduler computes it), MIG slices of the asked profile,
-  each slot once; nothing for a container that asks for no GPU (`request_problems`).
+  each slot once; nothing for a container that asks for no GPU (`request_problems`; gpu-memory
+  counted in the node's unit, `request_in_unit`).
 Pure functions; the signer and verifier are `runtimekit.base.keyring.KeyRing` in the kit.
-Callers: the scheduler's live cache (signs at binding), the device plugin (checks at Allocate).
+Callers: the scheduler's live cache (signs at binding, and books only assignments that pass both
+checks), the device plugin (checks at Allocate), the embedded API server's GPU columns
+(`shape_problems`: what can be checked without the key or the node's GPUs).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Protocol
 
 from runtimekit.model.assignment import Assignment, GpuShare
@@ -71,6 +75,37 @@ def request_problems(
         shares = assignment.containers.get(name, ())
         problems += [f"container {name!r}: {p}" for p in _container_problems(gpu, shares, memory)]
     return problems
+
+
+def differs_message(problems: Sequence[str]) -> str:
+    """Why an assignment is refused, from `request_problems`' list (non-empty): the first three."""
+    more = f" (and {len(problems) - 3} more)" if len(problems) > 3 else ""
+    return f"it differs from the pod's requests: {'; '.join(problems[:3])}{more}"
+
+
+def shape_problems(assignment: Assignment, request: PodRequest) -> list[str]:
+    """`request_problems` without memory amounts, for a caller that knows neither the node's GPUs nor
+    its memory unit: as many GPUs per container as asked, each once, the asked compute share or MIG
+    profile, nothing for a container that asks for no GPU."""
+    gpus = tuple(
+        replace(c, gpu=replace(c.gpu, memory_mib=None, memory_percent=None)) if c.gpu.kind is GpuKind.SHARE else c
+        for c in request.gpus
+    )
+    return request_problems(assignment, replace(request, gpus=gpus))
+
+
+def request_in_unit(request: PodRequest, default_mib: int, unit_mib: int) -> PodRequest:
+    """`request` (gpu-memory read with `default_mib` per unit, the protocol's) on a node whose unit is
+    `unit_mib`: what the scheduler assigns there and the node's device plugin checks."""
+    if unit_mib == default_mib:
+        return request
+    gpus = tuple(
+        replace(c, gpu=replace(c.gpu, memory_mib=c.gpu.memory_mib // default_mib * unit_mib))
+        if c.gpu.kind is GpuKind.SHARE and c.gpu.memory_mib is not None
+        else c
+        for c in request.gpus
+    )
+    return replace(request, gpus=gpus)
 
 
 def duplicate_problems(shares: Sequence[GpuShare]) -> list[str]:
