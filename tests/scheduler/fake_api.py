@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from runtimekit.model import NodeInventory
@@ -72,14 +72,18 @@ class FakeApi:
         self.nodes: dict[str, dict[str, Any]] = {}
         self.pods: dict[str, dict[str, Any]] = {}
         self.cache: ClusterCache | None = None
+        self.pod_events: Callable[[str, Any], None] | None = None
         self.fail_next_binds = 0
         self.events: list[tuple[str, str, str]] = []
         self.groups: dict[str, Mapping[str, Any]] = {}
         self.queue_status: dict[str, Mapping[str, Any]] = {}
         self.lock = threading.Lock()
 
-    def attach(self, cache: ClusterCache) -> None:
+    def attach(self, cache: ClusterCache, pods: Callable[[str, Any], None] | None = None) -> None:
+        """Echo changes to `cache`; pod events to `pods` when given (`LiveCache.on_pod`, which checks
+        assignment signatures first), else to the cache itself."""
         self.cache = cache
+        self.pod_events = pods or cache.on_pod
 
     def add_node(self, obj: dict[str, Any]) -> None:
         self.nodes[obj["metadata"]["name"]] = obj
@@ -89,19 +93,19 @@ class FakeApi:
     def add_pod(self, obj: dict[str, Any]) -> None:
         key = f"{obj['metadata']['namespace']}/{obj['metadata']['name']}"
         self.pods[key] = obj
-        if self.cache:
-            self.cache.on_pod("ADDED", obj)
+        if self.pod_events:
+            self.pod_events("ADDED", obj)
 
     def delete_pod(self, key: str) -> None:
         obj = self.pods.pop(key)
-        if self.cache:
-            self.cache.on_pod("DELETED", obj)
+        if self.pod_events:
+            self.pod_events("DELETED", obj)
 
     def finish_pod(self, key: str) -> None:
         obj = self.pods[key]
         obj["status"]["phase"] = "Succeeded"
-        if self.cache:
-            self.cache.on_pod("MODIFIED", obj)
+        if self.pod_events:
+            self.pod_events("MODIFIED", obj)
 
     # -- Binder ----------------------------------------------------------------------------
     def bind(self, task: TaskInfo, node: str, annotations: Mapping[str, str]) -> None:
@@ -116,8 +120,8 @@ class FakeApi:
                 raise BindError("pod already bound")
             obj["spec"]["nodeName"] = node
             obj["metadata"]["annotations"].update(annotations)
-        assert self.cache is not None
-        self.cache.on_pod("MODIFIED", obj)
+        assert self.pod_events is not None
+        self.pod_events("MODIFIED", obj)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         key = f"{task.namespace}/{task.name}"

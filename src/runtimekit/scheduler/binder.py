@@ -49,7 +49,6 @@ from runtimekit.scheduler.scheduling_queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
 BINDER_IDLE_S = 30.0  # a binder thread with nothing to do this long ends (another starts when needed)
-PEER_NAME_REASON = "UnsupportedName"  # the Event reason of a peer's name the protocol does not read
 
 
 class BindError(Exception):
@@ -322,11 +321,12 @@ class BinderPool:
         except Exception as exc:
             log.info("could not record %s on %s/%s: %s", reason, task.namespace, task.name, exc)
 
-    def warn(self, notices: list[tuple[TaskInfo, str]]) -> None:
-        """Warn pods about peers' names the protocol does not read."""
-        for task, message in notices:
+    def warn(self, notices: list[tuple[TaskInfo, str, str]]) -> None:
+        """Warning Events, each (pod, reason, message): peers' names the protocol does not read,
+        assignments the cache ignores."""
+        for task, reason, message in notices:
             try:
-                self.binder.event(task, "Warning", PEER_NAME_REASON, message)
+                self.binder.event(task, "Warning", reason, message)
             except Exception as exc:
                 log.warning("cannot warn pod %s/%s: %s", task.namespace, task.name, exc)
 

@@ -88,7 +88,9 @@ class Endpoints:
 @dataclass(frozen=True)
 class AssignmentKeys:
     """The key assignments are signed with (the Secret lj-runtimekit-assignment-key, shared with the
-    device plugins, which refuse what is not signed with it: docs/security.md#assignments)."""
+    device plugins, which refuse what is not signed with it: docs/security.md#assignments). The same
+    key ring checks the assignments of pods the scheduler finds bound (a `signer` in hand checks them
+    only when it is a `KeyRing`; otherwise their requests alone are checked)."""
 
     folder: str | Path | None = None  # the key ring's folder (`current`; `next` and `previous` while rotating)
     signer: Signer | None = None  # a key in hand (tests): no folder is read
@@ -173,6 +175,7 @@ def build_extender(config: ExtenderConfig) -> ExtenderServer:
         renew_every=election.renew_every,
         renew_deadline=election.renew_deadline,
         signer=signer,
+        keys=signer if isinstance(signer, KeyRing) else None,
     )
     if election.identity:
         options.identity = election.identity
@@ -278,6 +281,7 @@ def scheduler_options(config: SchedulerConfig, signer: Signer | None) -> Schedul
         metrics_address=endpoints.metrics,
         tls=endpoints.tls,
         signer=signer,
+        keys=signer if isinstance(signer, KeyRing) else None,  # the ring that signs checks bound pods' assignments
     )
     if election.identity:
         options.identity = election.identity

@@ -31,6 +31,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, ProcessCollector
 
+from runtimekit.base.keyring import KeyRing
 from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body, post_event
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Handler, Informer
@@ -52,6 +53,7 @@ from runtimekit.scheduler.framework.check import Checked, check_conf
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
 from runtimekit.scheduler.framework.sampling import NodeSampler, NodeSampling
+from runtimekit.scheduler.metrics.assignments import IgnoredAssignments
 from runtimekit.scheduler.metrics.observer import WATCHED, ObservedBinder, ObservedCache, SchedulerMetrics
 from runtimekit.scheduler.metrics.series import ValueVec
 from runtimekit.scheduler.metrics.state import ClusterState
@@ -91,6 +93,7 @@ class SchedulerOptions:
     tls: tuple[str | None, str | None, str | None] = (None, None, None)  # CA, certificate, key for /healthz
     signer: Signer | None = None  # signs assignments (the Secret's key ring); None: unsigned, refused by plugins
     allow_conf_without_gpu_plugin: bool = False  # apply a reloaded conf that drops GPU plugins pods need
+    keys: KeyRing | None = None  # checks bound pods' assignments (the same ring); None: their requests only
 
 
 class Scheduler:
@@ -120,6 +123,7 @@ class Scheduler:
             retry_seconds=self.options.retry_seconds,
             bind_workers=self.options.bind_workers,
             signer=self.options.signer,
+            keys=self.options.keys,
         )
         self.queue, self.cache, self.binder = self.live.queue, self.live.cache, self.live.binder
         # PreBind plugins bind volumes through the API server (kube-scheduler's volume binder)
@@ -158,6 +162,7 @@ class Scheduler:
         self.registry = CollectorRegistry()
         self.registry.register(self.metrics)
         self.registry.register(ClusterState(self.cache, protocol, lambda: self.framework.queue_figures, self))
+        self.registry.register(IgnoredAssignments(self.cache))
         self.conf_reloads = ValueVec(
             "runtimekit_scheduler_conf_reloads_total",
             "Conf file changes acted on, by result (applied, refused)",
@@ -222,7 +227,7 @@ class Scheduler:
 
     def _on_pod(self, kind: str, obj: Pod) -> None:
         """Pods to the cache; a new pending pod of ours is Volcano's `Watched` stage."""
-        self.cache.on_pod(kind, obj)
+        self.live.on_pod(kind, obj)
         spec = obj.get("spec") or {}
         if kind == "ADDED" and not spec.get("nodeName") and spec.get("schedulerName") in self.cache.scheduler_names:
             created = timestamp(meta(obj).get("creationTimestamp"))
@@ -381,6 +386,7 @@ class Scheduler:
             if now - last_queues >= QUEUE_STATUS_EVERY_S:
                 last_queues = now
                 self.live.sync_queues()
+            self.live.write_notices()
             if not self.live.has_work("enqueue" in self.framework.enabled_actions):
                 continue
             last = time.monotonic()

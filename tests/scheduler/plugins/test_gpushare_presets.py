@@ -13,8 +13,8 @@ import pytest
 from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import preset_protocol
-from runtimekit.scheduler.binder import PEER_NAME_REASON
 from runtimekit.scheduler.builtin import builtin_registry
+from runtimekit.scheduler.cache.cluster import PEER_NAME_REASON
 from runtimekit.scheduler.cache.live import LiveCache, live_cache
 from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
 from scheduler.fake_api import FakeApi, node_object, pod_object

@@ -9,7 +9,9 @@ unschedulable pods. `snapshot.py` copies what one session works on.
 
 Booking rules (ARCHITECTURE §2, §4):
 - a pod bound to a node holds its CPU, memory, scalar resources and, from its assignment annotation,
-  its GPU shares until it is deleted or terminates; a restarted scheduler rebuilds exactly this;
+  its GPU shares until it is deleted or terminates; a restarted scheduler rebuilds exactly this. The
+  assignment counts only when it is the scheduler's and equals the pod's requests (`authority.py`);
+  any other is ignored (no GPU booked), with a Warning Event on the pod (`notices`) and a count;
 - a pod this scheduler binds is booked at once (`assume`), before the API server answers; a failed
   bind gives the booking back (`forget`); the pod's own bound event confirms it;
 - a booking that would over-commit (two pods claiming the same GPU share) is refused and reported,
@@ -51,9 +53,9 @@ from runtimekit.model import (
 from runtimekit.model.ledger import IntArray
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import foreign_names
+from runtimekit.scheduler.cache.authority import EVENT_REASON, AssignmentAuthority, Seal
 from runtimekit.scheduler.cache.objects import (
     NodeState,
-    assignment_of,
     is_deleting,
     is_terminated,
     job_key,
@@ -81,6 +83,7 @@ from runtimekit.scheduler.scheduling_queue import SchedulingQueue
 
 log = logging.getLogger(__name__)
 MAX_NOTICES = 1000
+PEER_NAME_REASON = "UnsupportedName"  # the Event reason of a peer's name the protocol does not read
 
 
 @dataclass
@@ -103,6 +106,7 @@ class ClusterCache:
         queue: SchedulingQueue,
         clock: Callable[[], float] = time.time,
         rank_seed: int = 0,
+        signed: bool = False,
     ) -> None:
         self.protocol, self.queue, self.clock = protocol, queue, clock
         # the schedulerName values whose pods this cache takes (Volcano's --scheduler-name is repeatable)
@@ -122,9 +126,15 @@ class ClusterCache:
         self.queue_allocated: dict[str, Resources] = {}
         self.conflicts: dict[PodKey, str] = {}
         self.assumed: dict[PodKey, float] = {}  # pods this scheduler bound, not yet seen bound
-        # Warnings about peers' names a new pending pod carries that the protocol does not read
-        # (runtimekit.protocol.peers), written as Events by the binder outside the lock.
-        self.notices: list[tuple[TaskInfo, str]] = []
+        # which assignments count (`signed`: their signatures are checked before their events come here,
+        # `signatures.py`, and each bound pod's arrives as a Seal; the cache never holds the key)
+        self.authority = AssignmentAuthority(protocol, signed)
+        self.seals: dict[PodKey, Seal] = {}  # the latest Seal of each bound pod's assignment
+        self.unbooked: set[PodKey] = set()  # bound pods whose assignment was ignored: judged again at each event
+        # Warnings (reason, message) written as Events by the binder outside the lock: peers' names a
+        # new pending pod carries that the protocol does not read (runtimekit.protocol.peers), and
+        # assignments ignored (`authority`).
+        self.notices: list[tuple[TaskInfo, str, str]] = []
         # what inter-pod affinity, spread and host ports read of the pods booked on nodes, and
         # the labels of every namespace (kept in step with the ledger's bookings)
         self.pods = PodBook()
@@ -183,13 +193,14 @@ class ClusterCache:
             return state.inventory if state is not None else None
 
     # -- pods ------------------------------------------------------------------------------
-    def on_pod(self, kind: str, obj: Pod) -> None:
+    def on_pod(self, kind: str, obj: Pod, seal: Seal | None = None) -> None:
         """A bound pod is booked; a pending pod of this scheduler goes to the queue; a pod that
-        leaves gives back what it held."""
+        leaves gives back what it held. `seal`: the check of a bound pod's assignment signature
+        (`LiveCache.on_pod` makes it)."""
         with self.lock:
-            self._on_pod(kind, obj)
+            self._on_pod(kind, obj, seal)
 
-    def _on_pod(self, kind: str, obj: Pod) -> None:
+    def _on_pod(self, kind: str, obj: Pod, seal: Seal | None) -> None:
         name_key = object_key(obj)
         uid = PodKey(str(meta(obj).get("uid") or self.uid_of.get(name_key) or name_key))
         if kind == "DELETED" or is_terminated(obj):
@@ -198,6 +209,10 @@ class ClusterCache:
         self.uid_of[name_key] = uid
         spec = obj.get("spec") or {}
         if spec.get("nodeName"):
+            if seal is None:
+                self.seals.pop(uid, None)
+            else:
+                self.seals[uid] = seal
             waiting = self.queue.remove(uid)
             self._book_bound(obj, waiting.task if waiting is not None else self.running.get(uid))
             return
@@ -210,8 +225,12 @@ class ClusterCache:
         if self.queue.add(task):
             self._join(task, obj)
             offered = self.ledger.table.scalar_free.keys()
-            self.notices += [(task, f.message()) for f in foreign_names(obj, self.protocol, offered)]
-            del self.notices[:-MAX_NOTICES]  # a scheduler that does not lead writes none: keep the newest
+            for found in foreign_names(obj, self.protocol, offered):
+                self._notice(task, PEER_NAME_REASON, found.message())
+
+    def _notice(self, task: TaskInfo, reason: str, message: str) -> None:
+        self.notices.append((task, reason, message))
+        del self.notices[:-MAX_NOTICES]  # a scheduler that does not lead writes none: keep the newest
 
     def _join(self, task: TaskInfo, pod: Pod) -> None:
         key, grouped = job_key(pod)
@@ -228,7 +247,9 @@ class ClusterCache:
         node = NodeName(str((pod.get("spec") or {}).get("nodeName")))
         task = task_from_pod(pod, self.protocol, like)
         held = self.ledger.booking(task.key)
-        if held is not None and held.node == node:  # assumed here, or booked before: confirmed
+        # assumed here, or booked before: confirmed (an ignored assignment is judged again: a key may
+        # have come, the pod may have been admitted)
+        if held is not None and held.node == node and task.key not in self.unbooked:
             self.assumed.pop(task.key, None)
             previous = self.running.get(task.key)
             task.placement, task.node = held, node
@@ -246,14 +267,18 @@ class ClusterCache:
         if state is None:
             self.orphans[task.key] = pod
             return
-        assignment = assignment_of(pod, self.protocol)
+        verdict, new = self.authority.judge(pod, task.key, task.request, state, self.seals.get(task.key))
+        if new:
+            log.warning("pod %s on %s: assignment ignored: %s", object_key(pod), node, verdict.message)
+            self._notice(task, EVENT_REASON, verdict.event_message(node))
+            self.queue.work.set()  # the scheduling thread writes notices
         try:
-            if assignment is not None and assignment.node == node:
+            if verdict.assignment is not None:
                 placement = placement_from_assignment(
-                    assignment, state.inventory, task.request.cpu_milli, task.request.memory_mib
+                    verdict.assignment, state.inventory, task.request.cpu_milli, task.request.memory_mib
                 )
             else:
-                if task.request.uses_gpu:
+                if task.request.uses_gpu and not verdict.reason:
                     log.warning(
                         "pod %s on %s asks for GPUs but has no assignment of ours; booking CPU and memory only",
                         object_key(pod),
@@ -268,6 +293,10 @@ class ClusterCache:
             log.error("pod %s on %s cannot be booked: %s", object_key(pod), node, exc)
             return
         self.conflicts.pop(task.key, None)
+        if verdict.reason:
+            self.unbooked.add(task.key)
+        else:
+            self.unbooked.discard(task.key)
         task.placement, task.node = placement, node
         task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
         self.running[task.key] = task
@@ -295,6 +324,9 @@ class ClusterCache:
         self.uid_of.pop(name_key, None)
         self.orphans.pop(uid, None)
         self.conflicts.pop(uid, None)
+        self.unbooked.discard(uid)
+        self.seals.pop(uid, None)
+        self.authority.forget(uid)
         if self.ledger.booking(uid) is not None or uid in self.running:
             self._release(uid)
             self.assumed.pop(uid, None)
@@ -440,8 +472,9 @@ class ClusterCache:
             return key in self.queue.pending or key in self.running
 
     # -- what sessions and status writes read ----------------------------------------------
-    def take_notices(self) -> list[tuple[TaskInfo, str]]:
-        """The peer-name warnings not written yet (each pod's once, when it was first seen)."""
+    def take_notices(self) -> list[tuple[TaskInfo, str, str]]:
+        """The warnings not written yet, as (task, Event reason, message): a peer's names (each pod's
+        once, when it was first seen) and ignored assignments (once per pod and annotation text)."""
         with self.lock:
             notices, self.notices = self.notices, []
             return notices

@@ -26,12 +26,14 @@ import threading
 import time
 from collections.abc import Callable, Collection
 
+from runtimekit.base.keyring import KeyRing
 from runtimekit.base.timestamps import rfc3339
-from runtimekit.kube.objects import Condition, PodGroupStatus
+from runtimekit.kube.objects import Condition, Pod, PodGroupStatus
 from runtimekit.model.authority import Signer
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.binder import Binder, BinderPool
 from runtimekit.scheduler.cache.cluster import ClusterCache, JobState
+from runtimekit.scheduler.cache.signatures import SignatureCheck
 from runtimekit.scheduler.cache.snapshot import awaits_enqueue, take_snapshot
 from runtimekit.scheduler.framework.binding import BindGroup, BindHooks
 from runtimekit.scheduler.framework.info import JobInfo, Snapshot, TaskInfo, TaskStatus
@@ -41,15 +43,28 @@ from runtimekit.scheduler.scheduling_queue import SchedulingQueue
 
 
 class LiveCache:
-    def __init__(self, queue: SchedulingQueue, cache: ClusterCache, binder: BinderPool) -> None:
+    def __init__(
+        self,
+        queue: SchedulingQueue,
+        cache: ClusterCache,
+        binder: BinderPool,
+        signatures: SignatureCheck | None = None,
+    ) -> None:
         self.queue, self.cache, self.binder = queue, cache, binder
+        self.signatures = signatures  # held here, beside the binder's signer, never by the cluster cache
         self.include_running = False  # preempt/reclaim need every running task in the snapshot
+
+    def on_pod(self, kind: str, obj: Pod) -> None:
+        """The pods informer's handler: the cluster cache's, with each bound pod's assignment
+        signature checked first (`signatures.py`)."""
+        seal = self.signatures.seal(kind, obj) if self.signatures is not None else None
+        self.cache.on_pod(kind, obj, seal)
 
     def snapshot(self) -> Snapshot:
         snapshot, missing_groups = take_snapshot(self.cache, self.include_running)
         for task, message in missing_groups:
             self.binder.report(task, False, "FailedScheduling", message)
-        self.binder.warn(self.cache.take_notices())
+        self.write_notices()
         return snapshot
 
     def has_work(self, enqueue: bool) -> bool:
@@ -60,6 +75,11 @@ class LiveCache:
             return True
         with self.cache.lock:
             return enqueue and any(awaits_enqueue(job) for job in self.cache.jobs.values())
+
+    def write_notices(self) -> None:
+        """The cache's warnings not written yet, as Events (each session, and by the scheduling
+        thread while it leads: an ignored assignment is reported with no pod pending)."""
+        self.binder.warn(self.cache.take_notices())
 
     def bind(self, task: TaskInfo, choice: DeviceChoice, hooks: BindHooks, group: BindGroup | None = None) -> None:
         bound = self.cache.assume(task)
@@ -155,9 +175,12 @@ def live_cache(
     bind_workers: int = 8,
     rank_seed: int = 0,
     signer: Signer | None = None,
+    keys: KeyRing | None = None,
 ) -> LiveCache:
     """The live side wired: a queue and a cluster cache sharing one lock, and a binder over them that
-    writes through `binder`."""
+    writes through `binder`. `keys` checks the signatures of bound pods' assignments (None: only
+    their requests are checked); pod events must then come through `LiveCache.on_pod`."""
     queue = SchedulingQueue(threading.RLock(), clock, retry_seconds)
-    cache = ClusterCache(protocol, scheduler_name, queue, clock, rank_seed)
-    return LiveCache(queue, cache, BinderPool(binder, cache, queue, bind_workers, signer))
+    cache = ClusterCache(protocol, scheduler_name, queue, clock, rank_seed, signed=keys is not None)
+    signatures = SignatureCheck(protocol, keys) if keys is not None else None
+    return LiveCache(queue, cache, BinderPool(binder, cache, queue, bind_workers, signer), signatures)

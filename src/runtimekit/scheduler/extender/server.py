@@ -31,6 +31,7 @@ from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
+from runtimekit.base.keyring import KeyRing
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.lease import LeaderElector
@@ -67,6 +68,7 @@ class ExtenderOptions:
     renew_every: float = 2.0
     renew_deadline: float | None = None  # None: two thirds of the lease
     signer: Signer | None = None  # signs assignments; None: unsigned (device plugins refuse them)
+    keys: KeyRing | None = None  # checks bound pods' assignments (the same ring); None: their requests only
 
 
 class _KubeSchedulerReports:
@@ -102,14 +104,14 @@ class Term:
     def __init__(self, server: ExtenderServer) -> None:
         options = server.options
         self.live: LiveCache = live_cache(
-            server.protocol, server.names, server.binder, bind_workers=1, signer=options.signer
+            server.protocol, server.names, server.binder, bind_workers=1, signer=options.signer, keys=options.keys
         )
         self.nodes = NodeView(self.live.cache)
         self.verbs = Verbs(server.framework, self.live, self.nodes, server.protocol, server.lock, options.bind_wait)
         cache, http = self.live.cache, server.http
         self.informers: list[Informer[Any]] = [
             Informer(http, "/api/v1/nodes", self.nodes.on_node, name="nodes"),
-            Informer(http, "/api/v1/pods", cache.on_pod, name="pods"),
+            Informer(http, "/api/v1/pods", self.live.on_pod, name="pods"),
             Informer(http, "/api/v1/namespaces", cache.on_namespace, name="namespaces", forbidden_ok=True),
         ]
         self.serving = False
