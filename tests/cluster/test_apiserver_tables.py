@@ -132,11 +132,16 @@ def test_gpu_cells() -> None:
         "<invalid>",
         0,
     )
-    shares = (GpuShare(GpuUUID("a"), 0, 250, 1), GpuShare(GpuUUID("b"), 1, 1000, 1))
-    assignment = Assignment(NodeName("n"), {"c": shares})
+    shares = {"c": (GpuShare(GpuUUID("a"), 0, 250, 1),), "d": (GpuShare(GpuUUID("b"), 1, 1000, 1),)}
+    assignment = Assignment(NodeName("n"), shares)
+    res = protocol.resources
+    containers = [
+        {"name": "c", "resources": {"limits": {res.core: "25"}}},
+        {"name": "d", "resources": {"limits": {res.gpu: "1"}}},
+    ]
     pod = {
         "metadata": {"annotations": {protocol.annotations.assignment: assignment.to_annotation()}},
-        "spec": {"containers": []},
+        "spec": {"containers": containers},
     }
     assert maker.pod_gpu(pod) == ("GPU0:25%,GPU1:100%", 1250)
     mig = {
@@ -145,6 +150,30 @@ def test_gpu_cells() -> None:
         }
     }
     assert maker.pod_gpu(mig) == ("1g.18gb (requested)", 0)
+
+
+@pytest.mark.parametrize(
+    ("limits", "shares"),
+    [
+        ({}, [(0, 1000), (1, 1000)]),  # a pod asking for no GPU claims two whole ones
+        ({"core": "1"}, [(0, 1000)]),  # 1 % asked, a whole GPU written
+        ({"gpu": "1"}, [(0, 1000), (1, 1000)]),  # one GPU asked, two written
+        ({"gpu": "1"}, [(0, 1000), (0, 1000)]),  # the same GPU twice
+    ],
+    ids=["cpu-only", "more-compute", "more-gpus", "twice"],
+)
+def test_an_assignment_unequal_to_the_requests_shows_refused_and_adds_nothing(
+    limits: dict[str, str], shares: list[tuple[int, int]]
+) -> None:
+    protocol = KitProtocol.default()
+    maker = TableMaker(protocol, lambda: 0.0)
+    names = {"core": protocol.resources.core, "gpu": protocol.resources.gpu}
+    written = Assignment(NodeName("n"), {"c": tuple(GpuShare(GpuUUID(f"g{i}"), i, m, 1) for i, m in shares)})
+    pod = {
+        "metadata": {"annotations": {protocol.annotations.assignment: written.to_annotation()}},
+        "spec": {"containers": [{"name": "c", "resources": {"limits": {names[k]: v for k, v in limits.items()}}}]},
+    }
+    assert maker.pod_gpu(pod) == ("<refused>", 0)
 
 
 @pytest.mark.parametrize(

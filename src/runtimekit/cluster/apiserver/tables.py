@@ -7,7 +7,11 @@ object version, the first time it is printed (`TableMaker.facts`, cached on the 
 when a table is requested.
 Nodes show GPUS (count and model from the node devices annotation) and GPU ALLOCATED (core milli
 assigned to the node's non-terminated pods over its GPU capacity); pods show their GPU share; the
-default StorageClass is named `<name> (default)`.
+default StorageClass is named `<name> (default)`. An assignment that differs from the pod's requests
+in what can be told without the node's GPUs (`model.authority.shape_problems`: GPUs per container,
+compute shares, MIG profiles) shows as `<refused>` and adds nothing to its node: the scheduler and
+the device plugin ignore it. The server holds no assignment key, so signatures are not checked here
+(docs/security.md#who-checks-what).
 Called through the store (facts) and by the list, get and watch encoders (cells).
 """
 
@@ -35,8 +39,11 @@ from runtimekit.cluster.apiserver.store import RowFacts
 from runtimekit.kube.objects import JsonObject, Node, Pod, StorageClass
 from runtimekit.kube.semantics.volumes import is_default_class
 from runtimekit.model import Assignment, AssignmentError, InventoryError, NodeInventory, RequestError
+from runtimekit.model.authority import shape_problems
 from runtimekit.model.request import GpuKind, parse_pod_request
 from runtimekit.protocol import KitProtocol
+
+REFUSED = "<refused>"  # the GPU cell of a pod whose assignment differs from its requests
 
 
 @dataclass(frozen=True)
@@ -163,11 +170,16 @@ class TableMaker:
     def pod_gpu(self, pod: Pod) -> tuple[str, int]:
         """The GPU cell and the assigned core milli of a pod."""
         text = get_path(pod, "metadata", "annotations", self.protocol.annotations.assignment)
-        if isinstance(text, str):
-            return _assignment_cell(text)
         try:
             request = parse_pod_request(pod, self.protocol)
         except RequestError:
+            request = None
+        if isinstance(text, str):
+            assignment = _assignment(text)
+            if assignment is not None and (request is None or shape_problems(assignment, request)):
+                return REFUSED, 0  # neither the scheduler nor the device plugin honours it
+            return _assignment_cell(text)
+        if request is None:
             return "<invalid>", 0
         wanted = [_requested(c.gpu.kind, c.gpu.count, c.gpu.core_milli, c.gpu.mig_profile) for c in request.gpus]
         return (",".join(wanted) + " (requested)" if wanted else "<none>"), 0
@@ -245,11 +257,18 @@ def _inventory_cell(node: str, text: str) -> tuple[str, int]:
 
 
 @lru_cache(maxsize=8192)
-def _assignment_cell(text: str) -> tuple[str, int]:
+def _assignment(text: str) -> Assignment | None:
     """Cached by annotation text: a pod keeps its assignment through most of its updates."""
     try:
-        assignment = Assignment.from_annotation(text)
+        return Assignment.from_annotation(text)
     except AssignmentError:
+        return None
+
+
+@lru_cache(maxsize=8192)
+def _assignment_cell(text: str) -> tuple[str, int]:
+    assignment = _assignment(text)
+    if assignment is None:
         return "<invalid>", 0
     shares = list(assignment.shares())
     cells = [
@@ -304,7 +323,11 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         AGE,
         Column("IP", priority=1),
         Column("Node"),
-        Column("GPU", description="GPU share from the assignment annotation, else the requested GPU resources"),
+        Column(
+            "GPU",
+            description="GPU share from the assignment annotation (<refused> when it differs from the requests), "
+            "else the requested GPU resources",
+        ),
         Column("Nominated Node", priority=1),
     ),
     ("", "Node"): (
