@@ -290,6 +290,17 @@ class EmbeddedCluster:
             known: dict[str, int] = {name: len(state.inventory.gpus) for name, state in cache.nodes.items()}
         return all(known.get(n.name) == self.expected_gpus for n in self.nodes)
 
+    def restart_scheduler(self) -> Scheduler:
+        """Stop the scheduler and start a new one, which rebuilds every booking from the API server's
+        pods, as a crashed or rolled-out scheduler does; returns the new one, started (not yet synced)."""
+        old = self.scheduler
+        if old is None:
+            raise RuntimeError("this cluster runs no scheduler")
+        old.stop()
+        scheduler = self.scheduler = _start_scheduler(self)
+        self.components = [(n, scheduler if c is old else c) for n, c in self.components]
+        return scheduler
+
     def wait_ready(self, timeout_s: float = 60.0) -> None:
         """Block until everything is up; TimeoutError names what is not."""
         deadline = time.monotonic() + timeout_s
