@@ -6,7 +6,6 @@ task is reserved by the Reserve plugins; the cache work (bind, evict) waits for 
 
 from __future__ import annotations
 
-from collections import Counter
 from typing import NamedTuple, Protocol
 
 from runtimekit.model import LedgerError, NodeName, NodeTable, Placement
@@ -103,8 +102,7 @@ class Statement:
         together (a gang that needed them all) bind as a group: all or none (`BindGroup`)."""
         self.done = True
         ssn = self.ssn
-        per_job = Counter(op.task.job for op in self.ops if op.kind == "allocate" and op.choice is not None)
-        groups = {job: BindGroup(count) for job, count in per_job.items() if count > 1}
+        groups = _bind_groups(self.ops) if len(self.ops) > 1 else {}  # one op (most commits): no group
         for op in self.ops:
             if op.kind == "allocate" and op.choice is not None:
                 op.task.status = TaskStatus.BINDING
@@ -140,3 +138,13 @@ class Statement:
     @property
     def empty(self) -> bool:
         return not self.ops
+
+
+def _bind_groups(ops: list[_Op]) -> dict[str, BindGroup]:
+    """A `BindGroup` for each job with more than one task allocated among `ops` (a plain dict count:
+    `Counter` costs a Mapping check per commit on the per-pod path)."""
+    per_job: dict[str, int] = {}
+    for op in ops:
+        if op.kind == "allocate" and op.choice is not None:
+            per_job[op.task.job] = per_job.get(op.task.job, 0) + 1
+    return {job: BindGroup(count) for job, count in per_job.items() if count > 1}

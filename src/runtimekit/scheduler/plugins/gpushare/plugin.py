@@ -111,7 +111,7 @@ class GpuSharePlugin(
         self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
-        self._learners_at = self._learners()
+        self._filter_learners, self._score_learners = self._learners()
         if workload is not None:
             self.set_workload(workload)
         self._pod_policy_key = context.protocol.annotations.policy
@@ -162,11 +162,12 @@ class GpuSharePlugin(
             self._ctx = PolicyContext(table, self.rng)
         return self._ctx
 
-    def _learners(self) -> dict[LearnsAt, dict[str, Learner]]:
-        """The learning policies by the point they learn at, by name (`Learner`): sorted once, and
-        again when `set_workload` replaces policies."""
-        learners = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
-        return {at: {name: p for name, p in learners.items() if p.learns_at is at} for at in LearnsAt}
+    def _learners(self) -> tuple[dict[str, Learner], dict[str, Learner]]:
+        """The learning policies (`Learner`) by name, those that learn at filtering and those that learn
+        at scoring: sorted once, and again when `set_workload` replaces policies."""
+        learners: dict[str, Learner] = {name: p for name, p in self.policies.items() if isinstance(p, Learner)}
+        at = {kind: {name: p for name, p in learners.items() if p.learns_at is kind} for kind in LearnsAt}
+        return at[LearnsAt.FILTER], at[LearnsAt.SCORE]
 
     def set_workload(self, workload: TargetWorkload) -> None:
         """Give the policies that take one (`TakesWorkload`: fgd) this target workload; they learn
@@ -174,7 +175,7 @@ class GpuSharePlugin(
         for name, policy in list(self.policies.items()):
             if isinstance(policy, TakesWorkload):
                 self.policies[name] = policy.with_workload(workload)
-        self._learners_at = self._learners()
+        self._filter_learners, self._score_learners = self._learners()
 
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
@@ -198,7 +199,7 @@ class GpuSharePlugin(
                 return unresolvable(found)
         elif task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
             return unresolvable(f"unknown placement policy {task.policy!r} in annotation {self._pod_policy_key}")
-        learner = self._learners_at[LearnsAt.FILTER].get(self.policy_for(task).name)
+        learner = self._filter_learners.get(self.policy_for(task).name)
         if learner is not None and task.key not in self._learned:
             if len(self._learned) > 100_000:
                 self._learned.clear()
@@ -323,7 +324,7 @@ class GpuSharePlugin(
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
         policy = self.policy_for(task)
-        learner = self._learners_at[LearnsAt.SCORE].get(policy.name)
+        learner = self._score_learners.get(policy.name)
         if learner is not None and task.key not in self._observed:
             if len(self._observed) > 100_000:
                 self._observed.clear()
