@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
+from functools import cmp_to_key
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, QueueInfo, TaskInfo, TaskStatus
@@ -136,7 +137,7 @@ def _evict_until_fit(
     fits its queue); pipeline it there."""
     if queue_fits is not None and queue_fits(task) and _pipeline(ssn, trial, task, row):
         return True
-    for victim in sorted(victims, key=lambda v: (v.priority, -v.created)):
+    for victim in victim_order(ssn, task, victims):
         try:
             trial.evict(victim, reason)
         except LedgerError:
@@ -153,6 +154,31 @@ def _evict_until_fit(
                 continue
             return True
     return False
+
+
+def victim_order(ssn: Session, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+    """Victims lowest priority first, the newest first among equals; victims of different queues in
+    the order the VictimQueueOrder plugins give for the task's queue (capacity's tree: the nearest
+    relative queue first), as Volcano's victims queue orders them."""
+    ordered = sorted(victims, key=lambda v: (v.priority, -v.created))
+    if not ssn.plugins.victim_queue_order.flat or len(ordered) < 2:
+        return ordered
+    job = ssn.jobs.get(task.job)
+    mine = ssn.queues.get(job.queue) if job is not None else None
+    if mine is None:
+        return ordered
+
+    def queue_of(victim: TaskInfo) -> QueueInfo | None:
+        owner = ssn.jobs.get(victim.job)
+        return ssn.queues.get(owner.queue) if owner is not None else None
+
+    def compare(left: TaskInfo, right: TaskInfo) -> int:
+        lq, rq = queue_of(left), queue_of(right)
+        if lq is None or rq is None or lq.name == rq.name:
+            return 0
+        return ssn.victim_queue_order(lq, rq, mine)
+
+    return sorted(ordered, key=cmp_to_key(compare))  # stable: equals keep their priority order
 
 
 def evict_for_queue(
