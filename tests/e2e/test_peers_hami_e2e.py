@@ -14,6 +14,7 @@ import pytest
 
 from fixtures.kubeup import UpCluster, runtimekit_up
 from runtimekit.protocol.presets import preset_protocol
+from runtimekit.scheduler.plugins.gpushare.fit import REASON_MEMORY
 
 pytestmark = pytest.mark.e2e
 
@@ -149,3 +150,22 @@ def test_an_annotation_no_preset_reads_is_warned_about_and_the_pod_still_gets_it
     assert [s["memoryMiB"] for s in cluster.shares(pod)["main"]] == [8000, 8000]
     warned = cluster.events("dynamic-mig", "UnsupportedName")
     assert any("annotation nvidia.com/vgpu-mode" in m and "no protocol preset reads it" in m for m in warned), warned
+
+
+def test_a_full_cluster_tells_a_pod_the_cards_reason(cluster: UpCluster, manifests: list[Path], tmp_path: Path) -> None:
+    """Every card taken whole (exclusive.yaml's resources, four cards a pod): the cluster's one queue
+    holds all it can deserve, yet a pod asking GPU memory and no CPU reads the card's reason, as HAMi
+    gives it (CardInsufficientMemory), not that its queue is overused."""
+    exclusive = (DATA / "exclusive.yaml").read_text().replace("nvidia.com/gpu: 2", "nvidia.com/gpu: 4")
+    for name in ("full-a", "full-b"):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(exclusive.replace("name: exclusive", f"name: {name}"))
+        manifests.append(path)
+        cluster.apply(path)
+    cluster.running("full-a", "full-b")
+    late = tmp_path / "late.yaml"
+    late.write_text((DATA / "default-use.yaml").read_text().replace("name: default-use", "name: late", 1))
+    manifests.append(late)
+    cluster.apply(late)
+    message = cluster.pending_because("late", REASON_MEMORY)  # HAMi's CardInsufficientMemory
+    assert "overused" not in message, message

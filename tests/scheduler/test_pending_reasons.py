@@ -91,6 +91,28 @@ def test_the_members_of_a_gang_held_for_its_sla_say_why() -> None:
     assert len(got) == 3  # the third says why it does not fit
 
 
+def test_a_pod_of_an_overused_queue_says_so_when_a_node_could_take_it() -> None:
+    """Queue a holds its half of the GPUs; b's pod fits nowhere (its CPU), so a GPU stays idle: a's pod
+    could take it and waits for its queue alone (Volcano skips the overused queue)."""
+    running = job_of("run", whole(1, cpu=0), queue="a")
+    cache = cache_of(running, queues=(QueueInfo("a"), QueueInfo("b")))
+    assert reasons(CONF, cache) == {}
+    cache.add_job(job_of("more", whole(1, cpu=0), queue="a"))
+    cache.add_job(job_of("big", whole(1, cpu=100_000), queue="b"))
+    got = reasons(CONF, cache)
+    assert got["more-0"] == "allocate: queue a is overused (it holds its deserved share)"
+    assert got["big-0"].startswith("0/1 nodes are available: 1 Insufficient cpu")
+
+
+def test_a_pod_of_an_overused_queue_no_node_could_take_says_the_nodes_reason() -> None:
+    """One queue fills the cluster's GPUs with pods asking no CPU: it is overused, and the next pod reads
+    why no node takes it."""
+    cache = cache_of(job_of("run", whole(2, cpu=0)))
+    assert reasons(CONF, cache) == {}
+    cache.add_job(job_of("more", whole(1, cpu=0)))
+    assert reasons(CONF, cache) == {"more-0": "0/1 nodes are available: 1 too few whole free GPUs."}
+
+
 # -- live, through the embedded API server ---------------------------------------------------------
 @pytest.fixture
 def http(apiserver: ApiServer) -> Iterator[KubeHttp]:

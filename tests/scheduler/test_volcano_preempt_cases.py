@@ -88,18 +88,105 @@ CASES = [
         classes=CLASSES,
     ),
 ]
+
+
+def same_queue(name: str, capability: str, pods: list[dict[str, object]], nodes: list[dict[str, object]]) -> Case:
+    """The rows about a queue's capability: pg1 and pg3 low, pg2 (the preemptor's) high, all in q1."""
+    return Case(
+        name,
+        PREEMPT,
+        nodes=nodes,
+        groups=[
+            build_pod_group("pg1", "c1", "q1", 0, priority_class="low-priority"),
+            build_pod_group("pg2", "c1", "q1", 1, {"": 1}, priority_class="high-priority"),
+            build_pod_group("pg3", "c1", "q1", 0, priority_class="low-priority"),
+        ],
+        pods=pods,
+        queues=[build_queue("q1", capability={"cpu": capability, "memory": f"{capability}G"})],
+        classes=CLASSES,
+    )
+
+
+# the preemptor fits the node but not its queue's capability until victims of that queue go (#3161)
+CAPABILITY_CASES = [
+    same_queue(
+        "preempt low priority job in same queue",
+        "4",
+        [
+            build_pod("c1", "preemptee1", "n1", "3", "3G", "pg1", labels=yes("true")),
+            build_pod("c1", "preemptor1", "", "3", "3G", "pg2"),
+        ],
+        [build_node("n1", "12", "12G")],
+    ),
+    same_queue(
+        "preempt low priority job in same queue: allocatable and has enough resource, don't preempt",
+        "6",
+        [
+            build_pod("c1", "preemptee1", "n1", "3", "3G", "pg1", labels=yes("true")),
+            build_pod("c1", "preemptor1", "", "3", "3G", "pg2"),
+        ],
+        [build_node("n1", "12", "12G")],
+    ),
+    same_queue(
+        "rollback evictions when preemptor exceeds queue capacity after evicting victims",
+        "3",
+        [
+            build_pod("c1", "preemptee1", "n1", "1", "1G", "pg1", labels=yes("true")),
+            build_pod("c1", "preemptee2", "n1", "1", "1G", "pg1", labels=yes("true")),
+            build_pod("c1", "preemptor1", "", "4", "4G", "pg2"),
+        ],
+        [build_node("n1", "10", "10G")],
+    ),
+    same_queue(
+        "only commit evictions on the node where preemption succeeds",
+        "6",
+        [
+            build_pod("c1", "preemptee1", "n1", "1", "1G", "pg1", labels=yes("true")),
+            build_pod("c1", "preemptee2", "n2", "4", "4G", "pg3", labels=yes("true")),
+            build_pod("c1", "preemptor1", "", "3", "3G", "pg2"),
+        ],
+        [build_node("n1", "3", "3G"), build_node("n2", "4", "4G")],
+    ),
+]
+CASES += CAPABILITY_CASES
 # Volcano's ExpectEvicted of each row.
 EXPECTED = {
     CASES[0].name: ["c1/preemptee1"],
     CASES[1].name: ["c1/preemptee1", "c1/preemptee2"],
     CASES[2].name: ["c1/preemptee2"],
+    CAPABILITY_CASES[0].name: ["c1/preemptee1"],
+    CAPABILITY_CASES[1].name: [],
+    CAPABILITY_CASES[2].name: [],
+    CAPABILITY_CASES[3].name: ["c1/preemptee2"],
 }
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+# 3 + 3 decimal gigabytes rounded up to whole MiB each exceed 6G rounded (issue 32 item 7)
+ROUNDED = pytest.mark.xfail(reason="memory rounded per quantity", strict=True)
+ROWS = [pytest.param(c, id=c.name, marks=[ROUNDED] if c is CAPABILITY_CASES[1] else []) for c in CASES]
+
+
+@pytest.mark.parametrize("case", ROWS)
 def test_volcanos_preempt_rows_evict_what_volcano_evicts(case: Case) -> None:
     api, _ = run(case)
     assert sorted(api.evicted) == EXPECTED[case.name]
+
+
+def test_a_preemptor_that_fits_its_node_and_its_queue_evicts_nothing() -> None:
+    """The row above in binary units (no rounding): the preemptor fits the node and, beside the
+    running pod, its queue's capability, so it is pipelined with no eviction, as in Volcano."""
+    case = same_queue(
+        "fits already",
+        "6",
+        [
+            build_pod("c1", "preemptee1", "n1", "3", "3Gi", "pg1", labels=yes("true")),
+            build_pod("c1", "preemptor1", "", "3", "3Gi", "pg2"),
+        ],
+        [build_node("n1", "12", "12Gi")],
+    )
+    case.queues = [build_queue("q1", capability={"cpu": "6", "memory": "6Gi"})]
+    api, _ = run(case)
+    assert api.evicted == []
 
 
 def test_a_podgroups_priority_class_outranks_its_pods_priorities() -> None:

@@ -60,6 +60,7 @@ class Pod:
     selector: dict[str, str] = field(default_factory=dict)
     labels: dict[str, str] = field(default_factory=dict)
     namespace: str = "ns1"
+    priority: int = 0  # the pod's spec.priority
 
 
 @dataclass
@@ -125,6 +126,7 @@ def build_cache(nodes: list[Node], pods: list[Pod], groups: list[Group], queues:
             job.key,
             request(pod),
             created=float(i),
+            priority=pod.priority,
             preemptable=pod.preemptable,
             constraints=Constraints(tuple(sorted(pod.selector.items()))),
             pod={"metadata": {"name": pod.name, "namespace": pod.namespace, "labels": pod.labels}},

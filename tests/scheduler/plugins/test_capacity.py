@@ -419,3 +419,83 @@ def test_a_cycle_of_parents_admits_nothing() -> None:
     cache = build_cache([BIG], [Pod("p", "g", "1", "1Gi")], [Group("g", "a")], queues)
     run(TREE, cache)
     assert bound(cache) == {}
+
+
+ANCESTOR_LEVEL_1 = """
+actions: "enqueue, reclaim, allocate"
+tiers:
+- plugins:
+  - name: capacity
+    enableHierarchy: true
+    arguments:
+      ancestorReclaimLevel: 1
+  - name: predicates
+  - name: gang
+    enablePreemptable: false
+    enableReclaimable: false
+  - name: priority
+"""
+A100L, HCA = "nvidia.com/a100", "rdma/hca"
+
+
+def a100(count: int) -> dict[str, object]:
+    return {"cpu": "", "memory": "", A100L: count}
+
+
+def test_reclaim_takes_the_victim_of_the_nearest_relative_queue_first() -> None:
+    """Volcano's Test_capacityPlugin_AncestorReclaimScenarios "case3: Cross-parent reclaim can evict
+    sibling-queue victim first": p6 (project2_non-preemptable) may take from its sibling queue's pods
+    (priority 2) and from its cousin's p5 (priority 0, project1_preemptable); the sibling's go first,
+    the newest of them (p3)."""
+    node = Node("n1", "16", "16Gi", {A100L: 4, HCA: 1001})
+    queues = [
+        Queue("root", {"cpu": "16", "memory": "16Gi", A100L: 4, "rdma": 1000}),
+        Queue("project1_root", a100(1), a100(2), parent="root"),
+        Queue("project1_non-preemptable", a100(1), a100(1), parent="project1_root"),
+        Queue("project1_preemptable", parent="project1_root"),
+        Queue("project2_root", a100(3), a100(4), parent="root"),
+        Queue("project2_non-preemptable", a100(3), a100(3), parent="project2_root"),
+        Queue("project2_preemptable", parent="project2_root"),
+    ]
+    one = {A100L: 1, HCA: 1}
+    pods = [
+        *(Pod(f"p{i}", f"pg{i}", "1", "1Gi", one, node="n1", priority=2) for i in (1, 2, 3)),
+        Pod("p4", "pg4_reclaimed", "1", "1Gi", one),
+        Pod("p5", "pg5_pipelined", "1", "1Gi", one, node="n1"),
+        Pod("p6", "pg6", "1", "1Gi", one),
+    ]
+    groups = [
+        *(Group(f"pg{i}", "project2_preemptable", "Running") for i in (1, 2, 3)),
+        Group("pg4_reclaimed", "project2_preemptable"),
+        Group("pg5_pipelined", "project1_preemptable", "Running"),
+        Group("pg6", "project2_non-preemptable", "Pending"),
+    ]
+    cache = build_cache([node], pods, groups, queues)
+    ssn = run(ANCESTOR_LEVEL_1, cache)
+    assert evicted(cache) == ["p3"]
+    assert pipelined(ssn) == {"ns1/pg6": ["n1"]}
+
+
+def test_a_sibling_queues_victim_goes_before_a_lower_priority_cousins() -> None:
+    """Both a1's sibling a2 and its cousin b1 hold beyond their deserved share: a2's pods go first though
+    b1's have the lower priority (Volcano's capacity VictimQueueOrder: the deepest common ancestor)."""
+    queues = [
+        Queue("root"),
+        Queue("a", r("2", "2Gi"), parent="root"),
+        Queue("a1", r("2", "2Gi"), parent="a"),
+        Queue("a2", r("0", "0"), parent="a"),
+        Queue("b", r("2", "2Gi"), parent="root"),
+        Queue("b1", r("0", "0"), parent="b"),
+    ]
+    pods = [
+        Pod("sibling-old", "pa2", "1", "1Gi", node="n1", priority=2),
+        Pod("sibling-new", "pa2", "1", "1Gi", node="n1", priority=2),
+        Pod("cousin-old", "pb1", "1", "1Gi", node="n1"),
+        Pod("cousin-new", "pb1", "1", "1Gi", node="n1"),
+        Pod("reclaimer", "pa1", "1", "1Gi"),
+    ]
+    groups = [Group("pa2", "a2", "Running"), Group("pb1", "b1", "Running"), Group("pa1", "a1")]
+    cache = build_cache([Node("n1", "4", "4Gi")], pods, groups, queues)
+    ssn = run(TREE, cache)
+    assert evicted(cache) == ["sibling-new"]
+    assert pipelined(ssn) == {"ns1/pa1": ["n1"]}

@@ -218,3 +218,37 @@ def test_all_cores_take_a_card_alone_and_a_share_without_cores_needs_some(one_ca
     schedule(cache, framework)
     assert placed(one_card, "late") == ("", [])
     assert any(REASON_NO_CORE in m for m in reasons(one_card, "late")), reasons(one_card, "late")
+
+
+def bare(name: str, limits: dict[str, int]) -> dict[str, object]:
+    """A pod as HAMi's examples write it: GPU limits, no CPU or memory request."""
+    pod = pod_object(name, limits, scheduler="hami-scheduler")
+    del pod["spec"]["containers"][0]["resources"]["requests"]
+    return pod
+
+
+@pytest.mark.parametrize(
+    ("late", "reason"),
+    [
+        pytest.param({"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000}, REASON_NO_CORE, id="CardComputeUnitsExhausted"),
+        pytest.param(
+            {"nvidia.com/gpu": 1, "nvidia.com/gpumem-percentage": 99},
+            REASON_MEMORY,
+            id="CardInsufficientMemory",
+        ),
+    ],
+)
+def test_a_full_card_says_the_cards_reason_not_the_queues(one_card: FakeApi, late: dict[str, int], reason: str) -> None:
+    """A cluster one queue fills is that queue's deserved share: proportion calls the queue overused
+    and allocate skips it, but the reason the pod reads is the card's, as HAMi gives it."""
+    cache, framework = make(one_card)
+    one_card.add_pod(bare("alone", {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 1000, "nvidia.com/gpucores": 100}))
+    schedule(cache, framework)
+    assert placed(one_card, "alone")[0] == "node"
+    one_card.add_pod(bare("late", late))
+    schedule(cache, framework)
+    assert placed(one_card, "late") == ("", [])
+    got = reasons(one_card, "late")
+    assert got, one_card.events
+    assert all(reason in m for m in got), got
+    assert not any("overused" in m for m in got), got

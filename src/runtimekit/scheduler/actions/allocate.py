@@ -17,7 +17,7 @@ from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.ordering import OrderedQueue
 from runtimekit.scheduler.actions.shortfall import about_room, gang_shortfall
 from runtimekit.scheduler.framework.arguments import Arguments
-from runtimekit.scheduler.framework.info import READY, JobInfo, QueueInfo, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.info import READY, JobInfo, QueueInfo, Resources, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.statement import ReserveError, Statement
@@ -84,22 +84,63 @@ def eligible_jobs(ssn: Session) -> dict[str, list[JobInfo]]:
 
 
 def _queue_overused(ssn: Session, queue: QueueInfo, jobs: list[JobInfo]) -> None:
-    """Jobs left waiting because their queue holds its deserved share: say so on their pods."""
+    """Jobs left waiting because their queue holds its deserved share: say so on their pods, unless
+    no node could take a pod anyway. A queue whose pods fill the cluster is overused as soon as
+    nothing is left to deserve (a pod asking no CPU or memory adds nothing to those dimensions), so
+    on a full cluster of one queue every pod would read "overused" where the nodes' reason (a card's
+    memory or cores, as HAMi words it) is the one that lasts and the one to act on. The predicates
+    run for that only for a pod asking more of some resource than the whole cluster has idle (as on a
+    full cluster; a backlog in a queue at its share on a cluster with room costs no predicate run),
+    once per task role (its pods are alike); nothing is placed, so placements stay those of Volcano,
+    which skips an overused queue."""
     status = Status(Code.UNSCHEDULABLE, (f"queue {queue.name} is overused (it holds its deserved share)",), "allocate")
     nodes = int(ssn.candidate_rows().size)
+    idle = _idle(ssn)
     for job in jobs:
         ssn.touched_jobs.add(job.key)
+        by_role: dict[str, FitErrors] = {}
         for task in job.pending:
             if task.key in job.fit_errors:  # a reason found earlier stays
                 continue
             if task.invalid:  # its own reason outlasts any queue's
                 job.fit_errors[task.key] = FitErrors(status=Status(Code.UNRESOLVABLE, (task.invalid,), "request"))
                 continue
-            missing = [name for name, _ in task.request.scalars if name not in ssn.table.scalar_free]
-            if missing:  # what no node offers is the reason that lasts, as kube-scheduler reports it
-                job.fit_errors[task.key] = FitErrors(nodes, {f"Insufficient {name}": nodes for name in missing})
-            else:
-                job.fit_errors[task.key] = FitErrors(status=status)
+            known = by_role.get(task.role) if task.role else None
+            if known is None:
+                known = _waiting_on_queue(ssn, task, status, nodes, idle)
+                if task.role:
+                    by_role[task.role] = known
+            job.fit_errors[task.key] = known
+
+
+def _idle(ssn: Session) -> Resources:
+    """What the cluster has free now, summed over its nodes, in the dimensions of `Resources` (GPU
+    milli: free cores)."""
+    table, rows = ssn.table, ssn.candidate_rows()
+    free = {
+        "cpu": int(table.at_rows(table.cpu_free, rows).sum()),
+        "memory": int(table.at_rows(table.mem_free, rows).sum()),
+        "gpu": int(table.at_rows(table.gpu_sum, rows).sum()),
+    }
+    free.update({name: int(table.at_rows(column, rows).sum()) for name, column in table.scalar_free.items()})
+    return Resources.build(free)
+
+
+def _waiting_on_queue(ssn: Session, task: TaskInfo, status: Status, nodes: int, idle: Resources) -> FitErrors:
+    """Why a pod of an overused queue waits: the nodes' reasons when none fits it (worked out now,
+    while the table still shows why), else the queue's."""
+    if task.resources.fits_in(idle):  # some node may well take it: the queue is what holds it back
+        return FitErrors(status=status)
+    if not ssn.explain:  # nobody reads the reasons: only what no node offers, which costs nothing to see
+        missing = [name for name, _ in task.request.scalars if name not in ssn.table.scalar_free]
+        if missing:
+            return FitErrors(nodes, {f"Insufficient {name}": nodes for name in missing})
+        return FitErrors(status=status)
+    rows, errors = ssn.feasible(task)
+    if rows.size:
+        return FitErrors(status=status)
+    errors.reasons  # noqa: B018 -- explain now, while the table still shows why
+    return errors
 
 
 def _not_admitted(ssn: Session, job: JobInfo) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Sequence
+from functools import cmp_to_key
 
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.framework.info import OCCUPYING, JobInfo, QueueInfo, TaskInfo, TaskStatus
@@ -24,6 +25,8 @@ from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import FitErrors, Status
 
 log = logging.getLogger(__name__)
+# whether the queue may take the task as the session stands (the Allocatable plugins)
+QueueFits = Callable[[TaskInfo], bool]
 # the rows whose terminating pods' room this session's table counts as free (written once a session)
 TERMINATING_ROOM: StateKey[frozenset[int]] = StateKey("evict/terminating-room")
 
@@ -77,11 +80,14 @@ def make_room(
     choose: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]],
     reason: str,
     room: Collection[int] = (),
+    queue_fits: QueueFits | None = None,
 ) -> bool:
     """Pipeline the task on the first of the `room` rows (those with terminating pods) where it fits
     now, evicting nothing (Volcano's future idle); else try nodes in order, and on the first where
     evicting allowed victims lets the task fit, evict them and pipeline the task (all inside
-    `stmt`). True on success."""
+    `stmt`). With `queue_fits` (preempt) the task must also fit its queue (its capability), counted
+    after the evictions so far, and a node where both hold already takes it with no eviction
+    (Volcano's `preemptorFitsOnNode`). True on success."""
     for row in rows:
         if row in room and _pipeline(ssn, stmt, task, row):
             return True
@@ -92,7 +98,7 @@ def make_room(
             continue
         trial = ssn.statement()
         try:
-            placed = _evict_until_fit(ssn, trial, task, row, victims, reason)
+            placed = _evict_until_fit(ssn, trial, task, row, victims, reason, queue_fits)
         except BaseException:  # leave the session as it was before this node's trial
             trial.discard()
             raise
@@ -119,13 +125,24 @@ def _pipeline(ssn: Session, stmt: Statement, task: TaskInfo, row: int) -> bool:
 
 
 def _evict_until_fit(
-    ssn: Session, trial: Statement, task: TaskInfo, row: int, victims: list[TaskInfo], reason: str
+    ssn: Session,
+    trial: Statement,
+    task: TaskInfo,
+    row: int,
+    victims: list[TaskInfo],
+    reason: str,
+    queue_fits: QueueFits | None = None,
 ) -> bool:
-    """Evict victims on one node, lowest priority first, until the task fits; pipeline it there."""
-    for victim in sorted(victims, key=lambda v: (v.priority, -v.created)):
+    """Evict victims on one node, lowest priority first, until the task fits (and, with `queue_fits`,
+    fits its queue); pipeline it there."""
+    if queue_fits is not None and queue_fits(task) and _pipeline(ssn, trial, task, row):
+        return True
+    for victim in victim_order(ssn, task, victims):
         try:
             trial.evict(victim, reason)
         except LedgerError:
+            continue
+        if queue_fits is not None and not queue_fits(task):
             continue
         if fits_on(ssn, task, row):
             choice = ssn.allocate_devices(task, row)
@@ -139,6 +156,31 @@ def _evict_until_fit(
     return False
 
 
+def victim_order(ssn: Session, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
+    """Victims lowest priority first, the newest first among equals; victims of different queues in
+    the order the VictimQueueOrder plugins give for the task's queue (capacity's tree: the nearest
+    relative queue first), as Volcano's victims queue orders them."""
+    ordered = sorted(victims, key=lambda v: (v.priority, -v.created))
+    if not ssn.plugins.victim_queue_order.flat or len(ordered) < 2:
+        return ordered
+    job = ssn.jobs.get(task.job)
+    mine = ssn.queues.get(job.queue) if job is not None else None
+    if mine is None:
+        return ordered
+
+    def queue_of(victim: TaskInfo) -> QueueInfo | None:
+        owner = ssn.jobs.get(victim.job)
+        return ssn.queues.get(owner.queue) if owner is not None else None
+
+    def compare(left: TaskInfo, right: TaskInfo) -> int:
+        lq, rq = queue_of(left), queue_of(right)
+        if lq is None or rq is None or lq.name == rq.name:
+            return 0
+        return ssn.victim_queue_order(lq, rq, mine)
+
+    return sorted(ordered, key=cmp_to_key(compare))  # stable: equals keep their priority order
+
+
 def evict_for_queue(
     ssn: Session,
     queue: QueueInfo,
@@ -147,9 +189,11 @@ def evict_for_queue(
     choose: Callable[[TaskInfo, list[TaskInfo]], list[TaskInfo]],
     reason: str,
     task_ok: Callable[[TaskInfo], bool] = lambda _task: True,
+    queue_fits: QueueFits | None = None,
 ) -> None:
     """Each starving job of `queue` (job, then task order) takes room from running tasks it `may_evict`
-    and `choose` (the plugins' verdict) allows; a job's evictions stand only if it is then pipelined."""
+    and `choose` (the plugins' verdict) allows; a job's evictions stand only if it is then pipelined.
+    `queue_fits`: see `make_room`."""
     jobs = [
         j
         for j in ssn.jobs.values()
@@ -178,7 +222,7 @@ def evict_for_queue(
             if ssn.observer is not None and reason == "preempt":
                 ssn.observer.preemption_attempt()
             try:
-                if make_room(ssn, stmt, task, rows, candidates, choose, reason, room):
+                if make_room(ssn, stmt, task, rows, candidates, choose, reason, room, queue_fits):
                     ssn.touched_jobs.add(job.key)
             except Exception:  # this pod gives up its turn alone; the session goes on
                 log.exception("%s: making room for %s/%s failed", reason, task.namespace, task.name)

@@ -1,14 +1,16 @@
 """The `preempt` action: for starving jobs (in queue, job and task order), evict lower-priority
 tasks of other jobs in the same queue (as the Preemptable plugins allow) to make room, and hold the
 freed resources for the preemptor (pipelined; it binds in a later session once the victims are
-gone). The job's statement commits only if the job is then pipelined (gang-complete)."""
+gone). The preemptor must fit its queue too (the Allocatable plugins: a capability), counted after
+the evictions, as Volcano's preempt checks it on each node. The job's statement commits only if the
+job is then pipelined (gang-complete)."""
 
 from __future__ import annotations
 
 from runtimekit.scheduler.actions.evict import evict_for_queue, running_by_row
 from runtimekit.scheduler.framework.action import NeedsRunning
 from runtimekit.scheduler.framework.arguments import Arguments
-from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
+from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.plugins.common import no_arguments
@@ -27,7 +29,11 @@ class Preempt(NeedsRunning):
             return running.job != job.key and ssn.jobs[running.job].queue == job.queue and running.preemptable
 
         for queue in ssn.sorted_queues(ssn.queues.values()):
-            evict_for_queue(ssn, queue, on_row, may_evict, ssn.preemptable, "preempt")
+
+            def queue_fits(task: TaskInfo, queue: QueueInfo = queue) -> bool:
+                return ssn.allocatable(queue, task)
+
+            evict_for_queue(ssn, queue, on_row, may_evict, ssn.preemptable, "preempt", queue_fits=queue_fits)
 
 
 def build(arguments: Arguments, context: BuildContext) -> Preempt:

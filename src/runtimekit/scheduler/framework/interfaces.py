@@ -235,6 +235,14 @@ class Preemptive(Protocol):
         """Whether the queue may reclaim for this task (every plugin must agree)."""
 
 
+@runtime_checkable
+class VictimQueueOrder(Protocol):
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        """Of victims in two different queues, which go first for a task of `preemptor`'s queue:
+        negative `left`, positive `right`, 0 no opinion (the next plugin's, else the victims' own
+        order: priority, then the newest first)."""
+
+
 # -- events ------------------------------------------------------------------------------------
 @runtime_checkable
 class EventHandler(Protocol):
@@ -311,6 +319,7 @@ class PluginLists:
     overused: Tiered[Overused] = field(default_factory=Tiered, metadata=_gate(Overused, "enabledOverused"))
     allocatable: Tiered[Allocatable] = field(default_factory=Tiered, metadata=_gate(Allocatable, "enabledAllocatable"))
     preemptive: Tiered[Preemptive] = field(default_factory=Tiered, metadata=_gate(Preemptive, "enablePreemptive"))
+    victim_queue_order: Tiered[VictimQueueOrder] = field(default_factory=Tiered, metadata=_gate(VictimQueueOrder, None))
     event_handler: Tiered[EventHandler] = field(default_factory=Tiered, metadata=_gate(EventHandler, None))
     queue_reports: Tiered[ReportsQueues] = field(default_factory=Tiered, metadata=_gate(ReportsQueues, None))
     watches: Tiered[Watches] = field(default_factory=Tiered, metadata=_gate(Watches, None))

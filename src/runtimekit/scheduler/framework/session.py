@@ -365,6 +365,14 @@ class Session:
         plugins = self.plugins.preemptive.flat
         return not plugins or all(p.preemptive(queue, task) for p in plugins)
 
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        """The first VictimQueueOrder plugin's opinion on two victims' queues, 0 with none."""
+        for plugin in self.plugins.victim_queue_order.flat:
+            order = plugin.victim_queue_order(left, right, preemptor)
+            if order:
+                return order
+        return 0
+
     # -- after the node is chosen ----------------------------------------------------------
     def reserve(self, task: TaskInfo, choice: DeviceChoice) -> Status:
         """Every Reserve plugin in order for a task just placed; on the first failure every Reserve

@@ -41,6 +41,7 @@ from runtimekit.scheduler.framework.interfaces import (
     Preemptive,
     QueueOrder,
     Reclaimable,
+    VictimQueueOrder,
     Vote,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
@@ -81,6 +82,16 @@ def _relevant(deserved: Mapping[str, float], request: Mapping[str, float]) -> li
     return [d for d, q in request.items() if q > 0 and (deserved.get(d, 0.0) >= MIN if d in BASE else d in deserved)]
 
 
+def _common_level(attr: Attr, other: Attr) -> int:
+    """How deep the two queues' common ancestors go (0: the root only; Volcano's getQueueLevel)."""
+    level = 0
+    for i, (a, b) in enumerate(zip(attr.ancestors, other.ancestors, strict=False)):
+        if a != b:
+            break
+        level = i
+    return level
+
+
 def _at_or_below(used: Mapping[str, float], deserved: Mapping[str, float], request: Mapping[str, float]) -> bool:
     """Some dimension the request asks for, not empty in both, where `used` is within `deserved`
     (Volcano's LessEqualPartlyWithDimensionZeroFiltered)."""
@@ -88,7 +99,17 @@ def _at_or_below(used: Mapping[str, float], deserved: Mapping[str, float], reque
     return any(used.get(d, 0.0) <= deserved.get(d, 0.0) for d in dims)
 
 
-class Capacity(Plugin, QueueOrder, Allocatable, JobEnqueueable, JobEnqueued, Preemptive, Reclaimable, EventHandler):
+class Capacity(
+    Plugin,
+    QueueOrder,
+    Allocatable,
+    JobEnqueueable,
+    JobEnqueued,
+    Preemptive,
+    Reclaimable,
+    VictimQueueOrder,
+    EventHandler,
+):
     name = NAME
     hierarchy = True
 
@@ -134,12 +155,16 @@ class Capacity(Plugin, QueueOrder, Allocatable, JobEnqueueable, JobEnqueued, Pre
                 la, ra = self._branch(la, ra), self._branch(ra, la)
         return _compare(la, ra)
 
+    def victim_queue_order(self, left: QueueInfo, right: QueueInfo, preemptor: QueueInfo) -> int:
+        """In a queue tree, victims of the queue nearest the preemptor's go first (the deepest common
+        ancestor: a sibling before a cousin), as Volcano's capacity orders them."""
+        la, ra, pa = self.attrs.get(left.name), self.attrs.get(right.name), self.attrs.get(preemptor.name)
+        if not self.tree or la is None or ra is None or pa is None:
+            return 0
+        return _common_level(ra, pa) - _common_level(la, pa)
+
     def _branch(self, attr: Attr, other: Attr) -> Attr:
-        level = 0
-        for i, (a, b) in enumerate(zip(attr.ancestors, other.ancestors, strict=False)):
-            if a != b:
-                break
-            level = i
+        level = _common_level(attr, other)
         return self.attrs[attr.ancestors[level + 1]] if level + 1 < len(attr.ancestors) else attr
 
     # -- Allocatable, enqueue --------------------------------------------------------------

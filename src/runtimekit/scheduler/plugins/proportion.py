@@ -2,9 +2,11 @@
 weight (water-filling), capped by its `capability` and by what its jobs ask for, and never below
 its `guarantee`. Queues with the smaller allocated/deserved share go first; a queue that holds its
 share is `overused` and gets nothing more this session; a queue may not exceed its capability;
-other queues may reclaim what a queue holds beyond its share (if that queue is reclaimable).
+other queues may reclaim what a queue holds beyond its share (if that queue is reclaimable); a queue
+reclaims for a pod only while it is Open and the pod fits in its deserved share (Volcano's
+Preemptive: allocated + request within deserved, in the dimensions the pod asks for).
 
-Implements QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued and
+Implements QueueOrder, Overused, Allocatable, Preemptive, Reclaimable, JobEnqueueable, JobEnqueued and
 EventHandler, and reports each queue's figures for Volcano's queue metrics (ReportsQueues)."""
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from runtimekit.scheduler.framework.interfaces import (
     JobEnqueued,
     Overused,
     Plugin,
+    Preemptive,
     QueueOrder,
     Reclaimable,
     Vote,
@@ -100,7 +103,16 @@ def water_fill(attrs: Sequence[QueueAttr], total: Resources) -> None:
 
 
 class Proportion(
-    Plugin, QueueOrder, Overused, Allocatable, Reclaimable, JobEnqueueable, JobEnqueued, EventHandler, ReportsQueues
+    Plugin,
+    QueueOrder,
+    Overused,
+    Allocatable,
+    Preemptive,
+    Reclaimable,
+    JobEnqueueable,
+    JobEnqueued,
+    EventHandler,
+    ReportsQueues,
 ):
     name = "proportion"
 
@@ -151,6 +163,17 @@ class Proportion(
         if attr is None or queue.capability is None:  # no capability: the nodes decide
             return True
         return (attr.allocated + task.resources).within(attr.capability)
+
+    def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
+        """Volcano's `queueAllocatable`: the queue is Open and, in each dimension the task asks for,
+        what it holds plus the task stays within its deserved share."""
+        attr = self.attrs.get(queue.name)
+        if attr is None:
+            return True
+        if queue.state != "Open":
+            return False
+        future = attr.allocated + task.resources
+        return all(future.get(d) <= attr.deserved.get(d) for d, amount in task.resources.items() if amount > 0)
 
     def reclaimable(self, reclaimer: TaskInfo, candidates: Sequence[TaskInfo]) -> list[TaskInfo] | None:
         victims = []
