@@ -250,7 +250,7 @@ class ClusterCache:
         try:
             if assignment is not None and assignment.node == node:
                 placement = placement_from_assignment(
-                    assignment, state.inventory, task.request.cpu_milli, task.request.memory_mib
+                    assignment, state.inventory, task.request.cpu_milli, task.request.memory_bytes
                 )
             else:
                 if task.request.uses_gpu:
@@ -259,7 +259,7 @@ class ClusterCache:
                         object_key(pod),
                         node,
                     )
-                placement = Placement(node, task.request.cpu_milli, task.request.memory_mib)
+                placement = Placement(node, task.request.cpu_milli, task.request.memory_bytes)
             if task.request.scalars:  # extended resources, storage and huge pages are held too
                 placement = replace(placement, scalars=task.request.scalars)
             self.ledger.reserve(task.key, placement, allow_unusable=True)
