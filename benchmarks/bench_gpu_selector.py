@@ -53,7 +53,7 @@ def build_table() -> NodeTable:
     for node in read_node_list(bundled(DEFAULT_NODES)):
         if node.gpus:
             inventory = NodeInventory.simulated(node.name, node.model, node.gpus, 16384)
-            table.add_node(inventory, NodeCapacity(node.cpu_milli, node.memory_mib, 110))
+            table.add_node(inventory, NodeCapacity(node.cpu_milli, node.memory_mib << 20, 110))
     return table
 
 

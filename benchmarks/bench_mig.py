@@ -51,7 +51,7 @@ def mig_request(pod: TracePod) -> tuple[PodRequest, int] | None:
         need = -(-pod.gpu_milli * 7 // 1000)
         slices, count = (need if need <= 4 else 7), 1
     gpu = GpuRequest(GpuKind.MIG, count, 0, None, PROFILES[slices])
-    return PodRequest(pod.cpu_milli, pod.memory_mib, (ContainerGpuRequest("main", gpu),)), slices * count
+    return PodRequest(pod.cpu_milli, pod.memory_mib << 20, (ContainerGpuRequest("main", gpu),)), slices * count
 
 
 def run(policy: str, seed: int, pods: list[TracePod], nodes_file: str) -> dict[str, object]:
@@ -61,7 +61,7 @@ def run(policy: str, seed: int, pods: list[TracePod], nodes_file: str) -> dict[s
     for n in nodes:
         inventory = NodeInventory.simulated(n.name, MODEL, n.gpus, mig_mode=MigMode.DYNAMIC)
         entries.append(
-            (inventory, NodeCapacity(n.cpu_milli, n.memory_mib, 1001), NodeMeta(inventory.node, gpu_model=MODEL))
+            (inventory, NodeCapacity(n.cpu_milli, n.memory_mib << 20, 1001), NodeMeta(inventory.node, gpu_model=MODEL))
         )
     order = rng.permutation(len(entries))
     cache = StaticCache(entries, rank={e[0].node: int(order[i]) for i, e in enumerate(entries)}, share_table=True)

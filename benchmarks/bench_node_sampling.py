@@ -51,7 +51,7 @@ def stream(pods: int) -> list[PodRequest]:
         pod = rng.choice(shaped)
         kind = GpuKind.SHARE if pod.num_gpu == 1 and pod.gpu_milli < 1000 else GpuKind.WHOLE
         gpu = GpuRequest(kind, pod.num_gpu, pod.gpu_milli if kind is GpuKind.SHARE else 1000, 0)
-        out.append(PodRequest(pod.cpu_milli, pod.memory_mib, (ContainerGpuRequest("main", gpu),)))
+        out.append(PodRequest(pod.cpu_milli, pod.memory_mib << 20, (ContainerGpuRequest("main", gpu),)))
     return out
 
 
@@ -59,7 +59,7 @@ def run(nodes: int, requests: list[PodRequest], batch: int, policy: str, variant
     entries = [
         (
             NodeInventory.simulated(f"node-{i:05d}", "H200", 8),
-            NodeCapacity(128000, 1 << 20, 256),
+            NodeCapacity(128000, 1 << 40, 256),
             NodeMeta(NodeName(f"node-{i:05d}"), gpu_model="H200"),
         )
         for i in range(nodes)

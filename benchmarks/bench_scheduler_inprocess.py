@@ -103,7 +103,7 @@ def main() -> None:
     entries = [
         (
             NodeInventory.simulated(f"node-{i:05d}", "H200", 8),
-            NodeCapacity(128000, 1 << 20, 256),
+            NodeCapacity(128000, 1 << 40, 256),
             NodeMeta(
                 NodeName(f"node-{i:05d}"),
                 labels={HOSTNAME: f"node-{i:05d}", ZONE: f"zone-{i // 100:03d}"},
@@ -133,7 +133,7 @@ def main() -> None:
                 if request is None:
                     request = requests[pod.gpu_milli] = PodRequest(
                         pod.cpu_milli,
-                        pod.memory_mib,
+                        pod.memory_mib << 20,
                         (ContainerGpuRequest("main", GpuRequest(GpuKind.SHARE, 1, pod.gpu_milli, 0)),),
                     )
                 if not args.affinity:

@@ -161,3 +161,22 @@ def test_release_hands_over_at_once(http: KubeHttp) -> None:
 def test_a_renew_deadline_not_shorter_than_the_lease_is_refused(http: KubeHttp) -> None:
     with pytest.raises(ValueError, match="renew deadline"):
         LeaderElector(http, "x", "kube-system", "a", 15.0, 2.0, renew_deadline=15.0)
+
+
+def test_on_lead_is_called_each_time_a_candidate_becomes_leader_and_not_on_renewals(http: KubeHttp) -> None:
+    """The scheduler's first session of a term starts from this call, not from its next idle wake-up."""
+    world, calls = World(), list[int]()
+    a = LeaderElector(http, "sched", "kube-system", "a", DURATION, PERIOD, clock=lambda: world.now)
+    b = LeaderElector(
+        http, "sched", "kube-system", "b", DURATION, PERIOD, clock=lambda: world.now, on_lead=lambda: calls.append(1)
+    )
+    assert a.step()
+    assert not b.step()
+    assert not calls
+    a.release()
+    assert b.step()
+    assert calls == [1]
+    for _ in range(3):
+        world.now += PERIOD
+        assert b.step()
+    assert calls == [1]

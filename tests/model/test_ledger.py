@@ -23,7 +23,7 @@ from runtimekit.model import (
     placement_from_assignment,
 )
 
-CAP = NodeCapacity(cpu_milli=8000, memory_mib=32768, pods=6, scalars=(("example.com/foo", 4),))
+CAP = NodeCapacity(cpu_milli=8000, memory_bytes=32768 << 20, pods=6, scalars=(("example.com/foo", 4),))
 FOO = "example.com/foo"
 
 
@@ -51,7 +51,7 @@ def test_reserve_is_all_or_nothing() -> None:
     [
         pytest.param(Placement(NodeName("nope")), "unknown node", id="unknown-node"),
         pytest.param(Placement(NodeName("n1"), 9000), "insufficient cpu", id="cpu"),
-        pytest.param(Placement(NodeName("n1"), 0, 40000), "insufficient memory", id="memory"),
+        pytest.param(Placement(NodeName("n1"), 0, 40000 << 20), "insufficient memory", id="memory"),
         pytest.param(Placement(NodeName("n1"), slots=(Slot(5, 10, 0),)), "no GPU at position 5", id="gpu-position"),
         pytest.param(Placement(NodeName("n1"), slots=(Slot(0, -1, 0),)), "must not be negative", id="negative"),
         pytest.param(Placement(NodeName("n1"), slots=(Slot(0, 100, 20000),)), "MiB GPU", id="memory-above-gpu"),
@@ -142,9 +142,9 @@ def test_scalar_resources_are_taken_given_back_and_kept_across_a_node_update() -
         ledger.reserve(PodKey("b"), Placement(NodeName("n1"), scalars=((FOO, 2),)))
     with pytest.raises(LedgerError, match="insufficient example.com/bar on n1"):
         ledger.reserve(PodKey("c"), Placement(NodeName("n1"), scalars=(("example.com/bar", 1),)))
-    ledger.set_node(inventory("n1"), NodeCapacity(8000, 32768, 6, ((FOO, 10),)))
+    ledger.set_node(inventory("n1"), NodeCapacity(8000, 32768 << 20, 6, ((FOO, 10),)))
     assert ledger.table.scalar_free[FOO][row] == 7  # the booking survives the update
-    dropped = ledger.set_node(inventory("n1"), NodeCapacity(8000, 32768, 6, ((FOO, 2),)))
+    dropped = ledger.set_node(inventory("n1"), NodeCapacity(8000, 32768 << 20, 6, ((FOO, 2),)))
     assert [pod for pod, _ in dropped] == ["a"]
     assert ledger.table.scalar_free[FOO][row] == 2
 

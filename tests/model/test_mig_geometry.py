@@ -18,7 +18,7 @@ from runtimekit.model import (
 from runtimekit.model.gpu import Gpu, MigInstance, simulated_uuid
 from runtimekit.model.mig import MIG_GEOMETRY, geometry, layout_from_names, mask, placeable
 
-CAP = NodeCapacity(64000, 1 << 20, 110)
+CAP = NodeCapacity(64000, 1 << 40, 110)
 
 
 def test_every_geometry_is_consistent() -> None:

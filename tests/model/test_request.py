@@ -40,7 +40,7 @@ def c(
 def test_container_requests(limits: dict[str, Any], expected: GpuRequest) -> None:
     request = parse_pod_request(pod(c(limits=limits, requests={"cpu": "1", "memory": "2Gi"})), P)
     assert request.cpu_milli == 1000
-    assert request.memory_mib == 2048
+    assert request.memory_bytes == 2048 << 20
     assert [g.gpu for g in request.gpus] == [expected]
 
 

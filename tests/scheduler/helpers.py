@@ -31,7 +31,9 @@ def table_of(nodes: Sequence[tuple[str, int, Sequence[int]]], cpu_capacity: int 
     """nodes: (name, free cpu milli, free milli per GPU). Used shares are taken as one placement."""
     table = NodeTable()
     for name, cpu_free, gpus in nodes:
-        table.add_node(NodeInventory.simulated(name, "T4", len(gpus), 16384), NodeCapacity(cpu_capacity, 10**6, 110))
+        table.add_node(
+            NodeInventory.simulated(name, "T4", len(gpus), 16384), NodeCapacity(cpu_capacity, 10**6 << 20, 110)
+        )
         slots = tuple(Slot(i, MILLI - free, 0) for i, free in enumerate(gpus) if free < MILLI)
         table.take(Placement(NodeName(name), cpu_capacity - cpu_free, 0, slots))
     return table
@@ -78,7 +80,7 @@ def meta(name: str, model: str = "T4") -> NodeMeta:
 def static_cache(*names: str, gpus: int = 2) -> StaticCache:
     """Nodes of `gpus` T4s each, 64 CPUs, plenty of memory."""
     return StaticCache(
-        [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6, 110), meta(n)) for n in names]
+        [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6 << 20, 110), meta(n)) for n in names]
     )
 
 

@@ -56,10 +56,10 @@ def expected(api: FakeApi) -> Ledger:
         assignment = assignment_of(pod, P)
         if assignment is not None:
             placement = placement_from_assignment(
-                assignment, by_name[node].inventory, task.request.cpu_milli, task.request.memory_mib
+                assignment, by_name[node].inventory, task.request.cpu_milli, task.request.memory_bytes
             )
         else:
-            placement = Placement(NodeName(node), task.request.cpu_milli, task.request.memory_mib)
+            placement = Placement(NodeName(node), task.request.cpu_milli, task.request.memory_bytes)
         pods.append((task.key, placement))
     ledger, conflicts = Ledger.rebuild(((s.inventory, s.capacity) for s in nodes), pods)
     assert conflicts == [], conflicts

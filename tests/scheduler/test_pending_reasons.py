@@ -46,7 +46,7 @@ SLA_FIRST = 'actions: "enqueue, allocate, backfill"\ntiers:\n- plugins:\n  - nam
 def cache_of(*jobs: JobInfo, queues: tuple[QueueInfo, ...] = ()) -> StaticCache:
     node = (
         NodeInventory.simulated("n1", "T4", 2, 16384),
-        NodeCapacity(64000, 256 * 1024, 110),
+        NodeCapacity(64000, 256 << 30, 110),
         NodeMeta(NodeName("n1"), {}, (), False, "T4"),
     )
     cache = StaticCache([node], queues)

@@ -76,7 +76,7 @@ def run(s: Scenario) -> StaticCache:
     entries = [
         (
             NodeInventory.simulated(n.name, n.model, n.gpus, 16384),
-            NodeCapacity(64000, 256 * 1024, 110),
+            NodeCapacity(64000, 256 << 30, 110),
             NodeMeta(NodeName(n.name), n.labels, n.taints, False, n.model),
         )
         for n in s.nodes

@@ -104,7 +104,7 @@ def run(
     entries = [
         (
             NodeInventory.simulated(n, "T4", 1, 16384),
-            NodeCapacity(64000, 256 * 1024, 110),
+            NodeCapacity(64000, 256 << 30, 110),
             NodeMeta(NodeName(n), {NODE_KEY: n}, (), False, "T4"),
         )
         for n in nodes

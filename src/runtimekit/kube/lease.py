@@ -59,14 +59,17 @@ class LeaderElector:
         renew_deadline: float | None = None,
         clock: Callable[[], float] = time.monotonic,
         wall: Callable[[], float] = time.time,
+        on_lead: Callable[[], None] | None = None,
     ) -> None:
-        """`clock` measures durations (monotonic); `wall` only stamps the times written in the Lease."""
+        """`clock` measures durations (monotonic); `wall` only stamps the times written in the Lease.
+        `on_lead` is called on the election thread each time this candidate becomes leader, so its
+        owner starts work at once instead of at its next poll of `leading`."""
         self.http, self.name, self.namespace, self.identity = http, name, namespace, identity
         self.lease_seconds, self.renew_every = lease_seconds, renew_every
         self.renew_deadline = lease_seconds * 2 / 3 if renew_deadline is None else renew_deadline
         if not 0 < self.renew_deadline < lease_seconds:
             raise ValueError("the renew deadline must be shorter than the lease duration")
-        self.clock, self.wall = clock, wall
+        self.clock, self.wall, self.on_lead = clock, wall, on_lead
         self.leading = threading.Event()
         self.observed: LeaseRecord | None = None  # the record last seen ...
         self.observed_at = 0.0  # ... and when it was first seen as it is, by `clock`
@@ -143,9 +146,12 @@ class LeaderElector:
         now = self.clock()
         if held:
             self._renewed_at = now
-            if not self.leading.is_set():
-                log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
+            became = not self.leading.is_set()
             self.leading.set()
+            if became:
+                log.info("became leader of lease %s/%s as %s", self.namespace, self.name, self.identity)
+                if self.on_lead is not None:
+                    self.on_lead()
         elif self.leading.is_set():
             taken = self.holder not in ("", self.identity)
             if taken or now - self._renewed_at >= self.renew_deadline:

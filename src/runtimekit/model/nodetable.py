@@ -1,4 +1,4 @@
-"""The node table: per node, free CPU, memory, pod slots and scalar resources, and
+"""The node table: per node, free CPU, memory (bytes), pod slots and scalar resources, and
 `gpuCount x {core milli, memory MiB}`, as numpy arrays (one row per node, one column per GPU) so
 that the scheduler's filters and scores run over all nodes at once. It takes and gives back
 placements atomically and never goes negative or above capacity; `Ledger` (ledger.py) adds which
@@ -298,7 +298,7 @@ class NodeTable:
         free_gmem = cap_mem - used_gmem
         checks = (
             capacity.cpu_milli - used_cpu,
-            capacity.memory_mib - used_mem,
+            capacity.memory_bytes - used_mem,
             capacity.pods - used_pods,
         )
         used_scalars = used_scalars or {}
@@ -311,7 +311,7 @@ class NodeTable:
             self._scalar_column(name)[row] = free
         mig = carry_over(self.mig.get(row, {}), inventory)
         self.cpu_free[row], self.mem_free[row], self.pods_free[row] = checks
-        self.cpu_total[row], self.mem_total[row] = capacity.cpu_milli, capacity.memory_mib
+        self.cpu_total[row], self.mem_total[row] = capacity.cpu_milli, capacity.memory_bytes
         self.core_free[row], self.gmem_free[row], self.gmem_total[row], self.usable[row] = (
             free_core,
             free_gmem,
@@ -345,7 +345,7 @@ class NodeTable:
         used_gmem = self.gmem_total[row] - self.gmem_free[row]
         used = (
             old_cap.cpu_milli - int(self.cpu_free[row]),
-            old_cap.memory_mib - int(self.mem_free[row]),
+            old_cap.memory_bytes - int(self.mem_free[row]),
             old_cap.pods - int(self.pods_free[row]),
             used_core,
             used_gmem,
@@ -379,11 +379,11 @@ class NodeTable:
 
     # -- placements ------------------------------------------------------------------------
     def _problem(self, placement: Placement, row: int, per: dict[int, list[int]], allow_unusable: bool) -> str | None:
-        if min(placement.cpu_milli, placement.memory_mib) < 0:
+        if min(placement.cpu_milli, placement.memory_bytes) < 0:
             return "cpu and memory must not be negative"
         if placement.cpu_milli > self.cpu_free[row]:
             return f"insufficient cpu on {placement.node}"
-        if placement.memory_mib > self.mem_free[row]:
+        if placement.memory_bytes > self.mem_free[row]:
             return f"insufficient memory on {placement.node}"
         if self.pods_free[row] < 1:
             return f"too many pods on {placement.node}"
@@ -425,7 +425,7 @@ class NodeTable:
         if problem:
             raise LedgerError(problem)
         self.cpu_free[row] -= placement.cpu_milli
-        self.mem_free[row] -= placement.memory_mib
+        self.mem_free[row] -= placement.memory_bytes
         self.pods_free[row] -= 1
         for name, amount in placement.scalars:
             self.scalar_free[name][row] -= amount
@@ -448,7 +448,7 @@ class NodeTable:
         cap = self._capacity[placement.node]
         over = (
             self.cpu_free[row] + placement.cpu_milli > cap.cpu_milli
-            or self.mem_free[row] + placement.memory_mib > cap.memory_mib
+            or self.mem_free[row] + placement.memory_bytes > cap.memory_bytes
             or self.pods_free[row] + 1 > cap.pods
             or any(self._scalar_back(row, n) + amount > amount_of(cap.scalars, n) for n, amount in placement.scalars)
             or any(
@@ -459,7 +459,7 @@ class NodeTable:
         if over:
             raise LedgerError(f"giving back this placement would exceed the capacity of {placement.node}")
         self.cpu_free[row] += placement.cpu_milli
-        self.mem_free[row] += placement.memory_mib
+        self.mem_free[row] += placement.memory_bytes
         self.pods_free[row] += 1
         for name, amount in placement.scalars:
             self._scalar_column(name)[row] += amount

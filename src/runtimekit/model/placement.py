@@ -50,7 +50,7 @@ class Placement:
 
     node: NodeName
     cpu_milli: int = 0
-    memory_mib: int = 0
+    memory_bytes: int = 0  # the pod's memory (GPU memory is the slots', in MiB)
     slots: tuple[Slot, ...] = ()
     scalars: Scalars = ()  # extended resources, storage and huge pages the pod takes
 
@@ -64,7 +64,7 @@ class NodeCapacity:
     """What a node offers to pods besides GPUs (its allocatable)."""
 
     cpu_milli: int
-    memory_mib: int
+    memory_bytes: int
     pods: int = 110
     scalars: Scalars = ()  # allocatable extended resources, storage and huge pages
 
@@ -89,7 +89,7 @@ def per_gpu(placement: Placement, gpu_count: int) -> dict[int, list[int]]:
 
 
 def placement_from_assignment(
-    assignment: Assignment, inventory: NodeInventory, cpu_milli: int = 0, memory_mib: int = 0
+    assignment: Assignment, inventory: NodeInventory, cpu_milli: int = 0, memory_bytes: int = 0
 ) -> Placement:
     """The ledger placement of an assignment; raises LedgerError for a GPU the node lacks."""
     positions = {gpu.uuid: i for i, gpu in enumerate(inventory.gpus)}
@@ -99,7 +99,7 @@ def placement_from_assignment(
         if uuid not in positions:
             raise LedgerError(f"node {inventory.node!r} has no GPU {uuid}")
         slots.append(Slot(positions[uuid], share.core_milli, share.memory_mib, share.mig_profile, share.mig_start))
-    return Placement(assignment.node, cpu_milli, memory_mib, tuple(slots))
+    return Placement(assignment.node, cpu_milli, memory_bytes, tuple(slots))
 
 
 def shares_for(placement_slots: Iterable[Slot], inventory: NodeInventory) -> tuple[GpuShare, ...]:

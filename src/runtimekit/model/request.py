@@ -33,7 +33,7 @@ from enum import StrEnum
 from typing import cast
 
 from runtimekit.kube.objects import Container, Pod, PodSpec, ResourceList
-from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_bytes, whole_number
 from runtimekit.kube.semantics.resources import pod_amounts
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
@@ -116,7 +116,7 @@ class PodRequest:
     """A pod's effective request, as the scheduler accounts it."""
 
     cpu_milli: int
-    memory_mib: int
+    memory_bytes: int  # exact, as kube-scheduler counts it: decimal units add up (1G + 2G + 2G fit 5G)
     gpus: tuple[ContainerGpuRequest, ...] = ()
     scalars: Scalars = ()  # other resources (extended, storage, huge pages), checked per node
 
@@ -131,7 +131,7 @@ class PodRequest:
     @property
     def is_empty(self) -> bool:
         """Asks for nothing at all, extended resources included (a best-effort pod)."""
-        return not (self.cpu_milli or self.memory_mib or self.gpus or self.scalars)
+        return not (self.cpu_milli or self.memory_bytes or self.gpus or self.scalars)
 
 
 def _or_empty(value: object) -> object:
@@ -240,7 +240,7 @@ def _limits_first(container: Container) -> ResourceList:
 
 @dataclass(frozen=True)
 class _Amounts:
-    """CPU milli, memory MiB and scalar resources of a container or a pod."""
+    """CPU milli, memory bytes and scalar resources of a container or a pod."""
 
     cpu: int = 0
     memory: int = 0
@@ -270,7 +270,7 @@ def _container_amounts(container: Container, protocol: KitProtocol, amounts: Res
 
 def _amounts_of(amounts: ResourceList, protocol: KitProtocol) -> _Amounts:
     cpu = cpu_milli(amounts["cpu"]) if "cpu" in amounts else 0
-    mem = memory_mib(amounts["memory"]) if "memory" in amounts else 0
+    mem = memory_bytes(amounts["memory"]) if "memory" in amounts else 0
     if cpu < 0 or mem < 0:
         raise ValueError("cpu and memory must not be negative")
     if cpu >= LIMIT or mem >= LIMIT:

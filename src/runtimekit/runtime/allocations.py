@@ -22,7 +22,7 @@ from runtimekit.model import Gpu, Ledger, LedgerError, MigMode, NodeCapacity, No
 from runtimekit.model.ledger import Slot
 from runtimekit.runtime.backend import DeviceInfo, MigDeviceInfo
 
-_UNLIMITED = NodeCapacity(cpu_milli=1 << 40, memory_mib=1 << 40, pods=1 << 30)
+_UNLIMITED = NodeCapacity(cpu_milli=1 << 40, memory_bytes=1 << 60, pods=1 << 30)
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,9 @@ objects when a configured plugin reads them) feed the cluster cache (`cache/clus
 pods of this scheduler to the scheduling queue (`scheduling_queue.py`); a scheduling thread runs a
 session whenever the queue has an active pod, at most every `period` seconds; the binder
 (`binder.py`) binds on its threads through the API server. `cache/live.py` wires the three and
-answers the sessions. With leader election only the holder of the Lease schedules.
+answers the sessions. With leader election only the holder of the Lease schedules; a scheduler
+that becomes leader runs its first session at once (the informers' lists have already woken one
+whose caches have just synced: every list has at least the `default` Namespace).
 
 Nothing is scheduled before the Node and Pod informers have synced, so a restarted scheduler first
 rebuilds every booking from the API objects (ARCHITECTURE §2).
@@ -158,6 +160,7 @@ class Scheduler:
                 self.options.lease_seconds,
                 self.options.renew_every,
                 renew_deadline=self.options.renew_deadline,
+                on_lead=self.queue.work.set,  # a new leader's first session runs now, not at the next idle wake-up
             )
         self.registry = CollectorRegistry()
         self.registry.register(self.metrics)

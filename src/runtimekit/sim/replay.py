@@ -33,6 +33,7 @@ from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.columns import bucket_columns
 
 NODE_POD_LIMIT = 1001  # the artifact's pod-count filter
+MIB = 1 << 20  # traces count memory in MiB; the scheduler in bytes
 
 
 @dataclass
@@ -74,12 +75,12 @@ def _pod_type(pod: TracePod) -> PodType:
 def pod_request(pod: TracePod) -> PodRequest:
     """A trace pod as a request: whole GPUs when the share is 1000, else shares; no GPU memory."""
     if not pod.num_gpu or not pod.gpu_milli:
-        return PodRequest(pod.cpu_milli, pod.memory_mib)
+        return PodRequest(pod.cpu_milli, pod.memory_mib * MIB)
     if pod.gpu_milli >= 1000:
         gpu = GpuRequest(GpuKind.WHOLE, pod.num_gpu)
     else:
         gpu = GpuRequest(GpuKind.SHARE, pod.num_gpu, pod.gpu_milli, 0)
-    return PodRequest(pod.cpu_milli, pod.memory_mib, (ContainerGpuRequest("main", gpu),))
+    return PodRequest(pod.cpu_milli, pod.memory_mib * MIB, (ContainerGpuRequest("main", gpu),))
 
 
 def node_entries(nodes: Sequence[TraceNode]) -> list[tuple[NodeInventory, NodeCapacity, NodeMeta]]:
@@ -90,7 +91,7 @@ def node_entries(nodes: Sequence[TraceNode]) -> list[tuple[NodeInventory, NodeCa
         else:
             inventory = NodeInventory(NodeName(node.name))
         meta = NodeMeta(inventory.node, {}, (), False, node.model if node.gpus else "")
-        out.append((inventory, NodeCapacity(node.cpu_milli, node.memory_mib, NODE_POD_LIMIT), meta))
+        out.append((inventory, NodeCapacity(node.cpu_milli, node.memory_mib * MIB, NODE_POD_LIMIT), meta))
     return out
 
 

@@ -3,7 +3,8 @@ extended resources, ephemeral storage and huge pages; init containers, sidecars 
 
 The cases are the facts of kube-scheduler's `noderesources/fit_test.go` (node allocatable, what the
 node's pods already use, the incoming pod, the expected reasons), written as our own data. Memory is
-in Mi here (MiB is the scheduler's unit) where kube-scheduler's table counts bytes.
+counted in bytes, as in kube-scheduler's table (20 bytes on the node, pods of 1 and 19 bytes): the
+scheduler keeps a pod's and a node's memory exact, so decimal units add up as they do there.
 """
 
 from __future__ import annotations
@@ -30,20 +31,21 @@ Amounts = Mapping[str, Any]
 
 
 def node(pods: int = 32) -> dict[str, Any]:
-    """The upstream table's node: 10m CPU, 20 of memory, 5 of extended resource A, 20 of storage, 5 of huge pages."""
-    allocatable = {"cpu": "10m", "memory": "20Mi", "pods": pods, A: 5, "ephemeral-storage": "20Mi", HUGE: 5}
+    """The upstream table's node: 10m CPU, 20 bytes of memory, 5 of extended resource A, 20 of storage, 5 of
+    huge pages."""
+    allocatable = {"cpu": "10m", "memory": "20", "pods": pods, A: 5, "ephemeral-storage": "20Mi", HUGE: 5}
     return {"metadata": {"name": "n1"}, "status": {"allocatable": allocatable, "capacity": allocatable}}
 
 
 def c(cpu: int = 0, mem: int = 0, restart: str = "", **scalars: int) -> dict[str, Any]:
-    """A container asking `cpu` milli-CPU, `mem` Mi and scalar resources (keyword names: a, b, huge, storage)."""
+    """A container asking `cpu` milli-CPU, `mem` bytes and scalar resources (keyword names: a, b, huge, storage)."""
     names = {"a": A, "b": B, "huge": HUGE, "storage": "ephemeral-storage", "k8s": "kubernetes.io/something"}
     names["sub"] = "subdomain.kubernetes.io/something"
     requests: dict[str, Any] = {names[k]: (f"{v}Mi" if k == "storage" else v) for k, v in scalars.items()}
     if cpu:
         requests["cpu"] = f"{cpu}m"
     if mem:
-        requests["memory"] = f"{mem}Mi"
+        requests["memory"] = str(mem)
     container: dict[str, Any] = {"name": "c", "image": "x", "resources": {"requests": requests}}
     if restart:
         container["restartPolicy"] = restart
@@ -64,7 +66,7 @@ def session_with(used: dict[str, Any] | None, pods: int = 32) -> Session:
     cache = StaticCache([(state.inventory, state.capacity, state.meta)])
     if used is not None:
         request = parse_pod_request(used, P)
-        held = Placement(NodeName("n1"), request.cpu_milli, request.memory_mib, (), request.scalars)
+        held = Placement(NodeName("n1"), request.cpu_milli, request.memory_bytes, (), request.scalars)
         cache.ledger.reserve(PodKey("running"), held)
     registry = Registry()
     registry.register_action("allocate", allocate.build)
@@ -113,8 +115,8 @@ FIT_CASES = [
     pytest.param(pod(c(1, 1, huge=10)), pod(c()), {f"Insufficient {HUGE}"}, id="hugepages capacity enforced"),
     pytest.param(pod(init=(c(1, 1, huge=10),)), pod(c()), {f"Insufficient {HUGE}"}, id="hugepages capacity, init"),
     pytest.param(pod(c(1, 1, huge=3), c(1, 1, huge=3)), pod(c(huge=2)), {f"Insufficient {HUGE}"}, id="hugepages, two"),
-    pytest.param(pod(c(1, 1), overhead={"cpu": "3m", "memory": "13Mi"}), pod(c(5, 5)), set(), id="overhead fits"),
-    pytest.param(pod(c(1, 1), overhead={"cpu": "1m", "memory": "15Mi"}), pod(c(5, 5)), {MEM}, id="overhead too much"),
+    pytest.param(pod(c(1, 1), overhead={"cpu": "3m", "memory": "13"}), pod(c(5, 5)), set(), id="overhead fits"),
+    pytest.param(pod(c(1, 1), overhead={"cpu": "1m", "memory": "15"}), pod(c(5, 5)), {MEM}, id="overhead too much"),
     pytest.param(pod(c(1, 1)), pod(c(10, 10)), {CPU}, id="storage table: cpu"),
     pytest.param(pod(c(1, 1)), pod(c(2, 10)), set(), id="storage table: pod fits"),
     pytest.param(pod(c(storage=25)), pod(c(2, 2)), {"Insufficient ephemeral-storage"}, id="storage exceeds"),
@@ -171,3 +173,33 @@ def test_a_placement_books_the_scalars_so_the_next_pod_sees_them_taken() -> None
     assert errors.reasons == {f"Insufficient {A}": 1}
     stmt.discard()
     assert ssn.table.scalar_free[A][row] == 5
+
+
+@pytest.mark.parametrize(
+    ("allocatable", "held", "incoming", "expected"),
+    [
+        pytest.param("5G", ("1G", "2G"), "2G", set(), id="decimal units add up: 1G + 2G + 2G fit 5G"),
+        pytest.param("5G", ("1G", "2G"), "2000000001", {MEM}, id="one byte more does not fit"),
+        pytest.param("3Gi", ("1Gi", "1536Mi"), "0.5Gi", set(), id="binary units add up"),
+        pytest.param("1500M", ("500M", "500M"), "500M", set(), id="three thirds fill the node exactly"),
+    ],
+)
+def test_memory_is_counted_exactly_in_bytes(
+    allocatable: str, held: tuple[str, ...], incoming: str, expected: set[str]
+) -> None:
+    """Rounded up to whole MiB per pod, 954 + 1908 + 1908 MiB was more than a 5G node's 4769 MiB; kube-scheduler
+    counts bytes, and so does the kit's fit."""
+    state = node_state(
+        {"metadata": {"name": "n1"}, "status": {"allocatable": {"cpu": "8", "memory": allocatable, "pods": 110}}}, P
+    )
+    cache = StaticCache([(state.inventory, state.capacity, state.meta)])
+    for i, memory in enumerate(held):
+        request = parse_pod_request(pod({"name": "c", "image": "x", "resources": {"requests": {"memory": memory}}}), P)
+        cache.ledger.reserve(PodKey(f"held-{i}"), Placement(NodeName("n1"), request.cpu_milli, request.memory_bytes))
+    registry = Registry()
+    registry.register_action("allocate", allocate.build)
+    ssn = Framework(parse_conf('actions: "allocate"\ntiers: []\n'), registry, BuildContext()).open_session(cache)
+    asked = pod({"name": "c", "image": "x", "resources": {"requests": {"memory": incoming}}})
+    task = TaskInfo(PodKey("p"), "default", "p", JobKey("j"), parse_pod_request(asked, P))
+    _, errors = ssn.feasible(task)
+    assert set(errors.reasons) == expected

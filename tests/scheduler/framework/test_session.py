@@ -79,7 +79,7 @@ def registry() -> Registry:
 
 def cache(*names: str, gpus: int = 2) -> StaticCache:
     return StaticCache(
-        [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6, 110), meta(n)) for n in names]
+        [(NodeInventory.simulated(n, "T4", gpus, 16384), NodeCapacity(64000, 10**6 << 20, 110), meta(n)) for n in names]
     )
 
 
@@ -119,11 +119,15 @@ def test_predicates_must_all_pass_and_failures_are_counted() -> None:
 
 
 def test_room_for_the_pod_itself_is_checked_first_with_kube_scheduler_reasons() -> None:
-    capacities = {"full": (64000, 10**6, 0), "few-cpus": (500, 10**6, 110), "no-memory": (64000, 100, 110)}
+    capacities = {"full": (64000, 10**6, 0), "few-cpus": (500, 10**6 << 20, 110), "no-memory": (64000, 100, 110)}
     nodes = [*capacities, "fits"]
     c = StaticCache(
         [
-            (NodeInventory.simulated(n, "T4", 2, 16384), NodeCapacity(*capacities.get(n, (64000, 10**6, 110))), meta(n))
+            (
+                NodeInventory.simulated(n, "T4", 2, 16384),
+                NodeCapacity(*capacities.get(n, (64000, 10**6 << 20, 110))),
+                meta(n),
+            )
             for n in nodes
         ]
     )

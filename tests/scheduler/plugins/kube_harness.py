@@ -55,7 +55,7 @@ def cache_of(
         images = tuple(sorted((name, size * (1 << 20)) for names, size in n.images for name in names))
         taints = tuple(Taint(k, v, e) for k, v, e in n.taints)
         meta = NodeMeta(NodeName(n.name), dict(n.labels), taints, n.name in unschedulable, "T4", True, images)
-        entries.append((NodeInventory.simulated(n.name, "T4", 1, 16384), NodeCapacity(64000, 1 << 20, 110), meta))
+        entries.append((NodeInventory.simulated(n.name, "T4", 1, 16384), NodeCapacity(64000, 1 << 40, 110), meta))
     cache = StaticCache(entries, share_table=share_table)
     for name, labels in (namespaces or {}).items():
         cache.pods.set_namespace(name, labels)

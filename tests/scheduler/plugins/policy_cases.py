@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_bytes
 from runtimekit.model import NodeCapacity, NodeInventory, NodeName, Placement, PodKey, PodRequest
 from runtimekit.model.scalars import LIMIT, scalars_of
 from runtimekit.scheduler.builtin import builtin_registry
@@ -34,7 +34,7 @@ def resources(spec: dict[str, Any] | None, unset: int = 0) -> Resources | None:
     if spec is None:
         return None
     cpu = cpu_milli(spec["cpu"]) if spec.get("cpu") not in (None, "") else unset
-    memory = memory_mib(spec["memory"]) if spec.get("memory") not in (None, "") else unset
+    memory = memory_bytes(spec["memory"]) if spec.get("memory") not in (None, "") else unset
     scalars = {k: int(v) for k, v in spec.items() if k not in ("cpu", "memory")}
     return Resources(cpu, memory, unset, scalars_of(scalars))
 
@@ -96,7 +96,7 @@ class Queue:
 
 
 def request(pod: Pod) -> PodRequest:
-    return PodRequest(cpu_milli(pod.cpu), memory_mib(pod.memory), (), scalars_of(pod.scalars))
+    return PodRequest(cpu_milli(pod.cpu), memory_bytes(pod.memory), (), scalars_of(pod.scalars))
 
 
 def build_cache(nodes: list[Node], pods: list[Pod], groups: list[Group], queues: list[Queue]) -> StaticCache:
@@ -104,7 +104,7 @@ def build_cache(nodes: list[Node], pods: list[Pod], groups: list[Group], queues:
         [
             (
                 NodeInventory(NodeName(n.name)),
-                NodeCapacity(cpu_milli(n.cpu), memory_mib(n.memory), 110, scalars_of(n.scalars)),
+                NodeCapacity(cpu_milli(n.cpu), memory_bytes(n.memory), 110, scalars_of(n.scalars)),
                 NodeMeta(NodeName(n.name), n.labels),
             )
             for n in nodes
@@ -133,7 +133,7 @@ def build_cache(nodes: list[Node], pods: list[Pod], groups: list[Group], queues:
         )
         if pod.node:
             placement = Placement(
-                NodeName(pod.node), task.request.cpu_milli, task.request.memory_mib, (), task.request.scalars
+                NodeName(pod.node), task.request.cpu_milli, task.request.memory_bytes, (), task.request.scalars
             )
             cache.ledger.reserve(task.key, placement)
             task.status, task.node, task.placement = TaskStatus.RUNNING, placement.node, placement

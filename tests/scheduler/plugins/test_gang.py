@@ -140,7 +140,7 @@ def cluster_with_half_a_gang(competitors: int, running: int = 0) -> tuple[Static
     entries = [
         (
             NodeInventory.simulated(name, "T4", 8, 16384),
-            NodeCapacity(64000, 256 * 1024, 110),
+            NodeCapacity(64000, 256 << 30, 110),
             NodeMeta(NodeName(name), {}, (), False, "T4"),
         )
         for name in ("n1", "n2")

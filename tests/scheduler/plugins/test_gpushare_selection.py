@@ -13,8 +13,8 @@ from runtimekit.scheduler.plugins.gpushare.selection import restrict
 def table() -> NodeTable:
     out = NodeTable()
     a100 = NodeInventory.simulated("a", "A100-80GB", 3)
-    out.add_node(a100.with_health([a100.gpus[2].uuid]), NodeCapacity(64000, 10**6, 110))
-    out.add_node(NodeInventory.simulated("h", "H200", 2), NodeCapacity(64000, 10**6, 110))
+    out.add_node(a100.with_health([a100.gpus[2].uuid]), NodeCapacity(64000, 10**6 << 20, 110))
+    out.add_node(NodeInventory.simulated("h", "H200", 2), NodeCapacity(64000, 10**6 << 20, 110))
     out.take(Placement(NodeName("a"), 1000, 0, (Slot(0, 300, 4096),)))
     return out
 

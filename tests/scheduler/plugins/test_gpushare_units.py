@@ -64,7 +64,7 @@ def run(case: Case) -> StaticCache:
     for name, unit in case.nodes.items():
         labels = {} if unit is None else {P.labels.memory_unit: unit}
         meta = NodeMeta(NodeName(name), labels, (), False, "H200")
-        entries.append((NodeInventory.simulated(name, "H200", 1), NodeCapacity(64000, 256 * 1024, 110), meta))
+        entries.append((NodeInventory.simulated(name, "H200", 1), NodeCapacity(64000, 256 << 30, 110), meta))
     cache = StaticCache(entries)
     job = JobInfo(JobKey("job"), "default", "job")
     job.add(TaskInfo(PodKey("job-0"), "default", "job-0", job.key, parse_pod_request(case.pod, P)))

@@ -57,7 +57,7 @@ def table_of(cards: list[Card]) -> NodeTable:
         Gpu(g.index, g.uuid, g.model, card.totalmem, card.health) for g, card in zip(inventory.gpus, cards, strict=True)
     )
     table = NodeTable()
-    table.add_node(NodeInventory(inventory.node, gpus), NodeCapacity(10**6, 10**6, pods=10**4))
+    table.add_node(NodeInventory(inventory.node, gpus), NodeCapacity(10**6, 10**6 << 20, pods=10**4))
     for column, card in enumerate(cards):
         for k in range(card.used):
             first = k == 0

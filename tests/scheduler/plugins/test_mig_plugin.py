@@ -37,7 +37,7 @@ def node(name: str, modes: list[MigMode], layouts: dict[int, tuple[MigInstance, 
 
 def run(inventories: list[NodeInventory], jobs: list[tuple[str, list[PodRequest], int]]) -> StaticCache:
     cache = StaticCache(
-        [(inv, NodeCapacity(64000, 1 << 20, 110), NodeMeta(inv.node, gpu_model="A100-80GB")) for inv in inventories]
+        [(inv, NodeCapacity(64000, 1 << 40, 110), NodeMeta(inv.node, gpu_model="A100-80GB")) for inv in inventories]
     )
     for i, (name, requests, min_member) in enumerate(jobs):
         job = JobInfo(JobKey(name), "default", name, min_member=min_member, created=float(i))

@@ -101,7 +101,7 @@ def test_a_whole_gpu_type_few_nodes_can_host_keeps_more_weight() -> None:
     workload = TargetWorkload.from_types([HALF, PodType(120_000, 1000, 8)])
     table = NodeTable()
     for name, cpus in (("g3", 128_000), ("g2", 96_000)):
-        table.add_node(NodeInventory.simulated(name, "G3", 8, 16384), NodeCapacity(cpus, 10**6, 110))
+        table.add_node(NodeInventory.simulated(name, "G3", 8, 16384), NodeCapacity(cpus, 10**6 << 20, 110))
     ctx = PolicyContext(table, random.Random(1))
     shape = PodShape(cpu_milli=10_000, milli=500, count=1)
     from runtimekit.scheduler.plugins.gpushare.policies.packfrag import UsableCapacity
@@ -162,7 +162,7 @@ def test_the_plugin_teaches_each_pod_once_however_often_it_is_retried() -> None:
     entries = [
         (
             NodeInventory.simulated("n1", "T4", 1, 16384),
-            NodeCapacity(64000, 256 * 1024, 110),
+            NodeCapacity(64000, 256 << 30, 110),
             NodeMeta(NodeName("n1"), {}, (), False, "T4"),
         )
     ]
@@ -236,8 +236,8 @@ def rich_and_plain(rich_free: Sequence[int] = (1000,) * 8, rich_cpu: int = 128_0
     """Five 8-GPU nodes with 96 cores and one with 128 (openb's G2 and G3, one to five)."""
     table = NodeTable()
     for i in range(5):
-        table.add_node(NodeInventory.simulated(f"g2-{i}", "G2", 8, 16384), NodeCapacity(96_000, 10**6, 110))
-    table.add_node(NodeInventory.simulated("g3", "G3", 8, 16384), NodeCapacity(128_000, 10**6, 110))
+        table.add_node(NodeInventory.simulated(f"g2-{i}", "G2", 8, 16384), NodeCapacity(96_000, 10**6 << 20, 110))
+    table.add_node(NodeInventory.simulated("g3", "G3", 8, 16384), NodeCapacity(128_000, 10**6 << 20, 110))
     slots = tuple(Slot(i, MILLI - free, 0) for i, free in enumerate(rich_free) if free < MILLI)
     table.take(Placement(NodeName("g3"), 128_000 - rich_cpu, 0, slots))
     return table
@@ -259,7 +259,7 @@ def test_nodes_few_others_match_are_rare_hosts(
 
     table = NodeTable()
     for i, (gpus, cpus) in enumerate(capacities):
-        table.add_node(NodeInventory.simulated(f"n{i}", "G2", gpus, 16384), NodeCapacity(cpus, 10**6, 110))
+        table.add_node(NodeInventory.simulated(f"n{i}", "G2", gpus, 16384), NodeCapacity(cpus, 10**6 << 20, 110))
     assert _rare_nodes(table) == expected
 
 
@@ -300,11 +300,11 @@ def test_a_rare_type_once_seen_sets_what_its_hosts_keep() -> None:
     policy = PackFragPolicy(workload)
     every = np.arange(table.rows)
     rich = table.row("g3")
-    eight = PodShape(120_000, 1000, 8, True, memory_mib=700_000)
+    eight = PodShape(120_000, 1000, 8, True, memory_bytes=700_000 << 20)
     assert policy.score(ctx, eight, every)[rich] >= 0  # the type itself, and its memory learnt
     assert policy.score(ctx, PodShape(10_000), every)[rich] < 0  # 118 cores left: too few now
-    assert policy.score(ctx, PodShape(1_000, memory_mib=200_000), every)[rich] >= 0
-    assert policy.score(ctx, PodShape(1_000, memory_mib=400_000), every)[rich] < 0  # 600 GiB left
+    assert policy.score(ctx, PodShape(1_000, memory_bytes=200_000 << 20), every)[rich] >= 0
+    assert policy.score(ctx, PodShape(1_000, memory_bytes=400_000 << 20), every)[rich] < 0  # 600 GiB left
 
 
 def test_once_the_rare_type_is_known_only_a_reserve_of_hosts_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -317,9 +317,9 @@ def test_once_the_rare_type_is_known_only_a_reserve_of_hosts_is_kept(monkeypatch
     workload = TargetWorkload.from_types([HALF, PodType(120_000, 1000, 8)], coverage=1.0)
     table = NodeTable()
     for i in range(12):
-        table.add_node(NodeInventory.simulated(f"g2-{i}", "G2", 8, 16384), NodeCapacity(96_000, 10**6, 110))
+        table.add_node(NodeInventory.simulated(f"g2-{i}", "G2", 8, 16384), NodeCapacity(96_000, 10**6 << 20, 110))
     for i in range(3):
-        table.add_node(NodeInventory.simulated(f"g3-{i}", "G3", 8, 16384), NodeCapacity(128_000, 10**6, 110))
+        table.add_node(NodeInventory.simulated(f"g3-{i}", "G3", 8, 16384), NodeCapacity(128_000, 10**6 << 20, 110))
     ctx = PolicyContext(table, random.Random(1))
     policy = PackFragPolicy(workload)
     every = np.arange(table.rows)

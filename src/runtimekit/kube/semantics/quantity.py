@@ -1,7 +1,9 @@
 """Kubernetes resource quantities (`resource.Quantity`: `500m`, `2`, `1.5Gi`, `1e3`), written once.
 
 - `parse_quantity`: a quantity as an exact fraction (ValueError quoting the text); `cpu_milli`,
-  `memory_mib` and `whole_number` read it in the units the kit counts; `is_whole` says whether it is
+  `memory_bytes`, `memory_mib` and `whole_number` read it in the units the kit counts (a pod's and a
+  node's memory in bytes, as kube-scheduler's `Value()` reads it, so `1G` and `2G` add up to `3G`;
+  GPU memory in MiB, the unit of the assignment protocol); `is_whole` says whether it is
   a whole number, whatever its exponent.
 - `quantity_problem`: why a JSON value is not a quantity, in `ParseQuantity`'s words (what
   kube-apiserver answers when it decodes one).
@@ -93,6 +95,11 @@ def cpu_milli(value: object) -> int:
     return _cpu_milli_text(value) if isinstance(value, str) else _ceil(parse_quantity(value) * 1000)
 
 
+def memory_bytes(value: object) -> int:
+    """Memory in bytes, rounded up (kube-scheduler's `Quantity.Value()`)."""
+    return _memory_bytes_text(value) if isinstance(value, str) else _ceil(parse_quantity(value))
+
+
 def memory_mib(value: object) -> int:
     """Memory in MiB, rounded up."""
     return _memory_mib_text(value) if isinstance(value, str) else _ceil(parse_quantity(value) / _MIB)
@@ -101,6 +108,11 @@ def memory_mib(value: object) -> int:
 @functools.lru_cache(maxsize=4096)
 def _cpu_milli_text(value: str) -> int:
     return _ceil(_parse_text(value) * 1000)
+
+
+@functools.lru_cache(maxsize=4096)
+def _memory_bytes_text(value: str) -> int:
+    return _ceil(_parse_text(value))
 
 
 @functools.lru_cache(maxsize=4096)

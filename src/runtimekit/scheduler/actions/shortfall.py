@@ -14,6 +14,8 @@ import numpy as np
 from runtimekit.model import GpuKind, NodeTable, PodRequest
 from runtimekit.scheduler.framework.info import TaskInfo
 
+MIB = 1 << 20
+
 
 def describe_need(request: PodRequest) -> str:
     """What one task asks for, the GPUs first ("8 whole GPUs", "30% of a GPU", "2 CPUs")."""
@@ -28,7 +30,10 @@ def describe_need(request: PodRequest) -> str:
             share = f"{gpu.core_milli / 10:g}% of a GPU"
             parts.append(share if gpu.count == 1 else f"{share} on {gpu.count} GPUs")
     if not parts:
-        parts.append(f"{request.cpu_milli / 1000:g} CPUs and {request.memory_mib} MiB")
+        mib, rest = divmod(request.memory_bytes, MIB)
+        parts.append(
+            f"{request.cpu_milli / 1000:g} CPUs and {mib if not rest else round(request.memory_bytes / MIB, 1)} MiB"
+        )
     parts.extend(f"{amount} {name}" for name, amount in request.scalars)
     return " + ".join(parts)
 

@@ -275,7 +275,7 @@ class ClusterCache:
         try:
             if verdict.assignment is not None:
                 placement = placement_from_assignment(
-                    verdict.assignment, state.inventory, task.request.cpu_milli, task.request.memory_mib
+                    verdict.assignment, state.inventory, task.request.cpu_milli, task.request.memory_bytes
                 )
             else:
                 if task.request.uses_gpu and not verdict.reason:
@@ -284,7 +284,7 @@ class ClusterCache:
                         object_key(pod),
                         node,
                     )
-                placement = Placement(node, task.request.cpu_milli, task.request.memory_mib)
+                placement = Placement(node, task.request.cpu_milli, task.request.memory_bytes)
             if task.request.scalars:  # extended resources, storage and huge pages are held too
                 placement = replace(placement, scalars=task.request.scalars)
             self.ledger.reserve(task.key, placement, allow_unusable=True)
@@ -390,7 +390,7 @@ class ClusterCache:
                 self.groups.pop(key, None)
                 job = self.jobs.get(JobKey(key))
                 if job is not None:
-                    job.group = None
+                    self._regroup(job, None)
                     if not job.members:  # nothing left of the job: it goes (and its metric series with it)
                         del self.jobs[job.key]
             else:
@@ -399,9 +399,26 @@ class ClusterCache:
                 if job is None:
                     namespace, _, name = key.partition("/")
                     job = self.jobs[JobKey(key)] = JobState(JobKey(key), namespace, name)
-                job.group = obj.copy()
+                self._regroup(job, obj.copy())
                 job.phase = str((obj.get("status") or {}).get("phase") or "")
             self.queue.move_all()
+
+    def _regroup(self, job: JobState, group: PodGroup | None) -> None:
+        """Give a job its PodGroup (None: deleted) and move what its running pods hold to the queue
+        that now has them: pods listed before their PodGroup, as on a cold start, were charged to
+        their own annotation's queue or the default one, and a PodGroup may change queue."""
+        held = [task for key in job.members if (task := self.running.get(key)) is not None]
+        moved = [
+            task
+            for task in held
+            if queue_of(task.pod or {}, job.group, self.default_queue)
+            != queue_of(task.pod or {}, group, self.default_queue)
+        ]
+        for task in moved:
+            self._account(task, -1)
+        job.group = group
+        for task in moved:
+            self._account(task, +1)
 
     def on_namespace(self, kind: str, obj: Namespace) -> None:
         """Namespace labels, for inter-pod affinity terms with a namespaceSelector."""

@@ -21,7 +21,7 @@ from runtimekit.kube.objects import (
     object_key,
 )
 from runtimekit.kube.semantics import nodeaffinity
-from runtimekit.kube.semantics.quantity import cpu_milli, memory_mib, whole_number
+from runtimekit.kube.semantics.quantity import cpu_milli, memory_bytes, whole_number
 from runtimekit.model import (
     Assignment,
     AssignmentError,
@@ -108,7 +108,7 @@ def node_state(node: Node, protocol: KitProtocol) -> NodeState:
         scalars, offered = node_scalars(allocatable, protocol)
         capacity = NodeCapacity(
             cpu_milli(allocatable.get("cpu", 0)),
-            memory_mib(allocatable.get("memory", 0)),
+            memory_bytes(allocatable.get("memory", 0)),
             whole_number(allocatable.get("pods", 110)),
             scalars,
         )
@@ -364,7 +364,7 @@ def resources_of(amounts: ResourceList | None, protocol: KitProtocol) -> Resourc
             and not str(name).startswith(QUOTA_ONLY)
         }
         return Resources(
-            cpu_milli(amounts.get("cpu", 0)), memory_mib(amounts.get("memory", 0)), gpu, scalars_of(scalars)
+            cpu_milli(amounts.get("cpu", 0)), memory_bytes(amounts.get("memory", 0)), gpu, scalars_of(scalars)
         )
     except ValueError:
         return None

@@ -36,7 +36,9 @@ def resource_list(allocated: Resources, protocol: KitProtocol) -> ResourceList:
     if allocated.cpu:
         out["cpu"] = f"{allocated.cpu}m"
     if allocated.memory:
-        out["memory"] = f"{allocated.memory}Mi"
+        # bytes, as Volcano writes them: in MiB when whole MiB (the common case), else in bytes
+        mib, rest = divmod(allocated.memory, 1 << 20)
+        out["memory"] = f"{mib}Mi" if not rest else str(allocated.memory)
     if allocated.gpu:
         out[protocol.resources.core] = str(allocated.gpu // 10)
     for name, amount in allocated.scalars:

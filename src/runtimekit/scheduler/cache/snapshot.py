@@ -129,7 +129,7 @@ def node_facts(cache: ClusterCache) -> NodeFacts:
     nodes = cache.nodes
     capacity = Resources(
         int(sum(nodes[n].capacity.cpu_milli for n in nodes)),
-        int(sum(nodes[n].capacity.memory_mib for n in nodes)),
+        int(sum(nodes[n].capacity.memory_bytes for n in nodes)),
         int((table.gmem_total[rows] > 0).sum()) * 1000,
         functools.reduce(combine, (s.offered for s in nodes.values()), ()),
     )

@@ -71,7 +71,7 @@ BASE_DIMS = ("cpu", "memory", "gpu")
 
 @dataclass(frozen=True)
 class Resources:
-    """A resource vector for fairness and quotas: CPU milli, memory MiB, GPU milli, and scalar
+    """A resource vector for fairness and quotas: CPU milli, memory bytes, GPU milli, and scalar
     resources by name (MIG slices by their resource name, extended resources, storage), as
     Volcano's `Resource` carries its ScalarResources. A missing scalar is zero."""
 
@@ -146,7 +146,7 @@ class Resources:
                 # is a dimension it asks for: it counts as the smallest share (1 milli a GPU), so that a
                 # queue holding its share of every other dimension can take it (HAMi's gpumem alone).
                 gpu += container.gpu.count
-        return cls(request.cpu_milli, request.memory_mib, gpu, scalars)
+        return cls(request.cpu_milli, request.memory_bytes, gpu, scalars)
 
 
 def union_dims(*vectors: Resources) -> tuple[str, ...]:

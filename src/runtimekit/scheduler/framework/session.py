@@ -183,7 +183,7 @@ class Session:
         table, req = self.table, task.request
         # cpu_room is the free CPU of rows with a pod slot left (-1 on the others; requests are >= 0)
         passed = (table.at_rows(table.cpu_room, rows) >= req.cpu_milli) & (
-            table.at_rows(table.mem_free, rows) >= req.memory_mib
+            table.at_rows(table.mem_free, rows) >= req.memory_bytes
         )
         for name, amount in req.scalars:
             column = table.scalar_free.get(name)
@@ -198,7 +198,7 @@ class Session:
             reasons = [
                 ("Too many pods", table.at_rows(table.pods_free, rows) < 1),
                 ("Insufficient cpu", table.at_rows(table.cpu_free, rows) < req.cpu_milli),
-                ("Insufficient memory", table.at_rows(table.mem_free, rows) < req.memory_mib),
+                ("Insufficient memory", table.at_rows(table.mem_free, rows) < req.memory_bytes),
             ]
             for name, amount in req.scalars:
                 column = table.scalar_free.get(name)
@@ -316,7 +316,7 @@ class Session:
         node = self.table.names()[row]
         assert node is not None, "placement on a removed node"
         request = task.request
-        return Placement(node, request.cpu_milli, request.memory_mib, choice.slots, request.scalars)
+        return Placement(node, request.cpu_milli, request.memory_bytes, choice.slots, request.scalars)
 
     # -- jobs ------------------------------------------------------------------------------
     def job_ready(self, job: JobInfo) -> bool:

@@ -32,7 +32,6 @@ from runtimekit.scheduler.cache.queues import ALWAYS
 from runtimekit.scheduler.framework.info import Resources
 from runtimekit.scheduler.framework.observe import QueueFigures
 
-MIB = 1024 * 1024
 POD_GROUP_PHASES = ("inqueue", "pending", "running", "unknown", "completed")
 
 
@@ -122,7 +121,7 @@ class ClusterState(Collector):
             if res.cpu < LIMIT:
                 cpu.add_metric([queue], res.cpu)
             if res.memory < LIMIT:
-                mem.add_metric([queue], res.memory * MIB)
+                mem.add_metric([queue], res.memory)
             if res.gpu < LIMIT:
                 scalar.add_metric([queue, self.protocol.resources.gpu], res.gpu)
             for name, amount in res.scalars:

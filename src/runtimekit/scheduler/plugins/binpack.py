@@ -49,9 +49,9 @@ class Binpack(Plugin, NodeOrder):
             cap = np.maximum(table.cpu_total[rows], 1)
             total += self.cpu * (cap - table.cpu_free[rows] + req.cpu_milli) / cap
             weights += self.cpu
-        if req.memory_mib and self.memory:
+        if req.memory_bytes and self.memory:
             cap = np.maximum(table.mem_total[rows], 1)
-            total += self.memory * (cap - table.mem_free[rows] + req.memory_mib) / cap
+            total += self.memory * (cap - table.mem_free[rows] + req.memory_bytes) / cap
             weights += self.memory
         if req.gpu_milli and self.gpu:
             cap = np.maximum(table.gpu_usable[rows] * 1000, 1)

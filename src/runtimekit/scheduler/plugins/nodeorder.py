@@ -86,7 +86,7 @@ def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray
     cpu_cap = np.maximum(table.cpu_total[rows], 1)
     mem_cap = np.maximum(table.mem_total[rows], 1)
     cpu = (cpu_cap - table.cpu_free[rows] + task.request.cpu_milli) / cpu_cap
-    mem = (mem_cap - table.mem_free[rows] + task.request.memory_mib) / mem_cap
+    mem = (mem_cap - table.mem_free[rows] + task.request.memory_bytes) / mem_cap
     return np.clip(cpu, 0, 1), np.clip(mem, 0, 1)
 
 

@@ -261,14 +261,14 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
             return np.zeros(rows.size, np.int16)
         out = np.zeros(rows.size, np.int16)
         cpu_left = table.cpu_free[rows] - request.cpu_milli
-        mem_left = table.mem_free[rows] - request.memory_mib
+        mem_left = table.mem_free[rows] - request.memory_bytes
         for name in args.resources:
             column = table.gpu_whole if name == args.gpu_resource else table.scalar_free.get(name)
             if column is None:
                 continue
             idle = column[rows].astype(np.float64)
             cpu_rate, mem_rate = args.rates.get(name, (1.0, 1.0))
-            short = (cpu_left < idle * cpu_rate * 1000) | (mem_left < idle * mem_rate * 1e9 / (1 << 20))
+            short = (cpu_left < idle * cpu_rate * 1000) | (mem_left < idle * mem_rate * 1e9)
             out[(out == 0) & short] = self._code(f"proportional of resource {name} check failed")
         return out
 

@@ -37,7 +37,7 @@ class PodShape:
     milli: int = 0  # per GPU; 0 for a CPU-only pod
     count: int = 0  # number of GPUs; 0 for a CPU-only pod
     whole: bool = False
-    memory_mib: int = field(default=0, compare=False)
+    memory_bytes: int = field(default=0, compare=False)
 
     @property
     def total_milli(self) -> int:
@@ -57,9 +57,9 @@ class PodShape:
         """The shape of a pod; a pod with several GPU containers is scored by its largest one."""
         gpus = [c.gpu for c in request.gpus if c.gpu.kind is not GpuKind.MIG]
         if not gpus:
-            return cls(request.cpu_milli, memory_mib=request.memory_mib)
+            return cls(request.cpu_milli, memory_bytes=request.memory_bytes)
         main = max(gpus, key=lambda g: g.core_milli * g.count)
-        return cls(request.cpu_milli, main.core_milli, main.count, main.kind is GpuKind.WHOLE, request.memory_mib)
+        return cls(request.cpu_milli, main.core_milli, main.count, main.kind is GpuKind.WHOLE, request.memory_bytes)
 
 
 @dataclass

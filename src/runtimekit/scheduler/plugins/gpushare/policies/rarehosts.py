@@ -131,7 +131,7 @@ class RareHosts:
         for count, need in rare:
             if shape.whole and shape.count >= count and shape.cpu_milli >= need:
                 # a pod of the type (or a larger one): every node it can use is a host
-                self._memory[count] = min(self._memory.get(count, shape.memory_mib), shape.memory_mib)
+                self._memory[count] = min(self._memory.get(count, shape.memory_bytes), shape.memory_bytes)
                 continue
             memory = self._memory.get(count, 0)
             hosts = self._hosts_now(table, count, need, memory)
@@ -143,7 +143,7 @@ class RareHosts:
                 spoiled = hosts.rows[
                     (hosts.whole - used < count)
                     | (hosts.cpu - shape.cpu_milli < need)
-                    | (hosts.mem - shape.memory_mib < memory)
+                    | (hosts.mem - shape.memory_bytes < memory)
                 ]
             if spoiled.size:
                 out = spoiled if out is None else np.union1d(out, spoiled)
