@@ -161,9 +161,8 @@ EXPECTED = {
 }
 
 
-# 3 + 3 decimal gigabytes rounded up to whole MiB each exceed 6G rounded (issue 32 item 7)
-ROUNDED = pytest.mark.xfail(reason="memory rounded per quantity", strict=True)
-ROWS = [pytest.param(c, id=c.name, marks=[ROUNDED] if c is CAPABILITY_CASES[1] else []) for c in CASES]
+# memory is counted in bytes: 3G + 3G (decimal) make exactly the 6G capability, as in Volcano
+ROWS = [pytest.param(c, id=c.name) for c in CASES]
 
 
 @pytest.mark.parametrize("case", ROWS)

@@ -22,8 +22,10 @@ from scheduler.helpers import gpu_node
 P = KitProtocol.default()
 VOLCANO = "/apis/scheduling.volcano.sh/v1beta1"
 PODS = "/api/v1/namespaces/default/pods"
+# no enqueue: with it, the PodGroup left without pods would wake a session of its own (Volcano's
+# enqueue of pod-less groups), and this test shows the series go with no session at all
 CONF = """
-actions: "enqueue, allocate, backfill"
+actions: "allocate, backfill"
 tiers:
 - plugins: [{name: priority}, {name: gang}, {name: conformance}]
 - plugins: [{name: drf}, {name: predicates}, {name: proportion}, {name: nodeorder}, {name: gpushare}]
