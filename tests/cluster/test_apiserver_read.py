@@ -245,7 +245,10 @@ def gpu_node(name: str, count: int = 2) -> dict[str, Any]:
 def assigned_pod(name: str, node: str, milli: int, index: int = 0) -> dict[str, Any]:
     share = GpuShare(GpuUUID(f"GPU-{index}"), index, milli, 1024)
     assignment = Assignment(NodeName(node), {"main": (share,)}, "fgd")
-    return make_pod(name, node=node, annotations={PROTOCOL.annotations.assignment: assignment.to_annotation()})
+    # the share the pod asks for: an assignment unequal to the requests shows as <refused>
+    limits = {PROTOCOL.resources.core: str(milli // 10)}
+    annotations = {PROTOCOL.annotations.assignment: assignment.to_annotation()}
+    return make_pod(name, node=node, limits=limits, annotations=annotations)
 
 
 def table(http: httpx2.Client, path: str, **params: str) -> dict[str, Any]:
