@@ -247,3 +247,13 @@ def test_status_counts_come_from_the_replica_sets() -> None:
     }
     assert not rollout.is_complete(d, status)
     assert rollout.is_complete(d, {**status, "replicas": 3, "updatedReplicas": 3})
+
+
+def test_a_stale_status_does_not_scale_an_old_set_down_twice() -> None:
+    # 4 replicas, maxUnavailable 1, maxSurge 1: the old set was just cut from 4 to 3, but its status
+    # still counts the 4 pods it had (its controller has not seen the fourth go); the new set's one
+    # pod is available. Available are 3 + 1, so one more old pod may go, not two.
+    d = deployment(4, surge=1, unavailable=1)
+    new_set = rs("foo-new", 1, available=1)
+    old_set = rs("foo-old", 3, T_OLD, available=4)
+    assert rollout.old_scale_down(d, [old_set, new_set], [old_set], new_set) == {"foo-old": 2}

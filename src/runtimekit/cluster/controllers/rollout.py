@@ -152,7 +152,9 @@ def old_scale_down(
         down = min(budget - cleaned, unhealthy)
         sizes[name] -= down
         cleaned += down
-    available = sum(status_count(rs, "availableReplicas") for rs in all_sets)
+    # a set's status may still count pods it was just told to delete (its controller has not seen
+    # them go yet): never more available than it is asked to keep, or a step scales down twice
+    available = sum(min(status_count(rs, "availableReplicas"), replicas(rs)) for rs in all_sets)
     if available > minimum:
         allowed, done = available - minimum, 0
         for rs in ordered:
