@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from runtimekit.cli.scheduler import KEYS_MOUNT, set_verbosity
-from runtimekit.cli.scheduler_flags import go_bool, go_duration
+from runtimekit.cli.scheduler_flags import check_client_flags, go_bool, go_duration
 from runtimekit.cli.signals import wait_for_stop_signal
 
 if TYPE_CHECKING:
@@ -93,15 +93,9 @@ def extender_config(args: argparse.Namespace) -> ExtenderConfig:
     from runtimekit.scheduler.extender.schedconfig import DEFAULT_LISTEN
     from runtimekit.scheduler.framework.arguments import ArgumentError
 
-    if args.kube_api_qps < 0 or args.kube_api_burst < 1:
-        raise ArgumentError("--kube-api-qps must be 0 (no limit) or more and --kube-api-burst 1 or more")
-    lease, renew, retry = (
-        args.leader_elect_lease_duration,
-        args.leader_elect_renew_deadline,
-        args.leader_elect_retry_period,
-    )
-    if not (lease > renew > 0 and retry > 0):  # client-go's ValidateLeaderElectionConfiguration
-        raise ArgumentError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, all above 0")
+    problem = check_client_flags(args)
+    if problem:
+        raise ArgumentError(problem)
     if args.bind_wait < 0:
         raise ArgumentError("--bind-wait must not be negative")
     if not args.url_prefix.startswith("/"):
@@ -115,7 +109,13 @@ def extender_config(args: argparse.Namespace) -> ExtenderConfig:
         seed=args.seed,
         keys=AssignmentKeys(args.assignment_keys or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)),
         leader_election=LeaderElection(
-            args.leader_elect, args.lease_namespace, args.lease_name, args.identity, lease, renew, retry
+            args.leader_elect,
+            args.lease_namespace,
+            args.lease_name,
+            args.identity,
+            args.leader_elect_lease_duration,
+            args.leader_elect_renew_deadline,
+            args.leader_elect_retry_period,
         ),
     )
     return ExtenderConfig(scheduler, args.listen or DEFAULT_LISTEN, args.url_prefix, args.bind_wait)

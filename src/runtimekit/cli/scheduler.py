@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runtimekit.cli.scheduler_flags import FlagError, go_bool, go_duration, normalise
+from runtimekit.cli.scheduler_flags import FlagError, check_client_flags, go_bool, go_duration, normalise
 from runtimekit.cli.signals import wait_for_stop_signal
 
 if TYPE_CHECKING:
@@ -146,15 +146,9 @@ def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
 
     if args.event_qps < 0 or args.event_burst < 1:
         raise ArgumentError("--event-qps must be 0 (no limit) or more and --event-burst 1 or more")
-    if args.kube_api_qps < 0 or args.kube_api_burst < 1:
-        raise ArgumentError("--kube-api-qps must be 0 (no limit) or more and --kube-api-burst 1 or more")
-    lease, renew, retry = (
-        args.leader_elect_lease_duration,
-        args.leader_elect_renew_deadline,
-        args.leader_elect_retry_period,
-    )
-    if not (lease > renew > 0 and retry > 0):  # client-go's ValidateLeaderElectionConfiguration
-        raise ArgumentError("--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, all above 0")
+    problem = check_client_flags(args)
+    if problem:
+        raise ArgumentError(problem)
     sampling = node_sampling(args)
     return SchedulerConfig(
         kube=KubeConnection(args.kubeconfig, args.master, args.kube_api_qps, args.kube_api_burst),
@@ -166,7 +160,13 @@ def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
         seed=args.seed,
         keys=AssignmentKeys(args.assignment_keys or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)),
         leader_election=LeaderElection(
-            args.leader_elect, args.lease_namespace, args.lease_name, args.identity, lease, renew, retry
+            args.leader_elect,
+            args.lease_namespace,
+            args.lease_name,
+            args.identity,
+            args.leader_elect_lease_duration,
+            args.leader_elect_renew_deadline,
+            args.leader_elect_retry_period,
         ),
         endpoints=Endpoints(
             args.healthz_address if args.enable_healthz else None,

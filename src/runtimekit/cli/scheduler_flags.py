@@ -11,6 +11,7 @@ arguments aside, also with a warning. docs/user-guide/coming-from-volcano.md lis
 
 from __future__ import annotations
 
+import argparse
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -137,3 +138,18 @@ def _bool(name: str, value: str) -> bool:
 def ignored_flags() -> dict[str, str]:
     """Every flag accepted without effect, with why (for the docs and their test)."""
     return {name: why for name, (_, _, why) in _IGNORED.items()}
+
+
+def check_client_flags(args: argparse.Namespace) -> str:
+    """What is wrong with the API client and leader election flags the scheduler and the extender
+    share, or ""."""
+    if args.kube_api_qps < 0 or args.kube_api_burst < 1:
+        return "--kube-api-qps must be 0 (no limit) or more and --kube-api-burst 1 or more"
+    lease, renew, retry = (
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    )
+    if not (lease > renew > 0 and retry > 0):  # client-go's ValidateLeaderElectionConfiguration
+        return "--leader-elect-lease-duration must exceed --leader-elect-renew-deadline, all above 0"
+    return ""

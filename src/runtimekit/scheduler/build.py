@@ -149,19 +149,25 @@ class ExtenderConfig:
     bind_wait: float = 1.0  # how long a bind waits for a pod the informer has not shown yet
 
 
+def _connect_and_sign(config: SchedulerConfig, framework: Framework) -> tuple[KubeHttp, Signer | None]:
+    """The API client and the assignment signer of `config`; a client made here is closed when the
+    keys are refused."""
+    http = _connect(config.kube, config.names[0])
+    try:
+        return http, assignment_signer(config.keys, writes_assignments(framework))
+    except ArgumentError:
+        if http is not config.kube:
+            http.close()
+        raise
+
+
 def build_extender(config: ExtenderConfig) -> ExtenderServer:
     """The extender of `config`, not started; raises as `build_scheduler` does."""
     inner = config.scheduler
     registry, context = registry_and_context(inner)
     conf = parse_conf(EXTENDER_CONF_TEXT, "<extender default>") if inner.conf is None else inner.conf
     framework = checked_framework(conf, registry, context)
-    http = _connect(inner.kube, inner.names[0])
-    try:
-        signer = assignment_signer(inner.keys, writes_assignments(framework))
-    except ArgumentError:
-        if http is not inner.kube:
-            http.close()
-        raise
+    http, signer = _connect_and_sign(inner, framework)
     election = inner.leader_election
     options = ExtenderOptions(
         listen=config.listen,
@@ -187,13 +193,7 @@ def build_scheduler(config: SchedulerConfig) -> Scheduler:
     for a plugins folder that cannot be loaded)."""
     registry, context = registry_and_context(config)
     framework = checked_framework(config.conf, registry, context)
-    http = _connect(config.kube, config.names[0])
-    try:
-        signer = assignment_signer(config.keys, writes_assignments(framework))
-    except ArgumentError:
-        if http is not config.kube:
-            http.close()
-        raise
+    http, signer = _connect_and_sign(config, framework)
     scheduler = Scheduler(http, framework, config.protocol, scheduler_options(config, signer))
     if config.reload_conf:
         scheduler.watch_conf(registry, context)
