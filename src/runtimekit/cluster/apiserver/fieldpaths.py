@@ -1,0 +1,310 @@
+"""Field sets of server-side apply: which parts of an object a field manager owns, as structured-merge-diff.
+
+A field path is a tuple of path elements written as `metadata.managedFields[].fieldsV1` writes them:
+`f:<field>` (a field of an object or a key of a map), `k:{"name":"nginx"}` (an element of a list
+merged by its keys, the keys as compact JSON in key order), `v:"x"` (an element of a set). A `FieldSet`
+is a set of such paths; `encode`/`decode` turn it into fieldsV1 (`.` marks a path that is a member
+and also has members below it).
+
+`Place` says what the schema knows of one place of an object: a struct's declared fields (from the
+kinds' OpenAPI shapes, or a CRD's structural schema), whether a list is atomic, a set or a map keyed by
+which fields (`patchschema`'s merge lists; a CRD's `x-kubernetes-list-type`), and whether an object
+is atomic (a `LabelSelector`, a `+mapType=atomic` map). Without a schema every object is a map and
+every list atomic, as structured-merge-diff's deduced schema.
+
+`field_set` is structured-merge-diff's `ToFieldSet` (the fields an applied configuration sets: its
+leaves, list elements and map entries); `compare` its `Compare` (added, modified and removed paths of
+an update). Pure functions; called by `managedfields.py` and `apply.py`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from runtimekit.cluster.apiserver import crschema
+from runtimekit.cluster.apiserver.openapi import Kind, Shape
+from runtimekit.cluster.apiserver.patchschema import MergeList, Node, Struct
+
+Path = tuple[str, ...]
+FieldSet = set[Path]
+FieldsV1 = dict[str, Any]
+
+# Go structs marked `+structType=atomic`: one owner sets them whole (`f:selector: {}`)
+ATOMIC_STRUCTS = frozenset(
+    {
+        "LabelSelector",
+        "LocalObjectReference",
+        "ObjectReference",
+        "TypedLocalObjectReference",
+        "ConfigMapKeySelector",
+        "SecretKeySelector",
+        "ObjectFieldSelector",
+        "ResourceFieldSelector",
+        "NodeSelector",
+        "NodeSelectorTerm",
+    }
+)
+_RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """One place of an object and what its schema says of it (any of the three may be unknown)."""
+
+    shape: Shape | None = None
+    strategy: Node | None = None
+    crd: crschema.Node | None = None
+
+    def declared(self, key: str) -> bool:
+        """A field the schema names (kept apart from a map's free keys, which are always owned)."""
+        if self.shape is not None and self.shape.kind is Kind.STRUCT:
+            return key in self.shape.fields
+        if self.crd is not None:
+            return key in self.crd.properties
+        return False
+
+    def child(self, key: str) -> Place:
+        shape = self.shape
+        sub_shape = None
+        if shape is not None:
+            sub_shape = shape.fields.get(key) if shape.kind is Kind.STRUCT else shape.item
+        strategy = self.strategy.fields.get(key) if isinstance(self.strategy, Struct) else None
+        crd = self.crd
+        sub_crd = None if crd is None else crd.properties.get(key) or crd.additional
+        return Place(sub_shape, strategy, sub_crd)
+
+    def item(self) -> Place:
+        return Place(
+            self.shape.item if self.shape is not None else None,
+            self.strategy.item if isinstance(self.strategy, MergeList) else None,
+            self.crd.items if self.crd is not None else None,
+        )
+
+    def list_keys(self) -> tuple[str, ...] | None:
+        """None for an atomic list, () for a set, the keys of a list merged as a map."""
+        if isinstance(self.strategy, MergeList):
+            return self.strategy.map_keys
+        if self.crd is not None:
+            if self.crd.list_type == "map":
+                return self.crd.list_keys
+            if self.crd.list_type == "set":
+                return ()
+        return None
+
+    def atomic_object(self) -> bool:
+        if isinstance(self.strategy, Struct) and self.strategy.atomic:
+            return True
+        if self.shape is not None and self.shape.struct in ATOMIC_STRUCTS:
+            return True
+        return self.crd is not None and self.crd.map_type == "atomic"
+
+    def key_defaults(self) -> tuple[tuple[str, str], ...]:
+        return self.strategy.defaults if isinstance(self.strategy, MergeList) else ()
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def item_element(item: Any, keys: tuple[str, ...], place: Place) -> str:
+    """The path element of one element of the granular list at `place` (`k:{...}` in a map list, a key
+    an element omits read as its default; `v:...` in a set)."""
+    if not keys:
+        return "v:" + _dumps(item)
+    found = item if isinstance(item, dict) else {}
+    defaults = place.key_defaults()
+    if defaults:
+        found = {**dict(defaults), **found}
+    return "k:" + _dumps({k: found[k] for k in keys if k in found})
+
+
+def field_set(value: Any, place: Place, path: Path = (), out: FieldSet | None = None) -> FieldSet:
+    """ToFieldSet: the paths of every leaf, list element and map entry of `value`."""
+    out = set() if out is None else out
+    if isinstance(value, dict):
+        if place.atomic_object():
+            if path:
+                out.add(path)
+            return out
+        for key, child in value.items():
+            sub = (*path, "f:" + key)
+            field_set(child, place.child(key), sub, out)
+            if child is None or (isinstance(child, dict) and not child) or not place.declared(key):
+                out.add(sub)
+    elif isinstance(value, list):
+        keys = place.list_keys()
+        if keys is None:
+            out.add(path)
+            return out
+        item_place = place.item()
+        for item in value:
+            sub = (*path, item_element(item, keys, place))
+            if keys:
+                field_set(item, item_place, sub, out)
+            out.add(sub)
+    elif path:
+        out.add(path)
+    return out
+
+
+@dataclass
+class Comparison:
+    """What an update changed, as paths (Compare's Added, Modified and Removed)."""
+
+    added: FieldSet
+    modified: FieldSet
+    removed: FieldSet
+
+    def changed(self) -> FieldSet:
+        return self.added | self.modified
+
+    def empty(self) -> bool:
+        return not (self.added or self.modified or self.removed)
+
+
+def compare(old: Any, new: Any, place: Place) -> Comparison:
+    """The paths `new` adds, modifies and removes relative to `old` (both objects of one kind)."""
+    found = Comparison(set(), set(), set())
+    _compare(old, new, place, (), found)
+    return found
+
+
+def _compare(old: Any, new: Any, place: Place, path: Path, out: Comparison) -> None:
+    if old == new and type(old) is type(new):
+        return
+    if isinstance(old, dict) and isinstance(new, dict) and not place.atomic_object():
+        for key, value in new.items():
+            sub = (*path, "f:" + key)
+            if key in old:
+                _compare(old[key], value, place.child(key), sub, out)
+            else:
+                _subtree(value, place.child(key), sub, out.added)
+        for key, value in old.items():
+            if key not in new:
+                _subtree(value, place.child(key), (*path, "f:" + key), out.removed)
+        return
+    keys = place.list_keys() if isinstance(old, list) and isinstance(new, list) else None
+    if keys is None or not isinstance(old, list) or not isinstance(new, list):
+        if path:
+            out.modified.add(path)
+        return
+    item_place = place.item()
+    before = {item_element(item, keys, place): item for item in old}
+    after = {item_element(item, keys, place): item for item in new}
+    for element, item in after.items():
+        sub = (*path, element)
+        if element in before:
+            if keys:
+                _compare(before[element], item, item_place, sub, out)
+        else:
+            _subtree(item, item_place, sub, out.added)
+    for element, item in before.items():
+        if element not in after:
+            _subtree(item, item_place, (*path, element), out.removed)
+
+
+def _subtree(value: Any, place: Place, path: Path, out: FieldSet) -> None:
+    """A part of the object that appeared (or went): every path in it, the part itself included unless
+    it is a struct (Go's non-pointer structs are never absent, so structured-merge-diff never sees one
+    come) or a list (the same holds for the lists kube always serializes, such as `containers`)."""
+    if isinstance(value, dict) and value and not place.atomic_object():
+        if not _is_struct(place):
+            out.add(path)
+        for key, child in value.items():
+            _subtree(child, place.child(key), (*path, "f:" + key), out)
+        return
+    keys = place.list_keys() if isinstance(value, list) and value else None
+    if keys is None or not isinstance(value, list):
+        out.add(path)
+        return
+    item_place = place.item()
+    for item in value:
+        sub = (*path, item_element(item, keys, place))
+        out.add(sub)
+        if keys and isinstance(item, dict):
+            for key, child in item.items():
+                _subtree(child, item_place.child(key), (*sub, "f:" + key), out)
+
+
+def _is_struct(place: Place) -> bool:
+    if place.shape is not None:
+        return place.shape.kind is Kind.STRUCT
+    return place.crd is not None and bool(place.crd.properties)
+
+
+# fieldsV1 ---------------------------------------------------------------------------------------
+
+
+def encode(paths: Iterable[Path]) -> FieldsV1:
+    """The fieldsV1 tree of a set: `{"f:spec": {"f:replicas": {}}}`, `.` on members with children."""
+    root: FieldsV1 = {}
+    members: list[FieldsV1] = []
+    for path in paths:
+        node = root
+        for element in path:
+            node = node.setdefault(element, {})
+        members.append(node)
+    for node in members:
+        if node:
+            node["."] = {}
+    return _sorted(root)
+
+
+def _sorted(node: FieldsV1) -> FieldsV1:
+    return {key: _sorted(node[key]) for key in sorted(node, key=_order)}
+
+
+def _order(element: str) -> tuple[int, str]:
+    return (-1, "") if element == "." else (_RANK.get(element[:1], 4), element[2:])
+
+
+def decode(tree: Any) -> FieldSet:
+    """The set a fieldsV1 tree holds (a malformed tree raises ValueError)."""
+    if not isinstance(tree, dict):
+        raise ValueError("fieldsV1 must be an object")
+    out: FieldSet = set()
+    _decode(tree, (), out)
+    return out
+
+
+def _decode(node: dict[str, Any], path: Path, out: FieldSet) -> None:
+    for element, child in node.items():
+        if element == ".":
+            continue
+        if not isinstance(child, dict) or element[:2] not in ("f:", "k:", "v:", "i:"):
+            raise ValueError(f"invalid fieldsV1 element {element!r}")
+        sub = (*path, element)
+        if not child or "." in child:
+            out.add(sub)
+        _decode(child, sub, out)
+
+
+# paths as conflicts name them ---------------------------------------------------------------------
+
+
+def render(path: Path) -> str:
+    """`.spec.template.spec.containers[name="nginx"].image`, as structured-merge-diff prints a path."""
+    return "".join(_render_element(element) for element in path)
+
+
+def _render_element(element: str) -> str:
+    kind, text = element[:1], element[2:]
+    if kind == "f":
+        return "." + text
+    if kind == "v":
+        return "[=" + text + "]"
+    if kind == "i":
+        return "[" + text + "]"
+    try:
+        keys = json.loads(text)
+    except ValueError:
+        return "[" + text + "]"
+    return "[" + ",".join(f"{k}={_dumps(v)}" for k, v in keys.items()) + "]"
+
+
+def with_prefix(paths: FieldSet, prefix: Path) -> Iterator[Path]:
+    size = len(prefix)
+    return (path for path in paths if path[:size] == prefix)

@@ -1,0 +1,204 @@
+"""`metadata.managedFields`: who owns which fields of an object, kept on every write as kube-apiserver does.
+
+Every create, update and patch (a field manager named by the `fieldManager` query, else by the
+User-Agent's program: `manager_name`) records the fields it changed in an `Update` entry of that
+manager and takes them from every other manager (`track_update`, structured-merge-diff's Update);
+`apply.py` records `Apply` entries. As in kube-apiserver:
+- the request's own managedFields are taken when it sends any (kubectl's client-side-apply upgrade
+  rewrites them with a JSON patch); `[]` or `[{}]` clears them, and an object without any is not
+  tracked again until an apply (kube's skip-non-applied manager);
+- an entry is one (manager, operation, subresource) and, for updates, API version; its time is
+  set when the manager changed something; entries with no field left go; entries are sorted Apply
+  first, then by time; more than `MAX_UPDATE_MANAGERS` update entries fold the oldest into
+  `ancient-changes`;
+- metadata the server sets (name, namespace, uid, resourceVersion, generation, creationTimestamp...)
+  is nobody's, and a write owns only its part: status for `/status`, the rest for the main resource
+  of a kind with a status subresource.
+Called by `operations.Api` and `apply.py`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, cast
+
+from runtimekit.cluster.apiserver.fieldpaths import FieldSet, Place, compare, decode, encode
+from runtimekit.kube.objects import JsonObject
+
+APPLY = "Apply"
+UPDATE = "Update"
+MAX_UPDATE_MANAGERS = 10
+_IGNORED_META = frozenset(
+    {
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "generation",
+        "creationTimestamp",
+        "selfLink",
+        "managedFields",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    }
+)
+_MAX_MANAGER = 128
+
+
+@dataclass
+class Entry:
+    """One decoded managedFields entry."""
+
+    manager: str
+    operation: str
+    api_version: str
+    time: str
+    subresource: str
+    fields: FieldSet
+
+    def ident(self) -> tuple[str, str, str, str]:
+        """kube's manager identifier: appliers keep one entry whatever API version they apply with."""
+        return (self.manager, self.operation, self.subresource, "" if self.operation == APPLY else self.api_version)
+
+    def encoded(self) -> JsonObject:
+        out: JsonObject = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
+        if self.time:
+            out["time"] = self.time
+        out["fieldsType"] = "FieldsV1"
+        out["fieldsV1"] = encode(self.fields)
+        if self.subresource:
+            out["subresource"] = self.subresource
+        return out
+
+
+@dataclass(frozen=True)
+class Writer:
+    """Who writes, and through what: the manager, the version it speaks, the subresource, the kind's shape."""
+
+    manager: str
+    api_version: str
+    subresource: str
+    has_status: bool
+    place: Place
+
+
+def manager_name(query: Mapping[str, str], user_agent: str) -> str:
+    """The `fieldManager` query, else the User-Agent's program (`kubectl/v1.31.0 (linux/amd64)` -> kubectl)."""
+    given = query.get("fieldManager", "")
+    if given:
+        return given
+    return user_agent.split("/", 1)[0].strip()[:_MAX_MANAGER]
+
+
+def decode_entries(raw: Any) -> list[Entry] | None:
+    """The entries of a managedFields list; None when any is malformed (kube then keeps the live ones)."""
+    if not isinstance(raw, list):
+        return None
+    out: list[Entry] = []
+    try:
+        for item in raw:
+            if not isinstance(item, dict) or item.get("operation") not in (APPLY, UPDATE):
+                return None
+            if item.get("fieldsType", "FieldsV1") != "FieldsV1":
+                return None
+            out.append(
+                Entry(
+                    str(item.get("manager", "")),
+                    str(item["operation"]),
+                    str(item.get("apiVersion", "")),
+                    str(item.get("time", "")),
+                    str(item.get("subresource", "")),
+                    decode(item.get("fieldsV1") or {}),
+                )
+            )
+    except ValueError:
+        return None
+    return out
+
+
+def encode_entries(entries: Iterable[Entry]) -> list[JsonObject]:
+    kept = _capped([e for e in entries if e.fields])
+    kept.sort(key=lambda e: (e.operation, e.time, e.manager, e.api_version, e.subresource))
+    return [e.encoded() for e in kept]
+
+
+def _capped(entries: list[Entry]) -> list[Entry]:
+    updates = sorted((e for e in entries if e.operation == UPDATE), key=lambda e: e.time)
+    if len(updates) <= MAX_UPDATE_MANAGERS:
+        return entries
+    folded = updates[: len(updates) - MAX_UPDATE_MANAGERS + 1]
+    fields: FieldSet = set().union(*(e.fields for e in folded))
+    ancient = Entry("ancient-changes", UPDATE, folded[-1].api_version, folded[-1].time, "", fields)
+    gone = {id(e) for e in folded}
+    return [e for e in entries if id(e) not in gone] + [ancient]
+
+
+def is_reset(raw: Any) -> bool:
+    """`managedFields: []` or `[{}]`: the request clears them."""
+    return isinstance(raw, list) and (not raw or (len(raw) == 1 and raw[0] == {}))
+
+
+def view(obj: JsonObject | None, writer: Writer) -> JsonObject:
+    """The part of an object a write by `writer` may own (a shallow copy)."""
+    if obj is None:
+        return {}
+    if writer.subresource == "status":
+        return {"status": obj["status"]} if "status" in obj else {}
+    out = {k: v for k, v in obj.items() if k not in ("apiVersion", "kind", "metadata")}
+    if writer.has_status:
+        out.pop("status", None)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        kept = {k: v for k, v in meta.items() if k not in _IGNORED_META}
+        if kept:
+            out["metadata"] = kept
+    return out
+
+
+def live_entries(obj: JsonObject | None) -> list[Entry]:
+    if obj is None:
+        return []
+    return decode_entries(obj.get("metadata", {}).get("managedFields")) or []
+
+
+def track_update(old: JsonObject | None, new: JsonObject, writer: Writer, now: str) -> None:
+    """Set `new`'s managedFields after an update of `old` (a create when None) by `writer`."""
+    meta = new["metadata"]
+    given = meta.get("managedFields")
+    old_raw = None if old is None else old["metadata"].get("managedFields")
+    if is_reset(given):
+        entries: list[Entry] = []
+        raw = None
+    else:
+        decoded = decode_entries(given) if given else None
+        if decoded:
+            entries, raw = decoded, given
+        else:
+            entries, raw = decode_entries(old_raw) or [], old_raw
+    if not entries and old is not None:
+        _set(meta, raw)  # not tracked until an apply, as kube's skip-non-applied manager
+        return
+    changes = compare(view(old, writer), view(new, writer), writer.place)
+    if changes.empty():
+        _set(meta, raw)
+        return
+    changed = changes.changed()
+    mine = Entry(writer.manager, UPDATE, writer.api_version, now, writer.subresource, set())
+    others: list[Entry] = []
+    for entry in entries:
+        if entry.ident() == mine.ident():
+            mine.fields = entry.fields
+        else:
+            entry.fields -= changed
+            entry.fields -= changes.removed
+            others.append(entry)
+    mine.fields = (mine.fields - changes.removed) | changed
+    _set(meta, cast(Any, encode_entries([*others, mine])))
+
+
+def _set(meta: Any, raw: Any) -> None:
+    if raw:
+        meta["managedFields"] = raw
+    else:
+        meta.pop("managedFields", None)
