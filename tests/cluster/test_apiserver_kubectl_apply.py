@@ -99,10 +99,8 @@ def test_conflict_with_another_manager_then_force_conflicts(kubectl: Kubectl, tm
     other = manifest(tmp_path, image="nginx:1.27")
     refused = kubectl("apply", "--server-side", "--field-manager=rollout", "-f", other, check=False)
     assert refused.returncode == 1
-    assert (
-        'error: Apply failed with 1 conflict: conflict with "kubectl": .spec.template.spec.containers[name="nginx"].image'
-        in refused.stderr
-    )
+    conflict = 'conflict with "kubectl": .spec.template.spec.containers[name="nginx"].image'
+    assert f"error: Apply failed with 1 conflict: {conflict}" in refused.stderr
     assert "--force-conflicts" in refused.stderr
     kubectl("apply", "--server-side", "--field-manager=rollout", "--force-conflicts", "-f", other)
     image = "{.spec.template.spec.containers[0].image}"
