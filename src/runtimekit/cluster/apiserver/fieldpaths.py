@@ -20,6 +20,7 @@ an update). Pure functions; called by `managedfields.py` and `apply.py`.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -27,6 +28,7 @@ from typing import Any
 from runtimekit.cluster.apiserver import crschema
 from runtimekit.cluster.apiserver.openapi import Kind, Shape
 from runtimekit.cluster.apiserver.patchschema import MergeList, Node, Struct
+from runtimekit.kube.objects import JsonObject
 
 Path = tuple[str, ...]
 FieldSet = set[Path]
@@ -48,15 +50,37 @@ ATOMIC_STRUCTS = frozenset(
     }
 )
 _RANK = {"f": 0, "k": 1, "v": 2, "i": 3}
+_SCALARS = frozenset({str, int, float, bool, type(None)})
+_PLAIN = re.compile(r'[^"\\\x00-\x1f\x7f]*')  # a string JSON writes as it is, between quotes
 
 
-@dataclass(frozen=True, slots=True)
 class Place:
-    """One place of an object and what its schema says of it (any of the three may be unknown)."""
+    """One place of an object and what its schema says of it (any of the three may be unknown).
 
-    shape: Shape | None = None
-    strategy: Node | None = None
-    crd: crschema.Node | None = None
+    Built once per kind (`operations.Api.writer` keeps the roots) and read on every write: what a
+    place says is worked out when it is made, and its children are made once, when first asked for."""
+
+    __slots__ = ("_children", "_item", "atomic", "crd", "defaults", "keys", "shape", "strategy", "struct")
+
+    def __init__(self, shape: Shape | None = None, strategy: Node | None = None, crd: crschema.Node | None = None):
+        self.shape, self.strategy, self.crd = shape, strategy, crd
+        self._children: dict[str, Place] = {}
+        self._item: Place | None = None
+        self.struct = shape.kind is Kind.STRUCT if shape is not None else crd is not None and bool(crd.properties)
+        self.atomic = (
+            (isinstance(strategy, Struct) and strategy.atomic)
+            or (shape is not None and shape.struct in ATOMIC_STRUCTS)
+            or (crd is not None and crd.map_type == "atomic")
+        )
+        keys: tuple[str, ...] | None = None
+        if isinstance(strategy, MergeList):
+            keys = strategy.map_keys
+        elif crd is not None and crd.list_type == "map":
+            keys = crd.list_keys
+        elif crd is not None and crd.list_type == "set":
+            keys = ()
+        self.keys = keys  # None: an atomic list; (): a set; else the keys of a list merged as a map
+        self.defaults = dict(strategy.defaults) if isinstance(strategy, MergeList) else {}
 
     def declared(self, key: str) -> bool:
         """A field the schema names (kept apart from a map's free keys, which are always owned)."""
@@ -67,6 +91,9 @@ class Place:
         return False
 
     def child(self, key: str) -> Place:
+        found = self._children.get(key)
+        if found is not None:
+            return found
         shape = self.shape
         sub_shape = None
         if shape is not None:
@@ -74,35 +101,24 @@ class Place:
         strategy = self.strategy.fields.get(key) if isinstance(self.strategy, Struct) else None
         crd = self.crd
         sub_crd = None if crd is None else crd.properties.get(key) or crd.additional
-        return Place(sub_shape, strategy, sub_crd)
+        found = self._children[key] = Place(sub_shape, strategy, sub_crd)
+        return found
 
     def item(self) -> Place:
-        return Place(
-            self.shape.item if self.shape is not None else None,
-            self.strategy.item if isinstance(self.strategy, MergeList) else None,
-            self.crd.items if self.crd is not None else None,
-        )
+        if self._item is None:
+            self._item = Place(
+                self.shape.item if self.shape is not None else None,
+                self.strategy.item if isinstance(self.strategy, MergeList) else None,
+                self.crd.items if self.crd is not None else None,
+            )
+        return self._item
 
     def list_keys(self) -> tuple[str, ...] | None:
         """None for an atomic list, () for a set, the keys of a list merged as a map."""
-        if isinstance(self.strategy, MergeList):
-            return self.strategy.map_keys
-        if self.crd is not None:
-            if self.crd.list_type == "map":
-                return self.crd.list_keys
-            if self.crd.list_type == "set":
-                return ()
-        return None
+        return self.keys
 
     def atomic_object(self) -> bool:
-        if isinstance(self.strategy, Struct) and self.strategy.atomic:
-            return True
-        if self.shape is not None and self.shape.struct in ATOMIC_STRUCTS:
-            return True
-        return self.crd is not None and self.crd.map_type == "atomic"
-
-    def key_defaults(self) -> tuple[tuple[str, str], ...]:
-        return self.strategy.defaults if isinstance(self.strategy, MergeList) else ()
+        return self.atomic
 
 
 def _dumps(value: Any) -> str:
@@ -115,9 +131,13 @@ def item_element(item: Any, keys: tuple[str, ...], place: Place) -> str:
     if not keys:
         return "v:" + _dumps(item)
     found = item if isinstance(item, dict) else {}
-    defaults = place.key_defaults()
-    if defaults:
-        found = {**dict(defaults), **found}
+    if len(keys) == 1 and keys[0] in found:
+        value = found[keys[0]]
+        plain = isinstance(value, str) and _PLAIN.fullmatch(value) is not None
+        text = '"' + value + '"' if plain else _dumps(value)
+        return 'k:{"' + keys[0] + '":' + text + "}"  # the common case (a name), without building a dict
+    if place.defaults:
+        found = {**place.defaults, **found}
     return "k:" + _dumps({k: found[k] for k in keys if k in found})
 
 
@@ -230,9 +250,39 @@ def _subtree(value: Any, place: Place, path: Path, out: FieldSet) -> None:
 
 
 def _is_struct(place: Place) -> bool:
-    if place.shape is not None:
-        return place.shape.kind is Kind.STRUCT
-    return place.crd is not None and bool(place.crd.properties)
+    return place.struct
+
+
+def added_tree(value: JsonObject, place: Place) -> FieldsV1:
+    """`encode(compare({}, value, place).added)` built directly: what the creator of an object owns
+    (every create pays for it, so it makes the tree without the paths in between)."""
+    return _tree(value, place, False)
+
+
+def _tree(value: Any, place: Place, member: bool) -> FieldsV1:
+    """The fieldsV1 node of a part that appeared, `.` first when the part is a member (`_subtree`)."""
+    if isinstance(value, dict) and value and not place.atomic:
+        return _fields(value, place, member and not place.struct)
+    keys = place.keys if isinstance(value, list) and value else None
+    if keys is None:
+        return {}
+    items: FieldsV1 = {}
+    item_place = place.item()
+    for item in value:
+        keyed = keys and isinstance(item, dict) and item
+        items[item_element(item, keys, place)] = _fields(item, item_place, True) if keyed else {}
+    return {element: items[element] for element in sorted(items)}
+
+
+def _fields(value: JsonObject, place: Place, member: bool) -> FieldsV1:
+    node: FieldsV1 = {".": {}} if member else {}
+    for key in sorted(value):
+        child = value[key]
+        if child.__class__ in _SCALARS:  # most of an object: a leaf, without a look at the schema
+            node["f:" + key] = {}
+        else:
+            node["f:" + key] = _tree(child, place.child(key), True)
+    return node
 
 
 # fieldsV1 ---------------------------------------------------------------------------------------

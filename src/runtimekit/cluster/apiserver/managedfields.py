@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
-from runtimekit.cluster.apiserver.fieldpaths import FieldSet, Place, compare, decode, encode
+from runtimekit.cluster.apiserver.fieldpaths import FieldSet, FieldsV1, Place, added_tree, compare, decode, encode
 from runtimekit.kube.objects import JsonObject
 
 APPLY = "Apply"
@@ -61,12 +61,12 @@ class Entry:
         """kube's manager identifier: appliers keep one entry whatever API version they apply with."""
         return (self.manager, self.operation, self.subresource, "" if self.operation == APPLY else self.api_version)
 
-    def encoded(self) -> JsonObject:
+    def encoded(self, tree: FieldsV1 | None = None) -> JsonObject:
         out: JsonObject = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time:
             out["time"] = self.time
         out["fieldsType"] = "FieldsV1"
-        out["fieldsV1"] = encode(self.fields)
+        out["fieldsV1"] = encode(self.fields) if tree is None else tree
         if self.subresource:
             out["subresource"] = self.subresource
         return out
@@ -178,6 +178,12 @@ def track_update(old: JsonObject | None, new: JsonObject, writer: Writer, now: s
             entries, raw = decode_entries(old_raw) or [], old_raw
     if not entries and old is not None:
         _set(meta, raw)  # not tracked until an apply, as kube's skip-non-applied manager
+        return
+    if not entries and old is None:  # a create: the creator owns what it made
+        tree = added_tree(view(new, writer), writer.place)
+        if tree:
+            mine = Entry(writer.manager, UPDATE, writer.api_version, now, writer.subresource, set())
+            meta["managedFields"] = [mine.encoded(tree)]
         return
     changes = compare(view(old, writer), view(new, writer), writer.place)
     if changes.empty():

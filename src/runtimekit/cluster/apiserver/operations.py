@@ -111,6 +111,7 @@ class Api:
         self.rng = rng or random.Random()
         self.kubelets: list[KubeletHook] = []
         self.terminating: set[str] = set()  # namespaces being deleted
+        self._places: dict[tuple[str, str], Place] = {}  # the field-ownership schema of each kind
 
     # lookups --------------------------------------------------------------------------------------
 
@@ -280,11 +281,16 @@ class Api:
 
     def writer(self, info: ResourceInfo, storage: ResourceInfo, manager: str, subresource: str) -> Writer:
         """Field ownership of a write: the kind's schema, as server-side apply reads it."""
-        if info.custom:
-            place = Place(crd=self.schemas.node(storage.api_version, storage.kind))
-        else:
-            shape = self.shapes.root(storage.api_version, storage.kind) if self.shapes is not None else None
-            place = Place(shape, schema_for(storage.kind))
+        crd = self.schemas.node(storage.api_version, storage.kind) if info.custom else None
+        key = (storage.api_version, storage.kind)
+        place = self._places.get(key)
+        if place is None or place.crd is not crd:  # made once per kind (and again when its CRD changes)
+            if info.custom:
+                place = Place(crd=crd)
+            else:
+                shape = self.shapes.root(storage.api_version, storage.kind) if self.shapes is not None else None
+                place = Place(shape, schema_for(storage.kind))
+            self._places[key] = place
         return Writer(manager, info.api_version, subresource, storage.has_status, place)
 
     def _store_new(self, storage: ResourceInfo, obj: JsonObject, dry_run: bool) -> Stored:
