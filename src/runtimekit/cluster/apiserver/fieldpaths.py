@@ -278,8 +278,12 @@ def _fields(value: JsonObject, place: Place, member: bool) -> FieldsV1:
     node: FieldsV1 = {".": {}} if member else {}
     for key in sorted(value):
         child = value[key]
-        if child.__class__ in _SCALARS:  # most of an object: a leaf, without a look at the schema
+        kind = child.__class__
+        if kind in _SCALARS or not child:  # most of an object: a leaf, without a look at the schema
             node["f:" + key] = {}
+        elif kind is dict:
+            sub = place.child(key)
+            node["f:" + key] = {} if sub.atomic else _fields(child, sub, not sub.struct)
         else:
             node["f:" + key] = _tree(child, place.child(key), True)
     return node
