@@ -66,6 +66,13 @@ def test_compare_names_added_modified_and_removed_paths() -> None:
     assert found.added == {("f:data", "f:new-key"), ("f:metadata", "f:labels"), ("f:metadata", "f:labels", "f:a")}
     assert found.removed == {("f:data", "f:gone")}
     assert compare(new, copy.deepcopy(new), where).empty()
+    pod = place("v1", "Pod")
+    owned = {"metadata": {"ownerReferences": [{"uid": "u1", "name": "rs", "kind": "ReplicaSet"}]}}
+    orphaned = compare(owned, {"metadata": {"ownerReferences": []}}, pod).removed
+    assert orphaned == {
+        ("f:metadata", "f:ownerReferences", 'k:{"uid":"u1"}'),
+        *(("f:metadata", "f:ownerReferences", 'k:{"uid":"u1"}', "f:" + k) for k in ("uid", "name", "kind")),
+    }
 
 
 @pytest.mark.parametrize(

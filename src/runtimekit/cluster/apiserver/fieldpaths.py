@@ -221,9 +221,11 @@ def _compare(old: Any, new: Any, place: Place, path: Path, out: Comparison) -> N
                 _compare(before[element], item, item_place, sub, out)
         else:
             _subtree(item, item_place, sub, out.added)
+            out.added.add(sub)  # an element is a member, whatever it holds
     for element, item in before.items():
         if element not in after:
             _subtree(item, item_place, (*path, element), out.removed)
+            out.removed.add((*path, element))
 
 
 def _subtree(value: Any, place: Place, path: Path, out: FieldSet) -> None:
