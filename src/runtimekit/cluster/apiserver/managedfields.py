@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 from runtimekit.cluster.apiserver.fieldpaths import FieldSet, FieldsV1, Place, added_tree, compare, decode, encode
 from runtimekit.kube.objects import JsonObject
@@ -163,48 +163,94 @@ def live_entries(obj: JsonObject | None) -> list[Entry]:
 
 
 def track_update(old: JsonObject | None, new: JsonObject, writer: Writer, now: str) -> None:
-    """Set `new`'s managedFields after an update of `old` (a create when None) by `writer`."""
+    """Set `new`'s managedFields after an update of `old` (a create when None) by `writer`.
+
+    Every write pays for this, so entries stay as they are stored unless the write changed one of
+    their fields: only the writer's own entry and those it takes fields from are decoded again."""
     meta = new["metadata"]
     given = meta.get("managedFields")
     old_raw = None if old is None else old["metadata"].get("managedFields")
-    if is_reset(given):
-        entries: list[Entry] = []
-        raw = None
-    else:
-        decoded = decode_entries(given) if given else None
-        if decoded:
-            entries, raw = decoded, given
-        else:
-            entries, raw = decode_entries(old_raw) or [], old_raw
-    if not entries and old is not None:
-        _set(meta, raw)  # not tracked until an apply, as kube's skip-non-applied manager
-        return
-    if not entries and old is None:  # a create: the creator owns what it made
-        tree = added_tree(view(new, writer), writer.place)
-        if tree:
-            mine = Entry(writer.manager, UPDATE, writer.api_version, now, writer.subresource, set())
-            meta["managedFields"] = [mine.encoded(tree)]
+    raw: list[JsonObject] | None = None
+    if not is_reset(given):
+        raw = given if given and _well_formed(given) else old_raw if _well_formed(old_raw) else None
+    if not raw:
+        meta.pop("managedFields", None)
+        if old is None:  # a create: the creator owns what it made; an update of an untracked object is not
+            tree = added_tree(view(new, writer), writer.place)
+            if tree:
+                mine = Entry(writer.manager, UPDATE, writer.api_version, now, writer.subresource, set())
+                meta["managedFields"] = [mine.encoded(tree)]
         return
     changes = compare(view(old, writer), view(new, writer), writer.place)
     if changes.empty():
-        _set(meta, raw)
+        meta["managedFields"] = raw
         return
     changed = changes.changed()
+    gone = changed | changes.removed
     mine = Entry(writer.manager, UPDATE, writer.api_version, now, writer.subresource, set())
-    others: list[Entry] = []
-    for entry in entries:
-        if entry.ident() == mine.ident():
-            mine.fields = entry.fields
+    kept: list[JsonObject] = []
+    for item in raw:
+        tree = item.get("fieldsV1") or {}
+        if _ident_of(item) == mine.ident():
+            mine.fields = _decoded(tree)
+        elif _touches(tree, gone):
+            left = _decoded(tree) - gone
+            if left:
+                kept.append({**item, "fieldsV1": encode(left)})
         else:
-            entry.fields -= changed
-            entry.fields -= changes.removed
-            others.append(entry)
+            kept.append(item)
     mine.fields = (mine.fields - changes.removed) | changed
-    _set(meta, cast(Any, encode_entries([*others, mine])))
+    entries = [*kept, mine.encoded()]
+    if sum(1 for e in entries if e.get("operation") == UPDATE) > MAX_UPDATE_MANAGERS:
+        meta["managedFields"] = encode_entries(decode_entries(entries) or [])
+        return
+    entries.sort(key=_entry_order)
+    meta["managedFields"] = entries
 
 
-def _set(meta: Any, raw: Any) -> None:
-    if raw:
-        meta["managedFields"] = raw
-    else:
-        meta.pop("managedFields", None)
+def _well_formed(raw: Any) -> bool:
+    """A managedFields list whose entries can be read (their fieldsV1 are read when needed)."""
+    return isinstance(raw, list) and all(
+        isinstance(item, dict)
+        and item.get("operation") in (APPLY, UPDATE)
+        and item.get("fieldsType", "FieldsV1") == "FieldsV1"
+        and isinstance(item.get("fieldsV1", {}), dict)
+        for item in raw
+    )
+
+
+def _ident_of(item: JsonObject) -> tuple[str, str, str, str]:
+    operation = str(item.get("operation"))
+    version = "" if operation == APPLY else str(item.get("apiVersion", ""))
+    return (str(item.get("manager", "")), operation, str(item.get("subresource", "")), version)
+
+
+def _entry_order(item: JsonObject) -> tuple[str, str, str, str, str]:
+    get = item.get
+    return (
+        str(get("operation")),
+        str(get("time", "")),
+        str(get("manager")),
+        str(get("apiVersion")),
+        str(get("subresource", "")),
+    )
+
+
+def _decoded(tree: Any) -> FieldSet:
+    try:
+        return decode(tree)
+    except ValueError:
+        return set()
+
+
+def _touches(tree: FieldsV1, paths: FieldSet) -> bool:
+    """Whether the fieldsV1 `tree` holds any of `paths`, without decoding it."""
+    for path in paths:
+        node: Any = tree
+        for element in path:
+            node = node.get(element)
+            if node is None:
+                break
+        else:
+            return True
+    return False
