@@ -229,7 +229,7 @@ def _remove(obj: Any, paths: FieldSet, place: Place) -> None:
     list left empty by a removal goes too."""
     if not paths:
         return
-    tree: dict[str, Any] = {}
+    tree: JsonObject = {}
     for path in paths:
         node = tree
         for element in path:
@@ -238,7 +238,7 @@ def _remove(obj: Any, paths: FieldSet, place: Place) -> None:
     _remove_tree(obj, tree, place)
 
 
-def _remove_tree(value: Any, tree: dict[str, Any], place: Place) -> None:
+def _remove_tree(value: Any, tree: JsonObject, place: Place) -> None:
     if isinstance(value, dict):
         for element, sub in tree.items():
             key = element[2:]

@@ -32,7 +32,6 @@ from runtimekit.kube.objects import JsonObject
 
 Path = tuple[str, ...]
 FieldSet = set[Path]
-FieldsV1 = dict[str, Any]
 
 # Go structs marked `+structType=atomic`: one owner sets them whole (`f:selector: {}`)
 ATOMIC_STRUCTS = frozenset(
@@ -255,20 +254,20 @@ def _is_struct(place: Place) -> bool:
     return place.struct
 
 
-def added_tree(value: JsonObject, place: Place) -> FieldsV1:
+def added_tree(value: JsonObject, place: Place) -> JsonObject:
     """`encode(compare({}, value, place).added)` built directly: what the creator of an object owns
     (every create pays for it, so it makes the tree without the paths in between)."""
     return _tree(value, place, False)
 
 
-def _tree(value: Any, place: Place, member: bool) -> FieldsV1:
+def _tree(value: Any, place: Place, member: bool) -> JsonObject:
     """The fieldsV1 node of a part that appeared, `.` first when the part is a member (`_subtree`)."""
     if isinstance(value, dict) and value and not place.atomic:
         return _fields(value, place, member and not place.struct)
     keys = place.keys if isinstance(value, list) and value else None
     if keys is None:
         return {}
-    items: FieldsV1 = {}
+    items: JsonObject = {}
     item_place = place.item()
     for item in value:
         keyed = keys and isinstance(item, dict) and item
@@ -276,8 +275,8 @@ def _tree(value: Any, place: Place, member: bool) -> FieldsV1:
     return {element: items[element] for element in sorted(items)}
 
 
-def _fields(value: JsonObject, place: Place, member: bool) -> FieldsV1:
-    node: FieldsV1 = {".": {}} if member else {}
+def _fields(value: JsonObject, place: Place, member: bool) -> JsonObject:
+    node: JsonObject = {".": {}} if member else {}
     for key in sorted(value):
         child = value[key]
         kind = child.__class__
@@ -294,10 +293,10 @@ def _fields(value: JsonObject, place: Place, member: bool) -> FieldsV1:
 # fieldsV1 ---------------------------------------------------------------------------------------
 
 
-def encode(paths: Iterable[Path]) -> FieldsV1:
+def encode(paths: Iterable[Path]) -> JsonObject:
     """The fieldsV1 tree of a set: `{"f:spec": {"f:replicas": {}}}`, `.` on members with children."""
-    root: FieldsV1 = {}
-    members: list[FieldsV1] = []
+    root: JsonObject = {}
+    members: list[JsonObject] = []
     for path in paths:
         node = root
         for element in path:
@@ -309,7 +308,7 @@ def encode(paths: Iterable[Path]) -> FieldsV1:
     return _sorted(root)
 
 
-def _sorted(node: FieldsV1) -> FieldsV1:
+def _sorted(node: JsonObject) -> JsonObject:
     return {key: _sorted(node[key]) for key in sorted(node, key=_order)}
 
 
@@ -326,7 +325,7 @@ def decode(tree: Any) -> FieldSet:
     return out
 
 
-def _decode(node: dict[str, Any], path: Path, out: FieldSet) -> None:
+def _decode(node: JsonObject, path: Path, out: FieldSet) -> None:
     for element, child in node.items():
         if element == ".":
             continue

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from runtimekit.cluster.apiserver.fieldpaths import FieldSet, FieldsV1, Place, added_tree, compare, decode, encode
+from runtimekit.cluster.apiserver.fieldpaths import FieldSet, Place, added_tree, compare, decode, encode
 from runtimekit.kube.objects import JsonObject
 
 APPLY = "Apply"
@@ -61,7 +61,7 @@ class Entry:
         """kube's manager identifier: appliers keep one entry whatever API version they apply with."""
         return (self.manager, self.operation, self.subresource, "" if self.operation == APPLY else self.api_version)
 
-    def encoded(self, tree: FieldsV1 | None = None) -> JsonObject:
+    def encoded(self, tree: JsonObject | None = None) -> JsonObject:
         out: JsonObject = {"manager": self.manager, "operation": self.operation, "apiVersion": self.api_version}
         if self.time:
             out["time"] = self.time
@@ -243,7 +243,7 @@ def _decoded(tree: Any) -> FieldSet:
         return set()
 
 
-def _touches(tree: FieldsV1, paths: FieldSet) -> bool:
+def _touches(tree: JsonObject, paths: FieldSet) -> bool:
     """Whether the fieldsV1 `tree` holds any of `paths`, without decoding it."""
     for path in paths:
         node: Any = tree
