@@ -188,6 +188,8 @@ def test_apply_refusals_dry_run_and_cbor(kube_http: httpx2.Client) -> None:
     assert (
         apply(kube_http, f"{CMS}/test-cm", with_fields, "m").json()["message"] == "metadata.managedFields must be nil"
     )
+    too_long = apply(kube_http, f"{CMS}/test-cm", body, "m" * 129).json()["message"]
+    assert too_long == 'PatchOptions.meta.k8s.io "" is invalid: fieldManager: Too long: may not be more than 128 bytes'
     other_name = {**body, "metadata": {"name": "other"}}
     assert apply(kube_http, f"{CMS}/test-cm", other_name, "m").status_code == 400
     cbor = kube_http.patch(f"{CMS}/test-cm", content=b"\xa0", headers={"Content-Type": "application/apply-patch+cbor"})
@@ -242,3 +244,18 @@ def test_custom_resource_lists_merge_by_their_schema(kube_http: httpx2.Client, l
     else:
         assert second.status_code == 409
         assert second.json()["message"] == 'Apply failed with 1 conflict: conflict with "one": .spec.items'
+
+
+def test_many_update_managers_fold_into_ancient_changes(kube_http: httpx2.Client) -> None:
+    """kube keeps at most 10 update managers: the oldest fold into `ancient-changes`."""
+    apply(kube_http, f"{CMS}/test-cm", config_map({"a": "1"}), "applier")
+    for i in range(12):
+        patch = {"data": {f"k{i}": "v"}}
+        kube_http.patch(f"{CMS}/test-cm", json=patch, headers=MERGE, params={"fieldManager": f"m{i:02}"})
+    entries = kube_http.get(f"{CMS}/test-cm").json()["metadata"]["managedFields"]
+    updates = [e["manager"] for e in entries if e["operation"] == "Update"]
+    assert len(updates) == 10
+    assert "ancient-changes" in updates
+    assert entries[0]["manager"] == "applier"  # Apply entries first
+    folded = next(e for e in entries if e["manager"] == "ancient-changes")
+    assert set(folded["fieldsV1"]["f:data"]) >= {"f:k0", "f:k1"}

@@ -23,9 +23,9 @@ from runtimekit.cluster.apiserver.applying import APPLY_PATCH, Owner
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
+    Cause,
     bad_request,
     field_forbidden,
-    field_invalid,
     internal,
     invalid,
     method_not_allowed,
@@ -89,8 +89,8 @@ def _owner(request: web.Request, query: Mapping[str, str]) -> Owner:
     """The write's field manager: `fieldManager`, else the User-Agent's program, as kube-apiserver names it."""
     manager = manager_name(query, request.headers.get("User-Agent", ""))
     if len(manager) > _MAX_MANAGER:
-        why = f"must be less than {_MAX_MANAGER} characters"
-        raise invalid("PatchOptions", "", [field_invalid("fieldManager", manager, why)], "meta.k8s.io")
+        too_long = Cause("FieldValueTooLong", f"Too long: may not be more than {_MAX_MANAGER} bytes", "fieldManager")
+        raise invalid("PatchOptions", "", [too_long], "meta.k8s.io")
     return Owner(manager)
 
 
@@ -369,7 +369,9 @@ class Handlers:
         content_type = request.headers.get("Content-Type", "")
         owner, created = _owner(request, query), 200
         if content_type.split(";", maxsplit=1)[0].strip().lower() == APPLY_PATCH:
-            owner = Owner(query.get("fieldManager", ""), force=parse_bool(query, "force"))
+            # apply takes its manager only from the query (required there), never from the User-Agent
+            manager = owner.manager if query.get("fieldManager") else ""
+            owner = Owner(manager, force=parse_bool(query, "force"))
             existing = self.api.store.get(self.api.storage_of(info), target.namespace or "", target.name)
             created = 200 if existing is not None or target.subresource else 201  # an apply may create
         elif "force" in query:
