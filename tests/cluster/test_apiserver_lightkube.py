@@ -120,9 +120,8 @@ def test_patch_types(kube: Client) -> None:
     assert strategic.spec.containers[0].image == "busybox:1.37"
     ops = [{"op": "remove", "path": "/metadata/labels/a"}]
     assert kube.patch(Pod, "p", ops, patch_type=PatchType.JSON).metadata.labels == {"b": "2"}
-    with pytest.raises(ApiError) as caught:
-        kube.patch(Pod, "p", {"metadata": {"labels": {"c": "3"}}}, patch_type=PatchType.APPLY, field_manager="test")
-    assert caught.value.status.code == 415
+    applied = kube.patch(Pod, "p", {"metadata": {"labels": {"c": "3"}}}, patch_type=PatchType.APPLY, field_manager="t")
+    assert applied.metadata.labels == {"b": "2", "c": "3"}
 
 
 def test_status_update_and_deployment_generation(kube: Client) -> None:
@@ -141,3 +140,28 @@ def test_status_update_and_deployment_generation(kube: Client) -> None:
     )
     assert status.status.readyReplicas == 1
     assert status.metadata.generation == 1
+
+
+def test_server_side_apply_with_client_apply(kube: Client) -> None:
+    """lightkube's `apply` (a server-side apply): create, shared fields, a conflict, then force."""
+    cm = ConfigMap(metadata=ObjectMeta(name="cfg", namespace="default"), data={"a": "1", "b": "2"})
+    created = kube.apply(cm, field_manager="deployer")
+    assert created.data == {"a": "1", "b": "2"}
+    assert created.metadata.managedFields is not None
+    entry = created.metadata.managedFields[0]
+    assert (entry.manager, entry.operation, entry.fieldsV1) == (
+        "deployer",
+        "Apply",
+        {"f:data": {"f:a": {}, "f:b": {}}},
+    )
+    changed = ConfigMap(metadata=ObjectMeta(name="cfg", namespace="default"), data={"a": "9"})
+    with pytest.raises(ApiError) as caught:
+        kube.apply(changed, field_manager="operator")
+    assert caught.value.status.code == 409
+    assert caught.value.status.message == 'Apply failed with 1 conflict: conflict with "deployer": .data.a'
+    forced = kube.apply(changed, field_manager="operator", force=True)
+    assert forced.data == {"a": "9", "b": "2"}
+    subset = kube.apply(
+        ConfigMap(metadata=ObjectMeta(name="cfg", namespace="default"), data={}), field_manager="deployer"
+    )
+    assert subset.data == {"a": "9"}  # b was deployer's alone; a is the operator's now

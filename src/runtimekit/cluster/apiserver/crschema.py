@@ -55,6 +55,10 @@ class Node:
     enum: tuple[Any, ...] | None = None
     pattern: re.Pattern[str] | None = None
     pattern_text: str = ""
+    # read by server-side apply (fieldpaths.Place): how lists and maps merge and who owns their parts
+    list_type: str = ""  # x-kubernetes-list-type: atomic (the default), set or map
+    list_keys: tuple[str, ...] = ()  # x-kubernetes-list-map-keys
+    map_type: str = ""  # x-kubernetes-map-type: granular (the default) or atomic
 
 
 def compile_schema(schema: JsonObject) -> Node:
@@ -81,6 +85,9 @@ def compile_schema(schema: JsonObject) -> Node:
         enum=tuple(enum) if isinstance(enum, list) else None,
         pattern=re.compile(pattern) if isinstance(pattern, str) else None,
         pattern_text=pattern if isinstance(pattern, str) else "",
+        list_type=str(schema.get("x-kubernetes-list-type") or ""),
+        list_keys=tuple(str(k) for k in schema.get("x-kubernetes-list-map-keys") or ()),
+        map_type=str(schema.get("x-kubernetes-map-type") or ""),
     )
 
 
@@ -123,6 +130,10 @@ class SchemaSet:
         if found:
             with self._lock:
                 self._schemas = {**self._schemas, **found}
+
+    def node(self, api_version: str, kind: str) -> Node | None:
+        """The compiled schema of a custom kind (None when its CRD has none)."""
+        return self._schemas.get((api_version, kind))
 
     def check(self, api_version: str, kind: str, obj: JsonObject, old: JsonObject | None) -> list[Cause]:
         """The field errors of `obj` (an update of `old`, else a create) against its kind's schema."""

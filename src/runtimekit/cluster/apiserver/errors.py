@@ -150,14 +150,6 @@ def unsupported_media_type(content_type: str, accepted: Sequence[str]) -> ApiErr
     return ApiError(415, "UnsupportedMediaType", message, {})
 
 
-def server_side_apply_unsupported() -> ApiError:
-    message = (
-        "server-side apply (application/apply-patch+yaml) is not supported by this embedded API server; "
-        "use client-side apply (kubectl apply without --server-side) or a merge patch"
-    )
-    return ApiError(415, "UnsupportedMediaType", message, {})
-
-
 def not_acceptable(accept: str) -> ApiError:
     return ApiError(
         406,

@@ -19,11 +19,15 @@ from aiohttp import web
 from runtimekit.cluster.apiserver import conversion, discovery, scale
 from runtimekit.cluster.apiserver.admission.attributes import CREATE, DELETE, UPDATE
 from runtimekit.cluster.apiserver.admission.requests import Admission, Admit, admitted_delete, run
+from runtimekit.cluster.apiserver.applying import APPLY_PATCH, Owner
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
+    Cause,
     bad_request,
+    field_forbidden,
     internal,
+    invalid,
     method_not_allowed,
     resource_not_found,
     success_status,
@@ -39,6 +43,7 @@ from runtimekit.cluster.apiserver.listing import (
     partial_object,
     table_bytes,
 )
+from runtimekit.cluster.apiserver.managedfields import manager_name
 from runtimekit.cluster.apiserver.operations import Api, decode_body
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.routing import (
@@ -72,11 +77,21 @@ _SUBRESOURCE_METHODS = {
     "eviction": ("POST",),
     "scale": ("GET", "PUT", "PATCH"),
 }
+_MAX_MANAGER = 128
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
 def _json(body: bytes, status: int = 200) -> web.Response:
     return web.Response(body=body, status=status, content_type="application/json")
+
+
+def _owner(request: web.Request, query: Mapping[str, str]) -> Owner:
+    """The write's field manager: `fieldManager`, else the User-Agent's program, as kube-apiserver names it."""
+    manager = manager_name(query, request.headers.get("User-Agent", ""))
+    if len(manager) > _MAX_MANAGER:
+        too_long = Cause("FieldValueTooLong", f"Too long: may not be more than {_MAX_MANAGER} bytes", "fieldManager")
+        raise invalid("PatchOptions", "", [too_long], "meta.k8s.io")
+    return Owner(manager)
 
 
 def status_response(error: ApiError) -> web.Response:
@@ -322,6 +337,7 @@ class Handlers:
             dry_run=dry_run(request),
             validation=field_validation(query),
             admit=admit,
+            owner=_owner(request, query),
         )
         return self._one(request, info, await run(call, admit), 201)
 
@@ -341,6 +357,7 @@ class Handlers:
             dry_run=dry_run(request),
             validation=field_validation(query),
             admit=admit,
+            owner=_owner(request, query),
         )
         return self._one(request, info, await run(call, admit))
 
@@ -349,19 +366,35 @@ class Handlers:
     ) -> web.Response:
         assert target.name is not None
         admit = self._admit(request, info, target, UPDATE)
+        content_type = request.headers.get("Content-Type", "")
+        owner, created = _owner(request, query), 200
+        if content_type.split(";", maxsplit=1)[0].strip().lower() == APPLY_PATCH:
+            # apply takes its manager only from the query (required there), never from the User-Agent
+            manager = owner.manager if query.get("fieldManager") else ""
+            owner = Owner(manager, force=parse_bool(query, "force"))
+            existing = self.api.store.get(self.api.storage_of(info), target.namespace or "", target.name)
+            created = 200 if existing is not None or target.subresource else 201  # an apply may create
+        elif "force" in query:
+            raise invalid(
+                "PatchOptions",
+                "",
+                [field_forbidden("force", "may not be specified for non-apply patch")],
+                "meta.k8s.io",
+            )
         call = functools.partial(
             self.api.patch,
             info,
             target.namespace or "",
             target.name,
-            request.headers.get("Content-Type", ""),
+            content_type,
             await read_body(request),
             subresource=target.subresource,
             dry_run=dry_run(request),
             validation=field_validation(query),
             admit=admit,
+            owner=owner,
         )
-        return self._one(request, info, await run(call, admit))
+        return self._one(request, info, await run(call, admit), created)
 
     async def _delete(
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
@@ -408,11 +441,15 @@ class Handlers:
             body = scale.get_scale(self.api, info, namespace, target.name)
         elif method == "PUT":
             scale_body = await self._body(request, "Scale")
-            body = scale.update_scale(self.api, info, namespace, target.name, scale_body, dry_run(request))
+            manager = _owner(request, request.query).manager
+            body = scale.update_scale(self.api, info, namespace, target.name, scale_body, dry_run(request), manager)
         else:
             content_type = request.headers.get("Content-Type", "")
             raw = await request.read()
-            body = scale.patch_scale(self.api, info, namespace, target.name, content_type, raw, dry_run(request))
+            manager = _owner(request, request.query).manager
+            body = scale.patch_scale(
+                self.api, info, namespace, target.name, content_type, raw, dry_run(request), manager
+            )
         return _json(dumps(body))
 
     async def _bind(self, request: web.Request, info: ResourceInfo, target: Target, name: str | None) -> web.Response:

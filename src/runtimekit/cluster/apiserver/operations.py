@@ -19,6 +19,7 @@ from typing import Any, cast
 
 from runtimekit.base.timestamps import rfc3339
 from runtimekit.cluster.apiserver import (
+    applying,
     binding,
     conversion,
     crds,
@@ -44,11 +45,12 @@ from runtimekit.cluster.apiserver.errors import (
     forbidden,
     invalid,
     not_found,
-    server_side_apply_unsupported,
     stale,
     unprocessable,
     unsupported_media_type,
 )
+from runtimekit.cluster.apiserver.fieldpaths import Place
+from runtimekit.cluster.apiserver.managedfields import Writer, track_update
 from runtimekit.cluster.apiserver.openapi import ShapeSet
 from runtimekit.cluster.apiserver.patch import (
     PatchApplyError,
@@ -75,8 +77,8 @@ from runtimekit.kube.objects import (
 JSON_PATCH = "application/json-patch+json"
 MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_PATCH = "application/strategic-merge-patch+json"
-APPLY_PATCH = "application/apply-patch+yaml"
-PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, STRATEGIC_PATCH)
+APPLY_PATCH = applying.APPLY_PATCH
+PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH, STRATEGIC_PATCH)
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 _SYSTEM_META = ("uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation")
 
@@ -109,6 +111,7 @@ class Api:
         self.rng = rng or random.Random()
         self.kubelets: list[KubeletHook] = []
         self.terminating: set[str] = set()  # namespaces being deleted
+        self._places: dict[tuple[str, str], Place] = {}  # the field-ownership schema of each kind
 
     # lookups --------------------------------------------------------------------------------------
 
@@ -234,6 +237,7 @@ class Api:
         dry_run: bool = False,
         validation: FieldValidation = WARN,
         admit: Admit | None = None,
+        owner: applying.Owner | None = None,
     ) -> Stored:
         obj = self.check_type(info, body, validation)
         self._check_namespace(info, obj, namespace)
@@ -254,7 +258,10 @@ class Api:
                 raise ApiError(500, "InternalError", "resourceVersion should not be set on objects to be created", {})
             if self.store.get(storage, meta.get("namespace", ""), meta["name"]) is not None:
                 raise _already_exists(info, meta["name"])
+            given = meta.get("managedFields")
             self._init_metadata(storage, obj)
+            if owner is not None:
+                self._own_new(info, storage, obj, given, owner)
             if admit is None:
                 return self._store_new(storage, obj, dry_run)
         admit.validate(obj, None)  # outside the lock: a webhook may take seconds
@@ -262,6 +269,29 @@ class Api:
             if self.store.get(storage, meta.get("namespace", ""), meta["name"]) is not None:
                 raise _already_exists(info, meta["name"])
             return self._store_new(storage, obj, dry_run)
+
+    def _own_new(
+        self, info: ResourceInfo, storage: ResourceInfo, obj: JsonObject, given: object, owner: applying.Owner
+    ) -> None:
+        """managedFields of a new object: an apply's as it made them, else the creator's Update entry."""
+        if given:
+            obj["metadata"]["managedFields"] = cast(list[JsonObject], given)
+        if not owner.applied:
+            track_update(None, obj, self.writer(info, storage, owner.manager, ""), self.now())
+
+    def writer(self, info: ResourceInfo, storage: ResourceInfo, manager: str, subresource: str) -> Writer:
+        """Field ownership of a write: the kind's schema, as server-side apply reads it."""
+        crd = self.schemas.node(storage.api_version, storage.kind) if info.custom else None
+        key = (storage.api_version, storage.kind)
+        place = self._places.get(key)
+        if place is None or place.crd is not crd:  # made once per kind (and again when its CRD changes)
+            if info.custom:
+                place = Place(crd=crd)
+            else:
+                shape = self.shapes.root(storage.api_version, storage.kind) if self.shapes is not None else None
+                place = Place(shape, schema_for(storage.kind))
+            self._places[key] = place
+        return Writer(manager, info.api_version, subresource, storage.has_status, place)
 
     def _store_new(self, storage: ResourceInfo, obj: JsonObject, dry_run: bool) -> Stored:
         if dry_run:
@@ -330,19 +360,19 @@ class Api:
         dry_run: bool = False,
         validation: FieldValidation = WARN,
         admit: Admit | None = None,
+        owner: applying.Owner | None = None,
     ) -> Stored:
         obj = self.check_type(info, body, validation)
         self._check_name(obj, name)
         self._check_namespace(info, obj, namespace)
         storage = self.storage_of(info)
         if admit is not None:
-            return admitted_write(
-                self, info, namespace, name, lambda _: copy.deepcopy(obj), admit, subresource, dry_run
-            )
+            make = lambda _: copy.deepcopy(obj)  # noqa: E731
+            return admitted_write(self, info, namespace, name, make, admit, subresource, dry_run, owner)
         obj = conversion.to_stored(info, storage, obj) if conversion.needs_conversion(info, storage) else obj
         with self.store.lock:
             current = self.get(storage, namespace, name)
-            return self._write(info, storage, current, obj, subresource, dry_run)
+            return self._write(info, storage, current, obj, subresource, dry_run, owner)
 
     def patch(
         self,
@@ -356,10 +386,12 @@ class Api:
         dry_run: bool = False,
         validation: FieldValidation = WARN,
         admit: Admit | None = None,
+        owner: applying.Owner | None = None,
     ) -> Stored:
         patch_type = content_type.split(";", maxsplit=1)[0].strip().lower()
         if patch_type == APPLY_PATCH:
-            raise server_side_apply_unsupported()
+            request = applying.ApplyRequest(info, namespace, name, body, owner, subresource, dry_run, validation)
+            return applying.server_side_apply(self, request, admit)
         if patch_type not in PATCH_TYPES or (patch_type == STRATEGIC_PATCH and not info.strategic_merge):
             accepted = [t for t in PATCH_TYPES if info.strategic_merge or t != STRATEGIC_PATCH]
             raise unsupported_media_type(patch_type, accepted)
@@ -369,7 +401,6 @@ class Api:
             raise bad_request("error decoding patch: json: exceeded max depth") from None
         except ValueError as exc:
             raise bad_request(f"error decoding patch: {exc}") from None
-        storage = self.storage_of(info)
 
         def patched(current: Stored) -> JsonObject:
             found = self._apply_patch(info, patch_type, self.served_obj(info, current), document)
@@ -381,14 +412,29 @@ class Api:
                 )
             return found
 
+        return self.write_with(info, namespace, name, patched, subresource, dry_run, admit, owner)
+
+    def write_with(
+        self,
+        info: ResourceInfo,
+        namespace: str,
+        name: str,
+        patched: Callable[[Stored], JsonObject],
+        subresource: str,
+        dry_run: bool,
+        admit: Admit | None,
+        owner: applying.Owner | None,
+    ) -> Stored:
+        """Store what `patched` makes of the stored object (with the admission webhooks, if any)."""
         if admit is not None:
-            return admitted_write(self, info, namespace, name, patched, admit, subresource, dry_run)
+            return admitted_write(self, info, namespace, name, patched, admit, subresource, dry_run, owner)
+        storage = self.storage_of(info)
         with self.store.lock:
             current = self.get(storage, namespace, name)
             obj = patched(current)
             if conversion.needs_conversion(info, storage):
                 obj = conversion.to_stored(info, storage, obj)
-            return self._write(info, storage, current, obj, subresource, dry_run)
+            return self._write(info, storage, current, obj, subresource, dry_run, owner)
 
     @staticmethod
     def _apply_patch(info: ResourceInfo, patch_type: str, original: JsonObject, document: Any) -> Any:
@@ -413,12 +459,19 @@ class Api:
         obj: JsonObject,
         subresource: str,
         dry_run: bool,
+        owner: applying.Owner | None = None,
     ) -> Stored:
-        old, new = self.prepare_write(info, storage, current, obj, subresource)
+        old, new = self.prepare_write(info, storage, current, obj, subresource, owner)
         return self.commit_write(storage, current, old, new, subresource, dry_run)
 
     def prepare_write(
-        self, info: ResourceInfo, storage: ResourceInfo, current: Stored, obj: JsonObject, subresource: str
+        self,
+        info: ResourceInfo,
+        storage: ResourceInfo,
+        current: Stored,
+        obj: JsonObject,
+        subresource: str,
+        owner: applying.Owner | None = None,
     ) -> tuple[JsonObject, JsonObject]:
         """(old, new): the object an update would store, checked; the caller holds the lock."""
         old = current.obj()
@@ -426,6 +479,12 @@ class Api:
         new = self._merge_update(storage, old, obj, subresource)
         if not subresource:
             apply_update_defaults(storage.group, storage.kind, new)
+        if owner is not None and subresource in ("", "status"):
+            if owner.applied:
+                applying.keep_applied(new, obj)
+            else:
+                writer = self.writer(info, storage, owner.manager, owner.subresource or subresource)
+                track_update(old, new, writer, self.now())
         self.validate(info, new, old)
         if storage.tracks_generation and _spec_part(new) != _spec_part(old):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1

@@ -3,7 +3,10 @@
 This is the subset of the Go struct tags (`patchStrategy:"merge" patchMergeKey:"name"`,
 `patchStrategy:"retainKeys"`) that kubectl apply exercises on the kinds this server stores. A list
 not named here is replaced whole, as in Kubernetes (tolerations, taints, args, command...).
-Pure data; read by `patch.strategic_merge`.
+Server-side apply reads the same tree as the OpenAPI's `x-kubernetes-list-type` (a merge list is a
+`map` keyed by `keys`, or a `set` without a key; any other list is `atomic`) and
+`x-kubernetes-map-type: atomic` (`Struct.atomic`, the `+mapType=atomic` maps).
+Pure data; read by `patch.strategic_merge` and `fieldpaths.Place`.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ class Struct:
 
     fields: Mapping[str, Node] = field(default_factory=dict)
     retain_keys: bool = False
+    atomic: bool = False  # a `+mapType=atomic` map: server-side apply owns and replaces it whole
 
 
 @dataclass(frozen=True)
@@ -27,6 +31,13 @@ class MergeList:
 
     key: str | None
     item: Struct = field(default_factory=Struct)
+    keys: tuple[str, ...] = ()  # the list-map keys where they are more than `key` (ports: containerPort, protocol)
+    defaults: tuple[tuple[str, str], ...] = ()  # a key's default when an element omits it (protocol: TCP)
+
+    @property
+    def map_keys(self) -> tuple[str, ...]:
+        """The `x-kubernetes-list-map-keys` (empty for a set)."""
+        return self.keys or ((self.key,) if self.key is not None else ())
 
 
 Node: TypeAlias = Struct | MergeList
@@ -35,11 +46,12 @@ EMPTY = Struct()
 
 METADATA = Struct({"finalizers": MergeList(None), "ownerReferences": MergeList("uid")})
 CONDITIONS = MergeList("type")
+_TCP = (("protocol", "TCP"),)
 
 CONTAINER = Struct(
     {
         "env": MergeList("name"),
-        "ports": MergeList("containerPort"),
+        "ports": MergeList("containerPort", keys=("containerPort", "protocol"), defaults=_TCP),
         "volumeMounts": MergeList("mountPath"),
         "volumeDevices": MergeList("devicePath"),
         "resizePolicy": MergeList("resourceName"),
@@ -53,7 +65,8 @@ POD_SPEC = Struct(
         "volumes": MergeList("name", Struct(retain_keys=True)),
         "imagePullSecrets": MergeList("name"),
         "hostAliases": MergeList("ip"),
-        "topologySpreadConstraints": MergeList("topologyKey"),
+        "topologySpreadConstraints": MergeList("topologyKey", keys=("topologyKey", "whenUnsatisfiable")),
+        "nodeSelector": Struct(atomic=True),
         "resourceClaims": MergeList("name"),
         "schedulingGates": MergeList("name"),
     }
@@ -88,7 +101,14 @@ SCHEMAS: Mapping[str, Struct] = {
         }
     ),
     "Namespace": Struct({"metadata": METADATA, "status": Struct({"conditions": CONDITIONS})}),
-    "Service": Struct({"metadata": METADATA, "spec": Struct({"ports": MergeList("port")})}),
+    "Service": Struct(
+        {
+            "metadata": METADATA,
+            "spec": Struct(
+                {"ports": MergeList("port", keys=("port", "protocol"), defaults=_TCP), "selector": Struct(atomic=True)}
+            ),
+        }
+    ),
     "Deployment": _workload("strategy"),
     "DaemonSet": _workload("updateStrategy"),
     "StatefulSet": _workload("updateStrategy"),

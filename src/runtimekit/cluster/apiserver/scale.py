@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from runtimekit.cluster.apiserver.applying import Owner
 from runtimekit.cluster.apiserver.errors import (
     bad_request,
     field_invalid,
@@ -62,12 +63,15 @@ def _replicas(scale: Any, name: str) -> int:
     return replicas
 
 
-def _set_replicas(api: Api, info: ResourceInfo, current: Stored, replicas: int, dry_run: bool) -> JsonObject:
+def _set_replicas(
+    api: Api, info: ResourceInfo, current: Stored, replicas: int, dry_run: bool, manager: str | None
+) -> JsonObject:
     obj = current.obj()
     obj.setdefault("spec", {})["replicas"] = replicas
     obj["metadata"]["resourceVersion"] = str(current.rv)
     namespace = obj["metadata"].get("namespace", "")
-    stored = api.update(info, namespace, current.name, obj, dry_run=dry_run)
+    owner = Owner(manager, subresource="scale") if manager is not None else None  # kube's entry names /scale
+    stored = api.update(info, namespace, current.name, obj, dry_run=dry_run, owner=owner)
     return scale_of(stored)
 
 
@@ -75,7 +79,9 @@ def get_scale(api: Api, info: ResourceInfo, namespace: str, name: str) -> JsonOb
     return scale_of(api.get(api.storage_of(info), namespace, name))
 
 
-def update_scale(api: Api, info: ResourceInfo, namespace: str, name: str, body: Any, dry_run: bool) -> JsonObject:
+def update_scale(
+    api: Api, info: ResourceInfo, namespace: str, name: str, body: Any, dry_run: bool, manager: str | None = None
+) -> JsonObject:
     """PUT: the Scale's replicas, with its resourceVersion as a precondition when it has one."""
     replicas = _replicas(body, name)
     wanted = str((body.get("metadata") or {}).get("resourceVersion") or "")
@@ -83,11 +89,18 @@ def update_scale(api: Api, info: ResourceInfo, namespace: str, name: str, body: 
         current = api.get(api.storage_of(info), namespace, name)
         if wanted and wanted != str(current.rv):
             raise stale(info.plural, name, info.group)
-        return _set_replicas(api, info, current, replicas, dry_run)
+        return _set_replicas(api, info, current, replicas, dry_run, manager)
 
 
 def patch_scale(
-    api: Api, info: ResourceInfo, namespace: str, name: str, content_type: str, body: bytes, dry_run: bool
+    api: Api,
+    info: ResourceInfo,
+    namespace: str,
+    name: str,
+    content_type: str,
+    body: bytes,
+    dry_run: bool,
+    manager: str | None = None,
 ) -> JsonObject:
     """PATCH: a merge, strategic (same as merge for a Scale) or JSON patch of the Scale."""
     kind = content_type.split(";", maxsplit=1)[0].strip().lower()
@@ -114,4 +127,4 @@ def patch_scale(
         wanted = str(((patched if isinstance(patched, dict) else {}).get("metadata") or {}).get("resourceVersion"))
         if wanted != str(current.rv):  # a resourceVersion in the patch is a precondition
             raise stale(info.plural, name, info.group)
-        return _set_replicas(api, info, current, _replicas(patched, name), dry_run)
+        return _set_replicas(api, info, current, _replicas(patched, name), dry_run, manager)

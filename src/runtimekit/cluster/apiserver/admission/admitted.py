@@ -17,6 +17,7 @@ from typing import Any, Protocol, cast
 
 from runtimekit.cluster.apiserver import conversion
 from runtimekit.cluster.apiserver.admission.requests import Admit
+from runtimekit.cluster.apiserver.applying import Owner
 from runtimekit.cluster.apiserver.defaults import pod_spec
 from runtimekit.cluster.apiserver.errors import bad_request, stale
 from runtimekit.cluster.apiserver.resources import ResourceInfo
@@ -38,7 +39,13 @@ class WritingApi(Protocol):
     def check_type(self, info: ResourceInfo, body: Any, validation: FieldValidation = ...) -> JsonObject: ...
 
     def prepare_write(
-        self, info: ResourceInfo, storage: ResourceInfo, current: Stored, obj: JsonObject, subresource: str
+        self,
+        info: ResourceInfo,
+        storage: ResourceInfo,
+        current: Stored,
+        obj: JsonObject,
+        subresource: str,
+        owner: Owner | None = ...,
     ) -> tuple[JsonObject, JsonObject]: ...
 
     def commit_write(
@@ -75,6 +82,7 @@ def admitted_write(
     admit: Admit,
     subresource: str,
     dry_run: bool,
+    owner: Owner | None = None,
 ) -> Stored:
     """An update (`make` gives the request's object) or a patch (`make` applies it to the stored one)."""
     storage = api.storage_of(info)
@@ -87,7 +95,7 @@ def admitted_write(
         with api.store.lock:
             if api.store.get(storage, current.namespace, current.name) is not current:
                 continue
-            old, new = api.prepare_write(info, storage, current, obj, subresource)
+            old, new = api.prepare_write(info, storage, current, obj, subresource, owner)
         admit.validate(new, old)
         with api.store.lock:
             if api.store.get(storage, current.namespace, current.name) is current:
