@@ -2,7 +2,8 @@
 
 `Handlers.handle` is the one aiohttp handler. Every `ApiError` becomes its `Status` response, and any
 other exception a logged 500 `InternalError` Status, so the server keeps serving after any bad
-request. Discovery, health and openapi stubs are answered here too. No semantics live here.
+request. Discovery and health are answered here too, OpenAPI documents by `openapiserve`. No semantics
+live here.
 Called by `server.ApiServer`.
 """
 
@@ -39,6 +40,7 @@ from runtimekit.cluster.apiserver.listing import (
     partial_object,
     table_bytes,
 )
+from runtimekit.cluster.apiserver.openapiserve import OpenApi
 from runtimekit.cluster.apiserver.operations import Api, decode_body
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.routing import (
@@ -93,6 +95,7 @@ class Handlers:
     watch_timeout: float
     address: Callable[[], str]
     admission: Admission
+    openapi: OpenApi
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         with collect_warnings() as warnings:
@@ -119,8 +122,8 @@ class Handlers:
             return web.Response(text="ok")
         if trimmed == "/version":
             return _json(dumps(discovery.version_info(self.version)))
-        if trimmed == "/openapi/v2":
-            return web.Response(body=b"", content_type="application/octet-stream")
+        if path.startswith("/openapi/"):
+            return await self.openapi.handle(request, trimmed)
         parsed = parse_path(path)
         if parsed is None:
             return web.Response(status=404, text="404 page not found\n")
