@@ -7,7 +7,9 @@ and dry run found through the v3 PATCH operations, apply's strategic merge by th
 
 from __future__ import annotations
 
+import base64
 import importlib.util
+import json
 from pathlib import Path
 from typing import Any
 
@@ -214,3 +216,20 @@ def test_each_kubectl_version(kubectl: Kubectl, version: str) -> None:
     kubectl("apply", "-f", "-", stdin=_deployment("b"), binary=binary)
     names = kubectl("get", "deploy", "web", "-o", "jsonpath={.spec.template.spec.containers[*].name}", binary=binary)
     assert names.stdout == "b"
+
+
+# protobuf request bodies --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("version", [v for v in ("1.32", "1.33") if v in KUBECTL_BINARIES])
+def test_kubectl_creates_secrets_and_config_maps_in_protobuf(kubectl: Kubectl, version: str) -> None:
+    """kubectl 1.32+ (and Helm 4's release storage) send these kinds as protobuf, as kube-apiserver takes them."""
+    binary = KUBECTL_BINARIES[version]
+    created = kubectl("create", "secret", "generic", "s", "--from-literal=user=admin", "--type=Opaque", binary=binary)
+    assert created.stdout.strip() == "secret/s created"
+    secret = json.loads(kubectl("get", "secret", "s", "-o", "json").stdout)
+    assert (secret["type"], secret["data"]) == ("Opaque", {"user": base64.b64encode(b"admin").decode()})
+    assert secret["metadata"]["creationTimestamp"]
+    kubectl("create", "configmap", "c", "--from-literal=a=b", binary=binary)
+    assert kubectl("get", "configmap", "c", "-o", "jsonpath={.data.a}").stdout == "b"
+    kubectl("delete", "secret", "s", binary=binary)

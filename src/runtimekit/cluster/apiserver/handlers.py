@@ -42,6 +42,7 @@ from runtimekit.cluster.apiserver.listing import (
 )
 from runtimekit.cluster.apiserver.openapiserve import OpenApi
 from runtimekit.cluster.apiserver.operations import Api, decode_body
+from runtimekit.cluster.apiserver.protobody import PROTOBUF
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.routing import (
     GroupVersionPath,
@@ -66,7 +67,7 @@ from runtimekit.kube.objects import StatusDetails
 
 log = logging.getLogger(__name__)
 _HEALTH = ("/healthz", "/readyz", "/livez")
-_BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json")
+_BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json", PROTOBUF)
 _SUBRESOURCE_METHODS = {
     "status": ("GET", "PUT", "PATCH"),
     "finalize": ("PUT",),
@@ -223,6 +224,14 @@ class Handlers:
             raise unsupported_media_type(content_type, ["application/json", "application/yaml"])
         return decode_body(await read_body(request), content_type, kind)
 
+    @staticmethod
+    async def _delete_body(request: web.Request) -> Any:
+        """The DeleteOptions sent (JSON, or protobuf from typed clients), None without a body."""
+        raw = await read_body(request)
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        wire = PROTOBUF if content_type == PROTOBUF else "application/json"
+        return decode_body(raw, wire, "DeleteOptions") if raw.strip() else None
+
     def _one(self, request: web.Request, info: ResourceInfo, stored: Stored, status: int = 200) -> web.Response:
         """A single object in the requested rendering (kubectl asks for a one-row Table)."""
         served = self.api.served(info, stored)
@@ -370,10 +379,7 @@ class Handlers:
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         assert target.name is not None
-        raw = await read_body(request)
-        options = DeleteOptions.parse(
-            decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
-        )
+        options = DeleteOptions.parse(await self._delete_body(request), query)
         admit = self._admit(request, info, target, DELETE)
         call = functools.partial(admitted_delete, self.api, info, target.namespace or "", target.name, options, admit)
         result = await run(call, admit)
@@ -390,10 +396,7 @@ class Handlers:
     ) -> web.Response:
         if info.namespaced and target.namespace is None:
             raise method_not_allowed()
-        raw = await read_body(request)
-        options = DeleteOptions.parse(
-            decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
-        )
+        options = DeleteOptions.parse(await self._delete_body(request), query)
         flt = Filter.compile(info, target.namespace, query)
         page = self.api.store.page(info, flt.namespace, flt.matcher, pinned=flt.pinned)
         results = []
