@@ -24,8 +24,8 @@ from typing import Any, TypedDict, cast
 from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
 from runtimekit.cluster.apiserver.openapi import Schema, definitions_document
 from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.kube.objects import JsonObject
 
-JsonDict = dict[str, Any]
 REF_V3 = "#/components/schemas/"
 _META = "io.k8s.apimachinery.pkg.apis.meta.v1."
 OBJECT_META, LIST_META = _META + "ObjectMeta", _META + "ListMeta"
@@ -57,7 +57,7 @@ class DocsDocument(TypedDict):
 
     versions: dict[str, dict[str, str]]
     pool: dict[str, dict[str, str]]
-    parts: dict[str, JsonDict]
+    parts: dict[str, JsonObject]
 
 
 @functools.cache
@@ -67,9 +67,9 @@ def _docs_document() -> DocsDocument:
     return loaded
 
 
-def _from_shipped(schema: Schema) -> JsonDict:
+def _from_shipped(schema: Schema) -> JsonObject:
     """A shipped (JSON Schema) definition in OpenAPI v3 form: `$ref`s to components, no null types."""
-    out: JsonDict = {}
+    out: JsonObject = {}
     for key, value in schema.items():
         if key == "$ref":
             out["$ref"] = REF_V3 + str(value).rsplit("/", 1)[-1]
@@ -89,13 +89,13 @@ def _from_shipped(schema: Schema) -> JsonDict:
 
 
 @functools.cache
-def builtin_definitions(version: str) -> Mapping[str, JsonDict]:
+def builtin_definitions(version: str) -> Mapping[str, JsonObject]:
     """Every shipped definition of `version` in OpenAPI v3 form with its documentation (compiled
     once per process; callers copy before changing one)."""
     structure = definitions_document()
     docs = _docs_document()
     names, doc_names = structure["versions"][version], docs["versions"].get(version, {})
-    out: dict[str, JsonDict] = {}
+    out: dict[str, JsonObject] = {}
     for name, key in names.items():
         schema = _from_shipped(structure["pool"][key])
         refs = docs["pool"].get(doc_names.get(name, ""), {})
@@ -119,13 +119,13 @@ def custom_name(group: str, version: str, kind: str) -> str:
     return ".".join([*reversed(group.split(".")), version, kind])
 
 
-def _gvk(info: ResourceInfo, kind: str) -> JsonDict:
+def _gvk(info: ResourceInfo, kind: str) -> JsonObject:
     return {"group": info.group, "kind": kind, "version": info.version}
 
 
-def custom_schemas(info: ResourceInfo, crd_schema: JsonDict | None) -> dict[str, JsonDict]:
+def custom_schemas(info: ResourceInfo, crd_schema: JsonObject | None) -> dict[str, JsonObject]:
     """The definitions of a custom kind and its list, as apiextensions-apiserver publishes them."""
-    schema: JsonDict = copy.deepcopy(crd_schema) if crd_schema else {"x-kubernetes-preserve-unknown-fields": True}
+    schema: JsonObject = copy.deepcopy(crd_schema) if crd_schema else {"x-kubernetes-preserve-unknown-fields": True}
     schema.setdefault("type", "object")
     properties = schema.setdefault("properties", {})
     properties["apiVersion"] = {"description": _API_VERSION_DOC, "type": "string"}
@@ -133,7 +133,7 @@ def custom_schemas(info: ResourceInfo, crd_schema: JsonDict | None) -> dict[str,
     properties["metadata"] = {"$ref": REF_V3 + OBJECT_META}
     schema["x-kubernetes-group-version-kind"] = [_gvk(info, info.kind)]
     name = custom_name(info.group, info.version, info.kind)
-    listing: JsonDict = {
+    listing: JsonObject = {
         "description": f"{info.kind}List is a list of {info.kind}",
         "properties": {
             "apiVersion": {"description": _API_VERSION_DOC, "type": "string"},
@@ -148,9 +148,9 @@ def custom_schemas(info: ResourceInfo, crd_schema: JsonDict | None) -> dict[str,
     return {name: schema, name + "List": listing}
 
 
-def crd_version_schemas(crds: Iterable[CustomResourceDefinition]) -> dict[tuple[str, str, str], JsonDict]:
+def crd_version_schemas(crds: Iterable[CustomResourceDefinition]) -> dict[tuple[str, str, str], JsonObject]:
     """(group, version, plural) -> that version's openAPIV3Schema, for every CRD that declares one."""
-    out: dict[tuple[str, str, str], JsonDict] = {}
+    out: dict[tuple[str, str, str], JsonObject] = {}
     for crd in crds:
         spec = crd.get("spec") or {}
         plural = (spec.get("names") or {}).get("plural", "")
@@ -173,8 +173,8 @@ def _group_id(group: str) -> str:
     return parts[0] + "".join(_camel(p) for p in parts[1:])
 
 
-def _param(name: str, where: str, description: str, kind: str = "string", required: bool = False) -> JsonDict:
-    param: JsonDict = {"description": description, "in": where, "name": name, "schema": {"type": kind}}
+def _param(name: str, where: str, description: str, kind: str = "string", required: bool = False) -> JsonObject:
+    param: JsonObject = {"description": description, "in": where, "name": name, "schema": {"type": kind}}
     if required:
         param["required"] = True
     if where == "query" and kind != "boolean":
@@ -215,7 +215,7 @@ _LIST_PARAMS = [
 ]
 
 
-def _content(types: Iterable[str], ref: str) -> JsonDict:
+def _content(types: Iterable[str], ref: str) -> JsonObject:
     return {media: {"schema": {"$ref": REF_V3 + ref}} for media in types}
 
 
@@ -228,11 +228,11 @@ class _Operations:
         self.ids = _group_id(info.group) + _camel(info.version)
 
     def _op(
-        self, verb: str, action: str, what: str, suffix: str, body: str, params: list[JsonDict], out: str
-    ) -> JsonDict:
+        self, verb: str, action: str, what: str, suffix: str, body: str, params: list[JsonObject], out: str
+    ) -> JsonObject:
         info = self.info
         scope = "Namespaced" if info.namespaced and suffix != "ForAllNamespaces" else ""
-        op: JsonDict = {
+        op: JsonObject = {
             "description": what,
             "operationId": f"{verb}{_camel(self.ids)}{scope}{info.kind}{suffix}",
             "parameters": params,
@@ -255,15 +255,15 @@ class _Operations:
             op["responses"]["201"] = {"description": "Created", "content": _content(_JSON_TYPES, out)}
         return op
 
-    def paths(self) -> dict[str, JsonDict]:
+    def paths(self) -> dict[str, JsonObject]:
         info, verbs = self.info, set(self.info.verbs)
         where = f"/namespaces/{{namespace}}/{info.plural}" if info.namespaced else f"/{info.plural}"
         collection, item = self.prefix + where, self.prefix + where + "/{name}"
         scope = [_param("namespace", "path", "object name and auth scope", required=True)] if info.namespaced else []
         named = [_param("name", "path", f"name of the {info.kind}", required=True), *scope, _PRETTY]
         write = [_DRY_RUN, _FIELD_MANAGER, _FIELD_VALIDATION]
-        out: dict[str, JsonDict] = {}
-        ops: JsonDict = {"parameters": [*scope, _PRETTY]}
+        out: dict[str, JsonObject] = {}
+        ops: JsonObject = {"parameters": [*scope, _PRETTY]}
         if "list" in verbs:
             ops["get"] = self._op(
                 "list", "list", f"list or watch objects of kind {info.kind}", "", "", _LIST_PARAMS, self.listing
@@ -338,7 +338,7 @@ def group_version_key(group: str, version: str) -> str:
     return f"apis/{group}/{version}" if group else f"api/{version}"
 
 
-def _reachable(roots: Iterable[str], definitions: Mapping[str, JsonDict]) -> list[str]:
+def _reachable(roots: Iterable[str], definitions: Mapping[str, JsonObject]) -> list[str]:
     """The definitions `roots` refer to, directly or not (sorted)."""
     seen: set[str] = set()
     stack = [name for name in roots if name in definitions]
@@ -363,7 +363,7 @@ def _refs(schema: Any) -> Iterable[str]:
             yield from _refs(value)
 
 
-def _security() -> JsonDict:
+def _security() -> JsonObject:
     return {
         "BearerToken": {
             "description": "Bearer Token authentication",
@@ -377,19 +377,19 @@ def _security() -> JsonDict:
 def group_version_documents(
     infos: Iterable[ResourceInfo],
     builtin_kinds: Mapping[str, str],
-    builtin: Mapping[str, JsonDict],
-    crd_schemas: Mapping[tuple[str, str, str], JsonDict],
+    builtin: Mapping[str, JsonObject],
+    crd_schemas: Mapping[tuple[str, str, str], JsonObject],
     git_version: str,
-) -> dict[str, JsonDict]:
+) -> dict[str, JsonObject]:
     """`group_version_key` -> the OpenAPI v3 document of that group-version. `builtin_kinds` maps
     `apps/v1/Deployment` to its shipped definition name."""
     by_gv: dict[str, list[ResourceInfo]] = {}
     for info in infos:
         by_gv.setdefault(group_version_key(info.group, info.version), []).append(info)
-    documents: dict[str, JsonDict] = {}
+    documents: dict[str, JsonObject] = {}
     for key, members in sorted(by_gv.items()):
-        definitions: dict[str, JsonDict] = dict(builtin)
-        paths: dict[str, JsonDict] = {}
+        definitions: dict[str, JsonObject] = dict(builtin)
+        paths: dict[str, JsonObject] = {}
         roots = [STATUS, DELETE_OPTIONS, PATCH]
         for info in sorted(members, key=lambda i: i.plural):
             item = builtin_kinds.get(f"{info.api_version}/{info.kind}", "")

@@ -31,6 +31,7 @@ from runtimekit.cluster.apiserver.crschema import bundled_crds
 from runtimekit.cluster.apiserver.openapi import definitions_document
 from runtimekit.cluster.apiserver.resources import ResourceTable
 from runtimekit.cluster.apiserver.store import Store
+from runtimekit.kube.objects import JsonObject
 
 V2_PROTOBUF = (
     "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
@@ -60,7 +61,7 @@ class Published:
     v3: dict[str, Body]  # group_version_key -> document
     v3_root: Body
     git_version: str
-    _documents: list[openapidocs.JsonDict]
+    _documents: list[JsonObject]
     _v2: tuple[Body, Body] | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 

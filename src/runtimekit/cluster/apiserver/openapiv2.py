@@ -14,10 +14,11 @@ from __future__ import annotations
 
 import json
 import struct
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from typing import Any
 
-from runtimekit.cluster.apiserver.openapidocs import REF_V3, JsonDict
+from runtimekit.cluster.apiserver.openapidocs import REF_V3
+from runtimekit.kube.objects import JsonObject
 
 REF_V2 = "#/definitions/"
 _V3_ONLY = frozenset({"oneOf", "anyOf", "not", "nullable", "allOf"})
@@ -32,7 +33,7 @@ def _schema(schema: Any) -> Any:
         return [_schema(item) for item in schema]
     if not isinstance(schema, dict):
         return schema
-    out: JsonDict = {}
+    out: JsonObject = {}
     for key, value in schema.items():
         if key == "$ref":
             out[key] = REF_V2 + str(value).removeprefix(REF_V3)
@@ -45,19 +46,19 @@ def _schema(schema: Any) -> Any:
     return out
 
 
-def _operation(op: JsonDict) -> JsonDict:
-    out: JsonDict = {k: v for k, v in op.items() if k not in ("parameters", "requestBody", "responses")}
+def _operation(op: JsonObject) -> JsonObject:
+    out: JsonObject = {k: v for k, v in op.items() if k not in ("parameters", "requestBody", "responses")}
     out["parameters"] = [_parameter(p) for p in op.get("parameters", [])]
     body = op.get("requestBody")
     if body:
-        content: JsonDict = body["content"]
+        content: JsonObject = body["content"]
         out["consumes"] = sorted(content)
         schema = next(iter(content.values()))["schema"]
         out["parameters"].append({"in": "body", "name": "body", "required": True, "schema": _schema(schema)})
-    responses: JsonDict = {}
+    responses: JsonObject = {}
     produces: set[str] = set()
     for code, response in op.get("responses", {}).items():
-        answer: JsonDict = {"description": response.get("description", "")}
+        answer: JsonObject = {"description": response.get("description", "")}
         content = response.get("content") or {}
         if content:
             produces.update(content)
@@ -69,22 +70,22 @@ def _operation(op: JsonDict) -> JsonDict:
     return out
 
 
-def _parameter(param: JsonDict) -> JsonDict:
-    out: JsonDict = {k: v for k, v in param.items() if k != "schema"}
+def _parameter(param: JsonObject) -> JsonObject:
+    out: JsonObject = {k: v for k, v in param.items() if k != "schema"}
     out.update(param.get("schema") or {})
     return out
 
 
-def swagger(documents: Iterable[JsonDict], git_version: str) -> JsonDict:
+def swagger(documents: Iterable[JsonObject], git_version: str) -> JsonObject:
     """One Swagger 2.0 document of every path and definition of the v3 `documents`."""
-    definitions: JsonDict = {}
-    paths: JsonDict = {}
+    definitions: JsonObject = {}
+    paths: JsonObject = {}
     for document in documents:
         for name, schema in document["components"]["schemas"].items():
             if name not in definitions:
                 definitions[name] = {**_schema(schema), **_ONE_TYPE.get(name, {})}
         for path, item in document["paths"].items():
-            converted: JsonDict = {}
+            converted: JsonObject = {}
             for method, value in item.items():
                 if method == "parameters":
                     converted[method] = [_parameter(p) for p in value]
@@ -151,13 +152,13 @@ def _any(value: object) -> bytes:
     return _text(2, json.dumps(value))
 
 
-def _extensions(number: int, schema: Mapping[str, Any]) -> bytes:
+def _extensions(number: int, schema: JsonObject) -> bytes:
     return b"".join(
         _bytes(number, _text(1, key) + _bytes(2, _any(value))) for key, value in schema.items() if key.startswith("x-")
     )
 
 
-def encode_schema(schema: Mapping[str, Any]) -> bytes:
+def encode_schema(schema: JsonObject) -> bytes:
     """gnostic `Schema`."""
     parts = [
         _text(1, schema.get("$ref", "")),
@@ -200,7 +201,7 @@ def encode_schema(schema: Mapping[str, Any]) -> bytes:
     return b"".join(parts)
 
 
-def _encode_parameter(param: Mapping[str, Any]) -> bytes:
+def _encode_parameter(param: JsonObject) -> bytes:
     """gnostic `ParametersItem` holding a body, query or path `Parameter`."""
     where = param.get("in", "")
     if where == "body":
@@ -221,7 +222,7 @@ def _encode_parameter(param: Mapping[str, Any]) -> bytes:
     return _bytes(1, _bytes(2, sub))
 
 
-def _encode_operation(op: Mapping[str, Any]) -> bytes:
+def _encode_operation(op: JsonObject) -> bytes:
     parts = [_text(1, tag) for tag in op.get("tags", [])]
     parts += [_text(3, op.get("description", "")), _text(5, op.get("operationId", ""))]
     parts += [_text(6, media) for media in op.get("produces", [])]
@@ -242,7 +243,7 @@ def _encode_operation(op: Mapping[str, Any]) -> bytes:
 _METHODS = {"get": 2, "put": 3, "post": 4, "delete": 5, "options": 6, "head": 7, "patch": 8}
 
 
-def encode(document: Mapping[str, Any]) -> bytes:
+def encode(document: JsonObject) -> bytes:
     """gnostic `openapi.v2.Document` of a `swagger()` document."""
     info = document.get("info") or {}
     paths = b""

@@ -14,9 +14,9 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
-from typing import Any
 
 from runtimekit.cluster.apiserver.errors import ApiError, bad_request, unsupported_media_type
+from runtimekit.kube.objects import JsonObject
 
 PROTOBUF = "application/vnd.kubernetes.protobuf"
 _MAGIC = b"k8s\x00"
@@ -79,9 +79,9 @@ def _time(value: int | bytes) -> str:
     return datetime.fromtimestamp(_signed(fields.get(1, 0)), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _owner(value: int | bytes) -> dict[str, Any]:
+def _owner(value: int | bytes) -> JsonObject:
     names = {1: "kind", 3: "name", 4: "uid", 5: "apiVersion", 6: "controller", 7: "blockOwnerDeletion"}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for number, item in _fields(value if isinstance(value, bytes) else b""):
         if number in (6, 7):
             out[names[number]] = bool(item)
@@ -90,9 +90,9 @@ def _owner(value: int | bytes) -> dict[str, Any]:
     return out
 
 
-def _metadata(value: int | bytes) -> dict[str, Any]:
+def _metadata(value: int | bytes) -> JsonObject:
     strings = {1: "name", 2: "generateName", 3: "namespace", 5: "uid", 6: "resourceVersion"}
-    out: dict[str, Any] = {}
+    out: JsonObject = {}
     for number, item in _fields(value if isinstance(value, bytes) else b""):
         if number in strings:
             out[strings[number]] = _text(item)
@@ -110,13 +110,13 @@ def _metadata(value: int | bytes) -> dict[str, Any]:
     return out
 
 
-def _map(out: dict[str, Any], name: str, item: int | bytes, binary: bool) -> None:
+def _map(out: JsonObject, name: str, item: int | bytes, binary: bool) -> None:
     key, value = _entry(item)
     out.setdefault(name, {})[key] = base64.b64encode(value).decode() if binary else value.decode()
 
 
-def _secret(fields: Fields) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _secret(fields: Fields) -> JsonObject:
+    out: JsonObject = {}
     for number, item in fields:
         if number == 1:
             out["metadata"] = _metadata(item)
@@ -129,8 +129,8 @@ def _secret(fields: Fields) -> dict[str, Any]:
     return out
 
 
-def _config_map(fields: Fields) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _config_map(fields: Fields) -> JsonObject:
+    out: JsonObject = {}
     for number, item in fields:
         if number == 1:
             out["metadata"] = _metadata(item)
@@ -141,8 +141,8 @@ def _config_map(fields: Fields) -> dict[str, Any]:
     return out
 
 
-def _delete_options(fields: Fields) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+def _delete_options(fields: Fields) -> JsonObject:
+    out: JsonObject = {}
     for number, item in fields:
         if number == 1:
             out["gracePeriodSeconds"] = _signed(item)
@@ -158,14 +158,14 @@ def _delete_options(fields: Fields) -> dict[str, Any]:
     return out
 
 
-_KINDS: dict[str, Callable[[Fields], dict[str, Any]]] = {
+_KINDS: dict[str, Callable[[Fields], JsonObject]] = {
     "Secret": _secret,
     "ConfigMap": _config_map,
     "DeleteOptions": _delete_options,
 }
 
 
-def decode_protobuf(body: bytes, kind: str) -> dict[str, Any]:
+def decode_protobuf(body: bytes, kind: str) -> JsonObject:
     """The JSON form of a protobuf-encoded `kind` (415 for kinds not decoded here, 400 for bad bytes)."""
     if not body.startswith(_MAGIC):
         raise bad_request(f"{kind} in protobuf: the body does not start with the k8s protobuf prefix")
