@@ -226,8 +226,9 @@ def test_each_kubectl_version(kubectl: Kubectl, version: str) -> None:
 # protobuf request bodies --------------------------------------------------------------------------
 
 
-def test_kubectl_creates_secrets_and_config_maps_in_protobuf(kubectl: Kubectl) -> None:
-    """kubectl 1.32+ (and Helm 4's release storage) send these kinds as protobuf, as kube-apiserver takes them."""
+def test_kubectl_creates_in_protobuf(kubectl: Kubectl) -> None:
+    """kubectl 1.32+ sends the objects of `kubectl create|run|expose` as protobuf (and Helm 4 its release
+    Secrets), which kube-apiserver takes for every built-in kind."""
     if "1.33" not in KUBECTL_BINARIES:
         pytest.skip("kubectl 1.33 is not installed")
     binary = KUBECTL_BINARIES["1.33"]
@@ -235,7 +236,17 @@ def test_kubectl_creates_secrets_and_config_maps_in_protobuf(kubectl: Kubectl) -
     assert created.stdout.strip() == "secret/s created"
     secret = json.loads(kubectl("get", "secret", "s", "-o", "json").stdout)
     assert (secret["type"], secret["data"]) == ("Opaque", {"user": base64.b64encode(b"admin").decode()})
-    assert secret["metadata"]["creationTimestamp"]
-    kubectl("create", "configmap", "c", "--from-literal=a=b", binary=binary)
-    assert kubectl("get", "configmap", "c", "-o", "jsonpath={.data.a}").stdout == "b"
+    kubectl("create", "deployment", "web", "--image=nginx", "--replicas=0", binary=binary)
+    spec = json.loads(kubectl("get", "deployment", "web", "-o", "json").stdout)["spec"]
+    assert spec["replicas"] == 0  # a zero the client set is kept
+    assert spec["template"]["spec"]["containers"][0]["image"] == "nginx"
+    kubectl("run", "p", "--image=busybox", "--env=A=1", "--labels=app=p", "--restart=Never", binary=binary)
+    pod = json.loads(kubectl("get", "pod", "p", "-o", "json").stdout)
+    assert (pod["metadata"]["labels"], pod["spec"]["containers"][0]["env"]) == (
+        {"app": "p"},
+        [{"name": "A", "value": "1"}],
+    )
+    assert pod["spec"]["restartPolicy"] == "Never"
+    kubectl("create", "pdb", "half", "--selector=app=p", "--min-available=50%", binary=binary)
+    assert kubectl("get", "pdb", "half", "-o", "jsonpath={.spec.minAvailable}").stdout == "50%"  # an IntOrString
     kubectl("delete", "secret", "s", binary=binary)
