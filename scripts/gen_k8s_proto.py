@@ -39,8 +39,8 @@ def _parse(text: str) -> dict[str, list[list[object]]]:
     out: dict[str, list[list[object]]] = {}
     for name, body in _MESSAGE.findall(text):
         fields: list[list[object]] = []
-        for label, kind, map_value, field, number in _FIELD.findall(body):
-            kind = kind or map_value
+        for label, declared, map_value, field, number in _FIELD.findall(body):
+            kind = declared or map_value
             if kind.startswith("."):
                 kind = kind[1:]
             elif kind not in _SCALARS:
@@ -70,7 +70,7 @@ def _commit(checkout: Path) -> str:
 
 def message_name(group: str, version: str, kind: str) -> str:
     """`apps`, `v1`, `Deployment` -> `k8s.io.api.apps.v1.Deployment` (core for the legacy group)."""
-    return f"k8s.io.api.{group.split('.')[0] if group else 'core'}.{version}.{kind}"
+    return f"k8s.io.api.{group.split('.', maxsplit=1)[0] if group else 'core'}.{version}.{kind}"
 
 
 def build(api: Path, apimachinery: Path) -> bytes:
