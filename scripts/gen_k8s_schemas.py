@@ -9,6 +9,13 @@ name}}, "pool": {key: definition}}. The embedded API server
 compiles the version it reports from it (`runtimekit.cluster.apiserver.openapi`). Run it again
 after upgrading kubernetes-validate; tests/cluster/test_apiserver_decoding.py checks that the
 shipped file is what this script writes.
+
+It also writes src/runtimekit/data/k8s-openapi-docs.json.gz, what the structural file leaves out and
+the served OpenAPI documents need (`runtimekit.cluster.apiserver.openapidocs`): per definition its
+description, `required` and `x-kubernetes-*` extensions, and those of each property (the patch
+strategies and merge keys kubectl's apply reads, the group-version-kind explain looks kinds up by).
+Stored as {"versions": {"1.31": {definition name: key}}, "pool": {key: {"": part key of the
+definition's own, property name: part key of the property's}}, "parts": {part key: extras}}.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "src" / "runtimekit" / "data" / "k8s-schemas.json.gz"
+DOCS_OUT = ROOT / "src" / "runtimekit" / "data" / "k8s-openapi-docs.json.gz"
 MINORS = range(27, 36)
 _KEEP = frozenset({"type", "format", "properties", "items", "additionalProperties", "oneOf", "$ref"})
 
@@ -39,6 +47,55 @@ def _strip(schema: Any) -> Any:
         elif key in _KEEP:
             out[key] = _strip(value)
     return out
+
+
+def _extras(schema: Any) -> dict[str, Any]:
+    """The description, required list and vendor extensions of one schema (not its structure)."""
+    return {k: v for k, v in schema.items() if k in ("description", "required") or k.startswith("x-kubernetes-")}
+
+
+def _docs(schema: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if _extras(schema):
+        out[""] = _extras(schema)
+    for name, sub in (schema.get("properties") or {}).items():
+        if isinstance(sub, dict) and _extras(sub):
+            out[name] = _extras(sub)
+    return out
+
+
+def _pack(document: dict[str, Any]) -> bytes:
+    raw = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
+    return gzip.compress(raw, compresslevel=9, mtime=0)
+
+
+def _key(value: Any) -> tuple[str, Any]:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:10], json.loads(text)
+
+
+def build_docs() -> bytes:
+    """The documentation file's bytes (deterministic, as `build`). Descriptions change a little from
+    release to release, so each property's part is pooled on its own (`parts`), and a definition is a
+    map from property name to part (`pool`)."""
+    root = resources.files("kubernetes_validate") / "kubernetes-json-schema"
+    parts: dict[str, Any] = {}
+    pool: dict[str, Any] = {}
+    versions: dict[str, dict[str, str]] = {}
+    for minor in MINORS:
+        definitions = json.loads((root / f"v1.{minor}.0-local" / "_definitions.json").read_text())["$defs"]
+        names: dict[str, str] = {}
+        for name, schema in sorted(definitions.items()):
+            refs: dict[str, str] = {}
+            for prop, extras in _docs(schema).items():
+                part, value = _key(extras)
+                parts[part] = value
+                refs[prop] = part
+            key, value = _key(refs)
+            pool[key] = value
+            names[name] = key
+        versions[f"1.{minor}"] = names
+    return _pack({"versions": versions, "pool": dict(sorted(pool.items())), "parts": dict(sorted(parts.items()))})
 
 
 def build() -> bytes:
@@ -61,15 +118,16 @@ def build() -> bytes:
             pool[key] = json.loads(text)
             names[name] = key
         versions[f"1.{minor}"] = names
-    document = {"versions": versions, "kinds": kinds, "pool": dict(sorted(pool.items()))}
-    raw = json.dumps(document, sort_keys=True, separators=(",", ":")).encode()
-    return gzip.compress(raw, compresslevel=9, mtime=0)
+    return _pack({"versions": versions, "kinds": kinds, "pool": dict(sorted(pool.items()))})
 
 
 def main() -> int:
     data = build()
     OUT.write_bytes(data)
     print(f"wrote {OUT.relative_to(ROOT)} ({len(data)} bytes, versions 1.{MINORS[0]}-1.{MINORS[-1]})")
+    docs = build_docs()
+    DOCS_OUT.write_bytes(docs)
+    print(f"wrote {DOCS_OUT.relative_to(ROOT)} ({len(docs)} bytes)")
     return 0
 
 

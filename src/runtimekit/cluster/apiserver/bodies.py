@@ -26,6 +26,7 @@ from yaml.events import AliasEvent
 from yaml.nodes import MappingNode, Node, SequenceNode
 
 from runtimekit.cluster.apiserver.errors import ApiError, bad_request
+from runtimekit.cluster.apiserver.protobody import PROTOBUF, decode_protobuf
 from runtimekit.kube import jsoncodec
 
 MAX_BODY_BYTES = 3 * 1024 * 1024
@@ -54,6 +55,8 @@ def decode_body(body: bytes, content_type: str, kind: str) -> Any:
     """JSON (or YAML) request body as Python values; malformed bodies are 400 as the real decoder words them."""
     if len(body) > MAX_BODY_BYTES:
         raise body_too_large()
+    if content_type == PROTOBUF:
+        return decode_protobuf(body, kind)
     if "yaml" in content_type:
         try:
             return load_yaml(body)

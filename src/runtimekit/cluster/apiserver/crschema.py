@@ -108,11 +108,21 @@ def crd_schemas(crd: CustomResourceDefinition) -> dict[tuple[str, str], Node]:
 
 
 @functools.cache
+def bundled_crds() -> tuple[CustomResourceDefinition, ...]:
+    """The kit's CRDs of the Volcano kinds the server serves built in (read once; do not change them)."""
+    return tuple(
+        cast(
+            CustomResourceDefinition, yaml.safe_load((resources.files("runtimekit") / "data" / name).read_text("utf-8"))
+        )
+        for name in BUNDLED_CRDS
+    )
+
+
+@functools.cache
 def _bundled() -> dict[tuple[str, str], Node]:
     out: dict[tuple[str, str], Node] = {}
-    for name in BUNDLED_CRDS:
-        text = (resources.files("runtimekit") / "data" / name).read_text(encoding="utf-8")
-        out.update(crd_schemas(cast(CustomResourceDefinition, yaml.safe_load(text))))
+    for crd in bundled_crds():
+        out.update(crd_schemas(crd))
     return out
 
 

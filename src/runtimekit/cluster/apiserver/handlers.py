@@ -2,7 +2,8 @@
 
 `Handlers.handle` is the one aiohttp handler. Every `ApiError` becomes its `Status` response, and any
 other exception a logged 500 `InternalError` Status, so the server keeps serving after any bad
-request. Discovery, health and openapi stubs are answered here too. No semantics live here.
+request. Discovery and health are answered here too, OpenAPI documents by `openapiserve`. No semantics
+live here.
 Called by `server.ApiServer`.
 """
 
@@ -44,7 +45,9 @@ from runtimekit.cluster.apiserver.listing import (
     table_bytes,
 )
 from runtimekit.cluster.apiserver.managedfields import manager_name
+from runtimekit.cluster.apiserver.openapiserve import OpenApi
 from runtimekit.cluster.apiserver.operations import Api, decode_body
+from runtimekit.cluster.apiserver.protobody import PROTOBUF
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.routing import (
     GroupVersionPath,
@@ -69,7 +72,7 @@ from runtimekit.kube.objects import StatusDetails
 
 log = logging.getLogger(__name__)
 _HEALTH = ("/healthz", "/readyz", "/livez")
-_BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json")
+_BODY_TYPES = ("application/json", "application/yaml", "application/merge-patch+json", PROTOBUF)
 _SUBRESOURCE_METHODS = {
     "status": ("GET", "PUT", "PATCH"),
     "finalize": ("PUT",),
@@ -108,6 +111,7 @@ class Handlers:
     watch_timeout: float
     address: Callable[[], str]
     admission: Admission
+    openapi: OpenApi
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         with collect_warnings() as warnings:
@@ -134,8 +138,8 @@ class Handlers:
             return web.Response(text="ok")
         if trimmed == "/version":
             return _json(dumps(discovery.version_info(self.version)))
-        if trimmed == "/openapi/v2":
-            return web.Response(body=b"", content_type="application/octet-stream")
+        if path.startswith("/openapi/"):
+            return await self.openapi.handle(request, trimmed)
         parsed = parse_path(path)
         if parsed is None:
             return web.Response(status=404, text="404 page not found\n")
@@ -234,6 +238,14 @@ class Handlers:
         if content_type not in _BODY_TYPES and content_type not in ("", "*/*", "text/plain"):
             raise unsupported_media_type(content_type, ["application/json", "application/yaml"])
         return decode_body(await read_body(request), content_type, kind)
+
+    @staticmethod
+    async def _delete_body(request: web.Request) -> Any:
+        """The DeleteOptions sent (JSON, or protobuf from typed clients), None without a body."""
+        raw = await read_body(request)
+        content_type = request.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        wire = PROTOBUF if content_type == PROTOBUF else "application/json"
+        return decode_body(raw, wire, "DeleteOptions") if raw.strip() else None
 
     def _one(self, request: web.Request, info: ResourceInfo, stored: Stored, status: int = 200) -> web.Response:
         """A single object in the requested rendering (kubectl asks for a one-row Table)."""
@@ -400,10 +412,7 @@ class Handlers:
         self, request: web.Request, info: ResourceInfo, target: Target, query: Mapping[str, str]
     ) -> web.Response:
         assert target.name is not None
-        raw = await read_body(request)
-        options = DeleteOptions.parse(
-            decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
-        )
+        options = DeleteOptions.parse(await self._delete_body(request), query)
         admit = self._admit(request, info, target, DELETE)
         call = functools.partial(admitted_delete, self.api, info, target.namespace or "", target.name, options, admit)
         result = await run(call, admit)
@@ -420,10 +429,7 @@ class Handlers:
     ) -> web.Response:
         if info.namespaced and target.namespace is None:
             raise method_not_allowed()
-        raw = await read_body(request)
-        options = DeleteOptions.parse(
-            decode_body(raw, "application/json", "DeleteOptions") if raw.strip() else None, query
-        )
+        options = DeleteOptions.parse(await self._delete_body(request), query)
         flt = Filter.compile(info, target.namespace, query)
         page = self.api.store.page(info, flt.namespace, flt.matcher, pinned=flt.pinned)
         results = []

@@ -165,6 +165,11 @@ def _document() -> Definitions:
     return loaded
 
 
+def definitions_document() -> Definitions:
+    """The shipped definitions (read once per process; do not change them)."""
+    return _document()
+
+
 def available_versions() -> list[str]:
     return sorted(_document()["versions"], key=lambda v: tuple(int(p) for p in v.split(".")))
 

@@ -332,6 +332,7 @@ class ResourceTable:
     _by_path: dict[tuple[str, str, str], ResourceInfo] = field(default_factory=dict)
     _by_storage: dict[str, ResourceInfo] = field(default_factory=dict)  # storage -> the form it stores
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    generation: int = 0  # counts registrations: what is derived from the table (OpenAPI) is rebuilt on change
 
     def _replace(self, updated: dict[tuple[str, str, str], ResourceInfo]) -> None:
         by_storage: dict[str, ResourceInfo] = {}
@@ -339,6 +340,7 @@ class ResourceTable:
             if not info.view:
                 by_storage.setdefault(info.storage, info)
         self._by_path, self._by_storage = updated, by_storage
+        self.generation += 1
 
     @classmethod
     def builtin(cls) -> ResourceTable:

@@ -33,6 +33,7 @@ from runtimekit.cluster.apiserver.handlers import Handlers
 from runtimekit.cluster.apiserver.identity import ADMIN, Identities, UserInfo
 from runtimekit.cluster.apiserver.kubeconfig import write_kubeconfig
 from runtimekit.cluster.apiserver.openapi import schema_version, shapes_for
+from runtimekit.cluster.apiserver.openapiserve import OpenApi
 from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.persist import SqlitePersistence
 from runtimekit.cluster.apiserver.resources import ResourceTable
@@ -83,10 +84,12 @@ class ApiServer:
             start_rv=start_rv,
             persistence=self._persistence,
         )
-        shapes = shapes_for(schema_version(self.version.major, self.version.minor))
+        definitions = schema_version(self.version.major, self.version.minor)
+        shapes = shapes_for(definitions)
         self.api = Api(self.table, self.store, clock=clock, rng=random.Random(seed), shapes=shapes)
         self.identities = Identities()  # bearer tokens of the kubeconfigs written, to who they name
         self.admission = Admission(self.store, self.table, self.identities)  # webhooks called for HTTP requests
+        self.openapi = OpenApi(self.table, self.store, definitions, self.version.git_version)
         allow_deep_json()
         self._restore()
         self._bootstrap()
@@ -187,6 +190,7 @@ class ApiServer:
             self.watch_timeout,
             lambda: f"{self.host}:{self.port}",
             self.admission,
+            self.openapi,
         )
         app = web.Application(client_max_size=MAX_BODY_BYTES + 1)  # aiohttp refuses sizes >= this
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
