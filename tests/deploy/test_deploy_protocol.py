@@ -145,6 +145,12 @@ def test_version_two_chart_values_render_as_the_protocol_reads_them(tmp_path: Pa
             "protocol.resources.memoryAdvertised=false",
             "--set",
             "protocol.schedulerAliases=hami-scheduler",
+            "--set",
+            "protocol.rules.memoryScaling=1.5",
+            "--set",
+            "protocol.rules.defaultMemory=512",
+            "--set",
+            "protocol.rules.defaultCores=20",
         )
     )
     [(_, protocol), *rest] = load_protocol_sources(rendered)
@@ -152,6 +158,8 @@ def test_version_two_chart_values_render_as_the_protocol_reads_them(tmp_path: Pa
     assert protocol.names("memory") == ("aliyun.com/gpu-memory", "a.com/m", "b.com/n")
     assert (protocol.resources.gpu_replicas, protocol.resources.memory_advertised) == (10, False)
     assert (protocol.rules.model_match, protocol.scheduler_aliases) == ("contains", ("hami-scheduler",))
+    rules = protocol.rules
+    assert (rules.memory_scaling, rules.default_memory, rules.default_cores) == (1.5, 512, 20)
 
 
 def test_helm_renders_agreeing_configmaps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

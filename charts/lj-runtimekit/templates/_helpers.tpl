@@ -86,6 +86,15 @@ rules.memoryDefault: {{ .rules.memoryDefault }}
 {{- if ne .rules.modelMatch "exact" }}
 rules.modelMatch: {{ .rules.modelMatch }}
 {{- end }}
+{{- if ne (float64 .rules.memoryScaling) 1.0 }}
+rules.memoryScaling: {{ .rules.memoryScaling }}
+{{- end }}
+{{- if ne (int .rules.defaultMemory) 0 }}
+rules.defaultMemory: {{ .rules.defaultMemory }}
+{{- end }}
+{{- if ne (int .rules.defaultCores) 0 }}
+rules.defaultCores: {{ .rules.defaultCores }}
+{{- end }}
 {{- end }}
 
 {{- define "lj-runtimekit.socketDir" -}}

@@ -185,6 +185,23 @@ class NodeInventory:
         )
 
 
+def offered_memory_mib(memory_mib: int, mig_mode: MigMode, scaling: float) -> int:
+    """The memory a GPU offers to shares: its own times `rules.memoryScaling` (HAMi's
+    deviceMemoryScaling, rounded down as HAMi's device plugin registers it), except in MIG mode, where
+    the slices are the hardware's."""
+    if scaling == 1.0 or mig_mode is not MigMode.OFF:
+        return memory_mib
+    return int(memory_mib * scaling)
+
+
+def offered_inventory(inventory: NodeInventory, scaling: float) -> NodeInventory:
+    """`inventory` with each GPU's offered memory (`offered_memory_mib`)."""
+    if scaling == 1.0:
+        return inventory
+    gpus = tuple(replace(g, memory_mib=offered_memory_mib(g.memory_mib, g.mig_mode, scaling)) for g in inventory.gpus)
+    return replace(inventory, gpus=gpus)
+
+
 def simulated_uuid(node: str, index: int) -> GpuUUID:
     """A stable, UUID-shaped identifier for simulated GPU `index` of `node`."""
     import hashlib
