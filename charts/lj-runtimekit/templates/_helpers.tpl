@@ -68,7 +68,7 @@ sockets.runtime: {{ $p.sockets.runtime }}
 {{/* The keys of protocol version 2, each only when it differs from its default (so that the default
 render is the version-1 file of deploy/). */}}
 {{- define "lj-runtimekit.protocolV2" -}}
-{{- $names := dict "resources.memoryPercent" .resources.memoryPercent "aliases.gpu" .aliases.gpu "aliases.core" .aliases.core "aliases.memory" .aliases.memory "aliases.memoryPercent" .aliases.memoryPercent "annotations.gpuModelsExcluded" .annotations.gpuModelsExcluded "annotations.gpuUuids" .annotations.gpuUuids "annotations.gpuUuidsExcluded" .annotations.gpuUuidsExcluded "annotations.nodePolicy" .annotations.nodePolicy "annotations.gpuPolicy" .annotations.gpuPolicy "schedulerAliases" .schedulerAliases -}}
+{{- $names := dict "resources.memoryPercent" .resources.memoryPercent "aliases.gpu" .aliases.gpu "aliases.core" .aliases.core "aliases.memory" .aliases.memory "aliases.memoryPercent" .aliases.memoryPercent "annotations.gpuModelsExcluded" .annotations.gpuModelsExcluded "annotations.gpuUuids" .annotations.gpuUuids "annotations.gpuUuidsExcluded" .annotations.gpuUuidsExcluded "annotations.nodePolicy" .annotations.nodePolicy "annotations.gpuPolicy" .annotations.gpuPolicy "annotations.gpusCordoned" .annotations.gpusCordoned "schedulerAliases" .schedulerAliases -}}
 {{- range $key := keys $names | sortAlpha }}
 {{- with index $names $key }}
 {{ $key }}: {{ . | quote }}

@@ -159,6 +159,14 @@ class NodeInventory:
         bad = set(unhealthy)
         return replace(self, gpus=tuple(replace(g, healthy=g.uuid not in bad) for g in self.gpus))
 
+    def cordoned(self, uuids: Sequence[str]) -> NodeInventory:
+        """The inventory with the GPUs in `uuids` unusable for new pods, as unhealthy ones are (HAMi's
+        `hami.io/device-cordon`: the pods already on them stay)."""
+        out = set(uuids)
+        if not out.intersection(g.uuid for g in self.gpus):
+            return self
+        return replace(self, gpus=tuple(replace(g, healthy=g.healthy and g.uuid not in out) for g in self.gpus))
+
     def to_annotation(self) -> str:
         return json.dumps({"version": 1, "gpus": [gpu.to_json() for gpu in self.gpus]}, separators=(",", ":"))
 

@@ -55,7 +55,8 @@ Validator = Callable[[str], str | None]
 # 3: resources.memoryPercent, resources.gpuReplicas, resources.memoryAdvertised, aliases.*, rules.*,
 #    annotations.gpuModelsExcluded, .gpuUuids, .gpuUuidsExcluded, .nodePolicy, .gpuPolicy,
 #    schedulerAliases (what the peers' presets need: runtimekit.protocol.presets)
-# 4: rules.memoryScaling, rules.defaultMemory, rules.defaultCores (HAMi's device-plugin knobs)
+# 4: rules.memoryScaling, rules.defaultMemory, rules.defaultCores (HAMi's device-plugin knobs),
+#    annotations.gpusCordoned
 PROTOCOL_VERSION: Final = 4
 # Keys added after version 1. Left at their defaults they do not enter the fingerprint, so components
 # of different versions that agree on every name they share show the same fingerprint.
@@ -79,6 +80,7 @@ ADDED_KEYS: Final = {
     "rules.memoryScaling": 4,
     "rules.defaultMemory": 4,
     "rules.defaultCores": 4,
+    "annotations.gpusCordoned": 4,
 }
 
 
@@ -152,6 +154,7 @@ class Annotations(msgspec.Struct, frozen=True, rename="camel"):
     gpu_uuids_excluded: str = ""  # v3: pod: GPUs (UUIDs) not to use
     node_policy: str = ""  # v3: pod: how to choose the node (a policy name), with gpu_policy below
     gpu_policy: str = ""  # v3: pod: how to choose the GPUs on it
+    gpus_cordoned: str = ""  # v4: node: GPUs (UUIDs, comma-separated) that take no new pods
 
 
 class Sockets(msgspec.Struct, frozen=True, rename="camel"):
@@ -255,6 +258,7 @@ _CHECKS: Mapping[str, Validator] = {
     "annotations.gpuUuidsExcluded": optional(check_qualified_name),
     "annotations.nodePolicy": optional(check_qualified_name),
     "annotations.gpuPolicy": optional(check_qualified_name),
+    "annotations.gpusCordoned": optional(check_qualified_name),
     "schedulerAliases": list_of(check_dns_subdomain),
 }
 # counts, numbers and a switch

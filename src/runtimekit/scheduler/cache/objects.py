@@ -37,6 +37,7 @@ from runtimekit.model import (
 )
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.names import split_names
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     Constraints,
@@ -121,6 +122,9 @@ def node_state(node: Node, protocol: KitProtocol) -> NodeState:
             inventory = NodeInventory.from_annotation(name, str(text))
         except InventoryError as exc:
             problem = str(exc)
+    cordon = protocol.annotations.gpus_cordoned
+    if cordon and annotations.get(cordon):  # GPUs taking no new pods (HAMi's hami.io/device-cordon)
+        inventory = inventory.cordoned(split_names(str(annotations[cordon])))
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "NoSchedule")))
         for t in spec.get("taints") or []
