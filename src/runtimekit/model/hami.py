@@ -29,6 +29,7 @@ BIND_PHASE: Final = "hami.io/bind-phase"
 BIND_TIME: Final = "hami.io/bind-time"
 ALLOCATING: Final = "allocating"
 SUCCESS: Final = "success"
+BINDING_ANNOTATIONS: Final = frozenset({NODE, TIME, DEVICES, BIND_PHASE, BIND_TIME})  # what `placed` writes
 DEVICE_TYPE: Final = "NVIDIA"  # HAMi's NvidiaGPUDevice, the type of every NVIDIA card's entry
 
 

@@ -10,11 +10,14 @@ a lone `;` (pkg/scheduler/score.go).
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
-from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
+from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName, hami
 from runtimekit.model.hami import encode_devices
 from runtimekit.protocol.presets import preset_protocol
+from runtimekit.scheduler.cache.objects import task_from_pod
 from scheduler.fake_api import FakeApi, node_object, pod_object
 from scheduler.plugins.test_gpushare_presets import make, placed, schedule
 
@@ -88,3 +91,20 @@ def test_other_names_get_no_hami_annotation() -> None:
     meta = api.pods["default/p"]["metadata"]
     assert meta["annotations"][volcano.annotations.assignment]
     assert not any(k.startswith("hami.io/") for k in (*meta["annotations"], *meta.get("labels", {})))
+
+
+def test_the_binding_event_with_hamis_annotations_and_label_reuses_the_task() -> None:
+    """HAMi's annotations and label come with the binding, so its event keeps the earlier task (the
+    cache's fast path), as the kit's own binding annotations do; another label is read anew."""
+    pending = pod_object("p", {"nvidia.com/gpu": "1"}, scheduler="hami-scheduler")
+    earlier = task_from_pod(pending, HAMI)
+    earlier.priority = 99  # what only the earlier task says: the fast path carries it
+    bound = copy.deepcopy(pending)
+    bound["spec"]["nodeName"] = "n1"
+    notes = {HAMI.annotations.assignment: "{}", HAMI.annotations.assume_time: "1"}
+    notes |= dict.fromkeys(hami.BINDING_ANNOTATIONS, "x")
+    bound["metadata"]["annotations"].update(notes)
+    bound["metadata"]["labels"] = {hami.NODE: "n1"}
+    assert task_from_pod(bound, HAMI, earlier).priority == 99
+    bound["metadata"]["labels"]["app"] = "x"
+    assert task_from_pod(bound, HAMI, earlier).priority == 0
