@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
@@ -123,6 +124,18 @@ def test_a_preset_by_name_reaches_every_configmap_both_ways(
         assert len(found) == 6, way  # every component's ConfigMap
         assert all(protocol == preset_protocol(name) for _, protocol in found), way
         assert all(protocol.version == PROTOCOL_VERSION for _, protocol in found), way
+
+
+def test_the_device_plugin_settings_go_with_a_preset(tmp_path: Path) -> None:
+    rendered = tmp_path / "chart.yaml"
+    settings = ("memoryScaling=1.5", "defaultMemory=512", "defaultCores=20")
+    settings = tuple(f"protocol.rules.{setting}" for setting in settings)
+    rendered.write_text(render_chart("--set", "protocol.preset=hami", *(a for s in settings for a in ("--set", s))))
+    found = load_protocol_sources(rendered)
+    rules = preset_protocol("hami").rules
+    expected = msgspec.structs.replace(rules, memory_scaling=1.5, default_memory=512, default_cores=20)
+    assert {protocol.rules for _, protocol in found} == {expected}
+    assert all(protocol.resources == preset_protocol("hami").resources for _, protocol in found)
 
 
 def test_deploy_all_refuses_an_unknown_preset() -> None:

@@ -31,14 +31,19 @@ app.kubernetes.io/component: {{ . }}
 {{- end }}
 
 {{/* protocol.yaml, dotted keys in the loader's order (runtimekit protocol show); with protocol.preset,
-the preset's file (files/presets/, as `runtimekit protocol preset NAME` writes it). */}}
+the preset's file (files/presets/, as `runtimekit protocol preset NAME` writes it) with the device-plugin
+settings of protocol.rules (memoryScaling, defaultMemory, defaultCores) in place of the preset's. */}}
 {{- define "lj-runtimekit.protocol" -}}
 {{- $p := .Values.protocol -}}
 {{- if $p.preset -}}
 {{- if ne $p.sockets.runtime "/run/lj-runtimekit/runtime.sock" -}}
 {{- fail "protocol.preset keeps the runtime socket at /run/lj-runtimekit/runtime.sock: leave protocol.sockets.runtime as it is" -}}
 {{- end -}}
-{{- .Files.Get (printf "files/presets/%s.yaml" $p.preset) | trim -}}
+{{- $text := .Files.Get (printf "files/presets/%s.yaml" $p.preset) | trim -}}
+{{- range $key := list "memoryScaling" "defaultMemory" "defaultCores" }}
+{{- $text = regexReplaceAll (printf "(?m)^rules[.]%s: .*$" $key) $text (printf "rules.%s: %v" $key (index $p.rules $key)) }}
+{{- end }}
+{{- $text -}}
 {{- else -}}
 resources.gpu: {{ $p.resources.gpu }}
 resources.core: {{ $p.resources.core }}
