@@ -16,6 +16,7 @@ from runtimekit.cluster.kubelet.devices import DirectDevices
 from runtimekit.cluster.kubelet.runner import NodeContext, capture_output, map_paths, parse_duration, runtimekit_argv
 from runtimekit.cluster.kubelet.status import Terminated, terminated_status
 from runtimekit.model import NodeInventory
+from runtimekit.protocol.loader import parse_protocol_mapping
 from runtimekit.protocol.presets import preset_protocol
 
 
@@ -221,3 +222,12 @@ def test_a_direct_node_advertises_what_the_device_plugin_would_under_a_preset(
 ) -> None:
     devices = DirectDevices(NodeInventory.simulated("n1", "T4", 2), preset_protocol(preset))
     assert devices.capacity() == capacity
+
+
+def test_a_direct_node_offers_scaled_memory_as_the_runtime_would() -> None:
+    protocol = parse_protocol_mapping({"rules.memoryScaling": 1.5}, "test")  # memory in GiB units: advertised
+    devices = DirectDevices(NodeInventory.simulated("n1", "T4", 2), protocol)
+    assert devices.capacity()[protocol.resources.memory] == 2 * (15360 * 3 // 2 // 1024)
+    _, annotations = devices.node_metadata()
+    inventory = NodeInventory.from_annotation("n1", annotations[protocol.annotations.node_devices])
+    assert [g.memory_mib for g in inventory.gpus] == [23040, 23040]

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 import yaml
 
@@ -125,6 +126,18 @@ def test_a_preset_by_name_reaches_every_configmap_both_ways(
         assert all(protocol.version == PROTOCOL_VERSION for _, protocol in found), way
 
 
+def test_the_device_plugin_settings_go_with_a_preset(tmp_path: Path) -> None:
+    rendered = tmp_path / "chart.yaml"
+    settings = ("memoryScaling=1.5", "defaultMemory=512", "defaultCores=20")
+    settings = tuple(f"protocol.rules.{setting}" for setting in settings)
+    rendered.write_text(render_chart("--set", "protocol.preset=hami", *(a for s in settings for a in ("--set", s))))
+    found = load_protocol_sources(rendered)
+    rules = preset_protocol("hami").rules
+    expected = msgspec.structs.replace(rules, memory_scaling=1.5, default_memory=512, default_cores=20)
+    assert {protocol.rules for _, protocol in found} == {expected}
+    assert all(protocol.resources == preset_protocol("hami").resources for _, protocol in found)
+
+
 def test_deploy_all_refuses_an_unknown_preset() -> None:
     done = run_deploy_all("render", "--preset=koordinator")
     assert done.returncode == 2
@@ -145,6 +158,12 @@ def test_version_two_chart_values_render_as_the_protocol_reads_them(tmp_path: Pa
             "protocol.resources.memoryAdvertised=false",
             "--set",
             "protocol.schedulerAliases=hami-scheduler",
+            "--set",
+            "protocol.rules.memoryScaling=1.5",
+            "--set",
+            "protocol.rules.defaultMemory=512",
+            "--set",
+            "protocol.rules.defaultCores=20",
         )
     )
     [(_, protocol), *rest] = load_protocol_sources(rendered)
@@ -152,6 +171,8 @@ def test_version_two_chart_values_render_as_the_protocol_reads_them(tmp_path: Pa
     assert protocol.names("memory") == ("aliyun.com/gpu-memory", "a.com/m", "b.com/n")
     assert (protocol.resources.gpu_replicas, protocol.resources.memory_advertised) == (10, False)
     assert (protocol.rules.model_match, protocol.scheduler_aliases) == ("contains", ("hami-scheduler",))
+    rules = protocol.rules
+    assert (rules.memory_scaling, rules.default_memory, rules.default_cores) == (1.5, 512, 20)
 
 
 def test_helm_renders_agreeing_configmaps(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:

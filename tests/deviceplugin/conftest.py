@@ -14,6 +14,7 @@ from dp_helpers import KEYS, NODE, PROTOCOL, FakeNodeApi, Stack, StackFactory
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.deviceplugin.service import DevicePluginService, DeviceState, PluginSettings
 from runtimekit.model import MigMode, simulated_uuid
+from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
@@ -31,11 +32,12 @@ def make_stack() -> Iterator[StackFactory]:
         mig_layouts: Mapping[int, Sequence[str]] | None = None,
         mig_modes: Mapping[int, MigMode] | None = None,
         memory_unit: int = 0,
+        protocol: KitProtocol = PROTOCOL,
     ) -> Stack:
         root = Path(tempfile.mkdtemp(prefix="dp-"))
         backend = SimulatedBackend(NODE, parse_gpu_spec(gpus), mig_layouts=mig_layouts, mig_modes=mig_modes)
         runtime = NodeRuntime(
-            RuntimeSettings(NODE, root / "state", PROTOCOL, "0.1.0"),
+            RuntimeSettings(NODE, root / "state", protocol, "0.1.0"),
             backend,
             make_isolation(isolation),
             injector=backend,
@@ -46,7 +48,7 @@ def make_stack() -> Iterator[StackFactory]:
         kube = FakeNodeApi()
         state = DeviceState()
         state.update(client.list_devices())
-        service = DevicePluginService(PluginSettings(NODE, PROTOCOL, memory_unit, keys=KEYS), client, kube, state)
+        service = DevicePluginService(PluginSettings(NODE, protocol, memory_unit, keys=KEYS), client, kube, state)
         count = len(backend.devices())
         stack = Stack(root, daemon, client, kube, service, [simulated_uuid(NODE, i) for i in range(count)])
         stacks.append(stack)

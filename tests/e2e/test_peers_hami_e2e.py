@@ -62,6 +62,13 @@ def test_the_examples_units_reach_the_assignment_the_devices_and_the_memory_limi
     assert (share["coreMilli"], share["memoryMiB"]) == (300, 3000)  # 30 % of the cores, 3000 MiB
     assert cluster.visible(default, "main") == [share["uuid"]]
     assert memory_limits(cluster, default) == ["3000m"]
+    notes, node = default["metadata"]["annotations"], default["spec"]["nodeName"]
+    assert notes["hami.io/vgpu-devices-allocated"] == f"{share['uuid']},NVIDIA,3000,30:;"  # where HAMi's tools read
+    assert notes["hami.io/vgpu-node"] == default["metadata"]["labels"]["hami.io/vgpu-node"] == node
+    assert notes["hami.io/bind-phase"] == "success"  # its device plugin allocated it
+    listed = cluster.pods(f"hami.io/vgpu-node={node}")  # as HAMi's vGPU monitor lists a node's pods
+    assert "default-use" in [p["metadata"]["name"] for p in listed]
+    assert {p["spec"]["nodeName"] for p in listed} == {node}
 
     shares = cluster.shares(fraction)["main"]
     half = MIB[models[fraction["spec"]["nodeName"]]] // 2  # 50 % of each card's own memory

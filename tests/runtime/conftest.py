@@ -52,6 +52,7 @@ def make_runtime(short_dir: Path, clock: FakeClock) -> Iterator[RuntimeFactory]:
         start: bool = True,
         grace_s: float = 30.0,
         mig_modes: Mapping[int, MigMode] | None = None,
+        protocol: KitProtocol | None = None,
     ) -> NodeRuntime:
         backend = SimulatedBackend(
             NODE,
@@ -61,11 +62,12 @@ def make_runtime(short_dir: Path, clock: FakeClock) -> Iterator[RuntimeFactory]:
             mig_modes=mig_modes,
             state_file=short_dir / "gpus" / SIMULATED_MIG_STATE,  # the simulated GPUs outlive a restart
         )
-        settings = RuntimeSettings(NODE, short_dir / "state", KitProtocol.default(), "0.1.0", grace_s)
+        protocol = protocol or KitProtocol.default()
+        settings = RuntimeSettings(NODE, short_dir / "state", protocol, "0.1.0", grace_s)
         runtime = NodeRuntime(
             settings,
             backend,
-            make_isolation(isolation),
+            make_isolation(isolation, memory_scaling=protocol.rules.memory_scaling),
             mps=mps,
             pods=pods,
             kubelet=kubelet,

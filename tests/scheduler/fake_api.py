@@ -108,7 +108,9 @@ class FakeApi:
             self.pod_events("MODIFIED", obj)
 
     # -- Binder ----------------------------------------------------------------------------
-    def bind(self, task: TaskInfo, node: str, annotations: Mapping[str, str]) -> None:
+    def bind(
+        self, task: TaskInfo, node: str, annotations: Mapping[str, str], labels: Mapping[str, str] | None = None
+    ) -> None:
         with self.lock:
             if self.fail_next_binds > 0:
                 self.fail_next_binds -= 1
@@ -120,6 +122,8 @@ class FakeApi:
                 raise BindError("pod already bound")
             obj["spec"]["nodeName"] = node
             obj["metadata"]["annotations"].update(annotations)
+            if labels:
+                obj["metadata"].setdefault("labels", {}).update(labels)
         assert self.pod_events is not None
         self.pod_events("MODIFIED", obj)
 

@@ -102,11 +102,11 @@ class JitteryApi(FakeApi):
         self.rng = random.Random(5)
         self.bound: dict[str, list[int]] = {}  # node -> assume times, in binding order
 
-    def bind(self, task: Any, node: str, annotations: Any) -> None:
+    def bind(self, task: Any, node: str, annotations: Any, labels: Any = None) -> None:
         time.sleep(self.rng.random() * 0.01)
         with self.lock:
             self.bound.setdefault(node, []).append(int(annotations[P.annotations.assume_time]))
-        super().bind(task, node, annotations)
+        super().bind(task, node, annotations, labels)
 
 
 def test_a_nodes_pods_are_bound_in_the_order_they_were_assumed() -> None:

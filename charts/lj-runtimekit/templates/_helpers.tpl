@@ -31,14 +31,19 @@ app.kubernetes.io/component: {{ . }}
 {{- end }}
 
 {{/* protocol.yaml, dotted keys in the loader's order (runtimekit protocol show); with protocol.preset,
-the preset's file (files/presets/, as `runtimekit protocol preset NAME` writes it). */}}
+the preset's file (files/presets/, as `runtimekit protocol preset NAME` writes it) with the device-plugin
+settings of protocol.rules (memoryScaling, defaultMemory, defaultCores) in place of the preset's. */}}
 {{- define "lj-runtimekit.protocol" -}}
 {{- $p := .Values.protocol -}}
 {{- if $p.preset -}}
 {{- if ne $p.sockets.runtime "/run/lj-runtimekit/runtime.sock" -}}
 {{- fail "protocol.preset keeps the runtime socket at /run/lj-runtimekit/runtime.sock: leave protocol.sockets.runtime as it is" -}}
 {{- end -}}
-{{- .Files.Get (printf "files/presets/%s.yaml" $p.preset) | trim -}}
+{{- $text := .Files.Get (printf "files/presets/%s.yaml" $p.preset) | trim -}}
+{{- range $key := list "memoryScaling" "defaultMemory" "defaultCores" }}
+{{- $text = regexReplaceAll (printf "(?m)^rules[.]%s: .*$" $key) $text (printf "rules.%s: %v" $key (index $p.rules $key)) }}
+{{- end }}
+{{- $text -}}
 {{- else -}}
 resources.gpu: {{ $p.resources.gpu }}
 resources.core: {{ $p.resources.core }}
@@ -68,7 +73,7 @@ sockets.runtime: {{ $p.sockets.runtime }}
 {{/* The keys of protocol version 2, each only when it differs from its default (so that the default
 render is the version-1 file of deploy/). */}}
 {{- define "lj-runtimekit.protocolV2" -}}
-{{- $names := dict "resources.memoryPercent" .resources.memoryPercent "aliases.gpu" .aliases.gpu "aliases.core" .aliases.core "aliases.memory" .aliases.memory "aliases.memoryPercent" .aliases.memoryPercent "annotations.gpuModelsExcluded" .annotations.gpuModelsExcluded "annotations.gpuUuids" .annotations.gpuUuids "annotations.gpuUuidsExcluded" .annotations.gpuUuidsExcluded "annotations.nodePolicy" .annotations.nodePolicy "annotations.gpuPolicy" .annotations.gpuPolicy "schedulerAliases" .schedulerAliases -}}
+{{- $names := dict "resources.memoryPercent" .resources.memoryPercent "aliases.gpu" .aliases.gpu "aliases.core" .aliases.core "aliases.memory" .aliases.memory "aliases.memoryPercent" .aliases.memoryPercent "annotations.gpuModelsExcluded" .annotations.gpuModelsExcluded "annotations.gpuUuids" .annotations.gpuUuids "annotations.gpuUuidsExcluded" .annotations.gpuUuidsExcluded "annotations.nodePolicy" .annotations.nodePolicy "annotations.gpuPolicy" .annotations.gpuPolicy "annotations.gpusCordoned" .annotations.gpusCordoned "schedulerAliases" .schedulerAliases -}}
 {{- range $key := keys $names | sortAlpha }}
 {{- with index $names $key }}
 {{ $key }}: {{ . | quote }}
@@ -85,6 +90,15 @@ rules.memoryDefault: {{ .rules.memoryDefault }}
 {{- end }}
 {{- if ne .rules.modelMatch "exact" }}
 rules.modelMatch: {{ .rules.modelMatch }}
+{{- end }}
+{{- if ne (float64 .rules.memoryScaling) 1.0 }}
+rules.memoryScaling: {{ .rules.memoryScaling }}
+{{- end }}
+{{- if ne (int .rules.defaultMemory) 0 }}
+rules.defaultMemory: {{ .rules.defaultMemory }}
+{{- end }}
+{{- if ne (int .rules.defaultCores) 0 }}
+rules.defaultCores: {{ .rules.defaultCores }}
 {{- end }}
 {{- end }}
 

@@ -50,6 +50,7 @@ class Candidate:
     shares: tuple[GpuShare, ...]
     assume_time: float
     allocated: Mapping[str, tuple[str, ...]]  # the pod's allocated record as read
+    gpu_containers: frozenset[str] = frozenset()  # the containers its assignment gives GPUs
 
     def __str__(self) -> str:
         return f"{self.namespace}/{self.name} container {self.container}"
@@ -219,6 +220,7 @@ def _read_pod(
         return (), (f"{namespace}/{name}: {assignment}",)
     annotations = m.get("annotations") or {}
     record = parse_allocated(annotations.get(protocol.annotations.allocated))
+    gpu_containers = frozenset(c for c, shares in assignment.containers.items() if shares)
     assume = parse_assume_time(annotations.get(protocol.annotations.assume_time))
     created = parse_assume_time(m.get("creationTimestamp"))
     uid = str(m.get("uid", ""))
@@ -238,7 +240,8 @@ def _read_pod(
         if slices != amount:
             notes.append(f"{namespace}/{name} container {cname}: assigned {slices} {profile} slices, asks {amount}")
             continue
-        candidate = Candidate(namespace, name, uid, str(m.get("resourceVersion", "")), cname, shares, assume, record)
+        version = str(m.get("resourceVersion", ""))
+        candidate = Candidate(namespace, name, uid, version, cname, shares, assume, record, gpu_containers)
         waiting.append(((created, assume, namespace, name, position), candidate, amount))
     return tuple(waiting), tuple(notes)
 

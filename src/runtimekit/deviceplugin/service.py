@@ -4,7 +4,9 @@
 streams follow a health change within milliseconds). `DevicePluginService.allocate` finds the pod
 (`matching.match`), forwards its assigned shares to the runtime (a MIG share with its GPU, profile and
 start: the runtime finds the static device or makes the dynamic one), and marks the pod allocated with a
-resourceVersion-guarded patch of `annotations.allocated`, re-reading and retrying on a conflict. Every
+resourceVersion-guarded patch of `annotations.allocated` (under HAMi's names with HAMi's
+`hami.io/bind-phase: success` once every GPU container has its devices, `runtimekit.model.hami`),
+re-reading and retrying on a conflict. Every
 refusal is a `ServiceError` whose message kubelet shows on the pod; nothing here raises anything else
 for a bad request. Allocate calls are serialised (one lock), as kubelet itself does.
 
@@ -59,7 +61,9 @@ from runtimekit.deviceplugin.resources import (
 )
 from runtimekit.kube.errors import ConflictError, KubeError, NotFoundError
 from runtimekit.kube.objects import Pod, meta
+from runtimekit.model import hami
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.presets import speaks_hami
 
 log = logging.getLogger(__name__)
 
@@ -172,6 +176,7 @@ class DevicePluginService:
         self._kube = kube
         self._view = view
         self._kubelet = kubelet
+        self._hami = speaks_hami(settings.protocol)  # HAMi's names: its bind phase is written too
         self._cache = MatchCache()
         self._check = AssignmentCheck(settings.keys, settings.protocol, self._gpu_memory, settings.memory_unit_mib)
         self._lock = threading.Lock()
@@ -342,10 +347,11 @@ class DevicePluginService:
         version = found.resource_version or None
         for _ in range(PATCH_ATTEMPTS):
             record[found.container] = (*record.get(found.container, ()), resource)
+            notes = {key: encode_allocated(record)}
+            if self._hami and found.gpu_containers <= record.keys():  # every GPU container has its devices
+                notes |= hami.allocated()
             try:
-                pod = self._kube.patch_pod_annotations(
-                    found.namespace, found.name, {key: encode_allocated(record)}, version
-                )
+                pod = self._kube.patch_pod_annotations(found.namespace, found.name, notes, version)
             except ConflictError:
                 pod = self._reread(found, resource)
                 record = parse_allocated(meta(pod).get("annotations", {}).get(key))

@@ -38,8 +38,15 @@ class KubeBinder:
     def __init__(self, http: KubeHttp, component: str, recorder: EventRecorder | None = None) -> None:
         self.http, self.component, self.recorder = http, component, recorder
 
-    def bind(self, task: PodIdentity, node: str, annotations: Mapping[str, str]) -> None:
-        """POST pods/binding; the API server merges the annotations and sets spec.nodeName."""
+    def bind(
+        self, task: PodIdentity, node: str, annotations: Mapping[str, str], labels: Mapping[str, str] | None = None
+    ) -> None:
+        """POST pods/binding; the API server merges the annotations and sets spec.nodeName. A Binding
+        carries no labels, so `labels` go first in a merge patch."""
+        if labels:
+            self.http.patch(
+                object_path("v1", "pods", task.namespace, task.name), {"metadata": {"labels": dict(labels)}}
+            )
         body: Binding = {
             "apiVersion": "v1",
             "kind": "Binding",

@@ -159,6 +159,14 @@ class NodeInventory:
         bad = set(unhealthy)
         return replace(self, gpus=tuple(replace(g, healthy=g.uuid not in bad) for g in self.gpus))
 
+    def cordoned(self, uuids: Sequence[str]) -> NodeInventory:
+        """The inventory with the GPUs in `uuids` unusable for new pods, as unhealthy ones are (HAMi's
+        `hami.io/device-cordon`: the pods already on them stay)."""
+        out = set(uuids)
+        if not out.intersection(g.uuid for g in self.gpus):
+            return self
+        return replace(self, gpus=tuple(replace(g, healthy=g.healthy and g.uuid not in out) for g in self.gpus))
+
     def to_annotation(self) -> str:
         return json.dumps({"version": 1, "gpus": [gpu.to_json() for gpu in self.gpus]}, separators=(",", ":"))
 
@@ -183,6 +191,23 @@ class NodeInventory:
             NodeName(node),
             tuple(Gpu(i, simulated_uuid(node, i), model, size, mig_mode=mig_mode) for i in range(count)),
         )
+
+
+def offered_memory_mib(memory_mib: int, mig_mode: MigMode, scaling: float) -> int:
+    """The memory a GPU offers to shares: its own times `rules.memoryScaling` (HAMi's
+    deviceMemoryScaling, rounded down as HAMi's device plugin registers it), except in MIG mode, where
+    the slices are the hardware's."""
+    if scaling == 1.0 or mig_mode is not MigMode.OFF:
+        return memory_mib
+    return int(memory_mib * scaling)
+
+
+def offered_inventory(inventory: NodeInventory, scaling: float) -> NodeInventory:
+    """`inventory` with each GPU's offered memory (`offered_memory_mib`)."""
+    if scaling == 1.0:
+        return inventory
+    gpus = tuple(replace(g, memory_mib=offered_memory_mib(g.memory_mib, g.mig_mode, scaling)) for g in inventory.gpus)
+    return replace(inventory, gpus=gpus)
 
 
 def simulated_uuid(node: str, index: int) -> GpuUUID:

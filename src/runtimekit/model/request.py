@@ -12,6 +12,9 @@ Rules (docs/user-guide/requests.md):
   `rules.memoryDefault` is `whole` (HAMi's and Volcano's rule; there a memory amount of 0 counts as
   none, and all of the memory without a compute share is a whole GPU). Under HAMi's names a compute
   share above 100 % is 100 %, as HAMi's Fit clamps it; elsewhere it is refused.
+- `rules.defaultMemory` / `rules.defaultCores` (HAMi's device-plugin `defaultMemory`, `defaultCores`),
+  when set, are the memory units and the compute percent of a GPU request that names none (so
+  `resources.gpu: 1` alone is then a share, not a whole GPU).
 - Each resource may be asked for under any one of its names (`KitProtocol.names`: the first, then
   `aliases.*`), never under two.
 - `<migPrefix><profile>: N`: N MIG slices of that profile. It cannot be mixed with the others.
@@ -199,6 +202,11 @@ def parse_container_gpu(
         percent = None  # as HAMi reads it: no memory share given
     if gpus == 0 and not core and not units and not percent:
         return None
+    rules = protocol.rules
+    if rules.default_memory and units is None and percent is None:
+        units = rules.default_memory  # HAMi's defaultMemory, for a share that names no memory
+    if rules.default_cores and core is None:
+        core = rules.default_cores  # HAMi's defaultCores, for a share that names no compute
     if core is None and units is None and percent is None:
         return GpuRequest(GpuKind.WHOLE, gpus) if gpus else None
     if core is not None and core > 100 and speaks_hami(protocol):

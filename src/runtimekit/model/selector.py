@@ -8,6 +8,9 @@ meaning no constraint; a GPU must match some entry of a use list and no entry of
 avoid list wins when both name it). UUIDs match exactly. Models match exactly (the protocol's
 `rules.modelMatch: exact`, the kit's own rule) or, with `contains`, when an entry is part of the GPU's
 model or product name in any case (`A100` matches `A100-80GB` and `NVIDIA A100-SXM4-80GB`).
+HAMi's `mutex` GPU policy (an entry of `annotations.gpuPolicy`, `hami.io/gpu-scheduler-policy`) adds
+that only GPUs nobody uses are taken (its Fit skips a card whose `Used` is above 0); the scheduler
+checks that against its table (`unused_only`).
 `selector_from_annotations` builds one from a pod's annotations; `allows` and `why_not` are pure.
 """
 
@@ -19,7 +22,8 @@ from dataclasses import dataclass
 from runtimekit.model.gpu import GPU_MODEL_ALIASES, GPU_MODELS, Gpu
 from runtimekit.protocol import KitProtocol
 
-MODELS, UUIDS = "model", "uuid"
+MODELS, UUIDS, IN_USE = "model", "uuid", "in-use"
+MUTEX = "mutex"  # HAMi's GPU policy entry: only GPUs nobody uses
 
 
 def _entries(text: object) -> tuple[str, ...]:
@@ -49,6 +53,8 @@ class GpuSelector:
     contains: bool = False  # models match as parts of the model or product name, in any case
     model_keys: tuple[str, ...] = ()
     uuid_keys: tuple[str, ...] = ()
+    unused_only: bool = False  # HAMi's `mutex`: only GPUs that hold no share
+    policy_key: str = ""
 
     def _model_matches(self, entry: str, model: str) -> bool:
         if not self.contains:
@@ -79,6 +85,8 @@ class GpuSelector:
         """The scheduler's reason for nodes without a GPU the constraint allows."""
         if which == MODELS:
             return f"no GPU of the models asked for ({', '.join(self.model_keys)})"
+        if which == IN_USE:
+            return f"GPUs in use: {MUTEX} ({self.policy_key}) takes only GPUs nobody uses"
         return f"no GPU with the UUIDs asked for ({', '.join(self.uuid_keys)})"
 
 
@@ -88,7 +96,13 @@ def selector_from_annotations(annotations: Mapping[str, object], protocol: KitPr
     they always were; every other constraint is per GPU."""
     names = protocol.annotations
     contains = protocol.rules.model_match == "contains"
-    keys = (names.gpu_models if contains else "", names.gpu_models_excluded, names.gpu_uuids, names.gpu_uuids_excluded)
+    keys = (
+        names.gpu_models if contains else "",
+        names.gpu_models_excluded,
+        names.gpu_uuids,
+        names.gpu_uuids_excluded,
+        names.gpu_policy,
+    )
     if not any(annotations.get(key) for key in keys if key):
         return None  # the usual pod: no constraint annotation (read for every event of every pod)
 
@@ -104,7 +118,11 @@ def selector_from_annotations(annotations: Mapping[str, object], protocol: KitPr
         contains=contains,
         model_keys=tuple(k for k in (names.gpu_models if contains else "", names.gpu_models_excluded) if k),
         uuid_keys=tuple(k for k in (names.gpu_uuids, names.gpu_uuids_excluded) if k),
+        unused_only=MUTEX in read(names.gpu_policy),
+        policy_key=names.gpu_policy,
     )
-    if not (selector.models or selector.models_avoided or selector.uuids or selector.uuids_avoided):
+    if not (
+        selector.models or selector.models_avoided or selector.uuids or selector.uuids_avoided or selector.unused_only
+    ):
         return None
     return selector

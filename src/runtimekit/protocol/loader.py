@@ -5,7 +5,8 @@ accepted and mean the same dotted keys. Every key has a built-in default, so an 
 default protocol. The mapping goes through the kit's one typed configuration path
 (`runtimekit.base.config`) into frozen structs, then each name is checked by its validator;
 unknown keys and bad values raise `ProtocolError` naming the key. Values are names, so strings,
-except the few counts and switches (`resources.gpuReplicas`, `resources.memoryAdvertised`); a name
+except the few counts, numbers and switches (`resources.gpuReplicas`, `resources.memoryAdvertised`,
+`rules.memoryScaling`, `rules.defaultMemory`, `rules.defaultCores`); a name
 list (`aliases.*`, `schedulerAliases`) is a YAML list or one comma-separated string.
 The file may say which protocol version it is written for (`version: 3`); a component refuses a
 file newer than `PROTOCOL_VERSION` with a message saying so, rather than failing on its new keys.
@@ -30,10 +31,13 @@ from runtimekit.base.textfiles import TextError, load_yaml, load_yaml_all, read_
 from runtimekit.kube.semantics.names import check_dns_subdomain, check_qualified_name
 from runtimekit.protocol.checks import alias_problem, distinct_problem, read_version
 from runtimekit.protocol.names import (
+    check_default_cores,
+    check_default_memory,
     check_extended_resource_name,
     check_memory_unit,
     check_mig_prefix,
     check_replicas,
+    check_scaling,
     check_socket_path,
     list_of,
     memory_unit_mib,
@@ -51,7 +55,9 @@ Validator = Callable[[str], str | None]
 # 3: resources.memoryPercent, resources.gpuReplicas, resources.memoryAdvertised, aliases.*, rules.*,
 #    annotations.gpuModelsExcluded, .gpuUuids, .gpuUuidsExcluded, .nodePolicy, .gpuPolicy,
 #    schedulerAliases (what the peers' presets need: runtimekit.protocol.presets)
-PROTOCOL_VERSION: Final = 3
+# 4: rules.memoryScaling, rules.defaultMemory, rules.defaultCores (HAMi's device-plugin knobs),
+#    annotations.gpusCordoned
+PROTOCOL_VERSION: Final = 4
 # Keys added after version 1. Left at their defaults they do not enter the fingerprint, so components
 # of different versions that agree on every name they share show the same fingerprint.
 ADDED_KEYS: Final = {
@@ -71,6 +77,10 @@ ADDED_KEYS: Final = {
     "annotations.nodePolicy": 3,
     "annotations.gpuPolicy": 3,
     "schedulerAliases": 3,
+    "rules.memoryScaling": 4,
+    "rules.defaultMemory": 4,
+    "rules.defaultCores": 4,
+    "annotations.gpusCordoned": 4,
 }
 
 
@@ -104,13 +114,21 @@ class Aliases(msgspec.Struct, frozen=True, rename="camel"):
 
 
 class Rules(msgspec.Struct, frozen=True, rename="camel"):
-    """v3: how a request and the GPU-model annotations are read."""
+    """v3: how a request and the GPU-model annotations are read; v4: what a GPU offers and what a share
+    that names no memory or compute gets (HAMi's device-plugin knobs)."""
 
     # the memory of a share that names none: in proportion to its compute, or all of the GPU's
     memory_default: Literal["proportional", "whole"] = "proportional"
     # GPU models in the model annotations: the exact model name, or any part of the model or
     # product name without regard to case ("A100" matches "NVIDIA A100-SXM4-80GB", as HAMi matches)
     model_match: Literal["exact", "contains"] = "exact"
+    # v4: a GPU (not in MIG mode) offers its memory times this (HAMi's deviceMemoryScaling; above 1 its
+    # memory is oversubscribed, and HAMi-core is told so)
+    memory_scaling: float = 1.0
+    # v4: memory units of a share that names no memory (HAMi's defaultMemory; 0: `memory_default` rules)
+    default_memory: int = 0
+    # v4: compute percent of a share that names no compute (HAMi's defaultCores; 0: no compute share)
+    default_cores: int = 0
 
 
 class Labels(msgspec.Struct, frozen=True, rename="camel"):
@@ -136,6 +154,7 @@ class Annotations(msgspec.Struct, frozen=True, rename="camel"):
     gpu_uuids_excluded: str = ""  # v3: pod: GPUs (UUIDs) not to use
     node_policy: str = ""  # v3: pod: how to choose the node (a policy name), with gpu_policy below
     gpu_policy: str = ""  # v3: pod: how to choose the GPUs on it
+    gpus_cordoned: str = ""  # v4: node: GPUs (UUIDs, comma-separated) that take no new pods
 
 
 class Sockets(msgspec.Struct, frozen=True, rename="camel"):
@@ -231,14 +250,27 @@ _CHECKS: Mapping[str, Validator] = {
     "aliases.memoryPercent": list_of(check_extended_resource_name),
     "rules.memoryDefault": _typed,
     "rules.modelMatch": _typed,
+    "rules.memoryScaling": check_scaling,
+    "rules.defaultMemory": check_default_memory,
+    "rules.defaultCores": check_default_cores,
     "annotations.gpuModelsExcluded": optional(check_qualified_name),
     "annotations.gpuUuids": optional(check_qualified_name),
     "annotations.gpuUuidsExcluded": optional(check_qualified_name),
     "annotations.nodePolicy": optional(check_qualified_name),
     "annotations.gpuPolicy": optional(check_qualified_name),
+    "annotations.gpusCordoned": optional(check_qualified_name),
     "schedulerAliases": list_of(check_dns_subdomain),
 }
-_UNQUOTED = frozenset({"resources.gpuReplicas", "resources.memoryAdvertised"})  # a count and a switch
+# counts, numbers and a switch
+_UNQUOTED = frozenset(
+    {
+        "resources.gpuReplicas",
+        "resources.memoryAdvertised",
+        "rules.memoryScaling",
+        "rules.defaultMemory",
+        "rules.defaultCores",
+    }
+)
 RESOURCE_KINDS: Final = ("gpu", "core", "memory", "memoryPercent")  # the resources that may have aliases
 
 

@@ -107,3 +107,25 @@ def check_replicas(value: str) -> str | None:
     if not value.isdigit() or not 1 <= int(value) <= MAX_REPLICAS:
         return f"must be a whole number from 1 to {MAX_REPLICAS}"
     return None
+
+
+MAX_MEMORY_SCALING = 100.0  # far beyond any use: HAMi's chart ships 1; oversubscription rarely goes past 2
+
+
+def check_scaling(value: str) -> str | None:
+    """A GPU memory scaling factor (the typed conversion already made it a finite number)."""
+    if not 0 < float(value) <= MAX_MEMORY_SCALING:
+        return f"must be a number above 0 and at most {MAX_MEMORY_SCALING:g}"
+    return None
+
+
+def check_default_memory(value: str) -> str | None:
+    if int(value) < 0:
+        return "must be a whole number of memory units, 0 or more"
+    return None
+
+
+def check_default_cores(value: str) -> str | None:
+    if not 0 <= int(value) <= 100:
+        return "must be a whole percent from 0 to 100"
+    return None

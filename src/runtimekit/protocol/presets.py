@@ -10,7 +10,8 @@ example manifests:
   `nvidia.com/gpucores` (percent), `nvidia.com/gpumem` (MiB), `nvidia.com/gpumem-percentage`; a
   share without memory gets the whole card's; `nvidia.com/use-gputype` / `nouse-gputype` (any part of
   the card's type, any case) and `use-gpuuuid` / `nouse-gpuuuid`; scheduler `hami-scheduler`;
-  `hami.io/node-scheduler-policy` and `hami.io/gpu-scheduler-policy` (binpack, spread).
+  `hami.io/node-scheduler-policy` and `hami.io/gpu-scheduler-policy` (binpack, spread); the node
+  annotation `hami.io/device-cordon` (GPUs that take no new pods).
 - `gpushare` — Aliyun's gpushare scheduler extender and device plugin: `aliyun.com/gpu-mem` (GiB, one
   card per pod) and `aliyun.com/gpu-count` (whole cards).
 - `volcano-vgpu` — Volcano's vGPU (Project-HAMi/volcano-vgpu-device-plugin): `volcano.sh/vgpu-number`,
@@ -69,6 +70,7 @@ PRESETS: Mapping[str, Preset] = {
                 "annotations.gpuUuidsExcluded": "nvidia.com/nouse-gpuuuid",
                 "annotations.nodePolicy": "hami.io/node-scheduler-policy",
                 "annotations.gpuPolicy": "hami.io/gpu-scheduler-policy",
+                "annotations.gpusCordoned": "hami.io/device-cordon",
                 "schedulerAliases": "hami-scheduler",
             },
         ),

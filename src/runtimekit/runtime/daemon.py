@@ -86,7 +86,9 @@ def build_runtime(
     kubelet: PodResourcesSource | None = None,
     events: EventSink | None = None,
 ) -> NodeRuntime:
-    isolation = make_isolation(options.isolation, options.mps_pipe_dir, options.hami_lib_dir)
+    isolation = make_isolation(
+        options.isolation, options.mps_pipe_dir, options.hami_lib_dir, options.protocol.rules.memory_scaling
+    )
     backend, injector, mig = build_backend(options)
     mps = MpsDaemon(options.mps_pipe_dir, options.mps_log_dir) if options.isolation == "mps" else None
     settings = RuntimeSettings(

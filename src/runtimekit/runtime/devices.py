@@ -16,10 +16,18 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 
 from runtimekit.model import GpuUUID
+from runtimekit.model.gpu import offered_memory_mib
 from runtimekit.runtime.backend import DeviceInfo, EventKind, HealthEvent
 
 APPLICATION_XIDS = frozenset({13, 31, 43, 45, 68, 109})
 XID_HISTORY = 256
+
+
+def offered(devices: Iterable[DeviceInfo], memory_scaling: float) -> list[DeviceInfo]:
+    """The backend's GPUs as the runtime offers them: each GPU's memory times `rules.memoryScaling`
+    (HAMi's deviceMemoryScaling), which every view takes (the allocation book, the device plugin's
+    inventory, the isolation limits), as HAMi's device plugin registers the scaled memory."""
+    return [replace(d, memory_mib=offered_memory_mib(d.memory_mib, d.mig_mode, memory_scaling)) for d in devices]
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,9 @@ devices). Then:
   `CUDA_MPS_PIPE_DIRECTORY` and a mount of the host pipe folder (protocols.md §5.1);
 - `hami-core`: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<N>m` per ordinal and `CUDA_DEVICE_SM_LIMIT` (percent;
   0, HAMi-core's "no limit", when the shares name no compute, as HAMi's device plugin writes a pod's
-  `gpucores` of 0), with HAMi-core's library folder mounted and preloaded;
+  `gpucores` of 0), with HAMi-core's library folder mounted and preloaded, and
+  `CUDA_OVERSUBSCRIBE=true` when the GPUs offer more memory than they have (`rules.memoryScaling` above
+  1, HAMi's deviceMemoryScaling), so HAMi-core lets the excess spill to host memory as HAMi's does;
 - `none`: visibility only.
 Pure: no I/O. Callers: the runtime service's Allocate.
 """
@@ -147,8 +149,9 @@ class MpsIsolation:
 class HamiCoreIsolation:
     name = "hami-core"
 
-    def __init__(self, lib_dir: str = DEFAULT_HAMI_LIB_DIR) -> None:
+    def __init__(self, lib_dir: str = DEFAULT_HAMI_LIB_DIR, oversubscribe: bool = False) -> None:
         self.lib_dir = lib_dir
+        self.oversubscribe = oversubscribe
 
     def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
         shares = _shares(grants)
@@ -157,6 +160,8 @@ class HamiCoreIsolation:
         envs = {f"CUDA_DEVICE_MEMORY_LIMIT_{i}": f"{_memory_mib(g, devices)}m" for i, g in shares}
         envs["CUDA_DEVICE_SM_LIMIT"] = str(compute_limit(shares, HAMI_CORE_UNLIMITED))
         envs["LD_PRELOAD"] = f"{DEFAULT_HAMI_LIB_DIR}/{HAMI_LIBRARY}"
+        if self.oversubscribe:
+            envs["CUDA_OVERSUBSCRIBE"] = "true"
         mounts = (MountSpec(DEFAULT_HAMI_LIB_DIR, self.lib_dir, read_only=True),)
         return _with(visibility(grants, devices), envs, mounts)
 
@@ -165,13 +170,17 @@ ISOLATIONS = ("mps", "hami-core", "none")
 
 
 def make_isolation(
-    name: str, mps_pipe_dir: str = DEFAULT_MPS_PIPE_DIR, hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR
+    name: str,
+    mps_pipe_dir: str = DEFAULT_MPS_PIPE_DIR,
+    hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR,
+    memory_scaling: float = 1.0,
 ) -> Isolation:
-    """The isolation backend called `name`; ValueError lists the known ones."""
+    """The isolation backend called `name`; ValueError lists the known ones. `memory_scaling` is the
+    protocol's `rules.memoryScaling`: above 1, memory is oversubscribed."""
     if name == "mps":
         return MpsIsolation(mps_pipe_dir)
     if name == "hami-core":
-        return HamiCoreIsolation(hami_lib_dir)
+        return HamiCoreIsolation(hami_lib_dir, oversubscribe=memory_scaling > 1)
     if name == "none":
         return NoIsolation()
     raise ValueError(f"unknown isolation {name!r}; choose one of {', '.join(ISOLATIONS)}")

@@ -44,7 +44,7 @@ from runtimekit.runtime.backend import (
     HealthEvent,
     MigControl,
 )
-from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView
+from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, offered
 from runtimekit.runtime.isolation import Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
@@ -104,7 +104,7 @@ class NodeRuntime:
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
-        devices = list(self._backend.devices())
+        devices = offered(self._backend.devices(), self.settings.protocol.rules.memory_scaling)
         self._infos = {d.uuid: d for d in devices}
         self.devices = DeviceTable(devices)
         self.devices.on_health_change(self._log_health)
@@ -156,7 +156,7 @@ class NodeRuntime:
 
     def _refresh_devices(self) -> None:
         """After MIG devices were made or destroyed: every view of the GPUs takes their current state."""
-        devices = list(self._backend.devices())
+        devices = offered(self._backend.devices(), self.settings.protocol.rules.memory_scaling)
         self._infos = {d.uuid: d for d in devices}
         self._book.update_devices(devices)
         self.devices.update_infos(devices)

@@ -4,7 +4,8 @@ in production, a fake in tests), as kube-scheduler's binding cycle does (schedul
 - A pod the cluster cache has assumed binds on a binder thread: its PreBind plugins, then its
   assignment annotation written from the node's GPUs and, with a `signer`, signed over the pod's
   UID and the annotation's text (`runtimekit.model.authority`; device plugins refuse unsigned
-  assignments), then the first Bind plugin that does not skip, else `Binder.bind`. Any failure
+  assignments), under HAMi's names with HAMi's own annotations and label beside it
+  (`runtimekit.model.hami`), then the first Bind plugin that does not skip, else `Binder.bind`. Any failure
   unreserves the pod (`BindHooks.unreserve`), gives its booking back (`ClusterCache.forget`), backs
   it off in the scheduling queue and moves the queue's unschedulable pods (the booking given back
   may help them), in one step under the cache's lock.
@@ -36,9 +37,10 @@ from queue import Empty, SimpleQueue
 from typing import Protocol
 
 from runtimekit.kube.objects import PodGroupStatus, QueueStatus
-from runtimekit.model import NodeName, PodKey
+from runtimekit.model import NodeName, PodKey, hami
 from runtimekit.model.authority import Signer, sign_assignment
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.presets import speaks_hami
 from runtimekit.scheduler.cache.cluster import ClusterCache
 from runtimekit.scheduler.cache.queues import changed
 from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, VolumeAccess
@@ -58,8 +60,11 @@ class BindError(Exception):
 class Binder(Protocol):
     """How committed decisions reach the cluster (the API server in production, a fake in tests)."""
 
-    def bind(self, task: TaskInfo, node: str, annotations: Mapping[str, str]) -> None:
-        """Bind the pod to the node, writing the annotations; raise BindError on failure."""
+    def bind(
+        self, task: TaskInfo, node: str, annotations: Mapping[str, str], labels: Mapping[str, str] | None = None
+    ) -> None:
+        """Bind the pod to the node, writing the annotations (and labels, when given, before it); raise
+        BindError on failure."""
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         """Delete the pod (gracefully) to free its resources."""
@@ -100,6 +105,7 @@ class BinderPool:
     ) -> None:
         self.binder, self.cache, self.queue = binder, cache, queue
         self.protocol: KitProtocol = cache.protocol
+        self.hami = speaks_hami(self.protocol)  # HAMi's names: its own annotations are written too
         self.signer = signer
         self.volumes = volumes  # handed to PreBind plugins on every binding
         self.bound_count = 0
@@ -249,7 +255,7 @@ class BinderPool:
         assert task.node is not None
         status = hooks.bind(binding)
         if status.code is Code.SKIP:  # no Bind plugin took it: the binder posts it
-            self.binder.bind(task, task.node, binding.annotations)
+            self.binder.bind(task, task.node, binding.annotations, binding.labels or None)
         elif not status.ok:
             raise BindError(status.message)
 
@@ -301,8 +307,12 @@ class BinderPool:
         inventory = self.cache.inventory(binding.node)
         if inventory is None:
             raise BindError(f"node {binding.node} is gone")
-        text = binding.assignment(inventory).to_annotation()
+        assignment = binding.assignment(inventory)
+        text = assignment.to_annotation()
         binding.annotations[self.protocol.annotations.assignment] = text
+        if self.hami and binding.task.pod is not None:  # HAMi's own record, for its tools; never read back
+            binding.annotations.update(hami.placed(binding.task.pod, assignment, int(time.time())))
+            binding.labels.update(hami.node_label(assignment))
         if self.signer is not None:
             signature = sign_assignment(self.signer, binding.task.uid, text)
             binding.annotations[self.protocol.annotations.assignment_signature] = signature

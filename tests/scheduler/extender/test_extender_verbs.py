@@ -135,9 +135,11 @@ def test_a_pod_deleted_before_its_bind_is_refused(ext: Extender) -> None:
 class DeletedWhileBinding(FakeApi):
     """The pod's DELETED event arrives while its Binding is posted; the API server then has no such pod."""
 
-    def bind(self, task: TaskInfo, node: str, annotations: Mapping[str, str]) -> None:
+    def bind(
+        self, task: TaskInfo, node: str, annotations: Mapping[str, str], labels: Mapping[str, str] | None = None
+    ) -> None:
         self.delete_pod(f"{task.namespace}/{task.name}")
-        super().bind(task, node, annotations)
+        super().bind(task, node, annotations, labels)
 
 
 def test_a_pod_deleted_while_it_binds_gives_its_booking_back() -> None:

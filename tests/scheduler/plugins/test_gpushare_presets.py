@@ -200,13 +200,13 @@ def test_an_unknown_policy_value_is_named_with_its_annotation(api: FakeApi) -> N
             "p",
             {"nvidia.com/gpu": 1},
             scheduler="hami-scheduler",
-            annotations={"hami.io/gpu-scheduler-policy": "mutex"},
+            annotations={"hami.io/gpu-scheduler-policy": "topology-aware"},
         )
     )
     schedule(cache, framework)
     assert placed(api, "p") == ("", [])
     [message] = reasons(api, "p")[:1]
-    assert "unknown placement policy 'mutex' in annotation hami.io/gpu-scheduler-policy" in message
+    assert "unknown placement policy 'topology-aware' in annotation hami.io/gpu-scheduler-policy" in message
 
 
 def test_a_hami_pod_under_the_default_protocol_is_warned_about_each_name(api: FakeApi) -> None:

@@ -9,7 +9,8 @@ Two implementations of `NodeDevices`:
   (the counts the device plugin would advertise, under every name of each resource:
   `resources.gpuReplicas` `resources.gpu` devices per GPU, 100 `resources.core` and 100
   `resources.memoryPercent` devices per GPU, one `resources.memory` device per memory unit unless the
-  protocol keeps memory from kubelet) and writes the node devices annotation, the GPU labels and the
+  protocol keeps memory from kubelet; each GPU's memory is what it offers, times `rules.memoryScaling`)
+  and writes the node devices annotation, the GPU labels and the
   memory unit label itself; admission allocates nothing and gives a container
   `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
 """
@@ -21,6 +22,7 @@ from typing import Protocol
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
 from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.model import Assignment, AssignmentError, NodeInventory
+from runtimekit.model.gpu import offered_inventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.names import format_memory_unit
 
@@ -78,7 +80,7 @@ class DirectDevices:
     """See the module docstring."""
 
     def __init__(self, inventory: NodeInventory, protocol: KitProtocol, memory_unit_mib: int = 0) -> None:
-        self.inventory = inventory
+        self.inventory = offered_inventory(inventory, protocol.rules.memory_scaling)  # as the runtime offers it
         self.protocol = protocol
         self.memory_unit_mib = memory_unit_mib or protocol.memory_unit_mib  # MiB per resources.memory device
 

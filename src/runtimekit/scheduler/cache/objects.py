@@ -32,11 +32,14 @@ from runtimekit.model import (
     PodKey,
     PodRequest,
     RequestError,
+    hami,
     parse_pod_request,
     selector_from_annotations,
 )
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.names import split_names
+from runtimekit.protocol.presets import speaks_hami
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     Constraints,
@@ -121,6 +124,9 @@ def node_state(node: Node, protocol: KitProtocol) -> NodeState:
             inventory = NodeInventory.from_annotation(name, str(text))
         except InventoryError as exc:
             problem = str(exc)
+    cordon = protocol.annotations.gpus_cordoned
+    if cordon and annotations.get(cordon):  # GPUs taking no new pods (HAMi's hami.io/device-cordon)
+        inventory = inventory.cordoned(split_names(str(annotations[cordon])))
     taints = tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "NoSchedule")))
         for t in spec.get("taints") or []
@@ -196,15 +202,20 @@ def _same_request(before: Pod, after: Pod) -> bool:
     return all(old.get(key) == new.get(key) for key in ("containers", "initContainers", "overhead"))
 
 
-_IDENTITY = ("uid", "name", "namespace", "creationTimestamp", "labels", "ownerReferences")
+_IDENTITY = ("uid", "name", "namespace", "creationTimestamp", "ownerReferences")
 
 
-def _only_bound(before: Pod, after: Pod, written: frozenset[str]) -> bool:
+def _only_bound(before: Pod, after: Pod, written: frozenset[str], labeled: frozenset[str] = frozenset()) -> bool:
     """Whether `after` is `before` as its binding leaves it: the same identity, labels and spec but
-    for `nodeName`, and the same annotations but for those the scheduler writes with the binding
-    (`written`); a status or a resourceVersion may differ (no task field reads them)."""
+    for `nodeName`, and the same annotations and labels but for those the scheduler writes with the
+    binding (`written`, `labeled`); a status or a resourceVersion may differ (no task field reads them)."""
     old_meta, new_meta = _mapping(before.get("metadata")), _mapping(after.get("metadata"))
     if any(old_meta.get(k) != new_meta.get(k) for k in _IDENTITY):
+        return False
+    old_labels, new_labels = _mapping(old_meta.get("labels")), _mapping(new_meta.get("labels"))
+    if old_labels != new_labels and any(
+        old_labels.get(k) != new_labels.get(k) for k in old_labels.keys() | new_labels.keys() if k not in labeled
+    ):
         return False
     if not same_spec_but_node(before, after):
         return False
@@ -219,9 +230,13 @@ def _fresh(task: TaskInfo) -> TaskInfo:
     return out
 
 
-def _binding_annotations(protocol: KitProtocol) -> frozenset[str]:
+def _binding_writes(protocol: KitProtocol) -> tuple[frozenset[str], frozenset[str]]:
+    """The annotations and labels the scheduler writes with a binding (HAMi's too, under its names)."""
     names = protocol.annotations
-    return frozenset({names.assignment, names.assignment_signature, names.assume_time})
+    own = frozenset({names.assignment, names.assignment_signature, names.assume_time})
+    if not speaks_hami(protocol):
+        return own, frozenset()
+    return own | hami.BINDING_ANNOTATIONS, frozenset({hami.NODE})
 
 
 def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None) -> TaskInfo:
@@ -233,7 +248,7 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
     m = meta(pod)
     spec = cast(PodSpec, _mapping(pod.get("spec")))
     earlier = like.pod if like is not None and not like.invalid else None  # read by this function
-    if like is not None and earlier is not None and _only_bound(earlier, pod, _binding_annotations(protocol)):
+    if like is not None and earlier is not None and _only_bound(earlier, pod, *_binding_writes(protocol)):
         task = _fresh(like)
         task.pod = pod
         node = str(spec.get("nodeName") or "")

@@ -79,8 +79,10 @@ class _KubeSchedulerReports:
     def __init__(self, kube: KubeBinder) -> None:
         self.kube = kube
 
-    def bind(self, task: TaskInfo, node: str, annotations: Mapping[str, str]) -> None:
-        self.kube.bind(task, node, annotations)
+    def bind(
+        self, task: TaskInfo, node: str, annotations: Mapping[str, str], labels: Mapping[str, str] | None = None
+    ) -> None:
+        self.kube.bind(task, node, annotations, labels)
 
     def evict(self, task: TaskInfo, reason: str) -> None:
         return

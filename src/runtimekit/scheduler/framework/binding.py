@@ -68,6 +68,7 @@ class Binding:
     node: NodeName
     choice: DeviceChoice
     annotations: dict[str, str] = field(default_factory=dict)
+    labels: dict[str, str] = field(default_factory=dict)  # labels written with it (HAMi's `hami.io/vgpu-node`)
     devices: list[tuple[str, tuple[Slot, ...]]] = field(default_factory=list)  # container -> its slots
     policies: list[str] = field(default_factory=list)
     volumes: VolumeAccess | None = None  # the cluster's volumes (a live scheduler's); None elsewhere

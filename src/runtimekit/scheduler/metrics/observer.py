@@ -278,10 +278,12 @@ class ObservedBinder:
     def __init__(self, binder: Binder, metrics: SchedulerMetrics) -> None:
         self.binder, self.metrics = binder, metrics
 
-    def bind(self, task: TaskInfo, node: str, annotations: Mapping[str, str]) -> None:
+    def bind(
+        self, task: TaskInfo, node: str, annotations: Mapping[str, str], labels: Mapping[str, str] | None = None
+    ) -> None:
         started = time.perf_counter()
         try:
-            self.binder.bind(task, node, annotations)
+            self.binder.bind(task, node, annotations, labels)
         except Exception:
             self.metrics.attempts.add(1, ERROR)
             raise

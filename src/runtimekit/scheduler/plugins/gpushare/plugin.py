@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from runtimekit.model import ContainerGpuRequest, GpuKind, GpuRequest, NodeTable, PodKey, PodRequest, Slot
-from runtimekit.model.selector import MODELS, UUIDS
+from runtimekit.model.selector import IN_USE, MODELS, UUIDS
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
@@ -307,16 +307,18 @@ class GpuSharePlugin(
         restriction = restrict(ssn.table, select, rows)
         inner = self.predicate(task, rows, RestrictedView(ssn, restriction.table))
         no_model, no_uuid = restriction.no_model[rows], restriction.no_uuid[rows]
-        ruled_out = no_model | no_uuid
+        hopeless_out = no_model | no_uuid
+        in_use = restriction.in_use[rows]  # evictions may free them
+        ruled_out = hopeless_out | in_use
 
         def explain() -> list[tuple[str, Mask]]:
             found = inner.reasons() if callable(inner.reasons) else inner.reasons
-            out = [(select.reason(MODELS), no_model), (select.reason(UUIDS), no_uuid)]
+            out = [(select.reason(MODELS), no_model), (select.reason(UUIDS), no_uuid), (select.reason(IN_USE), in_use)]
             return out + [(why, mask & ~ruled_out) for why, mask in found]
 
         def hopeless() -> Mask:
             found = inner.unresolvable() if callable(inner.unresolvable) else inner.unresolvable
-            return ruled_out if found is None else ruled_out | found
+            return hopeless_out if found is None else hopeless_out | found
 
         return Verdict(inner.passed & ~ruled_out, explain, unresolvable=hopeless)
 

@@ -6,7 +6,8 @@ A split policy scores nodes as its node policy does and picks the GPUs inside th
 GPU policy does; an empty part is the plugin's default policy. HAMi's values map onto the policies of
 the same names: `binpack` (the node whose GPUs are fullest; the fitting GPU with the least left) and
 `spread` (the emptiest node; the GPU with the most left). A HAMi GPU policy may be a comma-separated
-chain (`binpack,numa`); its first entry that names a policy here decides. Callers: the gpushare plugin.
+chain (`binpack,numa`); its first entry that names a policy here decides; `mutex` (only unused GPUs)
+is a filter the GPU selector applies, so `mutex` alone keeps the default order. Callers: the gpushare plugin.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from collections.abc import Mapping
 
 from runtimekit.model import GpuRequest
 from runtimekit.model.ledger import IntArray
+from runtimekit.model.selector import MUTEX
 from runtimekit.scheduler.plugins.gpushare.policies import PodShape, Policy, PolicyContext
 
 SPLIT = "/"
@@ -35,8 +37,9 @@ class SplitPolicy:
 
 
 def _part(text: str, policies: Mapping[str, Policy]) -> str | None:
-    """The policy a part names ("" for the default), or None when it names none known."""
-    entries = [entry.strip() for entry in text.split(",") if entry.strip()]
+    """The policy a part names ("" for the default), or None when it names none known. HAMi's `mutex`
+    is no order but a filter (`GpuSelector.unused_only`): it leaves the order to the other entries."""
+    entries = [entry.strip() for entry in text.split(",") if entry.strip() and entry.strip() != MUTEX]
     if not entries:
         return ""
     return next((entry for entry in entries if entry in policies), None)

@@ -2,7 +2,8 @@
 node table: the gpushare plugin checks the fit and picks the GPUs on a copy of the session's table in
 which the GPUs the pod may not use are not usable, so every fit rule, reason and policy applies
 unchanged to the GPUs that remain. Nodes without any allowed GPU fail with the constraint's own reason
-(`GpuSelector.reason`), and no eviction helps them.
+(`GpuSelector.reason`), and no eviction helps them; under HAMi's `mutex` the GPUs holding a share
+are not usable either, and nodes whose allowed GPUs all hold one fail saying so (evictions may help).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import numpy as np
 
 from runtimekit.model import GpuSelector, NodeTable
 from runtimekit.model.ledger import BoolArray, IntArray
-from runtimekit.model.selector import MODELS, UUIDS
+from runtimekit.model.selector import IN_USE, MODELS, UUIDS
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, QueueInfo, Snapshot
 from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.view import SessionView
@@ -27,6 +28,7 @@ class Restriction:
     table: NodeTable
     no_model: BoolArray  # rows (all of the table's) where the model constraint rules out every GPU
     no_uuid: BoolArray  # rows where the models allow some GPU but the UUID constraint none
+    in_use: BoolArray  # rows where the GPUs the models and UUIDs allow all hold a share (`mutex`)
 
 
 def restrict(table: NodeTable, selector: GpuSelector, rows: IntArray | None = None) -> Restriction:
@@ -36,6 +38,7 @@ def restrict(table: NodeTable, selector: GpuSelector, rows: IntArray | None = No
     out = table.copy()
     no_model = np.zeros(table.rows, np.bool_)
     no_uuid = np.zeros(table.rows, np.bool_)
+    in_use = np.zeros(table.rows, np.bool_)
     model_ok: dict[str, bool] = {}  # a cluster has few models: match each once
     names = table.names()
     for row in (table.active_rows() if rows is None else rows).tolist():
@@ -58,11 +61,17 @@ def restrict(table: NodeTable, selector: GpuSelector, rows: IntArray | None = No
         if all(verdicts):
             no_uuid[row] = True
             continue
+        if selector.unused_only:
+            held = table.holders[row, : len(verdicts)].tolist()
+            verdicts = [v or (IN_USE if n > 0 else "") for v, n in zip(verdicts, held, strict=True)]
+            if all(verdicts):
+                in_use[row] = True
+                continue
         ruled_out = {gpu.uuid for gpu, v in zip(inventory.gpus, verdicts, strict=True) if v}
         if ruled_out:
             unhealthy = {gpu.uuid for gpu in inventory.gpus if not gpu.healthy}
             out.set_node(inventory.with_health(sorted(unhealthy | ruled_out)), table.capacity(name))
-    return Restriction(out, no_model, no_uuid)
+    return Restriction(out, no_model, no_uuid, in_use)
 
 
 class RestrictedView:
