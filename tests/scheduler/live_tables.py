@@ -4,8 +4,8 @@ marked Running), the live scheduler (`build_scheduler`, as `runtimekit scheduler
 on the case's conf, and the cluster read back once nothing has changed for a while: which pending
 pods were bound where, which pods were deleted (evicted), and the FailedScheduling messages.
 
-Used by the end-to-end table tests (test_volcano_tables_e2e.py, test_hami_tables_e2e.py) and by
-scripts/volcano_tables.py, which prints the agreement per table."""
+Used by the end-to-end table tests (test_peer_tables_live.py) and by scripts/peer_tables.py, which
+prints the agreement per table."""
 
 from __future__ import annotations
 
