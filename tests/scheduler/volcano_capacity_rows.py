@@ -21,6 +21,11 @@ FLAGS = {
 CONF = tiers(*FLAGS, flags=only(FLAGS, *FLAGS), actions="allocate, reclaim")
 
 
+def _scalar(name: str) -> str:
+    """`nvidia_com_gpu` -> `nvidia.com/gpu` (a keyword argument's name for a resource's)."""
+    return name.replace("nvidia_com_", "nvidia.com/")
+
+
 def node(name: str, cpu: str, memory: str, labels: Mapping[str, str] | None = None, **scalars: str) -> dict[str, Any]:
     obj = build_node(name, cpu, memory, "10", labels)
     obj["status"]["allocatable"].update(
@@ -47,6 +52,8 @@ def pod(
             requests[key] = value
     if cpu == "0" and memory in ("0", "0Gi"):
         del requests["cpu"], requests["memory"]
+    for key in [k for k, v in requests.items() if not v]:  # BuildResourceList("1", ""): no memory
+        del requests[key]
     obj["spec"]["containers"][0]["resources"] = {
         "requests": requests,
         "limits": {k: v for k, v in requests.items() if k.startswith("nvidia.com/")},
@@ -60,7 +67,7 @@ def group(name: str, queue: str, running: bool) -> dict[str, Any]:
 
 def res(cpu: str, memory: str, **scalars: str) -> dict[str, str]:
     out = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v}
-    out.update({k.replace("_", "/").replace("nvidia/com", "nvidia.com"): v for k, v in scalars.items()})
+    out.update({_scalar(k): v for k, v in scalars.items()})
     return out
 
 
@@ -286,4 +293,71 @@ def rows() -> list[Row]:
         ),
     ]
     # binds: where Volcano pipelines a reclaimer, it binds there once its victim is gone
-    return [Row(T, case, binds=binds, evicted=evicted) for case, binds, evicted in cases]
+    return [Row(T, case, binds=binds, evicted=evicted) for case, binds, evicted in cases] + enqueue_rows()
+
+
+ENQUEUE_FLAGS = {"capacity": ("enabledAllocatable", "enablePreemptive", "enabledOverused", "enableJobEnqueued")}
+ENQUEUE_CONF = tiers("capacity", flags=only(ENQUEUE_FLAGS, "capacity"), actions="enqueue, allocate")
+
+
+def enqueue_rows() -> list[Row]:
+    """TestEnqueueAndAllocatable: PodGroups with minResources enqueued (or not) by the queue's
+    capability, then allocated within its deserved share in the dimensions the pod asks for."""
+    nodes = [node("n1", "3", "3G"), node("n2", "3", "3G")]
+    sizes = {"1c3g": ("1", "3G"), "3c1g": ("3", "1G"), "1c0g": ("1", "0G"), "0c1g": ("0", "1G"), "1c1g": ("1", "1G")}
+
+    def pg(name: str, queue_name: str, size: str, running: bool = False) -> dict[str, Any]:
+        cpu, memory = sizes[size]
+        phase = "Running" if running else "Pending"
+        return build_pod_group(name, "ns1", queue_name, 1, phase=phase, min_resources={"cpu": cpu, "memory": memory})
+
+    running_pods = [pod("pod1", "n1", *sizes["1c3g"], "pg1"), pod("pod2", "n2", *sizes["3c1g"], "pg2")]
+    running_groups = [pg("pg1", "q1", "1c3g", True), pg("pg2", "q2", "3c1g", True)]
+    queues = [queue("q1", res("2", "2G"), res("2", "2G")), queue("q2", res("2", "2G"), res("3", "3G"))]
+
+    def case(name: str, pod_name: str, group_name: str, queue_name: str, size: str) -> Case:
+        return Case(
+            name,
+            ENQUEUE_CONF,
+            nodes=nodes,
+            groups=[*running_groups, pg(group_name, queue_name, size)],
+            pods=[*running_pods, pod(pod_name, "", *sizes[size], group_name)],
+            queues=queues,
+        )
+
+    closed = Case(
+        "case4: queue with non-open state, can not enqueue",
+        ENQUEUE_CONF,
+        nodes=nodes,
+        groups=[pg("pg6", "q3", "1c1g")],
+        pods=[pod("pod6", "", *sizes["1c1g"], "pg6")],
+        queues=[build_queue("q3", capability=res("3", "3G"), state="Closed")],
+    )
+    return [
+        Row(
+            T,
+            case(
+                "case0: memory exceed derserved, job only request cpu can be enqueued and allocated",
+                "pod3",
+                "pg3",
+                "q1",
+                "1c0g",
+            ),
+            binds={"ns1/pod3": "n1"},
+            evicted=[],
+        ),
+        Row(
+            T,
+            case(
+                "case1: cpu exceed derserved, job only request memory can be enqueued and allocated",
+                "pod4",
+                "pg4",
+                "q2",
+                "0c1g",
+            ),
+            binds={"ns1/pod4": "n2"},
+            evicted=[],
+        ),
+        Row(T, case("case2: exceed capacity, can not enqueue", "pod5", "pg5", "q1", "1c1g"), binds={}, evicted=[]),
+        Row(T, closed, binds={}, evicted=[]),
+    ]
