@@ -9,6 +9,7 @@ import pytest
 from scheduler.live_tables import Row
 from scheduler.test_volcano_reclaim_cases import CASES as RECLAIM_CASES
 from scheduler.test_volcano_reclaim_cases import EXPECTED as RECLAIM_EXPECTED
+from scheduler.volcano_capacity_tree_rows import rows as tree_rows
 from scheduler.volcano_cases import run
 from scheduler.volcano_more_rows import reclaim_rows
 
@@ -37,3 +38,13 @@ def test_queue_priority_orders_victims_of_equal_jobs(index: int) -> None:
     job; q1's goes."""
     api, _ = run(RECLAIM_CASES[index])
     assert sorted(api.evicted) == RECLAIM_EXPECTED[RECLAIM_CASES[index].name] == ["c1/preemptee1-1"]
+
+
+def test_reclaim_takes_idle_room_before_evicting() -> None:
+    """The capacity tree's case3: p7 (q31, over its deserved share) goes for p8 (q32); once it is gone,
+    the next session's reclaim finds p8 room enough on the node and evicts nothing more (Volcano's
+    reclaim stops when the node's future idle room takes the task, before its first victim). Before,
+    it evicted p5 of q4 as well, a pod Volcano keeps running."""
+    row = next(r for r in tree_rows() if r.name.startswith("case3:"))
+    api, _ = run(row.case, sessions=3)
+    assert api.evicted == ["ns1/p7"] == list(row.evicted or [])

@@ -140,8 +140,10 @@ def _evict_until_fit(
     queue_fits: QueueFits | None = None,
 ) -> bool:
     """Evict victims on one node, lowest priority first, until the task fits (and, with `queue_fits`,
-    fits its queue); pipeline it there."""
-    if queue_fits is not None and queue_fits(task) and _pipeline(ssn, trial, task, row):
+    fits its queue); pipeline it there. A task the node already takes is pipelined with no eviction,
+    as Volcano's preempt and reclaim stop before their first victim when the node's future idle room
+    takes the task (else a reclaim running before allocate evicts a pod for a task that fits)."""
+    if (queue_fits is None or queue_fits(task)) and _pipeline(ssn, trial, task, row):
         return True
     for victim in victim_order(ssn, task, victims):
         try:
