@@ -45,8 +45,8 @@ class Card:
     health: bool = True
 
 
-def hami_node(name: str, cards: list[Card]) -> dict[str, Any]:
-    inventory = NodeInventory.simulated(name, "T4", len(cards), cards[0].totalmem)
+def hami_node(name: str, cards: list[Card], model: str = "T4") -> dict[str, Any]:
+    inventory = NodeInventory.simulated(name, model, len(cards), cards[0].totalmem)
     gpus = tuple(
         Gpu(g.index, g.uuid, g.model, c.totalmem, c.health) for g, c in zip(inventory.gpus, cards, strict=True)
     )
@@ -55,7 +55,7 @@ def hami_node(name: str, cards: list[Card]) -> dict[str, Any]:
         "kind": "Node",
         "metadata": {
             "name": name,
-            "labels": {HAMI.labels.gpu_model: "T4"},
+            "labels": {HAMI.labels.gpu_model: model},
             "annotations": {HAMI.annotations.node_devices: NodeInventory(inventory.node, gpus).to_annotation()},
         },
         "spec": {},
@@ -66,12 +66,12 @@ def hami_node(name: str, cards: list[Card]) -> dict[str, Any]:
     }
 
 
-def hami_pod(name: str, limits: Mapping[str, int]) -> dict[str, Any]:
+def hami_pod(name: str, limits: Mapping[str, int], annotations: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A pod as HAMi's examples write it: GPU limits, a small CPU request."""
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": "default", "labels": {}, "annotations": {}},
+        "metadata": {"name": name, "namespace": "default", "labels": {}, "annotations": dict(annotations or {})},
         "spec": {
             "schedulerName": HAMI.scheduler_name,
             "containers": [
@@ -233,5 +233,32 @@ MISSING = [
 ]
 
 
+def example_rows() -> list[Row]:
+    """HAMi's examples/nvidia that choose a card (specify_card_type_to_use.yaml,
+    specify_card_type_not_use.yaml, specify_uuid_to_use.yaml) on a node of A100s and one of H200s."""
+    nodes = [
+        hami_node("a100-node", [Card(totalmem=81920)] * 2, "A100-80GB"),
+        hami_node("h200-node", [Card(totalmem=143771)] * 2, "H200"),
+    ]
+    h200_gpu1 = NodeInventory.simulated("h200-node", "H200", 2).gpus[1].uuid
+    limits = request(1, 3000)
+    examples = [
+        ("specify_card_type_to_use", {"nvidia.com/use-gputype": "A100,V100"}, "a100-node"),
+        ("specify_card_type_not_use", {"nvidia.com/nouse-gputype": "A100"}, "h200-node"),
+        ("specify_uuid_to_use", {"nvidia.com/use-gpuuuid": f"GPU-x,{h200_gpu1}"}, "h200-node"),
+    ]
+    return [
+        Row(
+            "hami/examples",
+            Case(name, DEFAULT_CONF_TEXT, nodes=nodes, pods=[]),
+            binds={"default/gpu-pod": node},
+            evicted=[],
+            protocol=HAMI,
+            later=[[hami_pod("gpu-pod", limits, annotations)]],
+        )
+        for name, annotations, node in examples
+    ]
+
+
 def rows() -> list[Row]:
-    return [row(p) for p in PROBES]
+    return [row(p) for p in PROBES] + example_rows()

@@ -10,7 +10,7 @@ from scheduler.live_tables import Row
 from scheduler.test_volcano_reclaim_cases import CASES as RECLAIM_CASES
 from scheduler.test_volcano_reclaim_cases import EXPECTED as RECLAIM_EXPECTED
 from scheduler.volcano_capacity_tree_rows import rows as tree_rows
-from scheduler.volcano_cases import run
+from scheduler.volcano_cases import bound, run
 from scheduler.volcano_more_rows import reclaim_rows
 
 
@@ -44,7 +44,9 @@ def test_reclaim_takes_idle_room_before_evicting() -> None:
     """The capacity tree's case3: p7 (q31, over its deserved share) goes for p8 (q32); once it is gone,
     the next session's reclaim finds p8 room enough on the node and evicts nothing more (Volcano's
     reclaim stops when the node's future idle room takes the task, before its first victim). Before,
-    it evicted p5 of q4 as well, a pod Volcano keeps running."""
+    it evicted p5 of q4 as well, a pod Volcano keeps running; and p8, left to allocate rather than
+    pipelined again, binds in the room p7 left."""
     row = next(r for r in tree_rows() if r.name.startswith("case3:"))
     api, _ = run(row.case, sessions=3)
     assert api.evicted == ["ns1/p7"] == list(row.evicted or [])
+    assert bound(api) == {"ns1/p8": "n1"}

@@ -140,10 +140,15 @@ def _evict_until_fit(
     queue_fits: QueueFits | None = None,
 ) -> bool:
     """Evict victims on one node, lowest priority first, until the task fits (and, with `queue_fits`,
-    fits its queue); pipeline it there. A task the node already takes is pipelined with no eviction,
-    as Volcano's preempt and reclaim stop before their first victim when the node's future idle room
-    takes the task (else a reclaim running before allocate evicts a pod for a task that fits)."""
-    if (queue_fits is None or queue_fits(task)) and _pipeline(ssn, trial, task, row):
+    fits its queue); pipeline it there. A task the node already takes evicts nothing, as Volcano's
+    preempt and reclaim stop before their first victim when the node's future idle room takes the
+    task (else a reclaim running before allocate evicts a pod for a task that fits): preempt
+    pipelines it there (`preemptorFitsOnNode`); reclaim leaves it to allocate, which binds it in
+    this session (pipelined, it would wait for victims that never go, each session again)."""
+    if queue_fits is None:
+        if fits_on(ssn, task, row):
+            return True
+    elif queue_fits(task) and _pipeline(ssn, trial, task, row):
         return True
     for victim in victim_order(ssn, task, victims):
         try:
