@@ -85,7 +85,7 @@ CASES = [
             build_pod("c1", "preemptee2-1", "n1", "1", "1G", "pg2", labels=yes("true")),
             build_pod("c1", "preemptor1", "", "2", "1G", "pg3"),
         ],
-        queues=[build_queue("q1", 1), build_queue("q2", 2), build_queue("q3", 3)],
+        queues=[build_queue("q1", priority=1), build_queue("q2", priority=2), build_queue("q3", 3)],
         classes=CLASSES,
     ),
     Case(

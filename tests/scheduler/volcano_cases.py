@@ -85,9 +85,12 @@ def build_pod_group(
     min_task_member: Mapping[str, int] | None = None,
     phase: str = "Inqueue",
     priority_class: str = "",
+    min_resources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Volcano's `util.BuildPodGroup` / `BuildPodGroupWithPrio`."""
+    """Volcano's `util.BuildPodGroup` / `BuildPodGroupWithPrio` / `BuildPodGroupWithMinResources`."""
     spec: dict[str, Any] = {"queue": queue, "minMember": min_member}
+    if min_resources:
+        spec["minResources"] = dict(min_resources)
     if min_task_member:
         spec["minTaskMember"] = dict(min_task_member)
     if priority_class:
@@ -111,11 +114,26 @@ def build_priority_class(name: str, value: int, global_default: bool = False) ->
     }
 
 
-def build_queue(name: str, weight: int = 1, capability: Mapping[str, str] | None = None) -> dict[str, Any]:
+def build_queue(
+    name: str,
+    weight: int = 1,
+    capability: Mapping[str, str] | None = None,
+    priority: int = 0,
+    deserved: Mapping[str, str] | None = None,
+    state: str = "",
+) -> dict[str, Any]:
+    """Volcano's `util.BuildQueue` / `BuildQueueWithPriorityAndResourcesQuantity` / `BuildQueueWithState`."""
     spec: dict[str, Any] = {"weight": weight}
     if capability:
         spec["capability"] = dict(capability)
-    return {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    if priority:
+        spec["priority"] = priority
+    if deserved:
+        spec["deserved"] = dict(deserved)
+    queue = {"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "Queue", "metadata": {"name": name}, "spec": spec}
+    if state:
+        queue["status"] = {"state": state}
+    return queue
 
 
 class RecordingApi(FakeApi):

@@ -53,6 +53,12 @@ def terminating_rows(ssn: Session) -> frozenset[int]:
     return rows
 
 
+def never_preempts(task: TaskInfo) -> bool:
+    """A pod whose `preemptionPolicy` is Never waits for room and evicts nothing (kube-scheduler's and
+    Volcano's preempt and reclaim skip it); the other pods of its job may still take room."""
+    return task.pod is not None and (task.pod.get("spec") or {}).get("preemptionPolicy") == "Never"
+
+
 def running_by_row(ssn: Session) -> dict[int, list[TaskInfo]]:
     """Tasks holding resources, per node row (and the room of terminating pods counted as free)."""
     terminating_rows(ssn)
@@ -134,8 +140,15 @@ def _evict_until_fit(
     queue_fits: QueueFits | None = None,
 ) -> bool:
     """Evict victims on one node, lowest priority first, until the task fits (and, with `queue_fits`,
-    fits its queue); pipeline it there."""
-    if queue_fits is not None and queue_fits(task) and _pipeline(ssn, trial, task, row):
+    fits its queue); pipeline it there. A task the node already takes evicts nothing, as Volcano's
+    preempt and reclaim stop before their first victim when the node's future idle room takes the
+    task (else a reclaim running before allocate evicts a pod for a task that fits): preempt
+    pipelines it there (`preemptorFitsOnNode`); reclaim leaves it to allocate, which binds it in
+    this session (pipelined, it would wait for victims that never go, each session again)."""
+    if queue_fits is None:
+        if fits_on(ssn, task, row):
+            return True
+    elif queue_fits(task) and _pipeline(ssn, trial, task, row):
         return True
     for victim in victim_order(ssn, task, victims):
         try:
@@ -157,28 +170,33 @@ def _evict_until_fit(
 
 
 def victim_order(ssn: Session, task: TaskInfo, victims: list[TaskInfo]) -> list[TaskInfo]:
-    """Victims lowest priority first, the newest first among equals; victims of different queues in
-    the order the VictimQueueOrder plugins give for the task's queue (capacity's tree: the nearest
-    relative queue first), as Volcano's victims queue orders them."""
+    """Victims as Volcano's victims queue orders them (`BuildVictimsPriorityQueue`): of one job, the
+    lowest priority pod first, the newest among equals; of different queues, in the order the
+    VictimQueueOrder plugins give for the task's queue (capacity's tree: the nearest relative queue
+    first), else the queue last in queue order first; of different jobs of one queue, the job the
+    JobOrder plugins put last first (the lowest priority job's, under the priority plugin), and
+    where they do not tell the jobs apart, the pods' own order."""
     ordered = sorted(victims, key=lambda v: (v.priority, -v.created))
-    if not ssn.plugins.victim_queue_order.flat or len(ordered) < 2:
+    if len(ordered) < 2 or len({v.job for v in ordered}) < 2:
         return ordered
     job = ssn.jobs.get(task.job)
     mine = ssn.queues.get(job.queue) if job is not None else None
-    if mine is None:
-        return ordered
-
-    def queue_of(victim: TaskInfo) -> QueueInfo | None:
-        owner = ssn.jobs.get(victim.job)
-        return ssn.queues.get(owner.queue) if owner is not None else None
 
     def compare(left: TaskInfo, right: TaskInfo) -> int:
-        lq, rq = queue_of(left), queue_of(right)
-        if lq is None or rq is None or lq.name == rq.name:
+        lj, rj = ssn.jobs.get(left.job), ssn.jobs.get(right.job)
+        if left.job == right.job or lj is None or rj is None:
             return 0
-        return ssn.victim_queue_order(lq, rq, mine)
+        if lj.queue != rj.queue:
+            lq, rq = ssn.queues.get(lj.queue), ssn.queues.get(rj.queue)
+            if lq is None or rq is None or mine is None:
+                return 0
+            return ssn.victim_queue_order(lq, rq, mine) or -ssn.queue_order(lq, rq)
+        for plugin in ssn.plugins.job_order.flat:
+            if result := plugin.job_order(lj, rj):
+                return -result
+        return 0
 
-    return sorted(ordered, key=cmp_to_key(compare))  # stable: equals keep their priority order
+    return sorted(ordered, key=cmp_to_key(compare))  # stable: pods the comparison ties keep their order
 
 
 def evict_for_queue(
@@ -203,7 +221,7 @@ def evict_for_queue(
     for job in ssn.sorted_jobs(jobs):
         stmt = ssn.statement()
         for task in ssn.sorted_tasks(job.pending):
-            if task.invalid or not task_ok(task):
+            if task.invalid or not task_ok(task) or never_preempts(task):
                 continue
             errors = job.fit_errors.get(task.key)
             if not isinstance(errors, FitErrors):  # no attempt this session yet: the predicates say

@@ -62,6 +62,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
             not any(queue.eligible(e, now) for e in waiting)
             and not (include_running and job.members)
             and not awaits_enqueue(job)
+            and not admitted_without_pods(job)
         ):
             continue
         info = _job_info(cache, job)
@@ -106,6 +107,14 @@ def awaits_enqueue(job: JobState) -> bool:
     pod exists, since Volcano's job controller creates a vcjob's pods only once its PodGroup has
     left Pending. Call under the cluster cache's lock."""
     return job.group is not None and not job.members and (job.phase or "Pending") == "Pending"
+
+
+def admitted_without_pods(job: JobState) -> bool:
+    """A PodGroup already Inqueue with no pod yet: its minResources are reserved in its queue (and the
+    queue's ancestors) until its pods come, as Volcano's capacity and proportion count every Inqueue
+    job; left out of the session, the next PodGroup of the queue would be admitted into the same
+    room. Call under the cluster cache's lock."""
+    return job.group is not None and not job.members and job.phase == "Inqueue"
 
 
 @dataclass(frozen=True)
