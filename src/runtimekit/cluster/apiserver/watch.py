@@ -19,7 +19,6 @@ Called by the HTTP layer with a `write` coroutine.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -39,17 +38,27 @@ WRITE_BYTES = 128 * 1024  # a watcher writes once it has rendered this much, the
 
 
 class Waker:
-    """One asyncio.Event per generation: a write sets the current one and starts the next."""
+    """The streams waiting for a write: each waits on a future of its own, all of them done at the
+    next write. A plain future per wait costs less than `asyncio.wait_for` on a shared Event (a task
+    and a timer per wait), which every stream paid on every write of any kind."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._thread = threading.get_ident()
-        self._event = asyncio.Event()
+        self._waiting: set[asyncio.Future[None]] = set()
         self._pending = False
         self.closing = False
 
-    def current(self) -> asyncio.Event:
-        return self._event
+    def wait(self) -> asyncio.Future[None]:
+        """A future done at the next write or close. Taken on the event loop's thread after the
+        caller checked there is nothing new: every wake-up runs on that thread, so none is missed."""
+        waiting: asyncio.Future[None] = self._loop.create_future()
+        self._waiting.add(waiting)
+        return waiting
+
+    def forget(self, waiting: asyncio.Future[None]) -> None:
+        """`waiting` ended otherwise (its stream's alarm, a cancelled stream): do not keep it."""
+        self._waiting.discard(waiting)
 
     def notify(self) -> None:
         """Store listener; safe from any thread, coalesces wake-ups from other threads."""
@@ -61,8 +70,10 @@ class Waker:
 
     def _wake(self) -> None:
         self._pending = False
-        event, self._event = self._event, asyncio.Event()
-        event.set()
+        waiting, self._waiting = self._waiting, set()
+        for future in waiting:
+            if not future.done():
+                future.set_result(None)
 
     def close(self) -> None:
         self.closing = True
@@ -91,6 +102,11 @@ class WatchStream:
     clock: Callable[[], float] = time.monotonic
     cursor: int = 0
     _headers_sent: bool = field(default=False)
+    # the wait in progress and the timer that ends it at the next bookmark or the deadline; the
+    # timer is kept across wake-ups while that moment stays the same
+    _waiting: asyncio.Future[None] | None = field(default=None)
+    _alarm: asyncio.TimerHandle | None = field(default=None)
+    _alarm_at: float | None = field(default=None)
 
     async def run(self) -> None:
         deadline = None if self.request.timeout is None else self.clock() + self.request.timeout
@@ -107,9 +123,12 @@ class WatchStream:
                 limit = next_bookmark if self.request.bookmarks else None
                 if deadline is not None:
                     limit = deadline if limit is None else min(limit, deadline)
-                await self._wait(None if limit is None else max(0.0, limit - now))
+                await self._wait(limit)
         except ApiError as exc:
             await self.write(b'{"type":"ERROR","object":' + dumps(exc.status()) + b"}\n")
+        finally:
+            if self._alarm is not None:
+                self._alarm.cancel()
 
     async def _start(self) -> None:
         store = self.api.store
@@ -138,12 +157,13 @@ class WatchStream:
             await self.write(self._bookmark(initial_end=True))
 
     async def _pump(self) -> bool:
-        """Send the next lines after the cursor; False when there was nothing new."""
-        before = self.cursor
+        """Send the next lines after the cursor; True when more events wait (a full write, or events
+        that came meanwhile), False when it caught up, so a wake-up by a write of another kind costs
+        one read of the history, not two."""
         lines = self._next_lines()
         if lines:
             await self.write(lines)
-        return self.cursor != before
+        return self.api.store.rv > self.cursor
 
     def _next_lines(self) -> bytes:
         """The lines of the events after the cursor, up to about `WRITE_BYTES`, moving the cursor past
@@ -158,12 +178,26 @@ class WatchStream:
                     break
         return out.take()
 
-    async def _wait(self, timeout: float | None) -> None:
-        event = self.waker.current()
+    async def _wait(self, limit: float | None) -> None:
+        """Until the next write, or `limit` (on `clock`; None: no limit), whichever comes first."""
         if self.api.store.rv > self.cursor or self.waker.closing:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+        waiting = self._waiting = self.waker.wait()
+        if limit is not None and limit != self._alarm_at:
+            if self._alarm is not None:
+                self._alarm.cancel()
+            self._alarm_at = limit
+            self._alarm = asyncio.get_running_loop().call_later(max(0.0, limit - self.clock()), self._ring)
+        try:
+            await waiting
+        finally:
+            self._waiting = None
+            self.waker.forget(waiting)
+
+    def _ring(self) -> None:
+        self._alarm = self._alarm_at = None
+        if self._waiting is not None and not self._waiting.done():
+            self._waiting.set_result(None)
 
     def _render(self, event: Event) -> bytes | None:
         flt = self.request.filter
