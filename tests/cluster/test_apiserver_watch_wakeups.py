@@ -1,6 +1,8 @@
-"""What a write costs the watch streams of other kinds: every write wakes every stream (`Waker`),
-so a stream that finds nothing of its kind must go back to waiting without a task or a timer of its
-own per wake-up (`asyncio.wait_for` made both), and its bookmarks and timeout still come on time."""
+"""What a write costs the watch streams of other kinds: a write wakes only the streams of its kind
+(`Waker`), with no task or timer per wake-up (`asyncio.wait_for` made both, for every stream on every
+write); a stream left asleep while other kinds are written still sends its bookmarks on time with
+the current resourceVersion, ends at its timeout, and is not expired for other kinds' events the
+history let go (`History.after_of`)."""
 
 from __future__ import annotations
 
@@ -13,9 +15,14 @@ from typing import Any
 import httpx2
 import pytest
 
-from fixtures.apiserver import http_client
+from fixtures.apiserver import http_client, make_pod
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.apiserver.errors import ApiError
+from runtimekit.cluster.apiserver.resources import BUILTIN, ResourceInfo
+from runtimekit.cluster.apiserver.store import Store
 
+PODS = next(info for info in BUILTIN if info.plural == "pods" and info.group == "")
+CONFIGMAPS_INFO = next(info for info in BUILTIN if info.plural == "configmaps")
 CONFIGMAPS = "/api/v1/namespaces/default/configmaps"
 NODES = "/api/v1/nodes"
 
@@ -78,3 +85,45 @@ def test_a_stream_woken_by_other_kinds_still_gets_its_bookmark_and_ends_at_its_t
             assert time.monotonic() - started < 1.5
             assert not [line for line in lines if line.strip() and '"BOOKMARK"' not in line]
         assert 1.8 <= time.monotonic() - started < 4.0
+
+
+def test_a_bookmark_after_writes_of_other_kinds_carries_the_current_resource_version(server: ApiServer) -> None:
+    with http_client(server.url) as http, http_client(server.url) as writer:
+        params = {"watch": "true", "allowWatchBookmarks": "true"}
+        with http.stream("GET", NODES, params=params, timeout=httpx2.Timeout(10.0)) as response:
+            lines = response.iter_lines()
+            write_configmaps(writer, "later", 5)
+            current = writer.get(CONFIGMAPS).json()["metadata"]["resourceVersion"]
+            first = next(line for line in lines if line.strip())
+        assert '"type":"BOOKMARK"' in first
+        assert f'"resourceVersion":"{current}"' in first
+
+
+def no_facts(_info: ResourceInfo, _obj: object) -> tuple[object, ...]:
+    return ((), None)
+
+
+def test_a_reader_of_one_kind_is_expired_only_when_an_event_of_its_kind_is_gone() -> None:
+    store = Store(facts=no_facts, history_size=3)
+    store.put(PODS, make_pod("a"), None)  # rv 1
+    for i in range(4):  # rv 2..5: rv 1 and 2 leave the history
+        store.put(CONFIGMAPS_INFO, {"metadata": {"name": f"c{i}", "namespace": "default"}}, None)
+    with pytest.raises(ApiError) as caught:
+        store.events_after(1, 10)
+    assert caught.value.code == 410
+    assert [e.rv for e in store.events_of(PODS.storage, 1, 10)] == [3, 4, 5]  # no pod event lost
+    with pytest.raises(ApiError) as caught:
+        store.events_of(PODS.storage, 0, 10)  # the pod written at rv 1 is gone
+    assert caught.value.code == 410
+    with pytest.raises(ApiError) as caught:
+        store.events_of(CONFIGMAPS_INFO.storage, 1, 10)  # the ConfigMap of rv 2 is gone
+    assert caught.value.code == 410
+
+
+def test_a_reader_of_versions_from_before_the_history_began_is_expired() -> None:
+    store = Store(facts=no_facts, history_size=3, start_rv=10)
+    for i in range(5):
+        store.put(CONFIGMAPS_INFO, {"metadata": {"name": f"c{i}", "namespace": "default"}}, None)
+    with pytest.raises(ApiError) as caught:
+        store.events_of(PODS.storage, 5, 10)  # what happened before rv 10 is not known
+    assert caught.value.code == 410

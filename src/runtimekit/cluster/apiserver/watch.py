@@ -7,12 +7,14 @@ event's JSON line is rendered once per served version and kept on the event for 
 moment they are printed (ages, the GPUs allocated on a node), are rendered per watcher. A watcher
 holds at most one write of about `WRITE_BYTES` beyond the shared history: it writes and waits for
 the connection to take it (aiohttp's drain) before it renders more, so a client that reads slowly
-costs a bounded buffer, not the burst. A cursor older than the retained history (a watcher that fell
-behind by more than the history keeps, in events or bytes) ends the stream with an ERROR event
+costs a bounded buffer, not the burst. A cursor older than the retained history of its kind (a watcher
+that fell behind by more than the history keeps, in events or bytes, and lost an event of the kind
+it watches: events of other kinds that are gone lose it nothing) ends the stream with an ERROR event
 carrying a 410 `Expired` Status ("too old resource version"), as kube-apiserver's watch cache does
 to a watch that resumes from there after it closed the slow one; the client lists again. With
-selectors, an object that starts or stops matching is sent as ADDED or DELETED. `Waker` wakes all
-streams of the event loop after a write in any thread.
+selectors, an object that starts or stops matching is sent as ADDED or DELETED. `Waker` wakes the
+streams of the kind written after a write in any thread; a stream woken by its bookmark timer reads
+past the other kinds' events first, so its bookmark carries the current resourceVersion.
 Called by the HTTP layer with a `write` coroutine.
 """
 
@@ -38,46 +40,61 @@ WRITE_BYTES = 128 * 1024  # a watcher writes once it has rendered this much, the
 
 
 class Waker:
-    """The streams waiting for a write: each waits on a future of its own, all of them done at the
-    next write. A plain future per wait costs less than `asyncio.wait_for` on a shared Event (a task
-    and a timer per wait), which every stream paid on every write of any kind."""
+    """The streams waiting for a write, by the storage key they watch: a write wakes only the
+    streams of its key, each waiting on a future of its own (a plain future costs less than
+    `asyncio.wait_for` on a shared Event, a task and a timer per wait, which every stream paid on
+    every write of any kind)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._thread = threading.get_ident()
-        self._waiting: set[asyncio.Future[None]] = set()
-        self._pending = False
+        self._waiting: dict[str, set[asyncio.Future[None]]] = {}
+        self._written: set[str] = set()  # keys written by other threads, not woken yet
+        self._lock = threading.Lock()
         self.closing = False
 
-    def wait(self) -> asyncio.Future[None]:
-        """A future done at the next write or close. Taken on the event loop's thread after the
-        caller checked there is nothing new: every wake-up runs on that thread, so none is missed."""
+    def wait(self, storage: str) -> asyncio.Future[None]:
+        """A future done at the next write of `storage` or at close. Taken on the event loop's thread
+        after the caller checked there is nothing new: every wake-up runs on that thread, so none is
+        missed."""
         waiting: asyncio.Future[None] = self._loop.create_future()
-        self._waiting.add(waiting)
+        self._waiting.setdefault(storage, set()).add(waiting)
         return waiting
 
-    def forget(self, waiting: asyncio.Future[None]) -> None:
+    def forget(self, storage: str, waiting: asyncio.Future[None]) -> None:
         """`waiting` ended otherwise (its stream's alarm, a cancelled stream): do not keep it."""
-        self._waiting.discard(waiting)
+        found = self._waiting.get(storage)
+        if found is not None:
+            found.discard(waiting)
 
-    def notify(self) -> None:
+    def notify(self, storage: str) -> None:
         """Store listener; safe from any thread, coalesces wake-ups from other threads."""
         if threading.get_ident() == self._thread:
-            self._wake()
-        elif not self._pending and not self._loop.is_closed():
-            self._pending = True
-            self._loop.call_soon_threadsafe(self._wake)
+            self._wake(storage)
+            return
+        with self._lock:
+            first = not self._written
+            self._written.add(storage)
+        if first and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake_written)
 
-    def _wake(self) -> None:
-        self._pending = False
-        waiting, self._waiting = self._waiting, set()
-        for future in waiting:
-            if not future.done():
-                future.set_result(None)
+    def _wake_written(self) -> None:
+        with self._lock:
+            written, self._written = self._written, set()
+        for storage in written:
+            self._wake(storage)
+
+    def _wake(self, storage: str) -> None:
+        waiting = self._waiting.pop(storage, None)
+        if waiting:
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
 
     def close(self) -> None:
         self.closing = True
-        self._wake()
+        for storage in list(self._waiting):
+            self._wake(storage)
 
 
 @dataclass(frozen=True)
@@ -170,7 +187,7 @@ class WatchStream:
         the events they cover. No event is held once it returns, so a watcher waiting for its client
         keeps nothing alive that the history has let go."""
         out = _Lines()
-        for event in self.api.store.events_after(self.cursor, _BATCH):
+        for event in self.api.store.events_of(self.request.info.storage, self.cursor, _BATCH):
             self.cursor = event.rv
             if event.storage == self.request.info.storage:
                 line = self._render(event)
@@ -182,7 +199,7 @@ class WatchStream:
         """Until the next write, or `limit` (on `clock`; None: no limit), whichever comes first."""
         if self.api.store.rv > self.cursor or self.waker.closing:
             return
-        waiting = self._waiting = self.waker.wait()
+        waiting = self._waiting = self.waker.wait(self.request.info.storage)
         if limit is not None and limit != self._alarm_at:
             if self._alarm is not None:
                 self._alarm.cancel()
@@ -192,7 +209,7 @@ class WatchStream:
             await waiting
         finally:
             self._waiting = None
-            self.waker.forget(waiting)
+            self.waker.forget(self.request.info.storage, waiting)
 
     def _ring(self) -> None:
         self._alarm = self._alarm_at = None
