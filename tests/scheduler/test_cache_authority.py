@@ -287,3 +287,29 @@ def test_a_signed_cache_given_a_bound_pod_without_its_seal_books_no_gpu(api: Fak
     live.cache.on_pod("ADDED", signed("holder", {GPU: 1}, whole(0)))  # not through live.on_pod
     assert gpus_of(live, "holder") == []
     assert live.cache.authority.ignored["signature"] == 1
+
+
+def test_what_the_scheduler_signed_is_not_checked_again_but_any_other_signature_is(api: FakeApi) -> None:
+    keys = CountingRing.from_secrets(b"the scheduler's key, thirty-two bytes or more")
+    assert isinstance(keys, CountingRing)
+    live = make(api, keys)
+    framework = Framework(load_conf(None), builtin_registry(), BuildContext(protocol=P))
+    for i in range(2):
+        api.add_pod(pod_object(f"one-{i}", {GPU: 1}))
+    framework.run_once(live)
+    assert live.binder.drain()
+    assert sorted(gpus_of(live, "one-0") + gpus_of(live, "one-1")) == [0, 1]  # booked from their events
+    assert keys.checked == 0  # the signatures it has just made: no second HMAC
+    copied = api.pods["default/one-0"]["metadata"]["annotations"]
+    hostile = bound("hostile", {GPU: 1}, copied[P.annotations.assignment], copied[P.annotations.assignment_signature])
+    api.add_pod(hostile)  # one-0's signed assignment, copied onto a pod of its own
+    live.write_notices()
+    assert keys.checked == 1
+    (message,) = warned(api, "hostile")
+    assert "signature does not match" in message
+    assert gpus_of(live, "hostile") == []
+    restarted = CountingRing.from_secrets(b"the scheduler's key, thirty-two bytes or more")
+    assert isinstance(restarted, CountingRing)
+    again = make(api, restarted)  # it signed none of them: each is checked
+    assert restarted.checked == 3
+    assert sorted(gpus_of(again, "one-0") + gpus_of(again, "one-1")) == [0, 1]

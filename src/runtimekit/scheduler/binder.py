@@ -31,7 +31,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from queue import Empty, SimpleQueue
 from typing import Protocol
@@ -107,6 +107,9 @@ class BinderPool:
         self.protocol: KitProtocol = cache.protocol
         self.hami = speaks_hami(self.protocol)  # HAMi's names: its own annotations are written too
         self.signer = signer
+        # told each assignment the signer signs (`SignatureCheck.vouch`), so the bound pod's event
+        # need not check that signature again
+        self.vouch: Callable[[str, str, str], None] | None = None
         self.volumes = volumes  # handed to PreBind plugins on every binding
         self.bound_count = 0
         self.bind_failures = 0
@@ -316,6 +319,8 @@ class BinderPool:
         if self.signer is not None:
             signature = sign_assignment(self.signer, binding.task.uid, text)
             binding.annotations[self.protocol.annotations.assignment_signature] = signature
+            if self.vouch is not None:
+                self.vouch(binding.task.uid, text, signature)
 
     # -- evictions and status writes -------------------------------------------------------
     def evict(self, task: TaskInfo, reason: str) -> None:

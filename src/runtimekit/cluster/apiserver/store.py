@@ -126,6 +126,7 @@ class History:
         self.last = first_rv - 1
         self._oldest = first_rv
         self._lined: deque[int] = deque()  # RVs of events that hold lines, in the order they got them
+        self._dropped: dict[str, int] = {}  # per storage key, the RV of its newest event no longer kept
 
     def append(self, event: Event) -> None:
         if self.last - self._oldest + 1 >= self.size:
@@ -172,6 +173,7 @@ class History:
         dropped = self._ring[slot]
         if dropped is not None:
             self.bytes -= dropped.size + dropped.lines_size
+            self._dropped[dropped.storage] = dropped.rv
         self._ring[slot] = None
         self._oldest += 1
 
@@ -188,6 +190,14 @@ class History:
         # ever in slots not written yet, which this range never reaches)
         ring, size = cast("list[Event]", self._ring), self.size
         return [ring[r % size] for r in range(rv + 1, end + 1)]
+
+    def after_of(self, storage: str, rv: int, limit: int | None = None) -> list[Event]:
+        """`after(rv, limit)` for a reader of one storage key: events of other keys that are gone
+        since `rv` lose it nothing, so it reads on from the oldest kept (as kube-apiserver's watch
+        cache, one per resource, does). Raises 410 only when an event of `storage` is gone."""
+        if self.first - 1 <= rv < self._oldest - 1 and self._dropped.get(storage, 0) <= rv:
+            rv = self._oldest - 1
+        return self.after(rv, limit)
 
 
 class Bucket:
@@ -274,18 +284,19 @@ class Store:
         self.history = History(history_size, start_rv + 1, history_bytes)
         self._buckets: dict[str, Bucket] = {}
         self._persistence = persistence
-        self._listeners: list[Callable[[], None]] = []
+        self._listeners: list[Callable[[str], None]] = []
 
     @property
     def rv(self) -> int:
         return self._rv
 
-    def add_listener(self, listener: Callable[[], None]) -> None:
-        """Call `listener()` after every write (from the writing thread, with the lock held)."""
+    def add_listener(self, listener: Callable[[str], None]) -> None:
+        """Call `listener(storage)` after every write, with the storage key written (from the writing
+        thread, with the lock held)."""
         with self.lock:
             self._listeners = [*self._listeners, listener]
 
-    def remove_listener(self, listener: Callable[[], None]) -> None:
+    def remove_listener(self, listener: Callable[[str], None]) -> None:
         with self.lock:
             self._listeners = [known for known in self._listeners if known is not listener]
 
@@ -331,7 +342,7 @@ class Store:
     def _commit(self, event: Event) -> None:
         self.history.append(event)
         for listener in self._listeners:
-            listener()
+            listener(event.storage)
 
     def put(self, info: ResourceInfo, obj: JsonObject, previous: Stored | None) -> Stored:
         """Write a new version (ADDED when `previous` is None, else MODIFIED) with the next RV."""
@@ -385,6 +396,11 @@ class Store:
     def events_after(self, rv: int, limit: int) -> list[Event]:
         with self.lock:
             return self.history.after(rv, limit)
+
+    def events_of(self, storage: str, rv: int, limit: int) -> list[Event]:
+        """`events_after` for a reader of `storage` alone (`History.after_of`)."""
+        with self.lock:
+            return self.history.after_of(storage, rv, limit)
 
     def share_line(self, event: Event, form: str, line: bytes) -> bytes:
         """Keep `line`, the watch line of `event` in `form`, for every watcher that sends that form;

@@ -7,19 +7,20 @@ event's JSON line is rendered once per served version and kept on the event for 
 moment they are printed (ages, the GPUs allocated on a node), are rendered per watcher. A watcher
 holds at most one write of about `WRITE_BYTES` beyond the shared history: it writes and waits for
 the connection to take it (aiohttp's drain) before it renders more, so a client that reads slowly
-costs a bounded buffer, not the burst. A cursor older than the retained history (a watcher that fell
-behind by more than the history keeps, in events or bytes) ends the stream with an ERROR event
+costs a bounded buffer, not the burst. A cursor older than the retained history of its kind (a watcher
+that fell behind by more than the history keeps, in events or bytes, and lost an event of the kind
+it watches: events of other kinds that are gone lose it nothing) ends the stream with an ERROR event
 carrying a 410 `Expired` Status ("too old resource version"), as kube-apiserver's watch cache does
 to a watch that resumes from there after it closed the slow one; the client lists again. With
-selectors, an object that starts or stops matching is sent as ADDED or DELETED. `Waker` wakes all
-streams of the event loop after a write in any thread.
+selectors, an object that starts or stops matching is sent as ADDED or DELETED. `Waker` wakes the
+streams of the kind written after a write in any thread; a stream woken by its bookmark timer reads
+past the other kinds' events first, so its bookmark carries the current resourceVersion.
 Called by the HTTP layer with a `write` coroutine.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -39,34 +40,61 @@ WRITE_BYTES = 128 * 1024  # a watcher writes once it has rendered this much, the
 
 
 class Waker:
-    """One asyncio.Event per generation: a write sets the current one and starts the next."""
+    """The streams waiting for a write, by the storage key they watch: a write wakes only the
+    streams of its key, each waiting on a future of its own (a plain future costs less than
+    `asyncio.wait_for` on a shared Event, a task and a timer per wait, which every stream paid on
+    every write of any kind)."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
         self._thread = threading.get_ident()
-        self._event = asyncio.Event()
-        self._pending = False
+        self._waiting: dict[str, set[asyncio.Future[None]]] = {}
+        self._written: set[str] = set()  # keys written by other threads, not woken yet
+        self._lock = threading.Lock()
         self.closing = False
 
-    def current(self) -> asyncio.Event:
-        return self._event
+    def wait(self, storage: str) -> asyncio.Future[None]:
+        """A future done at the next write of `storage` or at close. Taken on the event loop's thread
+        after the caller checked there is nothing new: every wake-up runs on that thread, so none is
+        missed."""
+        waiting: asyncio.Future[None] = self._loop.create_future()
+        self._waiting.setdefault(storage, set()).add(waiting)
+        return waiting
 
-    def notify(self) -> None:
+    def forget(self, storage: str, waiting: asyncio.Future[None]) -> None:
+        """`waiting` ended otherwise (its stream's alarm, a cancelled stream): do not keep it."""
+        found = self._waiting.get(storage)
+        if found is not None:
+            found.discard(waiting)
+
+    def notify(self, storage: str) -> None:
         """Store listener; safe from any thread, coalesces wake-ups from other threads."""
         if threading.get_ident() == self._thread:
-            self._wake()
-        elif not self._pending and not self._loop.is_closed():
-            self._pending = True
-            self._loop.call_soon_threadsafe(self._wake)
+            self._wake(storage)
+            return
+        with self._lock:
+            first = not self._written
+            self._written.add(storage)
+        if first and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self._wake_written)
 
-    def _wake(self) -> None:
-        self._pending = False
-        event, self._event = self._event, asyncio.Event()
-        event.set()
+    def _wake_written(self) -> None:
+        with self._lock:
+            written, self._written = self._written, set()
+        for storage in written:
+            self._wake(storage)
+
+    def _wake(self, storage: str) -> None:
+        waiting = self._waiting.pop(storage, None)
+        if waiting:
+            for future in waiting:
+                if not future.done():
+                    future.set_result(None)
 
     def close(self) -> None:
         self.closing = True
-        self._wake()
+        for storage in list(self._waiting):
+            self._wake(storage)
 
 
 @dataclass(frozen=True)
@@ -91,6 +119,11 @@ class WatchStream:
     clock: Callable[[], float] = time.monotonic
     cursor: int = 0
     _headers_sent: bool = field(default=False)
+    # the wait in progress and the timer that ends it at the next bookmark or the deadline; the
+    # timer is kept across wake-ups while that moment stays the same
+    _waiting: asyncio.Future[None] | None = field(default=None)
+    _alarm: asyncio.TimerHandle | None = field(default=None)
+    _alarm_at: float | None = field(default=None)
 
     async def run(self) -> None:
         deadline = None if self.request.timeout is None else self.clock() + self.request.timeout
@@ -107,9 +140,12 @@ class WatchStream:
                 limit = next_bookmark if self.request.bookmarks else None
                 if deadline is not None:
                     limit = deadline if limit is None else min(limit, deadline)
-                await self._wait(None if limit is None else max(0.0, limit - now))
+                await self._wait(limit)
         except ApiError as exc:
             await self.write(b'{"type":"ERROR","object":' + dumps(exc.status()) + b"}\n")
+        finally:
+            if self._alarm is not None:
+                self._alarm.cancel()
 
     async def _start(self) -> None:
         store = self.api.store
@@ -138,19 +174,20 @@ class WatchStream:
             await self.write(self._bookmark(initial_end=True))
 
     async def _pump(self) -> bool:
-        """Send the next lines after the cursor; False when there was nothing new."""
-        before = self.cursor
+        """Send the next lines after the cursor; True when more events wait (a full write, or events
+        that came meanwhile), False when it caught up, so a wake-up by a write of another kind costs
+        one read of the history, not two."""
         lines = self._next_lines()
         if lines:
             await self.write(lines)
-        return self.cursor != before
+        return self.api.store.rv > self.cursor
 
     def _next_lines(self) -> bytes:
         """The lines of the events after the cursor, up to about `WRITE_BYTES`, moving the cursor past
         the events they cover. No event is held once it returns, so a watcher waiting for its client
         keeps nothing alive that the history has let go."""
         out = _Lines()
-        for event in self.api.store.events_after(self.cursor, _BATCH):
+        for event in self.api.store.events_of(self.request.info.storage, self.cursor, _BATCH):
             self.cursor = event.rv
             if event.storage == self.request.info.storage:
                 line = self._render(event)
@@ -158,12 +195,26 @@ class WatchStream:
                     break
         return out.take()
 
-    async def _wait(self, timeout: float | None) -> None:
-        event = self.waker.current()
+    async def _wait(self, limit: float | None) -> None:
+        """Until the next write, or `limit` (on `clock`; None: no limit), whichever comes first."""
         if self.api.store.rv > self.cursor or self.waker.closing:
             return
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(event.wait(), timeout)
+        waiting = self._waiting = self.waker.wait(self.request.info.storage)
+        if limit is not None and limit != self._alarm_at:
+            if self._alarm is not None:
+                self._alarm.cancel()
+            self._alarm_at = limit
+            self._alarm = asyncio.get_running_loop().call_later(max(0.0, limit - self.clock()), self._ring)
+        try:
+            await waiting
+        finally:
+            self._waiting = None
+            self.waker.forget(self.request.info.storage, waiting)
+
+    def _ring(self) -> None:
+        self._alarm = self._alarm_at = None
+        if self._waiting is not None and not self._waiting.done():
+            self._waiting.set_result(None)
 
     def _render(self, event: Event) -> bytes | None:
         flt = self.request.filter

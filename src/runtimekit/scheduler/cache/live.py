@@ -183,4 +183,7 @@ def live_cache(
     queue = SchedulingQueue(threading.RLock(), clock, retry_seconds)
     cache = ClusterCache(protocol, scheduler_name, queue, clock, rank_seed, signed=keys is not None)
     signatures = SignatureCheck(protocol, keys) if keys is not None else None
-    return LiveCache(queue, cache, BinderPool(binder, cache, queue, bind_workers, signer), signatures)
+    pool = BinderPool(binder, cache, queue, bind_workers, signer)
+    if signatures is not None and signer is keys:  # what the ring signs, it need not check again
+        pool.vouch = signatures.vouch
+    return LiveCache(queue, cache, pool, signatures)

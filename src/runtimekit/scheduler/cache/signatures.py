@@ -9,6 +9,11 @@ event. It verifies a bound pod's signature once per annotation text and signatur
 events cost a hash of the two and a dict lookup, and an HMAC is made again
 only for a signature that did not verify, when the key ring has changed since (a key may have come).
 A pod deleted or terminated is forgotten.
+`vouch` is called by the binder (`BinderPool`) right after it signed an assignment with a key of the
+same ring: the bound pod's event then finds the verdict an HMAC check would give (the key that
+signed is one the ring verifies with, and a key's id is a hash of its secret), so the scheduler does
+not check again, on every binding, the signature it has just made; any other text or signature on
+that pod is checked as before.
 """
 
 from __future__ import annotations
@@ -38,6 +43,12 @@ class SignatureCheck:
         self.keys = keys
         self._names = (protocol.annotations.assignment, protocol.annotations.assignment_signature)
         self._sealed: dict[str, _Sealed] = {}
+
+    def vouch(self, uid: str, text: str, signature: str) -> None:
+        """`signature`, of `text` for pod `uid`, was just made by the scheduler's signer: verified
+        when the ring holds the key it names (see the module docstring)."""
+        if uid and key_id_of(signature) in self.keys.key_ids:
+            self._sealed[uid] = _Sealed(hash((text, signature)), self.keys.generation, VERIFIED)
 
     def seal(self, kind: str, pod: Pod) -> Seal | None:
         """The check of the signature of a bound pod's assignment; None for a pod that is not bound,
