@@ -34,9 +34,14 @@ DEFAULT_BURST = 100
 
 
 class ObjectRef(Protocol):
-    namespace: str
-    name: str
-    uid: str
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def uid(self) -> str: ...
 
 
 def object_reference(obj: Mapping[str, object]) -> dict[str, str]:
@@ -104,10 +109,10 @@ def record_event(
     post_event(http, body)
 
 
-def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> Event:
-    """A core/v1 Event about a pod, in the pod's namespace."""
+def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str, host: str = "") -> Event:
+    """A core/v1 Event about a pod, in the pod's namespace (`host`: the node of a kubelet's Event)."""
     involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
-    return event_body(involved, ref.namespace, component, kind, reason, message)
+    return event_body(involved, ref.namespace, component, kind, reason, message, host=host)
 
 
 class TokenBucket:
@@ -144,8 +149,9 @@ class EventRecorder:
         workers: int = 2,
         qps: float = DEFAULT_QPS,
         burst: int = DEFAULT_BURST,
+        host: str = "",
     ) -> None:
-        self.http, self.component = http, component
+        self.http, self.component, self.host = http, component, host
         self._queue: queue.Queue[Event | None] = queue.Queue(capacity)
         self._rate = TokenBucket(qps, burst)
         self.dropped = 0  # the queue was full
@@ -157,13 +163,18 @@ class EventRecorder:
             self._workers.spawn(f"events-{i}", self._drain)
 
     def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+        self.record_body(pod_event_body(ref, self.component, kind, reason, message, self.host))
+
+    def record_body(self, body: Event) -> None:
+        """Queue an Event built by the caller (a repeat's `count` and `lastTimestamp`: written as a
+        PATCH of the Event of that name when `count` is above 1)."""
         if not self._rate.take():
             self.throttled += 1
             if self.throttled == 1 or self.throttled % 1000 == 0:
                 log.warning("events over %g/s: %d dropped so far", self._rate.qps, self.throttled)
             return
         try:
-            self._queue.put_nowait(pod_event_body(ref, self.component, kind, reason, message))
+            self._queue.put_nowait(body)
         except queue.Full:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:
@@ -172,7 +183,12 @@ class EventRecorder:
     def _drain(self) -> None:
         while (body := self._queue.get()) is not None:
             try:
-                self.http.post(object_path("v1", "events", body["metadata"]["namespace"]), body)
+                path = object_path("v1", "events", body["metadata"]["namespace"])
+                if body.get("count", 1) > 1:
+                    repeat = {"count": body["count"], "lastTimestamp": body["lastTimestamp"]}
+                    self.http.patch(f"{path}/{body['metadata']['name']}", repeat, "merge")
+                else:
+                    self.http.post(path, body)
             except Exception as exc:
                 self.failed += 1
                 log.info("could not record %s on %s: %s", body["reason"], body["involvedObject"]["name"], exc)

@@ -255,3 +255,17 @@ def phase_of(pod: Pod) -> str:
 
 def container_names(pod: Pod) -> Sequence[str]:
     return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or []]
+
+
+def lifecycle_status(statuses: list[ContainerStatus], phase: str | None, now: str) -> PodStatus:
+    """The containers' statuses with the Ready conditions they make (Ready when every container
+    runs), and the pod's phase once it is done (`PodCompleted`)."""
+    ready = bool(statuses) and all(s.get("ready") for s in statuses)
+    reason = "" if ready else ("PodCompleted" if phase else "ContainersNotReady")
+    status: PodStatus = {
+        "containerStatuses": statuses,
+        "conditions": [_condition("Ready", ready, now, reason), _condition("ContainersReady", ready, now, reason)],
+    }
+    if phase:
+        status["phase"] = phase
+    return status
