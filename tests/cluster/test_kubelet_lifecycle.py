@@ -72,14 +72,15 @@ def pod(name: str, command: list[str] | None = None, restart: str = "Always", **
     return json.dumps(body)
 
 
-def status(kubectl: Kubectl, name: str) -> dict[str, Any]:
-    got: dict[str, Any] = json.loads(kubectl("get", "pod", name, "-o", "json").stdout)["status"]
+def status(http: KubeHttp, name: str) -> dict[str, Any]:
+    """The pod's status (read with the test's client: polling with kubectl would cost a process a try)."""
+    got: dict[str, Any] = http.get(f"{PODS}/{name}").get("status") or {}
     return got
 
 
-def reasons(kubectl: Kubectl, name: str) -> list[tuple[str, str, str]]:
-    items = json.loads(kubectl("get", "events", "--field-selector", f"involvedObject.name={name}", "-o", "json").stdout)
-    return [(e["type"], e["reason"], e["message"]) for e in items["items"]]
+def reasons(http: KubeHttp, name: str) -> list[tuple[str, str, str]]:
+    items = http.list("/api/v1/namespaces/default/events", {"fieldSelector": f"involvedObject.name={name}"})[0]
+    return [(e["type"], e["reason"], e["message"]) for e in items]
 
 
 @pytest.mark.parametrize("apiserver", ["1.31", "1.33"], indirect=True)
@@ -89,7 +90,7 @@ def test_a_server_runs_with_kubelets_events_and_stops_with_killing(
     """kubelet 1.33 words Created and Started `Created container: NAME`, earlier ones `Created container NAME`."""
     minor = str(apiserver.version.minor)
     kubectl("apply", "-f", "-", stdin=pod("web", image="nginx:1.25"))
-    wait_for(lambda: status(kubectl, "web").get("phase") == "Running", what="web running")
+    wait_for(lambda: status(http, "web").get("phase") == "Running", what="web running")
     sep = ": " if minor == "33" else " "
     pulled = 'Successfully pulled image "nginx:1.25" in 1s (1s including waiting). Image size: 4194304 bytes.'
     expected = [
@@ -98,18 +99,18 @@ def test_a_server_runs_with_kubelets_events_and_stops_with_killing(
         ("Normal", "Created", f"Created container{sep}main"),
         ("Normal", "Started", f"Started container{sep}main"),
     ]
-    wait_for(lambda: all(e in reasons(kubectl, "web") for e in expected), what="kubelet's events")
+    wait_for(lambda: all(e in reasons(http, "web") for e in expected), what="kubelet's events")
     time.sleep(0.5)
-    assert status(kubectl, "web")["containerStatuses"][0]["state"].get("running"), "a server keeps running"
+    assert status(http, "web")["containerStatuses"][0]["state"].get("running"), "a server keeps running"
     kubectl("delete", "pod", "web", "--wait=true", "--timeout=30s")
-    wait_for(lambda: ("Normal", "Killing", "Stopping container main") in reasons(kubectl, "web"), what="Killing")
+    wait_for(lambda: ("Normal", "Killing", "Stopping container main") in reasons(http, "web"), what="Killing")
 
 
 def test_an_image_already_on_the_node_is_not_pulled_again(http: KubeHttp, kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=pod("first"))
     kubectl("apply", "-f", "-", stdin=pod("second"))
-    wait_for(lambda: len([r for r in reasons(kubectl, "second") if r[1] == "Started"]) == 1, what="second started")
-    pulled = {n: [r[2] for r in reasons(kubectl, n) if r[1] == "Pulled"] for n in ("first", "second")}
+    wait_for(lambda: len([r for r in reasons(http, "second") if r[1] == "Started"]) == 1, what="second started")
+    pulled = {n: [r[2] for r in reasons(http, n) if r[1] == "Pulled"] for n in ("first", "second")}
     messages = sorted(pulled["first"] + pulled["second"])
     assert messages[0] == 'Container image "busybox:1.36" already present on machine', pulled
     assert messages[1].startswith('Successfully pulled image "busybox:1.36"'), pulled
@@ -141,8 +142,8 @@ def test_a_job_that_echoes_completes_and_its_log_shows_the_output(http: KubeHttp
 
 def test_exit_code_and_restart_policy_never(http: KubeHttp, kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=pod("fails", ["sh", "-c", "echo oops; exit 3"], restart="Never"))
-    wait_for(lambda: status(kubectl, "fails").get("phase") == "Failed", what="fails failed")
-    terminated = status(kubectl, "fails")["containerStatuses"][0]["state"]["terminated"]
+    wait_for(lambda: status(http, "fails").get("phase") == "Failed", what="fails failed")
+    terminated = status(http, "fails")["containerStatuses"][0]["state"]["terminated"]
     assert (terminated["exitCode"], terminated["reason"]) == (3, "Error")
     assert kubectl("logs", "fails").stdout == "oops\n"
 
@@ -151,16 +152,15 @@ def test_restart_always_backs_off_and_keeps_the_previous_log(http: KubeHttp, kub
     kubectl("apply", "-f", "-", stdin=pod("crash", ["sh", "-c", "echo $HOSTNAME; exit 1"]))
 
     def backing_off() -> bool:
-        got = status(kubectl, "crash")["containerStatuses"][0]
+        got = status(http, "crash")["containerStatuses"][0]
         waiting = got["state"].get("waiting") or {}
         return got["restartCount"] >= 1 and waiting.get("reason") == "CrashLoopBackOff"
 
     wait_for(backing_off, what="CrashLoopBackOff")
-    assert status(kubectl, "crash")["phase"] == "Running"
-    row = kubectl("get", "pod", "crash", "--no-headers").stdout
-    assert "CrashLoopBackOff" in row or "Error" in row, row
+    assert status(http, "crash")["phase"] == "Running"
+    wait_for(lambda: "CrashLoopBackOff" in kubectl("get", "pod", "crash", "--no-headers").stdout, what="the row")
     assert kubectl("logs", "crash", "--previous").stdout == "crash\n"
-    back_off = [r for r in reasons(kubectl, "crash") if r[1] == "BackOff"]
+    back_off = [r for r in reasons(http, "crash") if r[1] == "BackOff"]
     uid = json.loads(kubectl("get", "pod", "crash", "-o", "json").stdout)["metadata"]["uid"]
     assert back_off[0] == (
         "Warning",
@@ -171,13 +171,13 @@ def test_restart_always_backs_off_and_keeps_the_previous_log(http: KubeHttp, kub
 
 def test_restart_on_failure_ends_on_success(http: KubeHttp, kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=pod("ok", ["sleep", "0.2"], restart="OnFailure"))
-    wait_for(lambda: status(kubectl, "ok").get("phase") == "Succeeded", what="ok succeeded")
-    assert status(kubectl, "ok")["containerStatuses"][0]["restartCount"] == 0
+    wait_for(lambda: status(http, "ok").get("phase") == "Succeeded", what="ok succeeded")
+    assert status(http, "ok")["containerStatuses"][0]["restartCount"] == 0
 
 
 def test_logs_options_as_kubectl_sends_them(http: KubeHttp, kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=pod("talk", ["sh", "-c", "echo one; echo two; echo three"], restart="Never"))
-    wait_for(lambda: status(kubectl, "talk").get("phase") == "Succeeded", what="talk done")
+    wait_for(lambda: status(http, "talk").get("phase") == "Succeeded", what="talk done")
     assert kubectl("logs", "talk", "--tail=2").stdout == "two\nthree\n"
     assert kubectl("logs", "talk", "-c", "main", "--limit-bytes=3").stdout == "one"
     stamped = kubectl("logs", "talk", "--timestamps").stdout.splitlines()
@@ -194,7 +194,7 @@ def test_logs_of_a_pod_with_two_containers_need_a_name(http: KubeHttp, kubectl: 
     body = json.loads(pod("two", ["sleep", "infinity"]))
     body["spec"]["containers"].append({"name": "side", "image": "busybox:1.36", "command": ["sleep", "infinity"]})
     kubectl("apply", "-f", "-", stdin=json.dumps(body))
-    wait_for(lambda: status(kubectl, "two").get("phase") == "Running", what="two running")
+    wait_for(lambda: status(http, "two").get("phase") == "Running", what="two running")
     with pytest.raises(KubeError) as refused:
         http.get(f"{PODS}/two/log")
     assert refused.value.code == 400
@@ -206,7 +206,7 @@ def test_logs_of_a_pod_with_two_containers_need_a_name(http: KubeHttp, kubectl: 
 
 def test_exec_says_containers_are_simulated_at_once(http: KubeHttp, kubectl: Kubectl) -> None:
     kubectl("apply", "-f", "-", stdin=pod("shell"))
-    wait_for(lambda: status(kubectl, "shell").get("phase") == "Running", what="shell running")
+    wait_for(lambda: status(http, "shell").get("phase") == "Running", what="shell running")
     started = time.monotonic()
     done = kubectl("exec", "shell", "--", "ls", check=False, timeout=20)
     assert done.returncode != 0
@@ -219,7 +219,34 @@ def test_gpu_environment_is_the_first_log_line(http: KubeHttp, kubectl: Kubectl)
     del body["spec"]["nodeName"]
     share = GpuShare(simulated_uuid(NODE, 0), 0, 500, 4096)
     bind(http.post, http.post(PODS, body), NODE, Assignment(NodeName(NODE), {"main": (share,)}), None)
-    wait_for(lambda: status(kubectl, "gpu").get("phase") in ("Succeeded", "Failed"), what="gpu done")
+    wait_for(lambda: status(http, "gpu").get("phase") in ("Succeeded", "Failed"), what="gpu done")
     first, second = kubectl("logs", "gpu").stdout.splitlines()
     assert first == f"[runtimekit] simulated container main: NVIDIA_VISIBLE_DEVICES={simulated_uuid(NODE, 0)}"
     assert second == "trained"
+
+
+def test_logs_follow_streams_until_the_container_ends(http: KubeHttp, kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=pod("slow", ["sh", "-c", "echo a; sleep 1; echo b"], restart="Never"))
+    wait_for(lambda: status(http, "slow").get("phase") == "Running", what="slow running")
+    started = time.monotonic()
+    assert kubectl("logs", "-f", "slow").stdout == "a\nb\n"
+    assert time.monotonic() - started > 0.5, "followed until the second line was printed"
+    missing = kubectl("logs", "nope-pod", check=False)
+    expected = 'error: error from server (NotFound): pods "nope-pod" not found in namespace "default"'
+    assert missing.stderr.strip() == expected
+
+
+def test_logs_of_a_container_waiting_for_its_volume(http: KubeHttp, kubectl: Kubectl) -> None:
+    body = json.loads(pod("held"))
+    body["spec"]["volumes"] = [{"name": "conf", "configMap": {"name": "settings"}}]
+    kubectl("apply", "-f", "-", stdin=json.dumps(body))
+    message = 'MountVolume.SetUp failed for volume "conf" : configmap "settings" not found'
+    wait_for(lambda: ("Warning", "FailedMount", message) in reasons(http, "held"), what="FailedMount")
+    refused = kubectl("logs", "held", check=False)
+    assert (
+        refused.stderr.strip()
+        == 'Error from server (BadRequest): container "main" in pod "held" is waiting to start: ContainerCreating'
+    )
+    kubectl("create", "configmap", "settings", "--from-literal=a=b")
+    wait_for(lambda: status(http, "held").get("phase") == "Running", what="held running")
+    wait_for(lambda: [r[1] for r in reasons(http, "held")].count("Started") == 1, what="held started once")
