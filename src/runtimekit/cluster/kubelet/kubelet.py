@@ -198,7 +198,7 @@ class SimulatedKubelet:
             self._cond.notify_all()
         self.informer.stop(1.0)
         self._workers.stop(5.0)
-        self.events.close(1.0)
+        self.events.close(0.2)  # Events still queued at shutdown are not worth a slower stop
 
     def synced(self, timeout_s: float) -> bool:
         return self.informer.synced.wait(timeout_s)
