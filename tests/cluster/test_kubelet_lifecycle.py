@@ -100,6 +100,12 @@ def test_a_server_runs_with_kubelets_events_and_stops_with_killing(
         ("Normal", "Started", f"Started container{sep}main"),
     ]
     wait_for(lambda: all(e in reasons(http, "web") for e in expected), what="kubelet's events")
+    events = http.list("/api/v1/namespaces/default/events", {"fieldSelector": "involvedObject.name=web"})[0]
+    started = next(e for e in events if e["reason"] == "Started")
+    assert (started["involvedObject"]["fieldPath"], started["source"]) == (
+        "spec.containers{main}",
+        {"component": "kubelet", "host": NODE},
+    )
     time.sleep(0.5)
     assert status(http, "web")["containerStatuses"][0]["state"].get("running"), "a server keeps running"
     kubectl("delete", "pod", "web", "--wait=true", "--timeout=30s")

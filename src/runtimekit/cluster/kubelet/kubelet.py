@@ -172,9 +172,8 @@ class SimulatedKubelet:
         self.events = EventRecorder(http, COMPONENT, workers=1, host=self.node)
         self.wording = Wording()
         self._images: set[str] = set()  # pulled on this node
-        self._event_names: dict[
-            str, dict[tuple[str, str], tuple[str, int, str]]
-        ] = {}  # uid → (reason, message) → name, count, first
+        # uid → (container, reason, message) → the first Event's name, its count, its first time
+        self._event_names: dict[str, dict[tuple[str, str, str], tuple[str, int, str]]] = {}
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> SimulatedKubelet:
@@ -183,7 +182,7 @@ class SimulatedKubelet:
         try:
             self.wording = Wording.of_version(self.http.get("/version"))
         except KubeError as exc:
-            log.info("kubelet %s: no server version (%s): the newest Event wording", self.node, exc)
+            log.info("kubelet %s: no server version (%s): 1.33's Event wording", self.node, exc)
         self.informer.start()
         self._workers.spawn(f"kubelet {self.node} pods", self._work)
         self._workers.spawn(f"kubelet {self.node} status", lambda: self.reporter.run(self._workers.stopping))
@@ -429,13 +428,13 @@ class SimulatedKubelet:
         name, image = str(container.get("name", "")), str(container.get("image", ""))
         if events:
             if pulls(str(container.get("imagePullPolicy") or ""), image, image in self._images):
-                self._event(record, "Normal", PULLING, self.wording.pulling(image))
-                self._event(record, "Normal", PULLED, self.wording.pulled(image))
+                self._event(record, "Normal", PULLING, self.wording.pulling(image), name)
+                self._event(record, "Normal", PULLED, self.wording.pulled(image), name)
                 self._images.add(image)
             else:
-                self._event(record, "Normal", PULLED, self.wording.present(image))
-            self._event(record, "Normal", CREATED, self.wording.created(name))
-            self._event(record, "Normal", STARTED, self.wording.started(name))
+                self._event(record, "Normal", PULLED, self.wording.present(image), name)
+            self._event(record, "Normal", CREATED, self.wording.created(name), name)
+            self._event(record, "Normal", STARTED, self.wording.started(name), name)
         with self._cond:
             run = record.containers.start(name, self.clock(), forever)
         if run.plan.run_s is not None:
@@ -444,12 +443,14 @@ class SimulatedKubelet:
     def _arm(self, seconds: float, uid: str, container: str, action: str) -> None:
         heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._seq), uid, container, action))
 
-    def _event(self, record: _Pod, kind: str, reason: str, message: str) -> None:
-        """An Event about the pod; a repeat of one (a restart's) counts up on the first, as kubelet's
-        event correlator does, instead of adding an Event per restart."""
-        key, seen = (reason, message), self._event_names.setdefault(record.identity.uid, {})
+    def _event(self, record: _Pod, kind: str, reason: str, message: str, container: str) -> None:
+        """An Event about one of the pod's containers (`fieldPath: spec.containers{NAME}`, as kubelet
+        writes it); a repeat of one (a restart's) counts up on the first, as kubelet's event correlator
+        does, instead of adding an Event per restart."""
+        key, seen = (container, reason, message), self._event_names.setdefault(record.identity.uid, {})
         first = seen.get(key)
         body = pod_event_body(record.identity, COMPONENT, kind, reason, message, self.node)
+        body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
         if first is None:
             seen[key] = (body["metadata"]["name"], 1, body["firstTimestamp"])
         else:
@@ -509,7 +510,7 @@ class SimulatedKubelet:
             pod_meta = meta(record.manifest)
             identity = record.identity
             message = self.wording.back_off(name, str(pod_meta.get("name", "")), identity.namespace, identity.uid)
-            self._event(record, "Warning", BACK_OFF, message)
+            self._event(record, "Warning", BACK_OFF, message, name)
             self._arm(delay, identity.uid, name, "start")
         else:
             self._arm(0.0, record.identity.uid, name, "start")
@@ -555,7 +556,7 @@ class SimulatedKubelet:
             return
         names = [name for name in containers.containers if containers.running(name)]
         for name in names:
-            self._event(record, "Normal", KILLING, self.wording.killing(name))
+            self._event(record, "Normal", KILLING, self.wording.killing(name), name)
             with self._cond:
                 containers.end(name, Terminated(143), self.clock(), final=True)
         for name in containers.containers:  # a container in back-off is not started again

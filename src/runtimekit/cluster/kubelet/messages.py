@@ -1,8 +1,9 @@
 """The reasons and messages of the Events a kubelet writes about containers, in kubelet's words
 (`pkg/kubelet/events` for the reasons, `kuberuntime` and the image manager for the messages), for
 the Kubernetes version the API server reports: 1.33 writes `Created container: NAME` and `Started
-container: NAME` where earlier versions wrote `Created container NAME`. Pure functions; the caller
-is `SimulatedKubelet`.
+container: NAME` where earlier versions wrote `Created container NAME`; 1.34 leaves the name to the
+Event's `fieldPath` (`Container created`) and says an image present `can be accessed by the pod`.
+Pure functions; the caller is `SimulatedKubelet`.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class Wording:
 
     @classmethod
     def of_version(cls, version: object) -> Wording:
-        """From the API server's `/version` body (`{"minor": "33+"}`); the newest wording when unreadable."""
+        """From the API server's `/version` body (`{"minor": "33+"}`); 1.33's wording when unreadable."""
         minor = version.get("minor") if isinstance(version, dict) else None
         match = re.match(r"\d+", str(minor or ""))
         return cls(int(match.group()) if match else cls.minor)
@@ -36,13 +37,19 @@ class Wording:
         return text + (f". Image size: {IMAGE_BYTES} bytes." if self.minor >= 30 else "")
 
     def present(self, image: str) -> str:
-        return f'Container image "{image}" already present on machine'
+        text = f'Container image "{image}" already present on machine'
+        return text + (" and can be accessed by the pod" if self.minor >= 34 else "")
 
     def created(self, name: str) -> str:
-        return f"Created container: {name}" if self.minor >= 33 else f"Created container {name}"
+        return self._container("Created", "created", name)
 
     def started(self, name: str) -> str:
-        return f"Started container: {name}" if self.minor >= 33 else f"Started container {name}"
+        return self._container("Started", "started", name)
+
+    def _container(self, verb: str, participle: str, name: str) -> str:
+        if self.minor >= 34:
+            return f"Container {participle}"
+        return f"{verb} container: {name}" if self.minor >= 33 else f"{verb} container {name}"
 
     def killing(self, name: str) -> str:
         return f"Stopping container {name}"
