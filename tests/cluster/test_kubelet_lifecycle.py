@@ -158,7 +158,7 @@ def test_restart_always_backs_off_and_keeps_the_previous_log(http: KubeHttp, kub
     kubectl("apply", "-f", "-", stdin=pod("crash", ["sh", "-c", "echo $HOSTNAME; exit 1"]))
 
     def backing_off() -> bool:
-        got = status(http, "crash")["containerStatuses"][0]
+        got = (status(http, "crash").get("containerStatuses") or [{"state": {}, "restartCount": 0}])[0]
         waiting = got["state"].get("waiting") or {}
         return got["restartCount"] >= 1 and waiting.get("reason") == "CrashLoopBackOff"
 
@@ -166,6 +166,13 @@ def test_restart_always_backs_off_and_keeps_the_previous_log(http: KubeHttp, kub
     assert status(http, "crash")["phase"] == "Running"
     wait_for(lambda: "CrashLoopBackOff" in kubectl("get", "pod", "crash", "--no-headers").stdout, what="the row")
     assert kubectl("logs", "crash", "--previous").stdout == "crash\n"
+
+    def back_offs() -> list[dict[str, Any]]:
+        events = http.list("/api/v1/namespaces/default/events", {"fieldSelector": "involvedObject.name=crash"})[0]
+        return [e for e in events if e["reason"] == "BackOff"]
+
+    counted = wait_for(lambda: (found := back_offs()) and found[0]["count"] >= 2 and found, what="BackOff counted up")
+    assert len(counted) == 1, "a repeated Event counts up on the first, as kubelet's correlator does"
     back_off = [r for r in reasons(http, "crash") if r[1] == "BackOff"]
     uid = json.loads(kubectl("get", "pod", "crash", "-o", "json").stdout)["metadata"]["uid"]
     assert back_off[0] == (

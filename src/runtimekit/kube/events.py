@@ -166,8 +166,7 @@ class EventRecorder:
         self.record_body(pod_event_body(ref, self.component, kind, reason, message, self.host))
 
     def record_body(self, body: Event) -> None:
-        """Queue an Event built by the caller (a repeat's `count` and `lastTimestamp`: written as a
-        PATCH of the Event of that name when `count` is above 1)."""
+        """Queue an Event the caller built (`pod_event_body`, with fields of its own)."""
         if not self._rate.take():
             self.throttled += 1
             if self.throttled == 1 or self.throttled % 1000 == 0:
@@ -183,12 +182,7 @@ class EventRecorder:
     def _drain(self) -> None:
         while (body := self._queue.get()) is not None:
             try:
-                path = object_path("v1", "events", body["metadata"]["namespace"])
-                if body.get("count", 1) > 1:
-                    repeat = {"count": body["count"], "lastTimestamp": body["lastTimestamp"]}
-                    self.http.patch(f"{path}/{body['metadata']['name']}", repeat, "merge")
-                else:
-                    self.http.post(path, body)
+                self.http.post(object_path("v1", "events", body["metadata"]["namespace"]), body)
             except Exception as exc:
                 self.failed += 1
                 log.info("could not record %s on %s: %s", body["reason"], body["involvedObject"]["name"], exc)

@@ -453,11 +453,19 @@ class SimulatedKubelet:
         body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
         if first is None:
             seen[key] = (body["metadata"]["name"], 1, body["firstTimestamp"])
-        else:
-            name, count, since = first
-            seen[key] = (name, count + 1, since)
-            body["metadata"]["name"], body["count"], body["firstTimestamp"] = name, count + 1, since
-        self.events.record_body(body)
+            self.events.record_body(body)
+            return
+        name, count, since = first
+        seen[key] = (name, count + 1, since)
+        body["metadata"]["name"], body["count"], body["firstTimestamp"] = name, count + 1, since
+        path = object_path("v1", "events", record.identity.namespace, name)
+        try:  # at most once a back-off (10 s and up): written at once
+            self.http.patch(path, {"count": count + 1, "lastTimestamp": body["lastTimestamp"]}, "merge")
+        except KubeError as exc:
+            if exc.code != 404:  # 404: the first is not written yet (or was dropped): write the whole
+                log.info("kubelet %s: cannot count event %s up: %s", self.node, name, exc)
+                return
+            self.events.record_body(body)
 
     def _context(self) -> NodeContext:
         return NodeContext(
