@@ -18,7 +18,6 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
@@ -55,6 +54,19 @@ def object_reference(obj: Mapping[str, object]) -> dict[str, str]:
     return ref
 
 
+_LAST_NS = [0]
+_NS_LOCK = threading.Lock()
+
+
+def _unique_ns() -> int:
+    """Nanoseconds since the epoch, strictly increasing in this process. An Event is named
+    `<object>.<these in hex>` as client-go names it, so listing (sorted by name) gives one object's
+    Events in the order they happened, which `kubectl describe` keeps for Events of the same second."""
+    with _NS_LOCK:
+        _LAST_NS[0] = max(time.time_ns(), _LAST_NS[0] + 1)
+        return _LAST_NS[0]
+
+
 def event_body(
     involved: Mapping[str, str],
     namespace: str,
@@ -76,7 +88,7 @@ def event_body(
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{involved['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+        "metadata": {"name": f"{involved['name']}.{_unique_ns():x}", "namespace": namespace},
         "involvedObject": cast(ObjectReference, dict(involved)),
         "reason": reason,
         "message": message[:1024],
