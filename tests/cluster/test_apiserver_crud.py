@@ -11,6 +11,7 @@ import pytest
 
 from fixtures.apiserver import make_node, make_pod
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.apiserver.podlog import ContainerLog
 
 PODS = "/api/v1/namespaces/default/pods"
 DEPLOYMENTS = "/apis/apps/v1/namespaces/default/deployments"
@@ -375,6 +376,9 @@ class Kubelet:
 
     def manages(self, node_name: str) -> bool:
         return node_name == self.node
+
+    def container_log(self, namespace: str, name: str, container: str, previous: bool) -> ContainerLog | None:
+        return None
 
 
 def test_graceful_pod_deletion_waits_for_a_registered_kubelet(apiserver: ApiServer, kube_http: httpx2.Client) -> None:

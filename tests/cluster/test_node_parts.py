@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests
+from runtimekit.cluster.kubelet.containers import PodContainers
 from runtimekit.cluster.kubelet.devices import DirectDevices
 from runtimekit.cluster.kubelet.runner import NodeContext, capture_output, map_paths, parse_duration, runtimekit_argv
-from runtimekit.cluster.kubelet.status import Terminated, terminated_status
+from runtimekit.cluster.kubelet.status import Terminated, lifecycle_status
 from runtimekit.model import NodeInventory
 from runtimekit.protocol.loader import parse_protocol_mapping
 from runtimekit.protocol.presets import preset_protocol
@@ -154,7 +155,10 @@ def test_fit(
     assert got == (reason, message)
 
 
-POD = {"metadata": {"uid": "0123456789"}, "spec": {"containers": [{"name": "a", "image": "x"}, {"name": "b"}]}}
+POD = {
+    "metadata": {"uid": "0123456789"},
+    "spec": {"restartPolicy": "Never", "containers": [{"name": "a", "image": "x"}, {"name": "b"}]},
+}
 
 
 @pytest.mark.parametrize(
@@ -166,7 +170,12 @@ POD = {"metadata": {"uid": "0123456789"}, "spec": {"containers": [{"name": "a", 
     ],
 )
 def test_terminated_status(ends: dict[str, Terminated], phase: str | None) -> None:
-    status = terminated_status(POD, ends, "2025-01-01T00:00:00Z", "2025-01-01T00:01:00Z")
+    containers = PodContainers(POD, {}, "p")
+    for name in ("a", "b"):
+        containers.start(name, 0.0)
+    for name, end in ends.items():
+        containers.end(name, end, 60.0)
+    status = lifecycle_status(containers.statuses(), containers.phase_if_done(), "2025-01-01T00:01:00Z")
     assert status.get("phase") == phase
     states = {s["name"]: s["state"] for s in status["containerStatuses"]}
     for name, end in ends.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from runtimekit.cluster.apiserver import ApiServer
-from runtimekit.kube.events import EventRecorder, TokenBucket, record_event
+from runtimekit.kube.events import EventRecorder, TokenBucket, event_body, record_event
 from runtimekit.kube.http import KubeHttp
 
 
@@ -107,3 +107,12 @@ def test_record_event_about_a_whole_object_names_its_host_and_survives_a_refusal
         assert events(http, "no-such-namespace") == []
     finally:
         http.close()
+
+
+def test_event_names_sort_in_the_order_the_events_were_made() -> None:
+    """`<object>.<hex nanoseconds>`, as client-go names Events: a list (sorted by name) keeps their order."""
+    involved = {"apiVersion": "v1", "kind": "Pod", "name": "p", "namespace": "default"}
+    names = [event_body(involved, "default", "kubelet", "Normal", f"R{i}", "m")["metadata"]["name"] for i in range(50)]
+    assert sorted(names) == names
+    assert len(set(names)) == 50
+    assert all(n.startswith("p.") and int(n[2:], 16) > 0 for n in names)

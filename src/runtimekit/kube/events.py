@@ -18,7 +18,6 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
@@ -34,9 +33,14 @@ DEFAULT_BURST = 100
 
 
 class ObjectRef(Protocol):
-    namespace: str
-    name: str
-    uid: str
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def uid(self) -> str: ...
 
 
 def object_reference(obj: Mapping[str, object]) -> dict[str, str]:
@@ -48,6 +52,19 @@ def object_reference(obj: Mapping[str, object]) -> dict[str, str]:
         if value:
             ref[key] = str(value)
     return ref
+
+
+_LAST_NS = [0]
+_NS_LOCK = threading.Lock()
+
+
+def _unique_ns() -> int:
+    """Nanoseconds since the epoch, strictly increasing in this process. An Event is named
+    `<object>.<these in hex>` as client-go names it, so listing (sorted by name) gives one object's
+    Events in the order they happened, which `kubectl describe` keeps for Events of the same second."""
+    with _NS_LOCK:
+        _LAST_NS[0] = max(time.time_ns(), _LAST_NS[0] + 1)
+        return _LAST_NS[0]
 
 
 def event_body(
@@ -71,7 +88,7 @@ def event_body(
     return {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": f"{involved['name']}.{uuid.uuid4().hex[:16]}", "namespace": namespace},
+        "metadata": {"name": f"{involved['name']}.{_unique_ns():x}", "namespace": namespace},
         "involvedObject": cast(ObjectReference, dict(involved)),
         "reason": reason,
         "message": message[:1024],
@@ -104,10 +121,10 @@ def record_event(
     post_event(http, body)
 
 
-def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str) -> Event:
-    """A core/v1 Event about a pod, in the pod's namespace."""
+def pod_event_body(ref: ObjectRef, component: str, kind: str, reason: str, message: str, host: str = "") -> Event:
+    """A core/v1 Event about a pod, in the pod's namespace (`host`: the node of a kubelet's Event)."""
     involved = {"apiVersion": "v1", "kind": "Pod", "namespace": ref.namespace, "name": ref.name, "uid": ref.uid}
-    return event_body(involved, ref.namespace, component, kind, reason, message)
+    return event_body(involved, ref.namespace, component, kind, reason, message, host=host)
 
 
 class TokenBucket:
@@ -144,8 +161,9 @@ class EventRecorder:
         workers: int = 2,
         qps: float = DEFAULT_QPS,
         burst: int = DEFAULT_BURST,
+        host: str = "",
     ) -> None:
-        self.http, self.component = http, component
+        self.http, self.component, self.host = http, component, host
         self._queue: queue.Queue[Event | None] = queue.Queue(capacity)
         self._rate = TokenBucket(qps, burst)
         self.dropped = 0  # the queue was full
@@ -157,13 +175,17 @@ class EventRecorder:
             self._workers.spawn(f"events-{i}", self._drain)
 
     def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
+        self.record_body(pod_event_body(ref, self.component, kind, reason, message, self.host))
+
+    def record_body(self, body: Event) -> None:
+        """Queue an Event the caller built (`pod_event_body`, with fields of its own)."""
         if not self._rate.take():
             self.throttled += 1
             if self.throttled == 1 or self.throttled % 1000 == 0:
                 log.warning("events over %g/s: %d dropped so far", self._rate.qps, self.throttled)
             return
         try:
-            self._queue.put_nowait(pod_event_body(ref, self.component, kind, reason, message))
+            self._queue.put_nowait(body)
         except queue.Full:
             self.dropped += 1
             if self.dropped == 1 or self.dropped % 1000 == 0:

@@ -36,6 +36,7 @@ from runtimekit.cluster.apiserver.errors import (
     forbidden,
     invalid,
 )
+from runtimekit.cluster.apiserver.podlog import ContainerLogs
 from runtimekit.cluster.apiserver.resources import ResourceInfo, ResourceTable
 from runtimekit.cluster.apiserver.store import Store, Stored
 from runtimekit.kube.objects import JsonObject, Pod
@@ -46,8 +47,8 @@ FOREGROUND = "foregroundDeletion"
 POLICIES = ("Foreground", "Background", "Orphan")
 
 
-class KubeletHook(Protocol):
-    """A simulated kubelet taking part in pod deletion."""
+class KubeletHook(ContainerLogs, Protocol):
+    """A simulated kubelet taking part in pod deletion (and answering `pods/log`, `podlog.py`)."""
 
     def manages(self, node_name: str) -> bool:
         """True when this kubelet runs the node's pods: deleting one of them with a grace period then

@@ -19,9 +19,18 @@ _SUBRESOURCE_VERBS = {
     "finalize": ("update",),
     "binding": ("create",),
     "eviction": ("create",),
+    "log": ("get",),
+    "exec": ("create", "get"),
+    "attach": ("create", "get"),
     "scale": ("get", "patch", "update"),
 }
-_SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction", "scale": "Scale"}
+_SUBRESOURCE_KIND = {
+    "binding": "Binding",
+    "eviction": "Eviction",
+    "scale": "Scale",
+    "exec": "PodExecOptions",
+    "attach": "PodAttachOptions",
+}
 # subresources whose body is of another group
 _SUBRESOURCE_GROUP = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
 

@@ -9,15 +9,17 @@ Called by `server.ApiServer`.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
 
-from runtimekit.cluster.apiserver import conversion, discovery, scale
+from runtimekit.cluster.apiserver import conversion, discovery, podlog, scale
 from runtimekit.cluster.apiserver.admission.attributes import CREATE, DELETE, UPDATE
 from runtimekit.cluster.apiserver.admission.requests import Admission, Admit, admitted_delete, run
 from runtimekit.cluster.apiserver.applying import APPLY_PATCH, Owner
@@ -79,6 +81,9 @@ _SUBRESOURCE_METHODS = {
     "binding": ("POST",),
     "eviction": ("POST",),
     "scale": ("GET", "PUT", "PATCH"),
+    "log": ("GET",),
+    "exec": ("GET", "POST"),
+    "attach": ("GET", "POST"),
 }
 _MAX_MANAGER = 128
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -185,6 +190,8 @@ class Handlers:
             raise method_not_allowed()
         if target.subresource == "scale":
             return await self._scale(request, info, target)
+        if target.subresource in ("log", "exec", "attach"):
+            return await self._pod_log(request, info, target, query)
         if method == "GET" and (target.watch or (target.name is None and parse_bool(query, "watch"))):
             self._allow(info, "watch")
             return await self._watch(request, info, target, query)
@@ -437,6 +444,38 @@ class Handlers:
             if self.api.store.get(info, stored.namespace, stored.name) is not None:
                 results.append(delete(self.api, info, stored.namespace, stored.name, options).stored)
         return _json(list_bytes(info, self.api.store.rv, "", [self.api.served(info, s) for s in results]))
+
+    async def _pod_log(
+        self, request: web.Request, info: ResourceInfo, target: Target, query: dict[str, str]
+    ) -> web.StreamResponse:
+        """`pods/log` from the node's simulated kubelet (`podlog.py`); `pods/exec` and `attach` refused."""
+        pod = podlog.pod_of(self.api.get(info, target.namespace or "", target.name or "").raw)
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        if target.subresource != "log":
+            raise podlog.exec_refused(pod, podlog.pick_container(pod, query.get("container", "")), node)
+        options = podlog.LogRequest.parse(query)
+        container = podlog.pick_container(pod, options.container)
+        podlog.check_started(pod, container, options.previous)
+        kubelet = next((k for k in self.api.kubelets if k.manages(node)), None)
+        name, namespace = target.name or "", target.namespace or ""
+        found = kubelet.container_log(namespace, name, container, options.previous) if kubelet else None
+        if found is None:
+            raise bad_request(f'container "{container}" in pod "{name}": no log on node "{node}"')
+        chosen = podlog.select(found.lines, options, time.time())
+        if not options.follow:
+            return web.Response(body=podlog.render(chosen, options), content_type="text/plain")
+        response = web.StreamResponse(headers={"Content-Type": "text/plain"})
+        await response.prepare(request)
+        await response.write(podlog.render(chosen, options))
+        shown = len(found.lines)
+        while found is not None and found.running and kubelet is not None:
+            await asyncio.sleep(podlog.FOLLOW_POLL_S)
+            found = kubelet.container_log(namespace, name, container, False)
+            if found is not None and len(found.lines) > shown:
+                await response.write(podlog.render(found.lines[shown:], options))
+                shown = len(found.lines)
+        await response.write_eof()
+        return response
 
     async def _scale(self, request: web.Request, info: ResourceInfo, target: Target) -> web.Response:
         """GET, PUT or PATCH `.../<name>/scale` (see `scale.py`)."""

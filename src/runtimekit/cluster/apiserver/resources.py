@@ -172,7 +172,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
         True,
         ("po",),
         ("all",),
-        subresources=frozenset({"status", "binding", "eviction"}),
+        subresources=frozenset({"status", "binding", "eviction", "log", "exec", "attach"}),
         fields=_same(
             "spec.nodeName",
             "spec.restartPolicy",

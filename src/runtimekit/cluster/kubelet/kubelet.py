@@ -6,8 +6,8 @@
 - watches the pods bound to the node (`fieldSelector=spec.nodeName=<node>`, through
   `runtimekit.kube.informer`) and admits new ones in creation order, as kubelet does: the resource
   fit check (`OutOf<resource>`), then the devices (`NodeDevices.admit`: the device plugins'
-  Allocate, per container and resource); an admitted pod turns Running (every container running
-  and ready) and the environment its containers would get is recorded on it as the annotation
+  Allocate, per container and resource); an admitted pod turns Running and the environment its
+  containers would get is recorded on it as the annotation
   `ENV_ANNOTATION` (`{"<container>": {"NVIDIA_VISIBLE_DEVICES": …}}`); a rejected pod turns
   Failed with kubelet's reason and message and a Warning Event;
 - says why a bound pod has not started while an admission waits on the device plugins (a GPU
@@ -16,12 +16,18 @@
 - waits for an admitted pod's volumes (`volumes.py`: its claims Bound, its ConfigMaps and Secrets
   there): meanwhile the pod is Pending with its containers `ContainerCreating` and a Warning
   `FailedMount` Event says why; it is looked at again every `VOLUME_RETRY_S` and runs once ready;
-- finishes pods: after the protocol's `annotations.simulatedRuntime`, or when a container runner
-  returns for each of the pod's `runtimekit …` containers (see `runner.py`);
+- runs the containers as simulations (`containers.py`, `simulate.py`): each starts with kubelet's
+  Events (Pulling/Pulled, Created, Started: `messages.py`, in the wording of the server's version),
+  one whose command finishes ends with its exit code and is restarted by the pod's `restartPolicy`
+  with kubelet's back-off (CrashLoopBackOff, a `BackOff` Event); every container ends after the
+  protocol's `annotations.simulatedRuntime`, a `runtimekit …` container when its container runner
+  returns (`runner.py`); the pod ends when no container will run again;
+- answers the API server's `pods/log` from what each container's run printed (`container_log`);
 - frees a pod's devices when it ends or is deleted, then calls `on_pod_stopped` listeners (the
   embedded cluster uses one to let the node runtime reconcile at once);
 - carries out graceful deletion: it implements the API server's `KubeletHook` (`manages(node)`),
-  so deleting one of its pods only marks it; the kubelet stops it and deletes it with grace 0;
+  so deleting one of its pods only marks it; the kubelet stops its containers (`Killing` Events)
+  and deletes it with grace 0;
 - lists its running pods, and the pod it is admitting, for the PodResources API (`running_pods()`):
   kubelet adds a pod to its pod manager before admitting it.
 All pod handling happens on one worker thread (informer events, runner results and timers are
@@ -43,10 +49,13 @@ from typing import Any
 
 from runtimekit.base.threads import Workers
 from runtimekit.base.timestamps import rfc3339
+from runtimekit.cluster.apiserver.podlog import ContainerLog
 from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_by
 from runtimekit.cluster.kubelet.admitwatch import AdmissionWatch
+from runtimekit.cluster.kubelet.containers import PodContainers
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError, PodIdentity
 from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
+from runtimekit.cluster.kubelet.messages import BACK_OFF, CREATED, KILLING, PULLED, PULLING, STARTED, Wording, pulls
 from runtimekit.cluster.kubelet.nodestatus import NodeReporter, NodeShape
 from runtimekit.cluster.kubelet.runner import (
     ContainerRunner,
@@ -59,14 +68,14 @@ from runtimekit.cluster.kubelet.status import (
     Terminated,
     container_names,
     creating_status,
+    lifecycle_status,
     phase_of,
     rejected_status,
     running_status,
-    terminated_status,
 )
 from runtimekit.cluster.kubelet.volumes import api_reader, unready_volumes
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.events import record_event
+from runtimekit.kube.events import EventRecorder, pod_event_body, record_event
 from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informer import Informer
 from runtimekit.kube.objects import (
@@ -99,6 +108,8 @@ class KubeletOptions:
     heartbeat_s: float = 10.0
     report_s: float = 60.0
     poll_s: float = 0.25
+    run_s: float = 0.5  # how long a container whose command finishes runs, besides its sleeps
+    backoff_s: float = 10.0  # kubelet's first restart back-off (then doubled, up to 5 minutes)
 
 
 @dataclass
@@ -110,7 +121,8 @@ class _Pod:
     requests: dict[str, int]
     started: str
     finished: bool = False
-    ends: dict[str, Terminated] = field(default_factory=dict)
+    env: ContainerEnv = field(default_factory=dict)
+    containers: PodContainers | None = None
 
 
 def _identity(pod: Pod) -> PodIdentity:
@@ -147,7 +159,7 @@ class SimulatedKubelet:
         self.on_pod_stopped: list[Callable[[PodIdentity], None]] = []
         self._cond = threading.Condition()
         self._queue: list[tuple[str, Any]] = []
-        self._timers: list[tuple[float, int, str]] = []  # (monotonic due, seq, pod uid)
+        self._timers: list[tuple[float, int, str, str, str]] = []  # (monotonic due, seq, pod uid, container, action)
         self._seq = itertools.count()
         self._pods: dict[str, _Pod] = {}
         self._deleting: set[str] = set()
@@ -157,11 +169,20 @@ class SimulatedKubelet:
         self.admission = AdmissionWatch()
         self._batch: tuple[list[str], dict[str, Pod], int] = ([], {}, 0)  # being admitted: order, pods, at
         self._workers = Workers(f"kubelet {self.node}")
+        self.events = EventRecorder(http, COMPONENT, workers=1, host=self.node)
+        self.wording = Wording()
+        self._images: set[str] = set()  # pulled on this node
+        # uid → (container, reason, message) → the first Event's name, its count, its first time
+        self._event_names: dict[str, dict[tuple[str, str, str], tuple[str, int, str]]] = {}
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> SimulatedKubelet:
         """Register the Node (raises KubeError when refused), then watch and run pods."""
         self.reporter.register()
+        try:
+            self.wording = Wording.of_version(self.http.get("/version"))
+        except KubeError as exc:
+            log.info("kubelet %s: no server version (%s): 1.33's Event wording", self.node, exc)
         self.informer.start()
         self._workers.spawn(f"kubelet {self.node} pods", self._work)
         self._workers.spawn(f"kubelet {self.node} status", lambda: self.reporter.run(self._workers.stopping))
@@ -176,6 +197,7 @@ class SimulatedKubelet:
             self._cond.notify_all()
         self.informer.stop(1.0)
         self._workers.stop(5.0)
+        self.events.close(0.2)  # Events still queued at shutdown are not worth a slower stop
 
     def synced(self, timeout_s: float) -> bool:
         return self.informer.synced.wait(timeout_s)
@@ -278,6 +300,7 @@ class SimulatedKubelet:
             return
         finally:
             self.admission.end()
+        record.env = env
         if env:
             self._patch(identity, {"metadata": {"annotations": {ENV_ANNOTATION: json.dumps(env, sort_keys=True)}}})
         if (pod.get("spec") or {}).get("volumes"):
@@ -290,9 +313,16 @@ class SimulatedKubelet:
     def _run(self, record: _Pod) -> None:
         identity, pod, now = record.identity, record.manifest, rfc3339(self.clock())
         ip = f"10.244.{self.options.node_index}.{next(self._ips)}"
-        self._patch_status(identity, running_status(pod, now, self.options.shape.address, ip))
-        log.info("kubelet %s: pod %s/%s running", self.node, identity.namespace, identity.name)
         self._start_containers(record)
+        assert record.containers is not None
+        with self._cond:
+            statuses = record.containers.statuses()
+        status, ready = running_status(pod, now, self.options.shape.address, ip), lifecycle_status(statuses, None, now)
+        status["containerStatuses"] = statuses
+        kept = [c for c in status.get("conditions") or [] if c.get("type") not in ("Ready", "ContainersReady")]
+        status["conditions"] = kept + (ready.get("conditions") or [])
+        self._patch_status(identity, status)
+        log.info("kubelet %s: pod %s/%s running", self.node, identity.namespace, identity.name)
 
     def _wait_for_volumes(self, record: _Pod, problem: str, now: str) -> None:
         """Pending, containers ContainerCreating, a FailedMount Event per new reason."""
@@ -362,11 +392,14 @@ class SimulatedKubelet:
         record = _Pod(identity, pod, requests, started)
         with self._cond:
             self._pods[identity.uid] = record
-        self._start_containers(record)
+        self._start_containers(record, events=False)
 
     # -- running and finishing -----------------------------------------------------------------
-    def _start_containers(self, record: _Pod) -> None:
+    def _start_containers(self, record: _Pod, events: bool = True) -> None:
+        """Start every container (its image pulled first, as kubelet says in Events) and arm the
+        timers: the annotation's end for the whole pod, each finishing container's own end."""
         pod = record.manifest
+        forever = False
         text = annotations_of(pod).get(self.options.protocol.annotations.simulated_runtime)
         if text:
             try:
@@ -374,17 +407,65 @@ class SimulatedKubelet:
             except ValueError as exc:
                 log.warning("pod %s/%s: ignoring %s", record.identity.namespace, record.identity.name, exc)
             else:
-                heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._seq), record.identity.uid))
-        if self.runner is None:
-            return
+                forever = True
+                self._arm(seconds, record.identity.uid, "", "pod-end")
+        env = {name: dict(values) for name, values in record.env.items()}
+        with self._cond:
+            record.containers = PodContainers(pod, env, record.identity.name, self.options.backoff_s)
         for container in (pod.get("spec") or {}).get("containers") or []:
-            if runtimekit_argv(container) is not None:
+            runner = self.runner is not None and runtimekit_argv(container) is not None
+            self._start_container(record, container, forever or runner, events)
+            if runner:
                 threading.Thread(
                     target=self._run_container,
                     args=(pod, container),
                     name=f"container {record.identity.name}/{container.get('name')}",
                     daemon=True,
                 ).start()
+
+    def _start_container(self, record: _Pod, container: Container, forever: bool, events: bool = True) -> None:
+        assert record.containers is not None
+        name, image = str(container.get("name", "")), str(container.get("image", ""))
+        if events:
+            if pulls(str(container.get("imagePullPolicy") or ""), image, image in self._images):
+                self._event(record, "Normal", PULLING, self.wording.pulling(image), name)
+                self._event(record, "Normal", PULLED, self.wording.pulled(image), name)
+                self._images.add(image)
+            else:
+                self._event(record, "Normal", PULLED, self.wording.present(image), name)
+            self._event(record, "Normal", CREATED, self.wording.created(name), name)
+            self._event(record, "Normal", STARTED, self.wording.started(name), name)
+        with self._cond:
+            run = record.containers.start(name, self.clock(), forever)
+        if run.plan.run_s is not None:
+            self._arm(self.options.run_s + run.plan.run_s, record.identity.uid, name, "end")
+
+    def _arm(self, seconds: float, uid: str, container: str, action: str) -> None:
+        heapq.heappush(self._timers, (time.monotonic() + seconds, next(self._seq), uid, container, action))
+
+    def _event(self, record: _Pod, kind: str, reason: str, message: str, container: str) -> None:
+        """An Event about one of the pod's containers (`fieldPath: spec.containers{NAME}`, as kubelet
+        writes it); a repeat of one (a restart's) counts up on the first, as kubelet's event correlator
+        does, instead of adding an Event per restart."""
+        key, seen = (container, reason, message), self._event_names.setdefault(record.identity.uid, {})
+        first = seen.get(key)
+        body = pod_event_body(record.identity, COMPONENT, kind, reason, message, self.node)
+        body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
+        if first is None:
+            seen[key] = (body["metadata"]["name"], 1, body["firstTimestamp"])
+            self.events.record_body(body)
+            return
+        name, count, since = first
+        seen[key] = (name, count + 1, since)
+        body["metadata"]["name"], body["count"], body["firstTimestamp"] = name, count + 1, since
+        path = object_path("v1", "events", record.identity.namespace, name)
+        try:  # at most once a back-off (10 s and up): written at once
+            self.http.patch(path, {"count": count + 1, "lastTimestamp": body["lastTimestamp"]}, "merge")
+        except KubeError as exc:
+            if exc.code != 404:  # 404: the first is not written yet (or was dropped): write the whole
+                log.info("kubelet %s: cannot count event %s up: %s", self.node, name, exc)
+                return
+            self.events.record_body(body)
 
     def _context(self) -> NodeContext:
         return NodeContext(
@@ -402,31 +483,68 @@ class SimulatedKubelet:
 
     def _container_done(self, uid: str, container: str, end: Terminated) -> None:
         record = self._pods.get(uid)
-        if record is None or record.finished:
+        if record is None or record.finished or record.containers is None:
             return
-        record.ends[container] = end
-        self._end(record)
+        self._end_container(record, container, end, final=True)
+        self._write_status(record)
 
     def _fire_timers(self) -> None:
         now = time.monotonic()
         while self._timers and self._timers[0][0] <= now:
-            _, _, uid = heapq.heappop(self._timers)
+            _, _, uid, name, action = heapq.heappop(self._timers)
             record = self._pods.get(uid)
-            if record is None or record.finished:
+            if record is None or record.finished or record.containers is None:
                 continue
-            for name in container_names(record.manifest):
-                record.ends.setdefault(name, Terminated(0))
-            self._end(record)
+            if action == "pod-end":
+                for container in container_names(record.manifest):
+                    self._end_container(record, container, Terminated(0), final=True)
+            elif action == "end" and record.containers.running(name):
+                self._end_container(record, name, Terminated(record.containers.planned_exit(name)))
+            elif action == "start":
+                spec = record.containers.containers[name].spec
+                self._start_container(record, spec, False)
+            self._write_status(record)
 
-    def _end(self, record: _Pod) -> None:
-        """Write the containers' ends; when every container has ended the pod is done and its devices go."""
-        status = terminated_status(record.manifest, record.ends, record.started, rfc3339(self.clock()))
-        self._patch_status(record.identity, status)
-        if "phase" in status:
-            log.info(
-                "kubelet %s: pod %s/%s %s", self.node, record.identity.namespace, record.identity.name, status["phase"]
-            )
+    def _end_container(self, record: _Pod, name: str, end: Terminated, final: bool = False) -> None:
+        """The container's run ended; kubelet restarts it (at once, or after a back-off) as the pod's
+        restartPolicy says."""
+        assert record.containers is not None
+        with self._cond:
+            record.containers.end(name, end, self.clock(), final)
+            delay = record.containers.restart_delay(name)
+        if delay is None:
+            return
+        if delay > 0:
+            pod_meta = meta(record.manifest)
+            identity = record.identity
+            message = self.wording.back_off(name, str(pod_meta.get("name", "")), identity.namespace, identity.uid)
+            self._event(record, "Warning", BACK_OFF, message, name)
+            self._arm(delay, identity.uid, name, "start")
+        else:
+            self._arm(0.0, record.identity.uid, name, "start")
+
+    def _write_status(self, record: _Pod) -> None:
+        """The containers' statuses; when no container will run again the pod is done and its devices go."""
+        assert record.containers is not None
+        with self._cond:
+            statuses, phase = record.containers.statuses(), record.containers.phase_if_done()
+        self._patch_status(record.identity, lifecycle_status(statuses, phase, rfc3339(self.clock())))
+        if phase:
+            log.info("kubelet %s: pod %s/%s %s", self.node, record.identity.namespace, record.identity.name, phase)
             self._stopped(record)
+
+    def container_log(self, namespace: str, name: str, container: str, previous: bool) -> ContainerLog | None:
+        """The API server's `pods/log`: what the container's current (or previous) run printed so far,
+        with each line's time, and whether it still runs; None when this kubelet has no such run."""
+        with self._cond:
+            record = next(
+                (p for p in self._pods.values() if (p.identity.namespace, p.identity.name) == (namespace, name)), None
+            )
+            if record is None or record.containers is None:
+                return None
+            lines = record.containers.log(container, previous, self.clock())
+            running = not previous and record.containers.running(container)
+        return None if lines is None else ContainerLog(lines, running)
 
     def _stopped(self, record: _Pod) -> None:
         with self._cond:
@@ -439,10 +557,30 @@ class SimulatedKubelet:
             except Exception:
                 log.exception("kubelet %s: pod-stopped listener failed", self.node)
 
+    def _kill(self, record: _Pod) -> None:
+        """Stop the pod's running containers (SIGTERM: exit code 143), as kubelet says in `Killing` Events."""
+        containers = record.containers
+        if containers is None:
+            return
+        names = [name for name in containers.containers if containers.running(name)]
+        for name in names:
+            self._event(record, "Normal", KILLING, self.wording.killing(name), name)
+            with self._cond:
+                containers.end(name, Terminated(143), self.clock(), final=True)
+        for name in containers.containers:  # a container in back-off is not started again
+            with self._cond:
+                containers.containers[name].final = True
+                containers.containers[name].backoff_s = 0.0
+        if names:
+            with self._cond:
+                statuses = containers.statuses()
+            self._patch_status(record.identity, lifecycle_status(statuses, None, rfc3339(self.clock())))
+
     def _delete(self, pod: Pod, record: _Pod | None) -> None:
         """Graceful deletion: the containers stop at once; then delete the pod with grace 0."""
         identity = _identity(pod)
         if record is not None and not record.finished:
+            self._kill(record)
             self._stopped(record)
         if identity.uid in self._deleting:
             return
@@ -477,6 +615,7 @@ class SimulatedKubelet:
         self.admission.forget(uid)
         with self._cond:
             self._pods.pop(uid, None)
+        self._event_names.pop(uid, None)
         self._deleting.discard(uid)
 
     # -- API writes ----------------------------------------------------------------------------

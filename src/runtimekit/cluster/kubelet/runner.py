@@ -1,11 +1,10 @@
-"""What a simulated kubelet does instead of running a container.
+"""Container runners: what a simulated kubelet does with a `runtimekit` container instead of
+simulating it (`simulate.py` plays every other container's command; the protocol's
+`annotations.simulatedRuntime` ends a whole pod after a duration: `parse_duration`).
 
-Containers are not run. Two exceptions make pods finish:
-- a pod annotated with the protocol's `annotations.simulatedRuntime` (`"30s"`, `"1m30s"`, `"500ms"`,
-  or plain seconds) Succeeds that long after it started;
-- a container whose command is `runtimekit <subcommand> …` is handed to a `ContainerRunner`, when
-  the kubelet has one: a callable `(pod, container, node) -> (exit code, message)` run on a thread
-  of its own. Its exit code and message become the container's `state.terminated`.
+A container whose command is `runtimekit <subcommand> …` is handed to a `ContainerRunner`, when
+the kubelet has one: a callable `(pod, container, node) -> (exit code, message)` run on a thread
+of its own. Its exit code and message become the container's `state.terminated`.
 `NodeContext` tells a runner about the node (its runtime socket above all, so a controller Job's
 `runtimekit job-agent --socket /run/lj-runtimekit/runtime.sock` reaches this node's runtime).
 `map_paths` rewrites a `runtimekit` command line's node paths (the runtime socket, the job-agent's

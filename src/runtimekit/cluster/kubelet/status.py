@@ -3,9 +3,10 @@
 Shapes follow what a real kubelet reports, so kubectl, the scheduler and the controller read them
 unchanged: node conditions (Ready plus the three pressure conditions) with heartbeat times,
 capacity and allocatable, addresses and nodeInfo; pod phase, conditions (Initialized, Ready,
-ContainersReady, PodScheduled kept), container statuses with `running`, `terminated` or (while
-its volumes are not ready) `waiting: ContainerCreating` states, and the rejection status of a pod
-that failed admission (`reason`, `Pod was rejected: …`).
+ContainersReady, PodScheduled kept), the Ready conditions the containers' statuses make
+(`lifecycle_status`; the statuses themselves come from `containers.py`), the `ContainerCreating`
+status of a pod waiting for its volumes, and the rejection status of a pod that failed admission
+(`reason`, `Pod was rejected: …`).
 Callers: `SimulatedKubelet` (sends them as strategic merge patches of the status subresource).
 """
 
@@ -203,47 +204,6 @@ def creating_status(pod: Pod, now: str, host_ip: str) -> PodStatus:
     }
 
 
-def terminated_status(pod: Pod, ends: Mapping[str, Terminated], started: str, now: str) -> PodStatus:
-    """Containers in `ends` terminated, the others still running; the phase once all have ended
-    (Succeeded when every exit code is 0, else Failed), Running before that."""
-    uid = str(meta(pod).get("uid", ""))
-    statuses: list[ContainerStatus] = []
-    for c in (pod.get("spec") or {}).get("containers") or []:
-        name = str(c.get("name", ""))
-        end = ends.get(name)
-        cid = container_id(uid, name)
-        state = (
-            {"terminated": end.as_state(started, now, cid)} if end is not None else {"running": {"startedAt": started}}
-        )
-        statuses.append(
-            {
-                "name": name,
-                "image": c.get("image", ""),
-                "imageID": "",
-                "containerID": cid,
-                "ready": end is None,
-                "started": end is None,
-                "restartCount": 0,
-                "state": state,
-            }
-        )
-    done = len(ends) >= len(statuses)
-    status: PodStatus = {"containerStatuses": statuses}
-    if done:
-        succeeded = all(e.exit_code == 0 for e in ends.values())
-        status["phase"] = "Succeeded" if succeeded else "Failed"
-        status["conditions"] = [
-            _condition("Ready", False, now, "PodCompleted"),
-            _condition("ContainersReady", False, now, "PodCompleted"),
-        ]
-    elif ends:
-        status["conditions"] = [
-            _condition("Ready", False, now, "ContainersNotReady"),
-            _condition("ContainersReady", False, now, "ContainersNotReady"),
-        ]
-    return status
-
-
 def rejected_status(reason: str, message: str, now: str) -> PodStatus:
     """A pod that failed admission: Failed, with kubelet's reason and message."""
     return {"phase": "Failed", "reason": reason, "message": REJECTED + message, "startTime": now}
@@ -255,3 +215,17 @@ def phase_of(pod: Pod) -> str:
 
 def container_names(pod: Pod) -> Sequence[str]:
     return [str(c.get("name", "")) for c in (pod.get("spec") or {}).get("containers") or []]
+
+
+def lifecycle_status(statuses: list[ContainerStatus], phase: str | None, now: str) -> PodStatus:
+    """The containers' statuses with the Ready conditions they make (Ready when every container
+    runs), and the pod's phase once it is done (`PodCompleted`)."""
+    ready = bool(statuses) and all(s.get("ready") for s in statuses)
+    reason = "" if ready else ("PodCompleted" if phase else "ContainersNotReady")
+    status: PodStatus = {
+        "containerStatuses": statuses,
+        "conditions": [_condition("Ready", ready, now, reason), _condition("ContainersReady", ready, now, reason)],
+    }
+    if phase:
+        status["phase"] = phase
+    return status
