@@ -55,10 +55,16 @@ def policy_of(objs: list[dict[str, Any]], name: str) -> RbacPolicy:
     return RbacPolicy.for_service_account(objs, obj["metadata"]["namespace"], account)
 
 
-def assert_exact(policy: RbacPolicy, seen: list[Attributes]) -> None:
+# Grants only a preset's names use, so a run under the default protocol leaves them unused: the
+# `hami.io/vgpu-node` label HAMi's tools read is a pod patch before the binding (the hami e2e tests run
+# the components under these grants on `runtimekit up`, where a refusal fails them).
+HAMI_ONLY = frozenset({"patch core/pods cluster-wide"})
+
+
+def assert_exact(policy: RbacPolicy, seen: list[Attributes], preset_only: frozenset[str] = frozenset()) -> None:
     assert seen, "the component made no API request"
     denied = sorted({str(a) for a in seen if not policy.allows(a)})
-    unused = sorted({str(g) for g in policy.unused(seen)})
+    unused = sorted({str(g) for g in policy.unused(seen) if str(g).split(" (")[0] not in preset_only})
     assert not denied, "requests the manifests do not allow:\n" + "\n".join(denied)
     assert not unused, "grants no request used (remove them, or drive the code path that needs them):\n" + "\n".join(
         unused
@@ -181,7 +187,7 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
     finally:
         scheduler.stop()  # releases the Lease: get and update
         http.close()
-    assert_exact(policy_of(manifests, "lj-runtimekit-scheduler-framework"), proxy.seen())
+    assert_exact(policy_of(manifests, "lj-runtimekit-scheduler-framework"), proxy.seen(), HAMI_ONLY)
 
 
 def drive_volume_binding(api: httpx2.Client, proxy: RecordingProxy) -> None:

@@ -85,6 +85,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("scheduler", "extender"),
         [("create", "", "pods/binding")],
     ),
+    ("kube/scheduling.py", "bind", "patch", "object_path('v1', 'pods', task.namespace, task.name)"): (
+        ("scheduler", "extender"),
+        [("patch", "", "pods")],  # HAMi's `hami.io/vgpu-node` label, written before the binding
+    ),
     ("kube/scheduling.py", "evict", "delete", "object_path('v1', 'pods', task.namespace, task.name)"): (
         ("scheduler",),
         [("delete", "", "pods")],
