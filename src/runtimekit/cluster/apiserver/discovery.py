@@ -20,10 +20,15 @@ _SUBRESOURCE_VERBS = {
     "binding": ("create",),
     "eviction": ("create",),
     "scale": ("get", "patch", "update"),
+    "token": ("create",),
 }
-_SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction", "scale": "Scale"}
+_SUBRESOURCE_KIND = {"binding": "Binding", "eviction": "Eviction", "scale": "Scale", "token": "TokenRequest"}
 # subresources whose body is of another group
-_SUBRESOURCE_GROUP = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
+_SUBRESOURCE_GROUP = {
+    "eviction": ("policy", "v1"),
+    "scale": ("autoscaling", "v1"),
+    "token": ("authentication.k8s.io", "v1"),
+}
 
 
 class VersionInfo(TypedDict):
