@@ -31,6 +31,7 @@ from runtimekit.cluster.apiserver.errors import ApiError
 from runtimekit.cluster.apiserver.operations import Api
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Bucket
+from runtimekit.kube.objects import JsonObject
 
 KUBERNETES_SERVICE_IP = "10.96.0.1"  # the first address of kubeadm's default service range
 ROOT_CA = "kube-root-ca.crt"
@@ -79,7 +80,7 @@ class Bootstrap:
             finally:
                 self.api.rng = kept
 
-    def _ensure(self, info: ResourceInfo, namespace: str, body: dict[str, Any]) -> None:
+    def _ensure(self, info: ResourceInfo, namespace: str, body: JsonObject) -> None:
         if self.api.store.get(info, namespace, body["metadata"]["name"]) is None:
             with self._own_uids():
                 self.api.create(info, namespace, body)
@@ -167,7 +168,7 @@ def publish_endpoints(api: Api, host: str, port: int) -> None:
         _put(api, slices, endpoint_slice)
 
 
-def _put(api: Api, info: ResourceInfo, body: dict[str, Any]) -> None:
+def _put(api: Api, info: ResourceInfo, body: JsonObject) -> None:
     """Create the object, or replace what it says when that differs (the port may change between starts)."""
     meta = body["metadata"]
     found = api.store.get(info, meta["namespace"], meta["name"])

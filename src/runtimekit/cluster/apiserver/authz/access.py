@@ -12,6 +12,8 @@ the namespace "default"`) unless RBAC (`authorizer.Authorizer`) allows it. Calle
 
 from __future__ import annotations
 
+import logging
+from collections import deque
 from collections.abc import Mapping
 
 from multidict import MultiMapping
@@ -23,6 +25,7 @@ from runtimekit.cluster.apiserver.identity import ADMIN, AUTHENTICATED, Identiti
 from runtimekit.cluster.apiserver.routing import Target, parse_bool
 from runtimekit.kube.objects import StatusDetails
 
+log = logging.getLogger(__name__)
 _VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete", "HEAD": "get"}
 _SA_PREFIX = "system:serviceaccount:"
 _UNAUTHENTICATED = "system:unauthenticated"
@@ -79,6 +82,7 @@ class Access:
 
     def __init__(self, identities: Identities, authorizer: Authorizer) -> None:
         self.identities, self.authorizer = identities, authorizer
+        self.denied: deque[str] = deque(maxlen=256)  # the latest refusals' messages, for tests and debugging
 
     def who(self, headers: MultiMapping[str]) -> UserInfo | None:
         """The requesting user; None for the unrestricted admin (no credentials, no impersonation)."""
@@ -107,7 +111,10 @@ class Access:
 
     def _may(self, who: UserInfo, asked: Attributes) -> None:
         if not self.authorizer.allowed(who, asked):
-            raise forbidden(who, asked)
+            error = forbidden(who, asked)
+            self.denied.append(error.message)
+            log.info("%s", error.message)
+            raise error
 
     def check_resource(self, who: UserInfo, method: str, target: Target, query: Mapping[str, str]) -> None:
         self._may(who, resource_attributes(method, target, query))

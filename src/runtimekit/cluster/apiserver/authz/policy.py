@@ -146,7 +146,8 @@ _ROLES: dict[str, list[PolicyRule]] = {
     "system:node": [
         _rule([""], ["nodes"], [*_READ, "create", "update", "patch", "delete"]),
         _rule([""], ["nodes/status"], ["patch", "update"]),
-        _rule([""], ["pods"], [*_READ, "create", "delete"]),
+        # patch: the simulated kubelet records the environment a container got in a pod annotation
+        _rule([""], ["pods"], [*_READ, "create", "delete", "patch"]),
         _rule([""], ["pods/status"], ["patch", "update"]),
         _rule([""], ["pods/eviction"], ["create"]),
         _rule([""], ["services", "endpoints"], _READ),

@@ -19,6 +19,7 @@ from runtimekit.cluster.apiserver.authz.rules import Attributes
 from runtimekit.cluster.apiserver.errors import bad_request, field_required, invalid
 from runtimekit.cluster.apiserver.identity import Identities, UserInfo, service_account
 from runtimekit.cluster.apiserver.resources import ResourceInfo
+from runtimekit.kube.objects import JsonObject
 from runtimekit.kube.objects.rbac import SubjectAccessReviewSpec, SubjectAccessReviewStatus, SubjectRulesReviewStatus
 
 AUTHORIZATION = "authorization.k8s.io"
@@ -56,11 +57,11 @@ def is_review(info: ResourceInfo) -> bool:
     return (info.group, info.plural) in REVIEWS
 
 
-def answer(authorizer: Authorizer, who: UserInfo, info: ResourceInfo, namespace: str, body: Any) -> dict[str, Any]:
+def answer(authorizer: Authorizer, who: UserInfo, info: ResourceInfo, namespace: str, body: Any) -> JsonObject:
     """The review `body` (a POSTed object) with its status, for the requesting user `who`."""
     if not isinstance(body, dict):
         raise bad_request(f"a {info.kind} must be a JSON object")
-    out: dict[str, Any] = {**body, "apiVersion": info.api_version, "kind": info.kind}
+    out: JsonObject = {**body, "apiVersion": info.api_version, "kind": info.kind}
     out["metadata"] = {**(body.get("metadata") or {}), "creationTimestamp": None}
     spec = body.get("spec") or {}
     if info.plural == "selfsubjectreviews":
@@ -72,8 +73,8 @@ def answer(authorizer: Authorizer, who: UserInfo, info: ResourceInfo, namespace:
     return out
 
 
-def _user_info(who: UserInfo) -> dict[str, Any]:
-    out: dict[str, Any] = {"username": who.username, "groups": list(who.groups)}
+def _user_info(who: UserInfo) -> JsonObject:
+    out: JsonObject = {"username": who.username, "groups": list(who.groups)}
     if who.uid:
         out["uid"] = who.uid
     return out
@@ -123,9 +124,7 @@ def _rules(authorizer: Authorizer, who: UserInfo, namespace: str) -> SubjectRule
     }
 
 
-def token_request(
-    identities: Identities, namespace: str, name: str, body: Any, now: datetime.datetime
-) -> dict[str, Any]:
+def token_request(identities: Identities, namespace: str, name: str, body: Any, now: datetime.datetime) -> JsonObject:
     """A TokenRequest for ServiceAccount `namespace/name` (which the caller checked exists), answered."""
     spec = (body.get("spec") if isinstance(body, dict) else None) or {}
     seconds = int(spec.get("expirationSeconds") or TOKEN_SECONDS)
