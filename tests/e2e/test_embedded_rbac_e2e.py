@@ -36,7 +36,7 @@ USERS = {
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[EmbeddedCluster]:
-    with start_cluster(ClusterOptions(nodes=1, gpus_per_node=2), ready_timeout_s=90) as started:
+    with start_cluster(ClusterOptions(nodes=1, gpus_per_node=2, webhook=True), ready_timeout_s=90) as started:
         yield started
 
 

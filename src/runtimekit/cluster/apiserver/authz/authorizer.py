@@ -81,7 +81,7 @@ class Authorizer:
             assert info is not None, plural
             self._buckets.append(store.bucket(info))
         self._infos = [bucket.info for bucket in self._buckets]
-        self._seen: tuple[int, ...] = ()
+        self._seen = -1
         self._index = _Index()
         self._grants: dict[UserInfo, Grants] = {}
 
@@ -92,7 +92,8 @@ class Authorizer:
 
     def grants(self, who: UserInfo) -> Grants:
         """What `who` holds now (computed on first use after any RBAC object changed)."""
-        seen = tuple(bucket.writes for bucket in self._buckets)
+        roles, bindings, cluster_roles, cluster_bindings = self._buckets
+        seen = roles.writes + bindings.writes + cluster_roles.writes + cluster_bindings.writes  # only ever grows
         if seen != self._seen:
             self._index, self._grants, self._seen = self._build(), {}, seen
         found = self._grants.get(who)

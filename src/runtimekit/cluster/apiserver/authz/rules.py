@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from runtimekit.kube.objects.rbac import NonResourceRule, PolicyRule, ResourceRule
 
@@ -20,10 +21,9 @@ ALL = "*"
 _MEMO_LIMIT = 4096  # decisions kept per user; names make the key space open-ended
 
 
-@dataclass(frozen=True)
-class Attributes:
+class Attributes(NamedTuple):
     """One request's question: may the user `verb` this resource (or, `path` set, this URL)?
-    `namespace` is "" at the cluster scope."""
+    `namespace` is "" at the cluster scope. A tuple: every request makes one and hashes it."""
 
     verb: str
     group: str = ""
