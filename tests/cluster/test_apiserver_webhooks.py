@@ -208,12 +208,24 @@ def test_warnings_reach_the_client_as_warning_headers(kube_http: httpx2.Client, 
     assert answer.headers.get_list("Warning") == ['299 - "one is enough"', '299 - "say \\"two\\""']
 
 
+RBAC = "/apis/rbac.authorization.k8s.io/v1"
+
+
 def test_the_webhook_knows_who_asks(
     apiserver: ApiServer, kube_http: httpx2.Client, webhook_server: WebhookServer
 ) -> None:
-    register(kube_http, validating("v", "v.example.com", client_config(webhook_server, "/v")))
     scheduler = service_account("kube-system", "lj-runtimekit-scheduler")
     token = apiserver.identities.issue(scheduler)
+    may_create_pods = {
+        "metadata": {"name": "create-pods"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [
+            {"kind": "ServiceAccount", "name": "lj-runtimekit-scheduler", "namespace": "kube-system"},
+            {"kind": "User", "name": "system:anonymous"},
+        ],
+    }
+    assert kube_http.post(f"{RBAC}/namespaces/default/rolebindings", json=may_create_pods).status_code == 201
+    register(kube_http, validating("v", "v.example.com", client_config(webhook_server, "/v")))
     assert create_pod(kube_http, "no-credentials").status_code == 201
     kube_http.post(PODS, json=make_pod("named"), headers={"Authorization": f"Bearer {token}"})
     kube_http.post(PODS, json=make_pod("stranger"), headers={"Authorization": "Bearer not-a-token-we-gave"})

@@ -28,7 +28,7 @@ pytestmark = pytest.mark.e2e
 
 P = KitProtocol.default()
 NODE = "gpu-node-1"
-JOBS = "/apis/batch/v1/namespaces/kube-system/jobs"
+JOBS = "/apis/batch/v1/namespaces/lj-runtimekit-jobs/jobs"
 
 
 def label(http: KubeHttp, value: str) -> None:
@@ -83,7 +83,7 @@ def switch_and_check(cluster: EmbeddedCluster, http: KubeHttp, value: str, wante
     jobs = [j for j in http.list(JOBS)[0] if f"-{action}-" in j["metadata"]["name"]]
     assert [c["type"] for j in jobs for c in j["status"]["conditions"]] == ["Complete"]
     [pod] = http.list(
-        "/api/v1/namespaces/kube-system/pods", {"labelSelector": f"job-name={jobs[0]['metadata']['name']}"}
+        "/api/v1/namespaces/lj-runtimekit-jobs/pods", {"labelSelector": f"job-name={jobs[0]['metadata']['name']}"}
     )[0]
     terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (pod["status"]["phase"], terminated["exitCode"]) == ("Succeeded", 0)
@@ -101,7 +101,10 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[EmbeddedCluster]:
 def test_runtimekit_controller_switches_a_node_runtime_through_a_job(cluster: EmbeddedCluster, tmp_path: Path) -> None:
     log = tmp_path / "controller.log"
     controller = subprocess.Popen(
-        [sys.executable, "-m", "runtimekit.cli.main", "controller", "--kubeconfig", str(cluster.kubeconfig)],
+        [
+            *(sys.executable, "-m", "runtimekit.cli.main", "controller", "--kubeconfig", str(cluster.kubeconfig)),
+            "--namespace=lj-runtimekit-jobs",  # as deploy/controller runs it
+        ],
         stdout=log.open("w"),
         stderr=subprocess.STDOUT,
         env={**os.environ, "KUBERNETES_SERVICE_HOST": ""},
@@ -132,3 +135,4 @@ def test_the_embedded_clusters_own_controller_switches_too(cluster: EmbeddedClus
         switch_and_check(cluster, http, "false", "disabled")
     finally:
         http.close()
+    assert not cluster.api.access.denied  # the controller did it all with the grants of deploy/controller

@@ -48,6 +48,7 @@ from runtimekit.cli.embedded_nodes import (
     start_direct_node,
     start_plugin_node,
 )
+from runtimekit.cli.embedded_rbac import load_rbac
 from runtimekit.cli.embedded_webhook import remove_configurations, start_webhook
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.controllers.localpath import LocalPathProvisioner, ensure_default_class
@@ -75,6 +76,7 @@ if TYPE_CHECKING:  # built on demand: `runtimekit up --no-scheduler` need not im
 
 log = logging.getLogger(__name__)
 REPO_ROOT = Path(__file__).resolve().parents[3]
+JOBS_NAMESPACE = "lj-runtimekit-jobs"  # the controller's --namespace in deploy/controller
 EXAMPLE_CONF = REPO_ROOT / "examples" / "scheduler" / "gpushare.conf"
 BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within it
 
@@ -425,7 +427,7 @@ def _start_controller(cluster: EmbeddedCluster) -> ControllerServer:
 
     http = cluster.http("runtimekit-controller")
     protocol = cluster.protocol
-    options = ControllerOptions(namespace="kube-system", image="runtimekit:embedded")
+    options = ControllerOptions(namespace=JOBS_NAMESPACE, image="runtimekit:embedded")
     controller = NodeController(http, protocol, LabelTrigger(protocol), JobTemplate(), options)
     return ControllerServer(http, controller, resync=30.0).start()
 
@@ -474,6 +476,7 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     options = cluster.options
     cluster.api.start()
     cluster.url = cluster.api.url
+    load_rbac(cluster.api, REPO_ROOT / "deploy")
     cluster.api.write_kubeconfig(cluster.kubeconfig)
     jobs = JobController(cluster.http("runtimekit-job-controller")).start()
     cluster.jobs = jobs

@@ -2,9 +2,10 @@
 
 Every client `EmbeddedCluster.http(agent)` makes carries the bearer token of its own user, so that
 admission webhooks see who writes (as they would on a real cluster): the kit's components are their
-deploy/ ServiceAccounts (`system:serviceaccount:kube-system:lj-runtimekit-scheduler`, ...), a node's
-kubelet, runtime and device plugin are `system:node:<name>`, the controllers kube-controller-manager's
-users, anything else `kubernetes-admin`. The kubeconfig of each user is written to
+deploy/ ServiceAccounts (`system:serviceaccount:kube-system:lj-runtimekit-scheduler`, ...; a node's
+runtime and device plugin too), a node's kubelet is `system:node:<name>`, the controllers
+kube-controller-manager's users, anything else `kubernetes-admin`. The API server enforces RBAC for all
+but the last (runtimekit.cli.embedded_rbac loads the grants of deploy/). The kubeconfig of each user is written to
 `<state>/credentials/<user>.kubeconfig` (a kubectl can act as that part with it); `<state>/kubeconfig`
 stays the admin's.
 """
@@ -27,6 +28,11 @@ _COMPONENTS = {
     "runtimekit-controller-manager": user("system:kube-controller-manager"),
 }
 
+_NODE_COMPONENTS = {  # agent kind -> user; the agent is `<kind>/<node>`
+    "runtimekit-runtime": service_account(NAMESPACE, "lj-runtimekit-runtime"),
+    "runtimekit-device-plugin": service_account(NAMESPACE, "lj-runtimekit-device-plugin"),
+}
+
 
 def identity_of(agent: str) -> UserInfo:
     """The user of a client with this user agent (`runtimekit-node/<node>`: that node)."""
@@ -36,6 +42,8 @@ def identity_of(agent: str) -> UserInfo:
     kind, _, name = agent.partition("/")
     if kind in ("runtimekit-node", "runtimekit-kubelet") and name:
         return node(name)
+    if kind in _NODE_COMPONENTS and name:
+        return _NODE_COMPONENTS[kind]
     return ADMIN
 
 

@@ -216,7 +216,7 @@ def _start_runtime(cluster: NodeHost, node: SimulatedNode, folder: Path, pod_res
         reconcile_interval_s=options.reconcile_s,
         reconcile_grace_s=RECONCILE_GRACE_S,
     )
-    api = KubeNodeApi(node.http)
+    api = KubeNodeApi(_own_client(cluster, node, "runtimekit-runtime"))  # deploy/runtime's ServiceAccount
     runtime = build_runtime(runtime_options, api, PodResourcesClient(pod_resources), api)
     return RuntimeDaemon(runtime, node.runtime_socket, options.reconcile_s).start()
 
@@ -238,7 +238,7 @@ def _start_device_plugin(
         if not client.wait_ready(30.0):
             raise TimeoutError(f"the runtime of node {node.name} did not answer on {node.runtime_socket}")
         client.require("devices", "watch-devices", "allocate")
-        kube = KubeNodeApi(node.http)
+        kube = KubeNodeApi(_own_client(cluster, node, "runtimekit-device-plugin"))  # deploy/deviceplugin's
         pods = kube.node_pods(node.name).start()
         unit = cluster.memory_unit(node.name)
         keys = KeyRing.from_folder(cluster.key_folder(node.name))
@@ -258,6 +258,13 @@ def _start_device_plugin(
         lister.close()
 
     return stop
+
+
+def _own_client(cluster: NodeHost, node: SimulatedNode, kind: str) -> KubeHttp:
+    """A client of the node part `kind` with its own credentials, closed when the node stops."""
+    http = cluster.http(f"{kind}/{node.name}")
+    node.parts.append(http.close)
+    return http
 
 
 def _stop_server(server: Any) -> None:

@@ -23,6 +23,7 @@ _SUBRESOURCE_VERBS = {
     "exec": ("create", "get"),
     "attach": ("create", "get"),
     "scale": ("get", "patch", "update"),
+    "token": ("create",),
 }
 _SUBRESOURCE_KIND = {
     "binding": "Binding",
@@ -30,9 +31,14 @@ _SUBRESOURCE_KIND = {
     "scale": "Scale",
     "exec": "PodExecOptions",
     "attach": "PodAttachOptions",
+    "token": "TokenRequest",
 }
 # subresources whose body is of another group
-_SUBRESOURCE_GROUP = {"eviction": ("policy", "v1"), "scale": ("autoscaling", "v1")}
+_SUBRESOURCE_GROUP = {
+    "eviction": ("policy", "v1"),
+    "scale": ("autoscaling", "v1"),
+    "token": ("authentication.k8s.io", "v1"),
+}
 
 
 class VersionInfo(TypedDict):

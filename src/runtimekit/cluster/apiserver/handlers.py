@@ -10,6 +10,7 @@ Called by `server.ApiServer`.
 from __future__ import annotations
 
 import asyncio
+import datetime
 import functools
 import logging
 import time
@@ -23,6 +24,8 @@ from runtimekit.cluster.apiserver import conversion, discovery, podlog, scale
 from runtimekit.cluster.apiserver.admission.attributes import CREATE, DELETE, UPDATE
 from runtimekit.cluster.apiserver.admission.requests import Admission, Admit, admitted_delete, run
 from runtimekit.cluster.apiserver.applying import APPLY_PATCH, Owner
+from runtimekit.cluster.apiserver.authz import reviews
+from runtimekit.cluster.apiserver.authz.access import Access
 from runtimekit.cluster.apiserver.deletion import DeleteOptions, delete
 from runtimekit.cluster.apiserver.errors import (
     ApiError,
@@ -37,6 +40,7 @@ from runtimekit.cluster.apiserver.errors import (
     unsupported_media_type,
 )
 from runtimekit.cluster.apiserver.httpio import STREAM_ITEMS, dry_run, read_body, stream_list
+from runtimekit.cluster.apiserver.identity import ADMIN, UserInfo
 from runtimekit.cluster.apiserver.listing import (
     Filter,
     TableRequest,
@@ -84,6 +88,7 @@ _SUBRESOURCE_METHODS = {
     "log": ("GET",),
     "exec": ("GET", "POST"),
     "attach": ("GET", "POST"),
+    "token": ("POST",),
 }
 _MAX_MANAGER = 128
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
@@ -117,6 +122,7 @@ class Handlers:
     address: Callable[[], str]
     admission: Admission
     openapi: OpenApi
+    access: Access
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         with collect_warnings() as warnings:
@@ -138,6 +144,13 @@ class Handlers:
 
     async def _route(self, request: web.Request) -> web.StreamResponse:
         path = request.path
+        parsed = parse_path(path)
+        who = self.access.who(request.headers)  # None: the admin, whom nothing restricts
+        if who is not None:
+            if isinstance(parsed, Target):
+                self.access.check_resource(who, request.method, parsed, request.query)
+            else:
+                self.access.check_path(who, request.method, path)
         trimmed = path.rstrip("/") or "/"
         if trimmed in _HEALTH or any(path.startswith(h + "/") for h in _HEALTH):
             return web.Response(text="ok")
@@ -145,12 +158,11 @@ class Handlers:
             return _json(dumps(discovery.version_info(self.version)))
         if path.startswith("/openapi/"):
             return await self.openapi.handle(request, trimmed)
-        parsed = parse_path(path)
         if parsed is None:
             return web.Response(status=404, text="404 page not found\n")
         if isinstance(parsed, GroupVersionPath):
             return self._discovery(request, parsed)
-        return await self._resource(request, parsed)
+        return await self._resource(request, parsed, who or ADMIN)
 
     def _discovery(self, request: web.Request, where: GroupVersionPath) -> web.Response:
         if request.method != "GET":
@@ -182,7 +194,7 @@ class Handlers:
             raise resource_not_found()
         return info
 
-    async def _resource(self, request: web.Request, target: Target) -> web.StreamResponse:
+    async def _resource(self, request: web.Request, target: Target, who: UserInfo) -> web.StreamResponse:
         info = self._info(target)
         query = {key: request.query.get(key, "") for key in request.query}
         method = request.method
@@ -209,6 +221,13 @@ class Handlers:
             return await self._bind(request, info, target, target.name)
         if target.subresource == "eviction" and method == "POST":
             return await self._evict(request, info, target)
+        if target.subresource == "token":
+            return await self._token(request, info, target)
+        if reviews.is_review(info) and method == "POST" and target.name is None:
+            body = reviews.answer(
+                self.access.authorizer, who, info, target.namespace or "", await self._body(request, info.kind)
+            )
+            return _json(dumps(body), 201)
         if method == "POST" and target.name is None and target.subresource == "":
             if info.namespaced and target.namespace is None:
                 raise method_not_allowed()
@@ -517,6 +536,16 @@ class Handlers:
         reviewed = await run(lambda: admit.review(eviction), admit) if admit else eviction
         delete(self.api, info, namespace, name, DeleteOptions.parse(reviewed.get("deleteOptions"), {}))
         return _json(dumps(success_status(201)), 201)
+
+    async def _token(self, request: web.Request, info: ResourceInfo, target: Target) -> web.Response:
+        """`POST serviceaccounts/{name}/token` (TokenRequest): a token naming the ServiceAccount."""
+        assert target.name is not None
+        namespace = target.namespace or ""
+        self.api.get(self.api.storage_of(info), namespace, target.name)  # 404 for a missing ServiceAccount
+        body = await self._body(request, "TokenRequest")
+        now = datetime.datetime.fromtimestamp(self.api.clock(), datetime.UTC)
+        answered = reviews.token_request(self.access.identities, namespace, target.name, body, now)
+        return _json(dumps(answered), 201)
 
     # watch ------------------------------------------------------------------------------------------
 

@@ -190,7 +190,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     ResourceInfo("", "v1", "configmaps", "ConfigMap", True, ("cm",)),
     ResourceInfo("", "v1", "resourcequotas", "ResourceQuota", True, ("quota",), subresources=_STATUS),
     ResourceInfo("", "v1", "secrets", "Secret", True, fields=_same("type")),
-    ResourceInfo("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",)),
+    ResourceInfo("", "v1", "serviceaccounts", "ServiceAccount", True, ("sa",), subresources=frozenset({"token"})),
     ResourceInfo(
         "",
         "v1",

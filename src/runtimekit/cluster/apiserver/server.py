@@ -26,7 +26,11 @@ from aiohttp import web
 
 from runtimekit.base.threads import Workers
 from runtimekit.cluster.apiserver.admission.requests import Admission
+from runtimekit.cluster.apiserver.authz.access import Access
+from runtimekit.cluster.apiserver.authz.authorizer import Authorizer
+from runtimekit.cluster.apiserver.authz.reviews import review_resources
 from runtimekit.cluster.apiserver.bodies import MAX_BODY_BYTES, allow_deep_json
+from runtimekit.cluster.apiserver.bootstrap import bootstrap, publish_endpoints
 from runtimekit.cluster.apiserver.deletion import KubeletHook
 from runtimekit.cluster.apiserver.discovery import KubernetesVersion
 from runtimekit.cluster.apiserver.handlers import Handlers
@@ -74,6 +78,7 @@ class ApiServer:
         self.version = KubernetesVersion.parse(kubernetes_version)
         self.bookmark_interval, self.watch_timeout = bookmark_interval, watch_timeout
         self.table = ResourceTable.builtin()
+        self.table.add(review_resources())
         self.maker = TableMaker(protocol or KitProtocol.default(), clock)
         self._persistence = SqlitePersistence(state_dir) if state_dir is not None else None
         start_rv = self._persistence.rv if self._persistence is not None else 0
@@ -90,6 +95,7 @@ class ApiServer:
         self.identities = Identities()  # bearer tokens of the kubeconfigs written, to who they name
         self.admission = Admission(self.store, self.table, self.identities)  # webhooks called for HTTP requests
         self.openapi = OpenApi(self.table, self.store, definitions, self.version.git_version)
+        self.access = Access(self.identities, Authorizer(self.store, self.table))  # RBAC for non-admin requests
         allow_deep_json()
         self._restore()
         self._bootstrap()
@@ -128,6 +134,7 @@ class ApiServer:
         for name in SYSTEM_NAMESPACES:
             if self.store.get(namespaces, "", name) is None:
                 self.api.create(namespaces, "", {"metadata": {"name": name}})
+        bootstrap(self.api)
 
     def add_kubelet_hook(self, hook: KubeletHook) -> None:
         """Let a simulated kubelet carry out graceful deletion of the pods on the nodes it manages."""
@@ -191,6 +198,7 @@ class ApiServer:
             lambda: f"{self.host}:{self.port}",
             self.admission,
             self.openapi,
+            self.access,
         )
         app = web.Application(client_max_size=MAX_BODY_BYTES + 1)  # aiohttp refuses sizes >= this
         app.router.add_route("*", "/{tail:.*}", handlers.handle)
@@ -204,6 +212,7 @@ class ApiServer:
             self.port = sockets[0].getsockname()[1]
         host = f"[{self.host}]" if ":" in self.host else self.host
         self.url = f"http://{host}:{self.port}"
+        publish_endpoints(self.api, self.host, self.port)
         log.info("API server (Kubernetes %s) serving on %s", self.version.git_version, self.url)
 
     async def _shutdown(self) -> None:

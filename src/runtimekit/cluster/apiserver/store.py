@@ -206,6 +206,7 @@ class Bucket:
     def __init__(self, info: ResourceInfo) -> None:
         self.info = info
         self.objects: dict[Key, Stored] = {}
+        self.writes = 0  # bumped on every insert and discard: readers that cache a view compare it
         self._keys: list[Key] = []
         self._sorted = True
         paths = {path for _, path in info.fields}
@@ -219,6 +220,7 @@ class Bucket:
 
     def insert(self, stored: Stored, previous: Stored | None) -> None:
         key = stored.key
+        self.writes += 1
         if previous is None:
             if self._sorted and (not self._keys or key > self._keys[-1]):
                 self._keys.append(key)
@@ -232,6 +234,7 @@ class Bucket:
 
     def discard(self, stored: Stored) -> None:
         key = stored.key
+        self.writes += 1
         self.objects.pop(key, None)
         if self._sorted and self._keys and self._keys[-1] == key:
             self._keys.pop()
