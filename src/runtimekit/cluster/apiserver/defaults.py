@@ -12,6 +12,7 @@ are given (a fresh copy owned by the caller). Pure functions; called by `operati
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable
 from typing import TypeVar, cast
@@ -205,7 +206,16 @@ def _service(obj: JsonObject) -> None:
 
 
 def _secret(obj: JsonObject) -> None:
+    """Opaque by default; `stringData` is write-only: kube's v1 conversion folds it into `data`
+    (base64, its keys winning over data's), on create and update alike."""
     obj.setdefault("type", "Opaque")
+    plain = obj.pop("stringData", None)
+    if isinstance(plain, dict) and plain:
+        data = obj.get("data")
+        data = dict(data) if isinstance(data, dict) else {}
+        for key, value in plain.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
 
 
 def _claim(obj: PersistentVolumeClaim) -> None:
@@ -281,11 +291,13 @@ def apply_defaults(group: str, kind: str, obj: JsonObject) -> None:
             defaulter(obj)
 
 
-_WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet")})
+_ON_UPDATE = frozenset(
+    {("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("", "Secret")}
+)
 
 
 def apply_update_defaults(group: str, kind: str, obj: JsonObject) -> None:
     """Defaults on update, where kube applies them too: the workload kinds, whose controllers compare
-    the stored template with what they created from it."""
-    if (group, kind) in _WORKLOADS:
+    the stored template with what they created from it, and Secrets (`stringData`)."""
+    if (group, kind) in _ON_UPDATE:
         _BY_KIND[kind](obj)
