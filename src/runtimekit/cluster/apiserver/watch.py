@@ -47,6 +47,7 @@ class Waker:
         self._event = asyncio.Event()
         self._pending = False
         self.closing = False
+        self.round = 0  # `end_round` ends the watches started before it; later ones run on
 
     def current(self) -> asyncio.Event:
         return self._event
@@ -66,6 +67,11 @@ class Waker:
 
     def close(self) -> None:
         self.closing = True
+        self._wake()
+
+    def end_round(self) -> None:
+        """End every watch open now, as their timeout would (on the loop's thread)."""
+        self.round += 1
         self._wake()
 
 
@@ -94,10 +100,11 @@ class WatchStream:
 
     async def run(self) -> None:
         deadline = None if self.request.timeout is None else self.clock() + self.request.timeout
+        started = self.waker.round
         try:
             await self._start()
             next_bookmark = self.clock() + self.bookmark_interval
-            while not self.waker.closing and (deadline is None or self.clock() < deadline):
+            while self._open(started) and (deadline is None or self.clock() < deadline):
                 if await self._pump():
                     continue
                 now = self.clock()
@@ -110,6 +117,9 @@ class WatchStream:
                 await self._wait(None if limit is None else max(0.0, limit - now))
         except ApiError as exc:
             await self.write(b'{"type":"ERROR","object":' + dumps(exc.status()) + b"}\n")
+
+    def _open(self, started: int) -> bool:
+        return not self.waker.closing and self.waker.round == started
 
     async def _start(self) -> None:
         store = self.api.store
