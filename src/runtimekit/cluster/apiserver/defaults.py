@@ -180,6 +180,18 @@ def _job(obj: JsonObject) -> None:
     spec["template"].setdefault("spec", {}).setdefault("restartPolicy", "Never")
 
 
+def _cronjob(obj: JsonObject) -> None:
+    """batch/v1 SetDefaults_CronJob, and the pod defaults of its job template."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    template = spec.setdefault("jobTemplate", {})
+    if isinstance(template.get("spec"), dict) and isinstance(template["spec"].get("template"), dict):
+        _template(template)
+
+
 def _namespace(obj: Namespace) -> None:
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     obj["status"] = {"phase": "Active"}
@@ -271,6 +283,7 @@ _BY_KIND: dict[str, Callable[[JsonObject], None]] = {
     "StatefulSet": _of_kind(_statefulset),
     "ReplicaSet": _of_kind(_replicaset),
     "Job": _job,
+    "CronJob": _cronjob,
     "Namespace": _of_kind(_namespace),
     "Service": _service,
     "Secret": _secret,
@@ -292,7 +305,14 @@ def apply_defaults(group: str, kind: str, obj: JsonObject) -> None:
 
 
 _ON_UPDATE = frozenset(
-    {("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet"), ("", "Secret")}
+    {
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("", "Secret"),
+        ("batch", "CronJob"),
+    }
 )
 
 
