@@ -252,6 +252,7 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     ),
     ResourceInfo("batch", "v1", "cronjobs", "CronJob", True, ("cj",), ("all",), subresources=_STATUS),
     ResourceInfo("coordination.k8s.io", "v1", "leases", "Lease", True),
+    ResourceInfo("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", True),
     ResourceInfo(
         "events.k8s.io",
         "v1",
