@@ -255,7 +255,7 @@ STEPS: list[Step] = [
     step("base", "create deployment Bad_Name --image=x", 1, "Invalid value"),
     step("base", "apply -f -", 1, "kind not set", stdin=NO_KIND),
     step("base", "create -f -", 1, "spec.containers: Required value", stdin=NO_CONTAINERS),
-    step("base", f"scale deployment nope --replicas=1 {N}", 1, "not found"),
+    step("base", f"scale deployment nope --replicas=1 {N}", 1, "no objects passed to scale"),  # kubectl drops the 404
     step("base", "get pods --field-selector foo=bar", 1, "field label not supported: foo"),
     step("base", f"delete namespace {NS} --timeout=120s", 0, f'namespace "{NS}" deleted'),
 ]

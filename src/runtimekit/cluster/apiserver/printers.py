@@ -1,11 +1,13 @@
-"""Generic server-side printing: table columns and cells of the kinds without GPU columns, ages,
-and CustomResourceDefinition `additionalPrinterColumns` (a simple JSONPath).
+"""Generic server-side printing: table columns and cells of the kinds without GPU columns, and
+CustomResourceDefinition `additionalPrinterColumns` (a simple JSONPath).
 
-`cells_for`/`columns_for` give kubectl the columns it shows for namespaces, configmaps, services,
-events, deployments, replica sets, stateful sets, controller revisions, jobs, leases, priority classes,
-CRDs and custom resources; every other kind gets NAME and AGE. Cells that depend on the time are
-`Since` markers, rendered per request.
-Pure functions; used by `tables.TableMaker`.
+`cells_for`/`columns_for` give kubectl the columns kube's printers give (pkg/printers/internalversion/
+printers.go, wide ones with priority 1) for namespaces, configmaps, secrets, services, endpoints,
+events (no NAME first: `UNNAMED`), deployments, replica sets, stateful sets, daemon sets, controller
+revisions, jobs, cronjobs, leases, priority classes, claims, volumes, storage classes, endpoint
+slices, RBAC, PDBs, webhook configurations, runtime classes, CRDs and custom resources; every other
+kind gets NAME and AGE. The cells that need more than a field are `printcells`. Cells that depend
+on the time are `Since` markers, rendered per request. Pure functions; used by `tables.TableMaker`.
 """
 
 from __future__ import annotations

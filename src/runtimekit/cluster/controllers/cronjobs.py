@@ -19,9 +19,8 @@ Per CronJob, level-based, with time from the injected `clock` (tests move it ins
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 from zoneinfo import ZoneInfo
 
 from runtimekit.base.timestamps import parse_rfc3339, rfc3339
@@ -31,7 +30,7 @@ from runtimekit.cluster.controllers.pods import is_terminating, owner_key, owner
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informers import Change, Informers
-from runtimekit.kube.objects import JsonObject, meta, object_key
+from runtimekit.kube.objects import CronJob, CronJobStatus, Job, ObjectReference, meta, object_key
 
 CRONJOBS_PATH = "/apis/batch/v1/cronjobs"
 JOBS_PATH = "/apis/batch/v1/jobs"
@@ -40,7 +39,7 @@ _MISSED_LIMIT = 100  # kube warns when more runs than this were missed
 _HISTORY = (("Complete", "successfulJobsHistoryLimit", 3), ("Failed", "failedJobsHistoryLimit", 1))
 
 
-def finished(job: Mapping[str, Any]) -> str:
+def finished(job: Job) -> str:
     """ "Complete", "Failed" or "" (still running), from the Job's conditions."""
     for condition in (job.get("status") or {}).get("conditions") or []:
         if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed"):
@@ -68,13 +67,13 @@ class CronJobController(Controller):
 
     def __init__(self, http: KubeHttp, informers: Informers, clock: Callable[[], float] = time.time) -> None:
         super().__init__(http, informers, clock)
-        self.cronjobs = self.watch(CRONJOBS_PATH, JsonObject, self._on_cronjob).cache
-        self.jobs = self.watch(JOBS_PATH, JsonObject, self._on_job).cache
+        self.cronjobs = self.watch(CRONJOBS_PATH, CronJob, self._on_cronjob).cache
+        self.jobs = self.watch(JOBS_PATH, Job, self._on_job).cache
 
-    def _on_cronjob(self, change: Change[JsonObject]) -> None:
+    def _on_cronjob(self, change: Change[CronJob]) -> None:
         self.queue.add(object_key(change.obj))
 
-    def _on_job(self, change: Change[JsonObject]) -> None:
+    def _on_job(self, change: Change[Job]) -> None:
         for job in (change.old, change.new):
             owner = owner_key(job, "CronJob") if job is not None else ""
             if owner:
@@ -92,7 +91,7 @@ class CronJobController(Controller):
             for j in self.jobs.items(namespace)
             if any(r.get("uid") == uid and r.get("controller") for r in meta(j).get("ownerReferences") or [])
         ]
-        status: JsonObject = dict(cronjob.get("status") or {})
+        status: CronJobStatus = {**(cronjob.get("status") or {})}
         active = self._active(cronjob, owned, status)
         self._clean_up(cronjob, owned)
         try:
@@ -111,7 +110,7 @@ class CronJobController(Controller):
         if nxt is not None:
             self.requeue_after(key, nxt - now + 0.1)
 
-    def _active(self, cronjob: JsonObject, owned: list[JsonObject], status: JsonObject) -> list[JsonObject]:
+    def _active(self, cronjob: CronJob, owned: list[Job], status: CronJobStatus) -> list[Job]:
         """The unfinished owned Jobs; a Job seen finished leaves `active` (and may set lastSuccessfulTime)."""
         listed = {str(r.get("uid")) for r in status.get("active") or []}
         running = []
@@ -130,8 +129,8 @@ class CronJobController(Controller):
         return running
 
     def _run_due(
-        self, cronjob: JsonObject, schedule: Schedule, tz: str, now: float, status: JsonObject, active: list[JsonObject]
-    ) -> list[JsonObject]:
+        self, cronjob: CronJob, schedule: Schedule, tz: str, now: float, status: CronJobStatus, active: list[Job]
+    ) -> list[Job]:
         spec = cronjob.get("spec") or {}
         since = parse_rfc3339(status.get("lastScheduleTime")) or parse_rfc3339(meta(cronjob).get("creationTimestamp"))
         deadline = spec.get("startingDeadlineSeconds")
@@ -164,12 +163,12 @@ class CronJobController(Controller):
         status["lastScheduleTime"] = rfc3339(run)
         return [*active, made] if made is not None else active
 
-    def _create_job(self, cronjob: JsonObject, run: float, tz: str) -> JsonObject | None:
+    def _create_job(self, cronjob: CronJob, run: float, tz: str) -> Job | None:
         m = meta(cronjob)
         template = (cronjob.get("spec") or {}).get("jobTemplate") or {}
         template_meta = template.get("metadata") or {}
         name = f"{m.get('name')}-{int(run // 60)}"
-        body: JsonObject = {
+        body: Job = {
             "apiVersion": "batch/v1",
             "kind": "Job",
             "metadata": {
@@ -191,7 +190,7 @@ class CronJobController(Controller):
         self.event(cronjob, "batch/v1", "CronJob", "Normal", "SuccessfulCreate", f"Created job {name}")
         return made
 
-    def _clean_up(self, cronjob: JsonObject, owned: list[JsonObject]) -> None:
+    def _clean_up(self, cronjob: CronJob, owned: list[Job]) -> None:
         spec = cronjob.get("spec") or {}
         for outcome, field, default in (
             ("Complete", "successfulJobsHistoryLimit", 3),
@@ -207,10 +206,10 @@ class CronJobController(Controller):
                     cronjob, "batch/v1", "CronJob", "Normal", "SuccessfulDelete", f"Deleted job {meta(job).get('name')}"
                 )
 
-    def _deleted(self, cronjob: JsonObject, job: JsonObject) -> None:
+    def _deleted(self, cronjob: CronJob, job: Job) -> None:
         self.event(cronjob, "batch/v1", "CronJob", "Normal", "SuccessfulDelete", f"Deleted job {meta(job).get('name')}")
 
-    def _write_status(self, cronjob: JsonObject, status: JsonObject, active: list[JsonObject]) -> None:
+    def _write_status(self, cronjob: CronJob, status: CronJobStatus, active: list[Job]) -> None:
         if active:
             status["active"] = [_reference(j) for j in sorted(active, key=lambda j: str(meta(j).get("name")))]
         else:
@@ -219,20 +218,20 @@ class CronJobController(Controller):
             self.put_status(cronjob, "batch/v1", "cronjobs", status, self.cronjobs)
 
 
-def _started(job: Mapping[str, Any]) -> float:
+def _started(job: Job) -> float:
     at = parse_rfc3339((job.get("status") or {}).get("startTime")) or parse_rfc3339(meta(job).get("creationTimestamp"))
     return at or 0.0
 
 
-def _reference(job: Mapping[str, Any]) -> JsonObject:
+def _reference(job: Job) -> ObjectReference:
     m = meta(job)
     return {
         "kind": "Job",
         "namespace": m.get("namespace", ""),
-        "name": m.get("name"),
-        "uid": m.get("uid"),
+        "name": str(m.get("name", "")),
+        "uid": str(m.get("uid", "")),
         "apiVersion": "batch/v1",
-        "resourceVersion": m.get("resourceVersion"),
+        "resourceVersion": str(m.get("resourceVersion", "")),
     }
 
 

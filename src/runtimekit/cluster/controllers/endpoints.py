@@ -20,16 +20,30 @@ Kube splits slices at 100 endpoints and handles dual-stack; here one slice holds
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TypeVar, cast
 
 from runtimekit.cluster.controllers.base import Controller, path_of
 from runtimekit.cluster.controllers.pods import is_ready, is_terminating, owner_ref, phase
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informers import Change, Informers, ObjectCache
-from runtimekit.kube.objects import JsonObject, Pod, labels_of, meta, object_key
+from runtimekit.kube.objects import (
+    Endpoint,
+    EndpointAddress,
+    EndpointPort,
+    Endpoints,
+    EndpointSlice,
+    EndpointSubset,
+    Pod,
+    Service,
+    ServicePort,
+    labels_of,
+    meta,
+    object_key,
+)
 from runtimekit.kube.semantics.labels import label_selector_or_nothing
 
+T = TypeVar("T", Endpoints, EndpointSlice)
 SERVICES_PATH = "/api/v1/services"
 PODS_PATH = "/api/v1/pods"
 ENDPOINTS_PATH = "/api/v1/endpoints"
@@ -41,12 +55,11 @@ HEADLESS = "service.kubernetes.io/headless"
 Ports = tuple[tuple[str, int, str], ...]  # (name, port, protocol) per Service port
 
 
-def _selector(service: Mapping[str, Any]) -> Mapping[str, str] | None:
-    selector = (service.get("spec") or {}).get("selector")
-    return selector if isinstance(selector, Mapping) and selector else None
+def _selector(service: Service) -> Mapping[str, str] | None:
+    return (service.get("spec") or {}).get("selector") or None
 
 
-def _target(port: Mapping[str, Any], pod: Pod) -> int | None:
+def _target(port: ServicePort, pod: Pod) -> int | None:
     """The pod port a Service port sends to: its number, or the container port of that name."""
     target = port.get("targetPort", port.get("port"))
     if isinstance(target, int):
@@ -55,12 +68,12 @@ def _target(port: Mapping[str, Any], pod: Pod) -> int | None:
         return int(target)
     for container in (pod.get("spec") or {}).get("containers") or []:
         for declared in container.get("ports") or []:
-            if declared.get("name") == target and str(declared.get("protocol", "TCP")) == port.get("protocol", "TCP"):
-                return int(declared["containerPort"])
+            if declared.get("name") == target and declared.get("protocol", "TCP") == port.get("protocol", "TCP"):
+                return int(declared.get("containerPort", 0))
     return None
 
 
-def pod_ports(service: Mapping[str, Any], pod: Pod) -> Ports:
+def pod_ports(service: Service, pod: Pod) -> Ports:
     resolved = []
     for port in (service.get("spec") or {}).get("ports") or []:
         target = _target(port, pod)
@@ -69,7 +82,7 @@ def pod_ports(service: Mapping[str, Any], pod: Pod) -> Ports:
     return tuple(resolved)
 
 
-def selected_pods(service: Mapping[str, Any], pods: Sequence[Pod]) -> list[Pod]:
+def selected_pods(service: Service, pods: Sequence[Pod]) -> list[Pod]:
     selector = _selector(service)
     if selector is None:
         return []
@@ -83,28 +96,28 @@ def selected_pods(service: Mapping[str, Any], pods: Sequence[Pod]) -> list[Pod]:
     ]
 
 
-def _address(pod: Pod) -> JsonObject:
+def _address(pod: Pod) -> EndpointAddress:
     m = meta(pod)
-    address: JsonObject = {"ip": str((pod.get("status") or {}).get("podIP"))}
+    address: EndpointAddress = {"ip": str((pod.get("status") or {}).get("podIP"))}
     node = (pod.get("spec") or {}).get("nodeName")
     if node:
         address["nodeName"] = node
     address["targetRef"] = {
         "kind": "Pod",
         "namespace": m.get("namespace", ""),
-        "name": m.get("name"),
-        "uid": m.get("uid"),
+        "name": str(m.get("name", "")),
+        "uid": str(m.get("uid", "")),
     }
     return address
 
 
-def _counts_ready(service: Mapping[str, Any], pod: Pod) -> bool:
+def _counts_ready(service: Service, pod: Pod) -> bool:
     if (service.get("spec") or {}).get("publishNotReadyAddresses"):
         return True
     return is_ready(pod) and not is_terminating(pod)
 
 
-def by_ports(service: Mapping[str, Any], pods: Sequence[Pod]) -> dict[Ports, list[Pod]]:
+def by_ports(service: Service, pods: Sequence[Pod]) -> dict[Ports, list[Pod]]:
     groups: dict[Ports, list[Pod]] = {}
     for pod in selected_pods(service, pods):
         ports = pod_ports(service, pod)
@@ -119,29 +132,36 @@ def _ip(pod: Pod) -> tuple[int, ...] | str:
     return tuple(int(p) for p in parts) if len(parts) == 4 and all(p.isdigit() for p in parts) else text
 
 
-def endpoint_subsets(service: Mapping[str, Any], pods: Sequence[Pod]) -> list[JsonObject]:
+def endpoint_subsets(service: Service, pods: Sequence[Pod]) -> list[EndpointSubset]:
     """The `subsets` of the Service's Endpoints (kube's repacked form)."""
     subsets = []
     for ports, group in sorted(by_ports(service, pods).items()):
         ready = sorted((p for p in group if _counts_ready(service, p)), key=_ip)
         waiting = sorted((p for p in group if not _counts_ready(service, p)), key=_ip)
-        subset: JsonObject = {}
+        subset: EndpointSubset = {}
         if ready:
             subset["addresses"] = [_address(p) for p in ready]
         if waiting:
             subset["notReadyAddresses"] = [_address(p) for p in waiting]
         if ports:
-            subset["ports"] = [{**({"name": n} if n else {}), "port": p, "protocol": proto} for n, p, proto in ports]
+            subset["ports"] = [_endpoint_port(n, p, proto) for n, p, proto in ports]
         subsets.append(subset)
     return subsets
 
 
-def slice_endpoints(service: Mapping[str, Any], pods: Sequence[Pod]) -> list[JsonObject]:
+def _endpoint_port(name: str, port: int, protocol: str) -> EndpointPort:
+    out: EndpointPort = {"port": port, "protocol": protocol}
+    if name:
+        out["name"] = name
+    return out
+
+
+def slice_endpoints(service: Service, pods: Sequence[Pod]) -> list[Endpoint]:
     out = []
     for pod in sorted(pods, key=_ip):
         ready = _counts_ready(service, pod)
         address = _address(pod)
-        endpoint: JsonObject = {
+        endpoint: Endpoint = {
             "addresses": [address["ip"]],
             "conditions": {
                 "ready": ready,
@@ -156,7 +176,7 @@ def slice_endpoints(service: Mapping[str, Any], pods: Sequence[Pod]) -> list[Jso
     return out
 
 
-def _labels(service: Mapping[str, Any]) -> dict[str, str]:
+def _labels(service: Service) -> dict[str, str]:
     labels = dict(labels_of(service))
     if (service.get("spec") or {}).get("clusterIP") == "None":
         labels[HEADLESS] = ""
@@ -170,18 +190,18 @@ class EndpointsController(Controller):
 
     def __init__(self, http: KubeHttp, informers: Informers) -> None:
         super().__init__(http, informers)
-        self.services = self.watch(SERVICES_PATH, JsonObject, self._on_service).cache
+        self.services = self.watch(SERVICES_PATH, Service, self._on_service).cache
         self.pods = self.watch(PODS_PATH, Pod, self._on_pod).cache
-        self.endpoints = self.watch(ENDPOINTS_PATH, JsonObject, self._on_endpoints).cache
-        self.slices = self.watch(SLICES_PATH, JsonObject, self._on_slice).cache
+        self.endpoints = self.watch(ENDPOINTS_PATH, Endpoints, self._on_endpoints).cache
+        self.slices = self.watch(SLICES_PATH, EndpointSlice, self._on_slice).cache
 
-    def _on_service(self, change: Change[JsonObject]) -> None:
+    def _on_service(self, change: Change[Service]) -> None:
         self.queue.add(object_key(change.obj))
 
-    def _on_endpoints(self, change: Change[JsonObject]) -> None:
+    def _on_endpoints(self, change: Change[Endpoints]) -> None:
         self.queue.add(object_key(change.obj))  # a hand edit of a managed object is put back
 
-    def _on_slice(self, change: Change[JsonObject]) -> None:
+    def _on_slice(self, change: Change[EndpointSlice]) -> None:
         service = labels_of(change.obj).get(SERVICE_NAME)
         if service:
             self.queue.add(f"{meta(change.obj).get('namespace', '')}/{service}")
@@ -210,12 +230,16 @@ class EndpointsController(Controller):
         self._sync_endpoints(service, endpoint_subsets(service, pods))
         self._sync_slices(service, by_ports(service, pods))
 
-    def _sync_endpoints(self, service: JsonObject, subsets: list[JsonObject]) -> None:
+    def _sync_endpoints(self, service: Service, subsets: list[EndpointSubset]) -> None:
         m = meta(service)
-        body: JsonObject = {
+        body: Endpoints = {
             "apiVersion": "v1",
             "kind": "Endpoints",
-            "metadata": {"name": m.get("name"), "namespace": m.get("namespace", ""), "labels": _labels(service)},
+            "metadata": {
+                "name": str(m.get("name", "")),
+                "namespace": m.get("namespace", ""),
+                "labels": _labels(service),
+            },
         }
         if subsets:
             body["subsets"] = subsets
@@ -225,17 +249,17 @@ class EndpointsController(Controller):
             return
         if current.get("subsets") == body.get("subsets") and (meta(current).get("labels") or {}) == _labels(service):
             return
-        updated = {**current, "metadata": {**meta(current), "labels": _labels(service)}}
+        updated: Endpoints = {**current, "metadata": {**meta(current), "labels": _labels(service)}}
         updated.pop("subsets", None)
         if subsets:
             updated["subsets"] = subsets
         self._replace("v1", "endpoints", updated, self.endpoints)
 
-    def _replace(self, api_version: str, plural: str, obj: JsonObject, cache: ObjectCache[JsonObject]) -> None:
+    def _replace(self, api_version: str, plural: str, obj: T, cache: ObjectCache[T]) -> None:
         """PUT the object (conditional on the version we saw: a 409 makes the sync retry)."""
-        cache.written(self.http.put(path_of(api_version, plural, obj), obj))
+        cache.written(cast(T, self.http.put(path_of(api_version, plural, obj), obj)))
 
-    def _sync_slices(self, service: JsonObject, groups: dict[Ports, list[Pod]]) -> None:
+    def _sync_slices(self, service: Service, groups: dict[Ports, list[Pod]]) -> None:
         m = meta(service)
         namespace, name = str(m.get("namespace", "")), str(m.get("name", ""))
         owned = [
@@ -247,14 +271,11 @@ class EndpointsController(Controller):
         wanted = groups or {(): []}  # a Service with no endpoints still has one empty slice, as in kube
         spare = list(owned)
         for ports, pods in sorted(wanted.items()):
-            body: JsonObject = {
-                "addressType": "IPv4",
-                "endpoints": slice_endpoints(service, pods),
-                "ports": [{"name": n, "port": p, "protocol": proto} for n, p, proto in ports],
-            }
+            endpoints = slice_endpoints(service, pods)
+            slice_ports: list[EndpointPort] = [{"name": n, "port": p, "protocol": proto} for n, p, proto in ports]
             match = next((s for s in spare if _slice_ports(s) == ports), spare[0] if spare else None)
             if match is None:
-                new: JsonObject = {
+                new: EndpointSlice = {
                     "apiVersion": "discovery.k8s.io/v1",
                     "kind": "EndpointSlice",
                     "metadata": {
@@ -263,14 +284,17 @@ class EndpointsController(Controller):
                         "labels": labels,
                         "ownerReferences": [owner_ref(service, "v1", "Service")],
                     },
-                    **body,
+                    "addressType": "IPv4",
+                    "endpoints": endpoints,
+                    "ports": slice_ports,
                 }
                 self.create("discovery.k8s.io/v1", "endpointslices", new, self.slices)
                 continue
             spare.remove(match)
-            if all(match.get(k) == v for k, v in body.items()) and labels_of(match) == labels:
+            if (match.get("endpoints"), match.get("ports"), labels_of(match)) == (endpoints, slice_ports, labels):
                 continue
-            updated = {**match, **body, "metadata": {**meta(match), "labels": labels}}
+            updated: EndpointSlice = {**match, "endpoints": endpoints, "ports": slice_ports}
+            updated["metadata"] = {**meta(match), "labels": labels}
             self._replace("discovery.k8s.io/v1", "endpointslices", updated, self.slices)
         for extra in spare:
             try:
@@ -280,7 +304,7 @@ class EndpointsController(Controller):
                     raise
 
 
-def _slice_ports(slice_: Mapping[str, Any]) -> Ports:
+def _slice_ports(slice_: EndpointSlice) -> Ports:
     return tuple(
         (str(p.get("name") or ""), int(p.get("port") or 0), str(p.get("protocol") or "TCP"))
         for p in slice_.get("ports") or []
