@@ -197,3 +197,15 @@ def test_job_and_service_cells(kubectl: Kubectl) -> None:
     assert cells["SELECTOR"].startswith("batch.kubernetes.io/controller-uid=")
     kubectl("create", "service", "clusterip", "web", "--tcp=80:8080")
     assert row(kubectl, "svc", "web", "-o", "wide")["SELECTOR"] == "app=web"
+
+
+def test_resource_quota_columns(kube_http: httpx2.Client, kubectl: Kubectl) -> None:
+    kubectl("create", "quota", "q", "--hard=cpu=2,limits.memory=4Gi,pods=10")
+    status = {"hard": {"cpu": "2", "limits.memory": "4Gi", "pods": "10"}, "used": {"cpu": "500m", "pods": "1"}}
+    path = "/api/v1/namespaces/default/resourcequotas/q/status"
+    assert kube_http.patch(
+        path, json={"status": status}, headers={"Content-Type": "application/merge-patch+json"}
+    ).is_success
+    cells = row(kubectl, "quota", "q")
+    assert list(cells) == ["NAME", "AGE", "REQUEST", "LIMIT"]
+    assert (cells["REQUEST"], cells["LIMIT"]) == ("cpu: 500m/2, pods: 1/10", "limits.memory: 0/4Gi")

@@ -234,3 +234,15 @@ def pdb_cells(pdb: JsonObject) -> tuple[object, ...]:
         int(get_path(pdb, "status", "disruptionsAllowed") or 0),
         created(pdb),
     )
+
+
+def quota_cells(quota: JsonObject) -> tuple[object, ...]:
+    """AGE, REQUEST, LIMIT: `resource: used/hard` of `status.hard`, sorted, `limits.*` in LIMIT."""
+    hard = get_path(quota, "status", "hard") or {}
+    used = get_path(quota, "status", "used") or {}
+    request: list[str] = []
+    limit: list[str] = []
+    for resource in sorted(hard):
+        text = f"{resource}: {used.get(resource, '0')}/{hard[resource]}"
+        (limit if resource.startswith("limits.") else request).append(text)
+    return (created(quota), ", ".join(request), ", ".join(limit))
