@@ -300,7 +300,6 @@ def test_pod_table_columns(kube_http: httpx2.Client) -> None:
         "Status",
         "Restarts",
         "Age",
-        "Node",
         "GPU",
     ]
     assert column(body, "Name") == ["asking", "assigned", "cpu", "whole"]

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from runtimekit.cluster.apiserver.errors import ApiError
-from runtimekit.cluster.apiserver.printers import human_duration, json_path
+from runtimekit.cluster.apiserver.printers import json_path
+from runtimekit.cluster.apiserver.printers_base import human_duration
 from runtimekit.cluster.apiserver.routing import (
     GroupVersionPath,
     Output,

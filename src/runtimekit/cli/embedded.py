@@ -31,6 +31,7 @@ import json
 import logging
 import shutil
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -49,7 +50,7 @@ from runtimekit.cli.embedded_nodes import (
     start_plugin_node,
 )
 from runtimekit.cli.embedded_rbac import load_rbac
-from runtimekit.cli.embedded_webhook import remove_configurations, start_webhook
+from runtimekit.cli.embedded_webhook import StartedWebhook, remove_configurations, start_webhook
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.controllers.localpath import LocalPathProvisioner, ensure_default_class
 from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
@@ -224,6 +225,7 @@ class EmbeddedCluster:
         self.controller: ControllerServer | None = None
         self.jobs: JobController | None = None
         self.workloads: ControllerManager | None = None
+        self.webhook: StartedWebhook | None = None
         self.socket_root = socket_root(state_dir)
         self.assignment_keys = ensure_key_folder(state_dir / "assignment-keys")  # kept with a kept state folder
         self._stopped = False
@@ -332,19 +334,21 @@ class EmbeddedCluster:
 
     # -- stop ----------------------------------------------------------------------------------
     def stop(self) -> None:
-        """Stop everything, newest first; idempotent. A temporary state folder is removed."""
+        """Stop everything; idempotent. A temporary state folder is removed.
+
+        Every informer is told to stop and the API server ends the watches they wait on, so none
+        waits for a bookmark; then the components and the nodes stop side by side (each node's parts
+        in order, as a node's own stop does), each on a thread of its own, so the cluster stops in
+        about the time of its slowest part rather than the sum of all (`runtimekit up` on SIGTERM)."""
         if self._stopped:
             return
         self._stopped = True
         self._signal_informers()
-        for name, component in reversed(self.components):
-            try:
-                component.stop()
-            except Exception:
-                log.exception("stopping %s failed", name)
-        for node in reversed(self.nodes):
+        for node in self.nodes:
             self.api.remove_kubelet_hook(node.kubelet)
-            node.stop()
+        stops = [(name, component.stop) for name, component in reversed(self.components)]
+        stops += [(f"node {node.name}", node.stop) for node in reversed(self.nodes)]
+        _stop_side_by_side(stops)
         self.api.close()
         if self.socket_root != self.state_dir:
             shutil.rmtree(self.socket_root, ignore_errors=True)
@@ -352,18 +356,16 @@ class EmbeddedCluster:
             shutil.rmtree(self.state_dir, ignore_errors=True)
         log.info("embedded cluster stopped")
 
-    def _signal_informers(self, timeout_s: float = 3.0) -> None:
-        """Tell every informer to stop, then wait for them together: each leaves at its watch's next
-        bookmark (BOOKMARK_S), so the components' own stop() calls find them gone."""
-        informers: list[Informer[Any]] = [n.kubelet.informer for n in self.nodes]
-        for component in (self.scheduler, self.controller, self.jobs, self.workloads):
+    def _signal_informers(self) -> None:
+        """Tell every informer to stop and end the watches they are in, so each leaves at once and
+        the components' own stop() calls find them gone."""
+        informers: list[Informer[Any]] = [i for n in self.nodes for i in (n.kubelet.informer, *n.informers)]
+        for component in (self.scheduler, self.controller, self.jobs, self.workloads, self.webhook):
             if component is not None:
                 informers += component.informers
         for informer in informers:
             informer.stop(0)
-        deadline = time.monotonic() + timeout_s
-        for informer in informers:
-            informer.stop(max(0.0, deadline - time.monotonic()))
+        self.api.end_watches()
 
     def __enter__(self) -> EmbeddedCluster:
         return self
@@ -372,6 +374,23 @@ class EmbeddedCluster:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+def _stop_side_by_side(stops: list[tuple[str, Callable[[], None]]], timeout_s: float = 30.0) -> None:
+    """Call every stop function at once, each on its own thread, and wait for them all."""
+
+    def run(name: str, stop: Callable[[], None]) -> None:
+        try:
+            stop()
+        except Exception:
+            log.exception("stopping %s failed", name)
+
+    threads = [threading.Thread(target=run, args=item, name=f"stop {item[0]}", daemon=True) for item in stops]
+    for thread in threads:
+        thread.start()
+    deadline = time.monotonic() + timeout_s
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
 
 
 # -- cluster components --------------------------------------------------------------------------
@@ -498,7 +517,8 @@ def _start_all(cluster: EmbeddedCluster) -> None:
         controller = cluster.controller = _start_controller(cluster)
         cluster.components.append(("controller", controller))
     if options.webhook:  # started last (it watches the nodes), stopped first
-        cluster.components.append(("webhook", start_webhook(cluster)))
+        cluster.webhook = start_webhook(cluster)
+        cluster.components.append(("webhook", cluster.webhook))
     else:
         remove_configurations(cluster)
 

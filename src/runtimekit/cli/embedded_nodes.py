@@ -22,6 +22,7 @@ from runtimekit.cluster.kubelet.nodestatus import NodeShape
 from runtimekit.cluster.kubelet.podresources import serve_pod_resources
 from runtimekit.cluster.kubelet.runner import ContainerRunner
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.informer import Informer
 from runtimekit.kube.nodeapi import KubeNodeApi
 from runtimekit.model import NodeInventory
 from runtimekit.protocol import KitProtocol
@@ -115,6 +116,7 @@ class SimulatedNode:
     runtime: Any = None  # runtimekit.runtime.daemon.RuntimeDaemon in plugin mode
     resources: dict[str, int] = field(default_factory=dict)  # what kubelet advertises once the node is up
     exporter: StartedExporter | None = None
+    informers: list[Informer[Any]] = field(default_factory=list)  # parts' informers, for the cluster to stop
 
     def stop(self) -> None:
         for stop in [self.kubelet.stop, *self.parts, self.http.close]:
@@ -246,6 +248,7 @@ def _start_device_plugin(
         service = DevicePluginService(settings, client, kube, DeviceState(), pods, lister)
         publisher = NodePublisher(kube, node.name, cluster.protocol, unit)
         manager = DevicePluginManager(service, client.watch_devices, plugin_dir, publisher).start(30.0)
+        node.informers.append(pods.informer)
     except BaseException:
         client.close()
         lister.close()

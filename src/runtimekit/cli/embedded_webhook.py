@@ -50,6 +50,10 @@ class StartedWebhook:
     http: KubeHttp
     admin: KubeHttp
 
+    @property
+    def informers(self) -> list[Informer[Any]]:
+        return [self.nodes]
+
     def stop(self) -> None:
         _remove(self.admin)
         self.server.stop()

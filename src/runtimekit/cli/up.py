@@ -16,6 +16,7 @@ exits 0. Exits 2 for bad options or a cluster that does not come up (the reason 
 from __future__ import annotations
 
 import argparse
+import gc
 import logging
 import sys
 from pathlib import Path
@@ -111,4 +112,7 @@ def run(args: argparse.Namespace) -> int:
         signum = stop.wait()
     log.info("signal %d: stopping", signum)
     cluster.stop()
+    # Everything is stopped: spare the interpreter's final collection over the cluster's hundred
+    # thousand objects, which took about as long (~1 s) as stopping the cluster itself.
+    gc.freeze()
     return 0

@@ -41,6 +41,11 @@ def make_handler(registry: CollectorRegistry) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+# how often serve_forever looks for a shutdown request: `stop()` waits up to this (socketserver's
+# default, 0.5 s, made stopping a node or `runtimekit up` slow); an idle select() wake is cheap
+SHUTDOWN_POLL_S = 0.05
+
+
 class MetricsServer:
     def __init__(self, registry: CollectorRegistry, host: str = "0.0.0.0", port: int = 9445) -> None:
         self.httpd = ThreadingHTTPServer((host, port), make_handler(registry))
@@ -53,7 +58,7 @@ class MetricsServer:
         return f"{host!s}:{port}" if isinstance(host, str) else f"{host.decode()}:{port}"
 
     def start(self) -> MetricsServer:
-        self._workers.spawn("metrics-http", self.httpd.serve_forever)
+        self._workers.spawn("metrics-http", lambda: self.httpd.serve_forever(poll_interval=SHUTDOWN_POLL_S))
         return self
 
     def stop(self) -> None:

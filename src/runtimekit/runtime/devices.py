@@ -79,6 +79,7 @@ class DeviceTable:
         self._xid_counts: dict[GpuUUID, int] = dict.fromkeys(self._order, 0)
         self._generation = 1
         self._closed = False
+        self._wakes = 0  # counts `wake` calls, so a waiter returns on one though nothing changed
         self._listeners: list[Callable[[DeviceView], None]] = []
 
     def on_health_change(self, listener: Callable[[DeviceView], None]) -> None:
@@ -105,9 +106,12 @@ class DeviceTable:
     def wait_change(self, after: int, timeout_s: float) -> DeviceSnapshot | None:
         """The snapshot once the generation is past `after`; None on timeout or close."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._generation > after or self._closed, timeout_s):
+            wakes = self._wakes
+            if not self._cond.wait_for(
+                lambda: self._generation > after or self._closed or self._wakes != wakes, timeout_s
+            ):
                 return None
-            if self._closed:
+            if self._closed or self._generation <= after:
                 return None
             return DeviceSnapshot(self._generation, tuple(self._views[u] for u in self._order))
 
@@ -122,8 +126,10 @@ class DeviceTable:
             self._cond.notify_all()
 
     def wake(self) -> None:
-        """Wake watchers without a change, so they can notice their client has gone."""
+        """Wake watchers without a change (their `wait_change` returns None), so they can notice their
+        client has gone or that they are to stop."""
         with self._cond:
+            self._wakes += 1
             self._cond.notify_all()
 
     def apply(self, event: HealthEvent) -> list[DeviceView]:

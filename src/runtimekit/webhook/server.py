@@ -32,6 +32,11 @@ log = logging.getLogger(__name__)
 MAX_BODY = 3 * 1024 * 1024  # kube-apiserver sends objects up to its own request limit
 
 
+# how often serve_forever looks for a shutdown request: `stop()` waits up to this (socketserver's
+# default, 0.5 s, made stopping a node or `runtimekit up` slow); an idle select() wake is cheap
+SHUTDOWN_POLL_S = 0.05
+
+
 class _TlsServer(ThreadingHTTPServer):
     daemon_threads = True
 
@@ -144,7 +149,7 @@ class WebhookServer:
         return f"https://{host}:{self.port}"
 
     def start(self) -> WebhookServer:
-        self._workers.spawn("webhook-https", self.httpd.serve_forever)
+        self._workers.spawn("webhook-https", lambda: self.httpd.serve_forever(poll_interval=SHUTDOWN_POLL_S))
         return self
 
     def stop(self) -> None:

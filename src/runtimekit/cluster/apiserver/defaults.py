@@ -12,6 +12,7 @@ are given (a fresh copy owned by the caller). Pure functions; called by `operati
 
 from __future__ import annotations
 
+import base64
 import hashlib
 from collections.abc import Callable
 from typing import TypeVar, cast
@@ -179,6 +180,18 @@ def _job(obj: JsonObject) -> None:
     spec["template"].setdefault("spec", {}).setdefault("restartPolicy", "Never")
 
 
+def _cronjob(obj: JsonObject) -> None:
+    """batch/v1 SetDefaults_CronJob, and the pod defaults of its job template."""
+    spec = obj.setdefault("spec", {})
+    spec.setdefault("concurrencyPolicy", "Allow")
+    spec.setdefault("suspend", False)
+    spec.setdefault("successfulJobsHistoryLimit", 3)
+    spec.setdefault("failedJobsHistoryLimit", 1)
+    template = spec.setdefault("jobTemplate", {})
+    if isinstance(template.get("spec"), dict) and isinstance(template["spec"].get("template"), dict):
+        _template(template)
+
+
 def _namespace(obj: Namespace) -> None:
     obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
     obj["status"] = {"phase": "Active"}
@@ -205,7 +218,16 @@ def _service(obj: JsonObject) -> None:
 
 
 def _secret(obj: JsonObject) -> None:
+    """Opaque by default; `stringData` is write-only: kube's v1 conversion folds it into `data`
+    (base64, its keys winning over data's), on create and update alike."""
     obj.setdefault("type", "Opaque")
+    plain = obj.pop("stringData", None)
+    if isinstance(plain, dict) and plain:
+        data = obj.get("data")
+        data = dict(data) if isinstance(data, dict) else {}
+        for key, value in plain.items():
+            data[key] = base64.b64encode(str(value).encode()).decode()
+        obj["data"] = data
 
 
 def _claim(obj: PersistentVolumeClaim) -> None:
@@ -261,6 +283,7 @@ _BY_KIND: dict[str, Callable[[JsonObject], None]] = {
     "StatefulSet": _of_kind(_statefulset),
     "ReplicaSet": _of_kind(_replicaset),
     "Job": _job,
+    "CronJob": _cronjob,
     "Namespace": _of_kind(_namespace),
     "Service": _service,
     "Secret": _secret,
@@ -281,11 +304,20 @@ def apply_defaults(group: str, kind: str, obj: JsonObject) -> None:
             defaulter(obj)
 
 
-_WORKLOADS = frozenset({("apps", "Deployment"), ("apps", "ReplicaSet"), ("apps", "StatefulSet"), ("apps", "DaemonSet")})
+_ON_UPDATE = frozenset(
+    {
+        ("apps", "Deployment"),
+        ("apps", "ReplicaSet"),
+        ("apps", "StatefulSet"),
+        ("apps", "DaemonSet"),
+        ("", "Secret"),
+        ("batch", "CronJob"),
+    }
+)
 
 
 def apply_update_defaults(group: str, kind: str, obj: JsonObject) -> None:
     """Defaults on update, where kube applies them too: the workload kinds, whose controllers compare
-    the stored template with what they created from it."""
-    if (group, kind) in _WORKLOADS:
+    the stored template with what they created from it, and Secrets (`stringData`)."""
+    if (group, kind) in _ON_UPDATE:
         _BY_KIND[kind](obj)

@@ -213,6 +213,8 @@ class Api:
         if info.group == "" and info.kind == "Pod":
             pod = cast(Pod, obj)
             causes += validation.check_pod(pod) if old is None else validation.check_pod_update(cast(Pod, old), pod)
+        if info.group == "" and info.kind in ("ConfigMap", "Secret") and old is not None:
+            causes += validation.check_config_update(info.kind, old, obj)
         if info.group == "apiextensions.k8s.io":
             causes += crds.check_crd(cast(crds.CustomResourceDefinition, obj))
         if info.group == "admissionregistration.k8s.io":
@@ -318,6 +320,7 @@ class Api:
         meta = obj["metadata"]
         for key in (*_SYSTEM_META, "resourceVersion", "selfLink", "managedFields"):
             meta.pop(key, None)
+        _omit_empty(meta)
         meta["uid"] = str(uuid.UUID(int=self.rng.getrandbits(128), version=4))
         meta["creationTimestamp"] = self.now()
         if storage.tracks_generation:
@@ -486,6 +489,7 @@ class Api:
                 writer = self.writer(info, storage, owner.manager, owner.subresource or subresource)
                 track_update(old, new, writer, self.now())
         self.validate(info, new, old)
+        _omit_empty(new["metadata"])
         if storage.tracks_generation and _spec_part(new) != _spec_part(old):
             new["metadata"]["generation"] = int(old["metadata"].get("generation") or 0) + 1
         new["metadata"]["resourceVersion"] = old["metadata"].get("resourceVersion")
@@ -567,6 +571,14 @@ class Api:
     def bind(self, namespace: str, name: str | None, body: Any) -> None:
         """`POST pods/{name}/binding` (or `POST bindings`): assign an unbound pod to a node (`binding.py`)."""
         binding.bind(self, namespace, name, body)
+
+
+def _omit_empty(meta: ObjectMeta) -> None:
+    """Drop the lists ObjectMeta declares `omitempty`, as kube's encoding does: an orphaned dependent
+    (the garbage collector removed its last owner) has no `ownerReferences`, not `[]`."""
+    for key in ("ownerReferences", "finalizers"):
+        if key in meta and not meta[key]:
+            del meta[key]
 
 
 def _set_resource_version(value: object) -> bool:

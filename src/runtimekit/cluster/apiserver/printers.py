@@ -1,11 +1,13 @@
-"""Generic server-side printing: table columns and cells of the kinds without GPU columns, ages,
-and CustomResourceDefinition `additionalPrinterColumns` (a simple JSONPath).
+"""Generic server-side printing: table columns and cells of the kinds without GPU columns, and
+CustomResourceDefinition `additionalPrinterColumns` (a simple JSONPath).
 
-`cells_for`/`columns_for` give kubectl the columns it shows for namespaces, configmaps, services,
-events, deployments, replica sets, stateful sets, controller revisions, jobs, leases, priority classes,
-CRDs and custom resources; every other kind gets NAME and AGE. Cells that depend on the time are
-`Since` markers, rendered per request.
-Pure functions; used by `tables.TableMaker`.
+`cells_for`/`columns_for` give kubectl the columns kube's printers give (pkg/printers/internalversion/
+printers.go, wide ones with priority 1) for namespaces, configmaps, secrets, services, endpoints,
+events (no NAME first: `UNNAMED`), deployments, replica sets, stateful sets, daemon sets, controller
+revisions, jobs, cronjobs, leases, priority classes, claims, volumes, storage classes, endpoint
+slices, RBAC, PDBs, webhook configurations, runtime classes, CRDs and custom resources; every other
+kind gets NAME and AGE. The cells that need more than a field are `printcells`. Cells that depend
+on the time are `Since` markers, rendered per request. Pure functions; used by `tables.TableMaker`.
 """
 
 from __future__ import annotations
@@ -13,99 +15,12 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
+from runtimekit.cluster.apiserver import printcells as pc
+from runtimekit.cluster.apiserver.printers_base import AGE, NAME, Column, Since, created, get_path
 from runtimekit.cluster.apiserver.resources import PrinterColumn, ResourceInfo
 from runtimekit.kube.objects import JsonObject
-
-NAME_DESCRIPTION = (
-    "Name must be unique within a namespace. Is required when creating resources, although some resources may "
-    "allow a client to request the generation of an appropriate name automatically."
-)
-
-
-class ColumnDefinition(TypedDict):
-    """`meta.k8s.io/v1` TableColumnDefinition, as a Table's `columnDefinitions` lists it."""
-
-    name: str
-    type: str
-    format: str
-    description: str
-    priority: int
-
-
-@dataclass(frozen=True)
-class Column:
-    name: str
-    type: str = "string"
-    priority: int = 0
-    format: str = ""
-    description: str = ""
-
-    def definition(self) -> ColumnDefinition:
-        return {
-            "name": self.name,
-            "type": self.type,
-            "format": self.format,
-            "description": self.description,
-            "priority": self.priority,
-        }
-
-
-@dataclass(frozen=True)
-class Since:
-    """A cell shown as the time elapsed since `timestamp` (kubectl's AGE and LAST SEEN)."""
-
-    timestamp: str
-
-
-NAME = Column("Name", format="name", description=NAME_DESCRIPTION)
-AGE = Column(
-    "Age", description="CreationTimestamp is a timestamp representing the server time when this object was created."
-)
-
-
-def human_duration(seconds: float) -> str:
-    """apimachinery's `duration.HumanDuration`."""
-    s = int(seconds)
-    if s < -1:
-        return "<invalid>"
-    if s < 0:
-        return "0s"
-    if s < 120:
-        return f"{s}s"
-    minutes = s // 60
-    if minutes < 10:
-        return f"{minutes}m" if s % 60 == 0 else f"{minutes}m{s % 60}s"
-    if minutes < 180:
-        return f"{minutes}m"
-    hours = s // 3600
-    if hours < 8:
-        return f"{hours}h" if minutes % 60 == 0 else f"{hours}h{minutes % 60}m"
-    if hours < 48:
-        return f"{hours}h"
-    days = hours // 24
-    if hours < 24 * 8:
-        return f"{days}d" if hours % 24 == 0 else f"{days}d{hours % 24}h"
-    if hours < 24 * 365 * 2:
-        return f"{days}d"
-    years = days // 365
-    if hours < 24 * 365 * 8:
-        return f"{years}y" if days % 365 == 0 else f"{years}y{days % 365}d"
-    return f"{years}y"
-
-
-def get_path(obj: Any, *path: str) -> Any:
-    for part in path:
-        if not isinstance(obj, dict):  # objects come from JSON: dicts (cheaper to test than Mapping)
-            return None
-        obj = obj.get(part)
-    return obj
-
-
-def created(obj: Mapping[str, object]) -> Since:
-    return Since(str(get_path(obj, "metadata", "creationTimestamp") or ""))
 
 
 def _count(value: Any) -> int:
@@ -115,29 +30,6 @@ def _count(value: Any) -> int:
 def _ports(spec: JsonObject) -> str:
     ports = [f"{p.get('port')}/{p.get('protocol', 'TCP')}" for p in spec.get("ports") or [] if isinstance(p, Mapping)]
     return ",".join(ports) or "<none>"
-
-
-def _job_status(job: JsonObject) -> str:
-    for condition in get_path(job, "status", "conditions") or []:
-        if condition.get("status") == "True" and condition.get("type") in ("Complete", "Failed", "Suspended"):
-            return str(condition["type"])
-    return "Running"
-
-
-def _event_object(event: JsonObject) -> str:
-    involved = event.get("involvedObject") or {}
-    return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
-
-
-def _event_time(event: JsonObject) -> Since:
-    return Since(
-        str(
-            event.get("lastTimestamp")
-            or event.get("eventTime")
-            or get_path(event, "metadata", "creationTimestamp")
-            or ""
-        )
-    )
 
 
 def _controller(obj: JsonObject) -> str:
@@ -219,6 +111,12 @@ def _volume_cells(volume: JsonObject) -> tuple[object, ...]:
     )
 
 
+# CONTAINERS, IMAGES, SELECTOR: the wide columns of the workloads with a pod template
+_WIDE: tuple[Callable[[JsonObject], object], ...] = (
+    lambda o: pc.template_wide(o)[0],
+    lambda o: pc.template_wide(o)[1],
+    lambda o: pc.format_selector(get_path(o, "spec", "selector")),
+)
 _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
     ("", "Namespace"): _simple(lambda o: str(get_path(o, "status", "phase") or ""), created),
     ("", "ConfigMap"): _simple(lambda o: _count(o.get("data")) + _count(o.get("binaryData")), created),
@@ -230,28 +128,29 @@ _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
         lambda o: ",".join(get_path(o, "spec", "externalIPs") or []) or "<none>",
         lambda o: _ports(o.get("spec") or {}),
         created,
+        lambda o: pc.format_labels(get_path(o, "spec", "selector")),
     ),
-    ("", "Event"): _simple(
-        _event_time,
-        lambda o: str(o.get("type") or ""),
-        lambda o: str(o.get("reason") or ""),
-        _event_object,
-        lambda o: str(o.get("message") or ""),
-    ),
+    ("", "Endpoints"): _simple(pc.format_endpoints, created),
+    ("", "Event"): pc.event_cells,
+    ("events.k8s.io", "Event"): pc.event_cells,
     ("apps", "Deployment"): _simple(
         lambda o: f"{get_path(o, 'status', 'readyReplicas') or 0}/{get_path(o, 'spec', 'replicas') or 0}",
         lambda o: int(get_path(o, "status", "updatedReplicas") or 0),
         lambda o: int(get_path(o, "status", "availableReplicas") or 0),
         created,
+        *_WIDE,
     ),
     ("apps", "ReplicaSet"): _simple(
         lambda o: int(get_path(o, "spec", "replicas") or 0),
         _status_count("replicas"),
         _status_count("readyReplicas"),
         created,
+        *_WIDE,
     ),
     ("apps", "StatefulSet"): _simple(
-        lambda o: f"{get_path(o, 'status', 'readyReplicas') or 0}/{get_path(o, 'spec', 'replicas') or 0}", created
+        lambda o: f"{get_path(o, 'status', 'readyReplicas') or 0}/{get_path(o, 'spec', 'replicas') or 0}",
+        created,
+        *_WIDE[:2],
     ),
     ("apps", "ControllerRevision"): _simple(_controller, lambda o: int(o.get("revision") or 0), created),
     ("apps", "DaemonSet"): _simple(
@@ -270,17 +169,18 @@ _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
             or "<none>"
         ),
         created,
+        *_WIDE,
     ),
-    ("batch", "Job"): _simple(
-        _job_status,
-        lambda o: f"{get_path(o, 'status', 'succeeded') or 0}/{get_path(o, 'spec', 'completions') or 1}",
-        created,
-    ),
+    ("batch", "Job"): pc.job_cells,
+    ("batch", "CronJob"): pc.cronjob_cells,
     ("coordination.k8s.io", "Lease"): _simple(
         lambda o: str(get_path(o, "spec", "holderIdentity") or "<none>"), created
     ),
     ("scheduling.k8s.io", "PriorityClass"): _simple(
-        lambda o: int(o.get("value") or 0), lambda o: bool(o.get("globalDefault") or False), created
+        lambda o: int(o.get("value") or 0),
+        lambda o: bool(o.get("globalDefault") or False),
+        created,
+        lambda o: str(o.get("preemptionPolicy") or ""),
     ),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): _simple(
         lambda o: str(get_path(o, "metadata", "creationTimestamp") or "")
@@ -294,32 +194,88 @@ _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
         lambda o: bool(o.get("allowVolumeExpansion") or False),
         created,
     ),
+    ("discovery.k8s.io", "EndpointSlice"): pc.endpoint_slice_cells,
+    ("", "ResourceQuota"): pc.quota_cells,
+    ("rbac.authorization.k8s.io", "Role"): _simple(pc.created_at),
+    ("rbac.authorization.k8s.io", "ClusterRole"): _simple(pc.created_at),
+    ("rbac.authorization.k8s.io", "RoleBinding"): pc.binding_cells,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): pc.binding_cells,
+    ("policy", "PodDisruptionBudget"): pc.pdb_cells,
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): _simple(
+        lambda o: len(o.get("webhooks") or []), created
+    ),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): _simple(
+        lambda o: len(o.get("webhooks") or []), created
+    ),
+    ("node.k8s.io", "RuntimeClass"): _simple(lambda o: str(o.get("handler") or ""), created),
     ("storage.k8s.io", "CSINode"): _simple(lambda o: len(get_path(o, "spec", "drivers") or []), created),
 }
+WIDE_COLUMNS = (
+    Column("Containers", priority=1, description="Names of each container in the template."),
+    Column("Images", priority=1, description="Images referenced by each container in the template."),
+    Column("Selector", priority=1),
+)
+CREATED_AT = Column("Created At", "date")
+BINDING_COLUMNS = (
+    Column("Role"),
+    AGE,
+    Column("Users", priority=1),
+    Column("Groups", priority=1),
+    Column("ServiceAccounts", priority=1),
+)
 _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("", "Namespace"): (Column("Status"), AGE),
     ("", "ConfigMap"): (Column("Data", "integer"), AGE),
     ("", "Secret"): (Column("Type"), Column("Data", "integer"), AGE),
     ("", "ServiceAccount"): (Column("Secrets", "integer"), AGE),
-    ("", "Service"): (Column("Type"), Column("Cluster-IP"), Column("External-IP"), Column("Port(s)"), AGE),
-    ("", "Event"): (Column("Last Seen"), Column("Type"), Column("Reason"), Column("Object"), Column("Message")),
-    ("apps", "Deployment"): (Column("Ready"), Column("Up-to-date", "integer"), Column("Available", "integer"), AGE),
+    ("", "Service"): (
+        Column("Type"),
+        Column("Cluster-IP"),
+        Column("External-IP"),
+        Column("Port(s)"),
+        AGE,
+        Column("Selector", priority=1),
+    ),
+    ("", "Endpoints"): (Column("Endpoints"), AGE),
+    ("apps", "Deployment"): (
+        Column("Ready"),
+        Column("Up-to-date", "integer"),
+        Column("Available", "integer"),
+        AGE,
+        *WIDE_COLUMNS,
+    ),
     ("apps", "ReplicaSet"): (
         Column("Desired", "integer"),
         Column("Current", "integer"),
         Column("Ready", "integer"),
         AGE,
+        *WIDE_COLUMNS,
     ),
-    ("apps", "StatefulSet"): (Column("Ready"), AGE),
+    ("apps", "StatefulSet"): (Column("Ready"), AGE, *WIDE_COLUMNS[:2]),
     ("apps", "ControllerRevision"): (Column("Controller"), Column("Revision", "integer"), AGE),
     ("apps", "DaemonSet"): (
         *(Column(n, "integer") for n in ("Desired", "Current", "Ready", "Up-to-date", "Available")),
         Column("Node Selector"),
         AGE,
+        *WIDE_COLUMNS,
     ),
-    ("batch", "Job"): (Column("Status"), Column("Completions"), AGE),
+    ("batch", "Job"): (Column("Status"), Column("Completions"), Column("Duration"), AGE, *WIDE_COLUMNS),
+    ("batch", "CronJob"): (
+        Column("Schedule"),
+        Column("Timezone"),
+        Column("Suspend", "boolean"),
+        Column("Active", "integer"),
+        Column("Last Schedule"),
+        AGE,
+        *WIDE_COLUMNS,
+    ),
     ("coordination.k8s.io", "Lease"): (Column("Holder"), AGE),
-    ("scheduling.k8s.io", "PriorityClass"): (Column("Value", "integer"), Column("Global-Default", "boolean"), AGE),
+    ("scheduling.k8s.io", "PriorityClass"): (
+        Column("Value", "integer"),
+        Column("Global-Default", "boolean"),
+        AGE,
+        Column("PreemptionPolicy"),
+    ),
     ("apiextensions.k8s.io", "CustomResourceDefinition"): (Column("Created At", format="date"),),
     ("", "PersistentVolumeClaim"): (
         Column("Status"),
@@ -351,7 +307,36 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         AGE,
     ),
     ("storage.k8s.io", "CSINode"): (Column("Drivers", "integer"), AGE),
+    ("discovery.k8s.io", "EndpointSlice"): (Column("AddressType"), Column("Ports"), Column("Endpoints"), AGE),
+    ("", "ResourceQuota"): (AGE, Column("Request"), Column("Limit")),
+    ("rbac.authorization.k8s.io", "Role"): (CREATED_AT,),
+    ("rbac.authorization.k8s.io", "ClusterRole"): (CREATED_AT,),
+    ("rbac.authorization.k8s.io", "RoleBinding"): BINDING_COLUMNS,
+    ("rbac.authorization.k8s.io", "ClusterRoleBinding"): BINDING_COLUMNS,
+    ("policy", "PodDisruptionBudget"): (
+        Column("Min Available"),
+        Column("Max Unavailable"),
+        Column("Allowed Disruptions", "integer"),
+        AGE,
+    ),
+    ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (Column("Webhooks", "integer"), AGE),
+    ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (Column("Webhooks", "integer"), AGE),
+    ("node.k8s.io", "RuntimeClass"): (Column("Handler"), AGE),
 }
+# kube's event columns: no NAME first (it is the last, wide column); `tables` puts no name before the cells
+_EVENT_COLUMNS = (
+    Column("Last Seen"),
+    Column("Type"),
+    Column("Reason"),
+    Column("Object"),
+    Column("Subobject", priority=1),
+    Column("Source", priority=1),
+    Column("Message"),
+    Column("First Seen", priority=1),
+    Column("Count", priority=1),
+    Column("Name", priority=1, format="name", description=NAME.description),
+)
+UNNAMED = frozenset({("", "Event"), ("events.k8s.io", "Event")})  # kinds whose cells hold the name themselves
 
 
 # CRD printer columns
@@ -399,6 +384,8 @@ def cells_for(info: ResourceInfo, obj: JsonObject) -> tuple[object, ...]:
 
 
 def columns_for(info: ResourceInfo) -> list[Column]:
+    if (info.group, info.kind) in UNNAMED:
+        return list(_EVENT_COLUMNS)
     found = _COLUMNS.get((info.group, info.kind))
     if found is not None:
         return [NAME, *found]

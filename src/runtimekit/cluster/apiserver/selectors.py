@@ -106,20 +106,33 @@ def parse_field_selector(text: str) -> FieldSelector:
     return FieldSelector(tuple(terms))
 
 
+# What kube's `ToSelectableFields` reads for an absent field that is not a string there: a Go bool
+# (`strconv.FormatBool`) or int32 (`strconv.Itoa`) is never absent, so `spec.unschedulable=false` selects
+# a node that never was cordoned and `status.replicas=0` a ReplicaSet with no status yet. Keyed by the
+# stored path; only the kinds that select the path compute it.
+ABSENT_AS: Mapping[str, str] = {
+    "spec.unschedulable": "false",  # nodes
+    "spec.hostNetwork": "false",  # pods
+    "status.succeeded": "0",  # jobs (label status.successful)
+    "status.replicas": "0",  # replicasets
+}
+
+
 @lru_cache(maxsize=1024)
 def _parts(path: str) -> tuple[str, ...]:
     return tuple(path.split("."))
 
 
 def field_value(obj: Mapping[str, Any], path: str) -> str:
-    """The string a field selector compares for dotted `path` ("" when absent, booleans lower-case)."""
+    """The string a field selector compares for dotted `path` (when absent, `ABSENT_AS` or ""; booleans
+    lower-case)."""
     node: Any = obj
     for part in _parts(path):
         if not isinstance(node, dict):  # objects come from JSON: dicts (cheaper to test than Mapping)
-            return ""
+            return ABSENT_AS.get(path, "")
         node = node.get(part)
     if node is None:
-        return ""
+        return ABSENT_AS.get(path, "")
     if isinstance(node, bool):
         return "true" if node else "false"
     return str(node)

@@ -23,17 +23,8 @@ from functools import lru_cache
 from typing import Any, cast
 
 from runtimekit.base.timestamps import parse_rfc3339
-from runtimekit.cluster.apiserver.printers import (
-    AGE,
-    NAME,
-    Column,
-    Since,
-    cells_for,
-    columns_for,
-    created,
-    get_path,
-    human_duration,
-)
+from runtimekit.cluster.apiserver.printers import UNNAMED, cells_for, columns_for
+from runtimekit.cluster.apiserver.printers_base import AGE, NAME, Column, Since, created, get_path, human_duration
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import RowFacts
 from runtimekit.kube.objects import JsonObject, Node, Pod, StorageClass
@@ -60,6 +51,14 @@ class DisplayName:
     `standard (default)`."""
 
     text: str
+
+
+@dataclass(frozen=True)
+class Unnamed:
+    """The extra of a kind whose cells hold the name themselves, where kube puts it (events: last)."""
+
+
+UNNAMED_ROW = Unnamed()
 
 
 @dataclass(frozen=True)
@@ -146,6 +145,8 @@ class TableMaker:
             return self._pod_facts(cast(Pod, obj))
         if info.group == "" and info.kind == "Node":
             return self._node_facts(cast(Node, obj))
+        if (info.group, info.kind) in UNNAMED:
+            return (cells_for(info, obj), UNNAMED_ROW)
         if info.group == "storage.k8s.io" and info.kind == "StorageClass" and is_default_class(cast(StorageClass, obj)):
             return (cells_for(info, obj), DisplayName(f"{get_path(obj, 'metadata', 'name')} (default)"))
         return (cells_for(info, obj), None)
@@ -162,8 +163,9 @@ class TableMaker:
             created(pod),
             str(get_path(pod, "status", "podIP") or "<none>"),
             node or "<none>",
-            share,
             str(get_path(pod, "status", "nominatedNodeName") or "<none>"),
+            _readiness_gates(pod),
+            share,
         )
         return (cells, PodGpu(node, milli, phase in ("Succeeded", "Failed")))
 
@@ -198,13 +200,13 @@ class TableMaker:
             _roles(get_path(node, "metadata", "labels") or {}),
             created(node),
             str(info.get("kubeletVersion") or ""),
-            gpus,
-            NodeAllocation(name, capacity),
             str(addresses.get("InternalIP") or "<none>"),
             str(addresses.get("ExternalIP") or "<none>"),
             str(info.get("osImage") or "<unknown>"),
             str(info.get("kernelVersion") or "<unknown>"),
             str(info.get("containerRuntimeVersion") or "<unknown>"),
+            gpus,
+            NodeAllocation(name, capacity),
         )
         return (cells, None)
 
@@ -228,7 +230,7 @@ class TableMaker:
     def cells(self, stored_facts: RowFacts, name: str, pods_on_node: Callable[[str], Iterable[PodGpu]]) -> list[Any]:
         cells, extra = stored_facts
         now = self.now()
-        out: list[Any] = [extra.text if isinstance(extra, DisplayName) else name]
+        out: list[Any] = [] if extra is UNNAMED_ROW else [extra.text if isinstance(extra, DisplayName) else name]
         for cell in cells:
             out.append(self._render(cell, now, pods_on_node))
         return out
@@ -286,6 +288,15 @@ def _requested(kind: GpuKind, count: int, milli: int, profile: str) -> str:
     return f"{count}x {share}" if count > 1 else share
 
 
+def _readiness_gates(pod: Pod) -> str:
+    """kube's READINESS GATES: `true/all` of the gates' conditions, `<none>` without gates."""
+    gates = [g.get("conditionType") for g in get_path(pod, "spec", "readinessGates") or []]
+    if not gates:
+        return "<none>"
+    true = {c.get("type") for c in get_path(pod, "status", "conditions") or [] if c.get("status") == "True"}
+    return f"{sum(1 for g in gates if g in true)}/{len(gates)}"
+
+
 def _node_status(node: Node) -> str:
     ready = next(
         (
@@ -322,25 +333,26 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
         Column("Restarts", "integer"),
         AGE,
         Column("IP", priority=1),
-        Column("Node"),
-        Column(
+        Column("Node", priority=1),
+        Column("Nominated Node", priority=1),
+        Column("Readiness Gates", priority=1),
+        Column(  # the kit's columns come after kube's own, wide ones included
             "GPU",
             description="GPU share from the assignment annotation (<refused> when it differs from the requests), "
             "else the requested GPU resources",
         ),
-        Column("Nominated Node", priority=1),
     ),
     ("", "Node"): (
         Column("Status"),
         Column("Roles"),
         AGE,
         Column("Version"),
-        Column("GPUs", description="GPU count and model from the node devices annotation"),
-        Column("GPU Allocated", description="core share assigned to running pods, of the node's GPU capacity"),
         Column("Internal-IP", priority=1),
         Column("External-IP", priority=1),
         Column("OS-Image", priority=1),
         Column("Kernel-Version", priority=1),
         Column("Container-Runtime", priority=1),
+        Column("GPUs", description="GPU count and model from the node devices annotation"),
+        Column("GPU Allocated", description="core share assigned to running pods, of the node's GPU capacity"),
     ),
 }

@@ -186,6 +186,25 @@ def check_pod_update(old: Pod, new: Pod) -> list[Cause]:
     return causes
 
 
+IMMUTABLE_SET = "field is immutable when `immutable` is set"
+
+
+def check_config_update(kind: str, old: Mapping[str, object], new: Mapping[str, object]) -> list[Cause]:
+    """kube's ValidateConfigMapUpdate / ValidateSecretUpdate: a Secret's type never changes; once
+    `immutable: true`, neither `immutable` nor the data may change."""
+    causes: list[Cause] = []
+    if kind == "Secret" and old.get("type") != new.get("type"):
+        causes.append(field_invalid("type", new.get("type"), "field is immutable"))
+    if old.get("immutable") is not True:
+        return causes
+    if new.get("immutable") is not True:
+        causes.append(field_forbidden("immutable", IMMUTABLE_SET))
+    for field in ("data", "binaryData") if kind == "ConfigMap" else ("data",):
+        if (old.get(field) or {}) != (new.get(field) or {}):
+            causes.append(field_forbidden(field, IMMUTABLE_SET))
+    return causes
+
+
 def check_binding(binding: Binding) -> list[Cause]:
     target = binding.get("target")
     if not isinstance(target, Mapping) or not target.get("name"):

@@ -52,6 +52,7 @@ class Waker:
         self._written: set[str] = set()  # keys written by other threads, not woken yet
         self._lock = threading.Lock()
         self.closing = False
+        self.round = 0  # `end_round` ends the watches started before it; later ones run on
 
     def wait(self, storage: str) -> asyncio.Future[None]:
         """A future done at the next write of `storage` or at close. Taken on the event loop's thread
@@ -96,6 +97,12 @@ class Waker:
         for storage in list(self._waiting):
             self._wake(storage)
 
+    def end_round(self) -> None:
+        """End every watch open now, as their timeout would (on the loop's thread)."""
+        self.round += 1
+        for storage in list(self._waiting):
+            self._wake(storage)
+
 
 @dataclass(frozen=True)
 class WatchRequest:
@@ -127,10 +134,11 @@ class WatchStream:
 
     async def run(self) -> None:
         deadline = None if self.request.timeout is None else self.clock() + self.request.timeout
+        started = self.waker.round
         try:
             await self._start()
             next_bookmark = self.clock() + self.bookmark_interval
-            while not self.waker.closing and (deadline is None or self.clock() < deadline):
+            while self._open(started) and (deadline is None or self.clock() < deadline):
                 if await self._pump():
                     continue
                 now = self.clock()
@@ -146,6 +154,9 @@ class WatchStream:
         finally:
             if self._alarm is not None:
                 self._alarm.cancel()
+
+    def _open(self, started: int) -> bool:
+        return not self.waker.closing and self.waker.round == started
 
     async def _start(self) -> None:
         store = self.api.store

@@ -1,7 +1,8 @@
 """The embedded cluster's controller manager: the workload controllers on shared informers.
 
 `ControllerManager(http, default_controllers(...)).start()` builds the garbage collector, the
-Deployment, ReplicaSet, StatefulSet, PersistentVolume and Volcano Job controllers and the
+Deployment, ReplicaSet, StatefulSet, PersistentVolume, Endpoints/EndpointSlice, CronJob and Volcano
+Job controllers and the
 unscheduled-pod check on one
 `Informers`, starts the informers and one worker per controller; `synced(timeout)` is True once every
 informer listed; `stop()` ends them all. `informers` (the underlying `runtimekit.kube.informer`
@@ -16,7 +17,9 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from runtimekit.cluster.controllers.base import Controller
+from runtimekit.cluster.controllers.cronjobs import CronJobController
 from runtimekit.cluster.controllers.deployments import DeploymentController
+from runtimekit.cluster.controllers.endpoints import EndpointsController
 from runtimekit.cluster.controllers.garbagecollector import GarbageCollector
 from runtimekit.cluster.controllers.persistentvolumes import PersistentVolumeController
 from runtimekit.cluster.controllers.replicasets import ReplicaSetController
@@ -40,6 +43,8 @@ def default_controllers(volcano_scheduler: str, answered: Iterable[str] | None =
         DeploymentController,
         StatefulSetController,
         PersistentVolumeController,
+        EndpointsController,
+        CronJobController,
         lambda http, informers: VolcanoJobController(http, informers, volcano_scheduler),
     ]
     if answered is not None:

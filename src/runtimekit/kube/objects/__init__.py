@@ -20,7 +20,7 @@ from runtimekit.kube.objects.admission import (
     ValidatingWebhookConfiguration,
     WebhookClientConfig,
 )
-from runtimekit.kube.objects.batch import Job, JobSpec, JobStatus
+from runtimekit.kube.objects.batch import CronJob, CronJobSpec, CronJobStatus, Job, JobSpec, JobStatus, JobTemplateSpec
 from runtimekit.kube.objects.coordination import Lease, LeaseSpec
 from runtimekit.kube.objects.core import (
     Affinity,
@@ -78,6 +78,18 @@ from runtimekit.kube.objects.meta import (
     labels_of,
     meta,
     object_key,
+)
+from runtimekit.kube.objects.network import (
+    Endpoint,
+    EndpointAddress,
+    EndpointConditions,
+    EndpointPort,
+    Endpoints,
+    EndpointSlice,
+    EndpointSubset,
+    Service,
+    ServicePort,
+    ServiceSpec,
 )
 from runtimekit.kube.objects.policy import (
     IntOrString,
@@ -161,6 +173,9 @@ __all__ = [
     "ContainerPort",
     "ContainerStatus",
     "ControllerRevision",
+    "CronJob",
+    "CronJobSpec",
+    "CronJobStatus",
     "DaemonSet",
     "DaemonSetSpec",
     "DaemonSetUpdateStrategy",
@@ -170,6 +185,13 @@ __all__ = [
     "DeploymentSpec",
     "DeploymentStatus",
     "DeploymentStrategy",
+    "Endpoint",
+    "EndpointAddress",
+    "EndpointConditions",
+    "EndpointPort",
+    "EndpointSlice",
+    "EndpointSubset",
+    "Endpoints",
     "EnvVar",
     "Event",
     "EventSource",
@@ -180,6 +202,7 @@ __all__ = [
     "Job",
     "JobSpec",
     "JobStatus",
+    "JobTemplateSpec",
     "JsonObject",
     "KubeObject",
     "LabelSelector",
@@ -238,7 +261,10 @@ __all__ = [
     "RollingUpdateDeployment",
     "RollingUpdateStatefulSetStrategy",
     "RuleWithOperations",
+    "Service",
+    "ServicePort",
     "ServiceReference",
+    "ServiceSpec",
     "StatefulSet",
     "StatefulSetPersistentVolumeClaimRetentionPolicy",
     "StatefulSetSpec",

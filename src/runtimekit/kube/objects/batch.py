@@ -1,5 +1,5 @@
-"""The batch/v1 Job as the kit reads and writes it: the node controller's runtime switch runs in one,
-and the embedded cluster runs them. Pure TypedDicts; see `meta.py`.
+"""The batch/v1 Job and CronJob as the kit reads and writes them: the node controller's runtime switch
+runs in a Job, and the embedded cluster runs both. Pure TypedDicts; see `meta.py`.
 """
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TypedDict
 
 from runtimekit.kube.objects.core import PodTemplateSpec
-from runtimekit.kube.objects.meta import Condition, LabelSelector, ObjectMeta
+from runtimekit.kube.objects.meta import Condition, LabelSelector, ObjectMeta, ObjectReference
 
 
 class JobSpec(TypedDict, total=False):
@@ -40,3 +40,33 @@ class Job(TypedDict, total=False):
     metadata: ObjectMeta
     spec: JobSpec
     status: JobStatus
+
+
+class JobTemplateSpec(TypedDict, total=False):
+    metadata: ObjectMeta
+    spec: JobSpec
+
+
+class CronJobSpec(TypedDict, total=False):
+    schedule: str
+    timeZone: str
+    startingDeadlineSeconds: int
+    concurrencyPolicy: str  # Allow, Forbid, Replace
+    suspend: bool
+    jobTemplate: JobTemplateSpec
+    successfulJobsHistoryLimit: int
+    failedJobsHistoryLimit: int
+
+
+class CronJobStatus(TypedDict, total=False):
+    active: list[ObjectReference]
+    lastScheduleTime: str
+    lastSuccessfulTime: str
+
+
+class CronJob(TypedDict, total=False):
+    apiVersion: str
+    kind: str
+    metadata: ObjectMeta
+    spec: CronJobSpec
+    status: CronJobStatus
