@@ -45,7 +45,9 @@ def test_restart_resumes_objects_and_the_resource_version(tmp_path: Path) -> Non
         assert http.get(f"{PODS}/drop").status_code == 404
         assert http.get("/api/v1/nodes/n1").status_code == 200
         assert http.get("/apis/example.com/v1/widgets/w").json()["metadata"]["name"] == "w"
-        moved = 2 if second.port != first_port else 0  # the `kubernetes` Service and Endpoints name the new port
+        moved = (
+            3 if second.port != first_port else 0
+        )  # the `kubernetes` Service, Endpoints and EndpointSlice name the new port
         assert int(http.get(PODS).json()["metadata"]["resourceVersion"]) == last_rv + moved
         created = http.post(PODS, json=make_pod("after")).json()
         assert int(created["metadata"]["resourceVersion"]) == last_rv + moved + 1
