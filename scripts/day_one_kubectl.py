@@ -6,10 +6,11 @@ the count that behave as on a real cluster.
     python scripts/day_one_kubectl.py                 # starts `runtimekit up` itself
     python scripts/day_one_kubectl.py --kubeconfig K  # against a cluster that is already up
 
-Each step names the area it depends on: `base` (the API server, controllers and tables as they
-are), or the helper of issue 34 whose work it needs (`openapi34`: OpenAPI and explain; `ssa34`:
-server-side apply; `rbac34`: the authorization API, bootstrap objects; `kubelet34`: the simulated
-containers' lifecycle, events, logs, exec). Exit status: 0 when every `base` step behaves, else 1.
+Each step names the area it exercises: `base` (objects, controllers, tables, bad input), `openapi`
+(OpenAPI and explain), `apply` (server-side apply), `authz` (the authorization API, bootstrap
+objects), `containers` (the simulated containers' lifecycle, events, logs, exec). One step differs
+by design: `kubectl exec` is refused, plainly, because simulated containers run no processes.
+Exit status: 0 when every `base` step behaves, else 1.
 Also run by tests/e2e/test_day_one_kubectl_e2e.py.
 """
 
@@ -112,10 +113,10 @@ STEPS: list[Step] = [
     step("base", "api-resources", 0, "deployments", "cronjobs", "endpointslices"),
     step("base", "api-versions", 0, "apps/v1", "discovery.k8s.io/v1"),
     step("base", "get namespaces", 0, "default", "kube-system"),
-    step("rbac34", "get service kubernetes", 0, "kubernetes"),
-    step("rbac34", "get configmap kube-root-ca.crt", 0, "kube-root-ca.crt"),
+    step("authz", "get service kubernetes", 0, "kubernetes"),
+    step("authz", "get configmap kube-root-ca.crt", 0, "kube-root-ca.crt"),
     step("base", f"create namespace {NS}", 0, f"namespace/{NS} created"),
-    step("rbac34", f"get serviceaccount default {N}", 0, "default"),
+    step("authz", f"get serviceaccount default {N}", 0, "default"),
     step("base", f"describe namespace {NS}", 0, "Active"),
     # deployments
     step("base", f"create deployment web --image=nginx:1.27 {N}", 0, "deployment.apps/web created"),
@@ -182,7 +183,7 @@ STEPS: list[Step] = [
     step("base", "diff -f -", 0, stdin=API.replace("REPLICAS", "1")),
     step("base", "apply --dry-run=server -f -", 0, "(server dry run)", stdin=API.replace("REPLICAS", "2")),
     step("base", "apply -f -", 0, "deployment.apps/api configured", stdin=API.replace("REPLICAS", "2")),
-    step("ssa34", "apply --server-side -f -", 0, "serverside-applied", stdin=API.replace("REPLICAS", "2")),
+    step("apply", "apply --server-side -f -", 0, "serverside-applied", stdin=API.replace("REPLICAS", "2")),
     step("base", "create -f -", 1, "AlreadyExists", stdin=API.replace("REPLICAS", "2")),
     step("base", f"rollout status deployment/api {N} --timeout=90s", 0, "successfully rolled out"),
     step("base", "delete -f -", 0, "deleted", stdin=API.replace("REPLICAS", "2")),
@@ -204,10 +205,10 @@ STEPS: list[Step] = [
     step("base", f"wait --for=condition=Ready pod/pod1 {N} --timeout=60s", 0, "condition met"),
     step("base", f"get pod pod1 -o wide {N}", 0, "NOMINATED NODE", "READINESS GATES"),
     step("base", f"describe pod pod1 {N}", 0, "Events:", "Scheduled"),
-    step("kubelet34", f"get events --field-selector involvedObject.name=pod1,reason=Started {N}", 0, "Started"),
+    step("containers", f"get events --field-selector involvedObject.name=pod1,reason=Started {N}", 0, "Started"),
     step("base", f"get events {N}", 0, "LAST SEEN", "TYPE", absent=("NAME ",)),
-    step("kubelet34", f"logs pod1 {N}", 0),
-    step("kubelet34", f"exec pod1 {N} -- ls /", 0),
+    step("containers", f"logs pod1 {N}", 0),
+    step("containers", f"exec pod1 {N} -- ls /", 0),
     step("base", f"get pods --field-selector status.phase=Running {N}", 0, "pod1"),
     step("base", "get pods -A --field-selector spec.nodeName=gpu-node-1,status.phase!=Failed", 0),
     step("base", f"delete pod pod1 {N}", 0, 'pod "pod1" deleted'),
@@ -230,8 +231,8 @@ STEPS: list[Step] = [
     step("base", f"scale statefulset db --replicas=1 {N}", 0, "scaled"),
     # jobs and cronjobs
     step("base", f"create job once --image=busybox:1.36 {N} -- echo hi", 0, "job.batch/once created"),
-    step("kubelet34", f"wait --for=condition=complete job/once {N} --timeout=60s", 0, "condition met"),
-    step("kubelet34", f"logs job/once {N}", 0, "hi"),
+    step("containers", f"wait --for=condition=complete job/once {N} --timeout=60s", 0, "condition met"),
+    step("containers", f"logs job/once {N}", 0, "hi"),
     step(
         "base",
         f"create cronjob tick --image=busybox:1.36 --schedule=*/5_*_*_*_* {N} -- date",
@@ -244,11 +245,11 @@ STEPS: list[Step] = [
     step("base", f'patch cronjob tick -p \'{{"spec":{{"suspend":true}}}}\' {N}', 0, "patched"),
     step("base", f"get jobs {N}", 0, "tick-now", "STATUS", "COMPLETIONS"),
     # explain and auth
-    step("openapi34", "explain pod.spec.containers", 0, "FIELD"),
-    step("openapi34", "explain deployment.spec.replicas", 0, "replicas"),
-    step("rbac34", "auth can-i create deployments", 0, "yes"),
-    step("rbac34", f"auth can-i --list {N}", 0, "Resources"),
-    step("rbac34", "auth whoami", 0, "Username"),
+    step("openapi", "explain pod.spec.containers", 0, "FIELD"),
+    step("openapi", "explain deployment.spec.replicas", 0, "replicas"),
+    step("authz", "auth can-i create deployments", 0, "yes"),
+    step("authz", f"auth can-i --list {N}", 0, "Resources"),
+    step("authz", "auth whoami", 0, "Username"),
     # bad input
     step("base", f"get pod nope {N}", 1, 'pods "nope" not found'),
     step("base", "get nosuchkind", 1, 'the server doesn\'t have a resource type "nosuchkind"'),

@@ -1,7 +1,6 @@
 """A new user's first day with the real kubectl against `runtimekit up` (scripts/day_one_kubectl.py):
-every command of the API server's own area behaves as on kube-apiserver; the commands that need
-another part of issue 34 (OpenAPI, server-side apply, RBAC and bootstrap objects, simulated
-containers) are counted and printed, and pass once those parts are merged."""
+every command behaves as on kube-apiserver but `kubectl exec`, which the embedded cluster refuses on
+purpose (its containers are simulated and run no processes) with a message saying so."""
 
 from __future__ import annotations
 
@@ -27,7 +26,7 @@ def test_the_commands_are_about_a_hundred_and_name_their_area() -> None:
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
     assert len(module.STEPS) >= 100
-    assert {s.area for s in module.STEPS} <= {"base", "openapi34", "ssa34", "rbac34", "kubelet34"}
+    assert {s.area for s in module.STEPS} <= {"base", "openapi", "apply", "authz", "containers"}
 
 
 def test_a_day_one_session_behaves_as_on_kube_apiserver(tmp_path: Path) -> None:
@@ -37,6 +36,7 @@ def test_a_day_one_session_behaves_as_on_kube_apiserver(tmp_path: Path) -> None:
     )
     print(done.stdout[-6000:])
     rows = json.loads(out.read_text())
-    base = [r for r in rows if r["area"] == "base"]
-    assert [r for r in base if not r["ok"]] == [], done.stdout[-4000:]
+    differs = [r for r in rows if not r["ok"]]
+    assert [r["args"] for r in differs] == [r["args"] for r in rows if r["args"][0] == "exec"], done.stdout[-4000:]
+    assert len(differs) <= 0.02 * len(rows), done.stdout[-4000:]
     assert done.returncode == 0
