@@ -11,10 +11,9 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-from runtimekit.cli.scheduler import KEYS_MOUNT, set_verbosity
+from runtimekit.cli.scheduler import KEYS_MOUNT, assignment_keys, leader_election, set_verbosity
 from runtimekit.cli.scheduler_flags import check_client_flags, go_bool, go_duration
 from runtimekit.cli.signals import wait_for_stop_signal
 
@@ -83,13 +82,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def extender_config(args: argparse.Namespace) -> ExtenderConfig:
     """The flags as the extender's config; raises ArgumentError naming a bad flag, ProtocolError for --protocol."""
     from runtimekit.protocol import load_protocol
-    from runtimekit.scheduler.build import (
-        AssignmentKeys,
-        ExtenderConfig,
-        KubeConnection,
-        LeaderElection,
-        SchedulerConfig,
-    )
+    from runtimekit.scheduler.build import ExtenderConfig, KubeConnection, SchedulerConfig
     from runtimekit.scheduler.extender.schedconfig import DEFAULT_LISTEN
     from runtimekit.scheduler.framework.arguments import ArgumentError
 
@@ -107,16 +100,8 @@ def extender_config(args: argparse.Namespace) -> ExtenderConfig:
         scheduler_names=tuple(args.scheduler_names or ()),
         plugins_dir=args.plugins_dir,
         seed=args.seed,
-        keys=AssignmentKeys(args.assignment_keys or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)),
-        leader_election=LeaderElection(
-            args.leader_elect,
-            args.lease_namespace,
-            args.lease_name,
-            args.identity,
-            args.leader_elect_lease_duration,
-            args.leader_elect_renew_deadline,
-            args.leader_elect_retry_period,
-        ),
+        keys=assignment_keys(args),
+        leader_election=leader_election(args),
     )
     return ExtenderConfig(scheduler, args.listen or DEFAULT_LISTEN, args.url_prefix, args.bind_wait)
 

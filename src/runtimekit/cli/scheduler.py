@@ -18,7 +18,7 @@ from runtimekit.cli.scheduler_flags import FlagError, check_client_flags, go_boo
 from runtimekit.cli.signals import wait_for_stop_signal
 
 if TYPE_CHECKING:
-    from runtimekit.scheduler.build import SchedulerConfig
+    from runtimekit.scheduler.build import AssignmentKeys, LeaderElection, SchedulerConfig
     from runtimekit.scheduler.framework.sampling import NodeSampling
 
 log = logging.getLogger("runtimekit.scheduler")
@@ -138,10 +138,32 @@ def node_sampling(args: argparse.Namespace) -> NodeSampling | None:
     )
 
 
+def assignment_keys(args: argparse.Namespace) -> AssignmentKeys:
+    """--assignment-keys, or the manifests' mount when it exists (the scheduler's and the extender's flag)."""
+    from runtimekit.scheduler.build import AssignmentKeys
+
+    return AssignmentKeys(args.assignment_keys or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None))
+
+
+def leader_election(args: argparse.Namespace) -> LeaderElection:
+    """The leader-election flags kube-scheduler has (the scheduler's and the extender's)."""
+    from runtimekit.scheduler.build import LeaderElection
+
+    return LeaderElection(
+        args.leader_elect,
+        args.lease_namespace,
+        args.lease_name,
+        args.identity,
+        args.leader_elect_lease_duration,
+        args.leader_elect_renew_deadline,
+        args.leader_elect_retry_period,
+    )
+
+
 def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
     """The flags as the scheduler's config; raises ArgumentError naming a bad flag, ProtocolError for --protocol."""
     from runtimekit.protocol import load_protocol
-    from runtimekit.scheduler.build import AssignmentKeys, Endpoints, KubeConnection, LeaderElection, SchedulerConfig
+    from runtimekit.scheduler.build import Endpoints, KubeConnection, SchedulerConfig
     from runtimekit.scheduler.framework.arguments import ArgumentError
 
     if args.event_qps < 0 or args.event_burst < 1:
@@ -158,16 +180,8 @@ def scheduler_config(args: argparse.Namespace) -> SchedulerConfig:
         scheduler_names=tuple(args.scheduler_names or ()),
         plugins_dir=args.plugins_dir,
         seed=args.seed,
-        keys=AssignmentKeys(args.assignment_keys or (KEYS_MOUNT if Path(KEYS_MOUNT).is_dir() else None)),
-        leader_election=LeaderElection(
-            args.leader_elect,
-            args.lease_namespace,
-            args.lease_name,
-            args.identity,
-            args.leader_elect_lease_duration,
-            args.leader_elect_renew_deadline,
-            args.leader_elect_retry_period,
-        ),
+        keys=assignment_keys(args),
+        leader_election=leader_election(args),
         endpoints=Endpoints(
             args.healthz_address if args.enable_healthz else None,
             args.listen_address if args.enable_metrics else None,
