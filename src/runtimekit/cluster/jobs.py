@@ -13,8 +13,9 @@ For every Job in every namespace, level-based and idempotent:
 - pods carry an owner reference to their Job (`blockOwnerDeletion`), so the garbage collector
   (`runtimekit.cluster.controllers.garbagecollector`) deletes them with it, or orphans them, as the
   delete's propagation policy says.
-A failed pod is never restarted in place (restartPolicy OnFailure behaves as Never): it counts
-against `backoffLimit` and a new pod replaces it at once, without kube's exponential delay.
+A failed pod (restartPolicy Never) counts against `backoffLimit` and a new pod replaces it at once,
+without kube's exponential delay; with OnFailure the simulated kubelet restarts the container in
+place, and those restarts do not count against `backoffLimit`.
 Not supported: indexed completion, pod failure and success policies, `ttlSecondsAfterFinished`.
 Informers on Jobs and on pods labelled `controller-uid` feed a queue of Job keys; one worker syncs.
 """
