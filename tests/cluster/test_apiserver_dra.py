@@ -6,6 +6,8 @@ plain HTTP against the in-process server."""
 
 from __future__ import annotations
 
+import json
+
 import httpx2
 
 from fixtures.apiserver import Kubectl
@@ -128,3 +130,78 @@ def test_kubectl_columns_and_slice_field_selector(kube_http: httpx2.Client, kube
         "resourceclaimtemplates.resource.k8s.io",
         "resourceslices.resource.k8s.io",
     ]
+
+
+def claim_with(request: dict[str, object], name: str = "bad") -> dict[str, object]:
+    return {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaim",
+        "metadata": {"name": name},
+        "spec": {"devices": {"requests": [request]}},
+    }
+
+
+def test_selectors_that_do_not_compile_are_refused(kube_http: httpx2.Client, kubectl: Kubectl) -> None:
+    bad = {
+        "name": "gpu",
+        "exactly": {"deviceClassName": "x", "selectors": [{"cel": {"expression": "device.driver == "}}]},
+    }
+    answer = kube_http.post(CLAIMS.format("v1"), json=claim_with(bad))
+    assert answer.status_code == 422
+    [cause] = answer.json()["details"]["causes"]
+    assert cause["field"] == "spec.devices.requests[0].exactly.selectors[0].cel.expression"
+    assert "compilation failed" in cause["message"]
+    undeclared = {
+        "name": "gpu",
+        "exactly": {"deviceClassName": "x", "selectors": [{"cel": {"expression": "gpu.x == 1"}}]},
+    }
+    assert "undeclared reference to 'gpu'" in kube_http.post(CLAIMS.format("v1"), json=claim_with(undeclared)).text
+    # through a template and a DeviceClass too, and kubectl prints the reason
+    template = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceClaimTemplate",
+        "metadata": {"name": "t"},
+        "spec": {"spec": {"devices": {"requests": [bad]}}},
+    }
+    done = kubectl("apply", "-f", "-", stdin=json.dumps(template), check=False)
+    assert done.returncode != 0
+    assert "spec.spec.devices.requests[0].exactly.selectors[0].cel.expression" in done.stderr
+    device_class = {
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "DeviceClass",
+        "metadata": {"name": "c"},
+        "spec": {"selectors": [{"cel": {"expression": "device.driver =="}}]},
+    }
+    assert (
+        kube_http.post(SLICES.format("v1").replace("resourceslices", "deviceclasses"), json=device_class).status_code
+        == 422
+    )
+
+
+def test_request_shape_rules(kube_http: httpx2.Client) -> None:
+    both = {
+        "name": "gpu",
+        "exactly": {"deviceClassName": "x"},
+        "firstAvailable": [{"name": "a", "deviceClassName": "x"}],
+    }
+    no_class = {"name": "gpu", "exactly": {}}
+    all_with_count = {"name": "gpu", "exactly": {"deviceClassName": "x", "allocationMode": "All", "count": 2}}
+    for request, field in (
+        (both, "spec.devices.requests[0]"),
+        (no_class, "spec.devices.requests[0].exactly.deviceClassName"),
+        (all_with_count, "spec.devices.requests[0].exactly.count"),
+    ):
+        answer = kube_http.post(CLAIMS.format("v1"), json=claim_with(request))
+        assert answer.status_code == 422, request
+        assert [c["field"] for c in answer.json()["details"]["causes"]] == [field]
+
+
+def test_a_claims_spec_is_immutable(kube_http: httpx2.Client) -> None:
+    good = {"name": "gpu", "exactly": {"deviceClassName": "x"}}
+    assert kube_http.post(CLAIMS.format("v1"), json=claim_with(good, "c")).status_code == 201
+    changed = {"spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": "y"}}]}}}
+    answer = kube_http.patch(
+        CLAIMS.format("v1") + "/c", json=changed, headers={"Content-Type": "application/merge-patch+json"}
+    )
+    assert answer.status_code == 422
+    assert "field is immutable" in answer.text
