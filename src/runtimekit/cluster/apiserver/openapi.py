@@ -194,7 +194,8 @@ def shapes_for(version: str) -> ShapeSet:
     if version != newest:
         # the kit serves resource.k8s.io v1/v1beta2/v1beta1 whatever version it reports: the versions a
         # release lacks are decoded with the newest release's definitions
-        for key, shape in shapes_for(newest).roots.items():
+        newer = _Compiler(document["pool"], document["versions"][newest])
+        for key, name in document["kinds"][newest].items():
             if key.startswith(_BACKFILLED) and key not in roots:
-                roots[key] = shape
+                roots[key] = newer.definition(name)
     return ShapeSet(version, roots)
