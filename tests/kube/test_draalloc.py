@@ -306,3 +306,15 @@ def test_same_input_same_allocation() -> None:
     slices = [slice_(f"s{i}", NODE1, f"pool-{i}", DRIVER_A, dev("device-1"), dev("device-2")) for i in (2, 1)]
     runs = [devices_of(allocate([claim("c0", req(count=3))], NODE1, LABELS, CLASSES, slices)) for _ in range(3)]
     assert runs[0] == runs[1] == runs[2] == [[("req-0", "device-1"), ("req-0", "device-2"), ("req-0", "device-1")]]
+
+
+def test_counters_may_sit_in_a_slice_of_their_own() -> None:
+    counters = [{"name": "gpu-0", "counters": {"memory": {"value": "80Gi"}}}]
+    devices = (gpu_with_counters("whole", "80Gi"), gpu_with_counters("half-0", "40Gi"))
+    slices = [
+        slice_("devices", NODE1, "pool-1", DRIVER_A, *devices, count=2),
+        slice_("counters", NODE1, "pool-1", DRIVER_A, sharedCounters=counters, count=2),
+    ]
+    taken = allocated((DRIVER_A, "pool-1", "half-0"))
+    assert allocate([claim("c0", req())], NODE1, LABELS, CLASSES, slices, taken) is None  # whole overlaps half-0
+    assert devices_of(allocate([claim("c0", req())], NODE1, LABELS, CLASSES, slices)) == [[("req-0", "whole")]]

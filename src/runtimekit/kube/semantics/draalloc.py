@@ -16,7 +16,7 @@ DynamicResources plugin runs in Filter), pure and deterministic:
   capacity left; its result gets a `shareID` and `consumedCapacity`. On other devices a capacity
   request is a lower bound on what the device has;
 - partitionable devices (KEP-4815): a device with `consumesCounters` fits while its counter sets
-  (`sharedCounters` of its slice) have enough left after the devices in use and those chosen;
+  (`sharedCounters` of any slice of its pool) have enough left after the devices in use and those chosen;
 - search: requests in order, devices in pool order (driver, pool, slice, device), backtracking as
   kube does, so the first fitting choice in that order is the answer (the same input gives the same
   allocation). `AllocationResult`s carry the node selector of the devices (`metadata.name` of the
@@ -439,14 +439,15 @@ def gather(
         )
         wanted = int(((current[0].get("spec") or {}).get("pool") or {}).get("resourceSliceCount", 1) or 1)
         reaches = False
+        # a pool's counter sets, from whichever of its slices declares them (1.35 wants them in a slice
+        # of their own; 1.34 in the devices' slice)
+        counters = {
+            cs.get("name", ""): {n: parse_quantity(c.get("value", 0)) for n, c in (cs.get("counters") or {}).items()}
+            for item in current
+            for cs in (item.get("spec") or {}).get("sharedCounters") or []
+        }
         for item in current:
             spec = item.get("spec") or {}
-            counters = {
-                cs.get("name", ""): {
-                    n: parse_quantity(c.get("value", 0)) for n, c in (cs.get("counters") or {}).items()
-                }
-                for cs in spec.get("sharedCounters") or []
-            }
             slice_reaches = _slice_reaches(spec, node_name, labels)
             for device in spec.get("devices") or []:
                 candidate = _Candidate((pool_key[0], pool_key[1], device.get("name", "")), device, spec, counters)
