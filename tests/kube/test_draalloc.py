@@ -10,7 +10,7 @@ from typing import Any, cast
 import pytest
 
 from runtimekit.kube.objects import DeviceClass, ResourceClaim, ResourceSlice
-from runtimekit.kube.semantics.draalloc import AllocationError, allocate
+from runtimekit.kube.semantics.draalloc import AllocationError, DevicePools, allocate
 
 DRIVER_A, DRIVER_B = "driver-a", "driver-b"
 NODE1, NODE2 = "node-1", "node-2"
@@ -318,3 +318,23 @@ def test_counters_may_sit_in_a_slice_of_their_own() -> None:
     taken = allocated((DRIVER_A, "pool-1", "half-0"))
     assert allocate([claim("c0", req())], NODE1, LABELS, CLASSES, slices, taken) is None  # whole overlaps half-0
     assert devices_of(allocate([claim("c0", req())], NODE1, LABELS, CLASSES, slices)) == [[("req-0", "whole")]]
+
+
+def test_device_pools_built_once_answer_every_node() -> None:
+    selector = {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "region", "operator": "In", "values": ["region-1"]}]}]
+    }
+    slices = [
+        slice_("n1", NODE1, "pool-1", DRIVER_A, dev("gpu-0", memory=1)),
+        slice_("n2", NODE2, "pool-2", DRIVER_A, dev("gpu-0", memory=2)),
+        slice_("shared", "", "pool-3", DRIVER_A, dev("remote", memory=3), nodeSelector=selector),
+    ]
+    pools = DevicePools(slices)
+    expr = f'device.attributes["{DRIVER_A}"].memory >= 2'
+    wanted = [claim("c0", req(selectors=[{"cel": {"expression": expr}}]))]
+    for node, labels in ((NODE1, LABELS), (NODE2, {"region": "region-2"}), (NODE2, LABELS), ("node-3", {})):
+        assert allocate(wanted, node, labels, CLASSES, pools) == allocate(wanted, node, labels, CLASSES, slices)
+    got = allocate(wanted, NODE2, LABELS, CLASSES, pools)
+    assert got is not None
+    assert [(r["pool"], r["device"]) for r in got[0]["devices"]["results"]] == [("pool-2", "gpu-0")]
+    assert allocate(wanted, "node-3", {}, CLASSES, pools) is None

@@ -25,7 +25,7 @@ DynamicResources plugin runs in Filter), pure and deterministic:
 `allocate` answers the allocations (one per claim, in order) or None when the claims do not fit on
 this node; `AllocationError` is what no node can fix (an unknown DeviceClass, a selector that does not
 compile or fails, an `All` request on an incomplete pool). `InUse.of` reads what allocated claims
-hold. Callers: the scheduler's DRA filter, the simulator, tests.
+hold; `DevicePools` indexes the slices once for many nodes. Callers: the scheduler's DRA filter, the simulator, tests.
 """
 
 from __future__ import annotations
@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
+
+import cel
 
 from runtimekit.kube.objects import (
     AllocationResult,
@@ -133,12 +135,13 @@ class _Search:
         self,
         claims: Sequence[ResourceClaim],
         classes: Mapping[str, DeviceClass],
+        pools: DevicePools,
         candidates: list[_Candidate],
         incomplete: set[tuple[str, str]],
         in_use: InUse,
         counters_used: dict[CounterKey, dict[str, Fraction]],
     ) -> None:
-        self.claims, self.classes, self.candidates = claims, classes, candidates
+        self.claims, self.classes, self.pools, self.candidates = claims, classes, pools, candidates
         self.incomplete, self.in_use, self.counters_used = incomplete, in_use, counters_used
         self.slots = [_Slot(i, alts) for i, claim in enumerate(claims) for alts in _alternatives(claim)]
         self.picks: list[_Pick] = []
@@ -165,9 +168,8 @@ class _Search:
                 raise AllocationError(f"request {alt.result_name}: selector {expression!r}: {exc}") from exc
         found = []
         for candidate in self.candidates:
-            variable = dracel.device_variable(candidate.key[0], candidate.device)
             try:
-                if all(dracel.matches(program, variable) for program in compiled):
+                if all(self.pools.matches(program, candidate) for program in compiled):
                     found.append(candidate)
             except dracel.SelectorError as exc:
                 raise AllocationError(f"request {alt.result_name}: device {'/'.join(candidate.key)}: {exc}") from exc
@@ -414,50 +416,97 @@ def _device_reaches(device: Device, spec: ResourceSliceSpec, node_name: str, lab
     return _slice_reaches(own, node_name, labels)
 
 
-def gather(
-    slices: Iterable[ResourceSlice], node_name: str, labels: Mapping[str, str]
-) -> tuple[list[_Candidate], set[tuple[str, str]], dict[DeviceKey, _Candidate]]:
-    """The devices the node reaches in pool order, the incomplete pools, and every device by key
-    (whatever node: for the counters devices in use consume)."""
-    pools: dict[tuple[str, str], list[ResourceSlice]] = {}
-    for item in slices:
-        spec = item.get("spec") or {}
-        pool = spec.get("pool") or {}
-        pools.setdefault((spec.get("driver", ""), pool.get("name", "")), []).append(item)
-    candidates: list[_Candidate] = []
-    everything: dict[DeviceKey, _Candidate] = {}
-    incomplete: set[tuple[str, str]] = set()
-    for pool_key in sorted(pools):
-        newest = max(int(((s.get("spec") or {}).get("pool") or {}).get("generation", 0)) for s in pools[pool_key])
-        current = sorted(
-            (
-                s
-                for s in pools[pool_key]
-                if int(((s.get("spec") or {}).get("pool") or {}).get("generation", 0)) == newest
-            ),
-            key=lambda s: meta(s).get("name", ""),
-        )
-        wanted = int(((current[0].get("spec") or {}).get("pool") or {}).get("resourceSliceCount", 1) or 1)
-        reaches = False
+@dataclass
+class _Pool:
+    key: tuple[str, str]
+    slices: list[ResourceSliceSpec]  # the newest generation's, by slice name
+    devices: list[list[_Candidate]]  # per slice
+    complete: bool
+
+
+class DevicePools:
+    """A cluster's ResourceSlices indexed once (a scheduling session builds one and asks it per node):
+    pools in kube's order with their newest generation, which pools each node's name reaches (the
+    rest are looked at for every node), every device by key, and a memo of selector verdicts per
+    device, so each device is matched against an expression once however many nodes and pods ask."""
+
+    def __init__(self, slices: Iterable[ResourceSlice]) -> None:
+        grouped: dict[tuple[str, str], list[ResourceSlice]] = {}
+        for item in slices:
+            spec = item.get("spec") or {}
+            grouped.setdefault((spec.get("driver", ""), (spec.get("pool") or {}).get("name", "")), []).append(item)
+        self.pools: list[_Pool] = []
+        self.everything: dict[DeviceKey, _Candidate] = {}
+        self._by_node: dict[str, list[int]] = {}
+        self._anywhere: list[int] = []
+        self._verdicts: dict[tuple[str, DeviceKey], bool] = {}
+        self._contexts: dict[DeviceKey, cel.Context] = {}
+        for pool_key in sorted(grouped):
+            self._add(pool_key, grouped[pool_key])
+
+    def _add(self, pool_key: tuple[str, str], items: list[ResourceSlice]) -> None:
+        newest = max(self._generation_of(s) for s in items)
+        current = sorted((s for s in items if self._generation_of(s) == newest), key=lambda s: meta(s).get("name", ""))
+        specs = [s.get("spec") or {} for s in current]
+        wanted = int((specs[0].get("pool") or {}).get("resourceSliceCount", 1) or 1)
         # a pool's counter sets, from whichever of its slices declares them (1.35 wants them in a slice
         # of their own; 1.34 in the devices' slice)
         counters = {
             cs.get("name", ""): {n: parse_quantity(c.get("value", 0)) for n, c in (cs.get("counters") or {}).items()}
-            for item in current
-            for cs in (item.get("spec") or {}).get("sharedCounters") or []
+            for spec in specs
+            for cs in spec.get("sharedCounters") or []
         }
-        for item in current:
-            spec = item.get("spec") or {}
-            slice_reaches = _slice_reaches(spec, node_name, labels)
-            for device in spec.get("devices") or []:
-                candidate = _Candidate((pool_key[0], pool_key[1], device.get("name", "")), device, spec, counters)
-                everything[candidate.key] = candidate
-                if slice_reaches and _device_reaches(device, spec, node_name, labels):
-                    candidates.append(candidate)
-                    reaches = True
-        if reaches and len(current) < wanted:
-            incomplete.add(pool_key)
-    return candidates, incomplete, everything
+        devices = [
+            [
+                _Candidate((pool_key[0], pool_key[1], d.get("name", "")), d, spec, counters)
+                for d in spec.get("devices") or []
+            ]
+            for spec in specs
+        ]
+        index = len(self.pools)
+        self.pools.append(_Pool(pool_key, specs, devices, len(current) >= wanted))
+        for row in devices:
+            for candidate in row:
+                self.everything[candidate.key] = candidate
+        node_names = {spec.get("nodeName", "") for spec in specs if spec.get("devices")}
+        if "" in node_names:
+            self._anywhere.append(index)
+        for name in node_names - {""}:
+            self._by_node.setdefault(name, []).append(index)
+
+    @staticmethod
+    def _generation_of(item: ResourceSlice) -> int:
+        return int(((item.get("spec") or {}).get("pool") or {}).get("generation", 0))
+
+    def reach(self, node_name: str, labels: Mapping[str, str]) -> tuple[list[_Candidate], set[tuple[str, str]]]:
+        """The devices the node reaches, in pool order, and the incomplete pools among theirs."""
+        candidates: list[_Candidate] = []
+        incomplete: set[tuple[str, str]] = set()
+        for index in sorted({*self._by_node.get(node_name, ()), *self._anywhere}):
+            pool = self.pools[index]
+            reaches = False
+            for spec, row in zip(pool.slices, pool.devices, strict=True):
+                if not _slice_reaches(spec, node_name, labels):
+                    continue
+                for candidate in row:
+                    if _device_reaches(candidate.device, spec, node_name, labels):
+                        candidates.append(candidate)
+                        reaches = True
+            if reaches and not pool.complete:
+                incomplete.add(pool.key)
+        return candidates, incomplete
+
+    def matches(self, selector: dracel.Selector, candidate: _Candidate) -> bool:
+        """The selector's verdict on the device (SelectorError when it fails there), remembered."""
+        memo = (selector.expression, candidate.key)
+        verdict = self._verdicts.get(memo)
+        if verdict is None:
+            context = self._contexts.get(candidate.key)
+            if context is None:
+                variable = dracel.device_variable(candidate.key[0], candidate.device)
+                context = self._contexts[candidate.key] = dracel.device_context(variable)
+            verdict = self._verdicts[memo] = dracel.matches(selector, context)
+        return verdict
 
 
 def _counters_in_use(
@@ -542,13 +591,16 @@ def allocate(
     node_name: str,
     node_labels: Mapping[str, str],
     classes: Mapping[str, DeviceClass],
-    slices: Sequence[ResourceSlice],
+    slices: Sequence[ResourceSlice] | DevicePools,
     allocated: Iterable[ResourceClaim] = (),
 ) -> list[AllocationResult] | None:
-    """Allocations for `claims` (not yet allocated) on the node, or None when they do not fit there."""
-    candidates, incomplete, everything = gather(slices, node_name, node_labels)
+    """Allocations for `claims` (not yet allocated) on the node, or None when they do not fit there.
+    `slices` may be a `DevicePools` built once for many calls."""
+    pools = slices if isinstance(slices, DevicePools) else DevicePools(slices)
+    candidates, incomplete = pools.reach(node_name, node_labels)
     in_use = InUse.of(allocated)
-    search = _Search(claims, classes, candidates, incomplete, in_use, _counters_in_use(in_use, everything))
+    used = _counters_in_use(in_use, pools.everything)
+    search = _Search(claims, classes, pools, candidates, incomplete, in_use, used)
     if not search.run():
         return None
     return [_results(search, i, claim, node_name) for i, claim in enumerate(claims)]

@@ -144,10 +144,15 @@ def device_variable(driver: str, device: Device) -> JsonObject:
     }
 
 
-def matches(selector: Selector, device: JsonObject) -> bool:
-    """Whether the device (`device_variable`) passes; SelectorError when the expression fails at
-    run time (a missing attribute, a wrong type) or does not give a bool."""
-    context = cel.Context(variables={"device": device}, functions=_FUNCTIONS)
+def device_context(device: JsonObject) -> cel.Context:
+    """What a selector runs in for one device (`device_variable`); build it once per device."""
+    return cel.Context(variables={"device": device}, functions=_FUNCTIONS)
+
+
+def matches(selector: Selector, device: JsonObject | cel.Context) -> bool:
+    """Whether the device (`device_variable`, or its `device_context`) passes; SelectorError when
+    the expression fails at run time (a missing attribute, a wrong type) or does not give a bool."""
+    context = device if isinstance(device, cel.Context) else device_context(device)
     try:
         result = selector.program.execute(context)
     except (KeyError, ValueError, RuntimeError, TypeError, OverflowError) as exc:
