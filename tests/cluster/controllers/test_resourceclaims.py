@@ -16,7 +16,7 @@ import pytest
 
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
-from runtimekit.cluster.controllers.manager import ControllerManager
+from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
 from runtimekit.cluster.controllers.resourceclaims import ResourceClaimController, generate_name
 from runtimekit.kube.http import KubeHttp
 
@@ -154,3 +154,17 @@ def test_a_claim_shared_by_pods_keeps_its_allocation_while_one_is_left(cluster: 
         lambda: not cluster.http.get(f"{CLAIMS}/shared").get("status"), what="deallocated once no consumer is left"
     )
     assert cluster.http.get(f"{CLAIMS}/shared")["metadata"]["name"] == "shared"  # not made for a pod: kept
+
+
+def test_runtimekit_ups_controller_manager_makes_claims(apiserver: ApiServer) -> None:
+    manager = ControllerManager(KubeHttp.connect(server=apiserver.url), default_controllers("volcano")).start()
+    http = KubeHttp.connect(server=apiserver.url)
+    try:
+        assert manager.synced(20)
+        cluster = Cluster(http)
+        cluster.template("one-gpu")
+        cluster.pod("p", gpu="one-gpu")
+        wait_for(lambda: cluster.claim_statuses("p"), what="the claim made by the default controllers")
+    finally:
+        manager.stop()
+        http.close()
