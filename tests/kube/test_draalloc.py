@@ -264,7 +264,7 @@ def test_consumable_capacity_shares_a_device_between_claims() -> None:
     assert first is not None
     [result] = first[0]["devices"]["results"]
     assert result["device"] == "gpu-0"
-    assert result["consumedCapacity"] == {"cores": "50", "memory": str(30 << 30)}
+    assert result["consumedCapacity"] == {"cores": "50", "memory": "30Gi"}
     assert result["shareID"]
     held: list[ResourceClaim] = [{"metadata": {"name": "c0"}, "status": {"allocation": first[0]}}]
     assert allocate([claim("c1", share)], NODE1, LABELS, CLASSES, slices, held) is not None  # 60Gi, 100 cores
@@ -281,7 +281,7 @@ def test_capacity_request_policy_rounds_up() -> None:
         [claim("c0", req(capacity={"requests": {"memory": "15Gi", "cores": "10"}}))], NODE1, LABELS, CLASSES, slices
     )
     assert asked is not None
-    assert asked[0]["devices"]["results"][0]["consumedCapacity"]["memory"] == str(20 << 30)
+    assert asked[0]["devices"]["results"][0]["consumedCapacity"]["memory"] == "20Gi"
     too_big = req(capacity={"requests": {"memory": "50Gi", "cores": "10"}})
     assert allocate([claim("c0", too_big)], NODE1, LABELS, CLASSES, slices) is None
     valued = [slice_("s1", NODE1, "pool-1", DRIVER_A, shared_gpu("gpu-0", validValues=["20Gi", "40Gi"]))]
@@ -289,7 +289,7 @@ def test_capacity_request_policy_rounds_up() -> None:
         [claim("c0", req(capacity={"requests": {"memory": "21Gi", "cores": "1"}}))], NODE1, LABELS, CLASSES, valued
     )
     assert got is not None
-    assert got[0]["devices"]["results"][0]["consumedCapacity"]["memory"] == str(40 << 30)
+    assert got[0]["devices"]["results"][0]["consumedCapacity"]["memory"] == "40Gi"
 
 
 def test_quantity_compare_in_a_selector() -> None:

@@ -34,12 +34,12 @@ import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
 
 import cel
 
 from runtimekit.kube.objects import (
     AllocationResult,
+    CapacityRequestPolicy,
     Device,
     DeviceAllocationConfiguration,
     DeviceClass,
@@ -54,7 +54,7 @@ from runtimekit.kube.objects import (
 )
 from runtimekit.kube.semantics import dracel
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
-from runtimekit.kube.semantics.quantity import parse_quantity
+from runtimekit.kube.semantics.quantity import number_quantity, parse_quantity
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
@@ -340,7 +340,7 @@ def _attribute_of(candidate: _Candidate, qualified: str) -> object:
     return None
 
 
-def _consumed(asked: Fraction | None, total: Fraction, policy: Any) -> Fraction | None:
+def _consumed(asked: Fraction | None, total: Fraction, policy: CapacityRequestPolicy | None) -> Fraction | None:
     """What a request consumes of one capacity of a shared device, or None when the policy refuses it."""
     if asked is None:
         if policy and policy.get("default") is not None:
@@ -540,8 +540,17 @@ def _node_selector(picks: Sequence[_Pick], node_name: str) -> NodeSelector | Non
     return None
 
 
-def _quantity_text(amount: Fraction) -> str:
-    return str(amount.numerator) if amount.denominator == 1 else f"{int(amount * 1000)}m"
+_BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+
+
+def _quantity_text(amount: Fraction, like: object) -> str:
+    """`amount` as resource.Quantity writes it, in the format (binary or decimal SI) of the capacity's
+    published value: 30Gi stays "30Gi", 50 cores "50"."""
+    if amount.denominator == 1 and str(like).endswith("i"):
+        for suffix, power in _BINARY:
+            if amount.numerator and amount.numerator % (1 << power) == 0:
+                return f"{amount.numerator >> power}{suffix}"
+    return number_quantity(amount.numerator if amount.denominator == 1 else float(amount))
 
 
 def _results(search: _Search, claim_index: int, claim: ResourceClaim, node_name: str) -> AllocationResult:
@@ -560,7 +569,7 @@ def _results(search: _Search, claim_index: int, claim: ResourceClaim, node_name:
         if pick.consumed is not None:
             result["shareID"] = str(uuid.uuid5(_SHARE_NAMESPACE, f"{identity}/{pick.alternative.result_name}/{n}"))
             result["consumedCapacity"] = {
-                _status_name(name, pick.candidate): _quantity_text(amount)
+                _status_name(name, pick.candidate): _quantity_text(amount, _capacity_value(name, pick.candidate))
                 for name, amount in sorted(pick.consumed.items())
             }
         results.append(result)
@@ -578,6 +587,12 @@ def _results(search: _Search, claim_index: int, claim: ResourceClaim, node_name:
     if selector is not None:
         allocation["nodeSelector"] = selector
     return allocation
+
+
+def _capacity_value(full: str, candidate: _Candidate) -> object:
+    capacity = candidate.device.get("capacity") or {}
+    found = capacity.get(full) or capacity.get(full.rpartition("/")[2]) or {}
+    return found.get("value", "")
 
 
 def _status_name(full: str, candidate: _Candidate) -> str:
