@@ -121,7 +121,9 @@ def test_over_share_event_once_per_excess(node: Node) -> None:
     for _ in range(3):
         node.scrape()
     assert [(e[1], e[3], e[4]) for e in node.events.written] == [("greedy", "Warning", "GPUShareExceeded")]
-    assert "30720 MiB of GPU memory, 20480 MiB granted" in node.events.written[0][5]
+    assert (
+        "GPU memory above the 20480 MiB granted and SM utilisation above the 20% granted" in node.events.written[0][5]
+    )
     node.pods[1]["metadata"]["annotations"] = {}  # back within its share, then over again: a new Event
     node.service.reconcile()
     node.scrape()
@@ -129,7 +131,7 @@ def test_over_share_event_once_per_excess(node: Node) -> None:
     node.service.reconcile()
     node.scrape()
     assert len(node.events.written) == 2
-    assert "90% of the GPU's SMs, 20% granted" in node.events.written[1][5]
+    assert node.events.written[1][5].endswith(f"{node.uuids[0]}: SM utilisation above the 20% granted (node node-a)")
 
 
 def test_series_of_a_deleted_pod_disappear(node: Node) -> None:
