@@ -142,3 +142,21 @@ def test_attribution_to_containers_and_remainder(fake: ProcessNvml, tmp_path: Pa
     assert (idle.memory_used_mib, idle.sm_percent, idle.over_share) == (0, None, False)
     rest = remainders({GpuUUID(h200): (6000, 60.0)}, found)
     assert (rest[0].memory_mib, rest[0].sm_percent) == (880, 10.0)
+
+
+def test_mig_processes_count_for_the_container_granted_that_mig_device(fake: ProcessNvml, tmp_path: Path) -> None:
+    a100 = fake.gpus[1].uuid
+    uid = "0b0c8a4e-1111-4222-8333-444455556666"
+    fake.compute["MIG-1-0"] = [proc(200, 2048)]
+    fake.compute["MIG-1-1"] = [proc(201, 512)]  # the same pod's process, on a MIG device it was not granted
+    for pid in (200, 201):
+        (tmp_path / str(pid)).mkdir()
+        path = f"/kubepods.slice/kubepods-pod{uid.replace('-', '_')}.slice/cri-containerd-{'b' * 64}.scope"
+        (tmp_path / str(pid) / "cgroup").write_text(f"0::{path}\n")
+    grant = Grant("MIG-1-0", 1, 1000, 72448, parent_uuid=a100, mig_profile="3g.71gb", mig_start=0)
+    found = AttributedUsage(backend(), tmp_path).containers(
+        [Allocation(PodRef("ml", "mig", uid), "main", (grant,), 0)], {}
+    )
+    assert [(u.gpu_uuid, u.device_uuid, u.memory_used_mib, u.sm_percent, u.pids) for u in found] == [
+        (GpuUUID(a100), "MIG-1-0", 2048, None, (200,))
+    ]
