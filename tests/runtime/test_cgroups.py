@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from runtimekit.kube.objects import Pod
-from runtimekit.runtime.allocations import Allocation, Grant, PodRef
 from runtimekit.runtime.cgroups import CgroupIdentity, ProcessOwners, container_ids, parse_cgroup
 from runtimekit.runtime.usage import ProcessOwner
 
@@ -65,10 +64,6 @@ def pod(uid: str, statuses: dict[str, str]) -> Pod:
     }
 
 
-def allocation(uid: str, container: str) -> Allocation:
-    return Allocation(PodRef("ml", "train", uid), container, (Grant("GPU-1", 0, 500, 1024),), 0)
-
-
 def write(proc: Path, pid: int, text: str) -> None:
     (proc / str(pid)).mkdir(parents=True)
     (proc / str(pid) / "cgroup").write_text(text)
@@ -79,16 +74,13 @@ def test_container_ids_from_statuses() -> None:
     assert ids == {(UID, CID): "main", (UID, "abc"): "side"}
 
 
-def test_owner_by_container_status_then_only_container(tmp_path: Path) -> None:
+def test_owner_by_container_status(tmp_path: Path) -> None:
     other = "f" * 64
     write(tmp_path, 10, CASES["v2-cgroupfs-containerd"])
     write(tmp_path, 11, f"0::/kubepods/burstable/pod{UID}/{other}\n")
     write(tmp_path, 12, NOT_CONTAINERS["host-service"])
-    two = [allocation(UID, "main"), allocation(UID, "side")]
-    owners = ProcessOwners([pod(UID, {"main": f"containerd://{CID}"})], two, tmp_path)
+    owners = ProcessOwners([pod(UID, {"main": f"containerd://{CID}"})], tmp_path)
     assert owners(10) == ProcessOwner(UID, "main")
-    assert owners(11) is None  # unknown container ID and two allocated containers: cannot tell
+    assert owners(11) == ProcessOwner(UID, "")  # the pod is known, its container is not (yet) in the status
     assert owners(12) is None
     assert owners(99) is None  # gone since the driver listed it
-    only = ProcessOwners([], [allocation(UID, "main")], tmp_path)
-    assert only(11) == ProcessOwner(UID, "main")  # the pod's only allocated container
