@@ -4,7 +4,7 @@ plain frozen records, so the gRPC adapters, the daemon and tests share them with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from runtimekit.runtime.backend import GpuSample
 from runtimekit.runtime.devices import DeviceView, XidRecord
 from runtimekit.runtime.isolation import ContainerEdits
 from runtimekit.runtime.mps import MpsState
+from runtimekit.runtime.usage import UsageReading
 
 
 class CheckpointStatus(StrEnum):
@@ -48,6 +49,7 @@ class RuntimeSettings:
     protocol: KitProtocol
     runtime_version: str = __version__
     reconcile_grace_s: float = 30.0
+    share_event_interval_s: float = 60.0  # GPUShareExceeded again at most this often while a container stays over
 
 
 @dataclass(frozen=True)
@@ -108,3 +110,4 @@ class ExporterData:
     gpus: tuple[GpuData, ...]
     allocations: tuple[Allocation, ...]
     state: AllocationState = AllocationState()
+    usage: UsageReading = field(default_factory=UsageReading)
