@@ -4,8 +4,9 @@
 (`4xA100-80GB,4xT4`); memory sizes come from `runtimekit.model.GPU_MODELS`, UUIDs from
 `simulated_uuid(node, index)` so they are stable across restarts. Metrics follow what the runtime has
 granted on each GPU (utilisation near the granted compute share, memory below the granted memory)
-with a seeded random walk on top. Faults (XID, ECC, lost, back) are injected through `inject`, which
-reports the event to the listener synchronously, so tests need no waiting.
+with a seeded random walk on top; SM clocks follow utilisation, energy integrates the power drawn.
+Faults (XID, ECC, lost, back) are injected through `inject`, which reports the event to the listener
+synchronously, so tests need no waiting.
 
 MIG: each GPU of a MIG-capable model is `off`, `static` (its layout placed with
 `runtimekit.model.mig.layout_from_names`, fixed for the backend's life) or `dynamic` (instances made
@@ -50,6 +51,17 @@ log = logging.getLogger(__name__)
 _GROUP_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 _IDLE_WATTS = 0.12  # idle power as a share of the power limit
 _TDP_WATTS = {"H200": 700.0, "H100-80GB": 700.0, "A100-80GB": 400.0, "A100-40GB": 400.0, "T4": 70.0, "L4": 72.0}
+# Maximum SM clock and memory clock (MHz) of each model, as NVML reports them on the real card; the
+# simulated SM clock runs from _IDLE_SM_MHZ up to the maximum with utilisation.
+_CLOCKS_MHZ = {
+    "H200": (1980.0, 3201.0),
+    "H100-80GB": (1980.0, 2619.0),
+    "A100-80GB": (1410.0, 1593.0),
+    "A100-40GB": (1410.0, 1215.0),
+    "T4": (1590.0, 5001.0),
+    "L4": (2040.0, 6251.0),
+}
+_IDLE_SM_MHZ = 210.0
 _STATE_VERSION = 1
 
 
@@ -91,6 +103,8 @@ class _GpuState:
     ecc_corrected: int = 0
     ecc_uncorrected: int = 0
     lost: bool = False
+    energy_millijoules: float = 0.0  # the power drawn, integrated over the clock between samples
+    sampled_at: float | None = None
 
 
 class SimulatedBackend:
@@ -198,6 +212,12 @@ class SimulatedBackend:
         granted_mem = min(load.memory_mib if load else 0, info.memory_mib)
         used = int(granted_mem * min(0.95, 0.5 + 0.45 * gpu.activity)) + (300 if granted_mem else 0)
         used = min(used, info.memory_mib)
+        drawn = round(power + self._rng.uniform(-3.0, 3.0), 1)
+        now = self._clock()
+        if gpu.sampled_at is not None and now > gpu.sampled_at:
+            gpu.energy_millijoules += drawn * (now - gpu.sampled_at) * 1000.0
+        gpu.sampled_at = now
+        max_sm, memory_clock = _CLOCKS_MHZ.get(info.model, (1500.0, 1500.0))
         return GpuSample(
             uuid=info.uuid,
             utilization_percent=round(gpu.utilization, 1),
@@ -205,11 +225,15 @@ class SimulatedBackend:
             memory_used_mib=used,
             memory_total_mib=info.memory_mib,
             temperature_celsius=round(gpu.temperature, 1),
-            power_watts=round(power + self._rng.uniform(-3.0, 3.0), 1),
+            power_watts=drawn,
             power_limit_watts=gpu.power_limit,
             ecc_corrected=gpu.ecc_corrected,
             ecc_uncorrected=gpu.ecc_uncorrected,
             mig_mode=info.mig_mode,
+            sm_clock_mhz=round(_IDLE_SM_MHZ + (max_sm - _IDLE_SM_MHZ) * gpu.utilization / 100.0),
+            memory_clock_mhz=memory_clock,
+            energy_millijoules=int(gpu.energy_millijoules),
+            pcie_replays=0,  # a simulated bus never retries; encoder and decoder are not simulated (None)
         )
 
     def start_events(self, listener: HealthListener) -> None:
