@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runtimekit import __version__
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
+from runtimekit.exporter.compat import compat_families
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
 from runtimekit.protocol import KitProtocol
 
@@ -24,14 +25,17 @@ ALLOC_LABELS = ["node", "namespace", "pod", "container", "gpu", "uuid"]
 
 
 class RuntimeCollector(Collector):
-    def __init__(self, client: RuntimeClient, protocol: KitProtocol, node_name: str = "") -> None:
+    def __init__(
+        self, client: RuntimeClient, protocol: KitProtocol, node_name: str = "", compat: tuple[str, ...] = ()
+    ) -> None:
         self.client, self.protocol, self.node_name = client, protocol, node_name
+        self.compat = compat  # peers' metric names written too (runtimekit.exporter.compat)
         self.last_error = ""
 
     def describe(self) -> list[object]:
         return []  # collected at scrape time only (no describe-time call to the runtime)
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         up = GaugeMetricFamily("runtimekit_runtime_up", "1 when the node runtime answered this scrape")
         info = InfoMetricFamily("runtimekit_exporter", "The exporter's version and protocol fingerprint")
@@ -52,6 +56,7 @@ class RuntimeCollector(Collector):
         yield from gpu_families(sample)
         yield from allocation_families(sample)
         yield from state_families(sample)
+        yield from compat_families(sample, self.compat)
         dropped = GaugeMetricFamily(
             "runtimekit_runtime_malformed_readings",
             "Readings of the last scrape left out because the runtime sent them malformed",
