@@ -4,9 +4,10 @@
 (`4xA100-80GB,4xT4`); memory sizes come from `runtimekit.model.GPU_MODELS`, UUIDs from
 `simulated_uuid(node, index)` so they are stable across restarts. Metrics follow what the runtime has
 granted on each GPU (utilisation near the granted compute share, memory below the granted memory)
-with a seeded random walk on top; SM clocks follow utilisation, energy integrates the power drawn.
-Faults (XID, ECC, lost, back) are injected through `inject`, which reports the event to the listener
-synchronously, so tests need no waiting.
+with a seeded random walk on top; where the runtime passes what its containers use (`simusage`), a GPU
+reads as exactly that plus `DRIVER_RESERVED_MIB`. SM clocks follow utilisation, energy integrates the
+power drawn. Faults (XID, ECC, lost, back) are injected through `inject`, which reports the event to
+the listener synchronously, so tests need no waiting.
 
 MIG: each GPU of a MIG-capable model is `off`, `static` (its layout placed with
 `runtimekit.model.mig.layout_from_names`, fixed for the backend's life) or `dynamic` (instances made
@@ -63,6 +64,7 @@ _CLOCKS_MHZ = {
 }
 _IDLE_SM_MHZ = 210.0
 _STATE_VERSION = 1
+DRIVER_RESERVED_MIB = 300  # memory a GPU with any container on it reads as used beyond the containers'
 
 
 def parse_gpu_spec(text: str) -> list[tuple[str, int]]:
@@ -206,12 +208,16 @@ class SimulatedBackend:
         granted = (load.core_milli / 10.0) if load else 0.0
         target = min(100.0, granted * gpu.activity)
         gpu.utilization = max(0.0, min(100.0, 0.6 * gpu.utilization + 0.4 * target + self._rng.uniform(-2.0, 2.0)))
+        granted_mem = min(load.memory_mib if load else 0, info.memory_mib)
+        used = int(granted_mem * min(0.95, 0.5 + 0.45 * gpu.activity)) + (DRIVER_RESERVED_MIB if granted_mem else 0)
+        if load is not None and load.used_sm_percent is not None and load.used_memory_mib is not None:
+            # the usage model says what the containers use: the GPU reads as their sum plus the driver's part
+            gpu.utilization = min(100.0, load.used_sm_percent)
+            used = load.used_memory_mib + DRIVER_RESERVED_MIB
+        used = min(used, info.memory_mib)
         ambient = 30.0 + 0.45 * gpu.utilization
         gpu.temperature = 0.7 * gpu.temperature + 0.3 * ambient + self._rng.uniform(-0.5, 0.5)
         power = gpu.power_limit * (_IDLE_WATTS + (1.0 - _IDLE_WATTS) * gpu.utilization / 100.0)
-        granted_mem = min(load.memory_mib if load else 0, info.memory_mib)
-        used = int(granted_mem * min(0.95, 0.5 + 0.45 * gpu.activity)) + (300 if granted_mem else 0)
-        used = min(used, info.memory_mib)
         drawn = round(power + self._rng.uniform(-3.0, 3.0), 1)
         now = self._clock()
         if gpu.sampled_at is not None and now > gpu.sampled_at:
