@@ -18,6 +18,7 @@ from runtimekit import __version__
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
 from runtimekit.exporter.compat import compat_families
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
+from runtimekit.exporter.usage import DEFAULT_MAX_CONTAINER_SERIES, dropped_family, usage_families
 from runtimekit.protocol import KitProtocol
 
 GPU_LABELS = ["node", "gpu", "uuid", "model"]
@@ -26,9 +27,16 @@ ALLOC_LABELS = ["node", "namespace", "pod", "container", "gpu", "uuid"]
 
 class RuntimeCollector(Collector):
     def __init__(
-        self, client: RuntimeClient, protocol: KitProtocol, node_name: str = "", compat: tuple[str, ...] = ()
+        self,
+        client: RuntimeClient,
+        protocol: KitProtocol,
+        node_name: str = "",
+        max_container_series: int = DEFAULT_MAX_CONTAINER_SERIES,
+        compat: tuple[str, ...] = (),
     ) -> None:
         self.client, self.protocol, self.node_name = client, protocol, node_name
+        self.max_container_series = max_container_series
+        self.dropped_series = 0  # a real counter: containers' series left out by the limit, over all scrapes
         self.compat = compat  # peers' metric names written too (runtimekit.exporter.compat)
         self.last_error = ""
 
@@ -56,6 +64,10 @@ class RuntimeCollector(Collector):
         yield from gpu_families(sample)
         yield from allocation_families(sample)
         yield from state_families(sample)
+        families, left_out = usage_families(sample, self.max_container_series)
+        self.dropped_series += left_out
+        yield from families
+        yield dropped_family(self.dropped_series)
         yield from compat_families(sample, self.compat)
         dropped = GaugeMetricFamily(
             "runtimekit_runtime_malformed_readings",

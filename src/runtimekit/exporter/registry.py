@@ -19,7 +19,11 @@ def build_registry(context: ExtensionContext, detector: HealthDetector) -> Colle
     """A fresh registry with every collector of one node's exporter."""
     registry = CollectorRegistry()
     compat = resolve_modes(context.config.metrics_compat, context.protocol)
-    registry.register(RuntimeCollector(context.client, context.protocol, context.node_name, compat))
+    registry.register(
+        RuntimeCollector(
+            context.client, context.protocol, context.node_name, context.config.max_container_series, compat=compat
+        )
+    )
     registry.register(HealthCollector(detector))
     for collector in load_collectors(context):
         registry.register(collector)
