@@ -15,7 +15,7 @@ Called by `RuntimeCollector` with the scrape's one sample.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 
@@ -134,16 +134,20 @@ def _own_use(
 
 def dcgm_families(sample: Sample) -> Iterator[Metric]:
     """The dcgm-exporter families of one sample; families with no reading on any GPU are left out."""
-    series = [(labels, g) for g, labels in _series(sample)]
+    # each series' labels made once and shared by every family (a scrape writes them 13 times)
+    series = [(dict(zip(DCGM_LABELS, labels, strict=True)), g) for g, labels in _series(sample)]
     for name, kind, doc, read in FAMILIES:
         family = Metric(name, doc, kind)
         if sample.usage_source and name in PER_CONTAINER:
-            rows = _own_use(sample, read, PER_CONTAINER[name])
+            rows: Iterable[tuple[dict[str, str], float | None]] = (
+                (dict(zip(DCGM_LABELS, labels, strict=True)), value)
+                for labels, value in _own_use(sample, read, PER_CONTAINER[name])
+            )
         else:
             rows = ((labels, read(g)) for labels, g in series)
         for labels, value in rows:
             if value is not None:
                 # named exactly as dcgm-exporter writes it: its counters carry no `_total`
-                family.add_sample(name, dict(zip(DCGM_LABELS, labels, strict=True)), value)
+                family.add_sample(name, labels, value)
         if family.samples:
             yield family
