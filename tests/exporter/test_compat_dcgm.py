@@ -95,6 +95,8 @@ def test_labels_and_one_copy_per_container_on_a_shared_gpu(shared: Node) -> None
         "container": "main",
         "namespace": "default",
         "pod": "a",
+        "GPU_I_PROFILE": "",  # not a MIG device
+        "GPU_I_ID": "",
     }
     assert set(found["1", ""].labels) == set(DCGM_LABELS)
     assert (found["1", ""].labels["namespace"], found["1", ""].labels["container"]) == ("", "")

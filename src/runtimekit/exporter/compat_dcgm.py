@@ -7,9 +7,11 @@ The families, their types and help strings are those of dcgm-exporter's default 
 dcgm-exporter's: `gpu` (index), `UUID`, `device` (`nvidia<index>`), `modelName` (the product name),
 `Hostname` (the node), and `container`, `namespace`, `pod` — empty on a GPU no container holds, and on a
 GPU several containers share one copy of each device reading per container, as dcgm-exporter's
-Kubernetes mapping does with shared GPUs. Where the runtime reads each container's own usage,
-`DCGM_FI_DEV_GPU_UTIL` and `DCGM_FI_DEV_FB_USED` are what dcgm-exporter's per-process mapping makes of
-them: the device's reading with empty pod labels, and each container's own use with its labels.
+Kubernetes mapping does with shared GPUs; a container on a MIG device has its copy labelled with the
+device's `GPU_I_PROFILE` and `GPU_I_ID`, as dcgm-exporter labels a GPU instance. Where the runtime
+reads each container's own usage, `DCGM_FI_DEV_GPU_UTIL` and `DCGM_FI_DEV_FB_USED` are what
+dcgm-exporter's per-process mapping makes of them: the device's reading with empty pod labels, and each
+container's own use with its labels.
 Called by `RuntimeCollector` with the scrape's one sample.
 """
 
@@ -23,6 +25,7 @@ from runtimekit.exporter.sample import AllocationReading, ContainerReading, GpuR
 from runtimekit.model import GPU_MODELS
 
 DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "container", "namespace", "pod"]
+DCGM_LABELS += ["GPU_I_PROFILE", "GPU_I_ID"]  # a MIG device's GPU instance; empty for a whole GPU
 _MIB = 1024.0 * 1024.0
 
 Reading = Callable[[GpuReading], float | None]
@@ -99,37 +102,47 @@ def model_name(model: str) -> str:
     return spec.product if spec is not None else model
 
 
+def _instance(a: AllocationReading) -> list[str]:
+    """`GPU_I_PROFILE`, `GPU_I_ID` of a grant on a MIG device; empty for a GPU share."""
+    if not a.mig_parent_uuid:
+        return ["", ""]
+    return [a.mig_profile, "" if a.gpu_instance_id is None else str(a.gpu_instance_id)]
+
+
 def _series(sample: Sample) -> Iterator[tuple[GpuReading, list[str]]]:
-    """Each GPU's label sets: one per container holding it, or one with empty pod labels."""
+    """Each GPU's label sets: one per container holding it (or one of its MIG devices, with the
+    device's GPU instance), or one with empty pod labels."""
     holders: dict[str, list[AllocationReading]] = {}
     for a in sample.allocations:
-        holders.setdefault(a.gpu_uuid, []).append(a)
+        holders.setdefault(a.physical_uuid, []).append(a)
     for g in sample.gpus:
         device = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g.model), sample.node]
         held = holders.get(g.uuid, [])
         if not held:
-            yield g, [*device, "", "", ""]
+            yield g, [*device, "", "", "", "", ""]
         for a in held:
-            yield g, [*device, a.container, a.namespace, a.pod]
+            yield g, [*device, a.container, a.namespace, a.pod, *_instance(a)]
 
 
 def _own_use(
     sample: Sample, device: Reading, own: Callable[[ContainerReading], float | None]
 ) -> Iterator[tuple[list[str], float | None]]:
-    """Each GPU's reading with empty pod labels, then each container's own use of it (summed over the
-    container's grants on that GPU: MIG devices of one GPU count together); an unknown use is left out."""
-    used: dict[tuple[str, str, str, str], float] = {}
+    """Each GPU's reading with empty pod labels, then each container's own use of it (per MIG device,
+    with its GPU instance, for a container on MIG devices); an unknown use is left out."""
+    instances = {a.gpu_uuid: _instance(a) for a in sample.allocations if a.mig_parent_uuid}
+    used: dict[tuple[str, str, str, str, str, str], float] = {}
     for c in sample.containers:
         value = own(c)
         if value is not None:
-            key = (c.gpu_uuid, c.container, c.namespace, c.pod)
+            profile, gi = instances.get(c.device_uuid, ["", ""])
+            key = (c.gpu_uuid, c.container, c.namespace, c.pod, profile, gi)
             used[key] = used.get(key, 0.0) + value
     for g in sample.gpus:
         labels = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g.model), sample.node]
-        yield [*labels, "", "", ""], device(g)
-        for (uuid, container, namespace, pod), value in used.items():
+        yield [*labels, "", "", "", "", ""], device(g)
+        for (uuid, *owner), value in used.items():
             if uuid == g.uuid:
-                yield [*labels, container, namespace, pod], value
+                yield [*labels, *owner], value
 
 
 def dcgm_families(sample: Sample) -> Iterator[Metric]:

@@ -172,8 +172,8 @@ def _scheduler_families(sample: Sample) -> Iterator[GaugeMetricFamily]:
         ["nodeid", "deviceuuid", "deviceidx", "zone"],
     )
     granted: dict[str, list[AllocationReading]] = {}
-    for a in sample.allocations:
-        granted.setdefault(a.gpu_uuid, []).append(a)
+    for a in sample.allocations:  # a MIG device's grant counts on its card, as HAMi counts a card's users
+        granted.setdefault(a.physical_uuid, []).append(a)
     for g in sample.gpus:
         if g.memory_total_bytes is None:
             continue

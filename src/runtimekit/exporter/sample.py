@@ -73,6 +73,14 @@ class AllocationReading:
     gpu_index: str  # "" when the GPU is unknown to the node
     core_ratio: float
     memory_bytes: float
+    mig_parent_uuid: str = ""  # a MIG device's physical GPU; "" for a GPU share
+    mig_profile: str = ""
+    gpu_instance_id: int | None = None
+
+    @property
+    def physical_uuid(self) -> str:
+        """The physical GPU the grant is on."""
+        return self.mig_parent_uuid or self.gpu_uuid
 
 
 @dataclass(frozen=True)
@@ -192,6 +200,9 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
                 index,
                 min(a.core_milli, 1000) / 1000.0,
                 float(a.memory_mib) * mib,
+                a.parent_uuid,
+                a.mig_profile,
+                int(a.gpu_instance_id) if a.HasField("gpu_instance_id") else None,
             )
         )
     node = node_name or msg.node_name or "unknown"

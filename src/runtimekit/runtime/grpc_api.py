@@ -314,6 +314,7 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                     decoder_utilization_percent=s.decoder_utilization_percent,
                 )
             )
+        instances = {m.uuid: m.gpu_instance_id for g in data.gpus for m in g.view.info.mig_devices}
         allocations = [
             pb.AllocationSample(
                 namespace=a.pod.namespace,
@@ -324,6 +325,9 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                 core_milli=grant.core_milli,
                 memory_mib=grant.memory_mib,
                 pod_uid=a.pod.uid,
+                parent_uuid=grant.parent_uuid,
+                mig_profile=grant.mig_profile,
+                gpu_instance_id=instances.get(grant.uuid),  # None leaves it unset
             )
             for a in data.allocations
             for grant in a.grants
