@@ -3,6 +3,8 @@ the config's `metricsCompat` and `--metrics-compat` choose otherwise; a bad name
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -63,3 +65,11 @@ def test_the_registry_of_an_nvidia_node_writes_dcgm_names(node: Node) -> None:
     assert "DCGM_FI_DEV_GPU_TEMP{" in text
     assert "runtimekit_gpu_temperature_celsius{" in text
     assert "hami_" not in text
+
+
+def test_the_exporter_command_refuses_a_bad_flag_before_serving(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "runtimekit.cli.main", "exporter", "--metrics-compat", "dcgm,nvml"]
+    command += ["--runtime-socket", str(tmp_path / "none.sock"), "--listen", "127.0.0.1:0"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 2
+    assert "--metrics-compat 'dcgm,nvml': expected dcgm, hami, preset or none" in result.stderr
