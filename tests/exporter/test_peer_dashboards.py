@@ -83,3 +83,5 @@ def test_grafana_variables_are_substituted() -> None:
     assert substitute('rate(x{gpu=~"$gpu", i="${instance:regex}"}[$__rate_interval]) [[node]]') == (
         'rate(x{gpu=~"x", i="x"}[1m]) x'
     )
+    live = substitute('x{gpu=~"$gpu", node=~"$node"}[$__range]', fill=".*", values={"node": "n1"})
+    assert live == 'x{gpu=~".*", node=~"n1"}[1h]'
