@@ -66,8 +66,10 @@ class Exposition:
             doc = _doc(metric.documentation)
             output.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")
             extra: dict[str, list[str]] = {}
+            base = metric.name
             for sample in metric.samples:
-                om = next((s for s in _OM_SUFFIXES if sample.name == metric.name + s), None)
+                # a gauge's samples are named as the family: no OpenMetrics suffix to look for
+                om = None if sample.name == base else next((s for s in _OM_SUFFIXES if sample.name == base + s), None)
                 if om is None:
                     output.append(self._line(sample))
                 else:
