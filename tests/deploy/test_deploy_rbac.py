@@ -32,9 +32,11 @@ from deploy.recorder import Attributes, RbacPolicy, RecordingProxy
 from fixtures.apiserver import http_client, make_node
 from fixtures.scheduling import binding
 from fixtures.waiting import wait_for
+from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.model import Assignment, GpuShare, NodeInventory, NodeName, simulated_uuid
 from runtimekit.protocol import KitProtocol
+from runtimekit.runtime.simusage import usage_annotations
 
 P = KitProtocol.default()
 NODE = "gpu-node-1"
@@ -318,6 +320,14 @@ def daemon(args: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
             process.wait()
 
 
+OVER_SHARE = usage_annotations(P.annotations.simulated_runtime)[1]
+
+
+def over_share_counted(client: RuntimeClient, proxy: RecordingProxy) -> bool:
+    client.exporter_data()  # each reading checks the containers' usage against their shares
+    return any(a.resource == "events" and a.verb == "patch" for a in proxy.seen())
+
+
 def test_the_node_daemons_are_granted_exactly_what_they_call(
     manifests: list[dict[str, Any]], apiserver: ApiServer, api: httpx2.Client, short_dir: Path
 ) -> None:
@@ -344,6 +354,7 @@ def test_the_node_daemons_are_granted_exactly_what_they_call(
         f"--mps-pipe-dir={short_dir / 'mps'}",
         f"--mps-log-dir={short_dir / 'mps-log'}",
         "--reconcile-interval=0.2",
+        "--share-event-interval=0",
     ]
     plugin_args = [
         *started_args(manifests, "lj-runtimekit-device-plugin-ds", short_dir / "plugin-config"),
@@ -371,7 +382,7 @@ def test_the_node_daemons_are_granted_exactly_what_they_call(
             pod = {
                 "apiVersion": "v1",
                 "kind": "Pod",
-                "metadata": {"name": "trainer", "namespace": "default"},
+                "metadata": {"name": "trainer", "namespace": "default", "annotations": {OVER_SHARE: "30Gi"}},
                 "spec": {"containers": [{"name": "main", "image": "cuda:12",
                          "resources": {"limits": {P.resources.core: "50", P.resources.memory: "20"}}}]},
             }  # fmt: skip
@@ -381,6 +392,9 @@ def test_the_node_daemons_are_granted_exactly_what_they_call(
             assert plugin_proxy.injected, "the conflict was never injected"
             wait_for(lambda: any(a.verb == "list" for a in runtime_proxy.seen()), what="the runtime to reconcile")
             assert plugin.poll() is None
+            # The pod uses more GPU memory than granted (simulated usage): a GPUShareExceeded Event, then counted
+            with RuntimeClient(str(socket)) as client:
+                wait_for(lambda: over_share_counted(client, runtime_proxy), what="the over-share Event counted")
         # The runtime loses its checkpoint: restarted, it rebuilds the running pod's allocation and says so
         for name in ("checkpoint.json", "checkpoint.journal"):
             (short_dir / "state" / name).unlink(missing_ok=True)

@@ -70,6 +70,10 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("runtime",),
         [("create", "", "events")],
     ),
+    ("kube/nodeapi.py", "record_pod_event", "patch", "object_path('v1', 'events', namespace, seen[0])"): (
+        ("runtime",),
+        [("patch", "", "events")],
+    ),
     ("kube/nodeapi.py", "get_pod", "get", "object_path('v1', 'pods', namespace, name)"): (
         ("device-plugin",),
         [("get", "", "pods")],

@@ -69,3 +69,18 @@ def test_remember_shows_own_writes_but_not_deleted_pods(apiserver: ApiServer) ->
     finally:
         view.stop()
         http.close()
+
+
+def test_the_same_pod_event_again_bumps_its_count(apiserver: ApiServer) -> None:
+    http = KubeHttp.connect(server=apiserver.url)
+    api = KubeNodeApi(http)
+    for _ in range(3):
+        api.record_pod_event("default", "p", "uid-p", "Warning", "GPUShareExceeded", "over its share")
+    api.record_pod_event("default", "p", "uid-p", "Warning", "GPUShareExceeded", "another message")
+    events = http.list("/api/v1/namespaces/default/events")[0]
+    counts = sorted((e["message"], e["count"]) for e in events)
+    assert counts == [("another message", 1), ("over its share", 3)]
+    http.delete(f"/api/v1/namespaces/default/events/{events[0]['metadata']['name']}")
+    api.record_pod_event("default", "p", "uid-p", "Warning", "GPUShareExceeded", events[0]["message"])
+    again = [e for e in http.list("/api/v1/namespaces/default/events")[0] if e["message"] == events[0]["message"]]
+    assert [e["count"] for e in again] == [1]  # the counted Event expired: a new one

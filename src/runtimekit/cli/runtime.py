@@ -77,6 +77,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--reconcile-interval", type=float, default=30.0, help="seconds between reconciliations")
     parser.add_argument("--reconcile-grace", type=float, default=30.0, help="never release an allocation younger")
+    parser.add_argument(
+        "--share-event-interval",
+        type=float,
+        default=60.0,
+        help="seconds between GPUShareExceeded Events (counted on one) while a container stays over its share",
+    )
     parser.add_argument("--mps-pipe-dir", default=DEFAULT_MPS_PIPE_DIR)
     parser.add_argument("--mps-log-dir", default=DEFAULT_MPS_LOG_DIR)
     parser.add_argument("--hami-lib-dir", default=DEFAULT_HAMI_LIB_DIR, help="host folder holding libvgpu.so")
@@ -119,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         hami_lib_dir=args.hami_lib_dir,
         reconcile_interval_s=args.reconcile_interval,
         reconcile_grace_s=args.reconcile_grace,
+        share_event_interval_s=args.share_event_interval,
         mig_mode=args.mig_mode,
         mig_layout=args.mig_layout,
     )

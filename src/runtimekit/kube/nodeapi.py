@@ -13,9 +13,11 @@ what was being done.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Mapping
 from typing import TypeVar, cast
 
+from runtimekit.base.timestamps import rfc3339
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.events import event_body
 from runtimekit.kube.http import KubeHttp, object_path
@@ -23,6 +25,7 @@ from runtimekit.kube.nodepods import NodePods
 from runtimekit.kube.objects import JsonObject, Node, Pod
 
 T = TypeVar("T")
+EVENT_CACHE_SIZE = 4096  # Events remembered for counting again, as client-go's EventCorrelator keeps
 log = logging.getLogger(__name__)
 
 
@@ -54,6 +57,8 @@ class KubeNodeApi:
 
     def __init__(self, http: KubeHttp) -> None:
         self._http = http
+        self._events: dict[tuple[str, ...], tuple[str, int]] = {}  # Event -> its name and count (insertion order)
+        self._events_lock = threading.Lock()
 
     @classmethod
     def connect(cls, kubeconfig: str | None = None, timeout_s: float = 10.0) -> KubeNodeApi:
@@ -72,13 +77,33 @@ class KubeNodeApi:
         return cast(list[Pod], pods)
 
     def record_pod_event(self, namespace: str, name: str, uid: str, kind: str, reason: str, message: str) -> None:
-        """Write an Event about a pod, as the node runtime (best effort: a refusal is logged)."""
+        """Write an Event about a pod, as the node runtime (best effort: a refusal is logged). The same
+        Event again counts on the one written before (`count`, `lastTimestamp`), as client-go's
+        EventCorrelator does; a new one is written when that one is gone (expired, deleted)."""
+        key = (namespace, name, uid, kind, reason, message)
+        with self._events_lock:
+            seen = self._events.get(key)
+        if seen is not None:
+            bump = {"count": seen[1] + 1, "lastTimestamp": rfc3339()}
+            try:
+                self._http.patch(object_path("v1", "events", namespace, seen[0]), bump)
+            except KubeError as exc:
+                log.debug("could not count event %s again, writing a new one: %s", seen[0], exc)
+            else:
+                with self._events_lock:
+                    self._events[key] = (seen[0], seen[1] + 1)
+                return
         involved = {"apiVersion": "v1", "kind": "Pod", "namespace": namespace, "name": name, "uid": uid}
         body = event_body(involved, namespace, "runtimekit-runtime", kind, reason, message)
         try:
             self._http.post(object_path("v1", "events", namespace), body)
         except KubeError as exc:
             log.info("could not record event %s on pod %s/%s: %s", reason, namespace, name, exc)
+            return
+        with self._events_lock:
+            self._events[key] = (body["metadata"]["name"], 1)
+            while len(self._events) > EVENT_CACHE_SIZE:
+                del self._events[next(iter(self._events))]  # the oldest first
 
     def node_pods(self, node: str) -> NodePods:
         """A watch-kept view of the pods bound to `node` (not started)."""

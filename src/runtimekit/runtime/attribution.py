@@ -27,6 +27,6 @@ class AttributedUsage:
         self._proc = proc
 
     def containers(self, allocations: Sequence[Allocation], pods: Mapping[str, Pod]) -> list[ContainerUsage]:
-        owners = ProcessOwners(list(pods.values()), allocations, self._proc)
+        owners = ProcessOwners(list(pods.values()), self._proc)
         found, _unattributed = attribute(self._source.processes(), owners, allocations)
         return found

@@ -8,20 +8,20 @@ runtime ID; the shape depends on the cgroup version, kubelet's cgroup driver and
 - cgroup v1 has one line per hierarchy (`4:memory:/kubepods/...`), v2 one line (`0::/kubepods...`); a
   nested node (kind, the runtime in a container without a cgroup namespace) prefixes the path.
 `parse_cgroup` reads one file's text; `ProcessOwners` maps a PID to a `usage.ProcessOwner` through the
-container IDs in the pods' `status.containerStatuses` (or, when the status does not say, the pod's only
-allocated container). Callers: `service.NodeRuntime` with the NVML backend. `/proc` must be the host's
+container IDs in the pods' `status.containerStatuses` (the container's name left empty when the status
+does not say: `usage.attribute` then goes by which of the pod's containers holds the device).
+Callers: `attribution.AttributedUsage` (the NVML backend). `/proc` must be the host's
 (the runtime's DaemonSet runs with `hostPID`); an unreadable file means "not a container" (None).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from runtimekit.kube.objects import Pod, meta
-from runtimekit.runtime.allocations import Allocation
 from runtimekit.runtime.usage import ProcessOwner
 
 _UID = r"[0-9a-f]{8}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{4}[-_][0-9a-f]{12}"
@@ -72,9 +72,8 @@ def container_ids(pods: Sequence[Pod]) -> dict[tuple[str, str], str]:
 class ProcessOwners:
     """PID -> `ProcessOwner` for one reading (the pods and allocations of that instant)."""
 
-    def __init__(self, pods: Sequence[Pod], allocations: Sequence[Allocation], proc: Path = Path("/proc")) -> None:
+    def __init__(self, pods: Sequence[Pod], proc: Path = Path("/proc")) -> None:
         self._names = container_ids(pods)
-        self._only: Mapping[str, str] = _only_containers(allocations)
         self._proc = proc
 
     def __call__(self, pid: int) -> ProcessOwner | None:
@@ -85,13 +84,4 @@ class ProcessOwners:
         identity = parse_cgroup(text)
         if identity is None:
             return None
-        name = self._names.get((identity.pod_uid, identity.container_id)) or self._only.get(identity.pod_uid)
-        return ProcessOwner(identity.pod_uid, name) if name else None
-
-
-def _only_containers(allocations: Sequence[Allocation]) -> dict[str, str]:
-    """Pod uid -> its container, for pods with exactly one allocated container."""
-    seen: dict[str, set[str]] = {}
-    for allocation in allocations:
-        seen.setdefault(allocation.pod.uid, set()).add(allocation.container)
-    return {uid: next(iter(names)) for uid, names in seen.items() if len(names) == 1}
+        return ProcessOwner(identity.pod_uid, self._names.get((identity.pod_uid, identity.container_id), ""))

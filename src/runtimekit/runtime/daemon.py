@@ -49,6 +49,7 @@ class RuntimeOptions:
     hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR
     reconcile_interval_s: float = 30.0
     reconcile_grace_s: float = 30.0
+    share_event_interval_s: float = 60.0
     mig_mode: str = ""  # --mig-mode: off|static|dynamic, or INDEX:MODE,... (runtimekit.runtime.mig)
     mig_layout: str = ""  # --mig-layout: static layouts, simulated backend only
 
@@ -99,6 +100,7 @@ def build_runtime(
         state_dir=options.state_dir,
         protocol=options.protocol,
         reconcile_grace_s=options.reconcile_grace_s,
+        share_event_interval_s=options.share_event_interval_s,
     )
     usage: UsageSource = (
         AttributedUsage(backend)

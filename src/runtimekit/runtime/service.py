@@ -106,7 +106,7 @@ class NodeRuntime:
         self._migs = MigDevices(mig, backend.devices)
         self._usage = usage
         self._pod_index: dict[str, Pod] = {}  # the node's pods by uid, as the API server last listed them
-        self._over_share = OverShare(events, settings.node_name)
+        self._over_share = OverShare(events, settings.node_name, clock, settings.share_event_interval_s)
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:

@@ -42,7 +42,7 @@ class GpuProcess:
 
 @dataclass(frozen=True)
 class ProcessOwner:
-    """The container a process belongs to: its pod's uid and the container's name."""
+    """The container a process belongs to: its pod's uid and the container's name ("": not known)."""
 
     pod_uid: str
     container: str
@@ -143,17 +143,21 @@ def attribute(
     """Each allocated container's usage on each of its grants, and the processes no grant accounts for.
 
     A process counts for the container `owner_of(pid)` names when that container holds a grant on the
-    device the process runs on (its MIG device, else its GPU). Utilisation sums over the container's
-    processes; it stays None when no process of it has a reading."""
+    device the process runs on (its MIG device, else its GPU); when the owner's container is not known,
+    for the pod's one container holding that device (the identity the allocations keep). Utilisation
+    sums over the container's processes; it stays None when no process of it has a reading."""
     slots: dict[tuple[str, str, str], ContainerUsage] = {}
     for allocation in allocations:
         for grant in allocation.grants:
             if grant.uuid:  # a dynamic MIG placeholder not made yet has no device to run on
                 slots[(allocation.pod.uid, allocation.container, grant.uuid)] = _usage(allocation, grant)
+    holders: dict[tuple[str, str], list[str]] = {}  # (pod uid, device) -> the pod's containers granted it
+    for uid, container, device in slots:
+        holders.setdefault((uid, device), []).append(container)
     leftover: list[GpuProcess] = []
     for process in processes:
         owner = owner_of(process.pid)
-        key = (owner.pod_uid, owner.container, process.device_uuid) if owner is not None else None
+        key = _slot(owner, process.device_uuid, holders) if owner is not None else None
         found = slots.get(key) if key is not None else None
         if key is None or found is None:
             leftover.append(process)
@@ -168,6 +172,14 @@ def attribute(
             pids=(*found.pids, process.pid),
         )
     return list(slots.values()), leftover
+
+
+def _slot(owner: ProcessOwner, device: str, holders: Mapping[tuple[str, str], list[str]]) -> tuple[str, str, str]:
+    container = owner.container
+    if not container:
+        held = holders.get((owner.pod_uid, device), [])
+        container = held[0] if len(held) == 1 else ""
+    return owner.pod_uid, container, device
 
 
 def remainders(

@@ -49,6 +49,7 @@ class RuntimeSettings:
     protocol: KitProtocol
     runtime_version: str = __version__
     reconcile_grace_s: float = 30.0
+    share_event_interval_s: float = 60.0  # GPUShareExceeded again at most this often while a container stays over
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,10 @@
 """Conversion between a bucket's stored form and the other versions that serve it.
 
-Two cases exist: the versions of a CustomResourceDefinition (conversion strategy `None`: only
-`apiVersion` changes) and `events.k8s.io/v1` Events, which share storage with core/v1 Events and
-rename fields (`involvedObject` <-> `regarding`, `message` <-> `note`, ...). `served_bytes` caches the
+Three cases exist: the versions of a CustomResourceDefinition (conversion strategy `None`: only
+`apiVersion` changes), `events.k8s.io/v1` Events, which share storage with core/v1 Events and
+rename fields (`involvedObject` <-> `regarding`, `message` <-> `note`, ...), and
+`resource.k8s.io/v1beta1`, whose requests and devices nest differently from the stored v1
+(`draconversion`). `served_bytes` caches the
 converted encoding on the stored version, so a watch or list converts each version once.
 Pure functions; called by `operations.py` and the HTTP layer.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from runtimekit.cluster.apiserver import draconversion
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.cluster.apiserver.store import Stored, dumps
 from runtimekit.kube.objects import JsonObject
@@ -62,6 +65,8 @@ def to_served(info: ResourceInfo, stored_obj: JsonObject) -> JsonObject:
     """The stored form of an object as `info` serves it."""
     if info.view == EVENTS_V1:
         return _event_to_v1(stored_obj)
+    if info.view == draconversion.V1BETA1:
+        return draconversion.to_v1beta1(stored_obj)
     stored_obj["apiVersion"] = info.api_version
     return stored_obj
 
@@ -70,6 +75,8 @@ def to_stored(info: ResourceInfo, storage: ResourceInfo, obj: JsonObject) -> Jso
     """An object written through `info` in the form its bucket stores."""
     if info.view == EVENTS_V1:
         return _event_from_v1(obj)
+    if info.view == draconversion.V1BETA1:
+        return draconversion.to_v1(obj)
     obj["apiVersion"] = storage.api_version
     return obj
 

@@ -181,10 +181,21 @@ def schema_version(major: int, minor: int) -> str:
     return older[-1] if older else versions[0]
 
 
+_BACKFILLED = "resource.k8s.io/"
+
+
 @functools.cache
 def shapes_for(version: str) -> ShapeSet:
     """Compile the definitions of `version` (one of `available_versions()`), once per process."""
     document = _document()
     compiler = _Compiler(document["pool"], document["versions"][version])
     roots = {key: compiler.definition(name) for key, name in document["kinds"][version].items()}
+    newest = available_versions()[-1]
+    if version != newest:
+        # the kit serves resource.k8s.io v1/v1beta2/v1beta1 whatever version it reports: the versions a
+        # release lacks are decoded with the newest release's definitions
+        newer = _Compiler(document["pool"], document["versions"][newest])
+        for key, name in document["kinds"][newest].items():
+            if key.startswith(_BACKFILLED) and key not in roots:
+                roots[key] = newer.definition(name)
     return ShapeSet(version, roots)

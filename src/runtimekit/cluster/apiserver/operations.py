@@ -23,6 +23,7 @@ from runtimekit.cluster.apiserver import (
     binding,
     conversion,
     crds,
+    dravalidation,
     storageadmission,
     typed,
     validation,
@@ -221,6 +222,8 @@ class Api:
             causes += check_configuration(info.kind, obj)
         if info.group == "apps" and info.kind in workloads.KINDS:
             causes += workloads.check_workload(cast(workloads.Workload, obj), cast("workloads.Workload | None", old))
+        if info.group == "resource.k8s.io":
+            causes += dravalidation.check(info.kind, obj, old)
         if info.custom:
             causes += self.schemas.check(info.api_version, info.kind, obj, old)
         if causes:

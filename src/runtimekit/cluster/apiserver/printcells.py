@@ -1,8 +1,8 @@
 """Cells of kube's printers (pkg/printers/internalversion/printers.go) that need more than a field:
 the wide columns of workloads (CONTAINERS, IMAGES, SELECTOR), Jobs (STATUS, COMPLETIONS, DURATION),
-CronJobs, Events (kube's column order, NAME last), Endpoints and EndpointSlices, role bindings and
-PodDisruptionBudgets. Time-dependent cells are `Since` markers (or fixed text), as in `printers`.
-Pure functions; `printers._CELLS` maps kinds to them.
+CronJobs, Events (kube's column order, NAME last), Endpoints and EndpointSlices, role bindings,
+PodDisruptionBudgets and ResourceClaims (STATE). Time-dependent cells are `Since` markers (or fixed
+text), as in `printers`. Pure functions; `printers._CELLS` maps kinds to them.
 """
 
 from __future__ import annotations
@@ -246,3 +246,19 @@ def quota_cells(quota: JsonObject) -> tuple[object, ...]:
         text = f"{resource}: {used.get(resource, '0')}/{hard[resource]}"
         (limit if resource.startswith("limits.") else request).append(text)
     return (created(quota), ", ".join(request), ", ".join(limit))
+
+
+def resource_claim_state(claim: JsonObject) -> str:
+    """kube's `resourceClaimState`: deleted, pending, allocated, reserved, comma-joined."""
+    states: list[str] = []
+    deleting = bool(get_path(claim, "metadata", "deletionTimestamp"))
+    if deleting:
+        states.append("deleted")
+    if not get_path(claim, "status", "allocation"):
+        if not deleting:
+            states.append("pending")
+    else:
+        states.append("allocated")
+        if get_path(claim, "status", "reservedFor"):
+            states.append("reserved")
+    return ",".join(states)

@@ -5,9 +5,10 @@ CustomResourceDefinition `additionalPrinterColumns` (a simple JSONPath).
 printers.go, wide ones with priority 1) for namespaces, configmaps, secrets, services, endpoints,
 events (no NAME first: `UNNAMED`), deployments, replica sets, stateful sets, daemon sets, controller
 revisions, jobs, cronjobs, leases, priority classes, claims, volumes, storage classes, endpoint
-slices, RBAC, PDBs, webhook configurations, runtime classes, CRDs and custom resources; every other
-kind gets NAME and AGE. The cells that need more than a field are `printcells`. Cells that depend
-on the time are `Since` markers, rendered per request. Pure functions; used by `tables.TableMaker`.
+slices, RBAC, PDBs, webhook configurations, runtime classes, resource claims and slices, CRDs and
+custom resources; every other kind gets NAME and AGE. The cells that need more than a field are
+`printcells`. Cells that depend on the time are `Since` markers, rendered per request. Pure
+functions; used by `tables.TableMaker`.
 """
 
 from __future__ import annotations
@@ -209,6 +210,13 @@ _CELLS: dict[tuple[str, str], Callable[[JsonObject], tuple[object, ...]]] = {
     ),
     ("node.k8s.io", "RuntimeClass"): _simple(lambda o: str(o.get("handler") or ""), created),
     ("storage.k8s.io", "CSINode"): _simple(lambda o: len(get_path(o, "spec", "drivers") or []), created),
+    ("resource.k8s.io", "ResourceClaim"): _simple(pc.resource_claim_state, created),
+    ("resource.k8s.io", "ResourceSlice"): _simple(
+        lambda o: str(get_path(o, "spec", "nodeName") or ""),
+        lambda o: str(get_path(o, "spec", "driver") or ""),
+        lambda o: str(get_path(o, "spec", "pool", "name") or ""),
+        created,
+    ),
 }
 WIDE_COLUMNS = (
     Column("Containers", priority=1, description="Names of each container in the template."),
@@ -322,6 +330,11 @@ _COLUMNS: dict[tuple[str, str], Sequence[Column]] = {
     ("admissionregistration.k8s.io", "MutatingWebhookConfiguration"): (Column("Webhooks", "integer"), AGE),
     ("admissionregistration.k8s.io", "ValidatingWebhookConfiguration"): (Column("Webhooks", "integer"), AGE),
     ("node.k8s.io", "RuntimeClass"): (Column("Handler"), AGE),
+    ("resource.k8s.io", "ResourceClaim"): (
+        Column("State", description="A summary of the current state (allocated, pending, reserved, etc.)."),
+        AGE,
+    ),
+    ("resource.k8s.io", "ResourceSlice"): (Column("Node"), Column("Driver"), Column("Pool"), AGE),
 }
 # kube's event columns: no NAME first (it is the last, wide column); `tables` puts no name before the cells
 _EVENT_COLUMNS = (

@@ -140,6 +140,16 @@ _VOLCANO_QUEUE_COLUMNS = (
     PrinterColumn("AGE", "date", ".metadata.creationTimestamp"),
 )
 
+_DRA = "resource.k8s.io"
+_DRA_VIEWS = {"v1beta1": "resource.k8s.io/v1beta1"}  # the one served version whose shape differs from v1's
+_DRA_KINDS: tuple[tuple[str, str, bool, frozenset[str], tuple[tuple[str, str], ...]], ...] = (
+    ("deviceclasses", "DeviceClass", False, frozenset(), ()),
+    ("resourceclaims", "ResourceClaim", True, _STATUS, ()),
+    ("resourceclaimtemplates", "ResourceClaimTemplate", True, frozenset(), ()),
+    # the kubelet plugin lists its node's slices by field (kube's resourceslice strategy selects these two)
+    ("resourceslices", "ResourceSlice", False, frozenset(), _same("spec.nodeName", "spec.driver")),
+)
+
 BUILTIN: tuple[ResourceInfo, ...] = (
     ResourceInfo(
         "",
@@ -295,6 +305,13 @@ BUILTIN: tuple[ResourceInfo, ...] = (
     ResourceInfo(_ADMISSION, "v1", "mutatingwebhookconfigurations", "MutatingWebhookConfiguration", False),
     ResourceInfo(_ADMISSION, "v1", "validatingwebhookconfigurations", "ValidatingWebhookConfiguration", False),
     ResourceInfo("node.k8s.io", "v1", "runtimeclasses", "RuntimeClass", False),
+    *(  # Dynamic Resource Allocation: v1 stores; v1beta2 has v1's shape, v1beta1 is converted (`draconversion`)
+        ResourceInfo(
+            _DRA, version, plural, kind, namespaced, subresources=subs, fields=fields, view=_DRA_VIEWS.get(version, "")
+        )
+        for version in ("v1", "v1beta2", "v1beta1")
+        for plural, kind, namespaced, subs, fields in _DRA_KINDS
+    ),
     ResourceInfo("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",), subresources=_STATUS),
     ResourceInfo(
         "scheduling.volcano.sh",

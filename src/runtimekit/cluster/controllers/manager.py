@@ -1,8 +1,8 @@
 """The embedded cluster's controller manager: the workload controllers on shared informers.
 
 `ControllerManager(http, default_controllers(...)).start()` builds the garbage collector, the
-Deployment, ReplicaSet, StatefulSet, PersistentVolume, Endpoints/EndpointSlice, CronJob and Volcano
-Job controllers and the
+Deployment, ReplicaSet, StatefulSet, PersistentVolume, Endpoints/EndpointSlice, CronJob, ResourceClaim
+and Volcano Job controllers and the
 unscheduled-pod check on one
 `Informers`, starts the informers and one worker per controller; `synced(timeout)` is True once every
 informer listed; `stop()` ends them all. `informers` (the underlying `runtimekit.kube.informer`
@@ -23,6 +23,7 @@ from runtimekit.cluster.controllers.endpoints import EndpointsController
 from runtimekit.cluster.controllers.garbagecollector import GarbageCollector
 from runtimekit.cluster.controllers.persistentvolumes import PersistentVolumeController
 from runtimekit.cluster.controllers.replicasets import ReplicaSetController
+from runtimekit.cluster.controllers.resourceclaims import ResourceClaimController
 from runtimekit.cluster.controllers.statefulsets import StatefulSetController
 from runtimekit.cluster.controllers.unscheduled import UnscheduledCheck
 from runtimekit.cluster.vcjob.controller import VolcanoJobController
@@ -45,6 +46,7 @@ def default_controllers(volcano_scheduler: str, answered: Iterable[str] | None =
         PersistentVolumeController,
         EndpointsController,
         CronJobController,
+        ResourceClaimController,
         lambda http, informers: VolcanoJobController(http, informers, volcano_scheduler),
     ]
     if answered is not None:

@@ -162,6 +162,21 @@ class Volume(TypedDict, total=False):
     iscsi: JsonObject
 
 
+class PodResourceClaim(TypedDict, total=False):
+    """An entry of `spec.resourceClaims`: a ResourceClaim by name, or a template to make one from."""
+
+    name: str  # what containers' `resources.claims[].name` refer to
+    resourceClaimName: str
+    resourceClaimTemplateName: str
+
+
+class PodResourceClaimStatus(TypedDict, total=False):
+    """An entry of `status.resourceClaimStatuses`: the claim the template controller made for the pod."""
+
+    name: str
+    resourceClaimName: str
+
+
 class PodSpec(TypedDict, total=False):
     nodeName: str
     schedulerName: str
@@ -189,6 +204,7 @@ class PodSpec(TypedDict, total=False):
     activeDeadlineSeconds: int
     runtimeClassName: str
     schedulingGates: list[JsonObject]
+    resourceClaims: list[PodResourceClaim]
 
 
 class ContainerStatus(TypedDict, total=False):
@@ -223,6 +239,7 @@ class PodStatus(TypedDict, total=False):
     qosClass: str
     reason: str
     message: str
+    resourceClaimStatuses: list[PodResourceClaimStatus]
 
 
 class Pod(TypedDict, total=False):
