@@ -68,6 +68,8 @@ def test_every_family_is_the_counters_files_with_its_type_and_help(shared: Node)
     fields = {name for name, (kind, _) in expected.items() if kind != "label"}
     assert fields == {name for name, *_ in FAMILIES} | set(OMITTED)
     assert not {name for name, *_ in FAMILIES} & set(OMITTED)
+    # and its label fields are labels of every family
+    assert {name for name, (kind, _) in expected.items() if kind == "label"} <= set(DCGM_LABELS)
 
 
 def test_counters_keep_dcgm_exporters_names(shared: Node) -> None:
@@ -97,6 +99,7 @@ def test_labels_and_one_copy_per_container_on_a_shared_gpu(shared: Node) -> None
         "pod": "a",
         "GPU_I_PROFILE": "",  # not a MIG device
         "GPU_I_ID": "",
+        "DCGM_FI_DRIVER_VERSION": "",  # a simulated GPU has no driver
     }
     assert set(found["1", ""].labels) == set(DCGM_LABELS)
     assert (found["1", ""].labels["namespace"], found["1", ""].labels["container"]) == ("", "")
@@ -140,6 +143,13 @@ def test_a_reading_without_a_source_leaves_its_family_out() -> None:
     assert "DCGM_FI_DEV_POWER_USAGE" not in unread
     full = {f.name for f in dcgm_families(Sample("n", (_reading(sm_clock_mhz=1590.0, encoder_utilization=0.1),)))}
     assert {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_ENC_UTIL"} <= full
+
+
+def test_the_driver_version_and_product_name_label_the_series_where_nvml_gives_them() -> None:
+    reading = _reading(product="Tesla T4", driver_version="550.54.15")
+    (family, *_) = dcgm_families(Sample("n", (reading,)))
+    (sample,) = family.samples
+    assert (sample.labels["modelName"], sample.labels["DCGM_FI_DRIVER_VERSION"]) == ("Tesla T4", "550.54.15")
 
 
 def test_off_by_default(shared: Node) -> None:

@@ -116,6 +116,9 @@ class FakeNvml:
             raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return 2 if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED else 7
 
+    def nvmlSystemGetDriverVersion(self) -> str:
+        return "550.54.15"
+
     def nvmlDeviceGetClockInfo(self, h: Any, clock: int) -> int:
         return {pynvml.NVML_CLOCK_SM: 1755, pynvml.NVML_CLOCK_MEM: 3201}[clock]
 

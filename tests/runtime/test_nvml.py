@@ -51,6 +51,7 @@ def test_enumerates_devices_and_mig(fake: FakeNvml) -> None:
 
 def test_samples(fake: FakeNvml) -> None:
     backend = open_backend()
+    assert {d.driver_version for d in backend.devices()} == {"550.54.15"}
     h200, _, t4 = backend.sample({})
     assert (h200.utilization_percent, h200.memory_utilization_percent, h200.temperature_celsius) == (42.0, 17.0, 55.0)
     assert (h200.power_watts, h200.power_limit_watts) == (312.5, 700.0)

@@ -5,13 +5,13 @@ The families, their types and help strings are those of dcgm-exporter's default 
 (etc/default-counters.csv in NVIDIA/dcgm-exporter); a family whose reading the runtime does not give
 (no NVML source on the GPU, or none simulated) is left out, never written as zero. Labels are
 dcgm-exporter's: `gpu` (index), `UUID`, `device` (`nvidia<index>`), `modelName` (the product name),
-`Hostname` (the node), and `container`, `namespace`, `pod` — empty on a GPU no container holds, and on a
-GPU several containers share one copy of each device reading per container, as dcgm-exporter's
-Kubernetes mapping does with shared GPUs; a container on a MIG device has its copy labelled with the
-device's `GPU_I_PROFILE` and `GPU_I_ID`, as dcgm-exporter labels a GPU instance. Where the runtime
-reads each container's own usage, `DCGM_FI_DEV_GPU_UTIL` and `DCGM_FI_DEV_FB_USED` are what
-dcgm-exporter's per-process mapping makes of them: the device's reading with empty pod labels, and each
-container's own use with its labels.
+`Hostname` (the node), `DCGM_FI_DRIVER_VERSION` (empty where there is no driver: simulated), and
+`container`, `namespace`, `pod` — empty on a GPU no container holds, and on a GPU several containers
+share one copy of each device reading per container, as dcgm-exporter's Kubernetes mapping does with
+shared GPUs; a container on a MIG device has its copy labelled with the device's `GPU_I_PROFILE` and
+`GPU_I_ID`, as dcgm-exporter labels a GPU instance. Where the runtime reads each container's own usage,
+`DCGM_FI_DEV_GPU_UTIL` and `DCGM_FI_DEV_FB_USED` are what dcgm-exporter's per-process mapping makes of
+them: the device's reading with empty pod labels, and each container's own use with its labels.
 Called by `RuntimeCollector` with the scrape's one sample.
 """
 
@@ -26,6 +26,7 @@ from runtimekit.model import GPU_MODELS
 
 DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "container", "namespace", "pod"]
 DCGM_LABELS += ["GPU_I_PROFILE", "GPU_I_ID"]  # a MIG device's GPU instance; empty for a whole GPU
+DCGM_LABELS += ["DCGM_FI_DRIVER_VERSION"]  # the counters file's one label field; empty where no driver
 _MIB = 1024.0 * 1024.0
 
 Reading = Callable[[GpuReading], float | None]
@@ -96,10 +97,12 @@ PER_CONTAINER: dict[str, Callable[[ContainerReading], float | None]] = {
 }
 
 
-def model_name(model: str) -> str:
-    """dcgm-exporter's `modelName`: the product name NVML reports (`NVIDIA H200`), where the kit knows it."""
-    spec = GPU_MODELS.get(model)
-    return spec.product if spec is not None else model
+def model_name(g: GpuReading) -> str:
+    """dcgm-exporter's `modelName`: the product name NVML reports (`NVIDIA H200`), else the kit's for the model."""
+    if g.product:
+        return g.product
+    spec = GPU_MODELS.get(g.model)
+    return spec.product if spec is not None else g.model
 
 
 def _instance(a: AllocationReading) -> list[str]:
@@ -116,12 +119,12 @@ def _series(sample: Sample) -> Iterator[tuple[GpuReading, list[str]]]:
     for a in sample.allocations:
         holders.setdefault(a.physical_uuid, []).append(a)
     for g in sample.gpus:
-        device = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g.model), sample.node]
+        device = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g), sample.node]
         held = holders.get(g.uuid, [])
         if not held:
-            yield g, [*device, "", "", "", "", ""]
+            yield g, [*device, "", "", "", "", "", g.driver_version]
         for a in held:
-            yield g, [*device, a.container, a.namespace, a.pod, *_instance(a)]
+            yield g, [*device, a.container, a.namespace, a.pod, *_instance(a), g.driver_version]
 
 
 def _own_use(
@@ -138,11 +141,11 @@ def _own_use(
             key = (c.gpu_uuid, c.container, c.namespace, c.pod, profile, gi)
             used[key] = used.get(key, 0.0) + value
     for g in sample.gpus:
-        labels = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g.model), sample.node]
-        yield [*labels, "", "", "", "", ""], device(g)
+        labels = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g), sample.node]
+        yield [*labels, "", "", "", "", "", g.driver_version], device(g)
         for (uuid, *owner), value in used.items():
             if uuid == g.uuid:
-                yield [*labels, *owner], value
+                yield [*labels, *owner, g.driver_version], value
 
 
 def dcgm_families(sample: Sample) -> Iterator[Metric]:

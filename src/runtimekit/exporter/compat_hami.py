@@ -59,7 +59,7 @@ def _monitor_families(sample: Sample) -> Iterator[GaugeMetricFamily]:
     used_legacy = _gauge("HostGPUMemoryUsage", "GPU device memory usage", HOST_LEGACY)
     util_legacy = _gauge("HostCoreUtilization", "GPU core utilization", HOST_LEGACY)
     for g in sample.gpus:
-        labels = [sample.node, str(g.index), g.uuid, model_name(g.model)]
+        labels = [sample.node, str(g.index), g.uuid, model_name(g)]
         if g.memory_used_bytes is not None:
             used.add_metric(labels, g.memory_used_bytes)
             used_legacy.add_metric(labels, g.memory_used_bytes)
@@ -181,7 +181,7 @@ def _scheduler_families(sample: Sample) -> Iterator[GaugeMetricFamily]:
         total_mib = g.memory_total_bytes / _MIB
         memory = sum(a.memory_bytes for a in held)
         cores = _percent(sum(a.core_ratio for a in held))
-        labels = [sample.node, g.uuid, str(g.index), model_name(g.model), ZONE]
+        labels = [sample.node, g.uuid, str(g.index), model_name(g), ZONE]
         with_cores = [*labels[:3], "100", *labels[3:]]
         for new, old, value in (
             (memory_limit, legacy_memory_limit, g.memory_total_bytes),

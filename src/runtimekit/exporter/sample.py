@@ -62,6 +62,8 @@ class GpuReading:
     pcie_replays: float | None = None
     encoder_utilization: float | None = None  # ratio 0..1
     decoder_utilization: float | None = None
+    product: str = ""  # NVML's product name; "" from a runtime too old to send it
+    driver_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -183,6 +185,8 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
                 decoder_utilization=(
                     _ratio(g.decoder_utilization_percent) if g.HasField("decoder_utilization_percent") else None
                 ),
+                product=g.product,
+                driver_version=g.driver_version,
             )
         )
     allocations = []

@@ -51,6 +51,7 @@ class DeviceInfo:
     mig_mode: MigMode = MigMode.OFF
     mig_devices: tuple[MigDeviceInfo, ...] = ()
     mig_geometry: MigGeometry | None = None  # profiles and placements, for a MIG-capable GPU
+    driver_version: str = ""  # the NVIDIA driver's (NVML), "" where there is none (simulated)
 
 
 class MigFailure(StrEnum):

@@ -312,6 +312,8 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                     pcie_replays=s.pcie_replays,
                     encoder_utilization_percent=s.encoder_utilization_percent,
                     decoder_utilization_percent=s.decoder_utilization_percent,
+                    product=info.product,
+                    driver_version=info.driver_version,
                 )
             )
         instances = {m.uuid: m.gpu_instance_id for g in data.gpus for m in g.view.info.mig_devices}

@@ -105,6 +105,7 @@ class NvmlBackend:
         except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, ... all mean: no usable GPU
             raise BackendError(f"NVML cannot start (no NVIDIA driver or library?): {exc}") from exc
         self._opened = True
+        self._driver = self._driver_version()
         try:
             count = n.nvmlDeviceGetCount()
             self._devices = [self._read_device(i) for i in range(count)]
@@ -112,6 +113,14 @@ class NvmlBackend:
             raise
         except Exception as exc:
             raise BackendError(f"NVML cannot enumerate the GPUs: {exc}") from exc
+
+    def _driver_version(self) -> str:
+        try:
+            return _text(self._nvml.nvmlSystemGetDriverVersion())
+        except Exception as exc:
+            if nvml_error_code(exc) is None and not isinstance(exc, AttributeError):
+                raise
+            return ""
 
     def _read_device(self, index: int) -> DeviceInfo:
         n = self._nvml
@@ -130,6 +139,7 @@ class NvmlBackend:
             log.error("GPU %d (%s): NVML lists no MIG profiles, so no MIG device can be made on it", index, uuid)
         dynamic = mig_mode is MigMode.DYNAMIC
         return DeviceInfo(
+            driver_version=self._driver,
             index=index,
             uuid=uuid,
             model=model,
