@@ -55,6 +55,15 @@ class GpuReading:
     healthy: bool | None
     health_reason: str
     mig_mode: str
+    # Readings only some GPUs give (None: the runtime sent none, so the metric is left out)
+    sm_clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    energy_millijoules: float | None = None
+    pcie_replays: float | None = None
+    encoder_utilization: float | None = None  # ratio 0..1
+    decoder_utilization: float | None = None
+    product: str = ""  # NVML's product name; "" from a runtime too old to send it
+    driver_version: str = ""
 
 
 @dataclass(frozen=True)
@@ -66,6 +75,14 @@ class AllocationReading:
     gpu_index: str  # "" when the GPU is unknown to the node
     core_ratio: float
     memory_bytes: float
+    mig_parent_uuid: str = ""  # a MIG device's physical GPU; "" for a GPU share
+    mig_profile: str = ""
+    gpu_instance_id: int | None = None
+
+    @property
+    def physical_uuid(self) -> str:
+        """The physical GPU the grant is on."""
+        return self.mig_parent_uuid or self.gpu_uuid
 
 
 @dataclass(frozen=True)
@@ -158,6 +175,18 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
                 healthy={1: True, 2: False}.get(int(g.health)),
                 health_reason=g.health_reason,
                 mig_mode=MIG_NAMES.get(int(g.mig_mode), "unknown"),
+                sm_clock_mhz=_number(g.sm_clock_mhz) if g.HasField("sm_clock_mhz") else None,
+                memory_clock_mhz=_number(g.memory_clock_mhz) if g.HasField("memory_clock_mhz") else None,
+                energy_millijoules=float(g.energy_millijoules) if g.HasField("energy_millijoules") else None,
+                pcie_replays=float(g.pcie_replays) if g.HasField("pcie_replays") else None,
+                encoder_utilization=(
+                    _ratio(g.encoder_utilization_percent) if g.HasField("encoder_utilization_percent") else None
+                ),
+                decoder_utilization=(
+                    _ratio(g.decoder_utilization_percent) if g.HasField("decoder_utilization_percent") else None
+                ),
+                product=g.product,
+                driver_version=g.driver_version,
             )
         )
     allocations = []
@@ -175,6 +204,9 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
                 index,
                 min(a.core_milli, 1000) / 1000.0,
                 float(a.memory_mib) * mib,
+                a.parent_uuid,
+                a.mig_profile,
+                int(a.gpu_instance_id) if a.HasField("gpu_instance_id") else None,
             )
         )
     node = node_name or msg.node_name or "unknown"

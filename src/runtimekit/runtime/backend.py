@@ -51,6 +51,7 @@ class DeviceInfo:
     mig_mode: MigMode = MigMode.OFF
     mig_devices: tuple[MigDeviceInfo, ...] = ()
     mig_geometry: MigGeometry | None = None  # profiles and placements, for a MIG-capable GPU
+    driver_version: str = ""  # the NVIDIA driver's (NVML), "" where there is none (simulated)
 
 
 class MigFailure(StrEnum):
@@ -98,6 +99,13 @@ class GpuSample:
     ecc_uncorrected: int
     mig_mode: MigMode
     lost: bool = False
+    # Readings not every GPU or backend gives (None: no source, so the exporter leaves the metric out).
+    sm_clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    energy_millijoules: int | None = None
+    pcie_replays: int | None = None
+    encoder_utilization_percent: float | None = None
+    decoder_utilization_percent: float | None = None
 
 
 class EventKind(StrEnum):

@@ -305,8 +305,18 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                     mig_mode=_MIG[s.mig_mode],
                     memory_utilization_percent=s.memory_utilization_percent,
                     power_limit_watts=s.power_limit_watts,
+                    # None leaves an optional field unset: the exporter omits what has no source
+                    sm_clock_mhz=s.sm_clock_mhz,
+                    memory_clock_mhz=s.memory_clock_mhz,
+                    energy_millijoules=s.energy_millijoules,
+                    pcie_replays=s.pcie_replays,
+                    encoder_utilization_percent=s.encoder_utilization_percent,
+                    decoder_utilization_percent=s.decoder_utilization_percent,
+                    product=info.product,
+                    driver_version=info.driver_version,
                 )
             )
+        instances = {m.uuid: m.gpu_instance_id for g in data.gpus for m in g.view.info.mig_devices}
         allocations = [
             pb.AllocationSample(
                 namespace=a.pod.namespace,
@@ -317,6 +327,9 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                 core_milli=grant.core_milli,
                 memory_mib=grant.memory_mib,
                 pod_uid=a.pod.uid,
+                parent_uuid=grant.parent_uuid,
+                mig_profile=grant.mig_profile,
+                gpu_instance_id=instances.get(grant.uuid),  # None leaves it unset
             )
             for a in data.allocations
             for grant in a.grants
