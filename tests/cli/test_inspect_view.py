@@ -77,18 +77,19 @@ def test_granted_shares_free_room_and_pods_per_gpu() -> None:
     assert (g0.core_granted_milli, g0.core_free_milli) == (800, 200)
     assert g0.memory_free_mib == g0.memory_mib - 30 * 1024
     assert (g1.core_granted_milli, g1.memory_granted_mib) == (100, 1024)
-    assert view.core_granted_milli == 900 and view.signatures_checked
+    assert view.core_granted_milli == 900
+    assert view.signatures_checked
 
 
 @pytest.mark.parametrize(
     ("made", "keys", "reason"),
     [
-        pytest.param(dict(signer=None), KEYS, "unsigned", id="unsigned-with-keys"),
-        pytest.param(dict(signer=OTHER_KEYS, started=False), KEYS, "signature", id="another-key"),
+        pytest.param({"signer": None}, KEYS, "unsigned", id="unsigned-with-keys"),
+        pytest.param({"signer": OTHER_KEYS, "started": False}, KEYS, "signature", id="another-key"),
         # kubelet admitted it under a key rotated out since: the scheduler keeps booking it
-        pytest.param(dict(signer=OTHER_KEYS), KEYS, "", id="another-key-admitted-counted"),
-        pytest.param(dict(on="n2"), KEYS, "other_node", id="for-another-node"),
-        pytest.param(dict(signer=None), None, "", id="unsigned-without-keys-counted"),
+        pytest.param({"signer": OTHER_KEYS}, KEYS, "", id="another-key-admitted-counted"),
+        pytest.param({"on": "n2"}, KEYS, "other_node", id="for-another-node"),
+        pytest.param({"signer": None}, None, "", id="unsigned-without-keys-counted"),
     ],
 )
 def test_an_assignment_the_scheduler_would_not_book_is_listed_not_counted(
@@ -113,7 +114,8 @@ def test_terminated_pods_and_nodes_without_gpus_are_left_out_unless_named() -> N
     done = share_pod("done", GPU0, 30, 20, phase="Succeeded")
     bare = node("cpu-only", NodeInventory(NodeName("cpu-only")))
     view = build_view([node(), bare], [done], PROTOCOL, KEYS)
-    assert [n.name for n in view.nodes] == ["n1"] and view.nodes[0].gpus[0].shares == ()
+    assert [n.name for n in view.nodes] == ["n1"]
+    assert view.nodes[0].gpus[0].shares == ()
     assert [n.name for n in build_view([node(), bare], [], PROTOCOL, only="cpu-only").nodes] == ["cpu-only"]
 
 
