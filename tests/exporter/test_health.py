@@ -65,7 +65,7 @@ def test_an_injected_xid_turns_the_gpu_unhealthy_in_the_runtime_and_in_prometheu
     prometheus.wait('runtimekit_gpu_xid_errors_total{gpu="1"}', lambda r: r and float(r[0]["value"][1]) >= 1)
     # the detector clears its own mark after recovery_seconds (2 s in this fixture)
     prometheus.wait('runtimekit_gpu_healthy{gpu="1"}', lambda r: r and r[0]["value"][1] == "1", timeout=30)
-    changes = prometheus.wait("runtimekit_gpu_health_changes_total", lambda r: len(r) == 2)
+    changes = prometheus.wait("runtimekit_gpu_health_changes_total > 0", lambda r: len(r) == 2)
     assert {(c["metric"]["kind"], c["metric"]["healthy"]) for c in changes} == {("xid", "false"), ("xid", "true")}
 
 
