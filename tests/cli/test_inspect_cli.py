@@ -5,21 +5,18 @@ exporter serves (a simulated runtime's, scraped over HTTP)."""
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
-import sys
 import tempfile
-import tomllib
 from collections.abc import Iterator
 from dataclasses import dataclass
-from importlib import import_module
 from pathlib import Path
 
 import httpx2
 import pytest
 
 from fixtures.apiserver import Kubectl, make_node
+from fixtures.kubectl_lj import plugin_env
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.base.keyring import KeyRing
@@ -94,19 +91,6 @@ def create_cluster(kube_http: httpx2.Client, gpus: tuple[Gpu, ...]) -> None:
             assert answer.status_code == 200, answer.text
 
 
-def plugin_path(tmp_path: Path) -> str:
-    """A bin folder holding `kubectl-lj` as pip writes a console script of the package's entry point."""
-    scripts = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]
-    module, _, attribute = scripts["kubectl-lj"].partition(":")
-    assert callable(getattr(import_module(module), attribute))
-    folder = tmp_path / "bin"
-    folder.mkdir()
-    script = folder / "kubectl-lj"
-    script.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {attribute}\nsys.exit({attribute}())\n")
-    script.chmod(0o755)
-    return f"{folder}{os.pathsep}{os.environ.get('PATH', '')}"
-
-
 @pytest.mark.slow  # two kubectl runs, one starting the kit's Python: about 6 s on a busy machine
 def test_kubectl_lj_inspect_shows_verified_pods_and_the_exporters_usage(
     kubectl: Kubectl, kube_http: httpx2.Client, exporter: Served, tmp_path: Path
@@ -115,7 +99,7 @@ def test_kubectl_lj_inspect_shows_verified_pods_and_the_exporters_usage(
     keys = tmp_path / "keys"
     keys.mkdir()
     (keys / "current").write_bytes(SECRET)
-    env = {**kubectl.env(), "PATH": plugin_path(tmp_path), "PYTHONPATH": str(ROOT / "src")}
+    env = plugin_env(tmp_path / "bin", kubectl.env())
     listed = subprocess.run(
         [kubectl.default_binary, "plugin", "list"], check=False, env=env, capture_output=True, text=True
     )
