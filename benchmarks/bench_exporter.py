@@ -6,7 +6,8 @@ the GPUs), the exporter as its own process (`runtimekit exporter`, `--exporter-a
 
 Prints one JSON record: its configuration (GPUs, containers, pods, scrapes, exporter arguments), the
 code version (commit, Python, CPUs), series and bytes per scrape, scrape latency p50/p99/max, the
-exporter's RSS after the scrapes and its peak (VmHWM), the limits (p99 <= 20 ms, RSS <= 80 MB) and
+exporter's CPU time per scrape (what a scrape costs apart from waiting for a core on a busy machine),
+the 1-minute load average, its RSS after the scrapes and its peak (VmHWM), the limits (p99 <= 20 ms, RSS <= 80 MB) and
 whether both hold; exits 1 when one does not (`--output FILE` also writes the record there).
 Usage: .venv/bin/python benchmarks/bench_exporter.py [--scrapes 500] [--gpus 8 --containers 64]
 """
@@ -54,6 +55,12 @@ def status_mb(pid: int, field: str) -> float:
         if line.startswith(f"{field}:"):
             return round(int(line.split()[1]) / 1024, 1)
     return -1.0
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process (/proc/PID/stat): a scrape's cost apart from waiting for a core."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def commit() -> str:
@@ -125,10 +132,12 @@ def main() -> int:
                 http.get(url)
             times = []
             body = ""
+            cpu_before = cpu_seconds(exporter.pid)
             for _ in range(args.scrapes):
                 started = time.perf_counter()
                 body = http.get(url).text
                 times.append(time.perf_counter() - started)
+            cpu = cpu_seconds(exporter.pid) - cpu_before
         series = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
         p99, rss = percentile(times, 0.99), status_mb(exporter.pid, "VmRSS")
         record = {
@@ -147,6 +156,8 @@ def main() -> int:
             "scrape_p50_ms": percentile(times, 0.5),
             "scrape_p99_ms": p99,
             "scrape_max_ms": round(1000 * max(times), 2),
+            "exporter_cpu_ms_per_scrape": round(1000 * cpu / args.scrapes, 2),
+            "load_average_1m": os.getloadavg()[0],
             "exporter_rss_mb": rss,
             "exporter_peak_rss_mb": status_mb(exporter.pid, "VmHWM"),
             "limits": {"scrape_p99_ms": LIMIT_P99_MS, "exporter_rss_mb": LIMIT_RSS_MB},
