@@ -73,10 +73,13 @@ class MigError(Exception):
 
 @dataclass(frozen=True)
 class GpuLoad:
-    """What the runtime has granted on one GPU; the simulated backend shapes its metrics after it."""
+    """What the runtime has granted on one GPU, and what its containers use there (None: not known);
+    the simulated backend shapes its metrics after it."""
 
     core_milli: int
     memory_mib: int
+    used_sm_percent: float | None = None
+    used_memory_mib: int | None = None
 
 
 @dataclass(frozen=True)

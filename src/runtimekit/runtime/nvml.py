@@ -2,6 +2,7 @@
 
 Enumerates index, UUID, model, memory, minor number, NUMA node, MIG mode, MIG profiles and MIG devices
 (with their start slices); samples utilisation, memory, temperature, power and volatile ECC counts;
+lists the processes on each GPU with their memory and utilisation (`nvml_usage`, for per-container usage);
 watches XID and ECC events in a thread on an NVML event set (protocols.md §5.2: register
 XidCritical|DoubleBitEcc|SingleBitEcc masked by what the GPU supports, wait with a timeout, loop on
 Timeout). It never changes MIG mode, compute mode or clocks. On a GPU whose MIG is enabled and that
@@ -35,6 +36,8 @@ from runtimekit.runtime.backend import (
     label_safe_model,
 )
 from runtimekit.runtime.mig import MigConfig, placement_problem
+from runtimekit.runtime.nvml_usage import ProcessReader
+from runtimekit.runtime.usage import GpuProcess
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +90,7 @@ class NvmlBackend:
         self._workers = Workers("nvml")
         self._events_started = False
         self._opened = False
+        self._processes = ProcessReader(nvml)
 
     @property
     def name(self) -> str:
@@ -250,6 +254,18 @@ class NvmlBackend:
             ecc_uncorrected=self._ecc(handle, 1),
             mig_mode=info.mig_mode,
         )
+
+    def processes(self) -> Sequence[GpuProcess]:
+        """The processes on every GPU (`nvml_usage`); a GPU that cannot be read is left out."""
+        out: list[GpuProcess] = []
+        for info in self._devices:
+            try:
+                out.extend(self._processes.read(self._handles[info.uuid], info))
+            except Exception as exc:
+                if nvml_error_code(exc) is None:
+                    raise
+                log.warning("GPU %s (%s): its processes cannot be read: %s", info.index, info.uuid, exc)
+        return out
 
     def _ecc(self, handle: Any, error_type: int) -> int:
         # NVML_MEMORY_ERROR_TYPE_{CORRECTED=0,UNCORRECTED=1}, NVML_VOLATILE_ECC=0; consumer GPUs: NotSupported.

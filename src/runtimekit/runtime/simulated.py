@@ -4,7 +4,8 @@
 (`4xA100-80GB,4xT4`); memory sizes come from `runtimekit.model.GPU_MODELS`, UUIDs from
 `simulated_uuid(node, index)` so they are stable across restarts. Metrics follow what the runtime has
 granted on each GPU (utilisation near the granted compute share, memory below the granted memory)
-with a seeded random walk on top. Faults (XID, ECC, lost, back) are injected through `inject`, which
+with a seeded random walk on top; where the runtime passes what its containers use (`simusage`), a GPU
+reads as exactly that plus `DRIVER_RESERVED_MIB`. Faults (XID, ECC, lost, back) are injected through `inject`, which
 reports the event to the listener synchronously, so tests need no waiting.
 
 MIG: each GPU of a MIG-capable model is `off`, `static` (its layout placed with
@@ -51,6 +52,7 @@ _GROUP_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 _IDLE_WATTS = 0.12  # idle power as a share of the power limit
 _TDP_WATTS = {"H200": 700.0, "H100-80GB": 700.0, "A100-80GB": 400.0, "A100-40GB": 400.0, "T4": 70.0, "L4": 72.0}
 _STATE_VERSION = 1
+DRIVER_RESERVED_MIB = 300  # memory a GPU with any container on it reads as used beyond the containers'
 
 
 def parse_gpu_spec(text: str) -> list[tuple[str, int]]:
@@ -192,12 +194,16 @@ class SimulatedBackend:
         granted = (load.core_milli / 10.0) if load else 0.0
         target = min(100.0, granted * gpu.activity)
         gpu.utilization = max(0.0, min(100.0, 0.6 * gpu.utilization + 0.4 * target + self._rng.uniform(-2.0, 2.0)))
+        granted_mem = min(load.memory_mib if load else 0, info.memory_mib)
+        used = int(granted_mem * min(0.95, 0.5 + 0.45 * gpu.activity)) + (DRIVER_RESERVED_MIB if granted_mem else 0)
+        if load is not None and load.used_sm_percent is not None and load.used_memory_mib is not None:
+            # the usage model says what the containers use: the GPU reads as their sum plus the driver's part
+            gpu.utilization = min(100.0, load.used_sm_percent)
+            used = load.used_memory_mib + DRIVER_RESERVED_MIB
+        used = min(used, info.memory_mib)
         ambient = 30.0 + 0.45 * gpu.utilization
         gpu.temperature = 0.7 * gpu.temperature + 0.3 * ambient + self._rng.uniform(-0.5, 0.5)
         power = gpu.power_limit * (_IDLE_WATTS + (1.0 - _IDLE_WATTS) * gpu.utilization / 100.0)
-        granted_mem = min(load.memory_mib if load else 0, info.memory_mib)
-        used = int(granted_mem * min(0.95, 0.5 + 0.45 * gpu.activity)) + (300 if granted_mem else 0)
-        used = min(used, info.memory_mib)
         return GpuSample(
             uuid=info.uuid,
             utilization_percent=round(gpu.utilization, 1),
