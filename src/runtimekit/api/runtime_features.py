@@ -27,6 +27,7 @@ FEATURES: Final[Mapping[str, str]] = {
     "fault-injection": "0.1.0",  # AdminService.InjectFault (simulated backend only)
     "mig-shares": "0.1.0",  # GpuShare.parent_uuid/mig_profile/mig_start, dynamic MIG devices, GrantedShare.mig_*
     "mig-profiles": "0.1.0",  # Device.mig_profiles, MigDevice.dynamic
+    "container-usage": "0.1.0",  # ExporterGetDataListResponse.container_usage/unattributed/usage_source
 }
 
 _NUMBERS = re.compile(r"^(\d+(?:\.\d+)*)")

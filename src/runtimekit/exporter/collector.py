@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 from runtimekit import __version__
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
+from runtimekit.exporter.usage import DEFAULT_MAX_CONTAINER_SERIES, dropped_family, usage_families
 from runtimekit.protocol import KitProtocol
 
 GPU_LABELS = ["node", "gpu", "uuid", "model"]
@@ -24,8 +25,16 @@ ALLOC_LABELS = ["node", "namespace", "pod", "container", "gpu", "uuid"]
 
 
 class RuntimeCollector(Collector):
-    def __init__(self, client: RuntimeClient, protocol: KitProtocol, node_name: str = "") -> None:
+    def __init__(
+        self,
+        client: RuntimeClient,
+        protocol: KitProtocol,
+        node_name: str = "",
+        max_container_series: int = DEFAULT_MAX_CONTAINER_SERIES,
+    ) -> None:
         self.client, self.protocol, self.node_name = client, protocol, node_name
+        self.max_container_series = max_container_series
+        self.dropped_series = 0  # a real counter: containers' series left out by the limit, over all scrapes
         self.last_error = ""
 
     def describe(self) -> list[object]:
@@ -52,6 +61,10 @@ class RuntimeCollector(Collector):
         yield from gpu_families(sample)
         yield from allocation_families(sample)
         yield from state_families(sample)
+        families, left_out = usage_families(sample, self.max_container_series)
+        self.dropped_series += left_out
+        yield from families
+        yield dropped_family(self.dropped_series)
         dropped = GaugeMetricFamily(
             "runtimekit_runtime_malformed_readings",
             "Readings of the last scrape left out because the runtime sent them malformed",

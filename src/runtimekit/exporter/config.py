@@ -35,6 +35,7 @@ class ExporterConfig(msgspec.Struct, frozen=True, rename="camel"):
     runtime_timeout_seconds: NonNegative = 2.0
     node_name: str = ""  # default: what the runtime reports
     collectors: tuple[str, ...] = ()  # extra collectors: entry-point names or file.py:factory
+    max_container_series: Annotated[int, msgspec.Meta(ge=0)] = 512  # containers' usage series per node
     health: HealthConfig = HealthConfig()
 
 

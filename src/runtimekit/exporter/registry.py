@@ -16,7 +16,9 @@ from runtimekit.exporter.health import HealthCollector, HealthDetector
 def build_registry(context: ExtensionContext, detector: HealthDetector) -> CollectorRegistry:
     """A fresh registry with every collector of one node's exporter."""
     registry = CollectorRegistry()
-    registry.register(RuntimeCollector(context.client, context.protocol, context.node_name))
+    registry.register(
+        RuntimeCollector(context.client, context.protocol, context.node_name, context.config.max_container_series)
+    )
     registry.register(HealthCollector(detector))
     for collector in load_collectors(context):
         registry.register(collector)

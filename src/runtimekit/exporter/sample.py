@@ -14,7 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, RuntimeClient
+from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 
+_MIB = 1024.0 * 1024.0
 HEALTH_NAMES = {0: "unknown", 1: "healthy", 2: "unhealthy"}
 CHECKPOINT_NAMES = {0: "unknown", 1: "ok", 2: "recovered", 3: "unrecovered", 4: "incomplete", 5: "unverified"}
 MIG_NAMES = {0: "unknown", 1: "off", 2: "static", 3: "dynamic"}
@@ -67,6 +69,32 @@ class AllocationReading:
 
 
 @dataclass(frozen=True)
+class ContainerReading:
+    """One container's use of one grant (`runtime.usage.ContainerUsage` as the runtime sent it)."""
+
+    namespace: str
+    pod: str
+    container: str
+    gpu_uuid: str
+    gpu_index: str  # "" when the GPU is unknown to the node
+    device_uuid: str  # the MIG device, else the GPU's UUID
+    memory_used_bytes: float
+    sm_ratio: float | None  # 0..1 of the GPU; None: unknown
+    core_ratio: float  # granted, 0..1
+    memory_bytes: float  # granted
+    over_share: bool
+
+
+@dataclass(frozen=True)
+class RemainderReading:
+    """What no container accounts for on one GPU."""
+
+    gpu_uuid: str
+    memory_bytes: float
+    sm_ratio: float | None
+
+
+@dataclass(frozen=True)
 class StateReading:
     """How far the runtime trusts its allocations (a runtime too old to say reads as unknown)."""
 
@@ -85,6 +113,9 @@ class Sample:
     dropped: int = 0  # readings left out as malformed
     extra: dict[str, str] = field(default_factory=dict)
     state: StateReading = StateReading()
+    containers: tuple[ContainerReading, ...] = ()
+    unattributed: tuple[RemainderReading, ...] = ()
+    usage_source: str = ""  # "": the runtime reads no per-container usage (or is too old to)
 
 
 def _ratio(percent: float) -> float | None:
@@ -154,4 +185,46 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
         int(s.journal_torn_lines_total),
         int(s.unaccounted_containers),
     )
-    return Sample(node, tuple(gpus), tuple(allocations), time.perf_counter() - started, dropped, state=state)
+    containers, bad = _containers(msg, seen)
+    unattributed = tuple(
+        RemainderReading(r.gpu_uuid, float(max(r.memory_mib, 0)) * _MIB, _ratio(r.sm_percent) if r.sm_known else None)
+        for r in msg.unattributed
+        if r.gpu_uuid in seen
+    )
+    return Sample(
+        node,
+        tuple(gpus),
+        tuple(allocations),
+        time.perf_counter() - started,
+        dropped + bad,
+        state=state,
+        containers=containers,
+        unattributed=unattributed,
+        usage_source=msg.usage_source,
+    )
+
+
+def _containers(msg: pb.ExporterGetDataListResponse, seen: dict[str, int]) -> tuple[tuple[ContainerReading, ...], int]:
+    """The per-container usage readings, and how many were malformed (no pod, negative amounts)."""
+    out = []
+    bad = 0
+    for u in msg.container_usage:
+        if not u.pod or not u.gpu_uuid or u.memory_used_mib < 0 or u.core_milli < 0 or u.memory_mib < 0:
+            bad += 1
+            continue
+        out.append(
+            ContainerReading(
+                u.namespace,
+                u.pod,
+                u.container,
+                u.gpu_uuid,
+                str(seen[u.gpu_uuid]) if u.gpu_uuid in seen else "",
+                u.device_uuid or u.gpu_uuid,
+                float(u.memory_used_mib) * _MIB,
+                _ratio(u.sm_percent) if u.sm_known else None,
+                min(u.core_milli, 1000) / 1000.0,
+                float(u.memory_mib) * _MIB,
+                bool(u.over_share),
+            )
+        )
+    return tuple(out), bad

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from runtimekit.base.threads import Workers
 from runtimekit.protocol import KitProtocol
+from runtimekit.runtime.attribution import AttributedUsage
 from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
 from runtimekit.runtime.grpc_server import RuntimeServer, exporter_socket, serve
 from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
@@ -24,6 +25,8 @@ from runtimekit.runtime.nvml import NvmlBackend
 from runtimekit.runtime.pods import EventSink, PodResourcesSource, PodSource
 from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, gpu_count, parse_gpu_spec
+from runtimekit.runtime.simusage import SimulatedUsage, usage_annotations
+from runtimekit.runtime.usage import UsageSource
 from runtimekit.runtime.values import RuntimeSettings
 
 log = logging.getLogger(__name__)
@@ -97,8 +100,22 @@ def build_runtime(
         protocol=options.protocol,
         reconcile_grace_s=options.reconcile_grace_s,
     )
+    usage: UsageSource = (
+        AttributedUsage(backend)
+        if isinstance(backend, NvmlBackend)
+        else SimulatedUsage(usage_annotations(options.protocol.annotations.simulated_runtime))
+    )
     return NodeRuntime(
-        settings, backend, isolation, mps=mps, pods=pods, kubelet=kubelet, injector=injector, mig=mig, events=events
+        settings,
+        backend,
+        isolation,
+        mps=mps,
+        pods=pods,
+        kubelet=kubelet,
+        injector=injector,
+        mig=mig,
+        events=events,
+        usage=usage,
     )
 
 

@@ -24,6 +24,7 @@ from runtimekit.runtime.devices import DeviceView
 from runtimekit.runtime.mig import max_instances
 from runtimekit.runtime.mps import MpsState
 from runtimekit.runtime.service import NodeRuntime
+from runtimekit.runtime.usage import ContainerUsage
 from runtimekit.runtime.values import AllocateInput, AllocationState, CheckpointStatus, RuntimeStatus
 
 log = logging.getLogger(__name__)
@@ -255,6 +256,24 @@ class RuntimeServicer(pb_grpc.RuntimeServiceServicer):
         return pb.SetDeviceHealthResponse(device=device_message(view))
 
 
+def usage_message(u: ContainerUsage) -> pb.ContainerUsage:
+    return pb.ContainerUsage(
+        namespace=u.namespace,
+        pod=u.pod,
+        pod_uid=u.pod_uid,
+        container=u.container,
+        gpu_uuid=u.gpu_uuid,
+        device_uuid=u.device_uuid,
+        memory_used_mib=u.memory_used_mib,
+        sm_percent=u.sm_percent or 0.0,
+        sm_known=u.sm_percent is not None,
+        core_milli=u.core_milli,
+        memory_mib=u.memory_mib,
+        over_share=u.over_share,
+        pids=list(u.pids),
+    )
+
+
 class ExporterServicer(pb_grpc.ExporterServiceServicer):
     def __init__(self, runtime: NodeRuntime) -> None:
         self._rt = runtime
@@ -308,6 +327,17 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
             gpus=gpus,
             allocations=allocations,
             state=state_message(data.state),
+            container_usage=[usage_message(u) for u in data.usage.containers],
+            unattributed=[
+                pb.GpuRemainder(
+                    gpu_uuid=r.gpu_uuid,
+                    memory_mib=r.memory_mib,
+                    sm_percent=r.sm_percent or 0.0,
+                    sm_known=r.sm_percent is not None,
+                )
+                for r in data.usage.unattributed
+            ],
+            usage_source="" if data.usage.source == "none" else data.usage.source,
         )
 
 

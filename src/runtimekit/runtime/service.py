@@ -31,7 +31,7 @@ from dataclasses import replace
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.api.runtime_features import API_LEVEL, FEATURES
 from runtimekit.base.rpcerrors import Code, ServiceError
-from runtimekit.kube.objects import Pod
+from runtimekit.kube.objects import Pod, meta
 from runtimekit.model import GpuUUID
 from runtimekit.runtime.allocations import Allocation, AllocationBook
 from runtimekit.runtime.backend import (
@@ -49,10 +49,12 @@ from runtimekit.runtime.isolation import Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
 from runtimekit.runtime.names import check_allocate, check_release
+from runtimekit.runtime.overshare import OverShare
 from runtimekit.runtime.pods import EventSink, PodResourcesSource, PodSource, stale_allocations
 from runtimekit.runtime.rebuild import Missing
 from runtimekit.runtime.recovery import Recovery
 from runtimekit.runtime.state import CheckpointCorrupt, ConfigState, StateDir
+from runtimekit.runtime.usage import UsageReading, UsageSource, per_gpu, remainders
 from runtimekit.runtime.values import (
     AllocateInput,
     AllocateResult,
@@ -82,6 +84,7 @@ class NodeRuntime:
         clock: Callable[[], float] = time.time,
         mig: MigControl | None = None,
         events: EventSink | None = None,
+        usage: UsageSource | None = None,
     ) -> None:
         self.settings = settings
         self._backend = backend
@@ -101,6 +104,9 @@ class NodeRuntime:
         self._book = AllocationBook(settings.node_name, ())
         self._infos: dict[str, DeviceInfo] = {}
         self._migs = MigDevices(mig, backend.devices)
+        self._usage = usage
+        self._pod_index: dict[str, Pod] = {}  # the node's pods by uid, as the API server last listed them
+        self._over_share = OverShare(events, settings.node_name)
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> None:
@@ -336,7 +342,13 @@ class NodeRuntime:
         with self._lock:
             allocations = tuple(self._book.all())
             used = self._book.used()
-        load = {GpuUUID(u): GpuLoad(core, mem) for u, (core, mem) in used.items()}
+            pods = self._pod_index
+        containers = self._usage.containers(allocations, pods) if self._usage is not None else []
+        using = per_gpu(containers)
+        load = {
+            GpuUUID(u): GpuLoad(core, mem, *using.get(u, (0.0, 0))) if self._usage is not None else GpuLoad(core, mem)
+            for u, (core, mem) in used.items()
+        }
         samples = self._backend.sample(load)
         gpus = []
         for sample in samples:
@@ -350,7 +362,17 @@ class NodeRuntime:
             gpus.append(GpuData(view, sample, xids, count))
         with self._lock:
             state = self._recovery.state()
-        return ExporterData(self.node, self._now_ms(), tuple(gpus), allocations, state)
+        usage = UsageReading()
+        if self._usage is not None:
+            readings = {g.sample.uuid: (g.sample.memory_used_mib, g.sample.utilization_percent) for g in gpus}
+            rest = remainders({u: r for u, r in readings.items() if not self._lost(gpus, u)}, containers)
+            usage = UsageReading(tuple(containers), tuple(rest), self._usage.name)
+            self._over_share.observe(containers)
+        return ExporterData(self.node, self._now_ms(), tuple(gpus), allocations, state, usage)
+
+    @staticmethod
+    def _lost(gpus: Sequence[GpuData], uuid: str) -> bool:
+        return any(g.sample.lost for g in gpus if g.sample.uuid == uuid)
 
     # -- the switch ----------------------------------------------------------------------------
     def enable(self, reason: str) -> RuntimeStatus:
@@ -407,6 +429,8 @@ class NodeRuntime:
                     api_pods, self._book, self._state, self.node, self.settings.protocol, self._now_ms()
                 )
                 self._save()
+            if api_pods is not None:
+                self._pod_index = {str(meta(p).get("uid") or ""): p for p in api_pods}
             kubelet_pods = {p.key for p in listing} if listing is not None else None
             grace_ms = int(self.settings.reconcile_grace_s * 1000)
             stale = stale_allocations(self._book.all(), api_pods, kubelet_pods, self._now_ms(), grace_ms, settled)

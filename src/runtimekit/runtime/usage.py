@@ -185,3 +185,12 @@ def remainders(
         rest = None if util is None else max(0.0, util - sm.get(uuid, 0.0))
         out.append(GpuRemainder(uuid, max(0, used_mib - memory.get(uuid, 0)), rest))
     return out
+
+
+def per_gpu(containers: Iterable[ContainerUsage]) -> dict[str, tuple[float, int]]:
+    """GPU UUID -> what its containers use together: SM utilisation % and memory MiB."""
+    out: dict[str, tuple[float, int]] = {}
+    for usage in containers:
+        sm, mib = out.get(usage.gpu_uuid, (0.0, 0))
+        out[usage.gpu_uuid] = (sm + (usage.sm_percent or 0.0), mib + usage.memory_used_mib)
+    return out

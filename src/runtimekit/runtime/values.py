@@ -4,7 +4,7 @@ plain frozen records, so the gRPC adapters, the daemon and tests share them with
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from runtimekit.runtime.backend import GpuSample
 from runtimekit.runtime.devices import DeviceView, XidRecord
 from runtimekit.runtime.isolation import ContainerEdits
 from runtimekit.runtime.mps import MpsState
+from runtimekit.runtime.usage import UsageReading
 
 
 class CheckpointStatus(StrEnum):
@@ -108,3 +109,4 @@ class ExporterData:
     gpus: tuple[GpuData, ...]
     allocations: tuple[Allocation, ...]
     state: AllocationState = AllocationState()
+    usage: UsageReading = field(default_factory=UsageReading)
