@@ -55,7 +55,8 @@ def exporter() -> Iterator[Served]:
     daemon = RuntimeDaemon(build_runtime(options), options.socket_path, 0).start()
     with RuntimeClient(options.socket_path) as client:
         devices = client.list_devices()
-        client.allocate("default", "a", "uid-a", "main", [pb.GpuShare(uuid=devices[0].uuid, core_milli=300)])
+        share = pb.GpuShare(uuid=devices[0].uuid, core_milli=300, memory_mib=2048)
+        client.allocate("default", "a", "uid-a", "main", [share])
     gpus = tuple(Gpu(d.index, GpuUUID(d.uuid), d.model, d.memory_mib) for d in devices)
     started = start_node_exporter(Node("n1", options.socket_path), ExporterConfig(health=HealthConfig(enabled=False)))
     assert started is not None
@@ -149,3 +150,22 @@ def test_an_unreachable_exporter_leaves_the_granted_shares(
     assert "cannot scrape http://127.0.0.1:9/metrics" in node["exporter"]["error"]
     assert node["gpus"][0]["coreGrantedMilli"] == 600
     assert "usage" not in node["gpus"][0]
+
+
+def test_each_containers_usage_is_shown_where_the_exporter_attributes_it(
+    kubeconfig: Path, kube_http: httpx2.Client, exporter: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The simulated runtime's usage model: a container uses 60 % of its compute share and 70 % of
+    its memory (runtime/simusage.py); "forged" has no allocation in the runtime, so no reading."""
+    create_cluster(kube_http, exporter.gpus)
+    args = ["inspect", "--kubeconfig", str(kubeconfig), "-o", "json", "--exporter", f"n1={exporter.url}"]
+    assert runtimekit_main(args) == 0
+    (node,) = json.loads(capsys.readouterr().out)["nodes"]
+    shares = {p["pod"]: p.get("usage") for p in node["gpus"][0]["pods"]}
+    assert shares["forged"] is None
+    assert shares["a"]["memoryUsedBytes"] == pytest.approx(0.7 * 2048 * 2**20, rel=0.01)
+    assert shares["a"]["utilization"] == pytest.approx(0.6 * 0.3, abs=0.01)
+    assert shares["a"]["overShare"] is False
+    assert runtimekit_main([*args[:3], "-o", "wide", *args[5:]]) == 0
+    (row,) = [line.split() for line in capsys.readouterr().out.splitlines() if "default/a (main)" in line]
+    assert row[-4:] == ["18%", "1.4", "default/a", "(main)"]

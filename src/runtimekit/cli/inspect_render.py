@@ -13,8 +13,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runtimekit.cli.inspect_usage import GpuUsage, NodeUsage
-from runtimekit.cli.inspect_view import ClusterView, GpuView, NodeView
+from runtimekit.cli.inspect_usage import ContainerUsage, GpuUsage, NodeUsage
+from runtimekit.cli.inspect_view import ClusterView, GpuView, NodeView, PodShare
 from runtimekit.model.request import MILLI_PER_GPU
 
 GIB = 1024
@@ -40,7 +40,7 @@ def _node_json(node: NodeView, usage: NodeUsage | None) -> dict[str, Any]:
         "address": node.address,
         "ready": node.ready,
         "problem": node.problem,
-        "gpus": [_gpu_json(g, usage.gpus.get(g.uuid) if usage else None) for g in node.gpus],
+        "gpus": [_gpu_json(g, usage) for g in node.gpus],
         "ignored": [
             {"namespace": i.namespace, "pod": i.pod, "reason": i.reason, "message": i.message} for i in node.ignored
         ],
@@ -50,7 +50,8 @@ def _node_json(node: NodeView, usage: NodeUsage | None) -> dict[str, Any]:
     return out
 
 
-def _gpu_json(gpu: GpuView, usage: GpuUsage | None) -> dict[str, Any]:
+def _gpu_json(gpu: GpuView, node_usage: NodeUsage | None) -> dict[str, Any]:
+    usage = node_usage.gpus.get(gpu.uuid) if node_usage else None
     out: dict[str, Any] = {
         "index": gpu.index,
         "uuid": gpu.uuid,
@@ -62,18 +63,7 @@ def _gpu_json(gpu: GpuView, usage: GpuUsage | None) -> dict[str, Any]:
         "memoryGrantedMiB": gpu.memory_granted_mib,
         "coreFreeMilli": gpu.core_free_milli,
         "memoryFreeMiB": gpu.memory_free_mib,
-        "pods": [
-            {
-                "namespace": s.namespace,
-                "pod": s.pod,
-                "container": s.container,
-                "coreMilli": s.core_milli,
-                "memoryMiB": s.memory_mib,
-                "migProfile": s.mig_profile,
-                "migUUID": s.mig_uuid,
-            }
-            for s in gpu.shares
-        ],
+        "pods": [_share_json(gpu, s, node_usage) for s in gpu.shares],
         "mig": [{"profile": m.profile, "start": m.start, "uuid": m.uuid, "pod": m.pod} for m in gpu.mig],
     }
     if usage is not None:
@@ -84,6 +74,33 @@ def _gpu_json(gpu: GpuView, usage: GpuUsage | None) -> dict[str, Any]:
             "reasons": list(usage.reasons),
         }
     return out
+
+
+def _share_json(gpu: GpuView, share: PodShare, usage: NodeUsage | None) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "namespace": share.namespace,
+        "pod": share.pod,
+        "container": share.container,
+        "coreMilli": share.core_milli,
+        "memoryMiB": share.memory_mib,
+        "migProfile": share.mig_profile,
+        "migUUID": share.mig_uuid,
+    }
+    used = _container(gpu, share, usage)
+    if used is not None:
+        out["usage"] = {
+            "memoryUsedBytes": used.memory_used_bytes,
+            "utilization": used.utilization,
+            "overShare": used.over_share,
+        }
+    return out
+
+
+def _container(gpu: GpuView, share: PodShare, usage: NodeUsage | None) -> ContainerUsage | None:
+    """The exporter's reading of one container's share (None: not scraped, or not attributed)."""
+    if usage is None:
+        return None
+    return usage.containers.get((share.namespace, share.pod, share.container, share.mig_uuid or gpu.uuid))
 
 
 def render(view: ClusterView, usage: Mapping[str, NodeUsage], out: TextIO, wide: bool = False) -> None:
@@ -129,9 +146,9 @@ def _node(console: Console, node: NodeView, usage: NodeUsage | None, wide: bool)
         table.add_column(column)
     for gpu in node.gpus:
         used = usage.gpus.get(gpu.uuid) if measured and usage is not None else None
-        table.add_row(*_gpu_row(gpu, used, wide, measured))
+        table.add_row(*_gpu_row(gpu, used, wide, measured, usage))
         if wide:
-            for row in _detail_rows(gpu, measured):
+            for row in _detail_rows(gpu, measured, usage):
                 table.add_row(*row)
     console.print(table)
     if usage is not None and usage.error:
@@ -146,12 +163,18 @@ def _node(console: Console, node: NodeView, usage: NodeUsage | None, wide: bool)
     )
 
 
-def _gpu_row(gpu: GpuView, used: GpuUsage | None, wide: bool, measured: bool) -> list[str]:
+def _gpu_row(gpu: GpuView, used: GpuUsage | None, wide: bool, measured: bool, usage: NodeUsage | None) -> list[str]:
     health = "ok" if gpu.healthy else "unhealthy"
     if used is not None and used.healthy is False:
         health = "unhealthy: " + (", ".join(used.reasons) or "exporter")
     core = f"MIG {gpu.mig_mode}" if gpu.mig_mode != "off" else _pct(gpu.core_granted_milli, MILLI_PER_GPU)
-    pods = sorted({f"{s.namespace}/{s.pod}" for s in gpu.shares})
+    over = {f"{s.namespace}/{s.pod}" for s in gpu.shares if (c := _container(gpu, s, usage)) and c.over_share}
+    pods = sorted(
+        {
+            f"{s.namespace}/{s.pod}" + (" (over its share)" if f"{s.namespace}/{s.pod}" in over else "")
+            for s in gpu.shares
+        }
+    )
     row = [
         str(gpu.index),
         *((gpu.uuid,) if wide else ()),
@@ -176,27 +199,20 @@ def _used(used: GpuUsage | None) -> list[str]:
     return [util, memory]
 
 
-def _detail_rows(gpu: GpuView, measured: bool) -> list[list[str]]:
-    """-o wide: a row per container share and per free MIG instance, under the GPU's row."""
+def _detail_rows(gpu: GpuView, measured: bool, usage: NodeUsage | None) -> list[list[str]]:
+    """-o wide: a row per container share (with what the container uses, where the exporter
+    attributes it) and per free MIG instance, under the GPU's row."""
     pad = ["", ""] if measured else []
     rows = []
     for share in gpu.shares:
         where = f"MIG {share.mig_profile} {share.mig_uuid}" if share.mig_profile else ""
         core = "" if share.mig_profile else _pct(share.core_milli, MILLI_PER_GPU)
-        rows.append(
-            [
-                "",
-                where,
-                "",
-                "",
-                core,
-                _gib(share.memory_mib),
-                "",
-                "",
-                *pad,
-                f"{share.namespace}/{share.pod} ({share.container})",
-            ]
-        )
+        used = _container(gpu, share, usage)
+        mine = _used(GpuUsage(used.utilization, used.memory_used_bytes)) if used is not None and measured else pad
+        name = f"{share.namespace}/{share.pod} ({share.container})"
+        if used is not None and used.over_share:
+            name += " over its share"
+        rows.append(["", where, "", "", core, _gib(share.memory_mib), "", "", *mine, name])
     for mig in gpu.mig:
         if not mig.pod:
             rows.append(["", f"MIG {mig.profile} {mig.uuid}", "", "", "", "", "", "", *pad, "free"])

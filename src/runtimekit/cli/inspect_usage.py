@@ -1,6 +1,8 @@
 """What a node's exporter measures, for `runtimekit inspect`: one scrape of its /metrics, read into
 per-GPU usage (compute utilisation, memory used, the exporter's health verdict and reason) keyed by
-GPU UUID. A node whose exporter cannot be reached keeps its granted shares only, with the reason.
+GPU UUID, and per container (memory used, SM utilisation, over its share) where the runtime
+attributes GPU processes to containers. A node whose exporter cannot be reached keeps its granted
+shares only, with the reason.
 Where each node's exporter is: given on the command line, or found among the cluster's pods
 (`discovered_exporters`).
 
@@ -25,6 +27,11 @@ MEMORY_USED = "runtimekit_gpu_memory_used_bytes"
 HEALTHY = "runtimekit_gpu_healthy"
 UNHEALTHY_REASON = "runtimekit_gpu_unhealthy_reason"
 RUNTIME_UP = "runtimekit_runtime_up"
+# per container (runtimekit.exporter.usage), where the runtime attributes GPU processes to containers
+CONTAINER_MEMORY = "runtimekit_container_gpu_memory_used_bytes"
+CONTAINER_UTILIZATION = "runtimekit_container_gpu_utilization_ratio"
+CONTAINER_OVER = "runtimekit_container_over_share"
+CONTAINER_FAMILIES = (CONTAINER_MEMORY, CONTAINER_UTILIZATION, CONTAINER_OVER)
 DEFAULT_PORT = 9445  # deploy/exporter/03-daemonset.yaml
 
 
@@ -37,13 +44,27 @@ class GpuUsage:
 
 
 @dataclass(frozen=True)
+class ContainerUsage:
+    """What one container's processes use of one grant (the exporter's `runtimekit_container_*`)."""
+
+    memory_used_bytes: float | None = None
+    utilization: float | None = None  # share of the GPU's SMs over the last interval (0-1)
+    over_share: bool = False
+
+
+ContainerKey = tuple[str, str, str, str]  # namespace, pod, container, device UUID (the MIG device's for a slice)
+
+
+@dataclass(frozen=True)
 class NodeUsage:
-    """One exporter's answer: `gpus` by UUID; `error` says why there is none ("" when scraped)."""
+    """One exporter's answer: `gpus` by UUID, `containers` by ContainerKey (empty where the runtime
+    attributes nothing); `error` says why there is none ("" when scraped)."""
 
     url: str
     gpus: dict[str, GpuUsage] = field(default_factory=dict)
     runtime_up: bool | None = None
     error: str = ""
+    containers: dict[ContainerKey, ContainerUsage] = field(default_factory=dict)
 
 
 def scrape(url: str, timeout_s: float = 3.0) -> NodeUsage:
@@ -63,11 +84,16 @@ def read_usage(url: str, text: str) -> NodeUsage:
     """The per-GPU usage in one exposition text. Raises ValueError for text that does not parse."""
     values: dict[str, dict[str, float]] = {UTILIZATION: {}, MEMORY_USED: {}, HEALTHY: {}}
     reasons: dict[str, list[str]] = {}
+    per_container: dict[str, dict[ContainerKey, float]] = {name: {} for name in CONTAINER_FAMILIES}
     up: bool | None = None
     for family in text_string_to_metric_families(text):
         for sample in family.samples:
             uuid = sample.labels.get("uuid", "")
-            if sample.name in values and uuid:
+            if sample.name in per_container and uuid:
+                labels = sample.labels
+                key = (labels.get("namespace", ""), labels.get("pod", ""), labels.get("container", ""), uuid)
+                per_container[sample.name][key] = sample.value
+            elif sample.name in values and uuid:
                 values[sample.name][uuid] = sample.value
             elif sample.name == UNHEALTHY_REASON and uuid and sample.value:
                 reasons.setdefault(uuid, []).append(sample.labels.get("reason", ""))
@@ -83,7 +109,12 @@ def read_usage(url: str, text: str) -> NodeUsage:
         )
         for uuid in uuids
     }
-    return NodeUsage(url, gpus, up)
+    memory, utilization, over = (per_container[name] for name in CONTAINER_FAMILIES)
+    containers = {
+        key: ContainerUsage(memory.get(key), utilization.get(key), over.get(key) == 1.0)
+        for key in set().union(memory, utilization, over)
+    }
+    return NodeUsage(url, gpus, up, containers=containers)
 
 
 EXPORTER_LABELS = {"app.kubernetes.io/name": "lj-runtimekit", "app.kubernetes.io/component": "exporter"}
