@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.dashboards import empty_panels, scraping
+from fixtures.livedashboards import empty_panels, scraping
 from fixtures.grafana import load, variables
 from fixtures.kubeup import UpCluster, runtimekit_up
 from fixtures.prometheus import PrometheusServer
