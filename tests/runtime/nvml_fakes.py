@@ -116,6 +116,25 @@ class FakeNvml:
             raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
         return 2 if error_type == pynvml.NVML_MEMORY_ERROR_TYPE_UNCORRECTED else 7
 
+    def nvmlDeviceGetClockInfo(self, h: Any, clock: int) -> int:
+        return {pynvml.NVML_CLOCK_SM: 1755, pynvml.NVML_CLOCK_MEM: 3201}[clock]
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, h: Any) -> int:
+        return 9_876_543
+
+    def nvmlDeviceGetPcieReplayCounter(self, h: Any) -> int:
+        return 4
+
+    def nvmlDeviceGetEncoderUtilization(self, h: Any) -> list[int]:
+        if h.name.startswith("Tesla"):  # NotSupported, as where the GPU has no such reading
+            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [12, 167000]
+
+    def nvmlDeviceGetDecoderUtilization(self, h: Any) -> list[int]:
+        if h.name.startswith("Tesla"):
+            raise err(pynvml.NVML_ERROR_NOT_SUPPORTED)
+        return [3, 167000]
+
     def nvmlEventSetCreate(self) -> str:
         return "event-set"
 

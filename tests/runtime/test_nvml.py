@@ -57,6 +57,15 @@ def test_samples(fake: FakeNvml) -> None:
     assert (h200.memory_used_mib, h200.memory_total_mib) == (143771 // 4, 143771)
     assert (h200.ecc_corrected, h200.ecc_uncorrected) == (7, 2)
     assert (t4.ecc_corrected, t4.ecc_uncorrected) == (0, 0)  # consumer GPU: NotSupported
+    assert (h200.sm_clock_mhz, h200.memory_clock_mhz, h200.energy_millijoules, h200.pcie_replays) == (
+        1755,
+        3201,
+        9_876_543,
+        4,
+    )
+    assert (h200.encoder_utilization_percent, h200.decoder_utilization_percent) == (12.0, 3.0)
+    # what NVML does not give on a GPU has no value (the exporter leaves it out), not zero
+    assert (t4.encoder_utilization_percent, t4.decoder_utilization_percent) == (None, None)
     fake.gpus[0].lost = True
     lost = backend.sample({})[0]
     assert lost.lost

@@ -63,6 +63,24 @@ def test_metrics_follow_the_granted_load_and_change() -> None:
     assert all(0 < s.power_watts <= s.power_limit_watts * 1.01 for s in busy)
 
 
+def test_clocks_follow_utilisation_and_energy_integrates_power() -> None:
+    now = [1000.0]
+    backend = SimulatedBackend("n1", [("H200", 2)], seed=3, clock=lambda: now[0])
+    uuid = backend.devices()[0].uuid
+    load = {uuid: GpuLoad(900, 60_000)}
+    first = backend.sample(load)
+    assert [s.energy_millijoules for s in first] == [0, 0]  # nothing drawn before the first sample
+    now[0] += 10.0
+    busy, idle = backend.sample(load)
+    assert busy.energy_millijoules == int(busy.power_watts * 10.0 * 1000.0)
+    assert idle.energy_millijoules == int(idle.power_watts * 10.0 * 1000.0)
+    assert busy.sm_clock_mhz is not None
+    assert idle.sm_clock_mhz is not None
+    assert busy.sm_clock_mhz > idle.sm_clock_mhz >= 210
+    assert (busy.memory_clock_mhz, busy.pcie_replays) == (3201.0, 0)
+    assert busy.encoder_utilization_percent is None  # not simulated: no source, no value
+
+
 def test_faults_are_reported_to_the_listener_at_once() -> None:
     events: list[HealthEvent] = []
     backend = SimulatedBackend("n1", [("T4", 2)], clock=lambda: 12.5)

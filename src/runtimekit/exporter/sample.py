@@ -55,6 +55,13 @@ class GpuReading:
     healthy: bool | None
     health_reason: str
     mig_mode: str
+    # Readings only some GPUs give (None: the runtime sent none, so the metric is left out)
+    sm_clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    energy_millijoules: float | None = None
+    pcie_replays: float | None = None
+    encoder_utilization: float | None = None  # ratio 0..1
+    decoder_utilization: float | None = None
 
 
 @dataclass(frozen=True)
@@ -158,6 +165,16 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
                 healthy={1: True, 2: False}.get(int(g.health)),
                 health_reason=g.health_reason,
                 mig_mode=MIG_NAMES.get(int(g.mig_mode), "unknown"),
+                sm_clock_mhz=_number(g.sm_clock_mhz) if g.HasField("sm_clock_mhz") else None,
+                memory_clock_mhz=_number(g.memory_clock_mhz) if g.HasField("memory_clock_mhz") else None,
+                energy_millijoules=float(g.energy_millijoules) if g.HasField("energy_millijoules") else None,
+                pcie_replays=float(g.pcie_replays) if g.HasField("pcie_replays") else None,
+                encoder_utilization=(
+                    _ratio(g.encoder_utilization_percent) if g.HasField("encoder_utilization_percent") else None
+                ),
+                decoder_utilization=(
+                    _ratio(g.decoder_utilization_percent) if g.HasField("decoder_utilization_percent") else None
+                ),
             )
         )
     allocations = []

@@ -98,6 +98,13 @@ class GpuSample:
     ecc_uncorrected: int
     mig_mode: MigMode
     lost: bool = False
+    # Readings not every GPU or backend gives (None: no source, so the exporter leaves the metric out).
+    sm_clock_mhz: float | None = None
+    memory_clock_mhz: float | None = None
+    energy_millijoules: int | None = None
+    pcie_replays: int | None = None
+    encoder_utilization_percent: float | None = None
+    decoder_utilization_percent: float | None = None
 
 
 class EventKind(StrEnum):

@@ -305,6 +305,13 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                     mig_mode=_MIG[s.mig_mode],
                     memory_utilization_percent=s.memory_utilization_percent,
                     power_limit_watts=s.power_limit_watts,
+                    # None leaves an optional field unset: the exporter omits what has no source
+                    sm_clock_mhz=s.sm_clock_mhz,
+                    memory_clock_mhz=s.memory_clock_mhz,
+                    energy_millijoules=s.energy_millijoules,
+                    pcie_replays=s.pcie_replays,
+                    encoder_utilization_percent=s.encoder_utilization_percent,
+                    decoder_utilization_percent=s.decoder_utilization_percent,
                 )
             )
         allocations = [

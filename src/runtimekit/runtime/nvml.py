@@ -1,7 +1,8 @@
 """The NVML GPU backend: real GPUs through `pynvml` (PyPI `nvidia-ml-py`).
 
 Enumerates index, UUID, model, memory, minor number, NUMA node, MIG mode, MIG profiles and MIG devices
-(with their start slices); samples utilisation, memory, temperature, power and volatile ECC counts;
+(with their start slices); samples utilisation, memory, temperature, power, volatile ECC counts and,
+where the GPU gives them, SM and memory clocks, total energy, PCIe replays and encoder/decoder use;
 lists the processes on each GPU with their memory and utilisation (`nvml_usage`, for per-container usage);
 watches XID and ECC events in a thread on an NVML event set (protocols.md §5.2: register
 XidCritical|DoubleBitEcc|SingleBitEcc masked by what the GPU supports, wait with a timeout, loop on
@@ -253,7 +254,31 @@ class NvmlBackend:
             ecc_corrected=self._ecc(handle, 0),
             ecc_uncorrected=self._ecc(handle, 1),
             mig_mode=info.mig_mode,
+            sm_clock_mhz=self._maybe(n.nvmlDeviceGetClockInfo, handle, 1),  # NVML_CLOCK_SM
+            memory_clock_mhz=self._maybe(n.nvmlDeviceGetClockInfo, handle, 2),  # NVML_CLOCK_MEM
+            energy_millijoules=self._maybe(n.nvmlDeviceGetTotalEnergyConsumption, handle),
+            pcie_replays=self._maybe(n.nvmlDeviceGetPcieReplayCounter, handle),
+            encoder_utilization_percent=self._maybe_first(n.nvmlDeviceGetEncoderUtilization, handle),
+            decoder_utilization_percent=self._maybe_first(n.nvmlDeviceGetDecoderUtilization, handle),
         )
+
+    def _maybe(self, read: Callable[..., Any], *args: Any) -> int | None:
+        """`int(read(*args))`, or None when NVML says no: the reading has no source on this GPU."""
+        try:
+            return int(read(*args))
+        except Exception as exc:
+            if nvml_error_code(exc) is None and not isinstance(exc, AttributeError):
+                raise
+            return None
+
+    def _maybe_first(self, read: Callable[..., Any], handle: Any) -> float | None:
+        """The utilisation of an encoder/decoder read (NVML answers [percent, sampling period in µs])."""
+        try:
+            return float(read(handle)[0])
+        except Exception as exc:
+            if nvml_error_code(exc) is None and not isinstance(exc, AttributeError):
+                raise
+            return None
 
     def processes(self) -> Sequence[GpuProcess]:
         """The processes on every GPU (`nvml_usage`); a GPU that cannot be read is left out."""

@@ -5,8 +5,9 @@
 `simulated_uuid(node, index)` so they are stable across restarts. Metrics follow what the runtime has
 granted on each GPU (utilisation near the granted compute share, memory below the granted memory)
 with a seeded random walk on top; where the runtime passes what its containers use (`simusage`), a GPU
-reads as exactly that plus `DRIVER_RESERVED_MIB`. Faults (XID, ECC, lost, back) are injected through `inject`, which
-reports the event to the listener synchronously, so tests need no waiting.
+reads as exactly that plus `DRIVER_RESERVED_MIB`. SM clocks follow utilisation, energy integrates the
+power drawn. Faults (XID, ECC, lost, back) are injected through `inject`, which reports the event to
+the listener synchronously, so tests need no waiting.
 
 MIG: each GPU of a MIG-capable model is `off`, `static` (its layout placed with
 `runtimekit.model.mig.layout_from_names`, fixed for the backend's life) or `dynamic` (instances made
@@ -51,6 +52,17 @@ log = logging.getLogger(__name__)
 _GROUP_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 _IDLE_WATTS = 0.12  # idle power as a share of the power limit
 _TDP_WATTS = {"H200": 700.0, "H100-80GB": 700.0, "A100-80GB": 400.0, "A100-40GB": 400.0, "T4": 70.0, "L4": 72.0}
+# Maximum SM clock and memory clock (MHz) of each model, as NVML reports them on the real card; the
+# simulated SM clock runs from _IDLE_SM_MHZ up to the maximum with utilisation.
+_CLOCKS_MHZ = {
+    "H200": (1980.0, 3201.0),
+    "H100-80GB": (1980.0, 2619.0),
+    "A100-80GB": (1410.0, 1593.0),
+    "A100-40GB": (1410.0, 1215.0),
+    "T4": (1590.0, 5001.0),
+    "L4": (2040.0, 6251.0),
+}
+_IDLE_SM_MHZ = 210.0
 _STATE_VERSION = 1
 DRIVER_RESERVED_MIB = 300  # memory a GPU with any container on it reads as used beyond the containers'
 
@@ -93,6 +105,8 @@ class _GpuState:
     ecc_corrected: int = 0
     ecc_uncorrected: int = 0
     lost: bool = False
+    energy_millijoules: float = 0.0  # the power drawn, integrated over the clock between samples
+    sampled_at: float | None = None
 
 
 class SimulatedBackend:
@@ -204,6 +218,12 @@ class SimulatedBackend:
         ambient = 30.0 + 0.45 * gpu.utilization
         gpu.temperature = 0.7 * gpu.temperature + 0.3 * ambient + self._rng.uniform(-0.5, 0.5)
         power = gpu.power_limit * (_IDLE_WATTS + (1.0 - _IDLE_WATTS) * gpu.utilization / 100.0)
+        drawn = round(power + self._rng.uniform(-3.0, 3.0), 1)
+        now = self._clock()
+        if gpu.sampled_at is not None and now > gpu.sampled_at:
+            gpu.energy_millijoules += drawn * (now - gpu.sampled_at) * 1000.0
+        gpu.sampled_at = now
+        max_sm, memory_clock = _CLOCKS_MHZ.get(info.model, (1500.0, 1500.0))
         return GpuSample(
             uuid=info.uuid,
             utilization_percent=round(gpu.utilization, 1),
@@ -211,11 +231,15 @@ class SimulatedBackend:
             memory_used_mib=used,
             memory_total_mib=info.memory_mib,
             temperature_celsius=round(gpu.temperature, 1),
-            power_watts=round(power + self._rng.uniform(-3.0, 3.0), 1),
+            power_watts=drawn,
             power_limit_watts=gpu.power_limit,
             ecc_corrected=gpu.ecc_corrected,
             ecc_uncorrected=gpu.ecc_uncorrected,
             mig_mode=info.mig_mode,
+            sm_clock_mhz=round(_IDLE_SM_MHZ + (max_sm - _IDLE_SM_MHZ) * gpu.utilization / 100.0),
+            memory_clock_mhz=memory_clock,
+            energy_millijoules=int(gpu.energy_millijoules),
+            pcie_replays=0,  # a simulated bus never retries; encoder and decoder are not simulated (None)
         )
 
     def start_events(self, listener: HealthListener) -> None:
