@@ -54,3 +54,22 @@ def test_the_same_bytes_as_generate_latest_scrape_after_scrape() -> None:
         changing.scrape -= 1  # generate_latest sees the same scrape's values
         assert ours == generate_latest(registry)
     assert b't_gpu_ratio{gpu="0",pod="p\\"0\\\\\\n"} 3.0' in ours  # label values escaped once, reused
+
+
+class PeerCounter(Collector):
+    """A counter named as dcgm-exporter names its counters: no `_total` on the family or its samples."""
+
+    def collect(self) -> Iterator[Metric]:
+        family = Metric("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", "counter")
+        family.add_sample("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", {"gpu": "0"}, 4.0)
+        yield family
+
+
+def test_a_counter_without_total_gets_a_type_line_naming_it() -> None:
+    registry = CollectorRegistry()
+    registry.register(PeerCounter())
+    assert Exposition(registry).render().decode() == (
+        "# HELP DCGM_FI_DEV_PCIE_REPLAY_COUNTER Total number of PCIe retries.\n"
+        "# TYPE DCGM_FI_DEV_PCIE_REPLAY_COUNTER counter\n"
+        'DCGM_FI_DEV_PCIE_REPLAY_COUNTER{gpu="0"} 4.0\n'
+    )

@@ -22,11 +22,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--listen", default="0.0.0.0:9445", help="host:port for /metrics and /healthz")
     parser.add_argument("--config", help="exporter config file (see etc/exporter.yaml)")
     parser.add_argument("--protocol", help="protocol.yaml (default: built-in names)")
+    parser.add_argument(
+        "--metrics-compat",
+        help="peers' metric names written besides the kit's: dcgm (dcgm-exporter's DCGM_FI_DEV_*), hami (HAMi's), "
+        "dcgm,hami, none, or preset (default, or the config's metricsCompat: nvidia preset dcgm, hami preset hami)",
+    )
     parser.add_argument("--node-name", default="", help="node label on metrics (default: what the runtime reports)")
 
 
 def run(args: argparse.Namespace) -> int:
+    import msgspec
+
     from runtimekit.api.runtime_client import RuntimeClient
+    from runtimekit.exporter.compat import parse_modes
     from runtimekit.exporter.config import ConfigError, load_config
     from runtimekit.exporter.extensions import ExtensionContext, ExtensionError
     from runtimekit.exporter.health import HealthDetector
@@ -37,6 +45,8 @@ def run(args: argparse.Namespace) -> int:
     try:
         protocol = load_protocol(args.protocol)
         config = load_config(args.config)
+        if args.metrics_compat is not None:
+            config = msgspec.structs.replace(config, metrics_compat=parse_modes(args.metrics_compat))
         host, _, port = args.listen.rpartition(":")
         listen = (host or "0.0.0.0", int(port))
     except (ProtocolError, ConfigError, ValueError) as exc:

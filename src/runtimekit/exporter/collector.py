@@ -11,11 +11,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from runtimekit import __version__
 from runtimekit.api.runtime_client import RuntimeCallError, RuntimeClient
+from runtimekit.exporter.compat import compat_families
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
 from runtimekit.exporter.usage import DEFAULT_MAX_CONTAINER_SERIES, dropped_family, usage_families
 from runtimekit.protocol import KitProtocol
@@ -31,16 +32,18 @@ class RuntimeCollector(Collector):
         protocol: KitProtocol,
         node_name: str = "",
         max_container_series: int = DEFAULT_MAX_CONTAINER_SERIES,
+        compat: tuple[str, ...] = (),
     ) -> None:
         self.client, self.protocol, self.node_name = client, protocol, node_name
         self.max_container_series = max_container_series
         self.dropped_series = 0  # a real counter: containers' series left out by the limit, over all scrapes
+        self.compat = compat  # peers' metric names written too (runtimekit.exporter.compat)
         self.last_error = ""
 
     def describe(self) -> list[object]:
         return []  # collected at scrape time only (no describe-time call to the runtime)
 
-    def collect(self) -> Iterator[GaugeMetricFamily | CounterMetricFamily | InfoMetricFamily]:
+    def collect(self) -> Iterator[Metric]:
         started = time.perf_counter()
         up = GaugeMetricFamily("runtimekit_runtime_up", "1 when the node runtime answered this scrape")
         info = InfoMetricFamily("runtimekit_exporter", "The exporter's version and protocol fingerprint")
@@ -65,6 +68,7 @@ class RuntimeCollector(Collector):
         self.dropped_series += left_out
         yield from families
         yield dropped_family(self.dropped_series)
+        yield from compat_families(sample, self.compat)
         dropped = GaugeMetricFamily(
             "runtimekit_runtime_malformed_readings",
             "Readings of the last scrape left out because the runtime sent them malformed",

@@ -15,6 +15,8 @@ import yaml
 from runtimekit.base import config as typed
 
 DEFAULT_IGNORED_XIDS = (13, 31, 43, 45, 68, 109)  # application errors, as NVIDIA's device plugin ignores them
+COMPAT_MODES = ("dcgm", "hami")  # peers whose metric names the exporter can write (compat_dcgm, compat_hami)
+PRESET = "preset"  # metricsCompat's default: what the protocol's preset implies
 NonNegative = Annotated[float, msgspec.Meta(ge=0, description="a non-negative number")]
 
 
@@ -37,6 +39,14 @@ class ExporterConfig(msgspec.Struct, frozen=True, rename="camel"):
     collectors: tuple[str, ...] = ()  # extra collectors: entry-point names or file.py:factory
     max_container_series: Annotated[int, msgspec.Meta(ge=0)] = 512  # containers' usage series per node
     health: HealthConfig = HealthConfig()
+    # Peers' metric names written besides the kit's: dcgm, hami; `preset`: what the protocol's preset
+    # implies (`nvidia`: dcgm, `hami`: hami, else none); [] none.
+    metrics_compat: tuple[str, ...] = (PRESET,)
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.metrics_compat if m not in (*COMPAT_MODES, PRESET)]
+        if unknown:
+            raise ValueError(f"metricsCompat: unknown {unknown[0]!r}; known: {', '.join(COMPAT_MODES)}, {PRESET}")
 
 
 def load_config(path: str | Path | None) -> ExporterConfig:

@@ -5,7 +5,9 @@ A scrape repeats the same label sets (node, GPU, pod, container) every time, and
 of `generate_latest`'s cost (about 60 % of a scrape with 8 GPUs and 64 allocations). Here each
 distinct (name, labels) is escaped once, with the library's own escaping functions, and only values
 are formatted per scrape. tests/exporter/test_exposition.py checks the output is byte for byte the
-library's for every kind of metric family.
+library's for every kind of metric family. One difference: a counter whose samples carry no `_total`
+(dcgm-exporter's names, `compat_dcgm`) gets a TYPE line with its own name, where the library would name
+a `_total` family no sample has.
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ class Exposition:
         output: list[str] = []
         for metric in self.registry.collect():
             suffix, kind = _TYPES.get(metric.type, ("", metric.type))
+            if metric.type == "counter" and metric.samples and metric.samples[0].name == metric.name:
+                suffix = ""  # a peer's counter named without `_total` (dcgm-exporter's): its TYPE line names it so
             name = escape_metric_name(metric.name + suffix)
             doc = _doc(metric.documentation)
             output.append(f"# HELP {name} {doc}\n# TYPE {name} {kind}\n")

@@ -140,6 +140,21 @@ def _hami_resources(resources: Resources) -> bool:
     return resources == preset_protocol("hami").resources
 
 
+def metrics_compat(protocol: KitProtocol) -> tuple[str, ...]:
+    """The peer's metric names the exporter also writes by default under a preset's protocol: HAMi's
+    under `hami`, dcgm-exporter's under `nvidia` (a file copied from the preset counts as the preset)."""
+    if speaks_hami(protocol):
+        return ("hami",)
+    if _nvidia_resources(protocol.resources):
+        return ("dcgm",)
+    return ()
+
+
+@functools.cache
+def _nvidia_resources(resources: Resources) -> bool:
+    return resources == preset_protocol("nvidia").resources
+
+
 def preset_text(name: str) -> str:
     """The `protocol.yaml` of a preset: a comment naming it, then every key (as `protocol show` prints)."""
     found = preset(name)

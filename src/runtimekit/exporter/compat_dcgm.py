@@ -1,0 +1,117 @@
+"""dcgm-exporter's metric names (`--metrics-compat dcgm`, on by default under the `nvidia` preset), so
+that NVIDIA's Grafana dashboard and alerts written for dcgm-exporter chart this kit's GPUs unchanged.
+
+The families, their types and help strings are those of dcgm-exporter's default counters file
+(etc/default-counters.csv in NVIDIA/dcgm-exporter); a family whose reading the runtime does not give
+(no NVML source on the GPU, or none simulated) is left out, never written as zero. Labels are
+dcgm-exporter's: `gpu` (index), `UUID`, `device` (`nvidia<index>`), `modelName` (the product name),
+`Hostname` (the node), and `container`, `namespace`, `pod` — empty on a GPU no container holds, and on a
+GPU several containers share one copy of each device reading per container, as dcgm-exporter's
+Kubernetes mapping does with shared GPUs. Called by `RuntimeCollector` with the scrape's one sample.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+from prometheus_client.core import Metric
+
+from runtimekit.exporter.sample import AllocationReading, GpuReading, Sample
+from runtimekit.model import GPU_MODELS
+
+DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "container", "namespace", "pod"]
+_MIB = 1024.0 * 1024.0
+
+Reading = Callable[[GpuReading], float | None]
+
+
+def _percent(value: float | None) -> float | None:
+    return None if value is None else round(value * 100.0, 6)
+
+
+def _free_mib(g: GpuReading) -> float | None:
+    if g.memory_total_bytes is None or g.memory_used_bytes is None:
+        return None
+    return max(g.memory_total_bytes - g.memory_used_bytes, 0.0) / _MIB
+
+
+def _used_mib(g: GpuReading) -> float | None:
+    return None if g.memory_used_bytes is None else g.memory_used_bytes / _MIB
+
+
+# (name, type, help as the counters file has it, reading); in the file's order.
+FAMILIES: Sequence[tuple[str, str, str, Reading]] = (
+    ("DCGM_FI_DEV_SM_CLOCK", "gauge", "SM clock frequency (in MHz).", lambda g: g.sm_clock_mhz),
+    ("DCGM_FI_DEV_MEM_CLOCK", "gauge", "Memory clock frequency (in MHz).", lambda g: g.memory_clock_mhz),
+    ("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).", lambda g: g.temperature_celsius),
+    ("DCGM_FI_DEV_POWER_USAGE", "gauge", "Power draw (in W).", lambda g: g.power_watts),
+    (
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION",
+        "counter",
+        "Total energy consumption since boot (in mJ).",
+        lambda g: g.energy_millijoules,
+    ),
+    ("DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "counter", "Total number of PCIe retries.", lambda g: g.pcie_replays),
+    ("DCGM_FI_DEV_GPU_UTIL", "gauge", "GPU utilization (in %).", lambda g: _percent(g.utilization)),
+    ("DCGM_FI_DEV_MEM_COPY_UTIL", "gauge", "Memory utilization (in %).", lambda g: _percent(g.memory_utilization)),
+    ("DCGM_FI_DEV_ENC_UTIL", "gauge", "Encoder utilization (in %).", lambda g: _percent(g.encoder_utilization)),
+    ("DCGM_FI_DEV_DEC_UTIL", "gauge", "Decoder utilization (in %).", lambda g: _percent(g.decoder_utilization)),
+    (
+        "DCGM_FI_DEV_XID_ERRORS",
+        "gauge",
+        "Value of the last XID error encountered.",
+        lambda g: float(g.xids[-1].xid) if g.xids else 0.0,
+    ),
+    ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _free_mib),
+    ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", _used_mib),
+)
+
+# Families of the default counters file with no source here, and why (docs/user-guide/exporter.md).
+OMITTED = {
+    "DCGM_FI_DEV_MEMORY_TEMP": "NVML gives memory temperature only as a field value the runtime does not read",
+    "DCGM_FI_DEV_FB_RESERVED": "the runtime reads NVML's memory info v1, which has no reserved figure",
+    "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "NVLink counters are not read by the runtime",
+    "DCGM_FI_DEV_VGPU_LICENSE_STATUS": "vGPU (GRID) licensing does not apply to the GPUs the kit shares",
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "row remapping is not read by the runtime",
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": "row remapping is not read by the runtime",
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": "row remapping is not read by the runtime",
+    "DCGM_FI_PROF_GR_ENGINE_ACTIVE": "profiling (DCP) metrics come from DCGM's profiling module, not NVML",
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": "profiling (DCP) metrics come from DCGM's profiling module, not NVML",
+    "DCGM_FI_PROF_DRAM_ACTIVE": "profiling (DCP) metrics come from DCGM's profiling module, not NVML",
+    "DCGM_FI_PROF_PCIE_TX_BYTES": "profiling (DCP) metrics come from DCGM's profiling module, not NVML",
+    "DCGM_FI_PROF_PCIE_RX_BYTES": "profiling (DCP) metrics come from DCGM's profiling module, not NVML",
+}
+
+
+def model_name(model: str) -> str:
+    """dcgm-exporter's `modelName`: the product name NVML reports (`NVIDIA H200`), where the kit knows it."""
+    spec = GPU_MODELS.get(model)
+    return spec.product if spec is not None else model
+
+
+def _series(sample: Sample) -> Iterator[tuple[GpuReading, list[str]]]:
+    """Each GPU's label sets: one per container holding it, or one with empty pod labels."""
+    holders: dict[str, list[AllocationReading]] = {}
+    for a in sample.allocations:
+        holders.setdefault(a.gpu_uuid, []).append(a)
+    for g in sample.gpus:
+        device = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g.model), sample.node]
+        held = holders.get(g.uuid, [])
+        if not held:
+            yield g, [*device, "", "", ""]
+        for a in held:
+            yield g, [*device, a.container, a.namespace, a.pod]
+
+
+def dcgm_families(sample: Sample) -> Iterator[Metric]:
+    """The dcgm-exporter families of one sample; families with no reading on any GPU are left out."""
+    series = list(_series(sample))
+    for name, kind, doc, read in FAMILIES:
+        family = Metric(name, doc, kind)
+        for g, labels in series:
+            value = read(g)
+            if value is not None:
+                # named exactly as dcgm-exporter writes it: its counters carry no `_total`
+                family.add_sample(name, dict(zip(DCGM_LABELS, labels, strict=True)), value)
+        if family.samples:
+            yield family
