@@ -157,3 +157,28 @@ def prometheus(exporter: Exporter, tmp_path: Path) -> Iterator[Prometheus]:
     finally:
         process.terminate()
         process.wait(10)
+
+
+@pytest.fixture
+def usage_node() -> Iterator[Node]:
+    """A runtime on 2 simulated H200s that reads each container's usage (the simulated usage model's
+    defaults: `runtimekit.runtime.simusage`), as `runtimekit up` runs it."""
+    from runtimekit.runtime.simusage import SimulatedUsage, usage_annotations
+
+    folder = Path(tempfile.mkdtemp(prefix="rke-"))
+    backend = SimulatedBackend("node-a", parse_gpu_spec("2xH200"), seed=3)
+    protocol = KitProtocol.default()
+    service = NodeRuntime(
+        RuntimeSettings("node-a", folder / "state", protocol, "0.1.0", 30.0),
+        backend,
+        make_isolation("none"),
+        injector=backend,
+        usage=SimulatedUsage(usage_annotations(protocol.annotations.simulated_runtime)),
+    )
+    sock = str(folder / "runtime.sock")
+    daemon = RuntimeDaemon(service, sock, reconcile_interval_s=0).start()
+    client = RuntimeClient(sock, timeout_s=2.0)
+    yield Node(sock, daemon, client)
+    client.close()
+    daemon.stop()
+    shutil.rmtree(folder, ignore_errors=True)

@@ -38,7 +38,7 @@ def counters_file() -> dict[str, tuple[str, str]]:
 def scrape(node: Node, compat: tuple[str, ...]) -> str:
     client = RuntimeClient(node.socket, timeout_s=2.0)
     registry = CollectorRegistry()
-    registry.register(RuntimeCollector(client, KitProtocol.default(), "node-a", compat))
+    registry.register(RuntimeCollector(client, KitProtocol.default(), "node-a", compat=compat))
     try:
         return Exposition(registry).render().decode()
     finally:

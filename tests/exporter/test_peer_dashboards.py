@@ -1,8 +1,9 @@
 """The peers' Grafana dashboards users already run, as data (tests/data/dashboards: NVIDIA's
 dcgm-exporter dashboard, HAMi's vGPU dashboard): every query of every panel and variable parses
 (`promtool check rules`, each query a recording rule, Grafana's variables substituted), and every
-metric it reads is one the exporter writes in that peer's mode, over simulated GPUs with shared pods;
-the few it cannot write yet are named here and in docs/user-guide/exporter.md, with why."""
+metric it reads is one the exporter writes in that peer's mode, over simulated GPUs with shared pods
+whose usage the runtime reads; the one it cannot write is named here and in docs/user-guide/exporter.md,
+with why."""
 
 from __future__ import annotations
 
@@ -20,13 +21,9 @@ from runtimekit.exporter.compat_dcgm import OMITTED
 
 DASHBOARDS = {"dcgm-exporter-dashboard.json": "dcgm", "hami-vgpu-dashboard.json": "hami"}
 # Read by a dashboard but not written, and why (docs/user-guide/exporter.md says the same).
-NOT_WRITTEN = {
+NOT_WRITTEN: dict[str, set[str]] = {
     "dcgm": {"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE"},  # profiling (DCP) metric: DCGM's profiling module, not NVML
-    "hami": {
-        # a container's own usage: written once per-container readings reach the exporter (issue 35 part 1)
-        "hami_vgpu_memory_used_bytes",
-        "hami_container_device_utilization_ratio",
-    },
+    "hami": set(),
 }
 
 
@@ -57,12 +54,12 @@ def test_a_query_that_does_not_parse_is_caught(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(DASHBOARDS))
-def test_every_metric_a_dashboard_reads_is_written(name: str, node: Node) -> None:
-    gpus = node.client.list_devices()
-    allocate(node.client, "a", gpus[0].uuid, 300, 8192)
-    allocate(node.client, "b", gpus[0].uuid, 200, 4096)
+def test_every_metric_a_dashboard_reads_is_written(name: str, usage_node: Node) -> None:
+    gpus = usage_node.client.list_devices()
+    allocate(usage_node.client, "a", gpus[0].uuid, 300, 8192)
+    allocate(usage_node.client, "b", gpus[0].uuid, 200, 4096)
     mode = DASHBOARDS[name]
-    written = {f.name for f in text_string_to_metric_families(scrape(node, (mode,)))}
+    written = {f.name for f in text_string_to_metric_families(scrape(usage_node, (mode,)))}
     read = set().union(*(metric_names(q.promql) for q in queries(DATA / name)))
     assert read - written == NOT_WRITTEN[mode]
     assert NOT_WRITTEN["dcgm"] <= set(OMITTED)

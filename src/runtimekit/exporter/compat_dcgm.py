@@ -7,7 +7,10 @@ The families, their types and help strings are those of dcgm-exporter's default 
 dcgm-exporter's: `gpu` (index), `UUID`, `device` (`nvidia<index>`), `modelName` (the product name),
 `Hostname` (the node), and `container`, `namespace`, `pod` — empty on a GPU no container holds, and on a
 GPU several containers share one copy of each device reading per container, as dcgm-exporter's
-Kubernetes mapping does with shared GPUs. Called by `RuntimeCollector` with the scrape's one sample.
+Kubernetes mapping does with shared GPUs. Where the runtime reads each container's own usage,
+`DCGM_FI_DEV_GPU_UTIL` and `DCGM_FI_DEV_FB_USED` are what dcgm-exporter's per-process mapping makes of
+them: the device's reading with empty pod labels, and each container's own use with its labels.
+Called by `RuntimeCollector` with the scrape's one sample.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from prometheus_client.core import Metric
 
-from runtimekit.exporter.sample import AllocationReading, GpuReading, Sample
+from runtimekit.exporter.sample import AllocationReading, ContainerReading, GpuReading, Sample
 from runtimekit.model import GPU_MODELS
 
 DCGM_LABELS = ["gpu", "UUID", "device", "modelName", "Hostname", "container", "namespace", "pod"]
@@ -83,6 +86,13 @@ OMITTED = {
 }
 
 
+# The families dcgm-exporter gives per process (hence per container) when it attributes processes to pods.
+PER_CONTAINER: dict[str, Callable[[ContainerReading], float | None]] = {
+    "DCGM_FI_DEV_GPU_UTIL": lambda c: _percent(c.sm_ratio),
+    "DCGM_FI_DEV_FB_USED": lambda c: c.memory_used_bytes / _MIB,
+}
+
+
 def model_name(model: str) -> str:
     """dcgm-exporter's `modelName`: the product name NVML reports (`NVIDIA H200`), where the kit knows it."""
     spec = GPU_MODELS.get(model)
@@ -103,13 +113,35 @@ def _series(sample: Sample) -> Iterator[tuple[GpuReading, list[str]]]:
             yield g, [*device, a.container, a.namespace, a.pod]
 
 
+def _own_use(
+    sample: Sample, device: Reading, own: Callable[[ContainerReading], float | None]
+) -> Iterator[tuple[list[str], float | None]]:
+    """Each GPU's reading with empty pod labels, then each container's own use of it (summed over the
+    container's grants on that GPU: MIG devices of one GPU count together); an unknown use is left out."""
+    used: dict[tuple[str, str, str, str], float] = {}
+    for c in sample.containers:
+        value = own(c)
+        if value is not None:
+            key = (c.gpu_uuid, c.container, c.namespace, c.pod)
+            used[key] = used.get(key, 0.0) + value
+    for g in sample.gpus:
+        labels = [str(g.index), g.uuid, f"nvidia{g.index}", model_name(g.model), sample.node]
+        yield [*labels, "", "", ""], device(g)
+        for (uuid, container, namespace, pod), value in used.items():
+            if uuid == g.uuid:
+                yield [*labels, container, namespace, pod], value
+
+
 def dcgm_families(sample: Sample) -> Iterator[Metric]:
     """The dcgm-exporter families of one sample; families with no reading on any GPU are left out."""
-    series = list(_series(sample))
+    series = [(labels, g) for g, labels in _series(sample)]
     for name, kind, doc, read in FAMILIES:
         family = Metric(name, doc, kind)
-        for g, labels in series:
-            value = read(g)
+        if sample.usage_source and name in PER_CONTAINER:
+            rows = _own_use(sample, read, PER_CONTAINER[name])
+        else:
+            rows = ((labels, read(g)) for labels, g in series)
+        for labels, value in rows:
             if value is not None:
                 # named exactly as dcgm-exporter writes it: its counters carry no `_total`
                 family.add_sample(name, dict(zip(DCGM_LABELS, labels, strict=True)), value)

@@ -7,9 +7,10 @@ each GPU, under the constant label `zone="vGPU"`). Each node's exporter here wri
 node, from the scrape's one sample: the current `hami_*` names and the older names HAMi writes with
 `--legacy-metrics` (`HostGPUMemoryUsage`, `GPUDeviceMemoryLimit`, `vGPU_device_memory_limit_in_bytes`
 ...), with HAMi's labels and units (its `*_ratio` utilisations and core figures are percent, 0-100).
-Families that need a container's own usage (`hami_vgpu_memory_used_bytes`,
-`hami_container_device_utilization_ratio` and their older names) wait for per-container readings;
-see docs/user-guide/exporter.md. Called by `RuntimeCollector`.
+A container's own usage (`hami_vgpu_memory_used_bytes`, `hami_container_device_memory_bytes`,
+`hami_container_device_utilization_ratio` and their older names) comes from the runtime's per-container
+readings and is left out where the runtime has none (docs/user-guide/exporter.md). Called by
+`RuntimeCollector`.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from prometheus_client.core import GaugeMetricFamily
 
 from runtimekit.exporter.compat_dcgm import model_name
-from runtimekit.exporter.sample import AllocationReading, Sample
+from runtimekit.exporter.sample import AllocationReading, ContainerReading, Sample
 
 _MIB = 1024.0 * 1024.0
 ZONE = "vGPU"  # the constant label HAMi's scheduler registers its collector under
@@ -70,25 +71,65 @@ def _monitor_families(sample: Sample) -> Iterator[GaugeMetricFamily]:
     yield from (used, util, mem_util, used_legacy, util_legacy)
 
 
-def _vdevices(sample: Sample) -> Iterator[tuple[int, AllocationReading]]:
-    """Each allocation with its container's device number (HAMi's `vdevice_index`: 0, 1, ... in the
-    order of the container's GPUs, here their index on the node)."""
-    per_container: dict[tuple[str, str, str], list[AllocationReading]] = {}
-    for a in sample.allocations:
-        per_container.setdefault((a.namespace, a.pod, a.container), []).append(a)
-    for allocations in per_container.values():
-        ordered = sorted(allocations, key=lambda a: (a.gpu_index == "", a.gpu_index.zfill(6), a.gpu_uuid))
-        yield from enumerate(ordered)
+def _vdevice_numbers(sample: Sample) -> dict[tuple[str, str, str, str], int]:
+    """HAMi's `vdevice_index` of each (namespace, pod, container, GPU UUID): the container's devices
+    numbered 0, 1, ... (here in the order of their index on the node), from its grants and its usage."""
+    per_container: dict[tuple[str, str, str], set[tuple[str, str]]] = {}
+    items: list[AllocationReading | ContainerReading] = [*sample.allocations, *sample.containers]
+    for item in items:
+        per_container.setdefault((item.namespace, item.pod, item.container), set()).add((item.gpu_index, item.gpu_uuid))
+    numbers = {}
+    for owner, devices in per_container.items():
+        ordered = sorted(devices, key=lambda d: (d[0] == "", d[0].zfill(6), d[1]))
+        for number, (_, uuid) in enumerate(ordered):
+            numbers[(*owner, uuid)] = number
+    return numbers
 
 
 def _container_families(sample: Sample) -> Iterator[GaugeMetricFamily]:
+    numbers = _vdevice_numbers(sample)
+
+    def labels(item: AllocationReading | ContainerReading) -> list[str]:
+        number = numbers[(item.namespace, item.pod, item.container, item.gpu_uuid)]
+        return [item.namespace, item.pod, item.container, str(number), item.gpu_uuid]
+
     limit = _gauge("hami_vgpu_memory_limit_bytes", "vGPU device memory limit in bytes", CONTAINER)
     limit_legacy = _gauge("vGPU_device_memory_limit_in_bytes", "vGPU device limit", CONTAINER_LEGACY)
-    for vdevice, a in _vdevices(sample):
-        labels = [a.namespace, a.pod, a.container, str(vdevice), a.gpu_uuid]
-        limit.add_metric(labels, a.memory_bytes)
-        limit_legacy.add_metric(labels, a.memory_bytes)
+    for a in sample.allocations:
+        limit.add_metric(labels(a), a.memory_bytes)
+        limit_legacy.add_metric(labels(a), a.memory_bytes)
     yield from (limit, limit_legacy)
+    if not sample.usage_source:
+        return  # the runtime reads no per-container usage: these families have no source
+    used = _gauge("hami_vgpu_memory_used_bytes", "vGPU device memory usage in bytes", CONTAINER)
+    device_memory = _gauge("hami_container_device_memory_bytes", "Container device memory usage in bytes", CONTAINER)
+    util = _gauge("hami_container_device_utilization_ratio", "Container device SM utilization ratio", CONTAINER)
+    used_legacy = _gauge("vGPU_device_memory_usage_in_bytes", "vGPU device usage", CONTAINER_LEGACY)
+    # HAMi's labels split the memory into context, module and data; the kit reads only the total, so
+    # those labels stay empty rather than claim a split it does not know.
+    memory_legacy = _gauge(
+        "Device_memory_desc_of_container",
+        "Container device memory description",
+        [*CONTAINER_LEGACY, "context", "module", "data", "offset"],
+    )
+    util_legacy = _gauge(
+        "Device_utilization_desc_of_container", "Container device utilization description", CONTAINER_LEGACY
+    )
+    memory: dict[tuple[str, ...], float] = {}
+    sm: dict[tuple[str, ...], float] = {}
+    for c in sample.containers:  # a container's MIG devices on one GPU count together, as one vdevice
+        key = tuple(labels(c))
+        memory[key] = memory.get(key, 0.0) + c.memory_used_bytes
+        if c.sm_ratio is not None:
+            sm[key] = sm.get(key, 0.0) + c.sm_ratio
+    for key, value in memory.items():
+        for family in (used, device_memory, used_legacy):
+            family.add_metric(list(key), value)
+        memory_legacy.add_metric([*key, "", "", "", ""], value)
+    for key, ratio in sm.items():
+        util.add_metric(list(key), _percent(ratio))  # percent, as HAMi writes its SM figure
+        util_legacy.add_metric(list(key), _percent(ratio))
+    yield from (used, device_memory, util, used_legacy, memory_legacy, util_legacy)
 
 
 def _scheduler_families(sample: Sample) -> Iterator[GaugeMetricFamily]:
