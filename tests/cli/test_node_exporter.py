@@ -18,6 +18,7 @@ from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.cli.node_exporter import start_node_exporter
 from runtimekit.exporter.config import ExporterConfig, HealthConfig
 from runtimekit.exporter.extensions import ExtensionError
+from runtimekit.protocol.presets import preset_protocol
 from runtimekit.runtime.daemon import RuntimeDaemon, RuntimeOptions, build_runtime
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,7 +53,7 @@ def test_the_node_exporter_serves_the_configs_extension_collectors(node: Node) -
     with RuntimeClient(node.runtime_socket) as client:
         gpu = client.list_devices()[0].uuid
         client.allocate("default", "p", "uid-p", "main", [pb.GpuShare(uuid=gpu, core_milli=100, memory_mib=0)])
-    exporter = start_node_exporter(node, config)
+    exporter = start_node_exporter(node, config=config)
     assert exporter is not None
     try:
         names = metric_names(exporter.url)
@@ -64,5 +65,21 @@ def test_the_node_exporter_serves_the_configs_extension_collectors(node: Node) -
 
 def test_a_bad_collector_is_an_error_and_a_node_without_runtime_has_no_exporter(node: Node) -> None:
     with pytest.raises(ExtensionError, match="nope"):
-        start_node_exporter(node, ExporterConfig(collectors=("nope",)))
+        start_node_exporter(node, config=ExporterConfig(collectors=("nope",)))
     assert start_node_exporter(Node("direct", None)) is None
+
+
+@pytest.mark.parametrize(
+    ("preset", "peer", "other"),
+    [("nvidia", "DCGM_FI_DEV_GPU_TEMP", "hami_"), ("hami", "hami_gpu_shared_count", "DCGM_")],
+)
+def test_a_presets_cluster_serves_its_peers_names(node: Node, preset: str, peer: str, other: str) -> None:
+    exporter = start_node_exporter(node, preset_protocol(preset), ExporterConfig(health=HealthConfig(enabled=False)))
+    assert exporter is not None
+    try:
+        names = metric_names(exporter.url)
+    finally:
+        exporter.stop()
+    assert peer in names
+    assert "runtimekit_runtime_up" in names
+    assert not any(name.startswith(other) for name in names)

@@ -82,7 +82,7 @@ EXAMPLE_CONF = REPO_ROOT / "examples" / "scheduler" / "gpushare.conf"
 BOOKMARK_S = 1.0  # watches wake at least this often, so informers stop within it
 
 
-ExporterFactory = Callable[[SimulatedNode], StartedExporter | None]
+ExporterFactory = Callable[[SimulatedNode, KitProtocol], StartedExporter | None]  # with the cluster's protocol
 
 
 class Component(Protocol):
@@ -507,7 +507,7 @@ def _start_all(cluster: EmbeddedCluster) -> None:
         node = start_node(cluster, f"{options.node_prefix}{index}", index)
         cluster.nodes.append(node)
         if options.exporter is not None:
-            node.exporter = options.exporter(node)
+            node.exporter = options.exporter(node, cluster.protocol)
             if node.exporter is not None:
                 node.parts.insert(0, node.exporter.stop)
     if options.scheduler:

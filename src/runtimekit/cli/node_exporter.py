@@ -44,9 +44,10 @@ class NodeExporter:
 
 
 def start_node_exporter(
-    node: ExportedNode, config: ExporterConfig | None = None, protocol: KitProtocol | None = None
+    node: ExportedNode, protocol: KitProtocol | None = None, config: ExporterConfig | None = None
 ) -> NodeExporter | None:
-    """An exporter for a node with a runtime (None in direct mode, where there is none). Raises
+    """An exporter for a node with a runtime (None in direct mode, where there is none), under the
+    cluster's protocol (whose preset may turn on peers' metric names: `exporter.compat`). Raises
     ExtensionError when a collector the config names cannot be loaded."""
     if node.runtime_socket is None:
         return None
