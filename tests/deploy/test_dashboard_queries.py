@@ -24,7 +24,7 @@ EXPORTER_SOURCES = [*(ROOT / "src" / "runtimekit" / "exporter").glob("*.py")]
 def test_every_panel_has_a_query_and_every_query_parses(tmp_path: Path) -> None:
     dashboard = load(DASHBOARD)
     titled = [p for p in dashboard["panels"] if p.get("type") != "row"]
-    assert {p["title"] for p in titled} == {q.panel for q in QUERIES}
+    assert {f"panel {p['title']!r}" for p in titled} == {q.panel for q in QUERIES}
     rules = {
         "groups": [
             {"name": "dashboard", "rules": [{"record": f"panel:{i}", "expr": q.query} for i, q in enumerate(QUERIES)]}
@@ -38,7 +38,7 @@ def test_every_panel_has_a_query_and_every_query_parses(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("query", QUERIES, ids=[f"{q.panel}/{q.ref}" for q in QUERIES])
+@pytest.mark.parametrize("query", QUERIES, ids=[f"{q.panel}:{q.expr}" for q in QUERIES])
 def test_each_query_names_families_the_exporter_serves(query: PanelQuery) -> None:
     served = "\n".join(p.read_text() for p in EXPORTER_SOURCES)
     for family in FAMILY.findall(query.expr):
