@@ -36,6 +36,7 @@ from runtimekit.runtime.daemon import RuntimeDaemon
 from runtimekit.runtime.isolation import make_isolation
 from runtimekit.runtime.service import NodeRuntime
 from runtimekit.runtime.simulated import SimulatedBackend, parse_gpu_spec
+from runtimekit.runtime.simusage import SimulatedUsage, usage_annotations
 from runtimekit.runtime.values import RuntimeSettings
 
 
@@ -85,7 +86,12 @@ def main() -> int:
     folder = Path(tempfile.mkdtemp(prefix="rkb-"))
     backend = SimulatedBackend("bench", parse_gpu_spec(f"{args.gpus}xH200"))
     service = NodeRuntime(
-        RuntimeSettings("bench", folder / "state", KitProtocol.default(), "0.1.0", 30.0), backend, make_isolation("mps")
+        RuntimeSettings("bench", folder / "state", KitProtocol.default(), "0.1.0", 30.0),
+        backend,
+        make_isolation("mps"),
+        # the simulated usage model, as `runtimekit runtime --backend simulated` has it: every container's
+        # usage is attributed, so each scrape carries the per-container families too
+        usage=SimulatedUsage(usage_annotations(KitProtocol.default().annotations.simulated_runtime)),
     )
     sock = str(folder / "runtime.sock")
     daemon = RuntimeDaemon(service, sock, reconcile_interval_s=0).start()
@@ -139,6 +145,9 @@ def main() -> int:
                 times.append(time.perf_counter() - started)
             cpu = cpu_seconds(exporter.pid) - cpu_before
         series = sum(1 for line in body.splitlines() if line and not line.startswith("#"))
+        containers = sum(
+            1 for line in body.splitlines() if line.startswith("runtimekit_container_gpu_memory_used_bytes{")
+        )
         p99, rss = percentile(times, 0.99), status_mb(exporter.pid, "VmRSS")
         record = {
             "benchmark": "bench_exporter",
@@ -152,6 +161,7 @@ def main() -> int:
             "scrapes": args.scrapes,
             "warmup": args.warmup,
             "series_per_scrape": series,
+            "containers_with_usage_series": containers,
             "bytes_per_scrape": len(body.encode()),
             "scrape_p50_ms": percentile(times, 0.5),
             "scrape_p99_ms": p99,
