@@ -1,7 +1,8 @@
 """End to end: `kubectl lj inspect` (the real kubectl finding the plugin on PATH) on `runtimekit up` under
 every preset, with the peers' own manifests running: each running pod's shares appear on the GPUs its
 signed assignment names (checked with the cluster's key, as the scheduler checks them), MIG slices on
-their instances, nothing is ignored, and each node's exporter answers with usage."""
+their instances, nothing is ignored, and each node's exporter answers with each GPU's and each
+container's usage."""
 
 from __future__ import annotations
 
@@ -73,6 +74,7 @@ def test_inspect_shows_every_running_pod_on_its_assigned_gpus(
         for gpu in node["gpus"]:
             assert "usage" in gpu, gpu
             for share in gpu["pods"]:
+                assert "usage" in share, share  # the simulated runtime attributes every container's use
                 shown.setdefault((node["name"], share["pod"], share["container"]), []).append(
                     share["migUUID"] or gpu["uuid"]
                 )
