@@ -58,7 +58,9 @@ def exporter() -> Iterator[Served]:
         share = pb.GpuShare(uuid=devices[0].uuid, core_milli=300, memory_mib=2048)
         client.allocate("default", "a", "uid-a", "main", [share])
     gpus = tuple(Gpu(d.index, GpuUUID(d.uuid), d.model, d.memory_mib) for d in devices)
-    started = start_node_exporter(Node("n1", options.socket_path), ExporterConfig(health=HealthConfig(enabled=False)))
+    started = start_node_exporter(
+        Node("n1", options.socket_path), config=ExporterConfig(health=HealthConfig(enabled=False))
+    )
     assert started is not None
     try:
         yield Served(started.url, gpus)

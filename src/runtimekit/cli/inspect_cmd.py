@@ -45,7 +45,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from runtimekit.base.keyring import KeyRing, KeyRingError
-    from runtimekit.cli.inspect_render import render, view_json
+    from runtimekit.cli.inspect_json import view_json
+    from runtimekit.cli.inspect_render import render
     from runtimekit.cli.inspect_usage import NodeUsage, discovered_exporters, scrape
     from runtimekit.cli.inspect_view import build_view
     from runtimekit.kube.errors import KubeError

@@ -1,106 +1,24 @@
 """How `runtimekit inspect` prints its view: rich tables, one per node with a row per GPU and a
 totals line under it, and the cluster's totals last (the layout of gpushare's `kubectl inspect
-gpushare -d`); `-o wide` adds the GPU UUIDs, MIG instances and a row per pod share; `-o json` is
-the whole view as one JSON document (`view_json`), for scripts. Called by `runtimekit.cli.inspect_cmd`.
+gpushare -d`); `-o wide` adds the GPU UUIDs, MIG instances and a row per container share (`-o json`
+is `inspect_json`). Called by `runtimekit.cli.inspect_cmd`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, TextIO
+from typing import TextIO
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from runtimekit.cli.inspect_usage import ContainerUsage, GpuUsage, NodeUsage
-from runtimekit.cli.inspect_view import ClusterView, GpuView, NodeView, PodShare
+from runtimekit.cli.inspect_json import container_usage
+from runtimekit.cli.inspect_usage import GpuUsage, NodeUsage
+from runtimekit.cli.inspect_view import ClusterView, GpuView, NodeView
 from runtimekit.model.request import MILLI_PER_GPU
 
 GIB = 1024
-
-
-def view_json(view: ClusterView, usage: Mapping[str, NodeUsage]) -> dict[str, Any]:
-    """The view as plain JSON: every number in the kit's units (core milli, memory MiB, bytes used)."""
-    return {
-        "signaturesChecked": view.signatures_checked,
-        "nodes": [_node_json(node, usage.get(node.name)) for node in view.nodes],
-        "totals": {
-            "gpus": view.gpus,
-            "coreGrantedMilli": view.core_granted_milli,
-            "memoryMiB": view.memory_mib,
-            "memoryGrantedMiB": view.memory_granted_mib,
-        },
-    }
-
-
-def _node_json(node: NodeView, usage: NodeUsage | None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "name": node.name,
-        "address": node.address,
-        "ready": node.ready,
-        "problem": node.problem,
-        "gpus": [_gpu_json(g, usage) for g in node.gpus],
-        "ignored": [
-            {"namespace": i.namespace, "pod": i.pod, "reason": i.reason, "message": i.message} for i in node.ignored
-        ],
-    }
-    if usage is not None:
-        out["exporter"] = {"url": usage.url, "error": usage.error, "runtimeUp": usage.runtime_up}
-    return out
-
-
-def _gpu_json(gpu: GpuView, node_usage: NodeUsage | None) -> dict[str, Any]:
-    usage = node_usage.gpus.get(gpu.uuid) if node_usage else None
-    out: dict[str, Any] = {
-        "index": gpu.index,
-        "uuid": gpu.uuid,
-        "model": gpu.model,
-        "healthy": gpu.healthy,
-        "migMode": gpu.mig_mode,
-        "memoryMiB": gpu.memory_mib,
-        "coreGrantedMilli": gpu.core_granted_milli,
-        "memoryGrantedMiB": gpu.memory_granted_mib,
-        "coreFreeMilli": gpu.core_free_milli,
-        "memoryFreeMiB": gpu.memory_free_mib,
-        "pods": [_share_json(gpu, s, node_usage) for s in gpu.shares],
-        "mig": [{"profile": m.profile, "start": m.start, "uuid": m.uuid, "pod": m.pod} for m in gpu.mig],
-    }
-    if usage is not None:
-        out["usage"] = {
-            "utilization": usage.utilization,
-            "memoryUsedBytes": usage.memory_used_bytes,
-            "healthy": usage.healthy,
-            "reasons": list(usage.reasons),
-        }
-    return out
-
-
-def _share_json(gpu: GpuView, share: PodShare, usage: NodeUsage | None) -> dict[str, Any]:
-    out: dict[str, Any] = {
-        "namespace": share.namespace,
-        "pod": share.pod,
-        "container": share.container,
-        "coreMilli": share.core_milli,
-        "memoryMiB": share.memory_mib,
-        "migProfile": share.mig_profile,
-        "migUUID": share.mig_uuid,
-    }
-    used = _container(gpu, share, usage)
-    if used is not None:
-        out["usage"] = {
-            "memoryUsedBytes": used.memory_used_bytes,
-            "utilization": used.utilization,
-            "overShare": used.over_share,
-        }
-    return out
-
-
-def _container(gpu: GpuView, share: PodShare, usage: NodeUsage | None) -> ContainerUsage | None:
-    """The exporter's reading of one container's share (None: not scraped, or not attributed)."""
-    if usage is None:
-        return None
-    return usage.containers.get((share.namespace, share.pod, share.container, share.mig_uuid or gpu.uuid))
 
 
 def render(view: ClusterView, usage: Mapping[str, NodeUsage], out: TextIO, wide: bool = False) -> None:
@@ -168,7 +86,7 @@ def _gpu_row(gpu: GpuView, used: GpuUsage | None, wide: bool, measured: bool, us
     if used is not None and used.healthy is False:
         health = "unhealthy: " + (", ".join(used.reasons) or "exporter")
     core = f"MIG {gpu.mig_mode}" if gpu.mig_mode != "off" else _pct(gpu.core_granted_milli, MILLI_PER_GPU)
-    over = {f"{s.namespace}/{s.pod}" for s in gpu.shares if (c := _container(gpu, s, usage)) and c.over_share}
+    over = {f"{s.namespace}/{s.pod}" for s in gpu.shares if (c := container_usage(gpu, s, usage)) and c.over_share}
     pods = sorted(
         {
             f"{s.namespace}/{s.pod}" + (" (over its share)" if f"{s.namespace}/{s.pod}" in over else "")
@@ -207,7 +125,7 @@ def _detail_rows(gpu: GpuView, measured: bool, usage: NodeUsage | None) -> list[
     for share in gpu.shares:
         where = f"MIG {share.mig_profile} {share.mig_uuid}" if share.mig_profile else ""
         core = "" if share.mig_profile else _pct(share.core_milli, MILLI_PER_GPU)
-        used = _container(gpu, share, usage)
+        used = container_usage(gpu, share, usage)
         mine = _used(GpuUsage(used.utilization, used.memory_used_bytes)) if used is not None and measured else pad
         name = f"{share.namespace}/{share.pod} ({share.container})"
         if used is not None and used.over_share:
