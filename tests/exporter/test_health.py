@@ -65,7 +65,7 @@ def test_an_injected_xid_turns_the_gpu_unhealthy_in_the_runtime_and_in_prometheu
     prometheus.wait('runtimekit_gpu_xid_errors_total{gpu="1"}', lambda r: r and float(r[0]["value"][1]) >= 1)
     # the detector clears its own mark after recovery_seconds (2 s in this fixture)
     prometheus.wait('runtimekit_gpu_healthy{gpu="1"}', lambda r: r and r[0]["value"][1] == "1", timeout=30)
-    changes = prometheus.wait("runtimekit_gpu_health_changes_total", lambda r: len(r) == 2)
+    changes = prometheus.wait("runtimekit_gpu_health_changes_total > 0", lambda r: len(r) == 2)
     assert {(c["metric"]["kind"], c["metric"]["healthy"]) for c in changes} == {("xid", "false"), ("xid", "true")}
 
 
@@ -75,7 +75,10 @@ def test_every_dashboard_query_runs(node: Node, exporter: Exporter, prometheus: 
     )
     prometheus.wait("runtimekit_allocation_core_ratio", bool)
     dashboard = json.loads((ROOT / "deploy" / "grafana" / "lj-runtimekit-dashboard.json").read_text())
-    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"]]
+    # the per-container panels need the runtime's usage model, which this fixture's runtime has not:
+    # tests/e2e/test_dashboards_e2e.py runs every panel on runtimekit up, where it has
+    usage = ("runtimekit_container_", "runtimekit_gpu_unattributed_")
+    exprs = [t["expr"] for p in dashboard["panels"] for t in p["targets"] if not any(u in t["expr"] for u in usage)]
     assert len(exprs) >= 15
     answered = 0
     for expr in exprs:

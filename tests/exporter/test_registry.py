@@ -27,9 +27,21 @@ def test_one_registry_holds_runtime_health_and_extension_metrics(node: Node) -> 
     found = samples(generate_latest(registry).decode())
     assert found["runtimekit_runtime_up"][0].value == 1
     assert found["runtimekit_allocation_age_seconds"][0].labels["pod"] == "aged"
-    (changes,) = found["runtimekit_gpu_health_changes_total"]
-    assert changes.labels == {"kind": "temperature", "healthy": "false"}
-    assert changes.value == len(node.client.list_devices())
+    changes = {(c.labels["kind"], c.labels["healthy"]): c.value for c in found["runtimekit_gpu_health_changes_total"]}
+    assert changes.pop(("temperature", "false")) == len(node.client.list_devices())
+    assert set(changes.values()) == {0}  # the other kinds and directions, at 0
+
+
+def test_the_health_counters_start_at_zero_for_every_kind(node: Node) -> None:
+    """Before any change: a series per kind and direction at 0, so increase() sees the first change."""
+    detector = HealthDetector(node.client, HealthConfig(), "node-a")
+    found = samples(
+        generate_latest(
+            build_registry(ExtensionContext(node.client, KitProtocol.default(), ExporterConfig(), "node-a"), detector)
+        ).decode()
+    )
+    changes = {(c.labels["kind"], c.labels["healthy"]): c.value for c in found["runtimekit_gpu_health_changes_total"]}
+    assert changes == {(k, h): 0 for k in ("xid", "ecc", "temperature") for h in ("true", "false")}
 
 
 def test_the_health_counters_are_a_prometheus_collector() -> None:

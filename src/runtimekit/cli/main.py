@@ -30,6 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "device-plugin": ("runtimekit.cli.device_plugin", "the kubelet device plugin (forwards Allocate to the runtime)"),
     "apiserver": ("runtimekit.cli.apiserver", "run the embedded Kubernetes API server alone"),
     "up": ("runtimekit.cli.up", "a whole GPU cluster on this machine: API server, simulated nodes, components"),
+    "inspect": ("runtimekit.cli.inspect_cmd", "per GPU: shares granted, pods, MIG, free room, health, usage"),
     "webhook": ("runtimekit.cli.webhook", "admission webhook: GPU pods' scheduler and defaults, impossible requests"),
 }
 

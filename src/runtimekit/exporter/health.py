@@ -26,12 +26,13 @@ from runtimekit.exporter.config import HealthConfig
 from runtimekit.exporter.sample import Sample, SampleError, read_sample
 
 log = logging.getLogger(__name__)
+KINDS = ("xid", "ecc", "temperature")  # why the detector marks a GPU
 
 
 @dataclass
 class Mark:
     reason: str
-    kind: str  # xid | ecc | temperature
+    kind: str  # one of KINDS
     since: float
     last_event: float
 
@@ -163,6 +164,9 @@ class HealthCollector(Collector):
             "GPUs marked healthy or unhealthy by the exporter",
             labels=["kind", "healthy"],
         )
-        for (kind, healthy), count in sorted(self.detector.events.items()):
+        # every kind at 0 from the first scrape: a counter whose series appears at 1 hides that first
+        # change from increase() and rate(), and a dashboard panel over it shows nothing until then
+        events = {(kind, healthy): 0 for kind in KINDS for healthy in (False, True)} | self.detector.events
+        for (kind, healthy), count in sorted(events.items()):
             family.add_metric([kind, "true" if healthy else "false"], count)
         return [family]
