@@ -47,9 +47,10 @@ class KubeDraApi:
             raise exc.with_context(f"get node {node}") from exc
 
     def list_slices(self, driver: str, node: str) -> list[ResourceSlice]:
-        """The slices of `driver` on `node` (filtered here: field selectors on slices are a server's option)."""
+        """The slices of `driver` on `node` (the fields kube's slice strategy selects; checked here again)."""
+        params = {"fieldSelector": f"spec.nodeName={node},spec.driver={driver}"}
         try:
-            items, _ = self._http.list(object_path(API, "resourceslices"))
+            items, _ = self._http.list(object_path(API, "resourceslices"), params)
         except KubeError as exc:
             raise exc.with_context("list ResourceSlices") from exc
         slices = cast(list[ResourceSlice], items)
