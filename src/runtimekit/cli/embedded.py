@@ -49,6 +49,7 @@ from runtimekit.cli.embedded_nodes import (
     start_direct_node,
     start_plugin_node,
 )
+from runtimekit.cli.embedded_dra import install_device_classes
 from runtimekit.cli.embedded_rbac import load_rbac
 from runtimekit.cli.embedded_webhook import StartedWebhook, remove_configurations, start_webhook
 from runtimekit.cluster.apiserver import ApiServer
@@ -496,6 +497,7 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     cluster.api.start()
     cluster.url = cluster.api.url
     load_rbac(cluster.api, REPO_ROOT / "deploy")
+    install_device_classes(cluster.api, cluster.protocol)
     cluster.api.write_kubeconfig(cluster.kubeconfig)
     jobs = JobController(cluster.http("runtimekit-job-controller")).start()
     cluster.jobs = jobs
