@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runtimekit.base.keyring import ensure_key_folder
+from runtimekit.cli.embedded_dra import install_device_classes
 from runtimekit.cli.embedded_identity import connect_as
 from runtimekit.cli.embedded_nodes import (
     NodeOptions,
@@ -49,7 +50,6 @@ from runtimekit.cli.embedded_nodes import (
     start_direct_node,
     start_plugin_node,
 )
-from runtimekit.cli.embedded_dra import install_device_classes
 from runtimekit.cli.embedded_rbac import load_rbac
 from runtimekit.cli.embedded_webhook import StartedWebhook, remove_configurations, start_webhook
 from runtimekit.cluster.apiserver import ApiServer
