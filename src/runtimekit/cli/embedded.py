@@ -110,6 +110,7 @@ class ClusterOptions:
     scheduler_plugins_dir: str | None = None  # the scheduler's --plugins-dir (custom actions and plugins)
     controller: bool = True
     webhook: bool = False  # the kit's admission webhook (`runtimekit up` runs it unless --no-webhook)
+    dra: bool = False  # plugin mode: a DRA kubelet plugin per node, and kubelets that prepare pods' claims
     protocol_path: str | None = None
     node_prefix: str = "gpu-node-"
     node_cpu: str = "64"
@@ -137,6 +138,8 @@ class ClusterOptions:
             raise ValueError("--gpu-model names no model")
         if self.mig_mode or self.mig_layout:
             self._validate_mig(all(spec.mig_capable for spec in specs))
+        if self.dra and self.direct:
+            raise ValueError("--dra needs the node runtime and plugins: not with --direct")
         self.memory_units(0)
 
     def node_names(self) -> list[str]:
@@ -192,6 +195,7 @@ class ClusterOptions:
             seed=self.seed,
             reconcile_s=self.reconcile_s,
             runner=self.runner,
+            dra=self.dra,
         )
 
     def _validate_mig(self, capable: bool) -> None:
