@@ -27,7 +27,7 @@ def pod(name: str, claim: str) -> dict[str, Any]:
         "kind": "Pod",
         "metadata": {"name": name, "namespace": "default"},
         "spec": {
-            "nodeName": NODE,
+            "schedulerName": "none",  # bound below, once its claim is allocated and reserved for it
             "resourceClaims": [{"name": "gpu", "resourceClaimName": claim}],
             "containers": [{"name": "ctr", "image": "ubuntu:22.04", "resources": {"claims": [{"name": "gpu"}]}}],
         },
@@ -54,9 +54,17 @@ def test_a_pod_with_a_share_of_a_gpu_through_a_claim_runs() -> None:
             "device": "gpu-1",
             "consumedCapacity": {"core": "25", "memory": "16Gi"},
         }
-        created["status"] = {"allocation": {"devices": {"results": [result]}}}
-        assert http.put(f"{CLAIMS}/share/status", json=created).status_code == 200
-        assert http.post("/api/v1/namespaces/default/pods", json=pod("p1", "share")).status_code == 201
+        made = http.post("/api/v1/namespaces/default/pods", json=pod("p1", "share")).json()
+        consumer = {"resource": "pods", "name": "p1", "uid": made["metadata"]["uid"]}
+        created["status"] = {"allocation": {"devices": {"results": [result]}}, "reservedFor": [consumer]}
+        assert http.put(f"{CLAIMS}/share/status", json=created).status_code == 200  # as the scheduler does
+        binding = {
+            "apiVersion": "v1",
+            "kind": "Binding",
+            "metadata": {"name": "p1"},
+            "target": {"kind": "Node", "name": NODE},
+        }
+        assert http.post("/api/v1/namespaces/default/pods/p1/binding", json=binding).status_code == 201
 
         def running() -> Any:
             got = http.get("/api/v1/namespaces/default/pods/p1").json()
