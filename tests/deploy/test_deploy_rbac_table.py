@@ -84,6 +84,35 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         ("device-plugin",),
         [("patch", "", "nodes")],
     ),
+    # runtimekit.kube.draapi: the DRA kubelet plugin (deploy/draplugin, opt-in: test_dra_deploy.py checks its grants).
+    ("kube/draapi.py", "get_claim", "get", "object_path(API, 'resourceclaims', namespace, name)"): (
+        ("dra-plugin",),
+        [("get", "resource.k8s.io", "resourceclaims")],
+    ),
+    ("kube/draapi.py", "get_node", "get", "object_path('v1', 'nodes', name=node)"): (
+        ("dra-plugin",),
+        [("get", "", "nodes")],
+    ),
+    ("kube/draapi.py", "list_slices", "list", "object_path(API, 'resourceslices')"): (
+        ("dra-plugin",),
+        [("list", "resource.k8s.io", "resourceslices")],
+    ),
+    ("kube/draapi.py", "create_slice", "post", "object_path(API, 'resourceslices')"): (
+        ("dra-plugin",),
+        [("create", "resource.k8s.io", "resourceslices")],
+    ),
+    ("kube/draapi.py", "update_slice", "put", "object_path(API, 'resourceslices', name=name)"): (
+        ("dra-plugin",),
+        [("update", "resource.k8s.io", "resourceslices")],
+    ),
+    ("kube/draapi.py", "delete_slice", "delete", "object_path(API, 'resourceslices', name=name)"): (
+        ("dra-plugin",),
+        [("delete", "resource.k8s.io", "resourceslices")],
+    ),
+    ("kube/draapi.py", "ensure_device_class", "post", "object_path(API, 'deviceclasses')"): (
+        ("dra-plugin",),
+        [("create", "resource.k8s.io", "deviceclasses")],
+    ),
     # runtimekit.kube.scheduling: the scheduler's binder.
     ("kube/scheduling.py", "bind", "post", "object_path('v1', 'pods', task.namespace, task.name, 'binding')"): (
         ("scheduler", "extender"),

@@ -29,7 +29,14 @@ from runtimekit.cli.main import version_text
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
-STUB_MODULES = ("v1beta1/deviceplugin", "podresources/v1/podresources", "runtimekit/v1/runtime")
+STUB_MODULES = (
+    "v1beta1/deviceplugin",
+    "podresources/v1/podresources",
+    "runtimekit/v1/runtime",
+    "dra/v1/dra",
+    "dra/v1beta1/dra",
+    "pluginregistration/v1/registration",
+)
 GENERATED = tuple(f"runtimekit/api/{m}{suffix}" for m in STUB_MODULES for suffix in ("_pb2", "_pb2_grpc"))
 # every module that needs the generated stubs, and so fails without them
 NEEDS_STUBS = (

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from runtime_helpers import NODE, pod_manifest
 
+from runtimekit.api.kubelet_dra import CLAIM_RESOURCE
 from runtimekit.model import Assignment, GpuShare, GpuUUID, NodeName
 from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.allocations import Allocation, Grant, PodRef
@@ -114,3 +115,14 @@ def test_a_young_allocation_is_released_only_on_its_own_pods_evidence() -> None:
     }
     renamed = [_alloc("new-uid", name="pod-x", created=990)]  # the list may still show the old pod
     assert stale_allocations(renamed, [pod_manifest("pod-x", "old-uid")], None, 1000, 100) == []
+
+
+def test_a_prepared_claims_allocation_is_never_stale() -> None:
+    """A ResourceClaim's allocation (made by the DRA plugin) has no pod of its uid: kubelet releases it
+    through NodeUnprepareResources, so no pod list may release it."""
+    claim = Allocation(
+        PodRef("default", "claim", "claim-uid"), "gpu", (Grant("GPU-0", 0, 1, 1),), 0, (), (CLAIM_RESOURCE,)
+    )
+    pod = _alloc("gone")
+    stale = stale_allocations([claim, pod], [], set(), now_ms=1000, grace_ms=100)
+    assert [a.pod.uid for a, _ in stale] == ["gone"]

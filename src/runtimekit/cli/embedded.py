@@ -40,6 +40,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from runtimekit.base.keyring import ensure_key_folder
+from runtimekit.cli.embedded_dra import install_device_classes
 from runtimekit.cli.embedded_identity import connect_as
 from runtimekit.cli.embedded_nodes import (
     NodeOptions,
@@ -109,6 +110,7 @@ class ClusterOptions:
     scheduler_plugins_dir: str | None = None  # the scheduler's --plugins-dir (custom actions and plugins)
     controller: bool = True
     webhook: bool = False  # the kit's admission webhook (`runtimekit up` runs it unless --no-webhook)
+    dra: bool = False  # plugin mode: a DRA kubelet plugin per node, and kubelets that prepare pods' claims
     protocol_path: str | None = None
     node_prefix: str = "gpu-node-"
     node_cpu: str = "64"
@@ -136,6 +138,8 @@ class ClusterOptions:
             raise ValueError("--gpu-model names no model")
         if self.mig_mode or self.mig_layout:
             self._validate_mig(all(spec.mig_capable for spec in specs))
+        if self.dra and self.direct:
+            raise ValueError("--dra needs the node runtime and plugins: not with --direct")
         self.memory_units(0)
 
     def node_names(self) -> list[str]:
@@ -191,6 +195,7 @@ class ClusterOptions:
             seed=self.seed,
             reconcile_s=self.reconcile_s,
             runner=self.runner,
+            dra=self.dra,
         )
 
     def _validate_mig(self, capable: bool) -> None:
@@ -496,6 +501,7 @@ def _start_all(cluster: EmbeddedCluster) -> None:
     cluster.api.start()
     cluster.url = cluster.api.url
     load_rbac(cluster.api, REPO_ROOT / "deploy")
+    install_device_classes(cluster.api, cluster.protocol)
     cluster.api.write_kubeconfig(cluster.kubeconfig)
     jobs = JobController(cluster.http("runtimekit-job-controller")).start()
     cluster.jobs = jobs

@@ -31,6 +31,7 @@ _COMPONENTS = {
 _NODE_COMPONENTS = {  # agent kind -> user; the agent is `<kind>/<node>`
     "runtimekit-runtime": service_account(NAMESPACE, "lj-runtimekit-runtime"),
     "runtimekit-device-plugin": service_account(NAMESPACE, "lj-runtimekit-device-plugin"),
+    "runtimekit-dra-plugin": service_account(NAMESPACE, "lj-runtimekit-dra-plugin"),
 }
 
 

@@ -14,9 +14,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from runtimekit.api.runtime_client import RuntimeClient
+from runtimekit.cli.embedded_dra import kubelet_dra_devices, start_dra_plugin
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.kubelet.devicemanager import DeviceManager
-from runtimekit.cluster.kubelet.devices import DirectDevices, PluginDevices
+from runtimekit.cluster.kubelet.devices import DirectDevices, NodeDevices, PluginDevices
 from runtimekit.cluster.kubelet.kubelet import KubeletOptions, SimulatedKubelet
 from runtimekit.cluster.kubelet.nodestatus import NodeShape
 from runtimekit.cluster.kubelet.podresources import serve_pod_resources
@@ -47,6 +48,7 @@ class NodeOptions:
     seed: int = 0
     reconcile_s: float = 2.0  # the runtime's reconcile interval
     runner: ContainerRunner | None = None  # runs a pod's `runtimekit` containers
+    dra: bool = False  # plugin mode: the DRA plugin beside the device plugin (`embedded_dra`)
 
 
 class StartedExporter(Protocol):
@@ -167,7 +169,10 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
     http = cluster.http(f"runtimekit-node/{name}")
     manager = DeviceManager(sockets / "plugins").start()
     options = _kubelet_options(cluster, name, index, folder, runtime_socket)
-    kubelet = SimulatedKubelet(http, PluginDevices(manager), options, cluster.node_options.runner)
+    devices: NodeDevices = PluginDevices(manager)
+    if cluster.node_options.dra:
+        devices = kubelet_dra_devices(devices, http, sockets, folder)
+    kubelet = SimulatedKubelet(http, devices, options, cluster.node_options.runner)
     node = SimulatedNode(name, index, folder, kubelet, http, runtime_socket, parts=[manager.stop])
     try:
         cluster.api.add_kubelet_hook(kubelet)
@@ -179,6 +184,11 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
         node.parts.insert(0, node.runtime.stop)
         node.resources = _plugin_resources(cluster, runtime_socket, cluster.memory_unit(name))
         node.parts.insert(0, _start_device_plugin(cluster, node, sockets / "plugins", pod_resources))
+        if cluster.node_options.dra:
+            http_dra = _own_client(cluster, node, "runtimekit-dra-plugin")  # deploy/draplugin's ServiceAccount
+            node.parts.insert(
+                0, start_dra_plugin(cluster.protocol, node.name, runtime_socket, http_dra, sockets, folder)
+            )
         kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
     except BaseException:
         cluster.api.remove_kubelet_hook(kubelet)

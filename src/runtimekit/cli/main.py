@@ -28,6 +28,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runtime": ("runtimekit.cli.runtime", "the node runtime daemon (GPUs, allocation, isolation, gRPC API)"),
     "runtime-admin": ("runtimekit.cli.runtime_admin", "query a runtime, switch it, inject faults (simulated)"),
     "device-plugin": ("runtimekit.cli.device_plugin", "the kubelet device plugin (forwards Allocate to the runtime)"),
+    "dra-plugin": (
+        "runtimekit.cli.dra_plugin",
+        "the DRA kubelet plugin: ResourceSlices, claims prepared by the runtime",
+    ),
     "apiserver": ("runtimekit.cli.apiserver", "run the embedded Kubernetes API server alone"),
     "up": ("runtimekit.cli.up", "a whole GPU cluster on this machine: API server, simulated nodes, components"),
     "inspect": ("runtimekit.cli.inspect_cmd", "per GPU: shares granted, pods, MIG, free room, health, usage"),

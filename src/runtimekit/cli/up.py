@@ -71,6 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ready-timeout", type=float, default=120.0, help="seconds to wait for the cluster")
     parser.add_argument("--no-exporter", action="store_true", help="do not run an exporter per node")
     parser.add_argument(
+        "--dra",
+        action="store_true",
+        help="run the DRA kubelet plugin on every node; kubelets prepare pods' ResourceClaims through it "
+        "(docs/user-guide/dra-plugin.md; not with --direct)",
+    )
+    parser.add_argument(
         "--no-webhook",
         action="store_true",
         help="do not run the kit's admission webhook (docs/user-guide/webhook.md), nor register it",
@@ -100,6 +106,7 @@ def run(args: argparse.Namespace) -> int:
         protocol_path=args.protocol,
         exporter=None if args.no_exporter else start_node_exporter,
         webhook=not args.no_webhook,
+        dra=args.dra,
     )
     try:
         cluster = start_cluster(options, ready_timeout_s=args.ready_timeout)

@@ -12,7 +12,9 @@ Events the runtime reports rebuilt allocations with (`KubeNodeApi` again).
   after a grace period, so a pod admitted a moment ago is never released by a list taken before it;
   except that an allocation that existed before the lists were asked for (`settled`) is judged by
   them at once, which is what an Allocate that would over-commit does (kubelet frees a terminated
-  pod's devices at admission as well).
+  pod's devices at admission as well). The allocations of prepared ResourceClaims (resource
+  `kubelet_dra.CLAIM_RESOURCE`, made by the DRA plugin) are never stale here: kubelet releases them
+  through NodeUnprepareResources.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from runtimekit.api.kubelet_dra import CLAIM_RESOURCE
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.kube.objects import Pod, meta
 from runtimekit.model import Assignment, AssignmentError
@@ -122,6 +125,8 @@ def stale_allocations(
     api_names = {(pod_ref(p).namespace, pod_ref(p).name) for p in api_pods} if api_pods is not None else set()
     stale = []
     for allocation in allocations:
+        if CLAIM_RESOURCE in allocation.resource_names:
+            continue  # a prepared ResourceClaim, not a pod: kubelet releases it through the DRA plugin
         pod = allocation.pod
         ended = _ended(pod, live_uids, kubelet_pods)
         if ended:  # the pod's own manifest says so: however young the allocation, it is over

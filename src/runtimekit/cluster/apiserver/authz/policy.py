@@ -159,6 +159,7 @@ _ROLES: dict[str, list[PolicyRule]] = {
         _rule(["storage.k8s.io"], ["csinodes"], [*_READ, "create", "update", "patch", "delete"]),
         _rule(["storage.k8s.io"], ["storageclasses"], _READ),
         _rule(["node.k8s.io"], ["runtimeclasses"], _READ),
+        _rule(["resource.k8s.io"], ["resourceclaims"], ["get"]),  # kube's, with DynamicResourceAllocation (GA)
         _rule(["authentication.k8s.io"], ["tokenreviews"], ["create"]),
         _rule(["authorization.k8s.io"], ["subjectaccessreviews"], ["create"]),
     ],

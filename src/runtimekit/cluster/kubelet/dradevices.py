@@ -1,0 +1,184 @@
+"""A simulated kubelet's Dynamic Resource Allocation: a pod's ResourceClaims prepared by their drivers.
+
+`DraDevices` wraps a kubelet's `NodeDevices` (extended resources stay with it) as kubelet's DRA manager
+sits beside its device manager: at admission it finds the pod's claims (`spec.resourceClaims`, by name
+or, for a template, through `status.resourceClaimStatuses`), reads each one, groups them by the
+drivers of their allocation results, and calls each driver's NodePrepareResources through the plugin
+watcher (`draplugins.py`); a container gets, for every claim (or request of one) it names in
+`resources.claims`, the CDI devices kubelet would hand the container runtime, applied as the runtime
+would: their `env` edits, read from the CDI specs in `cdi_dir`. A claim stays prepared while any
+admitted pod uses it (a claim may be shared by pods, NVIDIA's gpu-test3); the last pod's release
+unprepares it. A claim that cannot be prepared rejects the pod (`FailedPrepareDynamicResources`: a
+real kubelet retries instead) after giving back what the pod alone held.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol
+
+from runtimekit.cluster.kubelet.devicemanager import AdmissionError
+from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
+from runtimekit.cluster.kubelet.draplugins import ClaimKey, ClaimResult, DraPluginWatcher, cdi_ids_for
+from runtimekit.kube.errors import KubeError
+from runtimekit.kube.objects import Pod, meta
+from runtimekit.kube.objects.dra import ResourceClaim
+
+log = logging.getLogger(__name__)
+REASON = "FailedPrepareDynamicResources"
+
+
+class ClaimReader(Protocol):
+    def get_claim(self, namespace: str, name: str) -> ResourceClaim: ...
+
+
+@dataclass(frozen=True)
+class _Prepared:
+    key: ClaimKey
+    driver: str
+
+
+def pod_claims(pod: Pod) -> dict[str, str]:
+    """The pod's claims: the name containers use -> the ResourceClaim's name ("" while not made yet)."""
+    made = {
+        s.get("name", ""): s.get("resourceClaimName", "")
+        for s in pod.get("status", {}).get("resourceClaimStatuses", [])
+    }
+    return {
+        c.get("name", ""): c.get("resourceClaimName") or made.get(c.get("name", ""), "")
+        for c in pod.get("spec", {}).get("resourceClaims", [])
+    }
+
+
+def cdi_env(cdi_dir: Path, ids: Sequence[str]) -> dict[str, str]:
+    """The environment the CDI devices `ids` (`kind=name`) set, in order, from the specs in `cdi_dir`."""
+    devices: dict[str, list[str]] = {}
+    for path in sorted(cdi_dir.glob("*.json")):
+        spec = json.loads(path.read_text())
+        for device in spec.get("devices", []):
+            devices[f"{spec.get('kind')}={device.get('name')}"] = device.get("containerEdits", {}).get("env", [])
+    env: dict[str, str] = {}
+    for cdi_id in ids:
+        for entry in devices.get(cdi_id, []):
+            name, _, value = entry.partition("=")
+            env[name] = value
+    return env
+
+
+class DraDevices:
+    """See the module docstring. Thread-safe."""
+
+    def __init__(self, inner: NodeDevices, watcher: DraPluginWatcher, claims: ClaimReader, cdi_dir: Path) -> None:
+        self.inner = inner
+        self.watcher = watcher
+        self._claims = claims
+        self._cdi_dir = cdi_dir
+        self._lock = threading.Lock()
+        self._pods: dict[str, list[_Prepared]] = {}  # pod uid -> the claims it holds
+        self._users: dict[str, int] = defaultdict(int)  # claim uid -> admitted pods using it
+
+    def capacity(self) -> dict[str, int]:
+        return self.inner.capacity()
+
+    def allocatable(self) -> dict[str, int]:
+        return self.inner.allocatable()
+
+    def node_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
+        return self.inner.node_metadata()
+
+    def admit(self, pod: Pod) -> ContainerEnv:
+        env = self.inner.admit(pod)
+        named = pod_claims(pod)
+        if not named:
+            return env
+        uid = str(meta(pod).get("uid", ""))
+        try:
+            results = self._prepare(pod, uid, named)
+        except AdmissionError:
+            self.release(uid)  # the pod's devices and the claims only it held
+            raise
+        for container in pod.get("spec", {}).get("containers", []):
+            ids = [
+                cdi
+                for ref in container.get("resources", {}).get("claims", [])
+                for cdi in cdi_ids_for(results[str(ref.get("name", ""))], str(ref.get("request", "")))
+            ]
+            if ids:
+                env[container.get("name", "")] = {
+                    **env.get(container.get("name", ""), {}),
+                    **cdi_env(self._cdi_dir, ids),
+                }
+        return env
+
+    def _prepare(self, pod: Pod, uid: str, named: dict[str, str]) -> dict[str, ClaimResult]:
+        namespace = str(meta(pod).get("namespace", ""))
+        keys: dict[str, ClaimKey] = {}
+        by_driver: dict[str, list[ClaimKey]] = defaultdict(list)
+        for pod_name, claim_name in named.items():
+            if not claim_name:
+                raise AdmissionError(REASON, f"the ResourceClaim of {pod_name!r} has not been made yet")
+            try:
+                claim = self._claims.get_claim(namespace, claim_name)
+            except KubeError as exc:
+                raise AdmissionError(REASON, f"ResourceClaim {namespace}/{claim_name}: {exc}") from None
+            key = keys[pod_name] = ClaimKey(namespace, str(claim["metadata"].get("uid", "")), claim_name)
+            drivers = {
+                r.get("driver", "")
+                for r in claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", [])
+            }
+            if not drivers:
+                raise AdmissionError(REASON, f"ResourceClaim {namespace}/{claim_name} is not allocated")
+            for driver in sorted(drivers):
+                by_driver[driver].append(key)
+        self.watcher.scan()
+        results: dict[str, ClaimResult] = {}
+        for driver, claims in by_driver.items():
+            plugin = self.watcher.plugins.get(driver)
+            if plugin is None:
+                raise AdmissionError(REASON, f"DRA driver {driver} is not registered")
+            with self._lock:
+                held = self._pods.setdefault(uid, [])
+                for key in claims:
+                    if _Prepared(key, driver) not in held:
+                        held.append(_Prepared(key, driver))
+                        self._users[key.uid] += 1
+            answers = plugin.prepare(claims)
+            for key in claims:
+                answer = answers.get(key.uid, ClaimResult(error="no answer"))
+                if answer.error:
+                    raise AdmissionError(
+                        REASON, f"{driver} could not prepare {key.namespace}/{key.name}: {answer.error}"
+                    )
+                previous = results.get(key.uid)
+                results[key.uid] = ClaimResult((*(previous.devices if previous else ()), *answer.devices))
+        return {pod_name: results[key.uid] for pod_name, key in keys.items()}
+
+    def release(self, pod_uid: str) -> None:
+        self.inner.release(pod_uid)
+        with self._lock:
+            held = self._pods.pop(pod_uid, [])
+            done = []
+            for prepared in held:
+                self._users[prepared.key.uid] -= 1
+                if self._users[prepared.key.uid] <= 0:
+                    del self._users[prepared.key.uid]
+                    done.append(prepared)
+        for prepared in done:
+            plugin = self.watcher.plugins.get(prepared.driver)
+            if plugin is None:
+                continue
+            error = plugin.unprepare([prepared.key]).get(prepared.key.uid, "")
+            if error:
+                log.warning(
+                    "%s could not unprepare %s/%s: %s",
+                    prepared.driver,
+                    prepared.key.namespace,
+                    prepared.key.name,
+                    error,
+                )
