@@ -27,7 +27,7 @@ PODS = "/api/v1/namespaces/default/pods"
 RES = "/apis/resource.k8s.io/v1"
 CLAIMS = f"{RES}/namespaces/default/resourceclaims"
 DRIVER = "gpu.runtimekit.aliyun.com"
-CONF = DEFAULT_CONF_TEXT.replace("  - name: predicates\n", "  - name: predicates\n  - name: dynamicresources\n")
+CONF = DEFAULT_CONF_TEXT  # dynamicresources is in the default conf
 
 
 @pytest.fixture
@@ -88,7 +88,10 @@ def start(http: KubeHttp) -> Scheduler:
 
 
 def share_claim(name: str, core: str, klass: str = DRIVER) -> dict[str, Any]:
-    request = {"name": "gpu", "exactly": {"deviceClassName": klass, "capacity": {"requests": {"core": core, "memory": "20Gi"}}}}
+    request = {
+        "name": "gpu",
+        "exactly": {"deviceClassName": klass, "capacity": {"requests": {"core": core, "memory": "20Gi"}}},
+    }
     return {
         "apiVersion": "resource.k8s.io/v1",
         "kind": "ResourceClaim",
@@ -112,7 +115,11 @@ def claim_pod(name: str, claim: str | None = None, template: str | None = None, 
             "schedulerName": P.scheduler_name,
             "resourceClaims": [entry] if claim or template else [],
             "containers": [
-                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]}}
+                {
+                    "name": "main",
+                    "image": "busybox",
+                    "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
+                }
             ],
         },
     }
@@ -153,7 +160,9 @@ def test_a_share_from_a_template_waits_for_its_claim_then_binds_with_allocation_
     (result,) = made["status"]["allocation"]["devices"]["results"]
     assert (result["driver"], result["pool"], result["device"]) == (DRIVER, "n1", "gpu-0")
     assert result["consumedCapacity"] == {"core": "30", "memory": "20Gi"}
-    assert made["status"]["reservedFor"] == [{"resource": "pods", "name": "p", "uid": pod(http, "p")["metadata"]["uid"]}]
+    assert made["status"]["reservedFor"] == [
+        {"resource": "pods", "name": "p", "uid": pod(http, "p")["metadata"]["uid"]}
+    ]
 
 
 def test_shares_are_counted_across_pods_and_a_bad_claim_waits_while_others_schedule(cluster: KubeHttp) -> None:

@@ -75,8 +75,8 @@ class StatusWriter(Protocol):
 class LiveClaims:
     """The live scheduler's `ClaimAccess` (see the module docstring)."""
 
-    def __init__(self, store: DraStore, writer: StatusWriter) -> None:
-        self.store, self.writer = store, writer
+    def __init__(self, store: DraStore, http: StatusWriter) -> None:
+        self.store, self.http = store, http
 
     def claim(self, key: str) -> ResourceClaim | None:
         return self.store.claim(key)
@@ -86,7 +86,7 @@ class LiveClaims:
         path = (
             f"{GROUP}/namespaces/{claim_meta.get('namespace', '')}/resourceclaims/{claim_meta.get('name', '')}/status"
         )
-        answer = cast("ResourceClaim", self.writer.put(path, dict(claim)))
+        answer = cast("ResourceClaim", self.http.put(path, dict(claim)))
         self.store.apply(
             CLAIMS, "MODIFIED", cast("KubeObject", answer)
         )  # read-your-writes: the next PreBind sees it at once

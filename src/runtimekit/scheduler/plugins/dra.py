@@ -76,6 +76,7 @@ class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
 
     def __init__(self) -> None:
         self.held: dict[PodKey, _Held] = {}
+        self._ones = np.ones(0, np.bool_)  # the verdict of pods without claims, grown as needed
 
     def on_session_open(self, ssn: SessionView) -> None:
         # an allocation written and now seen in the informers' claims counts from there
@@ -135,7 +136,10 @@ class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         pod = task.pod
         if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
-            return Verdict(np.ones(rows.size, np.bool_))
+            if self._ones.size < rows.size:
+                self._ones = np.ones(rows.size, np.bool_)
+                self._ones.flags.writeable = False
+            return Verdict(self._ones[: rows.size])  # read only: the session never writes a verdict
         catalog = ssn.snapshot.dra
         claims = pod_claims(pod, catalog)
         none = np.zeros(rows.size, np.bool_)
