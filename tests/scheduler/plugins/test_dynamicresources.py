@@ -130,3 +130,21 @@ def test_pods_without_claims_pass_and_bad_claims_are_unresolvable() -> None:
     unknown = plugin.predicate(pod_task("p", "bad"), ROWS, view(bad))
     assert "no-such-class" in unknown.reasons[0][0]
     assert cast(Any, unknown.unresolvable).tolist() == [True]
+
+
+def test_a_share_packs_onto_a_device_already_shared_not_the_first_free_one() -> None:
+    two = copy.deepcopy(SLICE)
+    free = copy.deepcopy(two["spec"]["devices"][0])
+    two["spec"]["devices"] = [{**free, "name": "gpu-0"}, {**free, "name": "gpu-1"}]
+    used = {"driver": DRIVER, "pool": "n1", "device": "gpu-1", "request": "gpu", "shareID": "x"}
+    held = claim("held", "30", allocation={"devices": {"results": [{**used, "consumedCapacity": {"core": "30"}}]}})
+    new = claim("new", "30")
+    catalog = DraCatalog({"default/held": held, "default/new": new}, {DRIVER: cast(Any, CLASS)}, (cast(Any, two),), 1)
+    snapshot = SimpleNamespace(dra=catalog, meta=[NodeMeta(NodeName("n1"))])
+    ssn = cast(SessionView, SimpleNamespace(snapshot=snapshot, table=SimpleNamespace(row=lambda _: 0)))
+    plugin = DynamicResources()
+    task = pod_task("p", "new")
+    assert plugin.reserve(task, DeviceChoice(), ssn).ok
+    access = Claims(new)
+    assert plugin.pre_bind(Binding(task, NodeName("n1"), DeviceChoice(), claims=access)).ok
+    assert access.stored["default/new"]["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-1"

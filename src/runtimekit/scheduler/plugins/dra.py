@@ -15,8 +15,8 @@ allocated on the node chosen for it by the structured allocator (`kube.semantics
 - PreBind: each claim's `status.allocation` is written (unless allocated already) and the pod is
   added to `status.reservedFor` (`{resource: pods, name, uid}`), before the pod is bound.
 
-Devices are chosen first-fit in the allocator's pool order (kube's); the kit's policies choose the
-node. Callers: the framework (registered in `builtin.py`).
+Devices: shared devices already in use are tried first (packing shares, not kube's first fit), then
+pool order; the kit's policies choose the node. Callers: the framework (registered in `builtin.py`).
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from runtimekit.kube.objects import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
-from runtimekit.kube.semantics.draalloc import AllocationError, allocate
+from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, allocate
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
 from runtimekit.model import PodKey
 from runtimekit.scheduler.framework.arguments import Arguments
@@ -126,7 +126,9 @@ class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
         if not pending:
             return out
         in_use = self._in_use(catalog, frozenset(pending))
-        results = allocate([catalog.claims[k] for k in pending], name, labels, catalog.classes, catalog.pools, in_use)
+        results = allocate(
+            [catalog.claims[k] for k in pending], name, labels, catalog.classes, catalog.pools, in_use, _packing
+        )
         if results is None:
             return None
         chosen = dict(zip(pending, results, strict=True))
@@ -217,6 +219,12 @@ class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
                 return error(f'writing resourceclaim "{key}": {exc}')
             held.written.append(key)
         return SUCCESS
+
+
+def _packing(key: DeviceKey, in_use: InUse) -> int:
+    """Shared devices already in use first (fewest shares free a GPU for whole-device asks and
+    larger shares, as the kit's share policies pack), then the rest in pool order."""
+    return 0 if key in in_use.shared else 1
 
 
 def _consumer(task: TaskInfo) -> ResourceClaimConsumerReference:
