@@ -16,6 +16,7 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.objects import task_from_pod
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import NodeMeta, TaskInfo
+from runtimekit.scheduler.framework.status import Code
 from runtimekit.scheduler.framework.values import DeviceChoice
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem.dra import DraCatalog
@@ -121,7 +122,8 @@ def test_pods_without_claims_pass_and_bad_claims_are_unresolvable() -> None:
     plain = pod_task("plain", "x")
     assert plain.pod is not None
     plain.pod["spec"]["resourceClaims"] = []
-    assert plugin.predicate(plain, ROWS, view()).passed.tolist() == [True]
+    assert plugin.pre_predicate(plain).code is Code.SKIP  # no mask is made for it
+    assert plugin.pre_predicate(pod_task("p", "nope")).code is Code.SUCCESS
     missing = plugin.predicate(pod_task("p", "nope"), ROWS, view())
     assert missing.passed.tolist() == [False]
     assert missing.reasons == [('resourceclaim "nope" not found', [True])]

@@ -1,7 +1,8 @@
 """`dynamicresources`: kube-scheduler's DynamicResources plugin — a pod's ResourceClaims are
 allocated on the node chosen for it by the structured allocator (`kube.semantics.draalloc`).
 
-- Predicate: a pod without `spec.resourceClaims` passes at the cost of one dict lookup. Otherwise
+- PrePredicate, Predicate: a pod without `spec.resourceClaims` skips the predicate (PrePredicate
+  answers SKIP after one dict lookup, as kube's PreFilter does), so it pays no mask. Otherwise
   its claims are resolved (`kubesem.dra.pod_claims`: a template's claim is waited for until the
   controller made it); claims already allocated must have a node selector the node matches; the
   others are allocated per node, counting as in use every allocated claim and the allocations this
@@ -40,6 +41,7 @@ from runtimekit.scheduler.framework.interfaces import (
     Plugin,
     PreBind,
     Predicate,
+    PrePredicate,
     Rows,
     SessionView,
     Verdict,
@@ -47,7 +49,7 @@ from runtimekit.scheduler.framework.interfaces import (
 )
 from runtimekit.scheduler.framework.interfaces import Reserve as ReservePoint
 from runtimekit.scheduler.framework.registry import BuildContext
-from runtimekit.scheduler.framework.status import SUCCESS, Status, error
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from runtimekit.scheduler.kubesem.dra import DraCatalog, pod_claims
 
 log = logging.getLogger(__name__)
@@ -68,7 +70,7 @@ def _allocation(claim: ResourceClaim) -> AllocationResult | None:
     return (claim.get("status") or {}).get("allocation")
 
 
-class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
+class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, Watches):
     """See the module docstring."""
 
     name = "dynamicresources"
@@ -76,7 +78,6 @@ class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
 
     def __init__(self) -> None:
         self.held: dict[PodKey, _Held] = {}
-        self._ones = np.ones(0, np.bool_)  # the verdict of pods without claims, grown as needed
 
     def on_session_open(self, ssn: SessionView) -> None:
         # an allocation written and now seen in the informers' claims counts from there
@@ -134,14 +135,16 @@ class DynamicResources(Plugin, Predicate, ReservePoint, PreBind, Watches):
         chosen = dict(zip(pending, results, strict=True))
         return [(k, chosen.get(k)) for k, _ in out]
 
-    # -- Predicate -------------------------------------------------------------------------------
+    # -- PrePredicate, Predicate ---------------------------------------------------------------
+    def pre_predicate(self, task: TaskInfo) -> Status:
+        """A pod without claims skips the predicate (kube's PreFilter Skip): no mask is made for it."""
+        pod = task.pod
+        return SUCCESS if pod is not None and (pod.get("spec") or {}).get("resourceClaims") else SKIP
+
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         pod = task.pod
-        if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):
-            if self._ones.size < rows.size:
-                self._ones = np.ones(rows.size, np.bool_)
-                self._ones.flags.writeable = False
-            return Verdict(self._ones[: rows.size])  # read only: the session never writes a verdict
+        if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):  # (pre_predicate skips these)
+            return Verdict.all(rows.size)
         catalog = ssn.snapshot.dra
         claims = pod_claims(pod, catalog)
         none = np.zeros(rows.size, np.bool_)
