@@ -240,7 +240,7 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
         [("list", "scheduling.k8s.io", "priorityclasses"), ("watch", "scheduling.k8s.io", "priorityclasses")],
     ),
     # the informers of what plugins read besides: PodDisruptionBudgets (pdb), ResourceQuotas (resourcequota),
-    # the storage kinds (predicates' volume filters)
+    # the storage kinds (predicates' volume filters), the DRA kinds (dynamicresources)
     ("scheduler/server.py", "_watch", "Informer", "path"): (
         ("scheduler",),
         [
@@ -255,10 +255,18 @@ TABLE: dict[Site, tuple[tuple[str, ...], list[Need]]] = {
                     ("", "persistentvolumes"),
                     ("storage.k8s.io", "storageclasses"),
                     ("storage.k8s.io", "csinodes"),
+                    ("resource.k8s.io", "resourceclaims"),
+                    ("resource.k8s.io", "deviceclasses"),
+                    ("resource.k8s.io", "resourceslices"),
                 )
                 for verb in ("list", "watch")
             ],
         ],
+    ),
+    # dynamicresources' PreBind writes claims' allocation and reservedFor
+    ("scheduler/cache/dra.py", "update_status", "put", "path"): (
+        ("scheduler",),
+        [("update", "resource.k8s.io", "resourceclaims/status")],
     ),
     ("scheduler/server.py", "__init__", "LeaderElector", "self.options.lease_name"): (("scheduler",), LEASE),
     # The extender (scheduler mode extender; test_deploy_extender.py checks its grants).

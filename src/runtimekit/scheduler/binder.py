@@ -43,7 +43,7 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import speaks_hami
 from runtimekit.scheduler.cache.cluster import ClusterCache
 from runtimekit.scheduler.cache.queues import changed
-from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, VolumeAccess
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, ClaimAccess, VolumeAccess
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.status import Code
 from runtimekit.scheduler.framework.values import DeviceChoice
@@ -111,6 +111,7 @@ class BinderPool:
         # need not check that signature again
         self.vouch: Callable[[str, str, str], None] | None = None
         self.volumes = volumes  # handed to PreBind plugins on every binding
+        self.claims: ClaimAccess | None = None  # ResourceClaims, handed to PreBind plugins likewise
         self.bound_count = 0
         self.bind_failures = 0
         self.lock = threading.Lock()
@@ -149,7 +150,7 @@ class BinderPool:
     def _binding(self, task: TaskInfo, choice: DeviceChoice) -> Binding:
         assert task.node is not None
         stamp = {self.protocol.annotations.assume_time: str(time.time_ns())}
-        return Binding(task, task.node, choice, stamp, volumes=self.volumes)
+        return Binding(task, task.node, choice, stamp, volumes=self.volumes, claims=self.claims)
 
     def abandon(self, task: TaskInfo, group: BindGroup) -> None:
         """A member of `group` could not be assumed (the caller unreserved it): its group fails."""

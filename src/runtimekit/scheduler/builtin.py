@@ -13,6 +13,7 @@ from runtimekit.scheduler.plugins import (
     capacity,
     conformance,
     deviceshare,
+    dra,
     drf,
     gang,
     mig,
@@ -51,6 +52,7 @@ PLUGINS: dict[str, PluginBuilder] = {
     "sla": sla.build,
     "resourcequota": resourcequota.build,
     "pdb": pdb.build,
+    "dynamicresources": dra.build,
 }
 # The seed design's names for the GPU plugins, which confs written for it use: each builds the plugin
 # it names (under that plugin's own name), so such a conf runs unchanged.

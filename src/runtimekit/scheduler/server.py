@@ -43,6 +43,8 @@ from runtimekit.kube.scheduling import KubeBinder
 from runtimekit.model.authority import Signer
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.binder import Binder
+from runtimekit.scheduler.cache.dra import PATHS as DRA_PATHS
+from runtimekit.scheduler.cache.dra import LiveClaims
 from runtimekit.scheduler.cache.live import live_cache
 from runtimekit.scheduler.cache.objects import timestamp
 from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
@@ -131,6 +133,7 @@ class Scheduler:
         # PreBind plugins bind volumes through the API server (kube-scheduler's volume binder)
         writer = self.kube_binder or KubeBinder(http, self.component)
         self.binder.volumes = LiveVolumes(self.cache.volumes, self.cache, writer)
+        self.binder.claims = LiveClaims(self.cache.dra, http)
         self.cache.default_queue = self.options.default_queue
         self.metrics.jobs = lambda: set(self.cache.jobs)
         self._observed = ObservedCache(self.live, self.metrics)
@@ -217,12 +220,19 @@ class Scheduler:
         present = {informer.name for informer in self.informers}
         for kind, path in VOLUME_PATHS.items():
             paths[kind] = (path, self.cache.on_volumes(kind), kind)
+        for kind, path in DRA_PATHS.items():
+            paths[kind] = (path, self.cache.on_dra(kind), kind)
         for kind in sorted(watched & set(paths)):
             path, handler, name = paths[kind]
             if name not in present:
                 # a ClusterRole from before the storage kinds were read must not stop scheduling
                 informer = Informer(
-                    self.http, path, handler, name=name, optional=True, forbidden_ok=kind in VOLUME_PATHS
+                    self.http,
+                    path,
+                    handler,
+                    name=name,
+                    optional=True,
+                    forbidden_ok=kind in VOLUME_PATHS or kind in DRA_PATHS,
                 )
                 self.informers.append(informer)
                 if self._thread is not None:  # a reloaded conf asks for it: watch from now on

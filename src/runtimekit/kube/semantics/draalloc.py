@@ -31,7 +31,7 @@ hold; `DevicePools` indexes the slices once for many nodes. Callers: the schedul
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 
@@ -608,12 +608,17 @@ def allocate(
     classes: Mapping[str, DeviceClass],
     slices: Sequence[ResourceSlice] | DevicePools,
     allocated: Iterable[ResourceClaim] = (),
+    prefer: Callable[[DeviceKey, InUse], int] | None = None,
 ) -> list[AllocationResult] | None:
     """Allocations for `claims` (not yet allocated) on the node, or None when they do not fit there.
-    `slices` may be a `DevicePools` built once for many calls."""
+    `slices` may be a `DevicePools` built once for many calls. `prefer`: a rank per device (lower is
+    tried first, ties in pool order) instead of kube's first fit; whether the claims fit does not
+    depend on it, only which devices they get."""
     pools = slices if isinstance(slices, DevicePools) else DevicePools(slices)
     candidates, incomplete = pools.reach(node_name, node_labels)
     in_use = InUse.of(allocated)
+    if prefer is not None:
+        candidates.sort(key=lambda candidate: prefer(candidate.key, in_use))
     used = _counters_in_use(in_use, pools.everything)
     search = _Search(claims, classes, pools, candidates, incomplete, in_use, used)
     if not search.run():

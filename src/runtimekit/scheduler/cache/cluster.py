@@ -54,6 +54,7 @@ from runtimekit.model.ledger import IntArray
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import foreign_names
 from runtimekit.scheduler.cache.authority import EVENT_REASON, AssignmentAuthority, Seal
+from runtimekit.scheduler.cache.dra import DraStore
 from runtimekit.scheduler.cache.objects import (
     NodeState,
     is_deleting,
@@ -142,6 +143,7 @@ class ClusterCache:
         self.budgets: dict[str, DisruptionBudget] = {}  # namespace/name -> PodDisruptionBudget
         self.quotas: dict[str, NamespaceQuota] = {}  # namespace/name -> ResourceQuota
         self.volumes = VolumeStore()  # claims, volumes, classes, CSINodes (when a plugin reads them)
+        self.dra = DraStore()  # ResourceClaims, DeviceClasses, ResourceSlices (when a plugin reads them)
         self.rank_seed = rank_seed  # the tie-break order of nodes, a permutation drawn from it
         self.rank_cache: tuple[int, IntArray] | None = None
 
@@ -222,11 +224,14 @@ class ClusterCache:
             return
         entry = self.queue.get(uid)
         task = task_from_pod(obj, self.protocol, entry.task if entry is not None else None)
-        if self.queue.add(task):
-            self._join(task, obj)
-            offered = self.ledger.table.scalar_free.keys()
-            for found in foreign_names(obj, self.protocol, offered):
-                self._notice(task, PEER_NAME_REASON, found.message())
+        if not self.queue.add(task):
+            if spec.get("resourceClaims"):  # the template controller named its claims: try it again now
+                self.queue.activate(uid)
+            return
+        self._join(task, obj)
+        offered = self.ledger.table.scalar_free.keys()
+        for found in foreign_names(obj, self.protocol, offered):
+            self._notice(task, PEER_NAME_REASON, found.message())
 
     def _notice(self, task: TaskInfo, reason: str, message: str) -> None:
         self.notices.append((task, reason, message))
@@ -473,6 +478,17 @@ class ClusterCache:
         def handle(kind: str, obj: KubeObject) -> None:
             with self.lock:
                 self.volumes.apply(resource, kind, obj)
+                self.queue.move_all()
+
+        return handle
+
+    def on_dra(self, resource: str) -> Callable[[str, KubeObject], None]:
+        """The handler of one DRA resource's informer (`dra.PATHS`): a claim made or freed, a class
+        or a slice added may let a waiting pod fit, as in kube-scheduler's DynamicResources events."""
+
+        def handle(kind: str, obj: KubeObject) -> None:
+            with self.lock:
+                self.dra.apply(resource, kind, obj)
                 self.queue.move_all()
 
         return handle

@@ -99,6 +99,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         quotas=_quotas(cache),
         pod_facts=cache.pods.facts,
         volumes=cache.volumes.frozen(),
+        dra=cache.dra.frozen(),
     )
 
 

@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from runtimekit.kube.objects import PersistentVolume, PersistentVolumeClaim
+from runtimekit.kube.objects import PersistentVolume, PersistentVolumeClaim, ResourceClaim
 from runtimekit.model import Assignment, NodeInventory, NodeName, PodKey, Slot, shares_for
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.status import Status
@@ -57,6 +57,17 @@ class VolumeAccess(Protocol):
         when the scheduler is stopping (a PreBind waiting for volumes gives up then)."""
 
 
+class ClaimAccess(Protocol):
+    """What PreBind may do with ResourceClaims (the live scheduler's; `cache/dra.py`): read the
+    latest claim, and write its status (raising an exception that says why when refused)."""
+
+    def claim(self, key: str) -> ResourceClaim | None:
+        """The claim (namespace/name) as last seen or written; None when it is gone."""
+
+    def update_status(self, claim: ResourceClaim) -> ResourceClaim:
+        """PUT the claim's status; the API server's answer (raises on refusal, e.g. a conflict)."""
+
+
 @dataclass(slots=True)
 class Binding:
     """One pod's binding: the task (its `node` and `placement` set), the devices chosen for it in
@@ -72,6 +83,7 @@ class Binding:
     devices: list[tuple[str, tuple[Slot, ...]]] = field(default_factory=list)  # container -> its slots
     policies: list[str] = field(default_factory=list)
     volumes: VolumeAccess | None = None  # the cluster's volumes (a live scheduler's); None elsewhere
+    claims: ClaimAccess | None = None  # the cluster's ResourceClaims (a live scheduler's); None elsewhere
 
     def assign(self, containers: Iterable[tuple[str, tuple[Slot, ...]]], policy: str) -> None:
         """Write devices into the binding's assignment: the slots of each container, and the policy

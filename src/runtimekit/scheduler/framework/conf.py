@@ -122,6 +122,7 @@ tiers:
 - plugins:
   - name: drf
   - name: predicates
+  - name: dynamicresources
   - name: proportion
   - name: nodeorder
   - name: gpushare

@@ -25,6 +25,7 @@ from runtimekit.model.scalars import Scalars, amount_of, combine, scalars_of
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
 from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
+from runtimekit.scheduler.kubesem.dra import EMPTY_DRA, DraCatalog
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
 from runtimekit.scheduler.kubesem.pods import PodFactsMemo
@@ -375,6 +376,7 @@ class Snapshot:
     pod_facts: PodFactsMemo = field(default_factory=PodFactsMemo)
     # PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes (when a plugin asks for them)
     volumes: VolumeCatalog = EMPTY_CATALOG
+    dra: DraCatalog = EMPTY_DRA  # ResourceClaims, DeviceClasses, ResourceSlices (when a plugin asks for them)
 
     @property
     def pods(self) -> PodSet:

@@ -1,0 +1,71 @@
+"""What the scheduler reads of Dynamic Resource Allocation: `DraCatalog`, the ResourceClaims,
+DeviceClasses and ResourceSlices as the informers last delivered them (frozen per session, with
+the slices indexed once as `DevicePools`), and `pod_claims`, which claims a pod uses, as
+kube-scheduler's DynamicResources plugin resolves them in PreFilter: a claim named directly, or the
+claim the template controller made (`status.resourceClaimStatuses`), waited for until it exists.
+
+Callers: the `dynamicresources` plugin (`plugins/dra.py`), the live cache (`cache/dra.py`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from runtimekit.kube.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
+from runtimekit.kube.semantics.draalloc import DevicePools
+
+
+@dataclass(frozen=True, eq=False)
+class DraCatalog:
+    """One version of the DRA objects: claims by namespace/name, classes by name, every slice."""
+
+    claims: Mapping[str, ResourceClaim] = field(default_factory=dict)
+    classes: Mapping[str, DeviceClass] = field(default_factory=dict)
+    slices: tuple[ResourceSlice, ...] = ()
+    version: int = 0
+
+    @cached_property
+    def pools(self) -> DevicePools:
+        """The slices indexed once per version (the allocator's selector memo lives there too)."""
+        return DevicePools(self.slices)
+
+
+EMPTY_DRA = DraCatalog()
+
+
+@dataclass(frozen=True)
+class PodClaims:
+    """A pod's claims: their keys (namespace/name) in `spec.resourceClaims` order, or why the pod
+    waits for one (`waiting`: the claim of a template not made yet, or a claim not there)."""
+
+    keys: tuple[str, ...] = ()
+    waiting: str = ""
+
+
+def pod_claims(pod: Pod, catalog: DraCatalog) -> PodClaims:
+    """See the module docstring; a template whose status names no claim (`resourceClaimName`
+    null: the claim is not needed) is left out, as kube does."""
+    spec = pod.get("spec") or {}
+    namespace = (pod.get("metadata") or {}).get("namespace", "") or "default"
+    made = {
+        s.get("name", ""): s.get("resourceClaimName")
+        for s in (pod.get("status") or {}).get("resourceClaimStatuses") or []
+    }
+    keys: list[str] = []
+    for entry in spec.get("resourceClaims") or []:
+        name = entry.get("resourceClaimName")
+        if not name and entry.get("resourceClaimTemplateName"):
+            if entry.get("name", "") not in made:
+                return PodClaims(waiting=f'waiting for resource claim of "{entry.get("name", "")}" to be created')
+            name = made[entry.get("name", "")]
+            if not name:
+                continue
+        if not name:
+            continue
+        key = f"{namespace}/{name}"
+        if key not in catalog.claims:
+            return PodClaims(waiting=f'resourceclaim "{name}" not found')
+        keys.append(key)
+    return PodClaims(tuple(keys))

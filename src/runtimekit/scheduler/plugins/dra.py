@@ -1,0 +1,251 @@
+"""`dynamicresources`: kube-scheduler's DynamicResources plugin — a pod's ResourceClaims are
+allocated on the node chosen for it by the structured allocator (`kube.semantics.draalloc`).
+
+- PrePredicate, Predicate: a pod without `spec.resourceClaims` skips the predicate (PrePredicate
+  answers SKIP after one dict lookup, as kube's PreFilter does), so it pays no mask. Otherwise
+  its claims are resolved (`kubesem.dra.pod_claims`: a template's claim is waited for until the
+  controller made it); claims already allocated must have a node selector the node matches; the
+  others are allocated per node, counting as in use every allocated claim and the allocations this
+  scheduler reserved but has not yet seen written (kube's `inFlightAllocations`). An unknown class,
+  a selector that fails or a claim not there is unresolvable on every node, with its reason in
+  PodScheduled/FailedScheduling; a node whose devices do not fit says "cannot allocate all claims".
+- Reserve: the allocation is worked out again on the chosen node (the same answer: the allocator is
+  deterministic) and held in flight, so the pods placed after it — a gang's other members in the
+  same statement too — see the devices taken. Unreserve gives it back and, when PreBind had written
+  it, undoes the write (the pod leaves `reservedFor`; a claim it allocated loses its allocation).
+- PreBind: each claim's `status.allocation` is written (unless allocated already) and the pod is
+  added to `status.reservedFor` (`{resource: pods, name, uid}`), before the pod is bound.
+
+Devices: shared devices already in use are tried first (packing shares, not kube's first fit), then
+pool order; the kit's policies choose the node. Callers: the framework (registered in `builtin.py`).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from runtimekit.kube.objects import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
+from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, allocate
+from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
+from runtimekit.model import PodKey
+from runtimekit.scheduler.framework.arguments import Arguments
+from runtimekit.scheduler.framework.binding import ClaimAccess
+from runtimekit.scheduler.framework.info import TaskInfo
+from runtimekit.scheduler.framework.interfaces import (
+    Binding,
+    DeviceChoice,
+    Plugin,
+    PreBind,
+    Predicate,
+    PrePredicate,
+    Rows,
+    SessionView,
+    Verdict,
+    Watches,
+)
+from runtimekit.scheduler.framework.interfaces import Reserve as ReservePoint
+from runtimekit.scheduler.framework.registry import BuildContext
+from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
+from runtimekit.scheduler.kubesem.dra import DraCatalog, pod_claims
+
+log = logging.getLogger(__name__)
+CANNOT_ALLOCATE = "cannot allocate all claims"
+
+
+@dataclass
+class _Held:
+    """A reserved pod's claims: each key with the allocation Reserve chose (None: allocated already),
+    and which of them PreBind wrote (to undo on a failed bind)."""
+
+    claims: list[tuple[str, AllocationResult | None]]
+    written: list[str] = field(default_factory=list)
+    access: ClaimAccess | None = None  # where PreBind wrote them
+
+
+def _allocation(claim: ResourceClaim) -> AllocationResult | None:
+    return (claim.get("status") or {}).get("allocation")
+
+
+class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, Watches):
+    """See the module docstring."""
+
+    name = "dynamicresources"
+    watches: tuple[str, ...] = ("resourceclaims", "deviceclasses", "resourceslices")
+
+    def __init__(self) -> None:
+        self.held: dict[PodKey, _Held] = {}
+
+    def on_session_open(self, ssn: SessionView) -> None:
+        # an allocation written and now seen in the informers' claims counts from there
+        claims = ssn.snapshot.dra.claims
+        for key in [k for k, h in self.held.items() if h.written and all(c in claims for c, _ in h.claims)]:
+            if all(_allocation(claims[c]) is not None for c, _ in self.held[key].claims):
+                del self.held[key]
+
+    # -- what is in use --------------------------------------------------------------------------
+    def _in_use(self, catalog: DraCatalog, skip: frozenset[str]) -> list[ResourceClaim]:
+        allocated = [c for k, c in catalog.claims.items() if k not in skip and _allocation(c) is not None]
+        seen = {k for k, c in catalog.claims.items() if _allocation(c) is not None}
+        for held in self.held.values():
+            for key, result in held.claims:
+                if result is not None and key not in seen and key not in skip:
+                    allocated.append({"status": {"allocation": result}})
+                    seen.add(key)
+        return allocated
+
+    def _current(self, key: str, catalog: DraCatalog) -> AllocationResult | None:
+        """The claim's allocation: written, or reserved in flight by another pod."""
+        found = _allocation(catalog.claims[key])
+        if found is not None:
+            return found
+        for held in self.held.values():
+            for other, result in held.claims:
+                if other == key and result is not None:
+                    return result
+        return None
+
+    def _fit(
+        self, task: TaskInfo, keys: tuple[str, ...], catalog: DraCatalog, name: str, labels: dict[str, str]
+    ) -> list[tuple[str, AllocationResult | None]] | None:
+        """The claims' allocations on the node, or None when they do not fit (AllocationError raised)."""
+        pending: list[str] = []
+        out: list[tuple[str, AllocationResult | None]] = []
+        for key in keys:
+            current = self._current(key, catalog)
+            if current is None:
+                pending.append(key)
+                out.append((key, None))
+                continue
+            selector = current.get("nodeSelector")
+            if selector is not None and not required_matches((), selector_terms(selector), labels, name):
+                return None
+            out.append((key, None))
+        if not pending:
+            return out
+        in_use = self._in_use(catalog, frozenset(pending))
+        results = allocate(
+            [catalog.claims[k] for k in pending], name, labels, catalog.classes, catalog.pools, in_use, _packing
+        )
+        if results is None:
+            return None
+        chosen = dict(zip(pending, results, strict=True))
+        return [(k, chosen.get(k)) for k, _ in out]
+
+    # -- PrePredicate, Predicate ---------------------------------------------------------------
+    def pre_predicate(self, task: TaskInfo) -> Status:
+        """A pod without claims skips the predicate (kube's PreFilter Skip): no mask is made for it."""
+        pod = task.pod
+        return SUCCESS if pod is not None and (pod.get("spec") or {}).get("resourceClaims") else SKIP
+
+    def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
+        pod = task.pod
+        if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):  # (pre_predicate skips these)
+            return Verdict.all(rows.size)
+        catalog = ssn.snapshot.dra
+        claims = pod_claims(pod, catalog)
+        none = np.zeros(rows.size, np.bool_)
+        if claims.waiting:
+            return Verdict(none, [(claims.waiting, ~none)], ~none)
+        passed = none.copy()
+        metas = ssn.snapshot.meta
+        try:
+            for i, row in enumerate(rows.tolist()):
+                node = metas[row]
+                if node is not None:
+                    passed[i] = self._fit(task, claims.keys, catalog, node.name, dict(node.labels)) is not None
+        except AllocationError as exc:
+            return Verdict(none, [(str(exc), ~none)], ~none)
+        return Verdict(passed, [(CANNOT_ALLOCATE, ~passed)], ~passed)
+
+    # -- Reserve ---------------------------------------------------------------------------------
+    def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
+        pod = task.pod
+        if pod is None or not (pod.get("spec") or {}).get("resourceClaims") or task.node is None:
+            return SUCCESS
+        catalog = ssn.snapshot.dra
+        claims = pod_claims(pod, catalog)
+        if claims.waiting:
+            return error(claims.waiting)
+        node = ssn.snapshot.meta[ssn.table.row(task.node)]
+        if node is None:
+            return error(f"node {task.node} is gone")
+        try:
+            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels))
+        except AllocationError as exc:
+            return error(str(exc))
+        if fit is None:
+            return error(f"{CANNOT_ALLOCATE} on node {task.node}")
+        self.held[task.key] = _Held(fit)
+        return SUCCESS
+
+    def unreserve(self, task: TaskInfo) -> None:
+        held = self.held.pop(task.key, None)
+        if held is None or not held.written or held.access is None:
+            return
+        for key in held.written:
+            try:
+                _release(held.access, key, task, allocated=dict(held.claims).get(key) is not None)
+            except Exception as exc:  # the claim controller frees what a gone pod held
+                log.warning("undoing the allocation of claim %s for pod %s: %s", key, task.key, exc)
+
+    # -- PreBind ---------------------------------------------------------------------------------
+    def pre_bind(self, binding: Binding) -> Status:
+        task = binding.task
+        held = self.held.get(task.key)
+        if held is None:
+            return SUCCESS
+        access = binding.claims
+        if access is None:
+            return error("no ResourceClaim access to write allocations with")
+        held.access = access
+        for key, result in held.claims:
+            claim = access.claim(key)
+            if claim is None:
+                return error(f'resourceclaim "{key}" is gone')
+            status = copy.deepcopy(claim.get("status") or {})
+            if result is not None:
+                if status.get("allocation") is not None:
+                    return error(f'resourceclaim "{key}" was allocated meanwhile')
+                status["allocation"] = result
+            consumers = status.setdefault("reservedFor", [])
+            if not any(c.get("uid") == task.uid for c in consumers):
+                consumers.append(_consumer(task))
+            updated = copy.copy(claim)
+            updated["status"] = status
+            try:
+                access.update_status(updated)
+            except Exception as exc:
+                return error(f'writing resourceclaim "{key}": {exc}')
+            held.written.append(key)
+        return SUCCESS
+
+
+def _packing(key: DeviceKey, in_use: InUse) -> int:
+    """Shared devices already in use first (fewest shares free a GPU for whole-device asks and
+    larger shares, as the kit's share policies pack), then the rest in pool order."""
+    return 0 if key in in_use.shared else 1
+
+
+def _consumer(task: TaskInfo) -> ResourceClaimConsumerReference:
+    return {"resource": "pods", "name": task.name, "uid": task.uid}
+
+
+def _release(access: ClaimAccess, key: str, task: TaskInfo, allocated: bool) -> None:
+    claim = access.claim(key)
+    if claim is None:
+        return
+    status = copy.deepcopy(claim.get("status") or {})
+    status["reservedFor"] = [c for c in status.get("reservedFor") or [] if c.get("uid") != task.uid]
+    if allocated and not status["reservedFor"]:
+        status.pop("allocation", None)
+    updated = copy.copy(claim)
+    updated["status"] = status
+    access.update_status(updated)
+
+
+def build(arguments: Arguments, context: BuildContext) -> DynamicResources:
+    return DynamicResources()
