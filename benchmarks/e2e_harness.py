@@ -54,8 +54,17 @@ def apiserver() -> Iterator[tuple[str, int]]:
         assert server.stdout.readline().strip() == "ready"
         yield f"http://127.0.0.1:{port}", server.pid
     finally:
-        server.send_signal(signal.SIGTERM)
-        server.wait(30)
+        stop(server)
+
+
+def stop(process: subprocess.Popen[str] | subprocess.Popen[bytes]) -> None:
+    """SIGTERM, and SIGKILL after 30 s: a scheduler deep in a long session must not hide the figure."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(30)
 
 
 def write_kubeconfig(path: Path, url: str) -> Path:
@@ -82,8 +91,7 @@ def scheduler(url: str, conf: str | None = None, args: Sequence[str] = ()) -> It
         try:
             yield process
         finally:
-            process.send_signal(signal.SIGTERM)
-            process.wait(30)
+            stop(process)
 
 
 def cpu_seconds(pid: int) -> float:
