@@ -12,7 +12,8 @@ its own (`e2e_harness.py`, shared with `bench_scheduler_e2e.py`); the opcodes ar
 - latency: bind time − creation time per measured pod, from this client: creation is when the API
   server acknowledged the pod, binding when the watch first shows `spec.nodeName` (what
   `scheduler_pod_scheduling_sli_duration_seconds` measures inside kube-scheduler, seen from outside).
-- the scheduler's RSS at the end and its peak (VmHWM), its CPU per measured pod, the load average.
+- the scheduler's RSS at the end and its peak (VmHWM), its CPU per measured pod (and the rate that
+  gives with a whole core), the load average.
 
 Selection: `--label` (default `performance`, kube's CI benchmark; `integration-test` picks the smallest
 ones) and `--workload REGEX` over `TestCase/workload`. featureGates name kube-scheduler internals the kit
@@ -23,7 +24,7 @@ marked `scaled`). `--gpu [SHARE]` is the GPU variant: nodes carry 8 simulated H2
 createPods op asks for SHARE % of one GPU (default 25).
 
 Usage: .venv/bin/python benchmarks/scheduler_perf.py [--workload 'SchedulingBasic/5000Nodes_10000Pods']
-       [--label performance] [--nodes 500] [--gpu [25]] [--timeout 600]
+       [--label performance] [--nodes 500] [--gpu [25]] [--timeout 600] [--conf FILE]
 """
 
 from __future__ import annotations
@@ -141,12 +142,14 @@ def figures(w: Workload, measured: Measured | None, bound: dict[str, float]) -> 
         "latency_seconds": {f"p{q}": round(percentile(latencies, q), 3) for q in (50, 90, 99)} if latencies else {},
         "latency_is": "binding seen by watch minus creation acknowledged, per measured pod",
         "scheduler_cpu_ms_per_pod": round(measured.scheduler_cpu * 1000 / max(1, len(keys)), 2),
+        # the rate one whole core would give the scheduler: on a shared host, steadier than the wall-time rate
+        "pods_per_scheduler_cpu_second": round(len(keys) / measured.scheduler_cpu) if measured.scheduler_cpu else None,
     }
 
 
-def run(w: Workload, gpu_share: int, timeout: float) -> dict[str, Any]:
+def run(w: Workload, gpu_share: int, timeout: float, conf: str | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    with apiserver() as (url, _), scheduler(url, args=["--scheduler-name", "default-scheduler"]) as process:
+    with apiserver() as (url, _), scheduler(url, conf, ["--scheduler-name", "default-scheduler"]) as process:
         runner = Runner(url, w.base, gpu_share, scheduler_cpu=lambda: cpu_seconds(process.pid))
         runner.timeout = timeout
         runner.wait_for_scheduler()
@@ -173,6 +176,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--nodes", type=int, default=0, help="scale each workload down to about this many nodes")
     parser.add_argument("--gpu", type=int, nargs="?", const=25, default=0, help="GPU variant: pods ask for SHARE %%")
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds to wait for an op's pods")
+    parser.add_argument("--conf", type=Path, help="the scheduler's conf (Volcano's format; default: its built-in one)")
     parser.add_argument("--list", action="store_true", help="print the selection and exit")
     args = parser.parse_args(argv)
     chosen, skipped = select(load(), args.workload, args.label)
@@ -184,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     for w in chosen:
         print(f"== {w.full_name} {w.params}", file=sys.stderr, flush=True)
-        results.append(run(w, args.gpu, args.timeout))
+        results.append(run(w, args.gpu, args.timeout, args.conf.read_text() if args.conf else None))
         print(json.dumps(results[-1]), file=sys.stderr, flush=True)
     print(json.dumps({"workloads": results, "skipped": skipped}, indent=2))
     return 0 if all(r.get("bound") == r.get("measured_pods") for r in results) else 1

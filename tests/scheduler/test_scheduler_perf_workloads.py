@@ -157,6 +157,7 @@ def test_smallest_workloads_bind_every_measured_pod(perf: ModuleType, live: str,
     assert result["measured_pods"] == w.params["measurePods"]
     assert result["bound"] == result["measured_pods"]
     assert set(result) >= {"SchedulingThroughput", "pods_per_second_overall", "threshold", "latency_seconds"}
+    assert "pods_per_scheduler_cpu_second" in result
     assert set(result["latency_seconds"]) == {"p50", "p90", "p99"}
     assert result["pods_per_second_overall"] > 0
     nodes = KubeHttp.connect(server=live).list("/api/v1/nodes")[0]
