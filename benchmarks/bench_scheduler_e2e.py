@@ -15,20 +15,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
-import resource
-import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
-from runtimekit.base.keyring import ensure_key_folder
+from e2e_harness import apiserver, cpu_seconds, own_cpu_seconds, scheduler
+
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model import NodeInventory
 from runtimekit.model.trace import read_pod_list
@@ -36,22 +30,6 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.sim.runner import DEFAULT_PODS, bundled
 
 P = KitProtocol.default()
-SERVER = """
-import signal, sys, threading
-from runtimekit.cluster.apiserver import ApiServer
-server = ApiServer(port=int(sys.argv[1]), bookmark_interval=5.0).start()
-print("ready", flush=True)
-stop = threading.Event()
-signal.signal(signal.SIGTERM, lambda *_: stop.set())
-stop.wait()
-server.stop()
-"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def node(name: str) -> dict[str, object]:
@@ -101,67 +79,21 @@ def main() -> int:
     parser.add_argument("--policy", default="fgd")
     parser.add_argument("--clients", type=int, default=8)
     args = parser.parse_args()
-    port = free_port()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    server = subprocess.Popen([sys.executable, "-c", SERVER, str(port)], stdout=subprocess.PIPE, text=True, env=env)
-    assert server.stdout is not None
-    assert server.stdout.readline().strip() == "ready"
-    url = f"http://127.0.0.1:{port}"
-    http = KubeHttp.connect(server=url, timeout=60)
-    with tempfile.TemporaryDirectory() as tmp:
-        conf = Path(tmp) / "scheduler.conf"
-        conf.write_text(
-            'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gpushare\n'
-            f"    arguments: {{gpushare.policy: {args.policy}}}\n"
-        )
-        kubeconfig = Path(tmp) / "kubeconfig"
-        kubeconfig.write_text(
-            f"apiVersion: v1\nkind: Config\nclusters: [{{name: e, cluster: {{server: '{url}'}}}}]\n"
-            "users: [{name: e, user: {}}]\ncontexts: [{name: e, context: {cluster: e, user: e}}]\n"
-            "current-context: e\n"
-        )
+    with apiserver() as (url, server_pid):
+        http = KubeHttp.connect(server=url, timeout=60)
         started = time.perf_counter()
         with ThreadPoolExecutor(args.clients) as pool:
             list(pool.map(lambda i: http.post("/api/v1/nodes", node(f"node-{i:05d}")), range(args.nodes)))
         nodes_seconds = time.perf_counter() - started
-        scheduler = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "runtimekit.cli.main",
-                "--log-level",
-                "WARNING",
-                "scheduler",
-                "--kubeconfig",
-                str(kubeconfig),
-                "--config",
-                str(conf),
-                "--assignment-keys",
-                str(ensure_key_folder(Path(tmp) / "assignment-key")),
-            ],
-            env=env,
+        conf = (
+            'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gpushare\n'
+            f"    arguments: {{gpushare.policy: {args.policy}}}\n"
         )
-        try:
-            result = measure(args, http, url, nodes_seconds, {"scheduler": scheduler.pid, "apiserver": server.pid})
-            if scheduler.poll() is not None:  # a figure without a scheduler would be a silent zero
-                raise SystemExit(f"the scheduler exited with status {scheduler.returncode}; no figure")
+        with scheduler(url, conf) as process:
+            result = measure(args, http, url, nodes_seconds, {"scheduler": process.pid, "apiserver": server_pid})
+            if process.poll() is not None:  # a figure without a scheduler would be a silent zero
+                raise SystemExit(f"the scheduler exited with status {process.returncode}; no figure")
             return result
-        finally:
-            scheduler.send_signal(signal.SIGTERM)
-            scheduler.wait(30)
-            server.send_signal(signal.SIGTERM)
-            server.wait(30)
-
-
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU time a live process has used so far (Linux /proc)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
 
 
 def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: float, pids: dict[str, int]) -> int:

@@ -143,6 +143,34 @@ def test_pods_on_nodes_the_session_does_not_know_are_left_out() -> None:
     assert [key for key, _, _ in index.items()] == ["here"]
 
 
+def test_a_terms_nodes_are_mapped_to_rows_once_a_session_not_once_per_pod() -> None:
+    """kube-scheduler's PreScore keeps the existing pods' terms for a cycle; here a session's scoring
+    of pod after pod maps the set's nodes carrying a term to rows once (SchedulingPodAffinity: every
+    placed pod carries the term, on thousands of nodes), and the session's own placements still count."""
+    book = PodBook()
+    carrier = [term(is_in("color", "blue"), "zone")]
+    for i, node in enumerate(NODES):
+        book.add(f"p{i}", pod_facts(pod(f"p{i}", labels={"color": "blue"}, affinity=carrier)), node)
+    looked_up: list[str] = []
+
+    def row_of(node: str) -> int | None:
+        looked_up.append(node)
+        return ROW.get(node)
+
+    index = PodIndex(book.frozen(), row_of, len(NODES))
+    incoming = pod_facts(pod("new", labels={"color": "blue"}))
+    for _ in range(3):
+        ((_, rows),) = index.selecting("affinity", incoming, {})
+        assert dict(rows) == {0: 1, 1: 1, 2: 1, 3: 1}
+    assert sorted(looked_up) == NODES
+    index.add("placed", pod_facts(pod("placed", labels={"color": "blue"}, affinity=carrier)), 2)
+    index.remove("p0")
+    before = len(looked_up)
+    ((_, rows),) = index.selecting("affinity", incoming, {})
+    assert dict(rows) == {1: 1, 2: 2, 3: 1}
+    assert len(looked_up) == before
+
+
 def _seen(frozen: PodSet) -> tuple[object, ...]:
     groups = tuple({name: sorted(keys) for name, keys in found.items()} for found in (frozen.by_label, frozen.carrying))
     terms = {

@@ -50,6 +50,7 @@ class PodIndex:
         self._counters_by_hint: dict[tuple[str, str] | None, list[_Counter]] = {}
         self._added_by: dict[tuple[str, str] | str, set[str]] = {}  # added keys by label, by namespace
         self._overlay: dict[Kind, _Overlay] = {}  # the session's changes to the set's `terms`
+        self._term_rows: dict[tuple[Kind, TermKey], dict[int, int]] = {}  # the set's part of `selecting`
         self._ports: dict[int, PortsInUse] | None = None
         self._added_anti = self._removed_anti = self._added_terms = self._removed_terms = 0
 
@@ -233,7 +234,9 @@ class PodIndex:
         return counter.counts
 
     # -- existing pods' terms --------------------------------------------------------------
-    def selecting(self, kind: Kind, pod: PodFacts, ns_labels: Mapping[str, str]) -> list[tuple[TermKey, Counter[int]]]:
+    def selecting(
+        self, kind: Kind, pod: PodFacts, ns_labels: Mapping[str, str]
+    ) -> list[tuple[TermKey, Mapping[int, int]]]:
         """The terms of this kind carried by placed pods that select `pod` (in a namespace with
         `ns_labels`), each with the rows of the pods that carry it and how many there: the set's
         terms (by node, kept by the cache across sessions) with the session's changes."""
@@ -242,23 +245,39 @@ class PodIndex:
         candidates: set[TermKey] = base.candidates(pod.labels) if base is not None else set()
         if overlay is not None:
             candidates |= overlay.candidates(pod.labels)
-        out = []
-        row_of = self._row_of
+        out: list[tuple[TermKey, Mapping[int, int]]] = []
         for key in candidates:
             if not term_of(key).matches(pod.namespace, pod.labels, ns_labels):
                 continue
-            rows: Counter[int] = Counter()
-            if base is not None:
-                for node, n in base.nodes.get(key, {}).items():
-                    row = row_of(node)
-                    if row is not None:
-                        rows[row] += n
-            if overlay is not None:
-                rows.update(overlay.rows.get(key, {}))
-            rows = +rows  # the counts that stay positive
+            rows = self._base_term_rows(kind, key) if base is not None else {}
+            changes = overlay.rows.get(key) if overlay is not None else None
+            if changes:
+                rows = dict(rows)
+                for row, n in changes.items():  # the counts that stay positive
+                    total = rows.get(row, 0) + n
+                    if total > 0:
+                        rows[row] = total
+                    else:
+                        rows.pop(row, None)
             if rows:
                 out.append((key, rows))
         return out
+
+    def _base_term_rows(self, kind: Kind, key: TermKey) -> dict[int, int]:
+        """The set's pods carrying a term, counted by row (positive counts only), worked out once a
+        session: the set does not change under a session, and a pod's scoring would otherwise map every
+        node that carries the term to its row again (thousands of nodes when every pod carries it)."""
+        found = self._term_rows.get((kind, key))
+        if found is None:
+            counted: Counter[int] = Counter()
+            terms = self.base.terms.get(kind)
+            row_of = self._row_of
+            for node, n in terms.nodes.get(key, {}).items() if terms is not None else ():
+                row = row_of(node)
+                if row is not None:
+                    counted[row] += n
+            found = self._term_rows[(kind, key)] = dict(+counted)
+        return found
 
     # -- host ports ------------------------------------------------------------------------
     def _held_ports(self) -> dict[int, PortsInUse]:

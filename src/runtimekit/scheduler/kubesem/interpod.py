@@ -21,7 +21,7 @@ Pure (arrays over node rows); callers: the predicates and nodeorder plugins.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Mapping
 
 import numpy as np
 import numpy.typing as npt
@@ -98,8 +98,9 @@ def existing_anti_affinity_fails(index: PodIndex, topology: Topology, pod: PodFa
     for term, rows in index.selecting("anti_affinity", pod, ns_labels):
         assert isinstance(term, AffinityTerm)
         domains = topology.domains(term.topology_key)
-        bad = [d for d in {int(domains[row]) for row in rows} if d >= 0]
-        if bad:
+        held = domains[np.fromiter(rows, np.int64, len(rows))]
+        bad = held[held >= 0]
+        if bad.size:
             flagged = np.zeros(topology.count(term.topology_key) + 1, np.bool_)  # the last: no domain (-1)
             flagged[bad] = True
             hit = flagged[domains]
@@ -143,13 +144,17 @@ class _Topologies:
             self.touched = True
             self._of(key)[:] += weight * sums
 
-    def add_rows(self, key: str, rows: Iterable[tuple[int, int]], weight: int) -> None:
-        domains = self.topology.domains(key)
-        for row, count in rows:
-            domain = int(domains[row])
-            if domain >= 0 and count:
-                self.touched = True
-                self._of(key)[domain] += weight * count
+    def add_rows(self, key: str, rows: Mapping[int, int], weight: int) -> None:
+        """Adds weight x count to the domain of each row (rows without the key count nowhere), summed
+        with numpy: a term that every placed pod carries has thousands of rows, and the sums are
+        whole numbers, exact in any order."""
+        domains = self.topology.domains(key)[np.fromiter(rows.keys(), np.int64, len(rows))]
+        counts = np.fromiter(rows.values(), np.int64, len(rows))
+        kept = (domains >= 0) & (counts != 0)
+        if kept.any():
+            self.touched = True
+            sums = self._of(key)
+            sums += np.bincount(domains[kept], weights=weight * counts[kept], minlength=sums.size)
 
     def per_row(self, rows: Ints) -> npt.NDArray[np.float64]:
         out = np.zeros(rows.size)
@@ -170,13 +175,13 @@ def raw_scores(index: PodIndex, topology: Topology, pod: PodFacts, rows: Ints, h
     if hard_weight > 0:
         for term, placed in index.selecting("affinity", pod, ns_labels):
             assert isinstance(term, AffinityTerm)
-            sums.add_rows(term.topology_key, placed.items(), hard_weight)
+            sums.add_rows(term.topology_key, placed, hard_weight)
     for key, placed in index.selecting("preferred_affinity", pod, ns_labels):
         assert isinstance(key, WeightedTerm)
-        sums.add_rows(key.term.topology_key, placed.items(), key.weight)
+        sums.add_rows(key.term.topology_key, placed, key.weight)
     for key, placed in index.selecting("preferred_anti_affinity", pod, ns_labels):
         assert isinstance(key, WeightedTerm)
-        sums.add_rows(key.term.topology_key, placed.items(), -key.weight)
+        sums.add_rows(key.term.topology_key, placed, -key.weight)
     if not sums.touched:
         return None
     return np.rint(sums.per_row(rows)).astype(np.int64)
