@@ -5,7 +5,10 @@ reconnect resumes from a recent version), re-lists on `410 Gone` and reconciles:
 vanished while the watch was down are delivered as DELETED, changed ones as MODIFIED. Errors back
 off exponentially (with jitter, capped). One thread per informer; the handler is called on it.
 An `Informer[T]` hands its handler objects typed `T` (a `kube.objects` kind such as `Pod`, or
-`JsonObject`), cast once where the JSON enters. Callers: the scheduler cache, the controller, the
+`JsonObject`), cast once where the JSON enters. `transform` rewrites each object before the handler and
+the informer see it; `strip_managed_fields` is client-go's TransformStripManagedFields, which
+kube-scheduler sets on its informers: server-side apply makes `metadata.managedFields` about a third
+of a pod, and a cache that never reads it should not hold it. Callers: the scheduler cache, the controller, the
 device plugin's node pods, the shared informers (`kube.informers`), the embedded cluster.
 """
 
@@ -32,6 +35,14 @@ class Handler(Protocol[T_contra]):
         """kind is ADDED, MODIFIED or DELETED. Must not block for long; exceptions are logged."""
 
 
+def strip_managed_fields(obj: JsonObject) -> JsonObject:
+    """The object without `metadata.managedFields` (changed in place: the informer owns what it decoded)."""
+    metadata = obj.get("metadata")
+    if metadata:
+        metadata.pop("managedFields", None)
+    return obj
+
+
 class Informer(Generic[T]):
     def __init__(
         self,
@@ -44,6 +55,7 @@ class Informer(Generic[T]):
         on_relist: Callable[[], None] | None = None,
         optional: bool = False,
         forbidden_ok: bool = False,
+        transform: Callable[[JsonObject], JsonObject] | None = None,
     ) -> None:
         self.http, self.path, self.handler = http, path, handler
         self.params = dict(params or {})
@@ -54,6 +66,7 @@ class Informer(Generic[T]):
         # a kind the role may not grant (a ClusterRole from before it was read): synced and empty
         # until it is, looked at again every minute
         self.forbidden_ok = forbidden_ok
+        self.transform = transform
         self.served = True
         self.synced = threading.Event()
         self.resource_version = ""
@@ -106,6 +119,8 @@ class Informer(Generic[T]):
                 self._workers.wait(delay)
 
     def _deliver(self, kind: str, obj: JsonObject) -> None:
+        if self.transform is not None:
+            obj = self.transform(obj)
         try:
             self.handler(kind, cast(T, obj))
         except Exception:

@@ -36,7 +36,7 @@ from prometheus_client import CollectorRegistry, ProcessCollector
 from runtimekit.base.keyring import KeyRing
 from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body, post_event
 from runtimekit.kube.http import KubeHttp
-from runtimekit.kube.informer import Handler, Informer
+from runtimekit.kube.informer import Handler, Informer, strip_managed_fields
 from runtimekit.kube.lease import LeaderElector
 from runtimekit.kube.objects import Pod, meta
 from runtimekit.kube.scheduling import KubeBinder
@@ -141,8 +141,8 @@ class Scheduler:
         c = self.cache
         # each informer hands its handler the kind its path serves (`Informer[Node]`, ...)
         self.informers: list[Informer[Any]] = [
-            Informer(http, "/api/v1/nodes", c.on_node, name="nodes"),
-            Informer(http, "/api/v1/pods", self._on_pod, name="pods"),
+            Informer(http, "/api/v1/nodes", c.on_node, name="nodes", transform=strip_managed_fields),
+            Informer(http, "/api/v1/pods", self._on_pod, name="pods", transform=strip_managed_fields),
             # a ClusterRole from before namespaces were read must not stop scheduling
             Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces", forbidden_ok=True),
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),

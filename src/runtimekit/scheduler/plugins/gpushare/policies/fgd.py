@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 from bisect import bisect_left, bisect_right
-from collections import deque
+from collections import Counter, deque
 from collections.abc import Iterable
 
 import numpy as np
@@ -160,6 +160,7 @@ class FgdPolicy(Learner, TakesWorkload):
     def __init__(self, workload: TargetWorkload | None = None, learn_every: int = 256, window: int = 4096) -> None:
         self._fixed = workload is not None
         self._recent: deque[PodType] = deque(maxlen=window)  # the pod types seen last, for online learning
+        self._recent_counts: Counter[PodType] = Counter()  # of each type in `_recent`, kept as it moves
         self._seen_total = 0
         self._learn_every = learn_every
         self._frag: Fragmentation | None = Fragmentation(workload) if workload is not None else None
@@ -187,11 +188,18 @@ class FgdPolicy(Learner, TakesWorkload):
         `learn_every` pods, rebuilt when the total variation distance to the current one exceeds 0.05."""
         if self._fixed:
             return
-        self._recent.append(pod_type)
+        recent, counts = self._recent, self._recent_counts
+        if len(recent) == recent.maxlen:  # the oldest leaves the window
+            oldest = recent[0]
+            counts[oldest] -= 1
+            if not counts[oldest]:
+                del counts[oldest]
+        recent.append(pod_type)
+        counts[pod_type] += 1
         self._seen_total += 1
         if self._frag is not None and self._seen_total % self._learn_every:
             return
-        candidate = TargetWorkload.from_types(self._recent)
+        candidate = TargetWorkload.from_counts(counts)
         if self._frag is None or _distance(self._frag.workload, candidate) > 0.05:
             self.set_workload(candidate)
 

@@ -225,7 +225,7 @@ class OnlineWorkload:
         if self.seen < self._next:
             return None
         self._next = min(2 * self.seen, self.seen + self.relearn_every)
-        return TargetWorkload.from_types(self.counts.elements(), self.coverage)
+        return TargetWorkload.from_counts(self.counts, self.coverage)
 
 
 class PackFragPolicy(Learner):

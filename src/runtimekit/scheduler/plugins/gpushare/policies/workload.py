@@ -10,7 +10,7 @@ replay, a file) or from the pods a live scheduler has seen (`from_types`).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,7 +40,13 @@ class TargetWorkload:
 
     @classmethod
     def from_types(cls, pods: Iterable[PodType], coverage: float = 0.95) -> TargetWorkload:
-        counts = Counter(pods)
+        return cls.from_counts(Counter(pods), coverage)
+
+    @classmethod
+    def from_counts(cls, seen: Mapping[PodType, int], coverage: float = 0.95) -> TargetWorkload:
+        """`from_types` of pods counted already (types counted zero or less are not there): what a
+        learner that keeps its counts up to date pays instead of counting its whole window again."""
+        counts = {pod_type: count for pod_type, count in seen.items() if count > 0}
         if not counts:
             raise ValueError("a target workload needs at least one pod")
         total = sum(counts.values())
