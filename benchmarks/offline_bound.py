@@ -25,10 +25,10 @@ import statistics
 import sys
 from pathlib import Path
 
+from cluster_shapes import list_inputs
 from fgd_table import trace_arguments
 
-from runtimekit.model.trace import read_node_list, read_pod_list
-from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.sim.arrivals import build_arrivals, shifted_arrivals
 from runtimekit.sim.bound import PLANS, bound_columns
 from runtimekit.sim.floor_bound import floor_columns, set_columns
 from runtimekit.sim.replay import Cluster, replay, target_workload
@@ -37,19 +37,11 @@ from runtimekit.sim.runner import parse_seeds
 Task = tuple[str, str, int, tuple[int, ...], int, bool, str, str, float, str]
 
 
-def find(traces: str, name: str) -> Path:
-    """The folder (of a comma-separated list) that has the pod list."""
-    for folder in traces.split(","):
-        if (Path(folder) / f"openb_pod_list_{name}.csv").exists():
-            return Path(folder)
-    raise SystemExit(f"error: no folder of {traces} has openb_pod_list_{name}.csv")
-
-
 def one(task: Task) -> dict[str, object]:
-    folder, name, seed, columns, segments, gpu_only, plans, floor, slack, keep = task
-    nodes = read_node_list(Path(folder) / "openb_node_list_gpu_node.csv")
-    pods = read_pod_list(Path(folder) / f"openb_pod_list_{name}.csv")
-    arrivals = build_arrivals(pods, nodes, seed, 1.3)
+    traces, name, seed, columns, segments, gpu_only, plans, floor, slack, keep = task
+    nodes, pods, second = list_inputs(traces, name)
+    arrivals = shifted_arrivals(pods, second, nodes, seed, 1.3) if second else build_arrivals(pods, nodes, seed, 1.3)
+    pods = [*pods, *second]
     result = bound_columns(nodes, arrivals, seed, columns, segments, gpu_only, plans)
     cells: dict[str, dict[str, float | int | None]] = {}
     for column, cell in result.columns.items():
@@ -148,7 +140,7 @@ def main() -> int:
     columns = tuple(int(c) for c in args.columns.split(","))
     tasks = [
         (
-            str(find(args.traces, name)),
+            args.traces,
             name,
             seed,
             columns,

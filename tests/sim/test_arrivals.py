@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from runtimekit.model.trace import TraceNode, TracePod
-from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.sim.arrivals import build_arrivals, shifted_arrivals
 
 NODES = [TraceNode(f"n{i}", 32000, 65536, 4, "T4") for i in range(5)]  # 20 GPUs = 20,000 milli
 
@@ -33,3 +33,21 @@ def test_same_seed_same_sequence_and_node_order() -> None:
     assert a.node_rank == b.node_rank
     assert sorted(a.node_rank.values()) == list(range(5))
     assert [p.name for p in a.pods] != [p.name for p in c.pods] or a.node_rank != c.node_rank
+
+
+def test_shifted_arrivals_change_the_mix_half_way() -> None:
+    shares = pods(10)  # 500-milli shares
+    whole = [TracePod(f"w{i:03d}", 1000, 1024, 2, 1000) for i in range(10)]  # 2 whole GPUs each
+    arrivals = shifted_arrivals(shares, whole, NODES, seed=5, tune=1.3)
+    first = [p for p in arrivals.pods if p.gpu_milli == 500]
+    second = [p for p in arrivals.pods if p.gpu_milli == 1000]
+    assert arrivals.pods == [*first, *second]  # every pod of the first list before any of the second
+    assert sum(p.total_gpu_milli for p in first) == 13_000  # each list brings half of 130 % of 20 GPUs
+    assert sum(p.total_gpu_milli for p in second) == 12_000  # cut down to the most 2,000-milli pods that fit
+    assert all(p.name.startswith("b-w") for p in second)
+    assert len({p.name for p in arrivals.pods}) == len(arrivals.pods)
+    assert arrivals.node_rank == build_arrivals(shares, NODES, seed=5, tune=0.65).node_rank
+    assert arrivals.target_milli == 26_000
+    assert [p.name for p in shifted_arrivals(shares, whole, NODES, seed=5, tune=1.3).pods] == [
+        p.name for p in arrivals.pods
+    ]

@@ -1,6 +1,7 @@
 """The arrival sequence of one replay (docs/fgd-method.md §2.2): the pod list shuffled, tuned up
 (resampling with replacement) or down (random removal) to a target share of cluster GPU capacity,
 and a random node priority for ties. The same seed gives the same sequence for every policy.
+`shifted_arrivals` puts two lists one after the other, to see a policy through a change of mix.
 """
 
 from __future__ import annotations
@@ -45,3 +46,15 @@ def build_arrivals(pods: Sequence[TracePod], nodes: Sequence[TraceNode], seed: i
     by_name = sorted(n.name for n in nodes)
     perm = rng.permutation(len(by_name))
     return Arrivals(sequence, {name: int(perm[i]) for i, name in enumerate(by_name)}, target)
+
+
+def shifted_arrivals(
+    first: Sequence[TracePod], second: Sequence[TracePod], nodes: Sequence[TraceNode], seed: int, tune: float
+) -> Arrivals:
+    """A workload whose mix changes half-way: `first`'s arrivals tuned to half the target load, then
+    `second`'s to the other half (each built as `build_arrivals` builds a list's, the second from
+    seed + 1000; its pods renamed `b-NAME`, so names stay unique), with the first's node order."""
+    a = build_arrivals(first, nodes, seed, tune / 2)
+    b = build_arrivals(second, nodes, seed + 1000, tune / 2)
+    renamed = [replace(p, name=f"b-{p.name}") for p in b.pods]
+    return Arrivals([*a.pods, *renamed], a.node_rank, a.target_milli + b.target_milli)
