@@ -186,10 +186,44 @@ def test_the_scheduler_is_granted_exactly_what_it_calls(
         # node chosen for the other (update persistentvolumeclaims); no PV controller finishes the
         # binding here, so the pod is deleted once both writes are seen (PreBind stops waiting).
         drive_volume_binding(api, proxy)
+        drive_claim_allocation(api, proxy)
     finally:
         scheduler.stop()  # releases the Lease: get and update
         http.close()
     assert_exact(policy_of(manifests, "lj-runtimekit-scheduler-framework"), proxy.seen(), HAMI_ONLY)
+
+
+def drive_claim_allocation(api: httpx2.Client, proxy: RecordingProxy) -> None:
+    """dynamicresources' PreBind: a pod naming a ResourceClaim for a share of a published GPU gets the
+    claim allocated and reserved for it (update resourceclaims/status)."""
+    driver = "gpu.runtimekit.aliyun.com"
+    resources = "/apis/resource.k8s.io/v1"
+    create(api, f"{resources}/deviceclasses", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "DeviceClass", "metadata": {"name": driver},
+        "spec": {"selectors": [{"cel": {"expression": f'device.driver == "{driver}"'}}]},
+    })  # fmt: skip
+    device = {"name": "gpu-0", "allowMultipleAllocations": True, "attributes": {"uuid": {"string": "GPU-dra-0"}},
+              "capacity": {"core": {"value": "100"}, "memory": {"value": "80Gi"}}}  # fmt: skip
+    create(api, f"{resources}/resourceslices", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": f"{NODE}-gpu"},
+        "spec": {"driver": driver, "nodeName": NODE, "pool": {"name": NODE, "generation": 1, "resourceSliceCount": 1},
+                 "devices": [device]},
+    })  # fmt: skip
+    request = {"name": "gpu", "exactly": {"deviceClassName": driver,
+               "capacity": {"requests": {"core": "30", "memory": "8Gi"}}}}  # fmt: skip
+    create(api, "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", {
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": {"name": "share", "namespace": "default"}, "spec": {"devices": {"requests": [request]}},
+    })  # fmt: skip
+    pod = gpu_pod("with-claim", 0, "low")
+    del pod["spec"]["containers"][0]["resources"]  # the GPU is taken; the claim asks through DRA
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": "share"}]
+    pod["spec"]["containers"][0]["resources"] = {"claims": [{"name": "gpu"}]}
+    create(api, "/api/v1/namespaces/default/pods", pod)
+    wait_for(
+        lambda: any(a.resource == "resourceclaims/status" and a.verb == "update" for a in proxy.seen()),
+        what="the claim's allocation written",
+    )
 
 
 def drive_volume_binding(api: httpx2.Client, proxy: RecordingProxy) -> None:
