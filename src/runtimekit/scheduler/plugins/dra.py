@@ -6,7 +6,9 @@ allocated on the node chosen for it by the structured allocator (`kube.semantics
   its claims are resolved (`kubesem.dra.pod_claims`: a template's claim is waited for until the
   controller made it); claims already allocated must have a node selector the node matches; the
   others are allocated per node, counting as in use every allocated claim and the allocations this
-  scheduler reserved but has not yet seen written (kube's `inFlightAllocations`). An unknown class,
+  scheduler reserved but has not yet seen written (kube's `inFlightAllocations`), and on a device
+  whose `uuid` is a GPU of the node's gpushare ledger row, what the device plugin's share pods hold
+  there (`kubesem.draledger`: the shared ledger, DRA side). An unknown class,
   a selector that fails or a claim not there is unresolvable on every node, with its reason in
   PodScheduled/FailedScheduling; a node whose devices do not fit says "cannot allocate all claims".
 - Reserve: the allocation is worked out again on the chosen node (the same answer: the allocator is
