@@ -2,7 +2,7 @@
 share of a GPU by consumable capacity from a template binds and its claim shows the allocation and
 the pod in `reservedFor`; shares are counted across pods (written and in flight); bad claims wait
 with a clear reason while other pods keep scheduling; a gang of claim-using pods places whole or
-not at all."""
+not at all; the device plugin's shares of a GPU count against DRA shares of it (the shared ledger)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.kube.http import KubeHttp
+from runtimekit.model.gpu import NodeInventory
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.build import AssignmentKeys, SchedulerConfig, build_scheduler
 from runtimekit.scheduler.framework import parse_conf
@@ -213,3 +214,38 @@ def test_a_gang_of_claim_users_places_whole_or_waits(cluster: KubeHttp) -> None:
     time.sleep(0.5)
     assert [node_of(http, f"big-{i}") for i in range(3)] == ["", "", ""]
     assert all(not claim(http, f"big-{i}").get("status", {}).get("allocation") for i in range(3))
+
+
+def test_device_plugin_shares_count_against_dra_shares_of_the_same_gpu(http: KubeHttp) -> None:
+    """The shared ledger, DRA side: share pods of the device plugin hold 70 % of the GPU whose UUID
+    the DRA device carries, so a claim for 40 % does not fit on it, and one for 30 % does."""
+    http.post("/api/v1/nodes", gpu_node("n1", 1))
+    gpu = NodeInventory.simulated("n1", "H200", 1).gpus[0]
+    http.post(f"{RES}/deviceclasses", {"metadata": {"name": DRIVER}, "spec": {}})
+    device = {
+        "name": "gpu-0",
+        "allowMultipleAllocations": True,
+        "attributes": {"uuid": {"string": gpu.uuid}},
+        "capacity": {"core": {"value": "100"}, "memory": {"value": f"{gpu.memory_mib}Mi"}},
+    }
+    spec = {"driver": DRIVER, "nodeName": "n1", "pool": {"name": "n1", "generation": 1}, "devices": [device]}
+    http.post(f"{RES}/resourceslices", {"metadata": {"name": "n1-gpu"}, "spec": spec})
+    scheduler = start(http)
+    try:
+        for name, core in (("dp-40", "40"), ("dp-30", "30")):
+            share = claim_pod(name)
+            share["spec"]["containers"][0]["resources"] = {"limits": {P.resources.core: core}}
+            http.post(PODS, share)
+        wait_for(lambda: node_of(http, "dp-40") == node_of(http, "dp-30") == "n1", what="device-plugin shares bound")
+        http.post(CLAIMS, share_claim("c40", "40"))
+        http.post(CLAIMS, share_claim("c30", "30"))
+        http.post(PODS, claim_pod("dra-40", claim="c40"))
+        wait_for(lambda: "cannot allocate all claims" in scheduled_message(http, "dra-40"), what="40 % refused")
+        http.post(PODS, claim_pod("dra-30", claim="c30"))
+        wait_for(lambda: node_of(http, "dra-30") == "n1", what="30 % bound")
+        (result,) = claim(http, "c30")["status"]["allocation"]["devices"]["results"]
+        assert result["consumedCapacity"]["core"] == "30"
+        assert not node_of(http, "dra-40")
+        assert not claim(http, "c40").get("status", {}).get("allocation")
+    finally:
+        scheduler.stop()

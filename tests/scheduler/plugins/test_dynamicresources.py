@@ -23,6 +23,7 @@ from runtimekit.scheduler.kubesem.dra import DraCatalog
 from runtimekit.scheduler.plugins.dra import DynamicResources
 
 P = KitProtocol.default()
+NO_LEDGER = SimpleNamespace(row=lambda _: 0, has_node=lambda _: False)  # no device-plugin shares booked
 DRIVER = "gpu.runtimekit.aliyun.com"
 CLASS = {"metadata": {"name": DRIVER}, "spec": {"selectors": [{"cel": {"expression": "true"}}]}}
 SLICE = {
@@ -58,7 +59,7 @@ def view(*claims: ResourceClaim) -> SessionView:
     keys = {f"default/{c['metadata']['name']}": c for c in claims}
     catalog = DraCatalog(keys, {DRIVER: cast(Any, CLASS)}, (cast(Any, SLICE),), 1)
     snapshot = SimpleNamespace(dra=catalog, meta=[NodeMeta(NodeName("n1"))])
-    return cast(SessionView, SimpleNamespace(snapshot=snapshot, table=SimpleNamespace(row=lambda _: 0)))
+    return cast(SessionView, SimpleNamespace(snapshot=snapshot, table=NO_LEDGER))
 
 
 class Claims:
@@ -143,7 +144,7 @@ def test_a_share_packs_onto_a_device_already_shared_not_the_first_free_one() -> 
     new = claim("new", "30")
     catalog = DraCatalog({"default/held": held, "default/new": new}, {DRIVER: cast(Any, CLASS)}, (cast(Any, two),), 1)
     snapshot = SimpleNamespace(dra=catalog, meta=[NodeMeta(NodeName("n1"))])
-    ssn = cast(SessionView, SimpleNamespace(snapshot=snapshot, table=SimpleNamespace(row=lambda _: 0)))
+    ssn = cast(SessionView, SimpleNamespace(snapshot=snapshot, table=NO_LEDGER))
     plugin = DynamicResources()
     task = pod_task("p", "new")
     assert plugin.reserve(task, DeviceChoice(), ssn).ok

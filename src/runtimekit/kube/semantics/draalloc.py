@@ -609,14 +609,21 @@ def allocate(
     slices: Sequence[ResourceSlice] | DevicePools,
     allocated: Iterable[ResourceClaim] = (),
     prefer: Callable[[DeviceKey, InUse], int] | None = None,
+    held: Mapping[DeviceKey, Mapping[str, Fraction]] | None = None,
 ) -> list[AllocationResult] | None:
     """Allocations for `claims` (not yet allocated) on the node, or None when they do not fit there.
     `slices` may be a `DevicePools` built once for many calls. `prefer`: a rank per device (lower is
     tried first, ties in pool order) instead of kube's first fit; whether the claims fit does not
-    depend on it, only which devices they get."""
+    depend on it, only which devices they get. `held`: capacity granted outside DRA (the device
+    plugin's shares of the same GPU), by fully qualified capacity name: consumed, the device in use."""
     pools = slices if isinstance(slices, DevicePools) else DevicePools(slices)
     candidates, incomplete = pools.reach(node_name, node_labels)
     in_use = InUse.of(allocated)
+    for key, amounts in (held or {}).items():
+        in_use.shared.add(key)
+        granted = in_use.consumed.setdefault(key, {})
+        for name, amount in amounts.items():
+            granted[name] = granted.get(name, Fraction(0)) + amount
     if prefer is not None:
         candidates.sort(key=lambda candidate: prefer(candidate.key, in_use))
     used = _counters_in_use(in_use, pools.everything)

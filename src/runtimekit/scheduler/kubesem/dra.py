@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from functools import cached_property
 
 from runtimekit.kube.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
-from runtimekit.kube.semantics.draalloc import DevicePools
+from runtimekit.kube.semantics.draalloc import DeviceKey, DevicePools
+from runtimekit.scheduler.kubesem.draledger import uuid_devices
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,6 +31,11 @@ class DraCatalog:
     def pools(self) -> DevicePools:
         """The slices indexed once per version (the allocator's selector memo lives there too)."""
         return DevicePools(self.slices)
+
+    @cached_property
+    def by_uuid(self) -> dict[str, tuple[DeviceKey, ...]]:
+        """Devices with a `uuid` attribute by that UUID (what the GPU ledger is matched with)."""
+        return uuid_devices(self.pools)
 
 
 EMPTY_DRA = DraCatalog()

@@ -6,7 +6,9 @@ allocated on the node chosen for it by the structured allocator (`kube.semantics
   its claims are resolved (`kubesem.dra.pod_claims`: a template's claim is waited for until the
   controller made it); claims already allocated must have a node selector the node matches; the
   others are allocated per node, counting as in use every allocated claim and the allocations this
-  scheduler reserved but has not yet seen written (kube's `inFlightAllocations`). An unknown class,
+  scheduler reserved but has not yet seen written (kube's `inFlightAllocations`), and on a device
+  whose `uuid` is a GPU of the node's gpushare ledger row, what the device plugin's share pods hold
+  there (`kubesem.draledger`: the shared ledger, DRA side). An unknown class,
   a selector that fails or a claim not there is unresolvable on every node, with its reason in
   PodScheduled/FailedScheduling; a node whose devices do not fit says "cannot allocate all claims".
 - Reserve: the allocation is worked out again on the chosen node (the same answer: the allocator is
@@ -32,6 +34,7 @@ from runtimekit.kube.objects import AllocationResult, ResourceClaim, ResourceCla
 from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, allocate
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
 from runtimekit.model import PodKey
+from runtimekit.model.nodetable import NodeTable
 from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.binding import ClaimAccess
 from runtimekit.scheduler.framework.info import TaskInfo
@@ -51,6 +54,7 @@ from runtimekit.scheduler.framework.interfaces import Reserve as ReservePoint
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from runtimekit.scheduler.kubesem.dra import DraCatalog, pod_claims
+from runtimekit.scheduler.kubesem.draledger import ledger_consumed
 
 log = logging.getLogger(__name__)
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -109,7 +113,13 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         return None
 
     def _fit(
-        self, task: TaskInfo, keys: tuple[str, ...], catalog: DraCatalog, name: str, labels: dict[str, str]
+        self,
+        task: TaskInfo,
+        keys: tuple[str, ...],
+        catalog: DraCatalog,
+        name: str,
+        labels: dict[str, str],
+        table: NodeTable,
     ) -> list[tuple[str, AllocationResult | None]] | None:
         """The claims' allocations on the node, or None when they do not fit (AllocationError raised)."""
         pending: list[str] = []
@@ -127,9 +137,10 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         if not pending:
             return out
         in_use = self._in_use(catalog, frozenset(pending))
-        results = allocate(
-            [catalog.claims[k] for k in pending], name, labels, catalog.classes, catalog.pools, in_use, _packing
-        )
+        # the device plugin's shares of the same GPUs (the gpushare ledger's row) are consumed capacity
+        held = ledger_consumed(table, name, catalog.pools, catalog.by_uuid)
+        claims = [catalog.claims[k] for k in pending]
+        results = allocate(claims, name, labels, catalog.classes, catalog.pools, in_use, _packing, held)
         if results is None:
             return None
         chosen = dict(zip(pending, results, strict=True))
@@ -156,7 +167,9 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
             for i, row in enumerate(rows.tolist()):
                 node = metas[row]
                 if node is not None:
-                    passed[i] = self._fit(task, claims.keys, catalog, node.name, dict(node.labels)) is not None
+                    passed[i] = (
+                        self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table) is not None
+                    )
         except AllocationError as exc:
             return Verdict(none, [(str(exc), ~none)], ~none)
         return Verdict(passed, [(CANNOT_ALLOCATE, ~passed)], ~passed)
@@ -174,7 +187,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         if node is None:
             return error(f"node {task.node} is gone")
         try:
-            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels))
+            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table)
         except AllocationError as exc:
             return error(str(exc))
         if fit is None:
