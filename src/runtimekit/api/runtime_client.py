@@ -13,7 +13,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
@@ -112,6 +112,23 @@ def share_message(share: Share | pb.GpuShare) -> pb.GpuShare:
         mig_profile=share.mig_profile,
         mig_start=share.mig_start if share.mig_profile else 0,
     )
+
+
+class RuntimeApi(Protocol):
+    """The runtime calls the device plugin and the DRA plugin make (`RuntimeClient` has them; tests give fakes)."""
+
+    def allocate(
+        self,
+        namespace: str,
+        name: str,
+        uid: str,
+        container: str,
+        shares: Sequence[Share],
+        resource_name: str = "",
+        device_ids: Sequence[str] = (),
+    ) -> pb.AllocateResponse: ...
+
+    def release(self, uid: str, container: str = "", namespace: str = "", name: str = "") -> int: ...
 
 
 class RuntimeClient:

@@ -30,10 +30,10 @@ import logging
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import NoReturn, Protocol
+from typing import NoReturn
 
 from runtimekit.api.podresources_client import ListedPod
-from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
+from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeApi, RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.base.keyring import KeyRing
 from runtimekit.base.rpcerrors import Code, ServiceError
@@ -68,23 +68,6 @@ from runtimekit.protocol.presets import speaks_hami
 log = logging.getLogger(__name__)
 
 PATCH_ATTEMPTS = 4
-
-
-class RuntimeApi(Protocol):
-    """The runtime calls the plugin makes (`runtimekit.api.runtime_client.RuntimeClient` has them)."""
-
-    def allocate(
-        self,
-        namespace: str,
-        name: str,
-        uid: str,
-        container: str,
-        shares: Sequence[Share],
-        resource_name: str = "",
-        device_ids: Sequence[str] = (),
-    ) -> pb.AllocateResponse: ...
-
-    def release(self, uid: str, container: str = "", namespace: str = "", name: str = "") -> int: ...
 
 
 class DeviceState:

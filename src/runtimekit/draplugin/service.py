@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from runtimekit.api import kubelet_dra
-from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeCallError, Share
+from runtimekit.api.runtime_client import FeatureUnavailable, RuntimeApi, RuntimeCallError, Share
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.draplugin.cdi import CdiWriter
 from runtimekit.draplugin.checkpoint import Checkpoint, PreparedClaim, PreparedDevice
@@ -38,23 +38,6 @@ from runtimekit.kube.objects.dra import DeviceRequestAllocationResult, ResourceC
 from runtimekit.kube.semantics.quantity import memory_mib, whole_number
 
 log = logging.getLogger(__name__)
-
-
-class RuntimeApi(Protocol):
-    """The runtime calls the plugin makes (`runtimekit.api.runtime_client.RuntimeClient` has them)."""
-
-    def allocate(
-        self,
-        namespace: str,
-        name: str,
-        uid: str,
-        container: str,
-        shares: Sequence[Share],
-        resource_name: str = "",
-        device_ids: Sequence[str] = (),
-    ) -> pb.AllocateResponse: ...
-
-    def release(self, uid: str, container: str = "", namespace: str = "", name: str = "") -> int: ...
 
 
 class ClaimApi(Protocol):

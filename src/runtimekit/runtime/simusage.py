@@ -22,9 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 
 from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.kube.semantics.quantity import parse_quantity
-from runtimekit.model import GpuUUID
 from runtimekit.runtime.allocations import Allocation, Grant
-from runtimekit.runtime.usage import ContainerUsage
+from runtimekit.runtime.usage import ContainerUsage, grant_usage
 
 log = logging.getLogger(__name__)
 
@@ -107,16 +106,4 @@ def _usage(allocation: Allocation, grant: Grant, core: float | None, memory: flo
     share = grant.core_milli / 10.0 if grant.core_milli > 0 else 100.0
     sm = core if core is not None else round(share * DEFAULT_CORE_FRACTION, 1)
     used = int(memory) if memory is not None else int(grant.memory_mib * DEFAULT_MEMORY_FRACTION)
-    pod = allocation.pod
-    return ContainerUsage(
-        pod.namespace,
-        pod.name,
-        pod.uid,
-        allocation.container,
-        GpuUUID(grant.gpu_uuid),
-        grant.uuid,
-        used,
-        sm,
-        grant.core_milli,
-        grant.memory_mib,
-    )
+    return grant_usage(allocation, grant, used, sm)

@@ -119,7 +119,9 @@ class UsageSource(Protocol):
         ...
 
 
-def _usage(allocation: Allocation, grant: Grant) -> ContainerUsage:
+def grant_usage(allocation: Allocation, grant: Grant, used_mib: int = 0, sm: float | None = None) -> ContainerUsage:
+    """The usage row of one grant of `allocation`: what it was granted, and what it used (none yet by
+    default; the attribution adds processes, the simulated model its own figures)."""
     pod = allocation.pod
     return ContainerUsage(
         pod.namespace,
@@ -128,8 +130,8 @@ def _usage(allocation: Allocation, grant: Grant) -> ContainerUsage:
         allocation.container,
         GpuUUID(grant.gpu_uuid),
         grant.uuid,
-        0,
-        None,
+        used_mib,
+        sm,
         grant.core_milli,
         grant.memory_mib,
     )
@@ -150,7 +152,7 @@ def attribute(
     for allocation in allocations:
         for grant in allocation.grants:
             if grant.uuid:  # a dynamic MIG placeholder not made yet has no device to run on
-                slots[(allocation.pod.uid, allocation.container, grant.uuid)] = _usage(allocation, grant)
+                slots[(allocation.pod.uid, allocation.container, grant.uuid)] = grant_usage(allocation, grant)
     holders: dict[tuple[str, str], list[str]] = {}  # (pod uid, device) -> the pod's containers granted it
     for uid, container, device in slots:
         holders.setdefault((uid, device), []).append(container)
