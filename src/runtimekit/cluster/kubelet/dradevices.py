@@ -29,6 +29,7 @@ from runtimekit.cluster.kubelet.draplugins import ClaimKey, ClaimResult, DraPlug
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.objects import Pod, meta
 from runtimekit.kube.objects.dra import ResourceClaim
+from runtimekit.kube.semantics.podclaims import pod_claims
 
 log = logging.getLogger(__name__)
 REASON = "FailedPrepareDynamicResources"
@@ -42,18 +43,6 @@ class ClaimReader(Protocol):
 class _Prepared:
     key: ClaimKey
     driver: str
-
-
-def pod_claims(pod: Pod) -> dict[str, str]:
-    """The pod's claims: the name containers use -> the ResourceClaim's name ("" while not made yet)."""
-    made = {
-        s.get("name", ""): s.get("resourceClaimName", "")
-        for s in pod.get("status", {}).get("resourceClaimStatuses", [])
-    }
-    return {
-        c.get("name", ""): c.get("resourceClaimName") or made.get(c.get("name", ""), "")
-        for c in pod.get("spec", {}).get("resourceClaims", [])
-    }
 
 
 def cdi_env(cdi_dir: Path, ids: Sequence[str]) -> dict[str, str]:
