@@ -133,8 +133,8 @@ def test_mig_instances_show_their_holder_and_the_free_ones() -> None:
 
 
 def test_claims_count_beside_pods_in_a_gpus_free_room() -> None:
-    claimed = {GPU0: [PodShare("ml", "user", "resourceclaim/quarter", 250, 16384)]}
+    claimed = {GPU0: [PodShare("ml", "user", "main", 250, 16384, claim="quarter")]}
     (n1,) = build_view([node()], [share_pod("a", GPU0, 30, 20)], PROTOCOL, KEYS, claimed=claimed).nodes
     g0 = n1.gpus[0]
-    assert [(s.pod, s.container) for s in g0.shares] == [("a", "main"), ("user", "resourceclaim/quarter")]
+    assert [(s.pod, s.claim) for s in g0.shares] == [("a", ""), ("user", "quarter")]
     assert (g0.core_free_milli, g0.memory_granted_mib) == (450, 20480 + 16384)

@@ -4,23 +4,24 @@ that GPU, as a device-plugin pod's assignment does.
 
 Kubernetes keeps the two halves apart: a ResourceSlice carries each device's capacity (`core`, percent
 of the GPU, and `memory`), a claim's `status.allocation` what it consumes (`consumedCapacity`, KEP-5075;
-none: the device whole). `claim_shares` joins them into the inspect view's `PodShare`s, so a GPU's row
-shows claims beside pods and its FREE columns say what is left to both paths. The share is named after
-the claim's first consumer (`reservedFor`, else the claim itself while no pod uses it), its container
-column `resourceclaim/<name>`. Pure; caller: `inspect_cmd.run`, through `inspect_view.build_view`.
+none: the device whole). `claim_shares` joins them into the inspect view's `PodShare`s (`claim` set), so
+a GPU's row shows claims beside pods and its FREE columns say what is left to both paths. A share is
+named after the one container that uses it (of the pods in `reservedFor` whose `resources.claims` name
+the claim, or that request of it), as the exporter names its usage (`runtime/claimusers.py`), so the
+usage columns match; a claim several containers share, or none yet, is named after its first consumer
+(else the claim) with no container. Pure; caller: `inspect_cmd.run`, through `inspect_view.build_view`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from runtimekit.cli.inspect_view import PodShare
-from runtimekit.kube.objects import meta
-from runtimekit.kube.objects.dra import Device, ResourceClaim, ResourceSlice
+from runtimekit.kube.objects import Pod, meta
+from runtimekit.kube.objects.dra import Device, DeviceRequestAllocationResult, ResourceClaim, ResourceSlice
+from runtimekit.kube.semantics.podclaims import claim_users
 from runtimekit.kube.semantics.quantity import memory_mib, parse_quantity
 from runtimekit.model.request import MILLI_PER_GPU
-
-CLAIM_PREFIX = "resourceclaim/"
 
 
 def _uuid(device: Device) -> str:
@@ -46,22 +47,45 @@ def _devices(slices: Iterable[ResourceSlice]) -> dict[tuple[str, str, str], tupl
     return found
 
 
-def claim_shares(claims: Iterable[ResourceClaim], slices: Iterable[ResourceSlice]) -> dict[str, list[PodShare]]:
+def _holder(claim: ResourceClaim, request: str, pods: Mapping[tuple[str, str], Pod]) -> tuple[str, str]:
+    """(pod, container) the share is listed under (see the module docstring)."""
+    namespace, name = str(meta(claim).get("namespace", "")), str(meta(claim).get("name", ""))
+    users = [
+        str(r.get("name", "")) for r in claim.get("status", {}).get("reservedFor", []) if r.get("resource") == "pods"
+    ]
+    containers = [
+        (user, container)
+        for user in users
+        if (namespace, user) in pods
+        for container, used, wanted in claim_users(pods[(namespace, user)])
+        if used == name and wanted in ("", request)
+    ]
+    if len(containers) == 1:
+        return containers[0]
+    return (users[0] if users else name), ""
+
+
+def _share(result: DeviceRequestAllocationResult, uuid_memory: tuple[str, int]) -> tuple[int, int]:
+    consumed = result.get("consumedCapacity", {})
+    core = int(parse_quantity(consumed["core"]) * MILLI_PER_GPU / 100) if "core" in consumed else MILLI_PER_GPU
+    return core, memory_mib(consumed["memory"]) if "memory" in consumed else uuid_memory[1]
+
+
+def claim_shares(
+    claims: Iterable[ResourceClaim], slices: Iterable[ResourceSlice], pods: Iterable[Pod] = ()
+) -> dict[str, list[PodShare]]:
     """GPU UUID -> the shares allocated claims hold on it (see the module docstring)."""
     devices = _devices(slices)
+    by_name = {(str(meta(p).get("namespace", "")), str(meta(p).get("name", ""))): p for p in pods}
     shares: dict[str, list[PodShare]] = {}
     for claim in sorted(claims, key=lambda c: (meta(c).get("namespace", ""), meta(c).get("name", ""))):
-        status = claim.get("status", {})
         namespace, name = str(meta(claim).get("namespace", "")), str(meta(claim).get("name", ""))
-        users = [str(r.get("name", "")) for r in status.get("reservedFor", []) if r.get("resource") == "pods"]
-        for result in status.get("allocation", {}).get("devices", {}).get("results", []):
+        for result in claim.get("status", {}).get("allocation", {}).get("devices", {}).get("results", []):
             key = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
             if key not in devices:
                 continue
-            uuid, whole_mib = devices[key]
-            consumed = result.get("consumedCapacity", {})
-            core = int(parse_quantity(consumed["core"]) * MILLI_PER_GPU / 100) if "core" in consumed else MILLI_PER_GPU
-            memory = memory_mib(consumed["memory"]) if "memory" in consumed else whole_mib
-            owner = users[0] if users else name
-            shares.setdefault(uuid, []).append(PodShare(namespace, owner, CLAIM_PREFIX + name, core, memory))
+            core, memory = _share(result, devices[key])
+            pod, container = _holder(claim, result.get("request", "").split("/")[0], by_name)
+            share = PodShare(namespace, pod, container, core, memory, claim=name)
+            shares.setdefault(devices[key][0], []).append(share)
     return shares

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, cast
 if TYPE_CHECKING:
     from runtimekit.cli.inspect_view import PodShare
     from runtimekit.kube.http import KubeHttp
+    from runtimekit.kube.objects import Pod
     from runtimekit.protocol import KitProtocol
 
 
@@ -68,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         nodes = cast(list[Node], http.list("/api/v1/nodes")[0])
         pods = cast(list[Pod], http.list("/api/v1/pods")[0])
-        claimed = _claimed(http)
+        claimed = _claimed(http, pods)
     except KubeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -89,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _claimed(http: KubeHttp) -> dict[str, list[PodShare]]:
+def _claimed(http: KubeHttp, pods: list[Pod]) -> dict[str, list[PodShare]]:
     """The GPU shares DRA claims hold; none where the server has no resource.k8s.io/v1 (before 1.34) or
     the user may not list it."""
     from runtimekit.cli.inspect_claims import claim_shares
@@ -103,7 +104,7 @@ def _claimed(http: KubeHttp) -> dict[str, list[PodShare]]:
         if exc.code not in (403, 404):
             raise
         return {}
-    return claim_shares(claims, slices)
+    return claim_shares(claims, slices, pods)
 
 
 def _protocol(value: str | None) -> KitProtocol:

@@ -39,6 +39,7 @@ class PodShare:
     memory_mib: int
     mig_profile: str = ""
     mig_uuid: str = ""
+    claim: str = ""  # the DRA ResourceClaim the share is held through ("": a device-plugin assignment)
 
 
 @dataclass(frozen=True)
@@ -240,7 +241,7 @@ def _gpu_view(gpu: Gpu, shares: list[PodShare], held: list[MigView]) -> GpuView:
     listed = [by_uuid.pop(d.uuid, MigView(d.profile, d.start, d.uuid)) for d in gpu.mig_devices]
     mig = tuple(sorted([*listed, *by_uuid.values()], key=lambda m: (m.start, m.uuid)))
     if gpu.mig_mode.value != "off":  # a MIG slice's compute is its profile's, not a share of the GPU
-        shares = [PodShare(s.namespace, s.pod, s.container, 0, s.memory_mib, s.mig_profile, s.mig_uuid) for s in shares]
+        shares = [replace(s, core_milli=0) for s in shares]
     return GpuView(gpu.index, gpu.uuid, gpu.model, gpu.memory_mib, gpu.healthy, gpu.mig_mode.value, tuple(shares), mig)
 
 
