@@ -9,7 +9,7 @@ from typing import Any, cast
 import pytest
 
 from runtimekit.base.keyring import KeyRing
-from runtimekit.cli.inspect_view import build_view
+from runtimekit.cli.inspect_view import PodShare, build_view
 from runtimekit.kube.objects import Node, Pod
 from runtimekit.model import Assignment, GpuShare, NodeInventory
 from runtimekit.model.authority import sign_assignment
@@ -130,3 +130,11 @@ def test_mig_instances_show_their_holder_and_the_free_ones() -> None:
     (g,) = n1.gpus
     assert [(m.uuid, m.pod) for m in g.mig] == [("MIG-a", ""), ("MIG-b", "default/m")]
     assert [(s.pod, s.mig_profile, s.mig_uuid, s.core_milli) for s in g.shares] == [("m", "1g.10gb", "MIG-b", 0)]
+
+
+def test_claims_count_beside_pods_in_a_gpus_free_room() -> None:
+    claimed = {GPU0: [PodShare("ml", "user", "main", 250, 16384, claim="quarter")]}
+    (n1,) = build_view([node()], [share_pod("a", GPU0, 30, 20)], PROTOCOL, KEYS, claimed=claimed).nodes
+    g0 = n1.gpus[0]
+    assert [(s.pod, s.claim) for s in g0.shares] == [("a", ""), ("user", "quarter")]
+    assert (g0.core_free_milli, g0.memory_granted_mib) == (450, 20480 + 16384)

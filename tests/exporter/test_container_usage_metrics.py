@@ -15,6 +15,7 @@ import pytest
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from runtimekit.api.kubelet_dra import CLAIM_RESOURCE
 from runtimekit.api.runtime_client import RuntimeClient
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
 from runtimekit.exporter.collector import RuntimeCollector
@@ -175,3 +176,51 @@ def test_a_runtime_without_usage_gets_no_usage_families(tmp_path: Path) -> None:
         daemon.stop()
     assert "runtimekit_allocation_core_ratio" in got
     assert not [name for name in got if name.startswith(("runtimekit_container_gpu", "runtimekit_gpu_unattributed"))]
+
+
+def claim_pod(name: str, claim: str, notes: dict[str, str]) -> Pod:
+    """A pod whose container `main` uses the ResourceClaim `claim` (NVIDIA's gpu-test shape)."""
+    made = pod(name, notes)
+    made["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimName": claim}]
+    made["spec"]["containers"] = [{"name": "main", "resources": {"claims": [{"name": "gpu"}]}}]
+    return made
+
+
+def series(samples: list[Any]) -> dict[tuple[str, str], tuple[str, float]]:
+    return {(s.labels["pod"], s.labels["container"]): (s.labels["uuid"], s.value) for s in samples}
+
+
+CONTAINER_FAMILIES = (
+    "runtimekit_container_gpu_memory_used_bytes",
+    "runtimekit_container_gpu_utilization_ratio",
+    "runtimekit_container_over_share",
+    "runtimekit_allocation_core_ratio",
+    "runtimekit_allocation_memory_limit_bytes",
+)
+
+
+def test_a_claim_prepared_container_is_attributed_as_a_device_plugin_one(node: Node) -> None:
+    notes = {CORE: "40", MEMORY: "main=12Gi"}
+    node.pods[:] = [pod("plugin", notes), claim_pod("claimed", "claimed-gpu-x7k2p", notes)]
+    node.allocate("plugin", 0, 300, 10240)
+    share = pb.GpuShare(uuid=node.uuids[1], core_milli=300, memory_mib=10240)
+    node.client.allocate("ml", "claimed-gpu-x7k2p", "uid-claim", "gpu", [share], CLAIM_RESOURCE)  # as the DRA plugin
+    node.service.reconcile()
+    got = node.scrape()
+    for family in CONTAINER_FAMILIES:
+        rows = series(got[family])
+        assert set(rows) == {("plugin", "main"), ("claimed", "main")}, family
+        assert rows[("claimed", "main")] == (node.uuids[1], rows[("plugin", "main")][1]), family
+    assert by_pod(got["runtimekit_container_over_share"])["claimed"] == 1.0  # 12 GiB used of the 10 GiB granted
+    assert [e[1] for e in node.events.written] == ["plugin", "claimed"]  # the Event goes to the pod, not the claim
+
+
+def test_a_claim_shared_by_two_pods_is_granted_once(node: Node) -> None:
+    node.pods[:] = [claim_pod("one", "shared", {}), claim_pod("two", "shared", {CORE: "10"})]
+    share = pb.GpuShare(uuid=node.uuids[0], core_milli=500, memory_mib=20480)
+    node.client.allocate("ml", "shared", "uid-shared", "gpu", [share], CLAIM_RESOURCE)
+    node.service.reconcile()
+    got = node.scrape()
+    assert by_pod(got["runtimekit_container_gpu_utilization_ratio"]) == {"one": 0.3, "two": 0.1}
+    assert by_pod(got["runtimekit_allocation_core_ratio"]) == {"shared": 0.5}  # counted once, under the claim
+    assert got["runtimekit_node_gpu_core_allocated"][0].value == 0.5

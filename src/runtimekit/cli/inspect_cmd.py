@@ -1,9 +1,10 @@
 """`runtimekit inspect` (and `kubectl lj inspect`): per node and per GPU, the shares granted, the pods
 holding them, MIG instances, free room, health and, where the node's exporter answers, what is used
-(docs/user-guide/inspect.md). Reads Nodes and Pods through the kit's API client (`kube.http`), any
-cluster and any preset (`--protocol hami`…); builds the view (`inspect_view`), scrapes the exporters
-(`inspect_usage`) and prints it (`inspect_render`). Exits 0, or 2 with the reason on stderr when the
-cluster or the options cannot be used.
+(docs/user-guide/inspect.md). Reads Nodes, Pods, DRA ResourceClaims and ResourceSlices through the
+kit's API client (`kube.http`), any cluster and any preset (`--protocol hami`…); builds the view
+(`inspect_view`, with the claims' shares from `inspect_claims`), scrapes the exporters (`inspect_usage`)
+and prints it (`inspect_render`). Exits 0, or 2 with the reason on stderr when the cluster or the
+options cannot be used.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
 if TYPE_CHECKING:
+    from runtimekit.cli.inspect_view import PodShare
+    from runtimekit.kube.http import KubeHttp
+    from runtimekit.kube.objects import Pod
     from runtimekit.protocol import KitProtocol
 
 
@@ -65,12 +69,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         nodes = cast(list[Node], http.list("/api/v1/nodes")[0])
         pods = cast(list[Pod], http.list("/api/v1/pods")[0])
+        claimed = _claimed(http, pods)
     except KubeError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     finally:
         http.close()
-    view = build_view(nodes, pods, protocol, keys, args.node)
+    view = build_view(nodes, pods, protocol, keys, args.node, claimed)
     usage: dict[str, NodeUsage] = {}
     if not args.no_usage:
         urls = {**discovered_exporters(pods), **given}
@@ -83,6 +88,23 @@ def run(args: argparse.Namespace) -> int:
     else:
         render(view, usage, sys.stdout, wide=args.output == "wide")
     return 0
+
+
+def _claimed(http: KubeHttp, pods: list[Pod]) -> dict[str, list[PodShare]]:
+    """The GPU shares DRA claims hold; none where the server has no resource.k8s.io/v1 (before 1.34) or
+    the user may not list it."""
+    from runtimekit.cli.inspect_claims import claim_shares
+    from runtimekit.kube.errors import KubeError
+    from runtimekit.kube.objects.dra import ResourceClaim, ResourceSlice
+
+    try:
+        claims = cast(list[ResourceClaim], http.list("/apis/resource.k8s.io/v1/resourceclaims")[0])
+        slices = cast(list[ResourceSlice], http.list("/apis/resource.k8s.io/v1/resourceslices")[0])
+    except KubeError as exc:
+        if exc.code not in (403, 404):
+            raise
+        return {}
+    return claim_shares(claims, slices, pods)
 
 
 def _protocol(value: str | None) -> KitProtocol:

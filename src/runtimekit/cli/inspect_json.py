@@ -25,6 +25,7 @@ class ShareJson(TypedDict):
     memoryMiB: int
     migProfile: str
     migUUID: str
+    claim: str  # the DRA ResourceClaim it is held through, "" for a device-plugin assignment
     usage: NotRequired[ContainerUsageJson]
 
 
@@ -165,6 +166,7 @@ def _share_json(gpu: GpuView, share: PodShare, usage: NodeUsage | None) -> Share
         "memoryMiB": share.memory_mib,
         "migProfile": share.mig_profile,
         "migUUID": share.mig_uuid,
+        "claim": share.claim,
     }
     used = container_usage(gpu, share, usage)
     if used is not None:

@@ -127,7 +127,8 @@ def _detail_rows(gpu: GpuView, measured: bool, usage: NodeUsage | None) -> list[
         core = "" if share.mig_profile else _pct(share.core_milli, MILLI_PER_GPU)
         used = container_usage(gpu, share, usage)
         mine = _used(GpuUsage(used.utilization, used.memory_used_bytes)) if used is not None and measured else pad
-        name = f"{share.namespace}/{share.pod} ({share.container})"
+        held = ", ".join(n for n in (share.container, share.claim and f"resourceclaim/{share.claim}") if n)
+        name = f"{share.namespace}/{share.pod} ({held})"
         if used is not None and used.over_share:
             name += " over its share"
         rows.append(["", where, "", "", core, _gib(share.memory_mib), "", "", *mine, name])

@@ -12,8 +12,8 @@ assignment that fails is listed with the judge's reason instead of counted. Call
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 from runtimekit.base.keyring import KeyRing, key_id_of
 from runtimekit.kube.objects import Node, Pod, meta
@@ -39,6 +39,7 @@ class PodShare:
     memory_mib: int
     mig_profile: str = ""
     mig_uuid: str = ""
+    claim: str = ""  # the DRA ResourceClaim the share is held through ("": a device-plugin assignment)
 
 
 @dataclass(frozen=True)
@@ -141,10 +142,12 @@ def build_view(
     protocol: KitProtocol,
     verifier: KeyRing | None = None,
     only: str | None = None,
+    claimed: Mapping[str, Sequence[PodShare]] | None = None,
 ) -> ClusterView:
     """The view of `nodes` (only the one named `only`, when given) with the bound, not terminated
     `pods`. Nodes without GPUs are left out unless named. Signatures are checked when `verifier`
-    is given (the key ring of the scheduler's Secret), as the scheduler checks them."""
+    is given (the key ring of the scheduler's Secret), as the scheduler checks them. `claimed`: GPU
+    UUID -> the shares DRA claims hold there (`inspect_claims.claim_shares`), counted beside the pods'."""
     authority = AssignmentAuthority(protocol, signed=verifier is not None)
     by_node: dict[str, list[Pod]] = {}
     for pod in pods:
@@ -157,7 +160,8 @@ def build_view(
         name = str(state.meta.name)
         if (only is not None and name != only) or (only is None and not state.inventory.gpus and not state.problem):
             continue
-        views.append(_node_view(node, state, by_node.get(name, []), authority, verifier, protocol))
+        view = _node_view(node, state, by_node.get(name, []), authority, verifier, protocol)
+        views.append(_with_claims(view, claimed) if claimed else view)
     return ClusterView(tuple(views), verifier is not None)
 
 
@@ -189,6 +193,11 @@ def _node_view(
             _book(verdict.assignment, namespace, name, shares, migs)
     gpus = tuple(_gpu_view(gpu, shares.get(gpu.uuid, []), migs.get(gpu.uuid, [])) for gpu in state.inventory.gpus)
     return NodeView(str(state.meta.name), _address(node), state.meta.ready, gpus, tuple(ignored), state.problem)
+
+
+def _with_claims(view: NodeView, claimed: Mapping[str, Sequence[PodShare]]) -> NodeView:
+    gpus = tuple(replace(g, shares=(*g.shares, *claimed.get(g.uuid, ()))) for g in view.gpus)
+    return replace(view, gpus=gpus)
 
 
 def _seal(pod: Pod, uid: str, protocol: KitProtocol, verifier: KeyRing) -> Seal:
@@ -232,7 +241,7 @@ def _gpu_view(gpu: Gpu, shares: list[PodShare], held: list[MigView]) -> GpuView:
     listed = [by_uuid.pop(d.uuid, MigView(d.profile, d.start, d.uuid)) for d in gpu.mig_devices]
     mig = tuple(sorted([*listed, *by_uuid.values()], key=lambda m: (m.start, m.uuid)))
     if gpu.mig_mode.value != "off":  # a MIG slice's compute is its profile's, not a share of the GPU
-        shares = [PodShare(s.namespace, s.pod, s.container, 0, s.memory_mib, s.mig_profile, s.mig_uuid) for s in shares]
+        shares = [replace(s, core_milli=0) for s in shares]
     return GpuView(gpu.index, gpu.uuid, gpu.model, gpu.memory_mib, gpu.healthy, gpu.mig_mode.value, tuple(shares), mig)
 
 

@@ -44,6 +44,7 @@ from runtimekit.runtime.backend import (
     HealthEvent,
     MigControl,
 )
+from runtimekit.runtime.claimusers import as_consumers
 from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, offered
 from runtimekit.runtime.isolation import Isolation
 from runtimekit.runtime.migdevices import Made, MigDevices
@@ -343,7 +344,9 @@ class NodeRuntime:
             allocations = tuple(self._book.all())
             used = self._book.used()
             pods = self._pod_index
-        containers = self._usage.containers(allocations, pods) if self._usage is not None else []
+        # a claim prepared by the DRA plugin is booked under the claim; its users are the pod's containers
+        users = as_consumers(allocations, pods, shared=True)
+        containers = self._usage.containers(users, pods) if self._usage is not None else []
         using = per_gpu(containers)
         load = {
             GpuUUID(u): GpuLoad(core, mem, *using.get(u, (0.0, 0))) if self._usage is not None else GpuLoad(core, mem)
@@ -368,7 +371,8 @@ class NodeRuntime:
             rest = remainders({u: r for u, r in readings.items() if not self._lost(gpus, u)}, containers)
             usage = UsageReading(tuple(containers), tuple(rest), self._usage.name)
             self._over_share.observe(containers)
-        return ExporterData(self.node, self._now_ms(), tuple(gpus), allocations, state, usage)
+        held = tuple(as_consumers(allocations, pods, shared=False))
+        return ExporterData(self.node, self._now_ms(), tuple(gpus), held, state, usage)
 
     @staticmethod
     def _lost(gpus: Sequence[GpuData], uuid: str) -> bool:

@@ -17,9 +17,10 @@ Two implementations of `NodeDevices`:
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
-from runtimekit.cluster.kubelet.devicemanager import DeviceManager
+from runtimekit.cluster.kubelet.devicemanager import AdmissionError, DeviceManager
 from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.model import Assignment, AssignmentError, NodeInventory
 from runtimekit.model.gpu import offered_inventory
@@ -28,6 +29,7 @@ from runtimekit.protocol.names import format_memory_unit
 
 CORE_DEVICES_PER_GPU = 100  # what the device plugin advertises per GPU for resources.core
 ContainerEnv = dict[str, dict[str, str]]  # container name -> environment the runtime would set
+FAILED_PREPARE = "FailedPrepareDynamicResources"  # kubelet's Event reason (events.FailedPrepareDynamicResources)
 
 
 class NodeDevices(Protocol):
@@ -45,12 +47,25 @@ class NodeDevices(Protocol):
 
     def admit(self, pod: Pod) -> ContainerEnv:
         """Allocate the devices of every container; the environment per container. Raises AdmissionError
-        with kubelet's reason and message; a pod that fails holds nothing afterwards."""
+        with kubelet's reason and message; a pod that fails holds nothing afterwards. Raises
+        `PrepareFailed` for a pod admitted whose DRA claims are not prepared yet: it holds its devices
+        until the kubelet's retry succeeds or `release`."""
         ...
 
     def release(self, pod_uid: str) -> None:
         """Free the devices of a pod that ended or was deleted; idempotent."""
         ...
+
+
+class PrepareFailed(AdmissionError):
+    """The pod is admitted (its device-plugin devices held) but its ResourceClaims could not be prepared:
+    as kubelet does (a failed `PrepareDynamicResources` fails the pod's sync, not its admission), the
+    kubelet keeps it Pending and calls `retry` with the pod's latest manifest after a back-off, until it
+    returns the containers' environment; `retry` raises PrepareFailed again while it still fails."""
+
+    def __init__(self, message: str, retry: Callable[[Pod], ContainerEnv]) -> None:
+        super().__init__(FAILED_PREPARE, message)
+        self.retry = retry
 
 
 class PluginDevices:

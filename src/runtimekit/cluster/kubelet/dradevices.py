@@ -8,8 +8,10 @@ watcher (`draplugins.py`); a container gets, for every claim (or request of one)
 `resources.claims`, the CDI devices kubelet would hand the container runtime, applied as the runtime
 would: their `env` edits, read from the CDI specs in `cdi_dir`. A claim stays prepared while any
 admitted pod uses it (a claim may be shared by pods, NVIDIA's gpu-test3); the last pod's release
-unprepares it. A claim that cannot be prepared rejects the pod (`FailedPrepareDynamicResources`: a
-real kubelet retries instead) after giving back what the pod alone held.
+unprepares it. A claim that cannot be prepared (not made or not allocated yet, its driver not
+registered, the driver's error) does not reject the pod: as kubelet's pod worker does, `admit` raises
+`PrepareFailed`, the pod keeps what it holds and the kubelet retries after a back-off
+(`FailedPrepareDynamicResources` Events) until the claims are prepared or the pod goes.
 """
 
 from __future__ import annotations
@@ -24,14 +26,15 @@ from pathlib import Path
 from typing import Protocol
 
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError
-from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
+from runtimekit.cluster.kubelet.devices import FAILED_PREPARE, ContainerEnv, NodeDevices, PrepareFailed
 from runtimekit.cluster.kubelet.draplugins import ClaimKey, ClaimResult, DraPluginWatcher, cdi_ids_for
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.objects import Pod, meta
 from runtimekit.kube.objects.dra import ResourceClaim
+from runtimekit.kube.semantics.podclaims import pod_claims
 
 log = logging.getLogger(__name__)
-REASON = "FailedPrepareDynamicResources"
+REASON = FAILED_PREPARE
 
 
 class ClaimReader(Protocol):
@@ -42,18 +45,6 @@ class ClaimReader(Protocol):
 class _Prepared:
     key: ClaimKey
     driver: str
-
-
-def pod_claims(pod: Pod) -> dict[str, str]:
-    """The pod's claims: the name containers use -> the ResourceClaim's name ("" while not made yet)."""
-    made = {
-        s.get("name", ""): s.get("resourceClaimName", "")
-        for s in pod.get("status", {}).get("resourceClaimStatuses", [])
-    }
-    return {
-        c.get("name", ""): c.get("resourceClaimName") or made.get(c.get("name", ""), "")
-        for c in pod.get("spec", {}).get("resourceClaims", [])
-    }
 
 
 def cdi_env(cdi_dir: Path, ids: Sequence[str]) -> dict[str, str]:
@@ -94,15 +85,22 @@ class DraDevices:
 
     def admit(self, pod: Pod) -> ContainerEnv:
         env = self.inner.admit(pod)
-        named = pod_claims(pod)
-        if not named:
+        if not pod_claims(pod):
             return env
         uid = str(meta(pod).get("uid", ""))
-        try:
-            results = self._prepare(pod, uid, named)
-        except AdmissionError:
-            self.release(uid)  # the pod's devices and the claims only it held
-            raise
+
+        def with_claims(latest: Pod) -> ContainerEnv:
+            try:
+                return self._with_claims(latest, uid, env)
+            except AdmissionError as exc:
+                raise PrepareFailed(f"Failed to prepare dynamic resources: {exc.message}", with_claims) from None
+
+        return with_claims(pod)
+
+    def _with_claims(self, pod: Pod, uid: str, env: ContainerEnv) -> ContainerEnv:
+        """`env` with the CDI edits of the claims each container names; raises AdmissionError."""
+        results = self._prepare(pod, uid, pod_claims(pod))
+        out = {name: dict(values) for name, values in env.items()}
         for container in pod.get("spec", {}).get("containers", []):
             ids = [
                 cdi
@@ -110,11 +108,9 @@ class DraDevices:
                 for cdi in cdi_ids_for(results[str(ref.get("name", ""))], str(ref.get("request", "")))
             ]
             if ids:
-                env[container.get("name", "")] = {
-                    **env.get(container.get("name", ""), {}),
-                    **cdi_env(self._cdi_dir, ids),
-                }
-        return env
+                name = container.get("name", "")
+                out[name] = {**out.get(name, {}), **cdi_env(self._cdi_dir, ids)}
+        return out
 
     def _prepare(self, pod: Pod, uid: str, named: dict[str, str]) -> dict[str, ClaimResult]:
         namespace = str(meta(pod).get("namespace", ""))

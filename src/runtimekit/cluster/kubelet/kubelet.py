@@ -16,6 +16,10 @@
 - waits for an admitted pod's volumes (`volumes.py`: its claims Bound, its ConfigMaps and Secrets
   there): meanwhile the pod is Pending with its containers `ContainerCreating` and a Warning
   `FailedMount` Event says why; it is looked at again every `VOLUME_RETRY_S` and runs once ready;
+- retries an admitted pod whose DRA claims could not be prepared (`PrepareFailed`, `dradevices.py`),
+  as kubelet's pod worker retries a failed sync: Pending, containers `ContainerCreating`, a Warning
+  `FailedPrepareDynamicResources` Event (counted up while it repeats), another try every
+  `prepare_retry_s`; it runs once its claims are prepared;
 - runs the containers as simulations (`containers.py`, `simulate.py`): each starts with kubelet's
   Events (Pulling/Pulled, Created, Started: `messages.py`, in the wording of the server's version),
   one whose command finishes ends with its exit code and is restarted by the pod's `restartPolicy`
@@ -54,7 +58,7 @@ from runtimekit.cluster.kubelet.admission import check_fit, pod_requests, used_b
 from runtimekit.cluster.kubelet.admitwatch import AdmissionWatch
 from runtimekit.cluster.kubelet.containers import PodContainers
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError, PodIdentity
-from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices
+from runtimekit.cluster.kubelet.devices import ContainerEnv, NodeDevices, PrepareFailed
 from runtimekit.cluster.kubelet.messages import BACK_OFF, CREATED, KILLING, PULLED, PULLING, STARTED, Wording, pulls
 from runtimekit.cluster.kubelet.nodestatus import NodeReporter, NodeShape
 from runtimekit.cluster.kubelet.runner import (
@@ -110,6 +114,7 @@ class KubeletOptions:
     poll_s: float = 0.25
     run_s: float = 0.5  # how long a container whose command finishes runs, besides its sleeps
     backoff_s: float = 10.0  # kubelet's first restart back-off (then doubled, up to 5 minutes)
+    prepare_retry_s: float = 10.0  # a pod whose claims failed to prepare is synced again (pod worker's backOffPeriod)
 
 
 @dataclass
@@ -166,6 +171,7 @@ class SimulatedKubelet:
         self._ips = itertools.count(2)
         self._waiting: dict[str, tuple[_Pod, str]] = {}  # admitted pods waiting for their volumes, and why
         self._volumes_checked = 0.0
+        self._preparing: dict[str, Callable[[Pod], ContainerEnv]] = {}  # pods whose claims are retried
         self.admission = AdmissionWatch()
         self._batch: tuple[list[str], dict[str, Pod], int] = ([], {}, 0)  # being admitted: order, pods, at
         self._workers = Workers(f"kubelet {self.node}")
@@ -295,11 +301,19 @@ class SimulatedKubelet:
             if problem is not None:
                 raise problem
             env = self.devices.admit(pod)
+        except PrepareFailed as exc:
+            self._wait_for_claims(record, exc)
+            return
         except AdmissionError as exc:
             self._reject(pod, exc, now)
             return
         finally:
             self.admission.end()
+        self._admitted(record, env, now)
+
+    def _admitted(self, record: _Pod, env: ContainerEnv, now: str) -> None:
+        """Devices (and claims) ready: the pod's volumes, then its containers."""
+        identity, pod = record.identity, record.manifest
         record.env = env
         if env:
             self._patch(identity, {"metadata": {"annotations": {ENV_ANNOTATION: json.dumps(env, sort_keys=True)}}})
@@ -354,6 +368,33 @@ class SimulatedKubelet:
                 self._run(record)
             else:
                 self._wait_for_volumes(record, problem, rfc3339(self.clock()))
+
+    def _wait_for_claims(self, record: _Pod, failed: PrepareFailed) -> None:
+        """Pending, containers ContainerCreating, a FailedPrepareDynamicResources Event (counted up when
+        it repeats), and another try after the back-off: kubelet's pod worker retries a failed sync."""
+        first = record.identity.uid not in self._preparing
+        self._preparing[record.identity.uid] = failed.retry
+        if first:
+            self._patch_status(
+                record.identity, creating_status(record.manifest, record.started, self.options.shape.address)
+            )
+        log.info(
+            "kubelet %s: pod %s/%s: %s", self.node, record.identity.namespace, record.identity.name, failed.message
+        )
+        self._event(record, "Warning", failed.reason, failed.message, "")
+        self._arm(self.options.prepare_retry_s, record.identity.uid, "", "prepare")
+
+    def _retry_claims(self, record: _Pod) -> None:
+        retry = self._preparing.get(record.identity.uid)
+        if retry is None:
+            return
+        try:
+            env = retry(record.manifest)
+        except PrepareFailed as exc:
+            self._wait_for_claims(record, exc)
+            return
+        del self._preparing[record.identity.uid]
+        self._admitted(record, env, rfc3339(self.clock()))
 
     def _watch_admission(self) -> None:
         """Tell the pods that wait on a slow admission why (see `admitwatch.py`)."""
@@ -450,7 +491,8 @@ class SimulatedKubelet:
         key, seen = (container, reason, message), self._event_names.setdefault(record.identity.uid, {})
         first = seen.get(key)
         body = pod_event_body(record.identity, COMPONENT, kind, reason, message, self.node)
-        body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
+        if container:  # "": about the whole pod
+            body["involvedObject"]["fieldPath"] = f"spec.containers{{{container}}}"
         if first is None:
             seen[key] = (body["metadata"]["name"], 1, body["firstTimestamp"])
             self.events.record_body(body)
@@ -493,6 +535,9 @@ class SimulatedKubelet:
         while self._timers and self._timers[0][0] <= now:
             _, _, uid, name, action = heapq.heappop(self._timers)
             record = self._pods.get(uid)
+            if action == "prepare" and record is not None and not record.finished:
+                self._retry_claims(record)
+                continue
             if record is None or record.finished or record.containers is None:
                 continue
             if action == "pod-end":
@@ -549,6 +594,7 @@ class SimulatedKubelet:
     def _stopped(self, record: _Pod) -> None:
         with self._cond:
             record.finished = True
+        self._preparing.pop(record.identity.uid, None)
         self.admission.forget(record.identity.uid)
         self.devices.release(record.identity.uid)
         for listener in self.on_pod_stopped:
