@@ -192,15 +192,7 @@ def gang(name: str, size: int, cpu: str) -> list[dict[str, Any]]:
     "cpu",
     [
         pytest.param("100m", id="with-a-cpu-request"),
-        pytest.param(
-            "",
-            id="claims-only",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="a pod asking only through claims has no requests, so it is best-effort: backfill places "
-                "it without gang checks and 4 of a gang of 5 are bound (scheduler/actions/backfill.py)",
-            ),
-        ),
+        pytest.param("", id="claims-only"),
     ],
 )
 def test_a_gang_of_claim_using_pods_places_whole_or_waits(up: UpCluster, cpu: str) -> None:

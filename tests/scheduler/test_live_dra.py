@@ -101,7 +101,9 @@ def share_claim(name: str, core: str, klass: str = DRIVER) -> dict[str, Any]:
     }
 
 
-def claim_pod(name: str, claim: str | None = None, template: str | None = None, group: str = "") -> dict[str, Any]:
+def claim_pod(
+    name: str, claim: str | None = None, template: str | None = None, group: str = "", cpu: str = "1"
+) -> dict[str, Any]:
     entry: dict[str, str] = {"name": "gpu"}
     if claim:
         entry["resourceClaimName"] = claim
@@ -119,7 +121,7 @@ def claim_pod(name: str, claim: str | None = None, template: str | None = None, 
                 {
                     "name": "main",
                     "image": "busybox",
-                    "resources": {"requests": {"cpu": "1"}, "claims": [{"name": "gpu"}]},
+                    "resources": {"requests": {"cpu": cpu} if cpu else {}, "claims": [{"name": "gpu"}]},
                 }
             ],
         },
@@ -194,7 +196,9 @@ def test_shares_are_counted_across_pods_and_a_bad_claim_waits_while_others_sched
     assert not claim(http, "huge").get("status", {}).get("allocation")
 
 
-def test_a_gang_of_claim_users_places_whole_or_waits(cluster: KubeHttp) -> None:
+@pytest.mark.parametrize("cpu", ["1", ""], ids=["with-a-cpu-request", "claims-only"])
+def test_a_gang_of_claim_users_places_whole_or_waits(cluster: KubeHttp, cpu: str) -> None:
+    """A pod asking only through claims is not best-effort: backfill (no gang checks) must not take it."""
     http = cluster
     groups = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
     for group, size in (("big", 3), ("small", 2)):
@@ -209,7 +213,7 @@ def test_a_gang_of_claim_users_places_whole_or_waits(cluster: KubeHttp) -> None:
         )
         for i in range(size):  # 40 core each: two fit the GPU, three do not
             http.post(CLAIMS, share_claim(f"{group}-{i}", "40"))
-            http.post(PODS, claim_pod(f"{group}-{i}", claim=f"{group}-{i}", group=group))
+            http.post(PODS, claim_pod(f"{group}-{i}", claim=f"{group}-{i}", group=group, cpu=cpu))
     wait_for(lambda: all(node_of(http, f"small-{i}") == "n1" for i in range(2)), what="the small gang bound whole")
     time.sleep(0.5)
     assert [node_of(http, f"big-{i}") for i in range(3)] == ["", "", ""]
