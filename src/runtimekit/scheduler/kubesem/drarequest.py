@@ -11,8 +11,9 @@ and/or `memory`, `count` GPUs with that share each. `memory` missing: in proport
 device plugin's rule has it (all of it under a protocol whose `rules.memoryDefault` is `whole`);
 `core` missing: all of the compute, as the device's `requestPolicy` default gives it. Anything else
 (another class, selectors, `firstAvailable`, `allocationMode: All`, admin access, constraints,
-capacities other than `core` and `memory`), or a claim allocated already (or not made yet), leaves the
-pod's request as it is: the allocator alone places those claims, as before.
+capacities other than `core` and `memory`), a claim allocated already (or not made yet), or containers
+asking the device plugin for GPUs as well, leaves the pod's request as it is: the allocator alone
+places those claims, as before.
 
 Callers: the scheduler cache's snapshot (pending pods) and bookings (bound pods' queue share), the
 `dynamicresources` plugin (which request a container stands for).
@@ -105,6 +106,9 @@ def _gpu(exactly: object, whole_memory: bool) -> GpuRequest | None:
 def with_claims(
     request: PodRequest, pod: Pod, claims: Mapping[str, ResourceClaim], whole_memory: bool, allocated_too: bool = False
 ) -> PodRequest:
-    """The request with the pod's claims' GPUs (the same object when there are none to add)."""
+    """The request with the pod's claims' GPUs (the same object when there are none to add, or when
+    its containers ask the device plugin for GPUs too: one placement cannot tell their GPUs apart)."""
+    if request.gpus:
+        return request
     gpus = claim_gpus(pod, claims, whole_memory, allocated_too)
     return request if gpus is None else replace(request, gpus=request.gpus + gpus)

@@ -18,8 +18,13 @@ allocated on the node chosen for it by the structured allocator (`kube.semantics
 - PreBind: each claim's `status.allocation` is written (unless allocated already) and the pod is
   added to `status.reservedFor` (`{resource: pods, name, uid}`), before the pod is bound.
 
-Devices: shared devices already in use are tried first (packing shares, not kube's first fit), then
-pool order; the kit's policies choose the node. Callers: the framework (registered in `builtin.py`).
+Devices: for a pod whose claims the task's request carries (`kubesem.drarequest`: the kit's class,
+whole GPUs or shares), gpushare's policy chooses the node and the GPU, and Reserve holds each request
+to the chosen GPUs' UUIDs (a selector), a share naming only `core` asking memory in proportion; the
+DRA allocations held in the node table (booked by the cache, or by such a pod's own placement) are
+left out of the ledger's consumed capacity so nothing counts twice. Other claims: shared devices
+already in use are tried first (packing shares, not kube's first fit), then pool order.
+Callers: the framework (registered in `builtin.py`).
 """
 
 from __future__ import annotations
@@ -307,7 +312,10 @@ def _shaped(
         for c in task.request.gpus
         if is_claim_container(c.container) and split_container(c.container)[0] == key
     }
-    if not shares:
+    proportional = any(
+        g.kind is GpuKind.SHARE and g.memory_mib is None and g.memory_percent is None for g in shares.values()
+    )
+    if not shares or (not proportional and not chosen):
         return claim
     out = copy.deepcopy(claim)
     for request in ((out.get("spec") or {}).get("devices") or {}).get("requests") or []:
