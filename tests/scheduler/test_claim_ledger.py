@@ -68,6 +68,10 @@ def test_a_claim_holding_70_percent_of_a_gpu_keeps_a_40_percent_share_off_it_unt
     assert gpus_for(cache, 30) == [0]
     table = cache.ledger.table
     assert int(table.gmem_free[table.row("n1"), 0]) == 16384 - 4096
+    # allocated anew in one event (the deallocation in between not seen): booked as it is now
+    cache.on_dra(CLAIMS)("MODIFIED", claim_object("c", "gpu-0", {"core": "50", "memory": "4Gi"}))
+    assert gpus_for(cache, 40) == [0]
+    assert gpus_for(cache, 60) == []
     cache.on_dra(CLAIMS)("MODIFIED", claim_object("c", None))  # deallocated
     assert gpus_for(cache, 40) == [0]
     cache.on_dra(CLAIMS)("MODIFIED", claim_object("c", "gpu-0", {"core": "70", "memory": "4Gi"}))

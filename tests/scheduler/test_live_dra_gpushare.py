@@ -167,10 +167,9 @@ def test_a_share_naming_only_core_takes_memory_in_proportion(http: KubeHttp) -> 
 
 
 def test_a_queues_capability_limits_claim_pods_as_device_plugin_pods(http: KubeHttp) -> None:
-    """Capability 50 % of a GPU: pods of 40 % are let in while the queue is under it (as Volcano's
-    proportion does), so two of three claim pods bind, and then a device-plugin pod of 10 % waits too:
-    the claims count in the queue as device-plugin shares do (before, a claim counted nothing in its
-    queue and all of them bound)."""
+    """Capability 50 % of a GPU: a claim pod of 40 % is let in, then neither a claim pod nor a
+    device-plugin pod of 20 % is (60 % > 50 %), and a device-plugin pod of 10 % is: the claim counts
+    in its queue as a device-plugin share does (before, a claim counted nothing in its queue)."""
     http.post(
         "/apis/scheduling.volcano.sh/v1beta1/queues",
         {
@@ -183,13 +182,16 @@ def test_a_queues_capability_limits_claim_pods_as_device_plugin_pods(http: KubeH
     scheduler = start_cluster(http, 2)
     try:
         queue = {"scheduling.volcano.sh/queue-name": "q"}
-        for name in ("c1", "c2", "c3"):
-            http.post(CLAIMS, share_claim(name, {"core": "40", "memory": "10Gi"}))
-            http.post(PODS, claim_pod(name, name, queue))
-        wait_for(lambda: sum(bool(node_of(http, n)) for n in ("c1", "c2", "c3")) >= 2, what="two claim pods bound")
-        http.post(PODS, share_pod("s", 10, queue))
+        http.post(CLAIMS, share_claim("c1", {"core": "40", "memory": "10Gi"}))
+        http.post(PODS, claim_pod("c1", "c1", queue))
+        wait_for(lambda: node_of(http, "c1") == "n1", what="the first claim pod bound")
+        settle()  # its bind is finished: the queue holds it
+        http.post(CLAIMS, share_claim("c2", {"core": "20", "memory": "10Gi"}))
+        http.post(PODS, claim_pod("c2", "c2", queue))
+        http.post(PODS, share_pod("s1", 20, queue))
         settle()
-        assert sum(bool(node_of(http, n)) for n in ("c1", "c2", "c3")) == 2
-        assert node_of(http, "s") == ""
+        assert (node_of(http, "c2"), node_of(http, "s1")) == ("", "")
+        http.post(PODS, share_pod("s2", 10, queue))
+        wait_for(lambda: node_of(http, "s2") == "n1", what="a 10 % share pod bound (40 + 10 within 50)")
     finally:
         scheduler.stop()

@@ -45,19 +45,21 @@ class ClaimBook:
     booked: dict[str, tuple[PodKey, ...]] = field(default_factory=dict)  # claim -> its ledger keys
     pending: dict[str, ResourceClaim] = field(default_factory=dict)  # allocated, some device not placed yet
     conflicts: dict[str, str] = field(default_factory=dict)  # claim -> why the ledger refused it
+    allocations: dict[str, object] = field(default_factory=dict)  # claim -> the allocation booked (or pending)
 
     def apply(self, kind: str, claim: ResourceClaim, pools: DevicePools) -> bool:
         """A claim's informer event (or PreBind's write); True when its bookings changed."""
         key = claim_key(claim)
         allocation = (claim.get("status") or {}).get("allocation")
-        if kind != "DELETED" and allocation is not None and key in self.booked and key not in self.pending:
-            return False  # allocated and booked: an allocation does not change (reservedFor may)
+        if kind != "DELETED" and allocation is not None and self.allocations.get(key) == allocation:
+            return False  # booked as it is (reservedFor may change, the allocation not)
         changed = self.release(key)
         if kind == "DELETED" or allocation is None:
             return changed
         return self._book(key, claim, pools) or changed
 
     def release(self, key: str) -> bool:
+        self.allocations.pop(key, None)
         self.pending.pop(key, None)
         self.conflicts.pop(key, None)
         keys = self.booked.pop(key, ())
@@ -75,6 +77,7 @@ class ClaimBook:
 
     def _book(self, key: str, claim: ResourceClaim, pools: DevicePools) -> bool:
         allocation = (claim.get("status") or {}).get("allocation") or {}
+        self.allocations[key] = allocation
         uses = gpu_uses(allocation, pools)
         unplaced = not _results_known(claim, pools)
         per_node: dict[NodeName, list[Slot]] = {}

@@ -408,6 +408,8 @@ class ClusterCache:
             self.queue.assumed(task.key)
             bound = entry.task.clone()
             bound.node, bound.placement = task.node, task.placement
+            if task.key in self.claim_slotted:
+                bound.request = task.request  # its claims' GPUs count in its queue while it binds
             return bound
 
     def forget(self, key: PodKey) -> None:

@@ -74,7 +74,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
                 info.add(running[member].clone())
             elif member in pending and pending[member].binding:  # bound by us, not yet confirmed
                 held = cache.ledger.booking(member)
-                inflight = pending[member].task.clone()
+                inflight = _with_claims(cache, pending[member].task.clone(), allocated_too=True)
                 inflight.status = TaskStatus.BINDING
                 inflight.placement, inflight.node = held, held.node if held else None
                 info.add(inflight)
@@ -169,13 +169,14 @@ def _quotas(cache: ClusterCache) -> dict[str, tuple[NamespaceQuota, ...]]:
     return {namespace: tuple(quotas) for namespace, quotas in out.items()}
 
 
-def _with_claims(cache: ClusterCache, task: TaskInfo) -> TaskInfo:
+def _with_claims(cache: ClusterCache, task: TaskInfo, allocated_too: bool = False) -> TaskInfo:
     """A pending pod whose claims ask the kit's GPUs asks for them through its request, so gpushare
-    places them and queues count them (`kubesem/drarequest.py`); any other pod is left as it is."""
+    places them and queues count them (`kubesem/drarequest.py`); any other pod is left as it is.
+    `allocated_too`: a pod binding (its claims may be allocated already) counts them in its queue."""
     pod = task.pod
     if pod is not None and (pod.get("spec") or {}).get("resourceClaims") and cache.kit_backed():
         whole = cache.protocol.rules.memory_default == "whole"
-        task.request = with_claims(task.request, pod, cache.dra.claims(), whole)
+        task.request = with_claims(task.request, pod, cache.dra.claims(), whole, allocated_too)
     return task
 
 
