@@ -43,8 +43,8 @@ from runtimekit.kube.scheduling import KubeBinder
 from runtimekit.model.authority import Signer
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.binder import Binder
+from runtimekit.scheduler.cache.dra import CLAIMS, LiveClaims
 from runtimekit.scheduler.cache.dra import PATHS as DRA_PATHS
-from runtimekit.scheduler.cache.dra import LiveClaims
 from runtimekit.scheduler.cache.live import live_cache
 from runtimekit.scheduler.cache.objects import timestamp
 from runtimekit.scheduler.cache.queues import ROOT_QUEUE, queue_manifest
@@ -133,7 +133,7 @@ class Scheduler:
         # PreBind plugins bind volumes through the API server (kube-scheduler's volume binder)
         writer = self.kube_binder or KubeBinder(http, self.component)
         self.binder.volumes = LiveVolumes(self.cache.volumes, self.cache, writer)
-        self.binder.claims = LiveClaims(self.cache.dra, http)
+        self.binder.claims = LiveClaims(self.cache.dra, http, self.cache.on_dra(CLAIMS))
         self.cache.default_queue = self.options.default_queue
         self.metrics.jobs = lambda: set(self.cache.jobs)
         self._observed = ObservedCache(self.live, self.metrics)

@@ -26,6 +26,7 @@ import logging
 import time
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from runtimekit.kube.objects import (
     KubeObject,
@@ -37,6 +38,7 @@ from runtimekit.kube.objects import (
     PriorityClass,
     Queue,
     QueueStatus,
+    ResourceClaim,
     ResourceQuota,
     meta,
     object_key,
@@ -54,7 +56,9 @@ from runtimekit.model.ledger import IntArray
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.peers import foreign_names
 from runtimekit.scheduler.cache.authority import EVENT_REASON, AssignmentAuthority, Seal
-from runtimekit.scheduler.cache.dra import DraStore
+from runtimekit.scheduler.cache.claimbook import PREFIX as CLAIM_PREFIX
+from runtimekit.scheduler.cache.claimbook import ClaimBook, ledger_backed
+from runtimekit.scheduler.cache.dra import CLAIMS, SLICES, DraStore
 from runtimekit.scheduler.cache.objects import (
     NodeState,
     is_deleting,
@@ -79,6 +83,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
+from runtimekit.scheduler.kubesem.drarequest import KIT_CLASS, is_claim_container, with_claims
 from runtimekit.scheduler.kubesem.podbook import PodBook
 from runtimekit.scheduler.scheduling_queue import SchedulingQueue
 
@@ -144,6 +149,12 @@ class ClusterCache:
         self.quotas: dict[str, NamespaceQuota] = {}  # namespace/name -> ResourceQuota
         self.volumes = VolumeStore()  # claims, volumes, classes, CSINodes (when a plugin reads them)
         self.dra = DraStore()  # ResourceClaims, DeviceClasses, ResourceSlices (when a plugin reads them)
+        self.claims = ClaimBook(self.ledger)  # allocated claims' GPUs, booked in the ledger
+        # assumed pods whose placement holds the GPUs of their claims (a request derived from claims,
+        # `kubesem/drarequest.py`) until the claims' allocations are booked in their stead
+        self.claim_slotted: set[PodKey] = set()
+        self.inventory_version = 0  # changes when a node's GPUs do (`kit_backed` is worked out again)
+        self._backed: tuple[object, int, bool] | None = None
         self.rank_seed = rank_seed  # the tie-break order of nodes, a permutation drawn from it
         self.rank_cache: tuple[int, IntArray] | None = None
 
@@ -160,7 +171,13 @@ class ClusterCache:
     def _set_node(self, state: NodeState) -> None:
         if state.problem:
             log.warning("node %s: %s", state.meta.name, state.problem)
+        previous = self.nodes.get(state.meta.name)
+        new = previous is None
+        if previous is None or previous.inventory != state.inventory:
+            self.inventory_version += 1
         dropped = self.ledger.set_node(state.inventory, state.capacity)
+        if new and self.claims.pending:
+            self.claims.retry(self.dra.pools())
         for pod, reason in dropped:
             self.pods.remove(pod)
             self.conflicts[pod] = reason
@@ -179,6 +196,9 @@ class ClusterCache:
             return
         row = self.ledger.table.row(name)
         for pod in self.ledger.remove_node(name):
+            if pod.startswith(CLAIM_PREFIX):  # booked again should the node come back
+                self.claims.node_gone(pod, self.dra.claim)
+                continue
             self.pods.remove(pod)
             task = self.running.pop(pod, None)
             if task is not None and task.pod is not None:
@@ -186,6 +206,7 @@ class ClusterCache:
                 self._account(task, -1)
         self.meta_rows[row] = None
         self.meta_version += 1
+        self.inventory_version += 1
         del self.nodes[name]
 
     def inventory(self, name: NodeName) -> NodeInventory | None:
@@ -261,6 +282,7 @@ class ClusterCache:
             task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
             if previous is not None:
                 self._account(previous, -1)
+            self._claims_counted(task, pod)
             self.running[task.key] = task
             self._account(task, +1)
             self.pods.add_pod(task.key, pod, task.namespace, node)
@@ -304,10 +326,26 @@ class ClusterCache:
             self.unbooked.discard(task.key)
         task.placement, task.node = placement, node
         task.status = TaskStatus.RELEASING if is_deleting(pod) else TaskStatus.RUNNING
+        self._claims_counted(task, pod)
         self.running[task.key] = task
         self._account(task, +1)
         self.pods.add_pod(task.key, pod, task.namespace, node)
         self._join(task, pod)
+
+    def kit_backed(self) -> bool:
+        """Whether the kit driver's GPUs are all GPUs of the ledger (`claimbook.ledger_backed`), worked
+        out again when a slice or a node's GPUs changed (call under the lock)."""
+        pools = self.dra.pools()
+        if self._backed is None or self._backed[0] is not pools or self._backed[1] != self.inventory_version:
+            self._backed = (pools, self.inventory_version, ledger_backed(pools, self.ledger.table, KIT_CLASS))
+        return self._backed[2]
+
+    def _claims_counted(self, task: TaskInfo, pod: Pod) -> None:
+        """A bound pod's claims of the kit's GPUs count in its queue as its request (the GPUs are booked
+        under the claims, `claimbook.py`)."""
+        if (pod.get("spec") or {}).get("resourceClaims") and self.kit_backed():
+            whole = self.protocol.rules.memory_default == "whole"
+            task.request = with_claims(task.request, pod, self.dra.claims(), whole, allocated_too=True)
 
     def _account(self, task: TaskInfo, sign: int) -> None:
         job = self.jobs.get(task.job)
@@ -331,6 +369,7 @@ class ClusterCache:
         self.conflicts.pop(uid, None)
         self.unbooked.discard(uid)
         self.seals.pop(uid, None)
+        self.claim_slotted.discard(uid)
         self.authority.forget(uid)
         if self.ledger.booking(uid) is not None or uid in self.running:
             self._release(uid)
@@ -363,16 +402,21 @@ class ClusterCache:
                 self.queue.activate(task.key)
                 return None
             self.assumed[task.key] = self.clock()
+            if any(is_claim_container(c.container) for c in task.request.gpus):
+                self.claim_slotted.add(task.key)
             self.pods.add_pod(task.key, entry.task.pod, entry.task.namespace, task.node)
             self.queue.assumed(task.key)
             bound = entry.task.clone()
             bound.node, bound.placement = task.node, task.placement
+            if task.key in self.claim_slotted:
+                bound.request = task.request  # its claims' GPUs count in its queue while it binds
             return bound
 
     def forget(self, key: PodKey) -> None:
         """Its bind failed: an assumed pod's booking goes back (unless its bound event came first)."""
         with self.lock:
             self.assumed.pop(key, None)
+            self.claim_slotted.discard(key)
             if self.ledger.booking(key) is not None and key not in self.running:
                 self.ledger.release(key)
                 self.pods.remove(key)
@@ -489,9 +533,30 @@ class ClusterCache:
         def handle(kind: str, obj: KubeObject) -> None:
             with self.lock:
                 self.dra.apply(resource, kind, obj)
+                if resource == CLAIMS:
+                    self._claim_changed(kind, cast("ResourceClaim", obj))
+                elif resource == SLICES and self.claims.pending:
+                    self.claims.retry(self.dra.pools())
                 self.queue.move_all()
 
         return handle
+
+    def _claim_changed(self, kind: str, claim: ResourceClaim) -> None:
+        """Book the claim's GPUs in the ledger (or give them back). A pod placed with its claims' GPUs
+        in its own placement gives them up first, so they are never booked twice."""
+        status = claim.get("status") or {}
+        if kind != "DELETED" and status.get("allocation") is not None and self.claim_slotted:
+            for consumer in status.get("reservedFor") or []:
+                uid = PodKey(consumer.get("uid", ""))
+                held = self.ledger.booking(uid)
+                if uid in self.claim_slotted and held is not None:
+                    self.claim_slotted.discard(uid)
+                    bare = replace(held, slots=())
+                    self.ledger.release(uid)
+                    self.ledger.reserve(uid, bare, allow_unusable=True)
+                    if uid in self.running:
+                        self.running[uid].placement = bare
+        self.claims.apply(kind, claim, self.dra.pools())
 
     def node_labels(self, node: NodeName) -> Mapping[str, str] | None:
         """A node's labels as last seen (None: the node is gone)."""
@@ -559,6 +624,8 @@ class ClusterCache:
         """A ledger rebuilt from the node and pod objects as last seen (for checks and tests)."""
         with self.lock:
             pods = [(k, t.placement) for k, t in self.running.items() if t.placement is not None]
-            pods += [(k, p) for k, p in self.ledger.bookings().items() if k in self.assumed]
+            pods += [
+                (k, p) for k, p in self.ledger.bookings().items() if k in self.assumed or k.startswith(CLAIM_PREFIX)
+            ]
             ledger, _ = Ledger.rebuild(((s.inventory, s.capacity) for s in self.nodes.values()), pods)
             return ledger

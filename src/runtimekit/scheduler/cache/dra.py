@@ -4,7 +4,8 @@ configured; on a server without `resource.k8s.io` the informers find nothing and
 and how PreBind writes a claim's status.
 
 - `DraStore`: the objects by key; `frozen()` hands a session an immutable `DraCatalog`, made again
-  only when something changed since the last one.
+  only when something changed since the last one; `pools()` the slices indexed, made again only when
+  a slice changed (what the cache's claim book reads devices from, `claimbook.py`).
 - `LiveClaims`: the `ClaimAccess` PreBind gets on its bindings: the latest claim, and PUTs of
   `status` through the API server.
 
@@ -14,10 +15,11 @@ Thread-safe: informer threads write, the scheduling thread and binder threads re
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Protocol, cast
 
 from runtimekit.kube.objects import DeviceClass, KubeObject, ResourceClaim, ResourceSlice, meta
+from runtimekit.kube.semantics.draalloc import DevicePools
 from runtimekit.scheduler.kubesem.dra import EMPTY_DRA, DraCatalog
 
 CLAIMS, CLASSES, SLICES = "resourceclaims", "deviceclasses", "resourceslices"
@@ -32,6 +34,8 @@ class DraStore:
         self._objects: dict[str, dict[str, KubeObject]] = {kind: {} for kind in PATHS}
         self._version = 0
         self._frozen = EMPTY_DRA
+        self._slices_version = 0
+        self._pools: tuple[int, DevicePools] = (-1, DevicePools(()))
         self._lock = threading.Lock()
 
     def apply(self, resource: str, kind: str, obj: KubeObject) -> None:
@@ -47,6 +51,8 @@ class DraStore:
             else:
                 objects[key] = obj
             self._version += 1
+            if resource == SLICES:
+                self._slices_version += 1
 
     def frozen(self) -> DraCatalog:
         """The objects as a catalog, the same object until something changes."""
@@ -60,6 +66,22 @@ class DraStore:
                     self._version,
                 )
             return self._frozen
+
+    def pools(self) -> DevicePools:
+        """The slices as last seen, indexed (the same object until a slice changes)."""
+        with self._lock:
+            if self._pools[0] != self._slices_version:
+                slices = self._objects[SLICES]
+                self._pools = (
+                    self._slices_version,
+                    DevicePools(cast("ResourceSlice", slices[k]) for k in sorted(slices)),
+                )
+            return self._pools[1]
+
+    def claims(self) -> Mapping[str, ResourceClaim]:
+        """The claims by namespace/name as last seen: the store's own map, to read under the cache's
+        lock (every write comes through the cache's handler, under that lock)."""
+        return cast("dict[str, ResourceClaim]", self._objects[CLAIMS])
 
     def claim(self, key: str) -> ResourceClaim | None:
         with self._lock:
@@ -75,8 +97,13 @@ class StatusWriter(Protocol):
 class LiveClaims:
     """The live scheduler's `ClaimAccess` (see the module docstring)."""
 
-    def __init__(self, store: DraStore, http: StatusWriter) -> None:
+    def __init__(
+        self, store: DraStore, http: StatusWriter, apply: Callable[[str, KubeObject], None] | None = None
+    ) -> None:
         self.store, self.http = store, http
+        # how a written claim is taken in at once: the cache's claims handler (it books the allocation
+        # in the GPU ledger as the informer's event would), or the store alone
+        self.apply = apply if apply is not None else (lambda kind, obj: store.apply(CLAIMS, kind, obj))
 
     def claim(self, key: str) -> ResourceClaim | None:
         return self.store.claim(key)
@@ -87,7 +114,5 @@ class LiveClaims:
             f"{GROUP}/namespaces/{claim_meta.get('namespace', '')}/resourceclaims/{claim_meta.get('name', '')}/status"
         )
         answer = cast("ResourceClaim", self.http.put(path, dict(claim)))
-        self.store.apply(
-            CLAIMS, "MODIFIED", cast("KubeObject", answer)
-        )  # read-your-writes: the next PreBind sees it at once
+        self.apply("MODIFIED", cast("KubeObject", answer))  # read-your-writes: the next PreBind sees it at once
         return answer

@@ -32,6 +32,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.policy import NamespaceQuota
+from runtimekit.scheduler.kubesem.drarequest import with_claims
 
 
 def take_snapshot(cache: ClusterCache, include_running: bool) -> tuple[Snapshot, list[tuple[TaskInfo, str]]]:
@@ -67,13 +68,13 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
             continue
         info = _job_info(cache, job)
         for entry in waiting:
-            info.add(entry.task.clone())
+            info.add(_with_claims(cache, entry.task.clone()))
         for member in job.members:
             if member in running:
                 info.add(running[member].clone())
             elif member in pending and pending[member].binding:  # bound by us, not yet confirmed
                 held = cache.ledger.booking(member)
-                inflight = pending[member].task.clone()
+                inflight = _with_claims(cache, pending[member].task.clone(), allocated_too=True)
                 inflight.status = TaskStatus.BINDING
                 inflight.placement, inflight.node = held, held.node if held else None
                 info.add(inflight)
@@ -166,6 +167,17 @@ def _quotas(cache: ClusterCache) -> dict[str, tuple[NamespaceQuota, ...]]:
             quota = replace(quota, used=add_usage(pods))
         out.setdefault(quota.namespace, []).append(quota)
     return {namespace: tuple(quotas) for namespace, quotas in out.items()}
+
+
+def _with_claims(cache: ClusterCache, task: TaskInfo, allocated_too: bool = False) -> TaskInfo:
+    """A pending pod whose claims ask the kit's GPUs asks for them through its request, so gpushare
+    places them and queues count them (`kubesem/drarequest.py`); any other pod is left as it is.
+    `allocated_too`: a pod binding (its claims may be allocated already) counts them in its queue."""
+    pod = task.pod
+    if pod is not None and (pod.get("spec") or {}).get("resourceClaims") and cache.kit_backed():
+        whole = cache.protocol.rules.memory_default == "whole"
+        task.request = with_claims(task.request, pod, cache.dra.claims(), whole, allocated_too)
+    return task
 
 
 def _job_info(cache: ClusterCache, job: JobState) -> JobInfo:

@@ -15,7 +15,7 @@ from functools import cached_property
 
 from runtimekit.kube.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
 from runtimekit.kube.semantics.draalloc import DeviceKey, DevicePools
-from runtimekit.scheduler.kubesem.draledger import uuid_devices
+from runtimekit.scheduler.kubesem.draledger import GpuUse, gpu_uses, uuid_devices
 
 
 @dataclass(frozen=True, eq=False)
@@ -31,6 +31,17 @@ class DraCatalog:
     def pools(self) -> DevicePools:
         """The slices indexed once per version (the allocator's selector memo lives there too)."""
         return DevicePools(self.slices)
+
+    @cached_property
+    def gpu_uses(self) -> tuple[GpuUse, ...]:
+        """What the allocated claims take of GPUs with a `uuid` (what the cache books in the ledger)."""
+        pools = self.pools
+        uses: list[GpuUse] = []
+        for claim in self.claims.values():
+            allocation = (claim.get("status") or {}).get("allocation")
+            if allocation is not None:
+                uses.extend(gpu_uses(allocation, pools))
+        return tuple(uses)
 
     @cached_property
     def by_uuid(self) -> dict[str, tuple[DeviceKey, ...]]:
@@ -50,7 +61,7 @@ class PodClaims:
     waiting: str = ""
 
 
-def pod_claims(pod: Pod, catalog: DraCatalog) -> PodClaims:
+def pod_claims(pod: Pod, claims: Mapping[str, ResourceClaim]) -> PodClaims:
     """See the module docstring; a template whose status names no claim (`resourceClaimName`
     null: the claim is not needed) is left out, as kube does."""
     spec = pod.get("spec") or {}
@@ -71,7 +82,7 @@ def pod_claims(pod: Pod, catalog: DraCatalog) -> PodClaims:
         if not name:
             continue
         key = f"{namespace}/{name}"
-        if key not in catalog.claims:
+        if key not in claims:
             return PodClaims(waiting=f'resourceclaim "{name}" not found')
         keys.append(key)
     return PodClaims(tuple(keys))

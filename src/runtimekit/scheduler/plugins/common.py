@@ -9,6 +9,7 @@ from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.status import SUCCESS, Status, error
+from runtimekit.scheduler.kubesem.drarequest import is_claim_container
 
 Held = tuple[tuple[tuple[str, tuple[Slot, ...]], ...], str]  # (container, slots) per container, policy
 
@@ -41,7 +42,8 @@ class HoldsDevices:
     def pre_bind(self, binding: Binding) -> Status:
         held = self._held.pop(binding.task.key, None)
         if held is not None:
-            binding.assign(*held)
+            # a claim's GPUs reach the pod through the claim's allocation, not the device plugin's assignment
+            binding.assign(tuple(c for c in held[0] if not is_claim_container(c[0])), held[1])
         elif any(c.gpu.kind in self.device_kinds for c in binding.task.request.gpus):
             return error(f"no {self.held_noun} are held for the pod (it was unreserved); it is scheduled again")
         return SUCCESS

@@ -18,14 +18,20 @@ allocated on the node chosen for it by the structured allocator (`kube.semantics
 - PreBind: each claim's `status.allocation` is written (unless allocated already) and the pod is
   added to `status.reservedFor` (`{resource: pods, name, uid}`), before the pod is bound.
 
-Devices: shared devices already in use are tried first (packing shares, not kube's first fit), then
-pool order; the kit's policies choose the node. Callers: the framework (registered in `builtin.py`).
+Devices: for a pod whose claims the task's request carries (`kubesem.drarequest`: the kit's class,
+whole GPUs or shares), gpushare's policy chooses the node and the GPU, and Reserve holds each request
+to the chosen GPUs' UUIDs (a selector), a share naming only `core` asking memory in proportion; the
+DRA allocations held in the node table (booked by the cache, or by such a pod's own placement) are
+left out of the ledger's consumed capacity so nothing counts twice. Other claims: shared devices
+already in use are tried first (packing shares, not kube's first fit), then pool order.
+Callers: the framework (registered in `builtin.py`).
 """
 
 from __future__ import annotations
 
 import copy
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -33,7 +39,7 @@ import numpy as np
 from runtimekit.kube.objects import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
 from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, allocate
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
-from runtimekit.model import PodKey
+from runtimekit.model import GpuKind, GpuRequest, PodKey
 from runtimekit.model.nodetable import NodeTable
 from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.binding import ClaimAccess
@@ -54,7 +60,8 @@ from runtimekit.scheduler.framework.interfaces import Reserve as ReservePoint
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from runtimekit.scheduler.kubesem.dra import DraCatalog, pod_claims
-from runtimekit.scheduler.kubesem.draledger import ledger_consumed
+from runtimekit.scheduler.kubesem.draledger import booked_by_uuid, gpu_uses, ledger_consumed
+from runtimekit.scheduler.kubesem.drarequest import KIT_CLASS, claim_container, is_claim_container, split_container
 
 log = logging.getLogger(__name__)
 CANNOT_ALLOCATE = "cannot allocate all claims"
@@ -68,6 +75,7 @@ class _Held:
     claims: list[tuple[str, AllocationResult | None]]
     written: list[str] = field(default_factory=list)
     access: ClaimAccess | None = None  # where PreBind wrote them
+    in_table: bool = False  # the pod's placement holds these GPUs in the node table (a request from claims)
 
 
 def _allocation(claim: ResourceClaim) -> AllocationResult | None:
@@ -112,6 +120,29 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
                     return result
         return None
 
+    def _booked(
+        self, catalog: DraCatalog, table: NodeTable, name: str, own: Mapping[str, tuple[int, int]]
+    ) -> dict[str, tuple[int, int]]:
+        """(milli, MiB) per GPU UUID of the node that DRA allocations hold in the node table: allocated
+        claims (the cache books them), the in-flight allocations of pods placed with their claims'
+        GPUs, and `own` (the pod being reserved, whose placement the session has taken already)."""
+        if not catalog.by_uuid or not table.has_node(name):
+            return {}
+        row = table.row(name)
+        totals = {str(gpu.uuid): int(table.gmem_total[row, c]) for c, gpu in enumerate(table.inventory(name).gpus)}
+        uses = list(catalog.gpu_uses)
+        for held in self.held.values():
+            if held.in_table:
+                for key, result in held.claims:
+                    claim = catalog.claims.get(key)
+                    if result is not None and (claim is None or _allocation(claim) is None):
+                        uses.extend(gpu_uses(result, catalog.pools))
+        booked = booked_by_uuid(uses, totals)
+        for uuid, (milli, mib) in own.items():
+            had = booked.get(uuid, (0, 0))
+            booked[uuid] = (had[0] + milli, had[1] + mib)
+        return booked
+
     def _fit(
         self,
         task: TaskInfo,
@@ -120,6 +151,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         name: str,
         labels: dict[str, str],
         table: NodeTable,
+        chosen: Mapping[str, _Chosen] | None = None,
     ) -> list[tuple[str, AllocationResult | None]] | None:
         """The claims' allocations on the node, or None when they do not fit (AllocationError raised)."""
         pending: list[str] = []
@@ -137,14 +169,17 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         if not pending:
             return out
         in_use = self._in_use(catalog, frozenset(pending))
-        # the device plugin's shares of the same GPUs (the gpushare ledger's row) are consumed capacity
-        held = ledger_consumed(table, name, catalog.pools, catalog.by_uuid)
-        claims = [catalog.claims[k] for k in pending]
+        # the device plugin's shares of the same GPUs (the gpushare ledger's row) are consumed capacity,
+        # less what DRA allocations hold there themselves (booked in the row by the cache)
+        own = {u: a for c in (chosen or {}).values() for u, a in c.amounts.items()}
+        booked = self._booked(catalog, table, name, own) if catalog.by_uuid else {}
+        held = ledger_consumed(table, name, catalog.pools, catalog.by_uuid, booked)
+        claims = [_shaped(catalog.claims[k], k, task, table, name, chosen) for k in pending]
         results = allocate(claims, name, labels, catalog.classes, catalog.pools, in_use, _packing, held)
         if results is None:
             return None
-        chosen = dict(zip(pending, results, strict=True))
-        return [(k, chosen.get(k)) for k, _ in out]
+        allocated = dict(zip(pending, results, strict=True))
+        return [(k, allocated.get(k)) for k, _ in out]
 
     # -- PrePredicate, Predicate ---------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> Status:
@@ -157,7 +192,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         if pod is None or not (pod.get("spec") or {}).get("resourceClaims"):  # (pre_predicate skips these)
             return Verdict.all(rows.size)
         catalog = ssn.snapshot.dra
-        claims = pod_claims(pod, catalog)
+        claims = pod_claims(pod, catalog.claims)
         none = np.zeros(rows.size, np.bool_)
         if claims.waiting:
             return Verdict(none, [(claims.waiting, ~none)], ~none)
@@ -180,19 +215,20 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         if pod is None or not (pod.get("spec") or {}).get("resourceClaims") or task.node is None:
             return SUCCESS
         catalog = ssn.snapshot.dra
-        claims = pod_claims(pod, catalog)
+        claims = pod_claims(pod, catalog.claims)
         if claims.waiting:
             return error(claims.waiting)
         node = ssn.snapshot.meta[ssn.table.row(task.node)]
         if node is None:
             return error(f"node {task.node} is gone")
+        chosen = _chosen(choice, ssn.table, node.name)
         try:
-            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table)
+            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table, chosen)
         except AllocationError as exc:
             return error(str(exc))
         if fit is None:
             return error(f"{CANNOT_ALLOCATE} on node {task.node}")
-        self.held[task.key] = _Held(fit)
+        self.held[task.key] = _Held(fit, in_table=bool(chosen))
         return SUCCESS
 
     def unreserve(self, task: TaskInfo) -> None:
@@ -235,6 +271,77 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
                 return error(f'writing resourceclaim "{key}": {exc}')
             held.written.append(key)
         return SUCCESS
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """The GPUs gpushare chose for one request of a claim (a claim container): their UUIDs, and the
+    (milli, MiB) its slots take on each (in the session's table already at Reserve)."""
+
+    uuids: tuple[str, ...]
+    amounts: dict[str, tuple[int, int]]
+    memory_mib: int  # MiB a share takes on each of them (what a claim naming only `core` consumes)
+
+
+def _chosen(choice: DeviceChoice, table: NodeTable, node: str) -> dict[str, _Chosen]:
+    """Per claim container of the choice, the GPUs chosen for it (empty for a pod not placed so)."""
+    out: dict[str, _Chosen] = {}
+    if not table.has_node(node):
+        return out
+    gpus = table.inventory(node).gpus
+    for container, slots in choice.containers:
+        if is_claim_container(container) and slots:
+            amounts: dict[str, tuple[int, int]] = {}
+            for slot in slots:
+                had = amounts.get(gpus[slot.gpu].uuid, (0, 0))
+                amounts[gpus[slot.gpu].uuid] = (had[0] + slot.core_milli, had[1] + slot.memory_mib)
+            uuids = tuple(gpus[slot.gpu].uuid for slot in slots)
+            out[container] = _Chosen(uuids, amounts, min(slot.memory_mib for slot in slots))
+    return out
+
+
+def _shaped(
+    claim: ResourceClaim, key: str, task: TaskInfo, table: NodeTable, node: str, chosen: Mapping[str, _Chosen] | None
+) -> ResourceClaim:
+    """The claim as the allocator is to place it: a request the pod's request reads as a share whose
+    memory follows its compute (`core` named, `memory` not: the device plugin's rule) asks for that
+    memory on the node's GPUs (the smallest, or the GPUs chosen); at Reserve each request of a claim
+    container is held to the GPUs gpushare chose (a selector on their UUIDs)."""
+    shares = {
+        c.container: c.gpu
+        for c in task.request.gpus
+        if is_claim_container(c.container) and split_container(c.container)[0] == key
+    }
+    proportional = any(
+        g.kind is GpuKind.SHARE and g.memory_mib is None and g.memory_percent is None for g in shares.values()
+    )
+    if not shares or (not proportional and not chosen):
+        return claim
+    out = copy.deepcopy(claim)
+    for request in ((out.get("spec") or {}).get("devices") or {}).get("requests") or []:
+        exactly = request.get("exactly")
+        container = claim_container(key, request.get("name", ""))
+        gpu = shares.get(container)
+        if exactly is None or gpu is None:
+            continue
+        picked = (chosen or {}).get(container)
+        if gpu.kind is GpuKind.SHARE and gpu.memory_mib is None and gpu.memory_percent is None:
+            memory = picked.memory_mib if picked is not None else _smallest_share(gpu, table, node)
+            capacity = exactly.setdefault("capacity", {})
+            capacity.setdefault("requests", {})["memory"] = f"{memory}Mi"
+        if picked is not None:
+            listed = ", ".join(f'"{u}"' for u in sorted(set(picked.uuids)))
+            expression = f'device.attributes["{KIT_CLASS}"].uuid in [{listed}]'
+            exactly["selectors"] = [*exactly.get("selectors", []), {"cel": {"expression": expression}}]
+    return out
+
+
+def _smallest_share(gpu: GpuRequest, table: NodeTable, node: str) -> int:
+    """MiB the share takes on the node's GPU of least memory (gpushare's fit checks each GPU)."""
+    if not table.has_node(node):
+        return 0
+    gpus = table.inventory(node).gpus
+    return min((gpu.memory_on(g.memory_mib) for g in gpus), default=0)
 
 
 def _packing(key: DeviceKey, in_use: InUse) -> int:
