@@ -1,6 +1,11 @@
 """The `backfill` action: place best-effort tasks (no request at all, extended resources
 included) of admitted jobs on any node that passes the predicates, without gang checks (Volcano's
-backfill). While backfill is configured, allocate leaves these tasks to it."""
+backfill). While backfill is configured, allocate leaves these tasks to it.
+
+One difference from Volcano: a gang whose best-effort tasks use ResourceClaims (they ask for
+devices, not for resources the ledger counts) is placed in one statement that commits only when the
+gang is ready, and is given back whole otherwise, so a gang cut short never holds devices it cannot
+use. Volcano's backfill has no gang check at all."""
 
 from __future__ import annotations
 
@@ -11,7 +16,7 @@ from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
-from runtimekit.scheduler.framework.status import FitErrors, Status, error
+from runtimekit.scheduler.framework.status import Code, FitErrors, Status, error
 from runtimekit.scheduler.plugins.common import no_arguments
 
 log = logging.getLogger(__name__)
@@ -26,7 +31,18 @@ class Backfill:
                 continue
             if not ssn.job_valid(job).ok:
                 continue
-            for task in ssn.sorted_tasks(t for t in job.pending if t.best_effort):
+            tasks = ssn.sorted_tasks(t for t in job.pending if t.best_effort)
+            if job.min_member > 1 and any(_uses_claims(t) for t in tasks):
+                ssn.touched_jobs.add(job.key)
+                try:
+                    _backfill_gang(ssn, job, tasks)
+                except Exception as exc:  # this gang fails alone; the session goes on
+                    log.exception("backfill: considering gang %s failed", job.key)
+                    status = error(f"internal error: {type(exc).__name__}: {exc}").stamped("backfill")
+                    for task in tasks:
+                        job.fit_errors[task.key] = FitErrors(status=status)
+                continue
+            for task in tasks:
                 ssn.touched_jobs.add(job.key)
                 try:
                     _backfill(ssn, job, task)
@@ -51,6 +67,41 @@ def _backfill(ssn: Session, job: JobInfo, task: TaskInfo) -> None:
         return
     stmt.commit()
     job.fit_errors.pop(task.key, None)
+
+
+def _uses_claims(task: TaskInfo) -> bool:
+    return task.pod is not None and bool(task.pod["spec"].get("resourceClaims"))
+
+
+def _backfill_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:
+    """Every task in one statement; committed when the gang is ready, discarded otherwise."""
+    stmt = ssn.statement()
+    for task in tasks:
+        row, errors = ssn.select(task)
+        if row is None:
+            job.fit_errors[task.key] = errors
+            continue
+        choice = ssn.allocate_devices(task, row)
+        if isinstance(choice, Status):
+            continue
+        try:
+            stmt.allocate(task, row, choice)
+        except LedgerError:
+            continue
+        job.fit_errors.pop(task.key, None)
+    if ssn.job_ready(job):
+        stmt.commit()
+        return
+    placed = job.ready_count() + job.waiting_count()
+    stmt.discard()
+    why = f"the gang could place only {placed}/{job.min_member} of its tasks"
+    first = next((job.fit_errors[t.key] for t in tasks if t.key in job.fit_errors), None)
+    if isinstance(first, FitErrors):
+        why = f"{why}; {first.message}"
+    nodes = int(ssn.candidate_rows().size)
+    for task in tasks:
+        if task.key not in job.fit_errors:
+            job.fit_errors[task.key] = FitErrors(nodes, status=Status(Code.UNSCHEDULABLE, (why,), "gang"))
 
 
 def build(arguments: Arguments, context: BuildContext) -> Backfill:

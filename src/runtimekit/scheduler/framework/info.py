@@ -239,13 +239,9 @@ class TaskInfo:
 
     @property
     def best_effort(self) -> bool:
-        """Asks for nothing at all, extended resources and ResourceClaims included (Volcano's
-        `Resreq.IsEmpty`, which does not see claims: a pod asking only through claims asks for
-        devices, so allocate places it with its gang's checks rather than backfill without them):
-        the backfill action's, not allocate's."""
-        if not self.request.is_empty or self.invalid:
-            return False
-        return self.pod is None or not self.pod["spec"].get("resourceClaims")
+        """Asks for nothing at all, extended resources included (Volcano's `Resreq.IsEmpty`): the
+        backfill action's, not allocate's."""
+        return self.request.is_empty and not self.invalid
 
     def clone(self) -> TaskInfo:
         return _shallow(self)
