@@ -226,6 +226,7 @@ def rotate(rig: Rig, step: str, script: str, check: tuple[str, str] | None = Non
         assert signed_with(pods) == {rig.signing_key()}, window
 
 
+@pytest.mark.slow  # an embedded cluster of three nodes, and windows of pods bound and admitted
 def test_a_rotation_with_the_mounts_minutes_apart_fails_no_pod(rig: Rig) -> None:
     before = rig.signing_key()
     rotate(rig, "stage", STAGE, check=("device-plugin", "next"))
@@ -239,6 +240,7 @@ def test_a_rotation_with_the_mounts_minutes_apart_fails_no_pod(rig: Rig) -> None
     assert rig.signing_key() == after
 
 
+@pytest.mark.slow  # the rig is a whole embedded cluster (about ten seconds to start)
 def test_promoting_without_a_staged_key_changes_nothing(rig: Rig) -> None:
     before = rig.secret()
     done = rig.run(PROMOTE, check=False)
@@ -246,6 +248,7 @@ def test_promoting_without_a_staged_key_changes_nothing(rig: Rig) -> None:
     assert rig.secret() == before
 
 
+@pytest.mark.slow  # the rig is a whole embedded cluster (about ten seconds to start)
 def test_the_waiting_check_lists_a_pod_bound_with_the_old_key_and_not_admitted(rig: Rig) -> None:
     """A pod bound to a node whose kubelet is away keeps waiting for admission: retiring its key now would
     fail it when the kubelet comes back; the documented check lists it."""

@@ -5,10 +5,12 @@ examples, kubectl's `auth` command tests)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import httpx2
 import pytest
 
-from fixtures.apiserver import Kubectl
+from fixtures.apiserver import Kubectl, shared_kubectl
 from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.apiserver.identity import user
 
@@ -49,10 +51,12 @@ subjects: [{{{{apiGroup: {RBAC}, kind: User, name: {{user}}}}}}]
 """
 
 
-@pytest.fixture
-def jane(kubectl: Kubectl) -> Kubectl:
-    kubectl("apply", "-f", "-", stdin=POD_READER)
-    return kubectl
+@pytest.fixture(scope="module")
+def jane(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Kubectl]:
+    """One server with jane's Role for the module: the tests using it only ask, or are refused."""
+    with shared_kubectl(tmp_path_factory.mktemp("jane")) as kubectl:
+        kubectl("apply", "-f", "-", stdin=POD_READER)
+        yield kubectl
 
 
 def can_i(kubectl: Kubectl, *args: str) -> str:
@@ -209,7 +213,8 @@ def test_only_who_may_impersonate_does(apiserver: ApiServer, kube_http: httpx2.C
     assert kube_http.get("/healthz", headers={"Authorization": "Bearer not-ours"}).status_code == 200
 
 
-def test_subject_access_reviews(kube_http: httpx2.Client, jane: Kubectl) -> None:
+def test_subject_access_reviews(kube_http: httpx2.Client, kubectl: Kubectl) -> None:
+    kubectl("apply", "-f", "-", stdin=POD_READER)  # jane's Role on this test's own server, which kube_http asks
     base = "/apis/authorization.k8s.io/v1"
     ask = {"resourceAttributes": {"namespace": "default", "verb": "list", "resource": "pods"}, "user": "jane"}
     review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": ask}

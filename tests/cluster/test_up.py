@@ -90,6 +90,7 @@ def kubectl(kubeconfig: Path, home: Path, *args: str) -> str:
     return done.stdout
 
 
+@pytest.mark.e2e  # starts `runtimekit up` as a subprocess, as the file's other e2e tests
 def test_up_serves_a_cluster_kubectl_sees_and_stops_on_sigterm(state_dir: Path, tmp_path: Path) -> None:
     up = start_up("--nodes", "2", "--gpus-per-node", "2", "--state-dir", str(state_dir), log=tmp_path / "up.log")
     try:
@@ -121,6 +122,7 @@ def test_up_serves_a_cluster_kubectl_sees_and_stops_on_sigterm(state_dir: Path, 
     assert "embedded cluster stopped" in (tmp_path / "up.log").read_text()
 
 
+@pytest.mark.e2e  # starts `runtimekit up` as a subprocess, as the file's other e2e tests
 def test_up_stops_cleanly_on_a_sigterm_sent_as_soon_as_it_is_ready(state_dir: Path, tmp_path: Path) -> None:
     """A supervisor (or a test) that stops the cluster on seeing `ready:` gets a clean stop, not a kill."""
     args = ("--nodes", "1", "--gpus-per-node", "1", "--no-exporter", "--state-dir", str(state_dir))

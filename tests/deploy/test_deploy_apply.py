@@ -33,6 +33,7 @@ def wanted(*args: str) -> set[tuple[str, str, str]]:
     return {key(obj) for obj in documents(render_deploy(*args))}
 
 
+@pytest.mark.slow  # five deploy-all.sh runs of every component; the edge kubectls' runs below keep deploy twice
 def test_deploy_is_idempotent_and_delete_removes_everything(kubectl: Kubectl) -> None:
     created = deploy_all(kubectl, "deploy")
     assert created.count(" created\n") == len(wanted())

@@ -72,6 +72,7 @@ def lines_all_unchanged(output: str) -> bool:
     return bool(lines) and all(line.endswith(" unchanged") for line in lines)
 
 
+@pytest.mark.slow  # three applies of every manifest each; the renders above compare the same objects fast
 @pytest.mark.parametrize(
     ("folder", "args"),
     [pytest.param(DEPLOY, (), id="base"), pytest.param(OVERLAY, overlay_args(), id="overlay")],

@@ -132,6 +132,7 @@ def test_a_changed_protocol_changes_every_checksum(tmp_path: Path) -> None:
     assert all(before[name] != after[name] for name in before)
 
 
+@pytest.mark.slow  # two deploy-all.sh deploys of a component and a rollout; the checksum tests above stay fast
 def test_deploy_after_a_conf_change_rolls_the_workload(kubectl: Kubectl, tmp_path: Path) -> None:
     """With the real kubectl on the embedded API server: the second deploy changes the pod template."""
     env = {"HOME": str(kubectl.home), "KUBECTL": str(kubectl.default_binary)}

@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from deploy.manifests import by_key, documents, render_chart, render_deploy, run_deploy_all
 from fixtures.apiserver import Kubectl
 
@@ -39,6 +41,7 @@ def configurations(objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [o for o in objs if o["kind"].endswith("WebhookConfiguration")]
 
 
+@pytest.mark.slow  # deploy-all.sh makes a CA and certificate with openssl, deploys, redeploys and deletes
 def test_deploy_makes_the_certificate_and_patches_its_ca_in(kubectl: Kubectl, tmp_path: Path) -> None:
     env = {"HOME": str(kubectl.home), "KUBECTL": str(kubectl.default_binary)}
     done = run_deploy_all("deploy", "--components=webhook", f"--kubeconfig={kubectl.kubeconfig}", env=env)

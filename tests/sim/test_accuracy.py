@@ -18,6 +18,7 @@ PUBLISHED = {
 }
 
 
+@pytest.mark.slow  # 3 policies x 2 seeds of the whole default pod list on 1213 nodes: tens of seconds
 def test_default_list_matches_the_paper(openb_dir: Path) -> None:
     spec = SimulationSpec(
         str(openb_dir / "openb_node_list_gpu_node.csv"),

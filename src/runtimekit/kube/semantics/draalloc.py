@@ -34,8 +34,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-
-import cel
+from typing import TYPE_CHECKING
 
 from runtimekit.kube.objects import (
     AllocationResult,
@@ -55,6 +54,9 @@ from runtimekit.kube.objects import (
 from runtimekit.kube.semantics import dracel
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
 from runtimekit.kube.semantics.quantity import number_quantity, parse_quantity
+
+if TYPE_CHECKING:
+    import cel
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set

@@ -24,9 +24,10 @@ import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import cel
+if TYPE_CHECKING:
+    import cel
 
 from runtimekit.kube.objects import Device, DeviceAttribute, JsonObject
 from runtimekit.kube.semantics.quantity import parse_quantity
@@ -99,6 +100,8 @@ class Selector:
 @functools.lru_cache(maxsize=4096)
 def compile_selector(expression: str) -> Selector:
     """The compiled selector; SelectorError with kube's kind of message when it does not compile."""
+    import cel  # here, not at the top: the package imports its REPL (prompt_toolkit), half a second of every CLI start
+
     try:
         program = cel.compile(expression)
     except (ValueError, RuntimeError) as exc:
@@ -146,13 +149,15 @@ def device_variable(driver: str, device: Device) -> JsonObject:
 
 def device_context(device: JsonObject) -> cel.Context:
     """What a selector runs in for one device (`device_variable`); build it once per device."""
+    import cel
+
     return cel.Context(variables={"device": device}, functions=_FUNCTIONS)
 
 
 def matches(selector: Selector, device: JsonObject | cel.Context) -> bool:
     """Whether the device (`device_variable`, or its `device_context`) passes; SelectorError when
     the expression fails at run time (a missing attribute, a wrong type) or does not give a bool."""
-    context = device if isinstance(device, cel.Context) else device_context(device)
+    context = device_context(device) if isinstance(device, dict) else device
     try:
         result = selector.program.execute(context)
     except (KeyError, ValueError, RuntimeError, TypeError, OverflowError) as exc:
