@@ -77,6 +77,17 @@ class JobOrder(Protocol):
 
 
 @runtime_checkable
+class JobOrderKey(JobOrder, Protocol):
+    """A job order that is also a sort key: when every job-order plugin has one, the session orders
+    jobs by the tuple of keys (computed once per job per push) instead of calling each plugin per
+    comparison."""
+
+    def job_order_key(self, job: JobInfo) -> float:
+        """A number ordering as `job_order` does: `job_order(left, right)` has the sign of
+        `job_order_key(left) - job_order_key(right)` whenever both are asked."""
+
+
+@runtime_checkable
 class TaskOrder(Protocol):
     def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
         """<0: left first; >0: right first; 0: no opinion."""

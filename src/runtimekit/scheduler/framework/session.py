@@ -30,7 +30,7 @@ from runtimekit.model import Placement, PodKey
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
-from runtimekit.scheduler.framework.interfaces import PluginLists, Tiered
+from runtimekit.scheduler.framework.interfaces import JobOrder, JobOrderKey, PluginLists, Tiered
 from runtimekit.scheduler.framework.observe import STAGE_PREDICATE, STAGE_SCORING, Observer
 from runtimekit.scheduler.framework.sampling import NodeSampler
 from runtimekit.scheduler.framework.state import CycleState
@@ -106,6 +106,11 @@ class Session:
         self.sampler = sampler  # limits how many feasible nodes are scored (--percentage-nodes-to-find)
         self.bind_cycle = bind_cycle or BindCycle(plugins)  # the framework builds it once
         self.held: dict[PodKey, TaskInfo] = {}  # reserved in this session, not handed to the cache yet
+        # a sort key that orders exactly as `job_order` (the plugins' keys in order, then the
+        # fallback) when every plugin ordering jobs has one (`JobOrderKey`); else None. A key is taken
+        # once per job sorted or pushed, so a job must not change order while queued: the actions
+        # change only the job they have popped
+        self.job_key = _job_key(plugins.job_order.flat)
 
     def implementing(self, interface: type[T]) -> list[list[T]]:
         """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
@@ -132,11 +137,6 @@ class Session:
             if result:
                 return result
         return _fallback(0, 0, left.name, right.name)
-
-    @property
-    def job_key(self) -> Callable[[JobInfo], tuple[float, str]] | None:
-        """A sort key that orders exactly as `job_order` when no plugin orders jobs; else None."""
-        return None if self.plugins.job_order.flat else _creation_key
 
     @property
     def queue_key(self) -> Callable[[QueueInfo], tuple[int, str]] | None:
@@ -450,6 +450,19 @@ def _explainer(verdict: Verdict) -> Explain:
 
 def _creation_key(item: JobInfo) -> tuple[float, str]:
     return (item.created, item.key)
+
+
+def _job_key(plugins: Sequence[JobOrder]) -> Callable[[JobInfo], tuple[float | str, ...]] | None:
+    keyed = [plugin.job_order_key for plugin in plugins if isinstance(plugin, JobOrderKey)]
+    if len(keyed) != len(plugins):
+        return None
+    if not keyed:
+        return _creation_key
+
+    def key(job: JobInfo) -> tuple[float | str, ...]:
+        return (*[plugin_key(job) for plugin_key in keyed], job.created, job.key)
+
+    return key
 
 
 def _queue_key(queue: QueueInfo) -> tuple[int, str]:

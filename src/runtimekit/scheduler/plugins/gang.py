@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import OCCUPYING, READY, JobInfo, JobKey, TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.interfaces import (
-    JobOrder,
+    JobOrderKey,
     JobPipelined,
     JobReady,
     JobRelease,
@@ -62,7 +62,7 @@ class GangArgs:
             )
 
 
-class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrder, JobStarving, JobRelease, Preemptable, Reclaimable):
+class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrderKey, JobStarving, JobRelease, Preemptable, Reclaimable):
     name = NAME
 
     def __init__(self, args: GangArgs | None = None) -> None:
@@ -112,6 +112,12 @@ class Gang(Plugin, JobValid, JobReady, JobPipelined, JobOrder, JobStarving, JobR
         if left_holds == right_holds:
             return 0
         return -1 if left_holds else 1
+
+    def job_order_key(self, job: JobInfo) -> float:
+        ready, holding = _placed(job)
+        if ready >= job.min_member:
+            return 2.0
+        return 0.0 if holding > 0 else 1.0  # not ready: those holding resources first
 
     def job_starving(self, job: JobInfo) -> bool:
         return job.ready_count() + job.waiting_count() < job.min_member

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from runtimekit.kube.semantics.nodeaffinity import preferred_score
+from runtimekit.model import NodeTable
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
@@ -81,13 +82,52 @@ class NodeOrderArgs:
             raise ArgumentError("nodeorder: podaffinity.hardPodAffinityWeight must be in 0-100")
 
 
-def _fractions(ssn: SessionView, task: TaskInfo, rows: Rows) -> tuple[np.ndarray, np.ndarray]:
-    table = ssn.table
-    cpu_cap = np.maximum(table.cpu_total[rows], 1)
-    mem_cap = np.maximum(table.mem_total[rows], 1)
-    cpu = (cpu_cap - table.cpu_free[rows] + task.request.cpu_milli) / cpu_cap
-    mem = (mem_cap - table.mem_free[rows] + task.request.memory_bytes) / mem_cap
-    return np.clip(cpu, 0, 1), np.clip(mem, 0, 1)
+def _fraction(table: NodeTable, total: np.ndarray, free: np.ndarray, request: int, rows: Rows) -> np.ndarray:
+    """The share of each row's `total` used once the request is placed, clipped to [0, 1]: these run
+    per pod over every feasible node, so each step writes into the array the step before made (the
+    same operations in the same order as `clip((cap - free + request) / cap, 0, 1)`: the same bits)."""
+    cap = np.maximum(table.at_rows(total, rows), 1)
+    used = np.subtract(cap, table.at_rows(free, rows))
+    used += request
+    fraction: np.ndarray = np.divide(used, cap)
+    return np.clip(fraction, 0, 1, out=fraction)
+
+
+def _weighted(part: np.ndarray, weight: float, score: np.ndarray | None) -> np.ndarray:
+    """`score + weight * floor(part)`, reusing `part` (a weight of 1 multiplies by nothing: same bits)."""
+    np.floor(part, out=part)
+    if weight != 1.0:
+        part *= weight
+    if score is None:  # 0.0 + x is x
+        return part
+    score += part
+    return score
+
+
+def _resource_scores(args: NodeOrderArgs, ssn: SessionView, task: TaskInfo, rows: Rows) -> np.ndarray | None:
+    """leastrequested, mostrequested and balancedresource, summed in that order, or None if all are off."""
+    table, request = ssn.table, task.request
+    cpu = _fraction(table, table.cpu_total, table.cpu_free, request.cpu_milli, rows)
+    mem = _fraction(table, table.mem_total, table.mem_free, request.memory_bytes, rows)
+    score: np.ndarray | None = None
+    if args.leastrequested or args.mostrequested:
+        mean = cpu + mem
+        mean /= 2
+        most = mean * 100 if args.mostrequested else None
+        if args.leastrequested:
+            np.subtract(1, mean, out=mean)
+            mean *= 100
+            score = _weighted(mean, args.leastrequested, score)
+        if most is not None:
+            score = _weighted(most, args.mostrequested, score)
+    if args.balancedresource:
+        balance = np.subtract(cpu, mem)
+        np.abs(balance, out=balance)
+        balance /= 2
+        np.subtract(1, balance, out=balance)
+        balance *= 100
+        score = _weighted(balance, args.balancedresource, score)
+    return score
 
 
 class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
@@ -184,13 +224,9 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         a = self.args
         score = np.zeros(rows.size)
         if a.leastrequested or a.mostrequested or a.balancedresource:
-            cpu, mem = _fractions(ssn, task, rows)
-            if a.leastrequested:
-                score += a.leastrequested * np.floor((1 - (cpu + mem) / 2) * 100)
-            if a.mostrequested:
-                score += a.mostrequested * np.floor((cpu + mem) / 2 * 100)
-            if a.balancedresource:
-                score += a.balancedresource * np.floor((1 - np.abs(cpu - mem) / 2) * 100)
+            resources = _resource_scores(a, ssn, task, rows)
+            if resources is not None:
+                score = resources
         parts: tuple[tuple[float, Callable[[TaskInfo, Rows, SessionView], np.ndarray | None]], ...] = (
             (a.nodeaffinity, self._preferred_nodes),
             (a.tainttoleration, self._taints),

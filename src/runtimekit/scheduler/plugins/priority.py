@@ -11,13 +11,13 @@ from collections.abc import Mapping, Sequence
 
 from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, JobKey, TaskInfo
-from runtimekit.scheduler.framework.interfaces import JobOrder, JobStarving, Plugin, Preemptable, TaskOrder
+from runtimekit.scheduler.framework.interfaces import JobOrderKey, JobStarving, Plugin, Preemptable, TaskOrder
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.plugins.common import no_arguments
 
 
-class Priority(Plugin, JobOrder, TaskOrder, Preemptable, JobStarving):
+class Priority(Plugin, JobOrderKey, TaskOrder, Preemptable, JobStarving):
     name = "priority"
 
     def __init__(self) -> None:
@@ -28,6 +28,9 @@ class Priority(Plugin, JobOrder, TaskOrder, Preemptable, JobStarving):
 
     def job_order(self, left: JobInfo, right: JobInfo) -> int:
         return right.priority - left.priority
+
+    def job_order_key(self, job: JobInfo) -> float:
+        return -job.priority
 
     def task_order(self, left: TaskInfo, right: TaskInfo) -> int:
         return right.priority - left.priority

@@ -14,9 +14,11 @@ has no SLA. Implements:
 
 from __future__ import annotations
 
+import math
+
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, go_duration
 from runtimekit.scheduler.framework.info import JobInfo
-from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobOrder, JobPipelined, Plugin, Vote
+from runtimekit.scheduler.framework.interfaces import JobEnqueueable, JobOrderKey, JobPipelined, Plugin, Vote
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 
@@ -24,7 +26,7 @@ NAME = "sla"
 ARGUMENT = "sla-waiting-time"
 
 
-class Sla(Plugin, JobOrder, JobEnqueueable, JobPipelined):
+class Sla(Plugin, JobOrderKey, JobEnqueueable, JobPipelined):
     name = NAME
 
     def __init__(self, waiting_time: float | None) -> None:
@@ -43,6 +45,10 @@ class Sla(Plugin, JobOrder, JobEnqueueable, JobPipelined):
             return 0 if lw is None and rw is None else (1 if lw is None else -1)
         ld, rd = left.created + lw, right.created + rw
         return -1 if ld < rd else (1 if ld > rd else 0)
+
+    def job_order_key(self, job: JobInfo) -> float:
+        wait = self._wait(job)
+        return math.inf if wait is None else job.created + wait  # jobs without a waiting time go last
 
     def _overdue(self, job: JobInfo) -> Vote:
         wait = self._wait(job)
