@@ -195,3 +195,27 @@ def test_a_queues_capability_limits_claim_pods_as_device_plugin_pods(http: KubeH
         wait_for(lambda: node_of(http, "s2") == "n1", what="a 10 % share pod bound (40 + 10 within 50)")
     finally:
         scheduler.stop()
+
+
+def test_a_gang_of_kit_claims_that_cannot_fit_gives_everything_back(http: KubeHttp) -> None:
+    """A gang of three 80 % claims on two GPUs waits whole; once it is gone a gang of two binds, one per GPU."""
+    groups = "/apis/scheduling.volcano.sh/v1beta1/namespaces/default/podgroups"
+    group = "scheduling.k8s.io/group-name"
+    scheduler = start_cluster(http, 2)
+    try:
+        for name, size in (("three", 3), ("two", 2)):
+            http.post(groups, {"metadata": {"name": name, "namespace": "default"}, "spec": {"minMember": size}})
+        for i in range(3):
+            http.post(CLAIMS, share_claim(f"three-{i}", {"core": "80", "memory": "10Gi"}))
+            http.post(PODS, claim_pod(f"three-{i}", f"three-{i}", {group: "three"}))
+        settle()
+        assert [node_of(http, f"three-{i}") for i in range(3)] == ["", "", ""]
+        for i in range(3):
+            http.delete(f"{PODS}/three-{i}", {"gracePeriodSeconds": 0})
+        for i in range(2):
+            http.post(CLAIMS, share_claim(f"two-{i}", {"core": "80", "memory": "10Gi"}))
+            http.post(PODS, claim_pod(f"two-{i}", f"two-{i}", {group: "two"}))
+        wait_for(lambda: all(node_of(http, f"two-{i}") == "n1" for i in range(2)), what="the gang of two bound")
+        assert {result_of(http, f"two-{i}")["device"] for i in range(2)} == {"gpu-0", "gpu-1"}
+    finally:
+        scheduler.stop()
