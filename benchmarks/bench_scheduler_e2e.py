@@ -166,6 +166,9 @@ def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: f
     done.wait(max(60.0, args.pods / 50))
     cpu_after = {name: cpu_seconds(pid) for name, pid in pids.items()} | {"client": own_cpu_seconds()}
     memory = {name: rss_mib(pid) for name, pid in pids.items()}
+    # the scheduler's Scheduled Events go through a rate limiter, so a slower run posts more of them per
+    # pod and charges the API server more per pod: report them so runs of different speed compare
+    events, _ = http.list("/api/v1/namespaces/default/events")
     last = max(bound.values()) if bound else time.perf_counter()
     latencies = sorted(bound[n] - arrived[n] for n in bound if n in arrived)
 
@@ -188,6 +191,7 @@ def measure(args: argparse.Namespace, http: KubeHttp, url: str, nodes_seconds: f
                 "latency_max_seconds": pct(1.0),
                 "register_nodes_seconds": round(nodes_seconds, 2),
                 "scheduler_sync_wait_seconds": synced_after,
+                "events_per_pod": round(len(events) / args.pods, 3),
                 "cpu_ms_per_pod": {n: round((cpu_after[n] - cpu_before[n]) * 1000 / args.pods, 2) for n in cpu_after},
                 "rss_mib_with_pods_bound": memory,
             },
