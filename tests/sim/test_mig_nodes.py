@@ -180,3 +180,14 @@ def test_a_small_mig_cluster_replays_the_bundled_list_under_its_bound(shapes: Mo
         assert at_100 is not None
         # more than the plain two thirds can hold: the slices took pods, and nothing passes the bound
         assert 100 * 8 / 12 < at_100 <= bound.columns["100"].upper + 1e-9
+
+
+def test_the_floor_and_set_limits_refuse_mig_nodes_they_would_not_bound() -> None:
+    from runtimekit.sim.floor_bound import floor_columns, set_columns
+
+    nodes = [TraceNode("m", 64_000, 65_536, 1, "H200", mig=(BALANCED,)), TraceNode("p", 64_000, 65_536, 1, "H200")]
+    pods = [share("s", 100)]
+    with pytest.raises(ValueError, match="MIG mode"):
+        floor_columns(nodes, pods, [100], [100])
+    with pytest.raises(ValueError, match="MIG mode"):
+        set_columns(nodes, pods, [0], [100])
