@@ -6,6 +6,11 @@ Shapes (3,200 GPUs each, about half openb's 6,212, so a replay takes about a thi
 - `h200`: 400 nodes of 8 x H200 (a DGX H200: 224 vCPU, 2 TiB), the embedded cluster's default node.
 - `h200-l40s`: two models side by side: 200 nodes of 8 x H200 as above, 100 of 8 x L40S (192 vCPU,
   1 TiB) and 200 of 4 x L40S (96 vCPU, 512 GiB).
+- `h200-mig`: the `h200` nodes with a third of them in MIG mode: 267 nodes of 8 x H200 as above and
+  133 (`h200mig-*`) whose GPUs are in static MIG mode with `MIG_LAYOUT`: GPUs 0-3 each cut as NVIDIA's
+  `all-balanced` (2 x 1g.18gb, 1 x 2g.35gb, 1 x 3g.71gb), GPUs 4-7 each one 7g.141gb. A share pod
+  asks for the smallest of those profiles that holds its share (runtimekit.sim.mig_nodes, the rule
+  and its fallback to a share); whole-GPU pods never take MIG.
 Each shape's folder (`OUT/<shape>/`) has the node list and every openb pod list of `--traces` (the
 shipped ones and, with `--variants`, `variant_lists.py`'s stand-ins) as `openb_pod_list_<shape>-<list>.csv`,
 with the pods' memory scaled to the GPU: times the shape's memory per GPU over openb's (81,106 MiB),
@@ -42,7 +47,13 @@ SHAPES: dict[str, tuple[tuple[str, int, int, str, int, int], ...]] = {
         ("l40s8", 100, 8, "L40S", 192_000, 1024 * GIB),
         ("l40s4", 200, 4, "L40S", 96_000, 512 * GIB),
     ),
+    "h200-mig": (
+        ("h200", 267, 8, "H200", 224_000, 2048 * GIB),
+        ("h200mig", 133, 8, "H200", 224_000, 2048 * GIB),
+    ),
 }
+# node-name prefix: the static MIG layout of its nodes' GPUs (model/trace.py's `mig` column)
+MIG_LAYOUT = {"h200mig": "/".join(["1g.18gb+1g.18gb+2g.35gb+3g.71gb"] * 4 + ["7g.141gb"] * 4)}
 LISTS = (
     "default",
     "cpu050",
@@ -63,8 +74,9 @@ LISTS = (
 def shape_nodes(shape: str) -> list[dict[str, object]]:
     rows: list[dict[str, object]] = []
     for prefix, count, gpus, model, cpu, memory in SHAPES[shape]:
+        mig = {"mig": MIG_LAYOUT[prefix]} if prefix in MIG_LAYOUT else {}
         rows += [
-            {"sn": f"{prefix}-{i:04d}", "cpu_milli": cpu, "memory_mib": memory, "gpu": gpus, "model": model}
+            {"sn": f"{prefix}-{i:04d}", "cpu_milli": cpu, "memory_mib": memory, "gpu": gpus, "model": model, **mig}
             for i in range(count)
         ]
     return rows
@@ -85,10 +97,12 @@ def find(traces: str, name: str) -> Path:
 def write_shape(shape: str, traces: str, out: Path, lists: list[str]) -> None:
     folder = out / shape
     folder.mkdir(parents=True, exist_ok=True)
+    nodes = shape_nodes(shape)
     with (folder / "openb_node_list_gpu_node.csv").open("w", newline="") as f:
-        writer = csv.DictWriter(f, ("sn", "cpu_milli", "memory_mib", "gpu", "model"))
+        mig = ("mig",) if any("mig" in n for n in nodes) else ()  # the other shapes' files stay as they were
+        writer = csv.DictWriter(f, ("sn", "cpu_milli", "memory_mib", "gpu", "model", *mig), restval="")
         writer.writeheader()
-        writer.writerows(shape_nodes(shape))
+        writer.writerows(nodes)
     scale = memory_scale(shape)
     for name in lists:
         with (find(traces, name) / f"openb_pod_list_{name}.csv").open(newline="") as f:

@@ -10,7 +10,9 @@ most a policy can reach that never falls more than --floor-slack points behind P
 any column from 50 on ("floor_upper", the column whose floor gave it, and POLICY's own column as
 "reference"); with --set POLICY, the set limit: the most a packing keeping every pod that POLICY's
 replay placed can reach ("set_upper", and POLICY's column as "policy"). Per list and column the
-summary gives mean [min, max] over seeds.
+summary gives mean [min, max] over seeds. On a node list with nodes in MIG mode (cluster_shapes.py's
+`h200-mig`) the upper bound is the plain nodes' plus the most the MIG instances can hold, and the
+lower one leaves the slices empty (runtimekit.sim.bound); --floor and --set refuse such a list.
 Usage: .venv/bin/python benchmarks/offline_bound.py [--traces DIR[,DIR]] [--lists default,...]
        [--seeds 42-51] [--columns 100,130] [--segments 4] [--gpu-only] [--plans every|first|none]
        [--floor fgd] [--floor-slack 0.05] [--set packfrag]

@@ -1,7 +1,10 @@
 """Cluster trace files in the Alibaba openb format (cluster-trace-gpu-v2023).
 
-Node lists: `sn, cpu_milli, memory_mib, gpu, model`. Pod lists: `name, cpu_milli, memory_mib,
-num_gpu, gpu_milli[, gpu_spec, ...]`; other columns (qos, phase, times) are not used. A bad file
+Node lists: `sn, cpu_milli, memory_mib, gpu, model[, mig]`; `mig`, where given, is the node's static MIG
+layout: one layout per GPU in GPU order separated by `/` (one layout alone is every GPU's), each
+the profiles of its instances joined by `+`, e.g. `1g.18gb+1g.18gb+2g.35gb+3g.71gb/7g.141gb` for
+two GPUs; empty: no GPU in MIG mode (benchmarks/cluster_shapes.py's `h200-mig`). Pod lists: `name,
+cpu_milli, memory_mib, num_gpu, gpu_milli[, gpu_spec, ...]`; other columns (qos, phase, times) are not used. A bad file
 raises `TraceError` naming the file, line and column; nothing is returned for it. Numbers are whole,
 not negative and within `COLUMN_MAX` (no node has more than 64 GPUs, a share is at most 1000 milli
 of one GPU), node models are models the kit knows, names are unique, and no pod is deleted before
@@ -18,6 +21,7 @@ from pathlib import Path
 
 from runtimekit.base.textfiles import TextError, read_text
 from runtimekit.model.gpu import gpu_model
+from runtimekit.model.mig import geometry, layout_from_names
 
 
 class TraceError(ValueError):
@@ -32,6 +36,7 @@ class TraceNode:
     gpus: int
     model: str
     line: int = 0
+    mig: tuple[tuple[str, ...], ...] = ()  # per GPU: the profiles of its static MIG instances; () no MIG
 
 
 @dataclass(frozen=True)
@@ -142,9 +147,31 @@ def parse_node_list(text: str, source: str = "<nodes>") -> list[TraceNode]:
                 gpus,
                 model,
                 line,
+                _mig_layout(source, line, cells.get("mig", ""), model, gpus),
             )
         )
     return nodes
+
+
+def _mig_layout(source: str, line: int, text: str, model: str, gpus: int) -> tuple[tuple[str, ...], ...]:
+    """The `mig` column: per GPU the profiles of its static instances, each layout checked to fit."""
+    text = text.strip()
+    if not text:
+        return ()
+    geo = geometry(model)
+    if geo is None or not gpus:
+        raise TraceError(f"{source}:{line}: column 'mig': a node of {gpus} {model or 'no'} GPUs has no MIG mode")
+    layouts = [tuple(p.strip() for p in part.split("+")) for part in text.split("/")]
+    if len(layouts) == 1:
+        layouts *= gpus
+    if len(layouts) != gpus:
+        raise TraceError(f"{source}:{line}: column 'mig': {len(layouts)} layouts for {gpus} GPUs")
+    for layout in set(layouts):
+        try:
+            layout_from_names(geo, layout)
+        except ValueError as exc:
+            raise TraceError(f"{source}:{line}: column 'mig': {exc}") from None
+    return tuple(layouts)
 
 
 def parse_pod_list(text: str, source: str = "<pods>") -> list[TracePod]:

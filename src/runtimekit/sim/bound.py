@@ -10,7 +10,11 @@ UB(b_j+1)), and the lower bound the value of the packing of b_j grown pod by pod
 packing of fewer pods stays feasible as pods arrive). UB comes from the pattern LP
 (sim/bound_model.py). The packing at a boundary is the previous boundary's with the new pods
 fitted in, or a MILP plan laid out (sim/offline_packing.py) when that is better; every packing
-counted, grown ones included, is accepted by `feasibility.check` first.
+counted, grown ones included, is accepted by `feasibility.check` first. With nodes in MIG mode
+(sim/mig_nodes.py) the bounds are of the other nodes' packing, the upper one plus the most the MIG
+instances can hold of the arrived pods (`MigRule.capacity`): a valid upper bound (every real
+packing is one of the non-MIG nodes plus what its slices hold), and the lower one leaves the
+slices empty (a real packing too).
 Callers: sim/runner.py (`runtimekit simulate --bound`), benchmarks/offline_bound.py.
 """
 
@@ -18,12 +22,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.bound_model import Relaxation, build_instance
 from runtimekit.sim.feasibility import InfeasiblePacking, check
+from runtimekit.sim.mig_nodes import MigRule
 from runtimekit.sim.offline_packing import Filler, Placement, extend, pack
 
 HEADROOM_STEP = 0.04  # how much a class's CPU and memory are tightened when its nodes shed pods
@@ -194,6 +199,10 @@ def bound_columns(
         raise ValueError(f"plans must be one of {', '.join(PLANS)}, got {plans!r}")
     started = time.perf_counter()
     total_gpus = sum(n.gpus for n in nodes)
+    # MIG GPUs take only slices (sim/mig_nodes.py): the packing is of the other nodes, and the upper
+    # bound theirs plus the most the slices can hold
+    slices = MigRule(nodes)
+    nodes = [n for n in nodes if not n.mig] if slices else nodes
     pods = arrivals.pods
     arrived: list[int] = []
     running = 0
@@ -214,6 +223,8 @@ def bound_columns(
         for cut in cuts:
             plan = plans == "every" or (plans == "first" and cut == cuts[0])
             point, packing = prefix_bound(nodes, pods[: cut + 1], packing, gpu_only, headroom, plan)
+            if slices:
+                point = replace(point, upper=min(point.arrived, point.upper + slices.capacity(pods[: cut + 1])))
             points.append(point)
             packings.append(packing)
         cut_last = cuts[-1]

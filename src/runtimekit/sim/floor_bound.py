@@ -82,6 +82,7 @@ def set_columns(
 ) -> dict[str, float]:
     """Per column, the set limit of a replay that placed `placed` (ReplayResult.placed): the pods it
     had placed by the column's last event kept, packed anew (% of cluster GPUs, mean over the events)."""
+    _no_mig(nodes)
     total_gpus = sum(n.gpus for n in nodes)
     arrived = list(accumulate(p.total_gpu_milli for p in pods))
     placed = sorted(placed)
@@ -93,6 +94,12 @@ def set_columns(
             upper = set_upper(nodes, pods[: last + 1], [i for i in placed if i <= last])
             out[str(column)] = _capped_mean(arrived, events, upper, total_gpus)
     return out
+
+
+def _no_mig(nodes: Sequence[TraceNode]) -> None:
+    """The floor and set limits pack every GPU as a plain one; with MIG GPUs they would not bound."""
+    if any(n.mig for n in nodes):
+        raise ValueError("the floor and set limits do not know nodes in MIG mode (sim/bound.py's bound does)")
 
 
 def _capped_mean(arrived: Sequence[int], events: Sequence[int], upper: int, total_gpus: int) -> float:
@@ -111,6 +118,7 @@ def floor_columns(
 ) -> dict[str, FloorBound]:
     """Per column, the floor limit for a policy within `slack` points of the reference (its running
     allocation, ReplayResult.used_milli, over the same arrivals) at every column from `first` on."""
+    _no_mig(nodes)
     total_gpus = sum(n.gpus for n in nodes)
     scale = total_gpus * 10  # milli per point
     arrived = list(accumulate(p.total_gpu_milli for p in pods))

@@ -2,8 +2,11 @@
 
 Every pod arrives alone and is scheduled in a session of its own (actions: allocate; plugins:
 gpushare with the policy), exactly as the live scheduler would schedule it; a pod that fits
-nowhere is dropped but counted as arrived; pods never leave. Callers: `runtimekit simulate`,
-benchmarks, tests.
+nowhere is dropped but counted as arrived; pods never leave. On a cluster with nodes in MIG mode
+(sim/mig_nodes.py) the `mig` plugin runs beside gpushare, as in the scheduler's default conf, and a
+share pod that fits a profile asks for a slice first and for its share in a second session (as a
+new pod) where no slice is free; either way it counts its trace share. Callers: `runtimekit
+simulate`, benchmarks, tests.
 """
 
 from __future__ import annotations
@@ -26,11 +29,14 @@ from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.collector import fewer_collections
 from runtimekit.scheduler.framework import JobInfo, NodeMeta, TaskInfo, TaskStatus
+from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
+from runtimekit.scheduler.framework.framework import Framework
 from runtimekit.scheduler.framework.info import JobKey
 from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework, placement_conf
 from runtimekit.scheduler.policies import PodType, TargetWorkload
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.columns import bucket_columns
+from runtimekit.sim.mig_nodes import MigRule, mig_inventory
 
 NODE_POD_LIMIT = 1001  # the artifact's pod-count filter
 MIB = 1 << 20  # traces count memory in MiB; the scheduler in bytes
@@ -83,10 +89,26 @@ def pod_request(pod: TracePod) -> PodRequest:
     return PodRequest(pod.cpu_milli, pod.memory_mib * MIB, (ContainerGpuRequest("main", gpu),))
 
 
+def mig_request(pod: TracePod, profile: str) -> PodRequest:
+    """A trace pod asking for one MIG instance of `profile` instead of its share."""
+    gpu = GpuRequest(GpuKind.MIG, 1, 0, None, profile)
+    return PodRequest(pod.cpu_milli, pod.memory_mib * MIB, (ContainerGpuRequest("main", gpu),))
+
+
+def replay_conf(policy: str, mig: bool) -> SchedulerConf:
+    """`placement_conf(policy)`, with the `mig` plugin beside gpushare where the cluster has MIG GPUs."""
+    conf = placement_conf(policy)
+    if not mig:
+        return conf
+    return SchedulerConf(conf.actions, (Tier((*conf.tiers[0].plugins, PluginOption("mig", {}))),), source=conf.source)
+
+
 def node_entries(nodes: Sequence[TraceNode]) -> list[tuple[NodeInventory, NodeCapacity, NodeMeta]]:
     out = []
     for node in nodes:
-        if node.gpus:
+        if node.mig:
+            inventory = mig_inventory(node)
+        elif node.gpus:
             inventory = NodeInventory.simulated(node.name, node.model, node.gpus)
         else:
             inventory = NodeInventory(NodeName(node.name))
@@ -101,6 +123,7 @@ class Cluster:
 
     def __init__(self, nodes: Sequence[TraceNode]) -> None:
         self.total_gpus = sum(n.gpus for n in nodes)
+        self.mig = MigRule(nodes)
         self._empty = StaticCache(node_entries(nodes), share_table=True)
 
     def cache(self, rank: Mapping[str, int]) -> StaticCache:
@@ -121,10 +144,13 @@ def replay(
     started = time.perf_counter()
     cluster = nodes if isinstance(nodes, Cluster) else Cluster(nodes)
     cache = cluster.cache(arrivals.node_rank)
-    framework = build_framework(FrameworkConfig(placement_conf(policy), seed, workload=workload, explain=False))
+    has_mig = bool(cluster.mig)
+    conf = replay_conf(policy, has_mig)
+    framework = build_framework(FrameworkConfig(conf, seed, workload=workload, explain=False))
     total_gpus = cluster.total_gpus
     # one request object per distinct pod shape: plugins remember what they read of a request by it
     requests: dict[tuple[int, int, int, int, str], tuple[PodRequest, frozenset[str] | None, int]] = {}
+    slices: dict[tuple[int, int, str], PodRequest] = {}  # the MIG form of a request, by CPU, memory and profile
     arrived = used = failed = 0
     arrived_series: list[int] = []
     used_series: list[int] = []
@@ -136,20 +162,22 @@ def replay(
             if found is None:
                 found = requests[shape] = (pod_request(pod), pod.allowed_models(), pod.total_gpu_milli)
             request, models, gpu_milli = found
-            key = PodKey(pod.name)
-            job_key = JobKey(pod.name)
-            task = TaskInfo(key, "default", pod.name, job_key, request, created=float(i), gpu_models=models)
-            job = JobInfo(job_key, "default", pod.name, created=float(i))
-            job.add(task)
-            cache.add_job(job)
             arrived += gpu_milli
-            framework.run_once(cache)
-            if task.status is TaskStatus.BOUND:
+            profile = cluster.mig.profile(pod) if has_mig else None
+            bound = False
+            if profile is not None:
+                sliced = slices.get((pod.cpu_milli, pod.memory_mib, profile))
+                if sliced is None:
+                    sliced = slices[(pod.cpu_milli, pod.memory_mib, profile)] = mig_request(pod, profile)
+                bound = _schedule(framework, cache, pod.name, sliced, models, i)
+            # the share where no slice was free: a new pod (a name no pod of the trace has)
+            if not bound and not _schedule(
+                framework, cache, pod.name + ("~share" if profile else ""), request, models, i
+            ):
+                failed += 1
+            else:
                 used += gpu_milli
                 placed.append(i)
-            else:
-                failed += 1
-            cache.remove_job(job_key)
             arrived_series.append(arrived)
             used_series.append(used)
             if progress is not None and i % 256 == 255:
@@ -168,3 +196,17 @@ def replay(
         used_series,
         placed,
     )
+
+
+def _schedule(
+    framework: Framework, cache: StaticCache, name: str, request: PodRequest, models: frozenset[str] | None, i: int
+) -> bool:
+    """One pod in a session of its own; whether it was bound."""
+    job_key = JobKey(name)
+    task = TaskInfo(PodKey(name), "default", name, job_key, request, created=float(i), gpu_models=models)
+    job = JobInfo(job_key, "default", name, created=float(i))
+    job.add(task)
+    cache.add_job(job)
+    framework.run_once(cache)
+    cache.remove_job(job_key)
+    return task.status is TaskStatus.BOUND
