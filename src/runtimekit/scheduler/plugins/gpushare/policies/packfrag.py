@@ -68,6 +68,7 @@ MAX_GPUS = 64  # GPUs per node that CPU buckets can tell apart
 CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
+SMALL_COMPUTE = 16  # usable capacities up to which the per-type terms are worked out in plain ints
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
 
 
@@ -107,6 +108,8 @@ class UsableCapacity:
         self._runs = np.zeros((0, len(types)), np.bool_)
         self._multiples = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
+        # per GPU model, per type that may use it: (index, CPU, whole?, GPUs per pod, share index)
+        self._terms: dict[str, list[tuple[int, int, bool, int, int]]] = {}
         self._multiple_list: list[int] = []  # the same two, as plain ints for `bucket_of`
         self._start_list: list[int] = []
         self.memo: dict[int, float] = {}
@@ -169,12 +172,25 @@ class UsableCapacity:
         if found is None:
             if len(self._facts) > MEMO_LIMIT:
                 self._facts.clear()
-            largest = [0, *itertools.accumulate(max(v, 0) for v in reversed(ms))]
+            if not ms or ms[0] >= 0:  # the usual case (ascending: the first is the least)
+                largest = list(itertools.accumulate(reversed(ms), initial=0))
+            else:
+                largest = [0, *itertools.accumulate(max(v, 0) for v in reversed(ms))]
             fitting = [len(ms) - bisect_left(ms, m) for m in self._share_list]
             found = self._facts[ms] = (largest, fitting, ms.count(MILLI))
         return found
 
     def _compute(self, states: list[NodeState], cpu_free: list[int]) -> FloatArray:
+        """sum_t w_t p_t U_t per entry, in one matrix product over the entries' U_t (integers)."""
+        if len(states) <= SMALL_COMPUTE:  # a few entries between two pods: numpy's per-call cost dominates
+            usable = np.array([self._usable_row(model, ms, c) for (model, ms), c in zip(states, cpu_free, strict=True)])
+        else:
+            usable = self._usable_rows(states, cpu_free)
+        # The same product whichever way U was built: the values are identical to the last bit.
+        return np.asarray(usable.astype(np.int64, copy=False) @ self.p, np.float64)
+
+    def _usable_rows(self, states: list[NodeState], cpu_free: list[int]) -> IntArray:
+        """U_t per entry and type, in numpy (many entries: a new shape, or every node after a relearn)."""
         n = len(states)
         facts = [self._gpu_facts(ms) for _, ms in states]
         width = max(1, *(len(ms) for _, ms in states))
@@ -189,7 +205,29 @@ class UsableCapacity:
         usable = np.where(self.whole[None, :], whole, share)
         at = [self._model_row(model) for model, _ in states]  # first: it may grow `_runs`
         runs = self._runs[at]
-        return np.asarray(np.where(runs, usable, 0) @ self.p, np.float64)
+        found: IntArray = np.where(runs, usable, 0)
+        return found
+
+    def _usable_row(self, model: str, ms: tuple[int, ...], cpu_free: int) -> list[int]:
+        """`_usable_rows` for one entry in plain ints: the same integers, term by term."""
+        terms = self._terms.get(model)
+        if terms is None:
+            runs = self.runs_on(model).tolist()
+            terms = self._terms[model] = [
+                (i, int(self.cpu[i]), bool(self.whole[i]), int(self._per_pod[0, i]), int(self._share_of[i]))
+                for i in range(len(runs))
+                if runs[i]
+            ]
+        largest, fitting, wholes = self._gpu_facts(ms)
+        cpu = max(cpu_free, 0)
+        row = [0] * len(self._allowed)
+        for i, need, whole, per_pod, share in terms:
+            pods = cpu // need
+            if whole:
+                row[i] = min(wholes // per_pod, pods) * per_pod * MILLI
+            else:
+                row[i] = largest[min(pods, fitting[share])]
+        return row
 
     def _model_row(self, model: str) -> int:
         """The row of `_runs` (per type: may it use the model) for a GPU model, added when new."""
