@@ -2,8 +2,9 @@
 
 Every pod arrives alone and is scheduled in a session of its own (actions: allocate; plugins:
 gpushare with the policy), exactly as the live scheduler would schedule it; a pod that fits
-nowhere is dropped but counted as arrived; pods never leave. Callers: `runtimekit simulate`,
-benchmarks, tests.
+nowhere is dropped but counted as arrived; pods never leave. Given a `DraPublication`, every pod
+asks for its GPUs through a ResourceClaim instead (`sim.claims`; plugins: dynamicresources and
+gpushare). Callers: `runtimekit simulate`, benchmarks, tests.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from runtimekit.kube.objects import ResourceSlice
 from runtimekit.model import (
     ContainerGpuRequest,
     GpuKind,
@@ -30,10 +32,28 @@ from runtimekit.scheduler.framework.info import JobKey
 from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework, placement_conf
 from runtimekit.scheduler.policies import PodType, TargetWorkload
 from runtimekit.sim.arrivals import Arrivals
+from runtimekit.sim.claims import ClaimSide, DraPublication
 from runtimekit.sim.columns import bucket_columns
 
 NODE_POD_LIMIT = 1001  # the artifact's pod-count filter
 MIB = 1 << 20  # traces count memory in MiB; the scheduler in bytes
+
+
+@dataclass(frozen=True)
+class Placed:
+    """Where one arrival went (recorded on request): its index, the node, and per GPU its UUID and the
+    milli-GPU taken there, as the ledger booked it (`booked`) and as the pod's claim was allocated
+    (`claimed`: empty on the device-plugin path)."""
+
+    index: int
+    node: str
+    booked: tuple[tuple[str, int], ...]
+    claimed: tuple[tuple[str, int], ...] = ()
+
+    @property
+    def gpus(self) -> tuple[tuple[str, int], ...]:
+        """What the pod got: its claim's devices when it asked through one, else the ledger's slots."""
+        return self.claimed or self.booked
 
 
 @dataclass
@@ -48,6 +68,7 @@ class ReplayResult:
     arrived_milli: list[int] = field(default_factory=list, repr=False)
     used_milli: list[int] = field(default_factory=list, repr=False)
     placed: list[int] = field(default_factory=list, repr=False)  # indices of the pods placed, in order
+    where: list[Placed] = field(default_factory=list, repr=False)  # with `record`: each placed pod's GPUs
 
     def to_json(self) -> dict[str, object]:
         return {
@@ -101,11 +122,21 @@ class Cluster:
 
     def __init__(self, nodes: Sequence[TraceNode]) -> None:
         self.total_gpus = sum(n.gpus for n in nodes)
-        self._empty = StaticCache(node_entries(nodes), share_table=True)
+        entries = node_entries(nodes)
+        self._inventories = [inventory for inventory, _, _ in entries]
+        self._empty = StaticCache(entries, share_table=True)
+        self._slices: dict[Callable[[NodeInventory], list[ResourceSlice]], tuple[ResourceSlice, ...]] = {}
 
     def cache(self, rank: Mapping[str, int]) -> StaticCache:
         """An empty cluster with the tie-break rank of one seed."""
         return self._empty.fresh(rank)
+
+    def slices(self, publication: DraPublication) -> tuple[ResourceSlice, ...]:
+        """The nodes' ResourceSlices as `publication` publishes them (built once per publication)."""
+        key = publication.slices  # the builder: a function, so the key is hashable and stable across calls
+        if key not in self._slices:
+            self._slices[key] = publication.node_slices(self._inventories)
+        return self._slices[key]
 
 
 def replay(
@@ -115,13 +146,23 @@ def replay(
     seed: int,
     workload: TargetWorkload | None,
     progress: Callable[[int], None] | None = None,
+    claims: DraPublication | None = None,
+    record: bool = False,
 ) -> ReplayResult:
-    """Schedule the arrivals in order with one policy and report the allocation columns. Given a
-    `Cluster`, the time reported leaves out building its nodes."""
+    """Schedule the arrivals in order with one policy and report the allocation columns; `claims`:
+    every pod asks through a ResourceClaim of the published GPUs; `record`: keep where each placed
+    pod went (`ReplayResult.where`). Given a `Cluster`, the time reported leaves out building its
+    nodes (and their slices, once built)."""
     started = time.perf_counter()
     cluster = nodes if isinstance(nodes, Cluster) else Cluster(nodes)
+    slices = cluster.slices(claims) if claims is not None else ()
     cache = cluster.cache(arrivals.node_rank)
-    framework = build_framework(FrameworkConfig(placement_conf(policy), seed, workload=workload, explain=False))
+    side = None
+    if claims is not None:
+        side = ClaimSide(claims, slices, cache.dra)
+        cache.claim_access = side.access
+    conf = placement_conf(policy, claims=side is not None)
+    framework = build_framework(FrameworkConfig(conf, seed, workload=workload, explain=False))
     total_gpus = cluster.total_gpus
     # one request object per distinct pod shape: plugins remember what they read of a request by it
     requests: dict[tuple[int, int, int, int, str], tuple[PodRequest, frozenset[str] | None, int]] = {}
@@ -129,6 +170,7 @@ def replay(
     arrived_series: list[int] = []
     used_series: list[int] = []
     placed: list[int] = []
+    where: list[Placed] = []
     with fewer_collections():  # the caches grow large; see runtimekit.scheduler.collector
         for i, pod in enumerate(arrivals.pods):
             shape = (pod.cpu_milli, pod.memory_mib, pod.num_gpu, pod.gpu_milli, pod.gpu_spec)
@@ -136,9 +178,13 @@ def replay(
             if found is None:
                 found = requests[shape] = (pod_request(pod), pod.allowed_models(), pod.total_gpu_milli)
             request, models, gpu_milli = found
-            key = PodKey(pod.name)
             job_key = JobKey(pod.name)
-            task = TaskInfo(key, "default", pod.name, job_key, request, created=float(i), gpu_models=models)
+            if side is None:
+                task = TaskInfo(
+                    PodKey(pod.name), "default", pod.name, job_key, request, created=float(i), gpu_models=models
+                )
+            else:
+                task = side.task(i, pod, request, models)
             job = JobInfo(job_key, "default", pod.name, created=float(i))
             job.add(task)
             cache.add_job(job)
@@ -147,8 +193,12 @@ def replay(
             if task.status is TaskStatus.BOUND:
                 used += gpu_milli
                 placed.append(i)
+                if record:
+                    where.append(_placed(i, task, cache, side))
             else:
                 failed += 1
+            if side is not None:
+                side.settle(task)
             cache.remove_job(job_key)
             arrived_series.append(arrived)
             used_series.append(used)
@@ -167,4 +217,14 @@ def replay(
         arrived_series,
         used_series,
         placed,
+        where,
     )
+
+
+def _placed(index: int, task: TaskInfo, cache: StaticCache, side: ClaimSide | None) -> Placed:
+    assert task.node is not None
+    gpus = cache.ledger.table.inventory(task.node).gpus
+    slots = task.placement.slots if task.placement is not None else ()
+    booked = tuple((gpus[s.gpu].uuid, s.core_milli) for s in slots)
+    claimed = tuple((d.uuid, d.milli) for d in side.devices(task)) if side is not None else ()
+    return Placed(index, str(task.node), booked, claimed)
