@@ -89,7 +89,11 @@ def test_through_claims_every_gpu_pod_is_allocated_its_claim_and_no_gpu_is_over_
     _check_grants(claims, pods)
     assert 0 < claims.failed_pods < claims.arrived_pods == devices.arrived_pods  # the list overfills the cluster
     assert len(claims.where) == len(claims.placed)
-    # the claims' allocations are what the ledger booked for the pod (none on the device-plugin path)
+    models = {n.name: n.model for n in NODES}
+    for placed in claims.where:
+        allowed = pods[placed.index].allowed_models()
+        assert allowed is None or models[placed.node] in allowed  # the pod's model annotation held
+    assert all(p.claimed == p.booked for p in claims.where if p.claimed)  # the ledger booked the claims
     assert all(p.claimed == () and p.gpus == p.booked for p in devices.where)
 
 
@@ -116,9 +120,10 @@ def test_simulate_through_claims_reports_the_same_columns(tmp_path: Path) -> Non
     assert json.loads(out.read_text())["through_claims"] is False
 
 
-def _openb_slice(count: int) -> tuple[list[TraceNode], list[TracePod]]:
-    """The first `count` nodes of the bundled openb GPU node list, with the default pod list."""
-    return read_node_list(str(bundled(DEFAULT_NODES)))[:count], read_pod_list(str(bundled(DEFAULT_PODS)))
+@pytest.fixture(scope="module")
+def openb() -> tuple[list[TraceNode], list[TracePod]]:
+    """The bundled openb GPU node list and default pod list (read once for the module)."""
+    return read_node_list(str(bundled(DEFAULT_NODES))), read_pod_list(str(bundled(DEFAULT_PODS)))
 
 
 def _same_placements(nodes: list[TraceNode], pods: list[TracePod], policy: str, seed: int) -> None:
@@ -135,3 +140,30 @@ def _same_placements(nodes: list[TraceNode], pods: list[TracePod], policy: str, 
 
 def _where(placed: Placed) -> tuple[int, str, tuple[tuple[str, int], ...]]:
     return placed.index, placed.node, placed.gpus
+
+
+def test_through_claims_places_what_the_device_plugin_path_places_on_the_mixed_list() -> None:
+    arrivals = build_arrivals(PODS, NODES, 7, 1.3)
+    cluster, workload = Cluster(NODES), target_workload(PODS)
+    for policy in ("fgd", "packfrag"):
+        devices = replay(cluster, arrivals, policy, 7, workload, record=True)
+        claims = replay(cluster, arrivals, policy, 7, workload, claims=kit_publication(), record=True)
+        assert [_where(p) for p in claims.where] == [_where(p) for p in devices.where]
+        assert claims.columns == devices.columns
+
+
+@pytest.mark.parametrize("policy", ["fgd", "packfrag"])
+def test_an_openb_slice_through_claims_places_the_same_pods_on_the_same_gpus(
+    policy: str, openb: tuple[list[TraceNode], list[TracePod]]
+) -> None:
+    nodes, pods = openb
+    _same_placements(nodes[:8], pods, policy, 42)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["fgd", "packfrag", "bestfit", "dotprod", "gpupacking", "gpuclustering"])
+def test_a_larger_openb_slice_through_claims_places_the_same_pods_on_the_same_gpus(
+    policy: str, openb: tuple[list[TraceNode], list[TracePod]]
+) -> None:
+    nodes, pods = openb
+    _same_placements(nodes[:40], pods, policy, 43)  # some 300 arrivals

@@ -32,11 +32,13 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.cache.dra import CLAIMS, CLASSES, SLICES, DraStore
 from runtimekit.scheduler.framework import TaskInfo, TaskStatus
 from runtimekit.scheduler.framework.info import JobKey
+from runtimekit.scheduler.kubesem.drarequest import with_claims
 
 NAMESPACE = "default"
 REQUEST = "gpu"  # the claim's request, and the pod's `spec.resourceClaims` entry
 MIB = 1 << 20
 MODELS_ANNOTATION = KitProtocol.default().annotations.gpu_models
+WHOLE = KitProtocol.default().rules.memory_default == "whole"  # a share naming no memory takes all of it
 
 
 @dataclass(frozen=True)
@@ -147,13 +149,15 @@ class ClaimSide:
             manifest["spec"]["resourceClaims"] = [{"name": REQUEST, "resourceClaimTemplateName": template_name}]
             manifest["spec"]["containers"] = [{"name": "main", "resources": {"claims": [{"name": REQUEST}]}}]
             manifest["status"] = {"resourceClaimStatuses": [{"name": REQUEST, "resourceClaimName": name}]}
-        cpu_only = PodRequest(request.cpu_milli, request.memory_bytes)
+        # the claims of the kit's GPU class as the pod's GPU request, as the live cache's snapshot reads a
+        # pending pod (`kubesem.drarequest`): gpushare's policy places them, dynamicresources allocates
+        asked = with_claims(PodRequest(request.cpu_milli, request.memory_bytes), manifest, self.store.claims(), WHOLE)
         return TaskInfo(
             PodKey(pod.name),
             NAMESPACE,
             pod.name,
             job_key,
-            cpu_only,
+            asked,
             created=float(index),
             gpu_models=models,
             pod=manifest,
