@@ -161,6 +161,7 @@ def test_an_openb_slice_through_claims_places_the_same_pods_on_the_same_gpus(
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(1800)  # minutes per policy through claims (see docs/user-guide/simulator.md)
 @pytest.mark.parametrize("policy", ["fgd", "packfrag", "bestfit", "dotprod", "gpupacking", "gpuclustering"])
 def test_a_larger_openb_slice_through_claims_places_the_same_pods_on_the_same_gpus(
     policy: str, openb: tuple[list[TraceNode], list[TracePod]]
