@@ -55,7 +55,15 @@ def test_simulate_writes_json_csv_plot_and_a_table(
     )
     assert code == 0
     report = json.loads((out / "r.json").read_text())
-    assert set(report) == {"runtimekit_version", "nodes_file", "pods_file", "tune", "results", "bounds"}
+    assert set(report) == {
+        "runtimekit_version",
+        "nodes_file",
+        "pods_file",
+        "tune",
+        "through_claims",
+        "results",
+        "bounds",
+    }
     assert report["bounds"] == []  # only with --bound
     assert report["tune"] == 1.3
     runs = report["results"]

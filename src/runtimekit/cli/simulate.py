@@ -7,6 +7,7 @@ import sys
 
 from runtimekit.model.trace import TraceError
 from runtimekit.scheduler.policies import DEFAULT_POLICY
+from runtimekit.sim.claims import DraPublication
 from runtimekit.sim.replay import ReplayResult
 from runtimekit.sim.runner import (
     DEFAULT_NODES,
@@ -46,6 +47,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="also bound the offline optimum at these columns (default when given alone: "
         f"{DEFAULT_BOUND_COLUMNS}); about half a minute per column and seed",
     )
+    parser.add_argument(
+        "--through-claims",
+        action="store_true",
+        help="every pod asks for its GPUs through a ResourceClaim of the kit's DRA driver, the nodes publish "
+        "their GPUs as its ResourceSlices, and the dynamicresources plugin allocates them (much slower)",
+    )
 
 
 DEFAULT_BOUND_COLUMNS = "50,60,70,80,90,100,110,120,130"
@@ -78,6 +85,14 @@ def _policies(text: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names))
 
 
+def _claims(through_claims: bool) -> DraPublication | None:
+    if not through_claims:
+        return None
+    from runtimekit.cli.sim_dra import kit_publication
+
+    return kit_publication()
+
+
 def run(args: argparse.Namespace) -> int:
     from runtimekit.base.files import write_atomic
     from runtimekit.sim.report import plot, render_table, report_csv, report_json
@@ -90,6 +105,7 @@ def run(args: argparse.Namespace) -> int:
             parse_seeds(args.seeds),
             args.tune,
             parse_columns(args.bound),
+            _claims(args.through_claims),
         )
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -18,6 +18,7 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.framework import BuildContext, Framework
 from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf, Tier
+from runtimekit.scheduler.plugins.dra import DynamicResources
 from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
 from runtimekit.scheduler.policies import TargetWorkload
 
@@ -34,11 +35,13 @@ class FrameworkConfig:
     explain: bool = True  # work out why a pod fits nowhere (the simulator does not ask)
 
 
-def placement_conf(policy: str) -> SchedulerConf:
+def placement_conf(policy: str, claims: bool = False) -> SchedulerConf:
     """One action, allocate, and one plugin, gpushare placing by `policy`: how the simulator schedules
-    each arriving pod. An unknown policy is refused when the framework is built."""
+    each arriving pod. With `claims`, `dynamicresources` before it, as in the default conf (pods that
+    ask through ResourceClaims). An unknown policy is refused when the framework is built."""
     option = PluginOption(gpushare.NAME, {f"{gpushare.NAME}.policy": policy})
-    return SchedulerConf(("allocate",), (Tier((option,)),), source="<simulate>")
+    options = (PluginOption(DynamicResources.name), option) if claims else (option,)
+    return SchedulerConf(("allocate",), (Tier(options),), source="<simulate>")
 
 
 def build_framework(config: FrameworkConfig) -> Framework:

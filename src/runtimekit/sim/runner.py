@@ -20,6 +20,7 @@ from runtimekit.model.trace import TraceError, TraceNode, TracePod, read_node_li
 from runtimekit.scheduler.policies import POLICY_NAMES, TargetWorkload
 from runtimekit.sim.arrivals import Arrivals, build_arrivals
 from runtimekit.sim.bound import BoundResult, bound_columns
+from runtimekit.sim.claims import DraPublication
 from runtimekit.sim.replay import Cluster, ReplayResult, replay, target_workload
 
 log = logging.getLogger(__name__)
@@ -43,6 +44,7 @@ class SimulationSpec:
     seeds: tuple[int, ...] = tuple(range(42, 52))
     tune: float = 1.3
     bound_columns: tuple[int, ...] = ()  # columns to bound offline (sim/bound.py); none: no bound
+    claims: DraPublication | None = None  # every pod asks through a ResourceClaim (sim/claims.py); None: devices
 
     def __post_init__(self) -> None:
         unknown = [p for p in self.policies if p not in POLICY_NAMES]
@@ -71,6 +73,7 @@ class SimulationReport:
             "nodes_file": self.spec.nodes_file,
             "pods_file": self.spec.pods_file,
             "tune": self.spec.tune,
+            "through_claims": self.spec.claims is not None,
             "results": [r.to_json() for r in self.results],
             "bounds": [b.to_json() for b in self.bounds],
         }
@@ -108,6 +111,7 @@ class _Worker:
     workload: TargetWorkload
     cluster: Cluster
     bound_columns: tuple[int, ...] = ()
+    claims: DraPublication | None = None
     arrivals: dict[int, Arrivals] = field(default_factory=dict)
 
     def arrivals_of(self, seed: int) -> Arrivals:
@@ -120,9 +124,15 @@ class _Worker:
 _worker: _Worker | None = None  # this process's inputs, set once by _init_worker
 
 
-def _init_worker(nodes: list[TraceNode], pods: list[TracePod], tune: float, columns: tuple[int, ...] = ()) -> None:
+def _init_worker(
+    nodes: list[TraceNode],
+    pods: list[TracePod],
+    tune: float,
+    columns: tuple[int, ...] = (),
+    claims: DraPublication | None = None,
+) -> None:
     global _worker
-    _worker = _Worker(nodes, pods, tune, target_workload(pods), Cluster(nodes), columns)
+    _worker = _Worker(nodes, pods, tune, target_workload(pods), Cluster(nodes), columns, claims)
 
 
 def _inputs() -> _Worker:
@@ -133,7 +143,7 @@ def _inputs() -> _Worker:
 def _run_one(task: tuple[int, str]) -> ReplayResult:
     seed, policy = task
     worker = _inputs()
-    result = replay(worker.cluster, worker.arrivals_of(seed), policy, seed, worker.workload)
+    result = replay(worker.cluster, worker.arrivals_of(seed), policy, seed, worker.workload, claims=worker.claims)
     result.arrived_milli, result.used_milli = [], []  # keep what crosses processes small
     return result
 
@@ -159,12 +169,12 @@ def run_simulation(
     results: list[ReplayResult] = []
     bounds: list[BoundResult] = []
     if jobs <= 1 or len(tasks) == 1:
-        _init_worker(nodes, pods, spec.tune, spec.bound_columns)
+        _init_worker(nodes, pods, spec.tune, spec.bound_columns, spec.claims)
         worker = _inputs()
         for seed in spec.seeds:
             arrivals = build_arrivals(pods, nodes, seed, spec.tune)
             for policy in spec.policies:
-                result = replay(worker.cluster, arrivals, policy, seed, worker.workload, on_events)
+                result = replay(worker.cluster, arrivals, policy, seed, worker.workload, on_events, spec.claims)
                 results.append(result)
                 if on_result:
                     on_result(result)
@@ -175,7 +185,7 @@ def run_simulation(
         # calling thread, and a caller with threads of its own (gRPC, an event loop, a test run)
         # leaves the child with state those threads held half-changed (a worker crashed in GC so).
         context = multiprocessing.get_context("forkserver")
-        with context.Pool(jobs, _init_worker, (nodes, pods, spec.tune, spec.bound_columns)) as pool:
+        with context.Pool(jobs, _init_worker, (nodes, pods, spec.tune, spec.bound_columns, spec.claims)) as pool:
             for result in pool.imap(_run_one, tasks):
                 results.append(result)
                 if on_result:

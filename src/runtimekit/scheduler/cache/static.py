@@ -5,7 +5,8 @@ else writes to it), so a commit only records the booking; a discarded statement 
 given everything back; the pods on nodes are frozen for a session only when a plugin reads them
 (a trace replay runs one session per pod, mostly without one). Decisions are recorded, not sent
 anywhere: a bind runs the PreBind and Bind plugins at once and keeps the `Binding` (`bindings`); a
-failed one leaves the task pending.
+failed one leaves the task pending. DRA objects go into `dra` (the live scheduler's `DraStore`,
+frozen per session) and PreBind writes claims through `claim_access` (trace replay through claims).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from runtimekit.model import (
 )
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import Scalars, combine
-from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, VolumeAccess
+from runtimekit.scheduler.cache.dra import DraStore
+from runtimekit.scheduler.framework.binding import BindGroup, BindHooks, Binding, ClaimAccess, VolumeAccess
 from runtimekit.scheduler.framework.info import (
     DEFAULT_QUEUE,
     JobInfo,
@@ -83,6 +85,8 @@ class StaticCache:
         self.quotas: dict[str, tuple[NamespaceQuota, ...]] = {}  # ResourceQuotas by namespace
         self.volumes: VolumeCatalog = EMPTY_CATALOG  # the storage objects the sessions see (tests)
         self.volume_access: VolumeAccess | None = None  # what PreBind binds volumes through (tests)
+        self.dra = DraStore()  # the DRA objects the sessions see (trace replay through claims; tests)
+        self.claim_access: ClaimAccess | None = None  # what PreBind writes claims' status through
 
     def fresh(self, rank: Mapping[str, int] | None = None) -> StaticCache:
         """A new cache over the same nodes as they are now, with a copy of the node table and no
@@ -134,6 +138,7 @@ class StaticCache:
             quotas=self.quotas,
             pod_facts=self.pods.facts,
             volumes=self.volumes,
+            dra=self.dra.frozen(),
         )
 
     def bind(
@@ -142,7 +147,7 @@ class StaticCache:
         del group  # binds at once, in order: a group's PreBinds have all run when its last member binds
         assert task.placement is not None
         assert task.node is not None
-        binding = Binding(task, task.node, choice, volumes=self.volume_access)
+        binding = Binding(task, task.node, choice, volumes=self.volume_access, claims=self.claim_access)
         if hooks is not None:
             status = hooks.pre_bind(binding)
             if status is SUCCESS or status.ok:
