@@ -14,8 +14,8 @@ from runtimekit.cli.main import main
 from runtimekit.cli.sim_dra import kit_publication, node_slices
 from runtimekit.draplugin.names import KIT_DRIVER
 from runtimekit.model import NodeInventory
-from runtimekit.model.trace import TraceNode, TracePod, read_node_list, read_pod_list
-from runtimekit.sim.arrivals import build_arrivals
+from runtimekit.model.trace import TraceError, TraceNode, TracePod, read_node_list, read_pod_list
+from runtimekit.sim.arrivals import Arrivals, build_arrivals
 from runtimekit.sim.claims import claim_template
 from runtimekit.sim.replay import Cluster, Placed, ReplayResult, replay, target_workload
 from runtimekit.sim.runner import DEFAULT_NODES, DEFAULT_PODS, bundled
@@ -168,3 +168,9 @@ def test_a_larger_openb_slice_through_claims_places_the_same_pods_on_the_same_gp
 ) -> None:
     nodes, pods = openb
     _same_placements(nodes[:40], pods, policy, 43)  # some 300 arrivals
+
+
+def test_a_node_list_with_mig_nodes_is_refused_through_claims_with_a_clear_error() -> None:
+    nodes = [TraceNode("m0", 8000, 65536, 1, "H200", mig=(("1g.18gb",) * 7,))]
+    with pytest.raises(TraceError, match="MIG mode"):
+        replay(nodes, Arrivals([], {}, 0), "fgd", 42, None, claims=kit_publication())

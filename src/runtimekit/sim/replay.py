@@ -28,7 +28,7 @@ from runtimekit.model import (
     PodKey,
     PodRequest,
 )
-from runtimekit.model.trace import TraceNode, TracePod
+from runtimekit.model.trace import TraceError, TraceNode, TracePod
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.collector import fewer_collections
 from runtimekit.scheduler.framework import JobInfo, NodeMeta, TaskInfo, TaskStatus
@@ -182,7 +182,7 @@ def replay(
     cluster = nodes if isinstance(nodes, Cluster) else Cluster(nodes)
     has_mig = bool(cluster.mig)
     if claims is not None and has_mig:
-        raise ValueError("a replay through ResourceClaims does not take nodes in MIG mode")
+        raise TraceError("the node list has nodes in MIG mode, which a replay through ResourceClaims does not take")
     published = cluster.slices(claims) if claims is not None else ()
     cache = cluster.cache(arrivals.node_rank)
     side = None
