@@ -2,8 +2,8 @@
 against the embedded API server and a running scheduler: a claim's share keeps device-plugin shares
 off its GPU until it is deallocated (and is not counted twice on the DRA side); gpushare's policy
 chooses the GPU a claim gets; a share naming only `core` takes memory in proportion, as the device
-plugin's rule has it; a queue's capability limits claim-using pods as it does device-plugin pods
-(docs/user-guide/dra.md)."""
+plugin's rule has it; a queue's capability limits claim-using pods as it does device-plugin pods; a
+template's claim deleted with its pod before the next session gives its GPU back (docs/user-guide/dra.md)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,8 @@ import pytest
 
 from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.controllers.manager import ControllerManager
+from runtimekit.cluster.controllers.resourceclaims import ResourceClaimController
 from runtimekit.kube.http import KubeHttp
 from runtimekit.model.gpu import NodeInventory
 from runtimekit.protocol import KitProtocol
@@ -219,3 +221,33 @@ def test_a_gang_of_kit_claims_that_cannot_fit_gives_everything_back(http: KubeHt
         assert {result_of(http, f"two-{i}")["device"] for i in range(2)} == {"gpu-0", "gpu-1"}
     finally:
         scheduler.stop()
+
+
+def test_a_claim_from_a_template_gives_its_gpu_back_when_its_pod_goes_before_the_next_session(
+    apiserver: ApiServer, http: KubeHttp
+) -> None:
+    """The claim controller makes the claims and deletes them with their pods: a 25 % pod bound and
+    deleted while no session opens (sessions open when there is work) leaves its GPU whole for an 80 %
+    one (the allocation PreBind wrote stops counting once the claim is gone)."""
+    templates = f"{RES}/namespaces/default/resourceclaimtemplates"
+    scheduler = start_cluster(http, 1)
+    manager = ControllerManager(KubeHttp.connect(server=apiserver.url), [ResourceClaimController]).start()
+    try:
+        for name, core in (("quarter", "25"), ("most", "80")):
+            spec = share_claim(name, {"core": core, "memory": "10Gi"})["spec"]
+            http.post(templates, {"metadata": {"name": name, "namespace": "default"}, "spec": {"spec": spec}})
+        http.post(PODS, template_pod("q", "quarter"))
+        wait_for(lambda: node_of(http, "q") == "n1", what="the 25 % pod bound")
+        http.delete(f"{PODS}/q", {"gracePeriodSeconds": 0})
+        wait_for(lambda: not http.get(CLAIMS)["items"], what="its claim deleted by the controller")
+        http.post(PODS, template_pod("m", "most"))
+        wait_for(lambda: node_of(http, "m") == "n1", what="the 80 % pod bound on the GPU the 25 % one left")
+    finally:
+        manager.stop()
+        scheduler.stop()
+
+
+def template_pod(name: str, template: str) -> dict[str, Any]:
+    pod = claim_pod(name, "")
+    pod["spec"]["resourceClaims"] = [{"name": "gpu", "resourceClaimTemplateName": template}]
+    return pod

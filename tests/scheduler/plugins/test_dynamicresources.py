@@ -151,3 +151,28 @@ def test_a_share_packs_onto_a_device_already_shared_not_the_first_free_one() -> 
     access = Claims(new)
     assert plugin.pre_bind(Binding(task, NodeName("n1"), DeviceChoice(), claims=access)).ok
     assert access.stored["default/new"]["status"]["allocation"]["devices"]["results"][0]["device"] == "gpu-1"
+
+
+def test_a_written_allocation_stops_counting_once_its_claim_is_deleted_or_deallocated() -> None:
+    """PreBind's allocation counts in flight until a session's claims show it, or show the claim gone
+    or freed: a pod bound and deleted before any session opened (sessions open only when there is
+    work) must not leave its claim's devices held for ever (the e2e gang of two that never placed)."""
+    plugin = DynamicResources()
+    first, other = claim("a", "70"), claim("b", "40")
+    task = pod_task("p", "a")
+    plugin.on_session_open(view(first, other))
+    assert plugin.reserve(task, DeviceChoice(), view(first, other)).ok
+    assert plugin.pre_bind(Binding(task, NodeName("n1"), DeviceChoice(), claims=Claims(first))).ok
+    # the pod went and the claim controller deleted its claim: the next session sees it gone
+    plugin.on_session_open(view(other))
+    assert plugin.predicate(pod_task("q", "b"), ROWS, view(other)).passed.tolist() == [True]
+
+    # a claim named by the pod is deallocated instead: the first session may have taken its snapshot
+    # before the write, so the allocation counts there; the second one's snapshot came after the write
+    task = pod_task("p2", "a")
+    assert plugin.reserve(task, DeviceChoice(), view(first, other)).ok
+    assert plugin.pre_bind(Binding(task, NodeName("n1"), DeviceChoice(), claims=Claims(first))).ok
+    plugin.on_session_open(view(first, other))
+    assert plugin.predicate(pod_task("q", "b"), ROWS, view(first, other)).passed.tolist() == [False]  # 70 + 40
+    plugin.on_session_open(view(first, other))
+    assert plugin.predicate(pod_task("q", "b"), ROWS, view(first, other)).passed.tolist() == [True]

@@ -13,7 +13,8 @@ allocated on the node chosen for it by the structured allocator (`kube.semantics
   PodScheduled/FailedScheduling; a node whose devices do not fit says "cannot allocate all claims".
 - Reserve: the allocation is worked out again on the chosen node (the same answer: the allocator is
   deterministic) and held in flight, so the pods placed after it — a gang's other members in the
-  same statement too — see the devices taken. Unreserve gives it back and, when PreBind had written
+  same statement too — see the devices taken, until a session's claims show PreBind's write (or the
+  claim deleted or deallocated since). Unreserve gives it back and, when PreBind had written
   it, undoes the write (the pod leaves `reservedFor`; a claim it allocated loses its allocation).
 - PreBind: each claim's `status.allocation` is written (unless allocated already) and the pod is
   added to `status.reservedFor` (`{resource: pods, name, uid}`), before the pod is bound.
@@ -76,6 +77,7 @@ class _Held:
     written: list[str] = field(default_factory=list)
     access: ClaimAccess | None = None  # where PreBind wrote them
     in_table: bool = False  # the pod's placement holds these GPUs in the node table (a request from claims)
+    written_in: int = -1  # sessions opened when PreBind had written them all (-1: not yet)
 
 
 def _allocation(claim: ResourceClaim) -> AllocationResult | None:
@@ -90,13 +92,26 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
 
     def __init__(self) -> None:
         self.held: dict[PodKey, _Held] = {}
+        self.opened = 0  # sessions opened so far
 
     def on_session_open(self, ssn: SessionView) -> None:
-        # an allocation written and now seen in the informers' claims counts from there
+        # PreBind's writes, once the session's claims show them, count from there: held longer, an
+        # allocation whose claim was deleted or deallocated meanwhile (its pod gone before any session
+        # saw it: sessions only open when there is work) would hold its devices for ever
+        self.opened += 1
         claims = ssn.snapshot.dra.claims
-        for key in [k for k, h in self.held.items() if h.written and all(c in claims for c, _ in h.claims)]:
-            if all(_allocation(claims[c]) is not None for c, _ in self.held[key].claims):
-                del self.held[key]
+        for key in [k for k, h in self.held.items() if h.written and self._seen(h, claims)]:
+            self.held.pop(key, None)
+
+    def _seen(self, held: _Held, claims: Mapping[str, ResourceClaim]) -> bool:
+        """Whether the session's claims show what PreBind wrote, or what came after it: each claim
+        allocated there or gone (a claim exists before its pod is placed, so gone is deleted), or the
+        snapshot was taken after the writes. The loop opens one session at a time, so the second
+        session opened after PreBind finished took its snapshot after the writes (the cache takes a
+        write in as it is made); one claim deallocated since is seen free from then on."""
+        if held.written_in >= 0 and self.opened >= held.written_in + 2:
+            return True
+        return all(c not in claims or _allocation(claims[c]) is not None for c, _ in held.claims)
 
     # -- what is in use --------------------------------------------------------------------------
     def _in_use(self, catalog: DraCatalog, skip: frozenset[str]) -> list[ResourceClaim]:
@@ -270,6 +285,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
             except Exception as exc:
                 return error(f'writing resourceclaim "{key}": {exc}')
             held.written.append(key)
+        held.written_in = self.opened
         return SUCCESS
 
 
