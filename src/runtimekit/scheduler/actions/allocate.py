@@ -220,7 +220,7 @@ def allocate_job(ssn: Session, queue: QueueInfo, job: JobInfo) -> bool:
         else:
             placed = job.ready_count() + job.waiting_count()
             stmt.discard()
-            _explain_the_rest(ssn, job, tasks, placed)
+            explain_unready_gang(ssn, job, tasks, placed)
         again = False
         if job.min_member > 1:
             _give_back(ssn, job)
@@ -251,7 +251,7 @@ def _waiting_for_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None
             job.fit_errors[task.key] = FitErrors(status=Status(Code.UNSCHEDULABLE, (message,), "gang"))
 
 
-def _explain_the_rest(ssn: Session, job: JobInfo, tasks: list[TaskInfo], placed: int) -> None:
+def explain_unready_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo], placed: int) -> None:
     """Tasks placed and given back with their unready job have no failure of their own: they wait
     for the job's, which is the first failure met (or, with none, the gang's count)."""
     silent = [t for t in job.pending if t.key not in job.fit_errors]

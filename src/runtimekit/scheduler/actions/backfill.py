@@ -12,11 +12,13 @@ from __future__ import annotations
 import logging
 
 from runtimekit.model import LedgerError
+from runtimekit.scheduler.actions.allocate import explain_unready_gang
 from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.info import JobInfo, TaskInfo
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.session import Session
-from runtimekit.scheduler.framework.status import Code, FitErrors, Status, error
+from runtimekit.scheduler.framework.statement import Statement
+from runtimekit.scheduler.framework.status import FitErrors, Status, error
 from runtimekit.scheduler.plugins.common import no_arguments
 
 log = logging.getLogger(__name__)
@@ -53,20 +55,26 @@ class Backfill:
 
 
 def _backfill(ssn: Session, job: JobInfo, task: TaskInfo) -> None:
+    stmt = ssn.statement()
+    if _place(ssn, job, task, stmt):
+        stmt.commit()
+
+
+def _place(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement) -> bool:
+    """The task on the best node that passes the predicates, in `stmt`; whether it was placed."""
     row, errors = ssn.select(task)
     if row is None:
         job.fit_errors[task.key] = errors
-        return
+        return False
     choice = ssn.allocate_devices(task, row)
     if isinstance(choice, Status):
-        return
-    stmt = ssn.statement()
+        return False
     try:
         stmt.allocate(task, row, choice)
     except LedgerError:
-        return
-    stmt.commit()
+        return False
     job.fit_errors.pop(task.key, None)
+    return True
 
 
 def _uses_claims(task: TaskInfo) -> bool:
@@ -77,31 +85,13 @@ def _backfill_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:
     """Every task in one statement; committed when the gang is ready, discarded otherwise."""
     stmt = ssn.statement()
     for task in tasks:
-        row, errors = ssn.select(task)
-        if row is None:
-            job.fit_errors[task.key] = errors
-            continue
-        choice = ssn.allocate_devices(task, row)
-        if isinstance(choice, Status):
-            continue
-        try:
-            stmt.allocate(task, row, choice)
-        except LedgerError:
-            continue
-        job.fit_errors.pop(task.key, None)
+        _place(ssn, job, task, stmt)
     if ssn.job_ready(job):
         stmt.commit()
         return
     placed = job.ready_count() + job.waiting_count()
     stmt.discard()
-    why = f"the gang could place only {placed}/{job.min_member} of its tasks"
-    first = next((job.fit_errors[t.key] for t in tasks if t.key in job.fit_errors), None)
-    if isinstance(first, FitErrors):
-        why = f"{why}; {first.message}"
-    nodes = int(ssn.candidate_rows().size)
-    for task in tasks:
-        if task.key not in job.fit_errors:
-            job.fit_errors[task.key] = FitErrors(nodes, status=Status(Code.UNSCHEDULABLE, (why,), "gang"))
+    explain_unready_gang(ssn, job, tasks, placed)
 
 
 def build(arguments: Arguments, context: BuildContext) -> Backfill:
