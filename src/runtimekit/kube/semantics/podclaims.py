@@ -4,12 +4,19 @@ A pod names its claims in `spec.resourceClaims` (a claim by `resourceClaimName`,
 claim `status.resourceClaimStatuses` names once the claim controller made it); a container uses the
 ones its `resources.claims` name, all of a claim's requests or one (`request`). Pure; callers: the
 simulated kubelet's DRA devices (`cluster.kubelet.dradevices`) and the runtime's usage attribution
-of claim-prepared containers (`runtime.claimusers`).
+of claim-prepared containers (`runtime.claimusers`); the scheduler asks `uses_claims` of every pod.
 """
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 from runtimekit.kube.objects import Pod
+
+
+def uses_claims(pod: Pod | None) -> TypeGuard[Pod]:
+    """Whether the pod names any ResourceClaim (one dict lookup: schedulers ask it of every pod)."""
+    return pod is not None and bool((pod.get("spec") or {}).get("resourceClaims"))
 
 
 def pod_claims(pod: Pod) -> dict[str, str]:

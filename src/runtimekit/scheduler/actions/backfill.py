@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 
+from runtimekit.kube.semantics.podclaims import uses_claims
 from runtimekit.model import LedgerError
 from runtimekit.scheduler.actions.allocate import explain_unready_gang
 from runtimekit.scheduler.framework.arguments import Arguments
@@ -34,7 +35,7 @@ class Backfill:
             if not ssn.job_valid(job).ok:
                 continue
             tasks = ssn.sorted_tasks(t for t in job.pending if t.best_effort)
-            if job.min_member > 1 and any(_uses_claims(t) for t in tasks):
+            if job.min_member > 1 and any(uses_claims(t.pod) for t in tasks):
                 ssn.touched_jobs.add(job.key)
                 try:
                     _backfill_gang(ssn, job, tasks)
@@ -75,10 +76,6 @@ def _place(ssn: Session, job: JobInfo, task: TaskInfo, stmt: Statement) -> bool:
         return False
     job.fit_errors.pop(task.key, None)
     return True
-
-
-def _uses_claims(task: TaskInfo) -> bool:
-    return task.pod is not None and bool(task.pod["spec"].get("resourceClaims"))
 
 
 def _backfill_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:

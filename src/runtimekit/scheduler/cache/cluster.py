@@ -43,6 +43,7 @@ from runtimekit.kube.objects import (
     meta,
     object_key,
 )
+from runtimekit.kube.semantics.podclaims import uses_claims
 from runtimekit.model import (
     Ledger,
     LedgerError,
@@ -343,7 +344,7 @@ class ClusterCache:
     def _claims_counted(self, task: TaskInfo, pod: Pod) -> None:
         """A bound pod's claims of the kit's GPUs count in its queue as its request (the GPUs are booked
         under the claims, `claimbook.py`)."""
-        if (pod.get("spec") or {}).get("resourceClaims") and self.kit_backed():
+        if uses_claims(pod) and self.kit_backed():
             whole = self.protocol.rules.memory_default == "whole"
             task.request = with_claims(task.request, pod, self.dra.claims(), whole, allocated_too=True)
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from runtimekit.kube.semantics.podclaims import uses_claims
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
 from runtimekit.scheduler.cache.cluster import ClusterCache, JobState
@@ -174,7 +175,7 @@ def _with_claims(cache: ClusterCache, task: TaskInfo, allocated_too: bool = Fals
     places them and queues count them (`kubesem/drarequest.py`); any other pod is left as it is.
     `allocated_too`: a pod binding (its claims may be allocated already) counts them in its queue."""
     pod = task.pod
-    if pod is not None and (pod.get("spec") or {}).get("resourceClaims") and cache.kit_backed():
+    if uses_claims(pod) and cache.kit_backed():
         whole = cache.protocol.rules.memory_default == "whole"
         task.request = with_claims(task.request, pod, cache.dra.claims(), whole, allocated_too)
     return task

@@ -40,6 +40,7 @@ import numpy as np
 from runtimekit.kube.objects import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
 from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, allocate
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
+from runtimekit.kube.semantics.podclaims import uses_claims
 from runtimekit.model import GpuKind, GpuRequest, PodKey
 from runtimekit.model.nodetable import NodeTable
 from runtimekit.scheduler.framework.arguments import Arguments
@@ -200,7 +201,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
     def pre_predicate(self, task: TaskInfo) -> Status:
         """A pod without claims skips the predicate (kube's PreFilter Skip): no mask is made for it."""
         pod = task.pod
-        return SUCCESS if pod is not None and (pod.get("spec") or {}).get("resourceClaims") else SKIP
+        return SUCCESS if uses_claims(pod) else SKIP
 
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         pod = task.pod
@@ -227,7 +228,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
     # -- Reserve ---------------------------------------------------------------------------------
     def reserve(self, task: TaskInfo, choice: DeviceChoice, ssn: SessionView) -> Status:
         pod = task.pod
-        if pod is None or not (pod.get("spec") or {}).get("resourceClaims") or task.node is None:
+        if pod is None or not uses_claims(pod) or task.node is None:
             return SUCCESS
         catalog = ssn.snapshot.dra
         claims = pod_claims(pod, catalog.claims)
