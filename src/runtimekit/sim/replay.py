@@ -183,11 +183,10 @@ def replay(
     has_mig = bool(cluster.mig)
     if claims is not None and has_mig:
         raise TraceError("the node list has nodes in MIG mode, which a replay through ResourceClaims does not take")
-    published = cluster.slices(claims) if claims is not None else ()
     cache = cluster.cache(arrivals.node_rank)
     side = None
     if claims is not None:
-        side = ClaimSide(claims, published, cache.dra)
+        side = ClaimSide(claims, cluster.slices(claims), cache.dra)
         cache.claim_access = side.access
     conf = replay_conf(policy, has_mig, claims=side is not None)
     framework = build_framework(FrameworkConfig(conf, seed, workload=workload, explain=False))
