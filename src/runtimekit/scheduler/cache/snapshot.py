@@ -95,7 +95,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         now,
         cache.meta_version,
         facts.capacity,
-        dict(cache.queue_allocated),
+        queue_allocated(cache),
         cache.pods.frozen(),
         budgets=tuple(cache.budgets.values()),
         quotas=_quotas(cache),
@@ -103,6 +103,27 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         volumes=cache.volumes.frozen(),
         dra=cache.dra.frozen(),
     )
+
+
+def queue_allocated(cache: ClusterCache) -> dict[str, Resources]:
+    """What each queue holds: its bound pods (the sum the cache keeps) and the pods this scheduler is
+    binding (assumed, their bind not finished), as Volcano's proportion and capacity count a job's
+    Allocated and Binding tasks. Without the binding ones, a session that ran while binds were in
+    flight saw their queue's room as free again and let it past its capability (onto room another
+    queue was to get). Call under the cluster cache's lock."""
+    allocated = dict(cache.queue_allocated)
+    pending, running = cache.queue.pending, cache.running
+    for key in cache.assumed:
+        entry = pending.get(key)
+        if entry is None or not entry.binding or key in running:
+            continue
+        task = entry.task
+        if uses_claims(task.pod):  # its claims' GPUs count as they do once it is bound
+            task = _with_claims(cache, task.clone(), allocated_too=True)
+        job = cache.jobs.get(task.job)
+        queue = queue_of(task.pod or {}, job.group if job is not None else None, cache.default_queue)
+        allocated[queue] = allocated.get(queue, Resources()) + task.resources
+    return allocated
 
 
 def awaits_enqueue(job: JobState) -> bool:
