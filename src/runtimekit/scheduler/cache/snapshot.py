@@ -10,7 +10,7 @@ alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps t
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,6 +34,7 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.policy import NamespaceQuota
 from runtimekit.scheduler.kubesem.drarequest import with_claims
+from runtimekit.scheduler.scheduling_queue import PendingPod
 
 
 def take_snapshot(cache: ClusterCache, include_running: bool) -> tuple[Snapshot, list[tuple[TaskInfo, str]]]:
@@ -65,6 +66,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
             and not (include_running and job.members)
             and not awaits_enqueue(job)
             and not admitted_without_pods(job)
+            and not partly_held(job, waiting, cache)
         ):
             continue
         info = _job_info(cache, job)
@@ -124,6 +126,23 @@ def queue_allocated(cache: ClusterCache) -> dict[str, Resources]:
         queue = queue_of(task.pod or {}, job.group if job is not None else None, cache.default_queue)
         allocated[queue] = allocated.get(queue, Resources()) + task.resources
     return allocated
+
+
+def partly_held(job: JobState, waiting: Sequence[PendingPod], cache: ClusterCache) -> bool:
+    """A gang that holds some members bound (or binding) but fewer than its minMember, with members
+    waiting: it is in every session even while those wait out a back-off or are unschedulable, so
+    that the gang plugin's order (a partly placed gang first) keeps the room it needs. Left out, a
+    competitor took the GPU a member's failed bind gave back, and the gang stayed short of its
+    minMember for good (a scheduler restart mid-gang, then one transient bind failure). Volcano has
+    no per-pod back-off: a failed bind's task is pending again in the next session. Call under the
+    cluster cache's lock."""
+    group = job.group
+    if group is None or not waiting or len(waiting) == len(job.members):
+        return False
+    pending, running = cache.queue.pending, cache.running
+    held = sum(1 for m in job.members if m in running or ((e := pending.get(m)) is not None and e.binding))
+    min_member = (group.get("spec") or {}).get("minMember", 1)
+    return 0 < held < min_member
 
 
 def awaits_enqueue(job: JobState) -> bool:
