@@ -1,7 +1,8 @@
 """A session's copy of the live cluster cache (kube-scheduler's per-cycle snapshot update): the node
 table, node metadata, the jobs with a pod to try (their pending pods as the scheduling queue holds
-them, those binding with the booking they hold, their bound pods) and the PodGroups waiting, with no
-pod yet, to be enqueued, Queues, the pods on nodes,
+them, those binding with the booking they hold, their bound pods), gangs left partly bound (even
+while their waiting members back off), the PodGroups waiting, with no pod yet, to be enqueued, Queues
+and what each holds (bound and binding pods), the pods on nodes,
 PodDisruptionBudgets, ResourceQuotas and the storage objects. Called by the live cache at the start of each session,
 under the cluster cache's lock. `node_facts` and `node_rank` are what a snapshot reads of the nodes
 alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps them between calls.
