@@ -1,7 +1,8 @@
 """A session's copy of the live cluster cache (kube-scheduler's per-cycle snapshot update): the node
 table, node metadata, the jobs with a pod to try (their pending pods as the scheduling queue holds
-them, those binding with the booking they hold, their bound pods) and the PodGroups waiting, with no
-pod yet, to be enqueued, Queues, the pods on nodes,
+them, those binding with the booking they hold, their bound pods), gangs left partly bound (even
+while their waiting members back off), the PodGroups waiting, with no pod yet, to be enqueued, Queues
+and what each holds (bound and binding pods), the pods on nodes,
 PodDisruptionBudgets, ResourceQuotas and the storage objects. Called by the live cache at the start of each session,
 under the cluster cache's lock. `node_facts` and `node_rank` are what a snapshot reads of the nodes
 alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps them between calls.
@@ -10,7 +11,7 @@ alone, public for the extender (`scheduler/extender/snapshot.py`), which keeps t
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -34,6 +35,7 @@ from runtimekit.scheduler.framework.info import (
 )
 from runtimekit.scheduler.framework.policy import NamespaceQuota
 from runtimekit.scheduler.kubesem.drarequest import with_claims
+from runtimekit.scheduler.scheduling_queue import PendingPod
 
 
 def take_snapshot(cache: ClusterCache, include_running: bool) -> tuple[Snapshot, list[tuple[TaskInfo, str]]]:
@@ -65,6 +67,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
             and not (include_running and job.members)
             and not awaits_enqueue(job)
             and not admitted_without_pods(job)
+            and not partly_held(job, waiting, cache)
         ):
             continue
         info = _job_info(cache, job)
@@ -95,7 +98,7 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         now,
         cache.meta_version,
         facts.capacity,
-        dict(cache.queue_allocated),
+        queue_allocated(cache),
         cache.pods.frozen(),
         budgets=tuple(cache.budgets.values()),
         quotas=_quotas(cache),
@@ -103,6 +106,44 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         volumes=cache.volumes.frozen(),
         dra=cache.dra.frozen(),
     )
+
+
+def queue_allocated(cache: ClusterCache) -> dict[str, Resources]:
+    """What each queue holds: its bound pods (the sum the cache keeps) and the pods this scheduler is
+    binding (assumed, their bind not finished), as Volcano's proportion and capacity count a job's
+    Allocated and Binding tasks. Without the binding ones, a session that ran while binds were in
+    flight saw their queue's room as free again and let it past its capability (onto room another
+    queue was to get). Call under the cluster cache's lock."""
+    allocated = dict(cache.queue_allocated)
+    pending, running = cache.queue.pending, cache.running
+    for key in cache.assumed:
+        entry = pending.get(key)
+        if entry is None or not entry.binding or key in running:
+            continue
+        task = entry.task
+        if uses_claims(task.pod):  # its claims' GPUs count as they do once it is bound
+            task = _with_claims(cache, task.clone(), allocated_too=True)
+        job = cache.jobs.get(task.job)
+        queue = queue_of(task.pod or {}, job.group if job is not None else None, cache.default_queue)
+        allocated[queue] = allocated.get(queue, Resources()) + task.resources
+    return allocated
+
+
+def partly_held(job: JobState, waiting: Sequence[PendingPod], cache: ClusterCache) -> bool:
+    """A gang that holds some members bound (or binding) but fewer than its minMember, with members
+    waiting: it is in every session even while those wait out a back-off or are unschedulable, so
+    that the gang plugin's order (a partly placed gang first) keeps the room it needs. Left out, a
+    competitor took the GPU a member's failed bind gave back, and the gang stayed short of its
+    minMember for good (a scheduler restart mid-gang, then one transient bind failure). Volcano has
+    no per-pod back-off: a failed bind's task is pending again in the next session. Call under the
+    cluster cache's lock."""
+    group = job.group
+    if group is None or not waiting or len(waiting) == len(job.members):
+        return False
+    pending, running = cache.queue.pending, cache.running
+    held = sum(1 for m in job.members if m in running or ((e := pending.get(m)) is not None and e.binding))
+    min_member = (group.get("spec") or {}).get("minMember", 1)
+    return 0 < held < min_member
 
 
 def awaits_enqueue(job: JobState) -> bool:

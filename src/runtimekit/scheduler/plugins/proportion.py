@@ -4,7 +4,10 @@ its `guarantee`. Queues with the smaller allocated/deserved share go first; a qu
 share is `overused` and gets nothing more this session; a queue may not exceed its capability;
 other queues may reclaim what a queue holds beyond its share (if that queue is reclaimable); a queue
 reclaims for a pod only while it is Open and the pod fits in its deserved share (Volcano's
-Preemptive: allocated + request within deserved, in the dimensions the pod asks for).
+Preemptive: allocated + request within deserved, in the dimensions the pod asks for). What a queue
+holds is the snapshot's `queue_allocated` (bound pods and those binding); a PodGroup's minResources
+reserve (`inqueue`) only what its job does not hold yet, while Inqueue or Running with its gang
+complete (Volcano's GetInqueueResource).
 
 Implements QueueOrder, Overused, Allocatable, Preemptive, Reclaimable, JobEnqueueable, JobEnqueued and
 EventHandler, and reports each queue's figures for Volcano's queue metrics (ReportsQueues)."""
@@ -58,6 +61,11 @@ def _capped(total: Resources, capability: Resources) -> Resources:
     return Resources.build(
         {d: min(total.get(d), capability.get(d)) if d in BASE_DIMS or d in named else total.get(d) for d in dims}
     )
+
+
+def _exceeded(a: Resources, b: Resources) -> Resources:
+    """The part of `a` above `b`, dimension by dimension (Volcano's ExceededPart)."""
+    return Resources.build({d: max(0, a.get(d) - b.get(d)) for d in a.dims()})
 
 
 def _max(a: Resources, b: Resources) -> Resources:
@@ -140,8 +148,13 @@ class Proportion(
             for task in job.tasks.values():
                 if task.status is TaskStatus.PENDING:
                     owner.request = owner.request + task.resources
-            if job.phase == "Inqueue" and job.min_resources is not None:
-                owner.inqueue = owner.inqueue + job.min_resources
+            if job.min_resources is not None and (
+                job.phase == "Inqueue" or (job.phase == "Running" and job.ready_count() >= job.min_member)
+            ):
+                # Volcano's GetInqueueResource: what minResources reserves beyond what the job already
+                # holds, which `allocated` counts (a job read Inqueue with members bound or binding,
+                # as after a restart, counted them twice and kept the queue's next job out)
+                owner.inqueue = owner.inqueue + _exceeded(job.min_resources, job.allocated())
         water_fill(list(self.attrs.values()), total)
 
     def queue_order(self, left: QueueInfo, right: QueueInfo) -> int:
