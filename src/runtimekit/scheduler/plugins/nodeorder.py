@@ -34,7 +34,7 @@ from runtimekit.kube.semantics.nodeaffinity import preferred_score
 from runtimekit.model import NodeTable
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
-from runtimekit.scheduler.framework.interfaces import NodeOrder, Rows, Scores
+from runtimekit.scheduler.framework.interfaces import RowLocalScores, Rows, Scores
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.kubesem import interpod, spread, spreading, taints
@@ -130,7 +130,7 @@ def _resource_scores(args: NodeOrderArgs, ssn: SessionView, task: TaskInfo, rows
     return score
 
 
-class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
+class NodeOrderPlugin(kubestate.FollowsPlacements, RowLocalScores):
     name = "nodeorder"
 
     def __init__(self, args: NodeOrderArgs, kube: kubestate.KubeShared | None = None) -> None:
@@ -162,7 +162,8 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
 
         return default_normalize(self._per_node("affinity", terms, ssn, compute)[rows])
 
-    def _taints(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+    def _taint_counts(self, task: TaskInfo, ssn: SessionView) -> np.ndarray:
+        """Untolerated PreferNoSchedule taints per row (of every row)."""
         tolerations = task.constraints.tolerations
         metas = ssn.snapshot.meta
 
@@ -175,7 +176,10 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
                 np.float64,
             )
 
-        return default_normalize(self._per_node("taints", tolerations, ssn, compute)[rows], reverse=True)
+        return self._per_node("taints", tolerations, ssn, compute)
+
+    def _taints(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
+        return default_normalize(self._taint_counts(task, ssn)[rows], reverse=True)
 
     def _images(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> np.ndarray | None:
         facts = kubestate.facts(task, ssn)
@@ -219,6 +223,24 @@ class NodeOrderPlugin(kubestate.FollowsPlacements, NodeOrder):
         kube = self.kube.session(ssn)
         affinity, tolerated = self.kube.node_masks(task.constraints, ssn)
         return spread.score(spreading.inputs(soft, facts, kube.index, kube.topology, affinity, tolerated), rows)
+
+    def row_local_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """Row-local (`RowLocalScores`) unless a part the pod gets is normalised over the rows scored
+        (preferred node affinity; taints, unless no node has one the pod does not tolerate, when
+        every row gets 100) or reads the session's other pods (inter-pod affinity, spreading)."""
+        a, facts = self.args, kubestate.facts(task, ssn)
+        if a.nodeaffinity and facts.preferred_nodes:
+            return None
+        if a.podtopologyspread and any(not c.hard for c in facts.spread):
+            return None
+        own = facts.preferred_affinity or facts.preferred_anti_affinity
+        if a.podaffinity and not facts.problem and (own or self.kube.session(ssn).index.has_terms):
+            return None
+        if a.tainttoleration and self._taint_counts(task, ssn).any():
+            return None
+        images = (facts.images, facts.containers) if a.imagelocality and facts.images else None
+        request = task.request
+        return (self.kube.scope(ssn).serial, request.cpu_milli, request.memory_bytes, images)
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         a = self.args
