@@ -6,7 +6,8 @@ batch, every pod placed (or found unschedulable) by the full predicate/score/dev
 conf; `--affinity` (implies `--kube`) makes the pods training jobs of `--job-size` workers, each
 worker one per node by required pod anti-affinity on kubernetes.io/hostname and spread over zones
 of 100 nodes by a DoNotSchedule topology spread constraint (maxSkew 1); every node carries the
-hostname and zone labels in all modes.
+hostname and zone labels in all modes. `--plain` makes every pod ask 100m CPU and 500Mi and no GPU,
+as the pod of kube-scheduler's SchedulingBasic workload does.
 
 The garbage collector runs with the thresholds the `runtimekit scheduler` process sets
 (runtimekit.scheduler.collector); `--default-gc` keeps CPython's defaults instead.
@@ -14,7 +15,7 @@ Prints JSON (decisions per second of wall time and per second of this process's 
 steadier figure on a shared host). Targets at 5,000 nodes with fgd: >= 4,000 decisions/s for pods without affinity;
 >= 1,000 decisions/s with `--affinity`.
 Usage: .venv/bin/python benchmarks/bench_scheduler_inprocess.py [--nodes 5000] [--pods 20000] [--batch 500]
-       [--policy fgd] [--kube] [--affinity [--job-size 10]] [--default-gc]
+       [--policy fgd] [--kube] [--affinity [--job-size 10]] [--plain] [--default-gc]
 """
 
 from __future__ import annotations
@@ -93,6 +94,9 @@ def main() -> None:
     parser.add_argument("--kube", action="store_true", help="the predicates and nodeorder plugins too")
     parser.add_argument("--affinity", action="store_true", help="jobs one worker per node, spread over zones")
     parser.add_argument("--job-size", type=int, default=10, help="workers per job (--affinity); divides --batch")
+    parser.add_argument(
+        "--plain", action="store_true", help="every pod asks 100m CPU and 500Mi, no GPU (SchedulingBasic's pod)"
+    )
     args = parser.parse_args()
     kube = args.kube or args.affinity
     if args.affinity and args.batch % args.job_size:
@@ -129,8 +133,10 @@ def main() -> None:
         for start in range(0, args.pods, args.batch):
             for i in range(start, min(start + args.batch, args.pods)):
                 pod = rng.choice(shares)
-                request = requests.get(pod.gpu_milli)
-                if request is None:
+                request = requests.get(-1 if args.plain else pod.gpu_milli)
+                if request is None and args.plain:
+                    request = requests[-1] = PodRequest(100, 500 << 20)
+                elif request is None:
                     request = requests[pod.gpu_milli] = PodRequest(
                         pod.cpu_milli,
                         pod.memory_mib << 20,
@@ -173,6 +179,7 @@ def main() -> None:
                 "pods_with": f"anti-affinity one per node, zone spread, jobs of {args.job_size}"
                 if args.affinity
                 else "-",
+                "pod_request": "100m CPU, 500Mi, no GPU" if args.plain else "GPU shares from the openb trace",
                 "gc": "default" if args.default_gc else "scheduler",
                 "bound": placed,
                 "sessions": sessions,

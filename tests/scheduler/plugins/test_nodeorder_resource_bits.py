@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from runtimekit.model import PodKey, PodRequest
 from runtimekit.scheduler.framework.info import JobKey, TaskInfo
-from runtimekit.scheduler.plugins.nodeorder import NodeOrderPlugin
+from runtimekit.scheduler.plugins.nodeorder import FEW_ROWS, NodeOrderPlugin
 from scheduler.kubesem.builders import node
 from scheduler.plugins.kube_harness import ONLY, cache_of, plugin, session_of
 
@@ -74,3 +74,34 @@ def test_resource_scores_have_the_formulas_bits(
     )
     assert got.dtype == np.float64
     assert got.tobytes() == want.tobytes()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 64_000), st.integers(0, 1 << 36)), min_size=NODES, max_size=NODES),
+    st.lists(st.floats(0, 1.2), min_size=NODES, max_size=NODES),
+    st.tuples(st.integers(0, 70_000), st.integers(0, 1 << 37)),
+    st.tuples(WEIGHT, WEIGHT, WEIGHT),
+    st.sets(st.integers(0, NODES - 1), min_size=1, max_size=FEW_ROWS),
+)
+def test_a_few_rows_score_as_in_a_call_over_every_row(
+    totals: list[tuple[int, int]],
+    used: list[float],
+    request: tuple[int, int],
+    weights: tuple[float, float, float],
+    few: set[int],
+) -> None:
+    """The rows a placement changed are rescored alone (on plain floats) when the session keeps the
+    others' scores: each must have the bits it has in a call over every row (numpy)."""
+    arguments = {**ONLY, "leastrequested.weight": weights[0], "mostrequested.weight": weights[1]}
+    arguments["balancedresource.weight"] = weights[2]
+    ssn = session_of(cache_of([node(f"n{i}") for i in range(NODES)]), nodeorder=arguments)
+    table = ssn.table
+    for row, ((cpu, mem), share) in enumerate(zip(totals, used, strict=True)):
+        table.cpu_total[row], table.mem_total[row] = cpu, mem
+        table.cpu_free[row], table.mem_free[row] = cpu - int(cpu * share), mem - int(mem * share)
+    task = TaskInfo(PodKey("p"), "default", "p", JobKey("p"), PodRequest(*request))
+    nodeorder = plugin(ssn, NodeOrderPlugin)
+    every = nodeorder.node_order(task, table.active_rows(), ssn.view)
+    rows = np.array(sorted(few), np.int64)
+    assert nodeorder.node_order(task, rows, ssn.view).tobytes() == every[rows].tobytes()

@@ -17,7 +17,7 @@ and `Bind` (see `binding.py` for when each runs).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -122,6 +122,21 @@ class Predicate(Named, Protocol):
 class NodeOrder(Protocol):
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         """A score per row (higher is better); the session sums every plugin's scores."""
+
+
+@runtime_checkable
+class RowLocalScores(NodeOrder, Protocol):
+    """A node order whose score of a row, for some pods, depends on the pod and that row's content
+    (its `NodeTable.version`) alone: nothing normalised over the rows scored, no other pod's state.
+    When every node-order plugin says so for a pod, the session keeps the summed scores per pod
+    signature (the plugins' keys) and rescores only the rows whose version changed since
+    (`scorememo.py`); the scores are the same bits as a full call's."""
+
+    def row_local_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """None when this pod's scores are not row-local; else a key such that two pods (of this
+        session) with equal keys get equal scores on every row whose version is equal. Called once
+        per pod scored, before `node_order`: a plugin that learns from the pods it scores learns here
+        too (each pod once), as `node_order` would."""
 
 
 @runtime_checkable

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import TypeVar
 
 import numpy as np
@@ -30,9 +30,10 @@ from runtimekit.model import Placement, PodKey
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
-from runtimekit.scheduler.framework.interfaces import JobOrder, JobOrderKey, PluginLists, Tiered
+from runtimekit.scheduler.framework.interfaces import JobOrder, JobOrderKey, PluginLists, RowLocalScores, Tiered
 from runtimekit.scheduler.framework.observe import STAGE_PREDICATE, STAGE_SCORING, Observer
 from runtimekit.scheduler.framework.sampling import NodeSampler
+from runtimekit.scheduler.framework.scorememo import ScoreMemo
 from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Code, Explain, FitErrors, Status, error
@@ -111,6 +112,13 @@ class Session:
         # once per job sorted or pushed, so a job must not change order while queued: the actions
         # change only the job they have popped
         self.job_key = _job_key(plugins.job_order.flat)
+        scorers = plugins.node_order.flat
+        row_local = [p for p in scorers if isinstance(p, RowLocalScores)]
+        # the plugins that score nodes, when every one of them can declare a pod's scores row-local
+        self._row_local: list[RowLocalScores] | None = (
+            row_local if row_local and len(row_local) == len(scorers) else None
+        )
+        self._score_memo = ScoreMemo()
 
     def implementing(self, interface: type[T]) -> list[list[T]]:
         """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
@@ -239,6 +247,20 @@ class Session:
         return self.predicate(task, rows, errors, skip), errors
 
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
+        """Every node-order plugin's scores of the rows, summed; kept per pod signature and rescored
+        only on the rows that changed when every plugin declares this pod's scores row-local
+        (`scorememo.py`), without node sampling (whose candidates change from pod to pod)."""
+        if self._row_local is not None and self.sampler is None:
+            keys: list[Hashable] = []
+            for plugin in self._row_local:
+                key = plugin.row_local_key(task, self.view)
+                if key is None:
+                    return self._summed(task, rows)
+                keys.append(key)
+            return self._score_memo.scores(tuple(keys), self.table, rows, lambda stale: self._summed(task, stale))
+        return self._summed(task, rows)
+
+    def _summed(self, task: TaskInfo, rows: Rows) -> Scores:
         plugins = self.plugins.node_order.flat
         if len(plugins) == 1:  # nothing to add up: the one plugin's scores as they are
             scores = plugins[0].node_order(task, rows, self.view)

@@ -18,7 +18,7 @@ it is bound or given up) and PreBind (writes them into the binding's assignment)
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -32,12 +32,12 @@ from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
-    NodeOrder,
     Plugin,
     PreBind,
     Predicate,
     PrePredicate,
     Reserve,
+    RowLocalScores,
     Rows,
     Scores,
     Verdict,
@@ -162,7 +162,7 @@ def plan(states: Mapping[int, MigGpuState], wants: list[tuple[str, int]], first_
     return Choice(tuple(slots), before, node_value(states, occupied))
 
 
-class Mig(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind):
+class Mig(HoldsDevices, Plugin, PrePredicate, Predicate, RowLocalScores, DeviceAllocate, DeviceKinds, Reserve, PreBind):
     name = NAME
     device_kinds = frozenset({GpuKind.MIG})
     held_noun = "MIG slices"
@@ -209,6 +209,10 @@ class Mig(HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAlloca
             return [("no GPU in MIG mode", ~passed & no_mig()), (f"no free MIG slot for {profiles}", ~passed)]
 
         return Verdict(passed, explain, unresolvable=no_mig)
+
+    def row_local_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """Row-local (`RowLocalScores`) for the pods scored 0 everywhere; the others keep the full call."""
+        return 0 if self._first_fit or not self._wants(task) else None
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         if not self._wants(task) or self._first_fit:  # first fit: the node order alone decides

@@ -21,6 +21,7 @@ Arguments (Volcano style, the `gpushare.` prefix optional):
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,12 +36,12 @@ from runtimekit.scheduler.framework.interfaces import (
     DeviceChoice,
     DeviceKinds,
     Mask,
-    NodeOrder,
     Plugin,
     PreBind,
     Predicate,
     PrePredicate,
     Reserve,
+    RowLocalScores,
     Rows,
     Scores,
     Verdict,
@@ -67,6 +68,7 @@ from runtimekit.scheduler.plugins.gpushare.policies import (
     PodType,
     Policy,
     PolicyContext,
+    RowLocalPolicy,
     TakesWorkload,
     TargetWorkload,
 )
@@ -95,7 +97,7 @@ class GpuShareArgs:
 
 
 class GpuSharePlugin(
-    HoldsDevices, Plugin, PrePredicate, Predicate, NodeOrder, DeviceAllocate, DeviceKinds, Reserve, PreBind
+    HoldsDevices, Plugin, PrePredicate, Predicate, RowLocalScores, DeviceAllocate, DeviceKinds, Reserve, PreBind
 ):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
@@ -111,6 +113,8 @@ class GpuSharePlugin(
         self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
+        # per policy (by id, with the policy to tell a reused id): the policy as a RowLocalPolicy, or None
+        self._row_local_policies: dict[int, tuple[Policy, RowLocalPolicy | None]] = {}
         self._filter_learners, self._score_learners = self._learners()
         if workload is not None:
             self.set_workload(workload)
@@ -176,6 +180,7 @@ class GpuSharePlugin(
             if isinstance(policy, TakesWorkload):
                 self.policies[name] = policy.with_workload(workload)
         self._filter_learners, self._score_learners = self._learners()
+        self._row_local_policies.clear()  # which policies learn at scoring may have changed
 
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
@@ -323,6 +328,21 @@ class GpuSharePlugin(
         return Verdict(inner.passed & ~ruled_out, explain, unresolvable=hopeless)
 
     # -- NodeOrder -------------------------------------------------------------------------
+    def row_local_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """Row-local (`RowLocalScores`) when the pod's policy says its scores are (`RowLocalPolicy`)
+        and does not learn at scoring (which `node_order` does once per pod)."""
+        policy = self.policy_for(task)
+        known = self._row_local_policies.get(id(policy))
+        if known is None or known[0] is not policy:  # an isinstance of a Protocol costs: once per policy
+            row_local = (
+                policy if isinstance(policy, RowLocalPolicy) and policy.name not in self._score_learners else None
+            )
+            known = self._row_local_policies[id(policy)] = (policy, row_local)
+        if known[1] is None:
+            return None
+        key = known[1].score_key(self._context(ssn.table), self.shape(task.request))
+        return None if key is None else (policy, key)
+
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
         policy = self.policy_for(task)

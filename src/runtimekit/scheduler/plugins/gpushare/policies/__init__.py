@@ -10,6 +10,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.base import (
     PodShape,
     Policy,
     PolicyContext,
+    RowLocalPolicy,
     TakesWorkload,
 )
 from runtimekit.scheduler.plugins.gpushare.policies.baseline import (
@@ -50,6 +51,7 @@ __all__ = [
     "PodType",
     "Policy",
     "PolicyContext",
+    "RowLocalPolicy",
     "TakesWorkload",
     "TargetWorkload",
 ]

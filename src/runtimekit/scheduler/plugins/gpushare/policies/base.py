@@ -13,6 +13,7 @@ instead.
 from __future__ import annotations
 
 import random
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol, runtime_checkable
@@ -82,6 +83,17 @@ class Policy(Protocol):
 
     def choose(self, ctx: PolicyContext, shape: PodShape, req: GpuRequest, row: int, fitting: IntArray) -> list[int]:
         """GPU columns for one container: `req.count` of `fitting` (the columns that can hold it)."""
+
+
+@runtime_checkable
+class RowLocalPolicy(Protocol):
+    """A policy whose score of a row may depend on the pod's shape and that row's content (its
+    `NodeTable.version`) alone, so that the session keeps the scores per pod signature and rescores
+    only the rows that changed (`RowLocalScores`)."""
+
+    def score_key(self, ctx: PolicyContext, shape: PodShape) -> Hashable | None:
+        """None when this shape's scores are not row-local now; else a key such that equal keys give
+        equal scores on every row of equal version."""
 
 
 class LearnsAt(Enum):

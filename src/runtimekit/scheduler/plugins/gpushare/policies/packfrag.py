@@ -38,6 +38,7 @@ from __future__ import annotations
 import itertools
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
+from collections.abc import Hashable
 
 import numpy as np
 import numpy.typing as npt
@@ -49,6 +50,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.base import (
     LearnsAt,
     PodShape,
     PolicyContext,
+    RowLocalPolicy,
     best_fit_gpus,
 )
 from runtimekit.scheduler.plugins.gpushare.policies.nodestates import (
@@ -266,7 +268,7 @@ class OnlineWorkload:
         return TargetWorkload.from_counts(self.counts, self.coverage)
 
 
-class PackFragPolicy(Learner):
+class PackFragPolicy(Learner, RowLocalPolicy):
     """Learns its target workload from every pod it is asked about, feasible or not, unless given one."""
 
     name = "packfrag"
@@ -335,6 +337,13 @@ class PackFragPolicy(Learner):
         return self._usable
 
     # -- the policy ------------------------------------------------------------------------
+    def score_key(self, ctx: PolicyContext, shape: PodShape) -> Hashable | None:
+        """`RowLocalPolicy`: a row's score is its cached value by row version (`ShapeCache`), for the
+        shape and the usable capacity of the current workload, unless hosts of rare types are kept
+        (which counts hosts over the whole table)."""
+        capacity = self._capacity(shape, ctx.table)
+        return None if capacity.rare else (capacity, shape)
+
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         table = ctx.table
         capacity = self._capacity(shape, table)
