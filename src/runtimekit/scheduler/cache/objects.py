@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.kube import jsoncodec
 from runtimekit.kube.objects import (
     Node,
     NodeStatus,
@@ -191,6 +192,29 @@ def constraints(spec: PodSpec) -> Constraints:
     return Constraints(nodeaffinity.node_selector_pairs(spec), terms, tolerations, str(spec.get("nodeName") or ""))
 
 
+_SHARED: dict[bytes, Constraints] = {}  # `shared_constraints`, by what they are read from
+_SHARED_KEEP = 4096
+
+
+def shared_constraints(spec: PodSpec) -> Constraints:
+    """`constraints(spec)`, read once per distinct nodeSelector, affinity, tolerations and nodeName
+    (their JSON): the pods made from one template share one `Constraints` (immutable). An error is
+    raised each time, never kept. Thread-safe (single dict operations: a race reads a spec twice)."""
+    try:
+        key = jsoncodec.dumps(
+            (spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), spec.get("nodeName"))
+        )
+    except TypeError:  # not JSON (a hand-made manifest): read it as it is
+        return constraints(spec)
+    found = _SHARED.get(key)
+    if found is None:
+        found = constraints(spec)
+        if len(_SHARED) >= _SHARED_KEEP:
+            _SHARED.clear()
+        _SHARED[key] = found
+    return found
+
+
 def _mapping(value: object) -> Mapping[str, Any]:
     """A field that should hold an object, as one ({} when it holds anything else: a malformed pod)."""
     return value if type(value) is dict or isinstance(value, Mapping) else {}  # a dict, as decoded, at once
@@ -271,7 +295,7 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
         except RequestError as exc:
             request, invalid = PodRequest(0, 0), f"invalid request: {exc}"
     try:
-        where = constraints(spec)
+        where = shared_constraints(spec)
     except (AttributeError, TypeError, ValueError) as exc:  # a malformed selector, affinity or toleration
         where, invalid = Constraints(), invalid or f"invalid spec: nodeSelector, affinity or tolerations: {exc}"
     models_text = str(annotations.get(protocol.annotations.gpu_models, "")).strip()
