@@ -65,9 +65,23 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 CRITICAL_PRIORITY = 2_000_000_000
 
 
+_TIMES: dict[str, float] = {}  # `timestamp`'s, by text: pods created in one second share theirs
+_TIMES_KEEP = 1024
+
+
 def timestamp(text: object) -> float:
-    """Seconds since the epoch of an RFC 3339 time; 0 for a missing or unreadable one."""
-    return parse_rfc3339(text) or 0.0
+    """Seconds since the epoch of an RFC 3339 time; 0 for a missing or unreadable one. Each text is
+    parsed once (a bounded memo: every new pod's creationTimestamp is read twice, and a burst of pods
+    carries a few distinct ones)."""
+    if not isinstance(text, str):
+        return parse_rfc3339(text) or 0.0
+    found = _TIMES.get(text)
+    if found is None:
+        found = parse_rfc3339(text) or 0.0
+        if len(_TIMES) >= _TIMES_KEEP:
+            _TIMES.clear()
+        _TIMES[text] = found
+    return found
 
 
 # -- nodes -----------------------------------------------------------------------------------------
