@@ -1,12 +1,16 @@
 """The event recorder writes Events off the caller's path, to a real (embedded) API server: each one once,
 with the fields `kubectl describe` shows; a full queue drops and counts instead of blocking; an API error
-is counted and the recorder keeps going; events over the rate limit are dropped and counted."""
+is counted and the recorder keeps going; events over the rate limit are dropped and counted (and not built)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
+import pytest
 
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.kube import events as events_module
 from runtimekit.kube.events import EventRecorder, TokenBucket, event_body, record_event
 from runtimekit.kube.http import KubeHttp
 
@@ -82,6 +86,28 @@ def test_events_over_the_rate_are_dropped_and_counted(apiserver: ApiServer) -> N
         assert recorder.flush(30)
         assert sorted(e["involvedObject"]["name"] for e in events(http)) == sorted(f"p{i}" for i in range(5))
         assert (recorder.throttled, recorder.dropped) == (35, 0)
+    finally:
+        recorder.close()
+        http.close()
+
+
+def test_an_event_over_the_rate_is_not_even_built(apiserver: ApiServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    original = events_module.pod_event_body
+
+    def counted(ref: Ref, *args: Any, **kwargs: Any) -> Any:
+        built.append(ref.name)
+        return original(ref, *args, **kwargs)
+
+    monkeypatch.setattr(events_module, "pod_event_body", counted)
+    http = KubeHttp.connect(server=apiserver.url)
+    recorder = EventRecorder(http, "c", qps=0.001, burst=2)
+    try:
+        for i in range(10):
+            recorder.record(Ref("default", f"p{i}"), "Normal", "Scheduled", "m")
+        assert built == ["p0", "p1"]  # a binding flood spends nothing on the Events it drops
+        assert recorder.throttled == 8
+        assert recorder.flush(30)
     finally:
         recorder.close()
         http.close()

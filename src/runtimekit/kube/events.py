@@ -175,15 +175,25 @@ class EventRecorder:
             self._workers.spawn(f"events-{i}", self._drain)
 
     def record(self, ref: ObjectRef, kind: str, reason: str, message: str) -> None:
-        self.record_body(pod_event_body(ref, self.component, kind, reason, message, self.host))
+        # the rate first: over it (a flood of bindings), the Event is not even built
+        if self._admitted():
+            self._put(pod_event_body(ref, self.component, kind, reason, message, self.host))
 
     def record_body(self, body: Event) -> None:
         """Queue an Event the caller built (`pod_event_body`, with fields of its own)."""
-        if not self._rate.take():
-            self.throttled += 1
-            if self.throttled == 1 or self.throttled % 1000 == 0:
-                log.warning("events over %g/s: %d dropped so far", self._rate.qps, self.throttled)
-            return
+        if self._admitted():
+            self._put(body)
+
+    def _admitted(self) -> bool:
+        """Whether an Event is within the rate (one over it is counted, and logged now and then)."""
+        if self._rate.take():
+            return True
+        self.throttled += 1
+        if self.throttled == 1 or self.throttled % 1000 == 0:
+            log.warning("events over %g/s: %d dropped so far", self._rate.qps, self.throttled)
+        return False
+
+    def _put(self, body: Event) -> None:
         try:
             self._queue.put_nowait(body)
         except queue.Full:

@@ -8,7 +8,9 @@ An `Informer[T]` hands its handler objects typed `T` (a `kube.objects` kind such
 `JsonObject`), cast once where the JSON enters. `transform` rewrites each object before the handler and
 the informer see it; `strip_managed_fields` is client-go's TransformStripManagedFields, which
 kube-scheduler sets on its informers: server-side apply makes `metadata.managedFields` about a third
-of a pod, and a cache that never reads it should not hold it. Callers: the scheduler cache, the controller, the
+of a pod, and a cache that never reads it should not hold it (`decode=jsoncodec.loads_event_lean`
+skips it in a pod's or node's watch events without building it; the transform still strips lists).
+Callers: the scheduler cache, the controller, the
 device plugin's node pods, the shared informers (`kube.informers`), the embedded cluster.
 """
 
@@ -17,10 +19,11 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Mapping
-from typing import Generic, Protocol, TypeVar, cast
+from typing import Any, Generic, Protocol, TypeVar, cast
 
 from runtimekit.base.backoff import Backoff
 from runtimekit.base.threads import Workers
+from runtimekit.kube import jsoncodec
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.objects import JsonObject, meta, object_key
@@ -56,6 +59,7 @@ class Informer(Generic[T]):
         optional: bool = False,
         forbidden_ok: bool = False,
         transform: Callable[[JsonObject], JsonObject] | None = None,
+        decode: Callable[[bytes], Any] = jsoncodec.loads,
     ) -> None:
         self.http, self.path, self.handler = http, path, handler
         self.params = dict(params or {})
@@ -67,6 +71,7 @@ class Informer(Generic[T]):
         # until it is, looked at again every minute
         self.forbidden_ok = forbidden_ok
         self.transform = transform
+        self.decode = decode  # of each watch event's line (`jsoncodec.loads_event_lean`: no managedFields)
         self.served = True
         self.synced = threading.Event()
         self.resource_version = ""
@@ -151,7 +156,7 @@ class Informer(Generic[T]):
             self.on_relist()
 
     def _watch(self) -> None:
-        for event in self.http.watch(self.path, self.resource_version, self.params, self.watch_timeout):
+        for event in self.http.watch(self.path, self.resource_version, self.params, self.watch_timeout, self.decode):
             if self._workers.stopped:
                 return
             rv = str(meta(event.object).get("resourceVersion", ""))

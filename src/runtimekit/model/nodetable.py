@@ -214,9 +214,16 @@ class NodeTable:
         # In plain ints, read once: this runs on every booking, twice per decision. Columns past the
         # node's GPU count always hold the same (no GPU), so the count stands for them.
         count = int(self.gpu_count[row])
-        cores, usables = self.core_free[row, :count].tolist(), self.usable[row, :count].tolist()
-        gmems = self.gmem_free[row, :count].tolist()
-        holders = self.holders[row, :count].tolist()
+        cores: list[int] = []
+        usables: list[bool] = []
+        gmems: list[int] = []
+        holders: list[int] = []
+        gmem_totals: list[int] = []
+        if count:  # a node without GPUs (most of kube-scheduler's workloads) slices nothing
+            cores, usables = self.core_free[row, :count].tolist(), self.usable[row, :count].tolist()
+            gmems = self.gmem_free[row, :count].tolist()
+            holders = self.holders[row, :count].tolist()
+            gmem_totals = self.gmem_total[row, :count].tolist()
         cpu, pods = int(self.cpu_free[row]), int(self.pods_free[row])
         name = self._names[row] if row < len(self._names) else None
         mig = self.mig.get(row)
@@ -238,7 +245,6 @@ class NodeTable:
         self.version[row] = hash(content) & 0x7FFF_FFFF_FFFF_FFFF
         total = usable_count = whole = room = 0
         most = NO_GPU
-        gmem_totals = self.gmem_total[row, :count].tolist()
         for core, usable, gmem, gmem_total in zip(cores, usables, gmems, gmem_totals, strict=True):
             if usable:
                 total += core

@@ -34,6 +34,7 @@ from typing import Any
 from prometheus_client import CollectorRegistry, ProcessCollector
 
 from runtimekit.base.keyring import KeyRing
+from runtimekit.kube import jsoncodec
 from runtimekit.kube.events import DEFAULT_BURST, DEFAULT_QPS, EventRecorder, event_body, post_event
 from runtimekit.kube.http import KubeHttp
 from runtimekit.kube.informer import Handler, Informer, strip_managed_fields
@@ -138,11 +139,11 @@ class Scheduler:
         self.metrics.jobs = lambda: set(self.cache.jobs)
         self._observed = ObservedCache(self.live, self.metrics)
         self.sampler = NodeSampler(self.options.node_sampling) if self.options.node_sampling else None
-        c = self.cache
+        c, lean = self.cache, jsoncodec.loads_event_lean
         # each informer hands its handler the kind its path serves (`Informer[Node]`, ...)
         self.informers: list[Informer[Any]] = [
-            Informer(http, "/api/v1/nodes", c.on_node, name="nodes", transform=strip_managed_fields),
-            Informer(http, "/api/v1/pods", self._on_pod, name="pods", transform=strip_managed_fields),
+            Informer(http, "/api/v1/nodes", c.on_node, name="nodes", transform=strip_managed_fields, decode=lean),
+            Informer(http, "/api/v1/pods", self._on_pod, name="pods", transform=strip_managed_fields, decode=lean),
             # a ClusterRole from before namespaces were read must not stop scheduling
             Informer(http, "/api/v1/namespaces", c.on_namespace, name="namespaces", forbidden_ok=True),
             Informer(http, f"{VOLCANO}/podgroups", c.on_podgroup, name="podgroups", optional=True),

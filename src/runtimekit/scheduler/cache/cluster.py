@@ -68,6 +68,7 @@ from runtimekit.scheduler.cache.objects import (
     node_state,
     queue_info,
     queue_of,
+    rebound,
     task_from_pod,
 )
 from runtimekit.scheduler.cache.policy import disruption_budget, namespace_quota
@@ -272,6 +273,8 @@ class ClusterCache:
 
     def _book_bound(self, pod: Pod, like: TaskInfo | None = None) -> None:
         node = NodeName(str((pod.get("spec") or {}).get("nodeName")))
+        if like is not None and self._confirmed(pod, node, like):
+            return
         task = task_from_pod(pod, self.protocol, like)
         held = self.ledger.booking(task.key)
         # assumed here, or booked before: confirmed (an ignored assignment is judged again: a key may
@@ -332,6 +335,27 @@ class ClusterCache:
         self._account(task, +1)
         self.pods.add_pod(task.key, pod, task.namespace, node)
         self._join(task, pod)
+
+    def _confirmed(self, pod: Pod, node: NodeName, like: TaskInfo) -> bool:
+        """`_book_bound`'s common case in fewer steps, to the same state: the event of a pod this
+        cache holds as bound (`like`: the binder's task, or its last event's), on the node it is
+        booked on, that is only its binding (`objects.rebound`: no field of the task changes, so
+        neither what its queue holds nor its job). False, having changed nothing, for any other."""
+        key = like.key
+        held = self.ledger.booking(key)
+        if held is None or held.node != node or key in self.unbooked or self.running.get(key) is not like:
+            return False
+        job = self.jobs.get(like.job)
+        if job is None or key not in job.members or is_deleting(pod) or uses_claims(pod):
+            return False  # joined anew, released, or its claims counted in its request: the slow path
+        task = rebound(pod, self.protocol, like)
+        if task is None:
+            return False
+        self.assumed.pop(key, None)
+        task.placement, task.node, task.status = held, node, TaskStatus.RUNNING
+        self.running[key] = task  # the same resources in the same queue: the queue's sum stands
+        self.pods.add_pod(key, pod, task.namespace, node)
+        return True
 
     def kit_backed(self) -> bool:
         """Whether the kit driver's GPUs are all GPUs of the ledger (`claimbook.ledger_backed`), worked

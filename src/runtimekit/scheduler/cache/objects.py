@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from typing import Any, cast
 
 from runtimekit.base.timestamps import parse_rfc3339
+from runtimekit.kube import jsoncodec
 from runtimekit.kube.objects import (
     Node,
     NodeStatus,
@@ -38,6 +39,7 @@ from runtimekit.model import (
 )
 from runtimekit.model.scalars import LIMIT, Scalars, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
+from runtimekit.protocol.memo import PerProtocol
 from runtimekit.protocol.names import split_names
 from runtimekit.protocol.presets import speaks_hami
 from runtimekit.scheduler.framework.info import (
@@ -63,9 +65,23 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 CRITICAL_PRIORITY = 2_000_000_000
 
 
+_TIMES: dict[str, float] = {}  # `timestamp`'s, by text: pods created in one second share theirs
+_TIMES_KEEP = 1024
+
+
 def timestamp(text: object) -> float:
-    """Seconds since the epoch of an RFC 3339 time; 0 for a missing or unreadable one."""
-    return parse_rfc3339(text) or 0.0
+    """Seconds since the epoch of an RFC 3339 time; 0 for a missing or unreadable one. Each text is
+    parsed once (a bounded memo: every new pod's creationTimestamp is read twice, and a burst of pods
+    carries a few distinct ones)."""
+    if not isinstance(text, str):
+        return parse_rfc3339(text) or 0.0
+    found = _TIMES.get(text)
+    if found is None:
+        found = parse_rfc3339(text) or 0.0
+        if len(_TIMES) >= _TIMES_KEEP:
+            _TIMES.clear()
+        _TIMES[text] = found
+    return found
 
 
 # -- nodes -----------------------------------------------------------------------------------------
@@ -190,9 +206,32 @@ def constraints(spec: PodSpec) -> Constraints:
     return Constraints(nodeaffinity.node_selector_pairs(spec), terms, tolerations, str(spec.get("nodeName") or ""))
 
 
+_SHARED: dict[bytes, Constraints] = {}  # `shared_constraints`, by what they are read from
+_SHARED_KEEP = 4096
+
+
+def shared_constraints(spec: PodSpec) -> Constraints:
+    """`constraints(spec)`, read once per distinct nodeSelector, affinity, tolerations and nodeName
+    (their JSON): the pods made from one template share one `Constraints` (immutable). An error is
+    raised each time, never kept. Thread-safe (single dict operations: a race reads a spec twice)."""
+    try:
+        key = jsoncodec.dumps(
+            (spec.get("nodeSelector"), spec.get("affinity"), spec.get("tolerations"), spec.get("nodeName"))
+        )
+    except TypeError:  # not JSON (a hand-made manifest): read it as it is
+        return constraints(spec)
+    found = _SHARED.get(key)
+    if found is None:
+        found = constraints(spec)
+        if len(_SHARED) >= _SHARED_KEEP:
+            _SHARED.clear()
+        _SHARED[key] = found
+    return found
+
+
 def _mapping(value: object) -> Mapping[str, Any]:
     """A field that should hold an object, as one ({} when it holds anything else: a malformed pod)."""
-    return value if isinstance(value, Mapping) else {}
+    return value if type(value) is dict or isinstance(value, Mapping) else {}  # a dict, as decoded, at once
 
 
 def _same_request(before: Pod, after: Pod) -> bool:
@@ -202,6 +241,7 @@ def _same_request(before: Pod, after: Pod) -> bool:
     return all(old.get(key) == new.get(key) for key in ("containers", "initContainers", "overhead"))
 
 
+_WRITES: PerProtocol[None, tuple[frozenset[str], frozenset[str]]] = PerProtocol(16)  # `_binding_writes`
 _IDENTITY = ("uid", "name", "namespace", "creationTimestamp", "ownerReferences")
 
 
@@ -210,7 +250,7 @@ def _only_bound(before: Pod, after: Pod, written: frozenset[str], labeled: froze
     for `nodeName`, and the same annotations and labels but for those the scheduler writes with the
     binding (`written`, `labeled`); a status or a resourceVersion may differ (no task field reads them)."""
     old_meta, new_meta = _mapping(before.get("metadata")), _mapping(after.get("metadata"))
-    if any(old_meta.get(k) != new_meta.get(k) for k in _IDENTITY):
+    if list(map(old_meta.get, _IDENTITY)) != list(map(new_meta.get, _IDENTITY)):
         return False
     old_labels, new_labels = _mapping(old_meta.get("labels")), _mapping(new_meta.get("labels"))
     if old_labels != new_labels and any(
@@ -220,6 +260,9 @@ def _only_bound(before: Pod, after: Pod, written: frozenset[str], labeled: froze
     if not same_spec_but_node(before, after):
         return False
     old_notes, new_notes = _mapping(old_meta.get("annotations")), _mapping(new_meta.get("annotations"))
+    blank = dict.fromkeys(written)  # one comparison in C first; the key by key one only when it fails
+    if {**old_notes, **blank} == {**new_notes, **blank}:
+        return True
     return all(old_notes.get(k) == new_notes.get(k) for k in old_notes.keys() | new_notes.keys() if k not in written)
 
 
@@ -232,6 +275,10 @@ def _fresh(task: TaskInfo) -> TaskInfo:
 
 def _binding_writes(protocol: KitProtocol) -> tuple[frozenset[str], frozenset[str]]:
     """The annotations and labels the scheduler writes with a binding (HAMi's too, under its names)."""
+    return _WRITES.get(protocol, None, lambda: _writes_of(protocol))
+
+
+def _writes_of(protocol: KitProtocol) -> tuple[frozenset[str], frozenset[str]]:
     names = protocol.annotations
     own = frozenset({names.assignment, names.assignment_signature, names.assume_time})
     if not speaks_hami(protocol):
@@ -245,16 +292,13 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
     of an earlier event of the pod, whose request is taken as it is when the pod asks for the same,
     and whose every field is when the new event is only the pod's binding (what the scheduler reads
     first of every pod it binds)."""
+    if like is not None:
+        again = rebound(pod, protocol, like)
+        if again is not None:
+            return again
     m = meta(pod)
     spec = cast(PodSpec, _mapping(pod.get("spec")))
     earlier = like.pod if like is not None and not like.invalid else None  # read by this function
-    if like is not None and earlier is not None and _only_bound(earlier, pod, *_binding_writes(protocol)):
-        task = _fresh(like)
-        task.pod = pod
-        node = str(spec.get("nodeName") or "")
-        if task.constraints.node_name != node:
-            task.constraints = replace(task.constraints, node_name=node)
-        return task
     annotations = _mapping(m.get("annotations"))
     invalid = ""
     if like is not None and earlier is not None and _same_request(earlier, pod):
@@ -265,7 +309,7 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
         except RequestError as exc:
             request, invalid = PodRequest(0, 0), f"invalid request: {exc}"
     try:
-        where = constraints(spec)
+        where = shared_constraints(spec)
     except (AttributeError, TypeError, ValueError) as exc:  # a malformed selector, affinity or toleration
         where, invalid = Constraints(), invalid or f"invalid spec: nodeSelector, affinity or tolerations: {exc}"
     models_text = str(annotations.get(protocol.annotations.gpu_models, "")).strip()
@@ -295,6 +339,20 @@ def task_from_pod(pod: Pod, protocol: KitProtocol, like: TaskInfo | None = None)
         or spec.get("priorityClassName") in ("system-cluster-critical", "system-node-critical"),
         role=task_role(annotations, _mapping(m.get("labels"))),
     )
+
+
+def rebound(pod: Pod, protocol: KitProtocol, like: TaskInfo) -> TaskInfo | None:
+    """`task_from_pod(pod, protocol, like)` when `pod` is only `like`'s pod as its binding leaves it
+    (a fresh copy of `like` with the new manifest and node, no field read again); else None."""
+    earlier = like.pod if not like.invalid else None
+    if earlier is None or not _only_bound(earlier, pod, *_binding_writes(protocol)):
+        return None
+    task = _fresh(like)
+    task.pod = pod
+    node = str(_mapping(pod.get("spec")).get("nodeName") or "")
+    if task.constraints.node_name != node:
+        task.constraints = replace(task.constraints, node_name=node)
+    return task
 
 
 _GO_BOOLS = {"1": True, "t": True, "T": True, "TRUE": True, "true": True, "True": True}
