@@ -87,3 +87,20 @@ def test_a_body_over_the_limit_is_413(server: ApiServer) -> None:
         except httpx2.HTTPError:  # the server may close before the whole body is sent
             return
     assert answer.status_code == 413
+
+
+def test_a_binding_is_answered_with_kube_apiservers_success_status(server: ApiServer) -> None:
+    with http_client(server.url) as client:
+        pod = {"metadata": {"name": "bound"}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+        assert client.post("/api/v1/namespaces/default/pods", json=pod).status_code == 201
+        binding = {"metadata": {"name": "bound"}, "target": {"kind": "Node", "name": "node-1"}}
+        for _ in range(2):  # the second is refused: the answer is no constant
+            answer = client.post("/api/v1/namespaces/default/pods/bound/binding", json=binding)
+            if answer.status_code == 201:
+                assert (
+                    answer.content == b'{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201}'
+                )
+            else:
+                assert answer.status_code == 409
+                assert answer.json()["reason"] == "Conflict"
+        assert client.get("/api/v1/namespaces/default/pods/bound").json()["spec"]["nodeName"] == "node-1"
