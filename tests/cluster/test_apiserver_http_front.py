@@ -16,6 +16,8 @@ import pytest
 
 from fixtures.apiserver import http_client
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.apiserver.errors import ApiError
+from runtimekit.cluster.apiserver.routing import negotiate, parse_path
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +106,39 @@ def test_a_binding_is_answered_with_kube_apiservers_success_status(server: ApiSe
                 assert answer.status_code == 409
                 assert answer.json()["reason"] == "Conflict"
         assert client.get("/api/v1/namespaces/default/pods/bound").json()["spec"]["nodeName"] == "node-1"
+
+
+PATHS = [
+    "/api",
+    "/api/v1",
+    "/apis",
+    "/apis/apps",
+    "/apis/apps/v1",
+    "/api/v1/pods",
+    "/api/v1/namespaces/default/pods",
+    "/api/v1/namespaces/default/pods/p1/binding",
+    "/api/v1/namespaces/default",
+    "/api/v1/namespaces/default/status",
+    "/api/v1/watch/namespaces/default/pods/p1",
+    "/apis/apps/v1/namespaces/d/deployments/x/scale",
+    "//api//v1//nodes/",
+    "/api/v1/a/b/c/d/e",
+    "/healthz",
+    "/",
+]
+
+
+def test_the_remembered_path_answers_are_the_parsed_ones() -> None:
+    for _ in range(2):  # the second round is answered from the cache
+        for path in PATHS:
+            assert parse_path(path) == parse_path.__wrapped__(path)
+
+
+def test_an_unacceptable_accept_header_is_refused_every_time() -> None:
+    for _ in range(2):
+        with pytest.raises(ApiError) as refused:
+            negotiate("application/xml")
+        assert refused.value.code == 406
+    table = "application/json;as=Table;v=v1;g=meta.k8s.io, application/json"
+    assert negotiate(table) == negotiate.__wrapped__(table)
+    assert negotiate("") == negotiate.__wrapped__("")
