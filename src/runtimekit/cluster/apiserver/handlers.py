@@ -91,6 +91,7 @@ _SUBRESOURCE_METHODS = {
     "token": ("POST",),
 }
 _MAX_MANAGER = 128
+_CREATED = dumps(success_status(201))  # the answer to every binding
 _METHOD_VERBS = {"GET": "get", "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}
 
 
@@ -146,11 +147,12 @@ class Handlers:
         path = request.path
         parsed = parse_path(path)
         who = self.access.who(request.headers)  # None: the admin, whom nothing restricts
-        if who is not None:
-            if isinstance(parsed, Target):
+        if isinstance(parsed, Target):  # under /api or /apis: none of the paths below
+            if who is not None:
                 self.access.check_resource(who, request.method, parsed, request.query)
-            else:
-                self.access.check_path(who, request.method, path)
+            return await self._resource(request, parsed, who or ADMIN)
+        if who is not None:
+            self.access.check_path(who, request.method, path)
         trimmed = path.rstrip("/") or "/"
         if trimmed in _HEALTH or any(path.startswith(h + "/") for h in _HEALTH):
             return web.Response(text="ok")
@@ -160,9 +162,7 @@ class Handlers:
             return await self.openapi.handle(request, trimmed)
         if parsed is None:
             return web.Response(status=404, text="404 page not found\n")
-        if isinstance(parsed, GroupVersionPath):
-            return self._discovery(request, parsed)
-        return await self._resource(request, parsed, who or ADMIN)
+        return self._discovery(request, parsed)
 
     def _discovery(self, request: web.Request, where: GroupVersionPath) -> web.Response:
         if request.method != "GET":
@@ -522,7 +522,7 @@ class Handlers:
         body, namespace = await self._body(request, "Binding"), target.namespace
         admit = self._admit(request, info, target, CREATE)
         await run(lambda: self.api.bind(namespace, name, admit.review(body) if admit else body), admit)
-        return _json(dumps(success_status(201)), 201)
+        return _json(_CREATED, 201)
 
     async def _evict(self, request: web.Request, info: ResourceInfo, target: Target) -> web.Response:
         """`POST pods/{name}/eviction`: delete the pod with the Eviction's DeleteOptions (no disruption

@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
+from functools import lru_cache
 
 from runtimekit.cluster.apiserver.errors import bad_request, field_forbidden, invalid, not_acceptable
 from runtimekit.cluster.apiserver.store import Key
@@ -46,8 +47,9 @@ class GroupVersionPath:
     version: str = ""
 
 
+@lru_cache(maxsize=1024)  # every request asks; most ask the same few paths (a kind's list, create, watch)
 def parse_path(path: str) -> Target | GroupVersionPath | None:
-    """Classify a request path; None when it is not an API path at all."""
+    """Classify a request path; None when it is not an API path at all (the answers are immutable)."""
     parts = [p for p in path.split("/") if p]
     if not parts or parts[0] not in ("api", "apis"):
         return None
@@ -127,6 +129,7 @@ class Rendering:
     version: str = "v1"
 
 
+@lru_cache(maxsize=256)  # every request asks, and a client sends the same few headers (a refusal is not kept)
 def negotiate(accept: str) -> Rendering:
     """Pick the first acceptable media range of an `Accept` header, as the real server does."""
     if not accept.strip():

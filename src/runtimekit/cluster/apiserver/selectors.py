@@ -136,3 +136,45 @@ def field_value(obj: Mapping[str, Any], path: str) -> str:
     if isinstance(node, bool):
         return "true" if node else "false"
     return str(node)
+
+
+_Reads = tuple[tuple[str, tuple[tuple[int, tuple[str, ...], str], ...]], ...]
+
+
+@lru_cache(maxsize=256)
+def _reads(paths: tuple[str, ...]) -> _Reads:
+    """`paths` grouped by their first part: each group's top-level value is read once. Each entry is
+    (position in `paths`, the parts after the first, the value when absent)."""
+    groups: dict[str, list[tuple[int, tuple[str, ...], str]]] = {}
+    for at, path in enumerate(paths):
+        head, *rest = _parts(path)
+        groups.setdefault(head, []).append((at, tuple(rest), ABSENT_AS.get(path, "")))
+    return tuple((head, tuple(entries)) for head, entries in groups.items())
+
+
+@lru_cache(maxsize=256)
+def _stored_paths(fields: tuple[tuple[str, str], ...]) -> tuple[str, ...]:
+    return tuple(path for _, path in fields)
+
+
+def field_values(obj: dict[str, Any], fields: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """`{path: field_value(obj, path) for _, path in fields}` (a kind's (label, stored path) pairs), with
+    each top-level value read once: the store computes a pod's eight selectable fields on every write."""
+    paths = _stored_paths(fields)
+    values = [""] * len(paths)
+    for head, entries in _reads(paths):
+        top = obj.get(head)
+        for at, rest, absent in entries:
+            node: Any = top
+            for part in rest:
+                if not isinstance(node, dict):
+                    node = None
+                    break
+                node = node.get(part)
+            if node is None:
+                values[at] = absent
+            elif isinstance(node, bool):
+                values[at] = "true" if node else "false"
+            else:
+                values[at] = str(node)
+    return dict(zip(paths, values, strict=True))

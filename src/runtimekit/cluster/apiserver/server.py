@@ -13,16 +13,21 @@ Callers: test fixtures (`tests/fixtures/apiserver.py`), the embedded cluster, `r
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from types import TracebackType
 from typing import cast
 
-from aiohttp import web
+from aiohttp import HttpVersion11, web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http_parser import RawRequestMessage
+from aiohttp.streams import StreamReader
+from aiohttp.web_protocol import RequestHandler
 
 from runtimekit.base.threads import Workers
 from runtimekit.cluster.apiserver.admission.requests import Admission
@@ -101,7 +106,7 @@ class ApiServer:
         self._bootstrap()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._workers: Workers | None = None  # one set per start: a stopped server may start again
-        self._runner: web.AppRunner | None = None
+        self._runner: web.ServerRunner | None = None
         self._waker: Waker | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
@@ -200,9 +205,15 @@ class ApiServer:
             self.openapi,
             self.access,
         )
-        app = web.Application(client_max_size=MAX_BODY_BYTES + 1)  # aiohttp refuses sizes >= this
-        app.router.add_route("*", "/{tail:.*}", handlers.handle)
-        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True, shutdown_timeout=2.0)
+        # aiohttp's low-level server: every path goes to one handler, so an Application's router (a
+        # regex match and a match-info object per request) would only cost CPU on every request
+        web_server = web.Server(
+            functools.partial(_serve, handlers.handle),
+            request_factory=_request_factory(asyncio.get_running_loop()),
+            handler_cancellation=True,
+            access_log=None,
+        )
+        self._runner = web.ServerRunner(web_server, shutdown_timeout=2.0)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
@@ -257,3 +268,38 @@ class ApiServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _request_factory(
+    loop: asyncio.AbstractEventLoop,
+) -> Callable[[RawRequestMessage, StreamReader, RequestHandler, AbstractStreamWriter, asyncio.Task[None]], web.Request]:
+    """Requests as an Application makes them, with the body limit kube-apiserver has."""
+
+    def make(
+        message: RawRequestMessage,
+        payload: StreamReader,
+        protocol: RequestHandler,
+        writer: AbstractStreamWriter,
+        task: asyncio.Task[None],
+    ) -> web.Request:
+        # aiohttp refuses bodies of client_max_size bytes or more
+        return web.Request(message, payload, protocol, writer, task, loop, client_max_size=MAX_BODY_BYTES + 1)
+
+    return make
+
+
+async def _serve(
+    handle: Callable[[web.Request], Awaitable[web.StreamResponse]], request: web.BaseRequest
+) -> web.StreamResponse:
+    """One request: `Expect: 100-continue` answered first, as an Application's router does (curl waits
+    a second for it before it sends a body over 1 KiB), then `handle`."""
+    assert isinstance(request, web.Request)  # made by `_request_factory`
+    expect = request.headers.get("Expect")
+    if expect and request.version == HttpVersion11:
+        if expect.lower() == "100-continue":
+            await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+            request.writer.output_size = 0  # the body of the answer has not started yet
+            await request.writer.drain()
+        else:
+            raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+    return await handle(request)

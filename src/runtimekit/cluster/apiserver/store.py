@@ -23,7 +23,7 @@ from typing import Any, Protocol, cast
 
 from runtimekit.cluster.apiserver.errors import ApiError, expired, too_old_resource_version
 from runtimekit.cluster.apiserver.resources import ResourceInfo
-from runtimekit.cluster.apiserver.selectors import field_value
+from runtimekit.cluster.apiserver.selectors import field_values
 from runtimekit.kube import jsoncodec
 from runtimekit.kube.objects import JsonObject, ObjectMeta
 
@@ -331,7 +331,7 @@ class Store:
             rv=rv,
             raw=dumps(obj),
             labels=meta.get("labels") or {},
-            fields={path: field_value(obj, path) for _, path in info.fields},
+            fields=field_values(obj, info.fields),
             info=info,
         )
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import base64
 import binascii
-import contextlib
-from collections.abc import Iterable, Iterator
-from contextvars import ContextVar
+from collections.abc import Iterable
+from contextvars import ContextVar, Token
 from enum import StrEnum
 from typing import Any
 
@@ -53,15 +52,23 @@ class FieldValidation(StrEnum):
         raise bad_request(f"fieldValidation must be one of Ignore, Warn, or Strict, got {text!r}")
 
 
-@contextlib.contextmanager
-def collect_warnings() -> Iterator[list[str]]:
-    """Collect the warnings raised while handling one request (sent back as `Warning` headers)."""
-    collected: list[str] = []
-    token = _warnings.set(collected)
-    try:
-        yield collected
-    finally:
-        _warnings.reset(token)
+class collect_warnings:  # lower-case: callers use it as the function it was, `with collect_warnings() as w:`
+    """Collect the warnings raised while handling one request (sent back as `Warning` headers). A
+    class rather than a generator context manager: every request enters one."""
+
+    __slots__ = ("_collected", "_token")
+
+    def __init__(self) -> None:
+        self._collected: list[str] = []
+        self._token: Token[list[str] | None] | None = None
+
+    def __enter__(self) -> list[str]:
+        self._token = _warnings.set(self._collected)
+        return self._collected
+
+    def __exit__(self, *exc: object) -> None:
+        assert self._token is not None
+        _warnings.reset(self._token)
 
 
 def warn(text: str) -> None:
