@@ -22,6 +22,14 @@ LP), so that shares go where the workload can fill the rest of the GPU, as the o
 patterns do (a 470 beside a 320 leaves 210 that only rare pods fill; beside another 470, 60).
 docs/results/better-than-fgd.md has the measurements behind the weights.
 
+A pod that asks for no GPU goes, among the nodes where it costs no usable capacity, to a node with no
+GPU that GPU pods could use (a CPU node, a node with every GPU in MIG mode) first: `NO_GPU_BONUS`
+points. The usable capacity counts a node's free CPU only through the GPU pods it could still host,
+and its memory not at all, so such nodes all tie at no loss and first fit put CPU pods on GPU nodes,
+where their memory and CPU can leave GPUs idle (on `h200-mig` gpushare100, 8-GPU nodes left with
+8 idle GPUs and 14 GiB of memory; docs/results/cluster-shapes.md). A node list with GPUs everywhere
+(openb's GPU nodes) places exactly as without it.
+
 FGD (fgd.py) measures the same thing with two differences: it counts a node as usable for t
 whenever one pod of t fits, however little CPU is left for more, and it adds the pod's own request
 to the score, which flattens the scores of large pods. Losses are scored as FGD scores its
@@ -72,6 +80,7 @@ BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.buck
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 SMALL_COMPUTE = 16  # usable capacities up to which the per-type terms are worked out in plain ints
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
+NO_GPU_BONUS = 1  # score points a GPU-less pod gains on a node with no usable GPU (see above)
 
 
 class UsableCapacity:
@@ -365,11 +374,11 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         )
         if spoiled is None:
             scores: IntArray = cache.values(table, rows)
-            return scores
+            return scores if shape.gpu else _spare_nodes_first(scores, table, rows)
         every = cache.value[: table.rows].copy()  # penalise by row, then pick the candidates
         every[spoiled] -= HOST_PENALTY  # the pod goes there only when no other node can take it
         picked: IntArray = every if table.all_active(rows) else every[rows]
-        return picked
+        return picked if shape.gpu else _spare_nodes_first(picked, table, rows)
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
@@ -525,6 +534,16 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         ]
         scores = self._scores(np.array(losses)).tolist()
         return {v: sc for (v, _), sc in zip(afters, scores, strict=True)}
+
+
+def _spare_nodes_first(scores: IntArray, table: NodeTable, rows: IntArray) -> IntArray:
+    """A GPU-less pod's scores with `NO_GPU_BONUS` on the rows with no usable GPU (see the module
+    docstring); the scores as they were where every row has one."""
+    spare = table.gpu_usable[rows] == 0
+    if not spare.any():
+        return scores
+    bumped: IntArray = scores + NO_GPU_BONUS * spare
+    return bumped
 
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
