@@ -144,13 +144,25 @@ def figures(w: Workload, measured: Measured | None, bound: dict[str, float]) -> 
         "scheduler_cpu_ms_per_pod": round(measured.scheduler_cpu * 1000 / max(1, len(keys)), 2),
         # the rate one whole core would give the scheduler: on a shared host, steadier than the wall-time rate
         "pods_per_scheduler_cpu_second": round(len(keys) / measured.scheduler_cpu) if measured.scheduler_cpu else None,
+        # where the machine's cores went per measured pod: all three processes share them
+        "cpu_ms_per_pod": {
+            "scheduler": round(measured.scheduler_cpu * 1000 / max(1, len(keys)), 2),
+            "apiserver": round(measured.apiserver_cpu * 1000 / max(1, len(keys)), 2),
+            "client": round(measured.client_cpu * 1000 / max(1, len(keys)), 2),
+        },
     }
 
 
 def run(w: Workload, gpu_share: int, timeout: float, conf: str | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    with apiserver() as (url, _), scheduler(url, conf, ["--scheduler-name", "default-scheduler"]) as process:
-        runner = Runner(url, w.base, gpu_share, scheduler_cpu=lambda: cpu_seconds(process.pid))
+    with apiserver() as (url, server_pid), scheduler(url, conf, ["--scheduler-name", "default-scheduler"]) as process:
+        runner = Runner(
+            url,
+            w.base,
+            gpu_share,
+            scheduler_cpu=lambda: cpu_seconds(process.pid),
+            apiserver_cpu=lambda: cpu_seconds(server_pid),
+        )
         runner.timeout = timeout
         runner.wait_for_scheduler()
         measured = runner.run(w.ops, w.params, w.default_pod_template)

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from e2e_harness import own_cpu_seconds
 
 from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp
@@ -84,18 +85,28 @@ class Measured:
     started: float = 0.0
     finished: float = 0.0
     scheduler_cpu: float = 0.0
+    apiserver_cpu: float = 0.0
+    client_cpu: float = 0.0  # this process: the creating threads, the watch, the sampler
 
 
 class Runner:
     """Plays one workload's ops against the API server at `url`; `gpu_share` > 0 makes each pod of a
     createPods op also ask for that share of a GPU (percent) and each node carry 8 simulated H200s."""
 
-    def __init__(self, url: str, base: Path, gpu_share: int = 0, scheduler_cpu: Callable[[], float] | None = None):
+    def __init__(
+        self,
+        url: str,
+        base: Path,
+        gpu_share: int = 0,
+        scheduler_cpu: Callable[[], float] | None = None,
+        apiserver_cpu: Callable[[], float] | None = None,
+    ):
         self.http = KubeHttp.connect(server=url, timeout=60)
         self.url = url
         self.base = base
         self.gpu_share = gpu_share
         self.scheduler_cpu = scheduler_cpu or (lambda: 0.0)
+        self.apiserver_cpu = apiserver_cpu or (lambda: 0.0)
         self.bound: dict[str, float] = {}
         self.attempted: set[str] = set()
         self.created: dict[str, list[str]] = {}  # namespace -> pod keys created by ops
@@ -257,6 +268,7 @@ class Runner:
             sampler = threading.Thread(target=self._sample, args=(keys, measured, done), daemon=True)
             measured.started = time.perf_counter()
             cpu_before = self.scheduler_cpu()
+            apiserver_before, client_before = self.apiserver_cpu(), own_cpu_seconds()
             sampler.start()
         with ThreadPoolExecutor(CREATE_WORKERS) as pool:
             list(pool.map(create, range(op["count"])))
@@ -266,6 +278,8 @@ class Runner:
         if measured is not None and sampler is not None:
             measured.finished = max((self.bound.get(k, 0.0) for k in keys), default=time.perf_counter())
             measured.scheduler_cpu = self.scheduler_cpu() - cpu_before
+            measured.apiserver_cpu = self.apiserver_cpu() - apiserver_before
+            measured.client_cpu = own_cpu_seconds() - client_before
             done.set()
             sampler.join()
             self.measured = measured

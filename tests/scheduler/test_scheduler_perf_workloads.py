@@ -188,5 +188,7 @@ def test_the_bench_runs_end_to_end_and_prints_each_figure_beside_its_threshold(
     )
     assert result["bound"] == result["measured_pods"] == 100
     assert result["scheduler_rss_mib"] > 0
+    # the three processes sharing the cores each did work for the measured pods
+    assert all(result["cpu_ms_per_pod"][p] > 0 for p in ("scheduler", "apiserver", "client"))
     assert isinstance(result["meets_threshold"], bool)
     assert sys.platform != "linux" or result["load_average"]
