@@ -5,6 +5,7 @@ backs the pod off; evictions and status writes never raise."""
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -246,6 +247,73 @@ def test_a_member_that_could_not_be_assumed_fails_its_group() -> None:
     assert "nodeName" not in api.pods["default/a"]["spec"]
     assert "unreserve a" in hooks.calls
     assert queue.state(a.key) is QueueState.BACKOFF
+    binder.close()
+
+
+class Overtaken(BindGroup):
+    """A group whose member `slow` pauses (up to 1 s) right after its PreBind was counted, until the
+    other members' binds are through: what two binder threads on two nodes can do."""
+
+    def __init__(self, size: int, slow: TaskInfo, api: FakeApi) -> None:
+        super().__init__(size)
+        self.slow, self.api = slow, api
+        self.counted = threading.Event()  # `slow` was counted: the others' PreBind may end
+
+    def done(self, key: PodKey, ok: bool) -> tuple[list[PodKey], list[PodKey]]:
+        answer = super().done(key, ok)
+        if key == self.slow.key:
+            self.counted.set()
+            deadline, mine = time.monotonic() + 1.0, f"default/{self.slow.name}"
+            while time.monotonic() < deadline and not any(
+                pod["spec"].get("nodeName") for name, pod in self.api.pods.items() if name != mine
+            ):
+                time.sleep(0.01)
+        return answer
+
+
+class AfterCounted(SelectiveHooks):
+    """SelectiveHooks whose PreBind of any pod but the group's `slow` one ends once that one was counted."""
+
+    def __init__(self, failing: set[str], group: Overtaken) -> None:
+        super().__init__(failing)
+        self.group = group
+
+    def pre_bind(self, binding: Binding) -> Status:
+        if binding.task.key != self.group.slow.key:
+            assert self.group.counted.wait(5)
+        return super().pre_bind(binding)
+
+
+@pytest.mark.parametrize("failing", [set(), {"b"}])
+def test_a_member_overtaken_by_the_last_one_is_neither_lost_nor_held(failing: set[str]) -> None:
+    """Member a's PreBind is counted, then b's (the last: the group binds, or b fails and the group
+    fails) settles on another binder thread before a is held. a must still bind with the group (or
+    fail with it), never stay held: a held member keeps its booking and its gang short for ever."""
+    api = FakeApi()
+    queue, cache, binder = parts(api)
+    api.add_node(node_object("n2", gpus=1))
+    cache.on_node("ADDED", api.nodes["n2"])
+    tasks = []
+    for name, node in (("a", "n1"), ("b", "n2")):
+        api.add_pod(pod_object(name, {P.resources.core: 30}))
+        (entry,) = [e for e in cache.queue if e.task.name == name]
+        task = entry.task.clone()
+        task.node, task.placement = NodeName(node), Placement(NodeName(node), 1000, 1024)
+        bound = cache.assume(task)
+        assert bound is not None
+        tasks.append(bound)
+    group = Overtaken(2, tasks[0], api)
+    hooks = AfterCounted(failing, group)
+    for task in tasks:
+        binder.submit(task, DeviceChoice(), hooks, group)
+    assert binder.drain(10)
+    placed = {name: api.pods[f"default/{name}"]["spec"].get("nodeName") for name in ("a", "b")}
+    if failing:
+        assert placed == {"a": None, "b": None}
+        assert cache.ledger.bookings() == {}
+        assert queue.state(tasks[0].key) is QueueState.BACKOFF
+    else:
+        assert placed == {"a": "n1", "b": "n2"}
     binder.close()
 
 

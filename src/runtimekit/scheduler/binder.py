@@ -266,8 +266,10 @@ class BinderPool:
     def _settle(self, key: PodKey, group: BindGroup, item: _Item | None, exc: Exception | None) -> None:
         """A gang member's PreBind ended (`exc` None: it succeeded): hold it, bind the whole group, or
         fail the members the group says to."""
-        to_bind, to_fail = group.done(key, exc is None)
         with self.lock:
+            # counted under the pool's lock: a member counted but not yet held when the last one
+            # settles on another thread would miss the group's bind (or failure) and stay held
+            to_bind, to_fail = group.done(key, exc is None)
             if item is not None and exc is None and not to_bind and key not in to_fail:
                 self._held[key] = item
             ready = [self._held.pop(k) for k in to_bind if k in self._held]
