@@ -165,7 +165,8 @@ def test_kept_scores_place_as_full_scoring(monkeypatch: pytest.MonkeyPatch, pods
     assert schedule(pods, 25, tainted=tainted) == before
 
 
-def test_same_signature_rescores_only_the_rows_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+def rows_scored(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many rows each nodeorder call scores, call after call (nodeorder still scores them)."""
     scored: list[int] = []
     kept = NodeOrderPlugin.node_order
 
@@ -174,6 +175,11 @@ def test_same_signature_rescores_only_the_rows_that_changed(monkeypatch: pytest.
         return kept(self, task, rows, ssn)
 
     monkeypatch.setattr(NodeOrderPlugin, "node_order", node_order)
+    return scored
+
+
+def test_same_signature_rescores_only_the_rows_that_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+    scored = rows_scored(monkeypatch)
     placed = schedule([Pod(500, 2)] * 20 + [Pod(700, 3)] * 10, batch=30)
     assert len(placed) == 31
     # the first pod of each signature scores the 40 nodes, and so does a pod scored right after
@@ -185,14 +191,7 @@ def test_same_signature_rescores_only_the_rows_that_changed(monkeypatch: pytest.
 def test_pods_scored_against_other_pods_keep_the_full_call(monkeypatch: pytest.MonkeyPatch) -> None:
     """Preferred node affinity (normalised over the rows) and untolerated soft taints on some node
     (normalised too) are scored over every feasible row, pod after pod."""
-    scored: list[int] = []
-    kept = NodeOrderPlugin.node_order
-
-    def node_order(self: NodeOrderPlugin, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
-        scored.append(int(rows.size))
-        return kept(self, task, rows, ssn)
-
-    monkeypatch.setattr(NodeOrderPlugin, "node_order", node_order)
+    scored = rows_scored(monkeypatch)
     schedule([Pod(500, 2, preferred=True)] * 5, batch=5)
     schedule([Pod(500, 2)] * 5, batch=5, tainted=True)
     assert scored == [40] * 10

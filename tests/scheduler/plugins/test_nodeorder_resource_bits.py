@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from runtimekit.model import PodKey, PodRequest
 from runtimekit.scheduler.framework.info import JobKey, TaskInfo
+from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.plugins.nodeorder import FEW_ROWS, NodeOrderPlugin
 from scheduler.kubesem.builders import node
 from scheduler.plugins.kube_harness import ONLY, cache_of, plugin, session_of
@@ -43,6 +44,18 @@ def reference(
 WEIGHT = st.sampled_from([0.0, 1.0, 2.0, 0.5, 3.0])
 
 
+def used_session(totals: list[tuple[int, int]], used: list[float], weights: tuple[float, float, float]) -> Session:
+    """A session over NODES nodes with these totals, each used to its share, nodeorder at these weights."""
+    arguments = {**ONLY, "leastrequested.weight": weights[0], "mostrequested.weight": weights[1]}
+    arguments["balancedresource.weight"] = weights[2]
+    ssn = session_of(cache_of([node(f"n{i}") for i in range(NODES)]), nodeorder=arguments)
+    table = ssn.table
+    for row, ((cpu, mem), share) in enumerate(zip(totals, used, strict=True)):
+        table.cpu_total[row], table.mem_total[row] = cpu, mem
+        table.cpu_free[row], table.mem_free[row] = cpu - int(cpu * share), mem - int(mem * share)
+    return ssn
+
+
 @settings(max_examples=25, deadline=None)
 @given(
     st.lists(st.tuples(st.integers(0, 64_000), st.integers(0, 1 << 36)), min_size=NODES, max_size=NODES),
@@ -58,13 +71,8 @@ def test_resource_scores_have_the_formulas_bits(
     weights: tuple[float, float, float],
     subset: set[int] | None,
 ) -> None:
-    arguments = {**ONLY, "leastrequested.weight": weights[0], "mostrequested.weight": weights[1]}
-    arguments["balancedresource.weight"] = weights[2]
-    ssn = session_of(cache_of([node(f"n{i}") for i in range(NODES)]), nodeorder=arguments)
+    ssn = used_session(totals, used, weights)
     table = ssn.table
-    for row, ((cpu, mem), share) in enumerate(zip(totals, used, strict=True)):
-        table.cpu_total[row], table.mem_total[row] = cpu, mem
-        table.cpu_free[row], table.mem_free[row] = cpu - int(cpu * share), mem - int(mem * share)
     rows = table.active_rows() if subset is None else np.array(sorted(subset), np.int64)  # every row: views
     pod = PodRequest(*request)
     task = TaskInfo(PodKey("p"), "default", "p", JobKey("p"), pod)
@@ -93,13 +101,8 @@ def test_a_few_rows_score_as_in_a_call_over_every_row(
 ) -> None:
     """The rows a placement changed are rescored alone (on plain floats) when the session keeps the
     others' scores: each must have the bits it has in a call over every row (numpy)."""
-    arguments = {**ONLY, "leastrequested.weight": weights[0], "mostrequested.weight": weights[1]}
-    arguments["balancedresource.weight"] = weights[2]
-    ssn = session_of(cache_of([node(f"n{i}") for i in range(NODES)]), nodeorder=arguments)
+    ssn = used_session(totals, used, weights)
     table = ssn.table
-    for row, ((cpu, mem), share) in enumerate(zip(totals, used, strict=True)):
-        table.cpu_total[row], table.mem_total[row] = cpu, mem
-        table.cpu_free[row], table.mem_free[row] = cpu - int(cpu * share), mem - int(mem * share)
     task = TaskInfo(PodKey("p"), "default", "p", JobKey("p"), PodRequest(*request))
     nodeorder = plugin(ssn, NodeOrderPlugin)
     every = nodeorder.node_order(task, table.active_rows(), ssn.view)
