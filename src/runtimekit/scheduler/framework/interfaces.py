@@ -119,6 +119,18 @@ class Predicate(Named, Protocol):
 
 
 @runtime_checkable
+class RowLocalPredicate(Predicate, Protocol):
+    """A predicate whose verdict on a row, for some pods, depends on the pod and that row's content
+    (its `NodeTable.version`) alone, within one session: no other pod's state. When every predicate
+    plugin (but those the pod skips) says so for a pod, the session keeps which rows passed per pod
+    signature and checks again only the rows whose version changed since (`fitmemo.py`)."""
+
+    def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """None when this pod's verdicts are not row-local now; else a key such that two pods (of
+        this session) with equal keys pass or fail alike on every row whose version is equal."""
+
+
+@runtime_checkable
 class NodeOrder(Protocol):
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         """A score per row (higher is better); the session sums every plugin's scores."""

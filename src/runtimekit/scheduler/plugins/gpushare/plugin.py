@@ -38,9 +38,9 @@ from runtimekit.scheduler.framework.interfaces import (
     Mask,
     Plugin,
     PreBind,
-    Predicate,
     PrePredicate,
     Reserve,
+    RowLocalPredicate,
     RowLocalScores,
     Rows,
     Scores,
@@ -97,7 +97,15 @@ class GpuShareArgs:
 
 
 class GpuSharePlugin(
-    HoldsDevices, Plugin, PrePredicate, Predicate, RowLocalScores, DeviceAllocate, DeviceKinds, Reserve, PreBind
+    HoldsDevices,
+    Plugin,
+    PrePredicate,
+    RowLocalPredicate,
+    RowLocalScores,
+    DeviceAllocate,
+    DeviceKinds,
+    Reserve,
+    PreBind,
 ):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
@@ -226,6 +234,17 @@ class GpuSharePlugin(
                 return self._predicate_per_unit(task, rows, ssn, requests, units)
         return self._predicate(task, rows, ssn, requests)
 
+    def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """Row-local (`RowLocalPredicate`): the GPU fit reads the row's GPUs and GPU model alone. The
+        pods that choose GPUs by model or UUID, and those whose memory counts in units that differ
+        between nodes, keep the full call."""
+        need = self.need(task.request)
+        if not need.gpus:
+            return ()
+        if task.gpu_select is not None or (self._node_units and need.in_units and not self.units.uniform(ssn.snapshot)):
+            return None
+        return (need.gpus, task.gpu_models)
+
     def _predicate_per_unit(
         self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...], units: Rows
     ) -> Verdict:
@@ -329,29 +348,37 @@ class GpuSharePlugin(
 
     # -- NodeOrder -------------------------------------------------------------------------
     def row_local_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
-        """Row-local (`RowLocalScores`) when the pod's policy says its scores are (`RowLocalPolicy`)
-        and does not learn at scoring (which `node_order` does once per pod)."""
+        """Row-local (`RowLocalScores`) when the pod's policy says its scores are (`RowLocalPolicy`).
+        A policy that learns at scoring learns from the pod here, as `node_order` would (once per
+        pod), and its key names what it learned."""
         policy = self.policy_for(task)
         known = self._row_local_policies.get(id(policy))
         if known is None or known[0] is not policy:  # an isinstance of a Protocol costs: once per policy
-            row_local = (
-                policy if isinstance(policy, RowLocalPolicy) and policy.name not in self._score_learners else None
+            known = self._row_local_policies[id(policy)] = (
+                policy,
+                policy if isinstance(policy, RowLocalPolicy) else None,
             )
-            known = self._row_local_policies[id(policy)] = (policy, row_local)
         if known[1] is None:
             return None
-        key = known[1].score_key(self._context(ssn.table), self.shape(task.request))
+        shape = self.shape(task.request)
+        self._observe(task, policy, shape)
+        key = known[1].score_key(self._context(ssn.table), shape)
         return None if key is None else (policy, key)
 
-    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
-        shape = self.shape(task.request)
-        policy = self.policy_for(task)
+    def _observe(self, task: TaskInfo, policy: Policy, shape: PodShape) -> None:
+        """Tell the policy's score learner, if it has one, of a pod it scores (each pod once,
+        however often it is retried)."""
         learner = self._score_learners.get(policy.name)
         if learner is not None and task.key not in self._observed:
             if len(self._observed) > 100_000:
                 self._observed.clear()
-            self._observed.add(task.key)  # each pod counts once, however often it is retried
+            self._observed.add(task.key)
             learner.learn(_pod_type(task, shape))
+
+    def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
+        shape = self.shape(task.request)
+        policy = self.policy_for(task)
+        self._observe(task, policy, shape)
         scores = policy.score(self._context(ssn.table), shape, rows)
         weighted = scores.astype(np.float64)
         if self.args.weight != 1.0:
