@@ -118,6 +118,9 @@ class Predicate(Named, Protocol):
         """Which of `rows` can take the task. Must not change session state."""
 
 
+EVERY_ROW = "every row"  # a `RowLocalPredicate` key: the pod passes this predicate on every row
+
+
 @runtime_checkable
 class RowLocalPredicate(Predicate, Protocol):
     """A predicate whose verdict on a row, for some pods, depends on the pod and that row's content
@@ -127,7 +130,9 @@ class RowLocalPredicate(Predicate, Protocol):
 
     def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
         """None when this pod's verdicts are not row-local now; else a key such that two pods (of
-        this session) with equal keys pass or fail alike on every row whose version is equal."""
+        this session, or of a later one while the nodes' metadata and capacities are the same) with
+        equal keys pass or fail alike on every row whose version is equal; `EVERY_ROW` when the pod
+        passes on every row now (the session then does not ask the plugin about the rows it checks)."""
 
 
 @runtime_checkable

@@ -31,6 +31,7 @@ from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
+    EVERY_ROW,
     JobOrder,
     JobOrderKey,
     PluginLists,
@@ -276,14 +277,18 @@ class Session:
             return rows[:0], errors
         req = task.request
         keys: list[Hashable] = [req.cpu_milli, req.memory_bytes, req.scalars, skip]
+        passes: list[str] = []  # plugins the pod passes on every row: not asked about the rows checked
         for plugin in self._fit_local:
             if skip and plugin.name in skip:
                 continue
             key = plugin.predicate_key(task, self.view)
             if key is None:
                 return self._filtered(task, rows, skip)
+            if key == EVERY_ROW:
+                passes.append(plugin.name)
             keys.append(key)
-        found = self._fit_memo.rows(tuple(keys), self.table, rows, lambda stale: self._passing(task, stale, skip))
+        unasked = skip.union(passes) if passes else skip
+        found = self._fit_memo.rows(tuple(keys), self.table, rows, lambda stale: self._passing(task, stale, unasked))
         if found.size == 0:
             return self._filtered(task, rows, skip)
         return found, FitErrors(nodes=int(rows.size))

@@ -42,6 +42,7 @@ from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
+    EVERY_ROW,
     Mask,
     PreBind,
     Reserve,
@@ -171,7 +172,7 @@ class Predicates(kubestate.FollowsPlacements, RowLocalPredicate):
     def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
         """Row-local (`RowLocalPredicate`) for the usual pod, which passes on every node (`_simple`);
         the others keep the full call."""
-        return () if self._simple(task, ssn) else None
+        return EVERY_ROW if self._simple(task, ssn) else None
 
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         if self._simple(task, ssn):

@@ -32,6 +32,7 @@ from runtimekit.model.selector import IN_USE, MODELS, UUIDS
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
+    EVERY_ROW,
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
@@ -240,7 +241,7 @@ class GpuSharePlugin(
         between nodes, keep the full call."""
         need = self.need(task.request)
         if not need.gpus:
-            return ()
+            return EVERY_ROW
         if task.gpu_select is not None or (self._node_units and need.in_units and not self.units.uniform(ssn.snapshot)):
             return None
         return (need.gpus, task.gpu_models)
