@@ -1,5 +1,5 @@
-"""Feasible rows kept per pod signature (`fitmemo.py`), fgd's scores in the score memo, and both kept
-from session to session (`rowmemos.py`), issue 36: streams of GPU-share pods through the real
+"""Feasible rows kept per pod signature (`fitmemo.py`) and kept from session to session with the score
+memo (`rowmemos.py`), issue 36: streams of GPU-share pods through the real
 framework (predicates, gpushare with fgd learning its workload) place every pod on the same node and
 GPUs, and explain every pod that fits nowhere with the same reasons, as the full path; each pod's
 feasible rows and score vector are the full path's, bit for bit; and a pod checks only the rows that
@@ -156,9 +156,9 @@ def test_kept_rows_and_scores_place_as_the_full_path(
     assert schedule(pods, batch) == before
 
 
-def test_scores_kept_across_a_relearned_workload(monkeypatch: pytest.MonkeyPatch) -> None:
-    """fgd learns its workload again after 256 pods; a mix that drifted by then changes every score,
-    which the key (the workload's `Fragmentation`) tells apart from those kept before."""
+def test_kept_rows_across_a_relearned_workload(monkeypatch: pytest.MonkeyPatch) -> None:
+    """fgd learns its workload again after 256 pods; a mix that drifted by then changes every score:
+    the placements stay the full path's through it."""
     drifting = [Pod(2000, 300)] * 200 + [Pod([1000, 4000][i % 2], [200, 500][i % 2]) for i in range(100)]
     with full_path(monkeypatch):
         before = schedule(drifting, 50, nodes=48)

@@ -10,9 +10,10 @@ rest. Each check is elementwise per row, so a row checked alone passes exactly a
 row, and the rows returned are those the full path returns, ascending (`rows` itself when all pass,
 as the full path keeps it then).
 Callers: `Session.select`, which takes the full path whenever no row passes, so the reasons a pod
-fits nowhere are worked out as before. One per session, as `ScoreMemo`: a session's node capacities
-and node metadata do not change while it lives, and its statements change rows only through the
-table (which bumps versions).
+fits nowhere are worked out as before. Kept from session to session with `ScoreMemo` (`rowmemos.py`)
+while the nodes' metadata and capacities (what versions do not cover) stay as they were; within a
+session they do not change, and its statements change rows only through the table (which bumps
+versions).
 """
 
 from __future__ import annotations

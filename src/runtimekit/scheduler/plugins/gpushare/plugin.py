@@ -58,6 +58,7 @@ from runtimekit.scheduler.plugins.gpushare.fit import (
     hopeless_rows,
     sequential_fit,
     slots_for,
+    summary_fit,
 )
 from runtimekit.scheduler.plugins.gpushare.podpolicy import is_split, resolve
 from runtimekit.scheduler.plugins.gpushare.policies import (
@@ -244,6 +245,8 @@ class GpuSharePlugin(
             return EVERY_ROW
         if task.gpu_select is not None or (self._node_units and need.in_units and not self.units.uniform(ssn.snapshot)):
             return None
+        if len(need.gpus) == 1 and task.gpu_models is None and summary_fit(need.gpus[0], self.split):
+            return None  # the fit reads a per-node summary: over every row it costs less than the memo
         return (need.gpus, task.gpu_models)
 
     def _predicate_per_unit(
@@ -349,37 +352,29 @@ class GpuSharePlugin(
 
     # -- NodeOrder -------------------------------------------------------------------------
     def row_local_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
-        """Row-local (`RowLocalScores`) when the pod's policy says its scores are (`RowLocalPolicy`).
-        A policy that learns at scoring learns from the pod here, as `node_order` would (once per
-        pod), and its key names what it learned."""
+        """Row-local (`RowLocalScores`) when the pod's policy says its scores are (`RowLocalPolicy`)
+        and does not learn at scoring (which `node_order` does once per pod)."""
         policy = self.policy_for(task)
         known = self._row_local_policies.get(id(policy))
         if known is None or known[0] is not policy:  # an isinstance of a Protocol costs: once per policy
-            known = self._row_local_policies[id(policy)] = (
-                policy,
-                policy if isinstance(policy, RowLocalPolicy) else None,
+            row_local = (
+                policy if isinstance(policy, RowLocalPolicy) and policy.name not in self._score_learners else None
             )
+            known = self._row_local_policies[id(policy)] = (policy, row_local)
         if known[1] is None:
             return None
-        shape = self.shape(task.request)
-        self._observe(task, policy, shape)
-        key = known[1].score_key(self._context(ssn.table), shape)
+        key = known[1].score_key(self._context(ssn.table), self.shape(task.request))
         return None if key is None else (policy, key)
-
-    def _observe(self, task: TaskInfo, policy: Policy, shape: PodShape) -> None:
-        """Tell the policy's score learner, if it has one, of a pod it scores (each pod once,
-        however often it is retried)."""
-        learner = self._score_learners.get(policy.name)
-        if learner is not None and task.key not in self._observed:
-            if len(self._observed) > 100_000:
-                self._observed.clear()
-            self._observed.add(task.key)
-            learner.learn(_pod_type(task, shape))
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
         policy = self.policy_for(task)
-        self._observe(task, policy, shape)
+        learner = self._score_learners.get(policy.name)
+        if learner is not None and task.key not in self._observed:
+            if len(self._observed) > 100_000:
+                self._observed.clear()
+            self._observed.add(task.key)  # each pod counts once, however often it is retried
+            learner.learn(_pod_type(task, shape))
         scores = policy.score(self._context(ssn.table), shape, rows)
         weighted = scores.astype(np.float64)
         if self.args.weight != 1.0:

@@ -20,7 +20,7 @@ import itertools
 import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 
 import numpy as np
 import numpy.typing as npt
@@ -32,7 +32,6 @@ from runtimekit.scheduler.plugins.gpushare.policies.base import (
     LearnsAt,
     PodShape,
     PolicyContext,
-    RowLocalPolicy,
     TakesWorkload,
     best_fit_gpus,
 )
@@ -150,7 +149,7 @@ def _sigmoid_score(delta: float) -> int:
     return int(100.0 / (1.0 + math.exp(-delta / 1000.0)))
 
 
-class FgdPolicy(Learner, TakesWorkload, RowLocalPolicy):
+class FgdPolicy(Learner, TakesWorkload):
     """Learns its target workload from the pods it scores (as the paper's simulator, which scores
     only pods with a choice of nodes), unless given one. Until it has one, it scores every node 0
     and chooses GPUs by best fit."""
@@ -226,12 +225,6 @@ class FgdPolicy(Learner, TakesWorkload, RowLocalPolicy):
         return [(_sigmoid_score(values[0] - f), v) for (v, _), f in zip(afters, values[1:], strict=True)]
 
     # -- the policy ------------------------------------------------------------------------
-    def score_key(self, ctx: PolicyContext, shape: PodShape) -> Hashable | None:
-        """`RowLocalPolicy`: a row's score depends on the shape, the row's GPU model, free milli and
-        free CPU, and the target workload, whose `Fragmentation` (a new one whenever the workload is
-        learned again or given) the key holds."""
-        return (self._frag, shape)
-
     def score(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> IntArray:
         if self._frag is None:  # nothing learned yet: no node is better than another
             return np.zeros(rows.size, np.int64)
