@@ -7,7 +7,10 @@ conf; `--affinity` (implies `--kube`) makes the pods training jobs of `--job-siz
 worker one per node by required pod anti-affinity on kubernetes.io/hostname and spread over zones
 of 100 nodes by a DoNotSchedule topology spread constraint (maxSkew 1); every node carries the
 hostname and zone labels in all modes. `--plain` makes every pod ask 100m CPU and 500Mi and no GPU,
-as the pod of kube-scheduler's SchedulingBasic workload does.
+as the pod of kube-scheduler's SchedulingBasic workload does. `--like-e2e` makes the pods and the conf
+those of `bench_scheduler_e2e.py`: predicates and gpushare, each pod the trace's CPU, 1Gi and a share
+whose GPU memory follows its compute share (so the GPU fit reads every GPU), fgd learning its
+workload from the pods; with `--batch 50` its sessions are about the size the live scheduler's are.
 
 The garbage collector runs with the thresholds the `runtimekit scheduler` process sets
 (runtimekit.scheduler.collector); `--default-gc` keeps CPython's defaults instead.
@@ -15,7 +18,7 @@ Prints JSON (decisions per second of wall time and per second of this process's 
 steadier figure on a shared host). Targets at 5,000 nodes with fgd: >= 4,000 decisions/s for pods without affinity;
 >= 1,000 decisions/s with `--affinity`.
 Usage: .venv/bin/python benchmarks/bench_scheduler_inprocess.py [--nodes 5000] [--pods 20000] [--batch 500]
-       [--policy fgd] [--kube] [--affinity [--job-size 10]] [--plain] [--default-gc]
+       [--policy fgd] [--kube] [--affinity [--job-size 10]] [--plain] [--like-e2e] [--default-gc]
 """
 
 from __future__ import annotations
@@ -97,6 +100,7 @@ def main() -> None:
     parser.add_argument(
         "--plain", action="store_true", help="every pod asks 100m CPU and 500Mi, no GPU (SchedulingBasic's pod)"
     )
+    parser.add_argument("--like-e2e", action="store_true", help="bench_scheduler_e2e.py's pods and conf")
     args = parser.parse_args()
     kube = args.kube or args.affinity
     if args.affinity and args.batch % args.job_size:
@@ -118,11 +122,13 @@ def main() -> None:
     ]
     cache = StaticCache(entries)
     kube_plugins = "  - name: predicates\n  - name: nodeorder\n" if kube else ""
+    if args.like_e2e:
+        kube_plugins = "  - name: predicates\n"
     conf = parse_conf(
         f'actions: "allocate"\ntiers:\n- plugins:\n{kube_plugins}  - name: gpushare\n'
         f"    arguments: {{gpushare.policy: {args.policy}}}\n"
     )
-    workload = target_workload(trace) if args.policy == "fgd" else None
+    workload = target_workload(trace) if args.policy == "fgd" and not args.like_e2e else None
     framework = build_framework(FrameworkConfig(conf, seed=1, workload=workload, explain=False))
     requests = {}
     placed = sessions = 0
@@ -133,11 +139,16 @@ def main() -> None:
         for start in range(0, args.pods, args.batch):
             for i in range(start, min(start + args.batch, args.pods)):
                 pod = rng.choice(shares)
-                request = requests.get(-1 if args.plain else pod.gpu_milli)
+                request = requests.get(-1 if args.plain else (pod.gpu_milli, pod.cpu_milli if args.like_e2e else 0))
                 if request is None and args.plain:
                     request = requests[-1] = PodRequest(100, 500 << 20)
+                elif request is None and args.like_e2e:  # as bench_scheduler_e2e.py's pods read
+                    share = GpuRequest(GpuKind.SHARE, 1, max(1, pod.gpu_milli // 10) * 10, None)
+                    request = requests[(pod.gpu_milli, pod.cpu_milli)] = PodRequest(
+                        pod.cpu_milli, 1 << 30, (ContainerGpuRequest("main", share),)
+                    )
                 elif request is None:
-                    request = requests[pod.gpu_milli] = PodRequest(
+                    request = requests[(pod.gpu_milli, 0)] = PodRequest(
                         pod.cpu_milli,
                         pod.memory_mib << 20,
                         (ContainerGpuRequest("main", GpuRequest(GpuKind.SHARE, 1, pod.gpu_milli, 0)),),
@@ -175,11 +186,19 @@ def main() -> None:
                 "pods": args.pods,
                 "batch": args.batch,
                 "policy": args.policy,
-                "plugins": "predicates, nodeorder, gpushare" if kube else "gpushare",
+                "plugins": "predicates, nodeorder, gpushare"
+                if kube
+                else "predicates, gpushare"
+                if args.like_e2e
+                else "gpushare",
                 "pods_with": f"anti-affinity one per node, zone spread, jobs of {args.job_size}"
                 if args.affinity
                 else "-",
-                "pod_request": "100m CPU, 500Mi, no GPU" if args.plain else "GPU shares from the openb trace",
+                "pod_request": "100m CPU, 500Mi, no GPU"
+                if args.plain
+                else "as bench_scheduler_e2e.py's"
+                if args.like_e2e
+                else "GPU shares from the openb trace",
                 "gc": "default" if args.default_gc else "scheduler",
                 "bound": placed,
                 "sessions": sessions,

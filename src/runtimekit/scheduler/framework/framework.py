@@ -24,6 +24,7 @@ from runtimekit.scheduler.framework.interfaces import Plugin, PluginLists
 from runtimekit.scheduler.framework.observe import ON_SESSION_CLOSE, ON_SESSION_OPEN, Observer, QueueFigures
 from runtimekit.scheduler.framework.problems import Problems
 from runtimekit.scheduler.framework.registry import BuildContext, Registry
+from runtimekit.scheduler.framework.rowmemos import RowMemos
 from runtimekit.scheduler.framework.sampling import NodeSampler
 from runtimekit.scheduler.framework.session import BindCycle, Session
 
@@ -60,6 +61,7 @@ class Framework:
         self.sampler: NodeSampler | None = None  # how many feasible nodes to score (None: all)
         self.queue_figures: Mapping[str, QueueFigures] = {}  # the latest session's, from ReportsQueues plugins
         self.bind_cycle = BindCycle(self.plugins)
+        self.row_memos = RowMemos()  # node scores and feasible rows per pod signature, session to session
 
     @property
     def warnings(self) -> list[str]:
@@ -81,6 +83,7 @@ class Framework:
             observer,
             self.sampler,
             self.bind_cycle,
+            self.row_memos,
         )
         for plugin in self.plugins.every.flat:
             if observer is None:

@@ -118,6 +118,23 @@ class Predicate(Named, Protocol):
         """Which of `rows` can take the task. Must not change session state."""
 
 
+EVERY_ROW = "every row"  # a `RowLocalPredicate` key: the pod passes this predicate on every row
+
+
+@runtime_checkable
+class RowLocalPredicate(Predicate, Protocol):
+    """A predicate whose verdict on a row, for some pods, depends on the pod and that row's content
+    (its `NodeTable.version`) alone, within one session: no other pod's state. When every predicate
+    plugin (but those the pod skips) says so for a pod, the session keeps which rows passed per pod
+    signature and checks again only the rows whose version changed since (`fitmemo.py`)."""
+
+    def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """None when this pod's verdicts are not row-local now; else a key such that two pods (of
+        this session, or of a later one while the nodes' metadata and capacities are the same) with
+        equal keys pass or fail alike on every row whose version is equal; `EVERY_ROW` when the pod
+        passes on every row now (the session then does not ask the plugin about the rows it checks)."""
+
+
 @runtime_checkable
 class NodeOrder(Protocol):
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:

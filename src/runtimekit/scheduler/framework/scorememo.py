@@ -7,8 +7,9 @@ pods of one signature (the tuple of the plugins' keys) share one entry: a later 
 rows whose version changed since (the one or two a placement touched), then reads the rest. The
 summing is the session's, row by row (each plugin's scores are elementwise numpy arithmetic, so a row
 scored alone has the same bits as in a call over every row), and the answer is a fresh array.
-Callers: `Session.node_order`. One per session: a session's node capacities and node metadata do not
-change while it lives, and its statements change rows only through the table (which bumps versions).
+Callers: `Session.node_order`. Kept from session to session (`rowmemos.py`) while the nodes' metadata
+and capacities (what versions do not cover) stay as they were; within a session they do not change,
+and its statements change rows only through the table (which bumps versions).
 """
 
 from __future__ import annotations

@@ -30,10 +30,18 @@ from runtimekit.model import Placement, PodKey
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.cache import Cache
 from runtimekit.scheduler.framework.info import JobInfo, QueueInfo, Snapshot, TaskInfo
-from runtimekit.scheduler.framework.interfaces import JobOrder, JobOrderKey, PluginLists, RowLocalScores, Tiered
+from runtimekit.scheduler.framework.interfaces import (
+    EVERY_ROW,
+    JobOrder,
+    JobOrderKey,
+    PluginLists,
+    RowLocalPredicate,
+    RowLocalScores,
+    Tiered,
+)
 from runtimekit.scheduler.framework.observe import STAGE_PREDICATE, STAGE_SCORING, Observer
+from runtimekit.scheduler.framework.rowmemos import RowMemos
 from runtimekit.scheduler.framework.sampling import NodeSampler
-from runtimekit.scheduler.framework.scorememo import ScoreMemo
 from runtimekit.scheduler.framework.state import CycleState
 from runtimekit.scheduler.framework.statement import Statement
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Code, Explain, FitErrors, Status, error
@@ -89,6 +97,7 @@ class Session:
         observer: Observer | None = None,
         sampler: NodeSampler | None = None,
         bind_cycle: BindCycle | None = None,
+        memos: RowMemos | None = None,
     ) -> None:
         self.state = CycleState()  # what plugins share for this cycle (emptied when it closes)
         self.plugins = plugins
@@ -118,7 +127,14 @@ class Session:
         self._row_local: list[RowLocalScores] | None = (
             row_local if row_local and len(row_local) == len(scorers) else None
         )
-        self._score_memo = ScoreMemo()
+        # kept from session to session by the framework while the nodes' metadata and capacities hold
+        memos = (memos or RowMemos()).open(snapshot)
+        self._score_memo = memos.scores
+        checks = plugins.predicate.flat
+        fit_local = [p for p in checks if isinstance(p, RowLocalPredicate)]
+        # the predicate plugins, when every one of them can declare a pod's verdicts row-local
+        self._fit_local: list[RowLocalPredicate] | None = fit_local if len(fit_local) == len(checks) else None
+        self._fit_memo = memos.fits
 
     def implementing(self, interface: type[T]) -> list[list[T]]:
         """Plugins implementing any interface (e.g. one an out-of-tree action defines), per tier."""
@@ -246,6 +262,48 @@ class Session:
         rows = self.resource_fit(task, rows, errors)
         return self.predicate(task, rows, errors, skip), errors
 
+    def _select_feasible(self, task: TaskInfo) -> tuple[Rows, FitErrors]:
+        """`feasible` for `select`: the same rows, kept per pod signature and checked again only on
+        the rows that changed when every predicate plugin declares this pod's verdicts row-local
+        (`fitmemo.py`). When rows pass, the errors hold no reasons (a placed pod's are never read);
+        when none does, the full path works them out as `feasible` does."""
+        if self._fit_local is None:
+            return self.feasible(task)
+        rows = self.candidate_rows()
+        status, skip = self.pre_predicate(task)
+        if not status.ok:
+            errors = FitErrors(nodes=int(rows.size))
+            errors.status = status
+            return rows[:0], errors
+        req = task.request
+        keys: list[Hashable] = [req.cpu_milli, req.memory_bytes, req.scalars, skip]
+        passes: list[str] = []  # plugins the pod passes on every row: not asked about the rows checked
+        for plugin in self._fit_local:
+            if skip and plugin.name in skip:
+                continue
+            key = plugin.predicate_key(task, self.view)
+            if key is None:
+                return self._filtered(task, rows, skip)
+            if key == EVERY_ROW:
+                passes.append(plugin.name)
+            keys.append(key)
+        unasked = skip.union(passes) if passes else skip
+        found = self._fit_memo.rows(tuple(keys), self.table, rows, lambda stale: self._passing(task, stale, unasked))
+        if found.size == 0:
+            return self._filtered(task, rows, skip)
+        return found, FitErrors(nodes=int(rows.size))
+
+    def _filtered(self, task: TaskInfo, rows: Rows, skip: frozenset[str]) -> tuple[Rows, FitErrors]:
+        """`feasible` after its pre-predicates passed."""
+        errors = FitErrors(nodes=int(rows.size))
+        rows = self.resource_fit(task, rows, errors)
+        return self.predicate(task, rows, errors, skip), errors
+
+    def _passing(self, task: TaskInfo, rows: Rows, skip: frozenset[str]) -> Rows:
+        """Those of `rows` that pass the resource fit and the predicates (the reasons dropped)."""
+        scratch = FitErrors()
+        return self.predicate(task, self.resource_fit(task, rows, scratch), scratch, skip)
+
     def node_order(self, task: TaskInfo, rows: Rows) -> Scores:
         """Every node-order plugin's scores of the rows, summed; kept per pod signature and rescored
         only on the rows that changed when every plugin declares this pod's scores row-local
@@ -287,7 +345,7 @@ class Session:
         """Predicates, then scores, then the best node: the row for the task, or None."""
         if self.observer is not None:
             return self._observed_select(task, self.observer)
-        rows, errors = self.feasible(task)
+        rows, errors = self._select_feasible(task)
         if self.sampler is not None and rows.size > 1:
             rows = self.sampler.take(self.candidate_rows(), rows)
         if rows.size == 0:
@@ -300,7 +358,7 @@ class Session:
     def _observed_select(self, task: TaskInfo, observer: Observer) -> tuple[int | None, FitErrors]:
         """`select`, telling the observer how long the predicates and the scoring took."""
         started = time.perf_counter()
-        rows, errors = self.feasible(task)
+        rows, errors = self._select_feasible(task)
         if self.sampler is not None and rows.size > 1:
             rows = self.sampler.take(self.candidate_rows(), rows)
         scoring = time.perf_counter()

@@ -33,7 +33,7 @@ refused when switched on.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 
 import numpy as np
 
@@ -41,7 +41,16 @@ from runtimekit.kube.semantics.tolerations import untolerated
 from runtimekit.scheduler.framework.arguments import Arguments
 from runtimekit.scheduler.framework.binding import Binding
 from runtimekit.scheduler.framework.info import NODE_NAME_REASON, Constraints, NodeMeta, TaskInfo
-from runtimekit.scheduler.framework.interfaces import Mask, PreBind, Predicate, Reserve, Rows, Verdict, Watches
+from runtimekit.scheduler.framework.interfaces import (
+    EVERY_ROW,
+    Mask,
+    PreBind,
+    Reserve,
+    RowLocalPredicate,
+    Rows,
+    Verdict,
+    Watches,
+)
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.status import SUCCESS, Status
 from runtimekit.scheduler.framework.values import DeviceChoice
@@ -95,7 +104,7 @@ _INTERPOD = {
 Codes = np.ndarray
 
 
-class Predicates(kubestate.FollowsPlacements, Predicate):
+class Predicates(kubestate.FollowsPlacements, RowLocalPredicate):
     name = "predicates"
 
     def __init__(
@@ -160,6 +169,11 @@ class Predicates(kubestate.FollowsPlacements, Predicate):
         return 0
 
     # -- the predicate ---------------------------------------------------------------------
+    def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """Row-local (`RowLocalPredicate`) for the usual pod, which passes on every node (`_simple`);
+        the others keep the full call."""
+        return EVERY_ROW if self._simple(task, ssn) else None
+
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         if self._simple(task, ssn):
             return Verdict.all(rows.size)

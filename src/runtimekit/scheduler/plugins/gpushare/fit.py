@@ -110,12 +110,18 @@ def gpu_ok(table: NodeTable, rows: IntArray, req: GpuRequest, split: int = 0) ->
     return core_ok & mem_ok, core_ok & ~mem_ok
 
 
+def summary_fit(req: GpuRequest, split: int = 0) -> bool:
+    """Whether `fit_rows` reads the table's per-node summaries for this request (one comparison a
+    row) rather than every GPU."""
+    return req.kind is GpuKind.WHOLE or (req.count == 1 and req.memory_mib == 0 and not card_rules_on(req, split))
+
+
 def fit_rows(
     table: NodeTable, rows: IntArray, req: GpuRequest, split: int = 0
 ) -> tuple[BoolArray, Callable[[], list[tuple[str, BoolArray]]]]:
     """Which rows have `req.count` GPUs that can each hold the request, and (lazily) why the rest
     do not. Whole GPUs and single shares without a memory request use the table's per-node
-    summaries; other requests look at every GPU."""
+    summaries (`summary_fit`); other requests look at every GPU."""
     if req.kind is GpuKind.WHOLE:
         passed = table.at_rows(table.gpu_whole, rows) >= req.count
     elif req.count == 1 and req.memory_mib == 0 and not card_rules_on(req, split):

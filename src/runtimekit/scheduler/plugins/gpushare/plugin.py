@@ -32,15 +32,16 @@ from runtimekit.model.selector import IN_USE, MODELS, UUIDS
 from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments, parse_arguments
 from runtimekit.scheduler.framework.info import TaskInfo
 from runtimekit.scheduler.framework.interfaces import (
+    EVERY_ROW,
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
     Mask,
     Plugin,
     PreBind,
-    Predicate,
     PrePredicate,
     Reserve,
+    RowLocalPredicate,
     RowLocalScores,
     Rows,
     Scores,
@@ -57,6 +58,7 @@ from runtimekit.scheduler.plugins.gpushare.fit import (
     hopeless_rows,
     sequential_fit,
     slots_for,
+    summary_fit,
 )
 from runtimekit.scheduler.plugins.gpushare.podpolicy import is_split, resolve
 from runtimekit.scheduler.plugins.gpushare.policies import (
@@ -97,7 +99,15 @@ class GpuShareArgs:
 
 
 class GpuSharePlugin(
-    HoldsDevices, Plugin, PrePredicate, Predicate, RowLocalScores, DeviceAllocate, DeviceKinds, Reserve, PreBind
+    HoldsDevices,
+    Plugin,
+    PrePredicate,
+    RowLocalPredicate,
+    RowLocalScores,
+    DeviceAllocate,
+    DeviceKinds,
+    Reserve,
+    PreBind,
 ):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
@@ -225,6 +235,19 @@ class GpuSharePlugin(
             if (units != self.units.default_mib).any():
                 return self._predicate_per_unit(task, rows, ssn, requests, units)
         return self._predicate(task, rows, ssn, requests)
+
+    def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
+        """Row-local (`RowLocalPredicate`): the GPU fit reads the row's GPUs and GPU model alone. The
+        pods that choose GPUs by model or UUID, and those whose memory counts in units that differ
+        between nodes, keep the full call."""
+        need = self.need(task.request)
+        if not need.gpus:
+            return EVERY_ROW
+        if task.gpu_select is not None or (self._node_units and need.in_units and not self.units.uniform(ssn.snapshot)):
+            return None
+        if len(need.gpus) == 1 and task.gpu_models is None and summary_fit(need.gpus[0], self.split):
+            return None  # the fit reads a per-node summary: over every row it costs less than the memo
+        return (need.gpus, task.gpu_models)
 
     def _predicate_per_unit(
         self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...], units: Rows
