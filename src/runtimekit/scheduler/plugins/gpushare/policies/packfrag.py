@@ -248,9 +248,10 @@ class UsableCapacity:
                 for i, s in enumerate(self._share_of.tolist())
             ]
         largest, fitting, wholes = self._gpu_facts(ms)
-        cpu = max(cpu_free, 0)
+        cpu = cpu_free if cpu_free > 0 else 0
+        # min(pods, fitting) spelt out: a call of `min` per term costs more than the rest of the term
         return [
-            largest[min(cpu // need, fitting[share])]
+            largest[pods if (pods := cpu // need) < (fit := fitting[share]) else fit]
             if kind == 1
             else (min(wholes // per_pod, cpu // need) * per_pod * MILLI if kind else 0)
             for need, kind, per_pod, share in terms
