@@ -99,3 +99,16 @@ def test_a_relearn_keeps_the_facts_and_multiples_and_works_out_the_same() -> Non
     other.keep_from(earlier)  # other share sizes and CPU: nothing carried
     assert other._facts is not earlier._facts
     assert other._multiple_list is not earlier._multiple_list
+
+
+def test_a_nodes_cpu_bucket_in_plain_ints_is_numpys() -> None:
+    """`bucket_of` (one node, between pods) and `bucket` (many) put every free CPU and GPU count,
+    negative CPU and more GPUs than MAX_GPUS included, in the same bucket."""
+    workload = TargetWorkload.from_counts(dict(zip(TYPES, range(1, 10), strict=True)), coverage=1.0)
+    rng = random.Random(5)
+    cpu = [rng.choice((-5000, -1, 0, 1, 999, 1000, 2000, 64_000, 128_000)) + rng.randint(-2, 2) for _ in range(3000)]
+    gpus = [rng.choice((0, 1, 2, 4, 8, 16, 70)) for _ in range(3000)]
+    one_by_one = UsableCapacity(workload)
+    plain = [one_by_one.bucket_of(c, g) for c, g in zip(cpu, gpus, strict=True)]
+    assert UsableCapacity(workload).bucket(np.array(cpu), np.array(gpus)).tolist() == plain
+    assert len(set(plain)) > 50

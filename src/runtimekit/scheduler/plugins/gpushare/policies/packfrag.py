@@ -153,11 +153,11 @@ class UsableCapacity:
 
     def bucket_of(self, cpu: int, gpus: int) -> int:
         """`bucket` for one node, in plain ints (a row or two between pods: numpy costs more)."""
-        gpus = min(gpus, MAX_GPUS)
-        if self._starts.size <= gpus + 1:
+        gpus = gpus if gpus < MAX_GPUS else MAX_GPUS  # comparisons, not min() and max(): a few times a decision
+        if len(self._start_list) <= gpus + 1:
             self._grow(gpus)
-        reached = bisect_right(self._multiple_list, gpus * CPU_SPAN + max(cpu, -1)) - self._start_list[gpus]
-        return reached * (MAX_GPUS + 1) + gpus
+        shifted = gpus * CPU_SPAN + (cpu if cpu > -1 else -1)
+        return (bisect_right(self._multiple_list, shifted) - self._start_list[gpus]) * (MAX_GPUS + 1) + gpus
 
     def _grow(self, width: int) -> None:
         cpus = self.cpu[self.gpu]
@@ -524,7 +524,7 @@ class PackFragPolicy(Learner, RowLocalPolicy):
             losses = [values[start] - max(values[start + 1 : start + 1 + len(afters)]) for start, afters in spans]
         else:
             losses = [
-                values[start] - max(values[start + 1 + j] - waste[g] for j, (g, _) in enumerate(afters))
+                values[start] - max([values[start + 1 + j] - waste[g] for j, (g, _) in enumerate(afters)])
                 for start, afters in spans
             ]
         if len(spans) > SMALL_RESCORE or not _single_share(shape):
