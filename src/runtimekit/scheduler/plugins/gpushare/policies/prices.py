@@ -75,7 +75,7 @@ def share_prices(demand: Mapping[int, float], start: Sequence[Mapping[int, int]]
     sizes = sorted(m for m, p in demand.items() if 0 < m < MILLI and p > 0)
     if len(sizes) < 2:
         return None
-    from scipy.optimize import linprog  # the scheduler needs scipy only here, once per relearn
+    from scipy.optimize import linprog  # the scheduler needs scipy only here (imported at start-up: `load_solver`)
 
     total = sum(demand[m] for m in sizes)
     supply = np.array([max(1, round(POOL * demand[m] / total)) for m in sizes], np.float64)
