@@ -101,3 +101,29 @@ def test_prices_are_worked_out_again_only_when_the_demand_moves(monkeypatch: pyt
     settled = len(calls)
     learn([470, 320, 650], 2048)  # relearns, but the demand stays: no new prices
     assert len(calls) == settled
+
+
+_BUILD = """
+import sys
+from runtimekit.scheduler.framework import parse_conf
+from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework
+before = "scipy.optimize" in sys.modules
+conf = parse_conf('actions: "allocate"\\ntiers:\\n- plugins:\\n  - name: gpushare\\n'
+                  '    arguments: {gpushare.policy: %s}\\n')
+build_framework(FrameworkConfig(conf, seed=1))
+print(before, "scipy.optimize" in sys.modules)
+"""
+
+
+@pytest.mark.parametrize(("policy", "loaded"), [("packfrag", True), ("fgd", False)])
+def test_a_scheduler_configured_with_packfrag_loads_the_lp_solver_when_built(policy: str, loaded: bool) -> None:
+    """The LP solver's import (about 0.3 s of CPU) happens when the framework is built, not in the
+    decision that first solves the prices; a scheduler configured with another policy does not pay it
+    (a fresh interpreter: this one has scipy already)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}  # this run's src
+    done = subprocess.run([sys.executable, "-c", _BUILD % policy], capture_output=True, text=True, check=True, env=env)
+    assert done.stdout.split() == ["False", str(loaded)]

@@ -66,6 +66,7 @@ from runtimekit.scheduler.plugins.gpushare.policies import (
     POLICIES,
     Learner,
     LearnsAt,
+    PackFragPolicy,
     PodShape,
     PodType,
     Policy,
@@ -123,6 +124,9 @@ class GpuSharePlugin(
         self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
+        configured = self.policies[args.policy]
+        if isinstance(configured, PackFragPolicy):  # its LP solver's import, at start-up, not mid-decision
+            configured.load_solver()
         # per policy (by id, with the policy to tell a reused id): the policy as a RowLocalPolicy, or None
         self._row_local_policies: dict[int, tuple[Policy, RowLocalPolicy | None]] = {}
         self._filter_learners, self._score_learners = self._learners()

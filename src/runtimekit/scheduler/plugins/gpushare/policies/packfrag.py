@@ -44,6 +44,7 @@ of future arrivals is used. Callers: the gpushare plugin (live scheduler and tra
 from __future__ import annotations
 
 import itertools
+import math
 from bisect import bisect_left, bisect_right
 from collections import Counter, deque
 from collections.abc import Hashable
@@ -68,7 +69,7 @@ from runtimekit.scheduler.plugins.gpushare.policies.nodestates import (
     best_gpu,
     placements,
 )
-from runtimekit.scheduler.plugins.gpushare.policies.prices import PRICE_WEIGHT, SharePricer
+from runtimekit.scheduler.plugins.gpushare.policies.prices import PRICE_WEIGHT, SharePricer, load_solver
 from runtimekit.scheduler.plugins.gpushare.policies.rarehosts import HOST_PENALTY, RareHosts, rare_types
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType, TargetWorkload
 
@@ -77,8 +78,10 @@ MEMO_LIMIT = 1_000_000  # entries a memo keeps before it starts afresh (a live s
 MAX_GPUS = 64  # GPUs per node that CPU buckets can tell apart
 CPU_SPAN = 1 << 40  # more CPU milli than any node has
 BUCKET_BITS = 32  # a CPU bucket fits in this many bits (see UsableCapacity.bucket)
+BUCKET_MASK = (1 << BUCKET_BITS) - 1
 SMALL_RESCORE = 8  # stale rows up to which scores are keyed in plain ints, not numpy
 SMALL_COMPUTE = 16  # usable capacities up to which the per-type terms are worked out in plain ints
+SCORE_EDGE = 1e-9  # a score this close to an integer is floored as numpy does (see `_score_list`)
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
 NO_GPU_BONUS = 1  # score points a GPU-less pod gains on a node with no usable GPU (see above)
 
@@ -119,11 +122,21 @@ class UsableCapacity:
         self._runs = np.zeros((0, len(types)), np.bool_)
         self._multiples = np.zeros(0, np.int64)
         self._starts = np.zeros(0, np.int64)
-        # per GPU model, per type that may use it: (index, CPU, whole?, GPUs per pod, share index)
-        self._terms: dict[str, list[tuple[int, int, bool, int, int]]] = {}
+        # per GPU model, per type: (CPU, how it may use the model, GPUs per pod, share index); see `_usable_row`
+        self._terms: dict[str, list[tuple[int, int, int, int]]] = {}
         self._multiple_list: list[int] = []  # the same two, as plain ints for `bucket_of`
         self._start_list: list[int] = []
         self.memo: dict[int, float] = {}
+
+    def keep_from(self, earlier: UsableCapacity) -> None:
+        """Take over what an earlier workload's capacity worked out that does not depend on the
+        workload's proportions: the GPU facts per free milli (when the share sizes are the same) and
+        the CPU multiples (when the GPU types' CPU are): a relearn then redoes neither."""
+        if earlier._share_list == self._share_list:
+            self._facts = earlier._facts
+        if np.array_equal(np.unique(earlier.cpu[earlier.gpu]), np.unique(self.cpu[self.gpu])):
+            self._multiples, self._starts = earlier._multiples, earlier._starts
+            self._multiple_list, self._start_list = earlier._multiple_list, earlier._start_list
 
     def bucket(self, cpu: IntArray, gpus: IntArray) -> IntArray:
         """U depends on the free CPU c only through which multiples j * r_t (j = 1..`gpus`, the GPUs
@@ -140,11 +153,11 @@ class UsableCapacity:
 
     def bucket_of(self, cpu: int, gpus: int) -> int:
         """`bucket` for one node, in plain ints (a row or two between pods: numpy costs more)."""
-        gpus = min(gpus, MAX_GPUS)
-        if self._starts.size <= gpus + 1:
+        gpus = gpus if gpus < MAX_GPUS else MAX_GPUS  # comparisons, not min() and max(): a few times a decision
+        if len(self._start_list) <= gpus + 1:
             self._grow(gpus)
-        reached = bisect_right(self._multiple_list, gpus * CPU_SPAN + max(cpu, -1)) - self._start_list[gpus]
-        return reached * (MAX_GPUS + 1) + gpus
+        shifted = gpus * CPU_SPAN + (cpu if cpu > -1 else -1)
+        return (bisect_right(self._multiple_list, shifted) - self._start_list[gpus]) * (MAX_GPUS + 1) + gpus
 
     def _grow(self, width: int) -> None:
         cpus = self.cpu[self.gpu]
@@ -194,19 +207,24 @@ class UsableCapacity:
     def _compute(self, states: list[NodeState], cpu_free: list[int]) -> FloatArray:
         """sum_t w_t p_t U_t per entry, in one matrix product over the entries' U_t (integers)."""
         if len(states) <= SMALL_COMPUTE:  # a few entries between two pods: numpy's per-call cost dominates
-            usable = np.array([self._usable_row(model, ms, c) for (model, ms), c in zip(states, cpu_free, strict=True)])
-        else:
-            usable = self._usable_rows(states, cpu_free)
-        # The same product whichever way U was built: the values are identical to the last bit.
-        return np.asarray(usable.astype(np.int64, copy=False) @ self.p, np.float64)
+            rows = [self._usable_row(model, ms, c) for (model, ms), c in zip(states, cpu_free, strict=True)]
+            # as float64 at once (exact: far below 2^53): numpy casts int64 to float64 for the product anyway
+            small: FloatArray = np.array(rows, np.float64) @ self.p
+            return small
+        # The same product whichever way U was built: the values are identical to the last bit. (Not
+        # whatever the batch, though: BLAS sums a row in an order that can depend on the rows beside it.)
+        return np.asarray(self._usable_rows(states, cpu_free).astype(np.int64, copy=False) @ self.p, np.float64)
 
     def _usable_rows(self, states: list[NodeState], cpu_free: list[int]) -> IntArray:
         """U_t per entry and type, in numpy (many entries: a new shape, or every node after a relearn)."""
         n = len(states)
         facts = [self._gpu_facts(ms) for _, ms in states]
-        width = max(1, *(len(ms) for _, ms in states))
-        # k largest for k past a node's GPU count: all of it (the same as padding with empty GPUs)
-        largest = np.array([(*f[0], *(f[0][-1],) * (width + 1 - len(f[0]))) for f in facts], np.int64)
+        sizes = {len(ms) for _, ms in states}
+        width = max(1, *sizes)
+        if len(sizes) == 1 and width == len(states[0][1]):  # the usual case: nodes alike, no padding
+            largest = np.array([f[0] for f in facts], np.int64)
+        else:  # k largest for k past a node's GPU count: all of it (the same as padding with empty GPUs)
+            largest = np.array([(*f[0], *(f[0][-1],) * (width + 1 - len(f[0]))) for f in facts], np.int64)
         # GPUs with at least m free, once per distinct share m (types share few values of m)
         fitting = np.array([f[1] for f in facts], np.int64)[:, self._share_of]
         cpu_pods = np.maximum(np.array(cpu_free, np.int64), 0)[:, None] // self.cpu[None, :]
@@ -224,21 +242,20 @@ class UsableCapacity:
         terms = self._terms.get(model)
         if terms is None:
             runs = self.runs_on(model).tolist()
+            # per type, in order: (CPU, kind: 0 may not run here, 1 share, 2 whole, GPUs per pod, share index)
             terms = self._terms[model] = [
-                (i, int(self.cpu[i]), bool(self.whole[i]), int(self._per_pod[0, i]), int(self._share_of[i]))
-                for i in range(len(runs))
-                if runs[i]
+                (int(self.cpu[i]), (2 if self.whole[i] else 1) if runs[i] else 0, int(self._per_pod[0, i]), int(s))
+                for i, s in enumerate(self._share_of.tolist())
             ]
         largest, fitting, wholes = self._gpu_facts(ms)
-        cpu = max(cpu_free, 0)
-        row = [0] * len(self._allowed)
-        for i, need, whole, per_pod, share in terms:
-            pods = cpu // need
-            if whole:
-                row[i] = min(wholes // per_pod, pods) * per_pod * MILLI
-            else:
-                row[i] = largest[min(pods, fitting[share])]
-        return row
+        cpu = cpu_free if cpu_free > 0 else 0
+        # min(pods, fitting) spelt out: a call of `min` per term costs more than the rest of the term
+        return [
+            largest[pods if (pods := cpu // need) < (fit := fitting[share]) else fit]
+            if kind == 1
+            else (min(wholes // per_pod, cpu // need) * per_pod * MILLI if kind else 0)
+            for need, kind, per_pod, share in terms
+        ]
 
     def _model_row(self, model: str) -> int:
         """The row of `_runs` (per type: may it use the model) for a GPU model, added when new."""
@@ -309,6 +326,11 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         self._afters: dict[tuple[PodShape, int], list[tuple[int, int]]] = {}
         self._rare = RareHosts()  # the hosts of rare whole-GPU types, kept (rarehosts.py)
 
+    def load_solver(self) -> None:
+        """Import the share prices' LP solver ahead of the first decision that needs it (prices.py)."""
+        if self._pricer.weight:
+            load_solver()
+
     def _drop_caches(self) -> None:
         self._shapes.clear()
         self._choices.clear()
@@ -338,7 +360,9 @@ class PackFragPolicy(Learner, RowLocalPolicy):
             # asked before any pod was seen: this pod is the whole workload
             self.learn(PodType(shape.cpu_milli, shape.milli if shape.gpu else 0, shape.count))
         if self._pending is not None:  # a new workload: weigh its whole-GPU types by the nodes there are now
-            self._usable = UsableCapacity(self._pending, self.whole_weight, table)
+            earlier, self._usable = self._usable, UsableCapacity(self._pending, self.whole_weight, table)
+            if earlier is not None:
+                self._usable.keep_from(earlier)
             self._pricer.update(self._pending, self._learner.seen if self._learner is not None else None)
             self._pending = None
             self._drop_caches()
@@ -387,6 +411,27 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
         return scores
 
+    @classmethod
+    def _score_list(cls, losses: list[float]) -> list[int]:
+        """`_scores` of a few losses (between two pods), in plain floats: numpy costs more than the
+        arithmetic. `math.exp` and numpy's `exp` may differ in the last bit, which moves the floor only
+        where the score is within a hair of an integer: those few take numpy's, so the scores are
+        always `_scores`'s."""
+        if len(losses) > SMALL_COMPUTE:
+            many: list[int] = cls._scores(np.array(losses)).tolist()
+            return many
+        out = []
+        for loss in losses:
+            try:
+                score = 100.0 / (1.0 + math.exp(loss / 1000.0))
+            except OverflowError:  # numpy: exp is inf, the score 0
+                score = 0.0
+            whole = math.floor(score)
+            if score - whole < SCORE_EDGE or whole + 1 - score < SCORE_EDGE:
+                whole = int(cls._scores(np.array([loss]))[0])
+            out.append(whole)
+        return out
+
     def _rescore(
         self, capacity: UsableCapacity, shape: PodShape, cache: ShapeCache, table: NodeTable, rows: IntArray
     ) -> list[float] | IntArray:
@@ -434,14 +479,14 @@ class PackFragPolicy(Learner, RowLocalPolicy):
             if len(by_key) > MEMO_LIMIT:
                 by_key.clear()
             at = list(missing.values())
-            losses = self._score_states(
+            scores = self._score_states(
                 capacity,
                 shape,
                 [before_list[i] for i in at],
                 [after_list[i] for i in at],
                 [cpu_list[i] for i in at],
             )
-            by_key.update(zip(missing, self._scores(np.array(losses)).tolist(), strict=True))
+            by_key.update(zip(missing, scores, strict=True))
         return [by_key[k] for k in keys]
 
     def _score_states(
@@ -451,10 +496,11 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         before: list[int],
         after: list[int],
         cpu: list[int],
-    ) -> list[float]:
-        """The loss of each (node state, CPU buckets) key: the least loss over the pod's placements,
-        all usable capacities computed in one batch; a single share's placements also pay their
-        waste at the share prices (prices.SharePricer)."""
+    ) -> list[int]:
+        """The score of each (node state, CPU buckets) key: that of the least loss over the pod's
+        placements, all usable capacities computed in one batch; a single share's placements also
+        pay their waste at the share prices (prices.SharePricer), and their scores by GPU are kept
+        for `choose`."""
         nodes = self._nodes
         keys: list[int] = []
         states: list[NodeState] = []
@@ -475,11 +521,34 @@ class PackFragPolicy(Learner, RowLocalPolicy):
                 cpus.append(left)
         values = capacity.values(keys, states, cpus)
         if waste is None:
-            return [values[start] - max(values[start + 1 : start + 1 + len(afters)]) for start, afters in spans]
-        return [
-            values[start] - max(values[start + 1 + j] - waste[g] for j, (g, _) in enumerate(afters))
-            for start, afters in spans
-        ]
+            losses = [values[start] - max(values[start + 1 : start + 1 + len(afters)]) for start, afters in spans]
+        else:
+            losses = [
+                values[start] - max([values[start + 1 + j] - waste[g] for j, (g, _) in enumerate(afters)])
+                for start, afters in spans
+            ]
+        if len(spans) > SMALL_RESCORE or not _single_share(shape):
+            return self._score_list(losses)
+        # A few keys (rows changed since the last pod, one of which the next pod often takes): a single
+        # share's GPU choice (`choose`) on them, scored in the same batch, with the losses
+        # `_value_scores` works out, term for term, so that `choose` finds them instead.
+        for start, afters in spans:
+            base = values[start]
+            losses.extend(
+                base - values[start + 1 + j] + (waste[g] if waste is not None else 0.0)
+                for j, (g, _) in enumerate(afters)
+            )
+        scores = self._score_list(losses)
+        at = len(spans)
+        choices = self._choices
+        if len(choices) > MEMO_LIMIT:
+            choices.clear()
+        for key, bucket, (_, afters) in zip(before, after, spans, strict=True):
+            choices[(shape, key >> BUCKET_BITS, key & BUCKET_MASK, bucket)] = {
+                g: sc for (g, _), sc in zip(afters, scores[at : at + len(afters)], strict=True)
+            }
+            at += len(afters)
+        return scores[: len(spans)]
 
     def _after_states(self, shape: PodShape, sid: int) -> list[tuple[int, int]]:
         """Each distinct placement of the pod on node state `sid`: the free milli of the GPU it uses
@@ -532,8 +601,13 @@ class PackFragPolicy(Learner, RowLocalPolicy):
             values[0] - u + (waste[g] if waste is not None else 0.0)
             for u, (g, _) in zip(values[1:], afters, strict=True)
         ]
-        scores = self._scores(np.array(losses)).tolist()
+        scores = self._score_list(losses)
         return {v: sc for (v, _), sc in zip(afters, scores, strict=True)}
+
+
+def _single_share(shape: PodShape) -> bool:
+    """A pod of one share of one GPU: the pods whose GPU `choose` picks by score."""
+    return shape.gpu and not shape.whole and shape.count == 1 and shape.milli < MILLI
 
 
 def _spare_nodes_first(scores: IntArray, table: NodeTable, rows: IntArray) -> IntArray:
