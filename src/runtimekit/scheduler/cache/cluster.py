@@ -212,10 +212,11 @@ class ClusterCache:
         del self.nodes[name]
 
     def inventory(self, name: NodeName) -> NodeInventory | None:
-        """A node's GPUs as last seen (None: the node is gone)."""
-        with self.lock:
-            state = self.nodes.get(name)
-            return state.inventory if state is not None else None
+        """A node's GPUs as last seen (None: the node is gone). Without the lock: one read of the
+        nodes' dict, whose entries are replaced whole, is atomic; a binder thread (once a pod) must
+        not wait for a session holding the lock, as each wait hands the GIL over."""
+        state = self.nodes.get(name)
+        return state.inventory if state is not None else None
 
     # -- pods ------------------------------------------------------------------------------
     def on_pod(self, kind: str, obj: Pod, seal: Seal | None = None) -> None:
