@@ -1,13 +1,15 @@
 """The API client's HTTP/1.1 connection (`runtimekit.kube.wire`) against a server that answers with
 scripted bytes: Content-Length and chunked bodies, `Connection: close`, a connection closed before any
-answer (retried for idempotent requests on a fresh one), an answer that is not HTTP, and a watch whose
-events arrive split across chunks; then against the embedded API server through KubeHttp."""
+answer (retried for idempotent requests on a fresh one), an answer that is not HTTP, a server that
+stops answering (the request times out after the timeout it was given), and a watch whose events
+arrive split across chunks; then against the embedded API server through KubeHttp."""
 
 from __future__ import annotations
 
 import http.client
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 
 import pytest
@@ -147,6 +149,37 @@ def test_an_answer_that_is_not_http_is_an_http_exception(serve: Callable[[Reply]
     with pytest.raises(http.client.HTTPException):
         conn.exchange("GET", "/", {}, None, 5.0)
     assert conn.sock is None
+
+
+def test_a_server_that_does_not_answer_times_out_after_the_requests_timeout(
+    serve: Callable[[Reply], ScriptedServer],
+) -> None:
+    # a silent server, a kept connection that answers part of a body then stops, then answers again
+    answers = iter([[], [ok(b"{}")], [b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n{"], [ok(b"{}")]])
+    server = serve(lambda request: next(answers))
+    conn = Connection("127.0.0.1", server.port, None, 5.0)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        conn.exchange("GET", "/silent", {}, None, 0.3)
+    assert 0.25 <= time.monotonic() - started < 3.0
+    assert conn.sock is None  # closed: the next request opens a new connection
+    assert conn.exchange("GET", "/x", {}, None, 5.0).content == b"{}"
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):  # the kept connection's timeout follows the request's
+        conn.exchange("GET", "/partial", {}, None, 0.3)
+    assert 0.25 <= time.monotonic() - started < 3.0
+    http = KubeHttp.connect(server=f"http://127.0.0.1:{server.port}", timeout=5)
+    assert http.get("/again") == {}
+    assert server.connections == 3
+
+
+def test_a_timeout_through_kubehttp_is_an_unavailable_error(serve: Callable[[Reply], ScriptedServer]) -> None:
+    server = serve(lambda request: [])
+    http = KubeHttp.connect(server=f"http://127.0.0.1:{server.port}", timeout=0.3)
+    started = time.monotonic()
+    with pytest.raises(UnavailableError):
+        http.post("/bind", {})
+    assert 0.25 <= time.monotonic() - started < 3.0
 
 
 def test_watch_events_split_across_chunks_arrive_whole(serve: Callable[[Reply], ScriptedServer]) -> None:

@@ -129,3 +129,26 @@ def test_a_snapshot_shows_a_binding_pod_with_the_booking_it_holds() -> None:
     assert tasks["p"].status is TaskStatus.BINDING
     assert tasks["p"].node == N1
     assert tasks["q"].status is TaskStatus.PENDING
+
+
+def test_a_snapshot_sees_every_node_event_and_shares_its_node_facts_between_them() -> None:
+    cache = cache_with_node()
+    first, _ = take_snapshot(cache, include_running=False)
+    cache.on_pod("ADDED", pod_object("p", {}))  # pods come and go: the nodes' facts are kept
+    again, _ = take_snapshot(cache, include_running=False)
+    assert again.meta is first.meta
+    assert again.model_ids is first.model_ids
+    assert (first.capacity.cpu, first.model_names) == (32000, ["T4"])
+    cache.on_node("MODIFIED", node_object("n1", cpu="64"))  # capacity alone: the metadata is the same
+    grown, _ = take_snapshot(cache, include_running=False)
+    assert grown.meta_version == first.meta_version
+    assert grown.capacity.cpu == 64000
+    cache.on_node("ADDED", node_object("n2", gpus=4, model="A100"))
+    two, _ = take_snapshot(cache, include_running=False)
+    assert (two.capacity.cpu, two.capacity.gpu, two.model_names) == (96000, 6000, ["A100", "T4"])
+    assert [m.name if m else None for m in two.meta] == ["n1", "n2"]
+    assert two.model_ids.tolist() == [1, 0]
+    cache.on_node("DELETED", node_object("n1"))
+    one, _ = take_snapshot(cache, include_running=False)
+    assert (one.capacity.cpu, one.model_names) == (32000, ["A100"])
+    assert [m.name if m else None for m in one.meta] == [None, "n2"]

@@ -11,8 +11,16 @@ instead of 411. A scheduler binding a thousand pods a second spends that on ever
 
 Failures are the standard library's kinds, so callers treat both alike: `OSError` when the server
 cannot be reached or the socket breaks (`http.client.RemoteDisconnected`, a ConnectionError, when
-a kept-alive connection was closed before any answer), `http.client.HTTPException` for an answer
-that is not HTTP. Not thread-safe: one connection per thread (`PlainHttp` keeps them).
+a kept-alive connection was closed before any answer; `TimeoutError` when a read or write waited
+longer than the timeout), `http.client.HTTPException` for an answer that is not HTTP. Not
+thread-safe: one connection per thread (`PlainHttp` keeps them).
+
+A plain TCP connection's socket blocks, its timeout the kernel's (SO_RCVTIMEO, SO_SNDTIMEO, set
+only when the timeout changes): a socket with a Python timeout polls before every send and every
+read, and each of those calls, as each `settimeout`, lets go of the GIL, which in a scheduler busy
+on another thread costs a wake-up of a waiting thread and often a switch. A binding's request and
+answer take two calls that way instead of five. A TLS connection keeps Python's timeout (set only
+when it changes): the ssl module polls only when the socket has nothing to read.
 """
 
 from __future__ import annotations
@@ -21,6 +29,7 @@ import http.client
 import select
 import socket
 import ssl
+import struct
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
@@ -67,11 +76,12 @@ class Answer:
 class Connection:
     """A connection to `host:port`, TLS when `context` is given; opened on first use and after close."""
 
-    __slots__ = ("__weakref__", "_host_header", "context", "host", "port", "sock", "timeout")
+    __slots__ = ("__weakref__", "_host_header", "_kernel_timeout", "context", "host", "port", "sock", "timeout")
 
     def __init__(self, host: str, port: int, context: ssl.SSLContext | None, timeout: float) -> None:
         self.host, self.port, self.context, self.timeout = host, port, context, timeout
         self.sock: socket.socket | None = None
+        self._kernel_timeout = 0.0  # the plain socket's SO_RCVTIMEO and SO_SNDTIMEO (0: not set yet)
         name = f"[{host}]" if ":" in host else host
         default = 443 if context is not None else 80
         self._host_header = name if port == default else f"{name}:{port}"
@@ -82,10 +92,30 @@ class Connection:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             if self.context is not None:
                 sock = self.context.wrap_socket(sock, server_hostname=self.host)
+            else:
+                sock.settimeout(None)  # blocking: the kernel times reads and writes out (`_timeout`)
         except BaseException:
             sock.close()
             raise
         self.sock = sock
+        self._kernel_timeout = 0.0
+
+    def _timeout(self, sock: socket.socket, timeout: float) -> None:
+        """Let a read or a write of `sock` wait `timeout` seconds at most (see the module docstring)."""
+        if self.context is not None or timeout <= 0:  # TLS (or no wait at all): Python's timeout
+            if sock.gettimeout() != timeout:
+                sock.settimeout(timeout)
+            return
+        if sock.gettimeout() is not None:  # after a timeout of Python's: blocking again
+            sock.settimeout(None)
+            self._kernel_timeout = 0.0
+        if timeout != self._kernel_timeout:
+            seconds = int(timeout)
+            micros = min(999_999, max(0 if seconds else 1, int((timeout - seconds) * 1e6)))  # never 0 s 0 µs: no limit
+            value = struct.pack("ll", seconds, micros)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, value)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, value)
+            self._kernel_timeout = timeout
 
     def close(self) -> None:
         sock, self.sock = self.sock, None
@@ -113,8 +143,11 @@ class Connection:
         if body is not None or method in ("POST", "PUT", "PATCH"):
             lines.append(f"Content-Length: {len(body) if body is not None else 0}")
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
-        sock.settimeout(timeout)
-        sock.sendall(head + body if body else head)
+        self._timeout(sock, timeout)
+        try:
+            sock.sendall(head + body if body else head)
+        except BlockingIOError:  # the kernel's timeout (a blocking socket)
+            raise TimeoutError("timed out") from None
 
     def exchange(self, method: str, target: str, headers: dict[str, str], body: bytes | None, timeout: float) -> Answer:
         """Send one request and read its whole answer; on any failure the connection is closed and
@@ -154,7 +187,10 @@ class Connection:
 
 def _feed(sock: socket.socket, parser: httptools.HttpResponseParser) -> bool:
     """Read what has arrived into the parser; False when the server has closed the connection."""
-    data = sock.recv(READ_SIZE)
+    try:
+        data = sock.recv(READ_SIZE)
+    except BlockingIOError:  # the kernel's timeout (a blocking socket)
+        raise TimeoutError("timed out") from None
     if not data:
         return False
     try:

@@ -125,6 +125,10 @@ class ClusterCache:
         self.nodes: dict[NodeName, NodeState] = {}
         self.meta_rows: list[NodeMeta | None] = []
         self.meta_version = 0
+        # changes with every node event that reaches the table (a node set or removed): what a
+        # snapshot reads of the nodes alone is kept until it does (`snapshot.node_facts_kept`)
+        self.node_version = 0
+        self.facts_kept: tuple[int, object] | None = None
         self.running: dict[PodKey, TaskInfo] = {}  # bound pods holding resources
         self.uid_of: dict[str, PodKey] = {}  # namespace/name -> key
         self.orphans: dict[PodKey, Pod] = {}  # bound pods whose node is not known yet
@@ -175,6 +179,7 @@ class ClusterCache:
             log.warning("node %s: %s", state.meta.name, state.problem)
         previous = self.nodes.get(state.meta.name)
         new = previous is None
+        self.node_version += 1
         if previous is None or previous.inventory != state.inventory:
             self.inventory_version += 1
         dropped = self.ledger.set_node(state.inventory, state.capacity)
@@ -196,6 +201,7 @@ class ClusterCache:
     def _remove_node(self, name: NodeName) -> None:
         if name not in self.nodes:
             return
+        self.node_version += 1
         row = self.ledger.table.row(name)
         for pod in self.ledger.remove_node(name):
             if pod.startswith(CLAIM_PREFIX):  # booked again should the node come back
@@ -212,10 +218,11 @@ class ClusterCache:
         del self.nodes[name]
 
     def inventory(self, name: NodeName) -> NodeInventory | None:
-        """A node's GPUs as last seen (None: the node is gone)."""
-        with self.lock:
-            state = self.nodes.get(name)
-            return state.inventory if state is not None else None
+        """A node's GPUs as last seen (None: the node is gone). Without the lock: one read of the
+        nodes' dict, whose entries are replaced whole, is atomic; a binder thread (once a pod) must
+        not wait for a session holding the lock, as each wait hands the GIL over."""
+        state = self.nodes.get(name)
+        return state.inventory if state is not None else None
 
     # -- pods ------------------------------------------------------------------------------
     def on_pod(self, kind: str, obj: Pod, seal: Seal | None = None) -> None:
