@@ -243,7 +243,7 @@ def serve(args: argparse.Namespace) -> int:
     from runtimekit.kube.http import KubeConfigError
     from runtimekit.protocol import ProtocolError
     from runtimekit.scheduler.build import ConfCheckFailed, build_scheduler
-    from runtimekit.scheduler.collector import tune_process
+    from runtimekit.scheduler.collector import freeze_once_synced, tune_process
     from runtimekit.scheduler.framework import ConfError, RegistryError
     from runtimekit.scheduler.framework.arguments import ArgumentError
 
@@ -258,6 +258,7 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     tune_process()
     scheduler.start()
+    freeze_once_synced(scheduler.synced)
     wait_for_stop_signal()
     log.info("stopping")
     scheduler.stop()
