@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from runtimekit.model import NodeCapacity, NodeInventory, NodeName
+from runtimekit.model import NodeCapacity, NodeInventory, NodeName, NodeTable
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import BuildContext, Framework, parse_conf
@@ -118,3 +118,16 @@ def test_a_pod_asking_no_gpu_waits_with_a_reason_where_only_kept_cpu_is_left(
         assert "cpu-0" not in waiting
     else:
         assert waiting["cpu-0"] == f"0/1 nodes are available: 1 {REASON_CPU_KEPT}."
+
+
+def test_a_gpu_less_pod_kept_off_other_nodes_does_not_fall_back_on_a_rare_host() -> None:
+    # g3 is the one 8-GPU node with 128 cores (the others have 96): a rare host, kept for 8-GPU pods
+    # asking more than 96 cores. At half the reserve (6 cores per GPU: 48 per node) a 40-core pod
+    # could take CPU on every node, but on g3 it would leave 88 cores, too few for such a pod.
+    table = NodeTable()
+    for name, cores in [("g3", 128_000), ("n1", 96_000), ("n2", 96_000), ("n3", 96_000), ("n4", 96_000)]:
+        table.add_node(NodeInventory.simulated(name, "T4", 8, 16384), NodeCapacity(cores, 1 << 40, 110))
+    policy = PackFragPolicy(TargetWorkload.from_types([GPU_POD, CPU_POD]), cpu_reserve=0.5)
+    found = policy.cpu_kept(PolicyContext(table, random.Random(1)), PodShape(cpu_milli=40_000), rows(table, "g3", "n1"))
+    assert found is not None
+    assert found.tolist() == [True, False]
