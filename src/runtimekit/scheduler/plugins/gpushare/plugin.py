@@ -2,8 +2,9 @@
 and multi-GPU pods, with a choice of placement policies.
 
 Implements: PrePredicate (request sanity), Predicate (GPU fit and the allowed GPU models, over all
-nodes at once), NodeOrder (the policy's score x weight), DeviceAllocate (the GPUs inside the
-chosen node), Reserve (holds those GPUs for the pod until it is bound or given up) and PreBind
+nodes at once; for a GPU-less pod, the CPU its policy keeps for GPUs, see `cpuReserve`), NodeOrder
+(the policy's score x weight), DeviceAllocate (the GPUs inside the chosen node), Reserve (holds
+those GPUs for the pod until it is bound or given up) and PreBind
 (writes the held GPUs into the binding's assignment). A pod may pick another policy with the
 protocol's `annotations.policy` annotation, or a node policy and a GPU policy apart (`podpolicy`); a
 pod's GPU constraints (models, UUIDs) are checked on a copy of the table holding only the GPUs it
@@ -17,6 +18,9 @@ Arguments (Volcano style, the `gpushare.` prefix optional):
     gpushare.weight: 1            # multiplies the policy's 0-100 score
     gpushare.workload: ""         # FGD target workload: a pod-list CSV; empty: learn from arriving pods
     gpushare.allowPodPolicy: true # honour the per-pod policy annotation
+    gpushare.cpuReserve: 1.0      # packfrag: once CPU is the scarce resource, a GPU-less pod may not take a
+                                  # GPU node's CPU below this x the learned GPU pods' CPU per GPU milli x
+                                  # its free GPU milli; it waits ("CPU kept for the node's free GPUs"); 0: off
 """
 
 from __future__ import annotations
