@@ -44,3 +44,21 @@ def test_with_a_usable_gpu_on_every_node_a_cpu_pod_goes_by_its_loss_and_first_fi
     packed = replay(nodes, _first_fit(nodes), "packfrag", 42, target_workload(PODS), record=True)
     # no node to spare: the CPU pod takes the first node and the share, with no memory there, the other
     assert [(w.index, w.node) for w in packed.where] == [(0, "p"), (1, "q")]
+
+
+def test_a_cpu_pod_leaves_a_mig_node_the_cpu_its_free_slices_need() -> None:
+    # s (900 milli, 8 cores; no profile of the layout holds it) fills the plain GPU: the learned GPU
+    # pods ask 8,000 / 900 CPU milli per GPU milli. The MIG node's free slices (a whole GPU's worth)
+    # keep 8.9 of its 16 cores, so the CPU pod (12 cores) does not take its CPU but goes to the
+    # plain node, where it costs no usable capacity; the 200-milli pod after it then finds CPU
+    # beside a free 2g.35gb slice (its share no longer fits the plain GPU). Sent to the MIG node
+    # with the spare-node bonus, the CPU pod would leave 4 cores there and the 200-milli pod would fail.
+    nodes = [
+        TraceNode("p", 64_000, 65_536, 1, "H200"),
+        TraceNode("m", 16_000, 65_536, 1, "H200", mig=(BALANCED,)),
+    ]
+    pods = [TracePod("s", 8000, 1000, 1, 900), TracePod("cpu", 12_000, 1000, 0, 0), TracePod("q", 8000, 1000, 1, 200)]
+    arrivals = Arrivals(pods, {n.name: i for i, n in enumerate(nodes)}, sum(p.total_gpu_milli for p in pods))
+    packed = replay(nodes, arrivals, "packfrag", 42, target_workload(pods), record=True)
+    assert [(w.index, w.node) for w in packed.where] == [(0, "p"), (1, "p"), (2, "m")]
+    assert packed.failed_pods == 0

@@ -2,8 +2,9 @@
 and multi-GPU pods, with a choice of placement policies.
 
 Implements: PrePredicate (request sanity), Predicate (GPU fit and the allowed GPU models, over all
-nodes at once), NodeOrder (the policy's score x weight), DeviceAllocate (the GPUs inside the
-chosen node), Reserve (holds those GPUs for the pod until it is bound or given up) and PreBind
+nodes at once; for a GPU-less pod, the CPU its policy keeps for GPUs, see `cpuReserve`), NodeOrder
+(the policy's score x weight), DeviceAllocate (the GPUs inside the chosen node), Reserve (holds
+those GPUs for the pod until it is bound or given up) and PreBind
 (writes the held GPUs into the binding's assignment). A pod may pick another policy with the
 protocol's `annotations.policy` annotation, or a node policy and a GPU policy apart (`podpolicy`); a
 pod's GPU constraints (models, UUIDs) are checked on a copy of the table holding only the GPUs it
@@ -17,6 +18,9 @@ Arguments (Volcano style, the `gpushare.` prefix optional):
     gpushare.weight: 1            # multiplies the policy's 0-100 score
     gpushare.workload: ""         # FGD target workload: a pod-list CSV; empty: learn from arriving pods
     gpushare.allowPodPolicy: true # honour the per-pod policy annotation
+    gpushare.cpuReserve: 1.0      # packfrag: once CPU is the scarce resource, a GPU-less pod may not take a
+                                  # GPU node's CPU below this x the learned GPU pods' CPU per GPU milli x
+                                  # its free GPU milli; it waits ("CPU kept for the node's free GPUs"); 0: off
 """
 
 from __future__ import annotations
@@ -64,6 +68,7 @@ from runtimekit.scheduler.plugins.gpushare.podpolicy import is_split, resolve
 from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
     POLICIES,
+    KeepsCpu,
     Learner,
     LearnsAt,
     PackFragPolicy,
@@ -75,10 +80,13 @@ from runtimekit.scheduler.plugins.gpushare.policies import (
     TakesWorkload,
     TargetWorkload,
 )
+from runtimekit.scheduler.plugins.gpushare.policies.packfrag import CPU_RESERVE
 from runtimekit.scheduler.plugins.gpushare.selection import RestrictedView, restrict
 from runtimekit.scheduler.plugins.gpushare.units import UNREADABLE, NodeUnits, in_unit, uses_units
 
 NAME = "gpushare"
+# a pod asking no GPU, on a node whose free CPU its policy keeps for the node's free GPUs (packfrag)
+REASON_CPU_KEPT = "CPU kept for the node's free GPUs"
 SHARED_KINDS = frozenset({GpuKind.SHARE, GpuKind.WHOLE})
 
 
@@ -89,6 +97,9 @@ class GpuShareArgs:
     workload: str = ""
     allow_pod_policy: bool = True
     learn_every: int = 256
+    # packfrag: CPU a GPU node keeps from pods asking no GPU, per free GPU milli, in the learned GPU
+    # pods' CPU per GPU milli, once CPU is the cluster's scarce resource (0: keep none)
+    cpu_reserve: float = CPU_RESERVE
 
     def __post_init__(self) -> None:
         if self.policy not in POLICIES:
@@ -97,6 +108,8 @@ class GpuShareArgs:
             raise ArgumentError(f"{NAME}: weight must not be negative, got {self.weight}")
         if self.learn_every < 1:
             raise ArgumentError(f"{NAME}: learnEvery must be at least 1")
+        if self.cpu_reserve < 0:
+            raise ArgumentError(f"{NAME}: cpuReserve must not be negative, got {self.cpu_reserve}")
 
 
 class GpuSharePlugin(
@@ -124,11 +137,14 @@ class GpuSharePlugin(
         self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
+        if args.cpu_reserve != CPU_RESERVE:
+            self.policies[PackFragPolicy.name] = PackFragPolicy(cpu_reserve=args.cpu_reserve)
         configured = self.policies[args.policy]
         if isinstance(configured, PackFragPolicy):  # its LP solver's import, at start-up, not mid-decision
             configured.load_solver()
         # per policy (by id, with the policy to tell a reused id): the policy as a RowLocalPolicy, or None
         self._row_local_policies: dict[int, tuple[Policy, RowLocalPolicy | None]] = {}
+        self._cpu_keepers: dict[int, tuple[Policy, KeepsCpu | None]] = {}  # the same, as a `KeepsCpu`
         self._filter_learners, self._score_learners = self._learners()
         if workload is not None:
             self.set_workload(workload)
@@ -195,6 +211,7 @@ class GpuSharePlugin(
                 self.policies[name] = policy.with_workload(workload)
         self._filter_learners, self._score_learners = self._learners()
         self._row_local_policies.clear()  # which policies learn at scoring may have changed
+        self._cpu_keepers.clear()
 
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
@@ -224,14 +241,32 @@ class GpuSharePlugin(
                 self._learned.clear()
             self._learned.add(task.key)  # every pod counts once, feasible or not, however often it is retried
             learner.learn(_pod_type(task, self.shape(task.request)))
-        return SUCCESS if self.need(task.request).gpus else SKIP
+        if self.need(task.request).gpus:
+            return SUCCESS
+        return SUCCESS if self._keeps_cpu(task) else SKIP
+
+    def _keeps_cpu(self, task: TaskInfo) -> bool:
+        """Whether the pod asks no device and its policy may keep GPU nodes' CPU from it now."""
+        keeper = self._cpu_keeper(task)
+        return keeper is not None and keeper.keeps_cpu()
+
+    def _cpu_keeper(self, task: TaskInfo) -> KeepsCpu | None:
+        """The pod's policy when it keeps GPU nodes' CPU from pods asking no GPU (`KeepsCpu`) and the
+        pod asks for no device at all (no GPU of any kind, no resource claim); else None."""
+        if task.request.gpus or (task.pod is not None and (task.pod.get("spec") or {}).get("resourceClaims")):
+            return None
+        policy = self.policy_for(task)
+        known = self._cpu_keepers.get(id(policy))
+        if known is None or known[0] is not policy:  # an isinstance of a Protocol costs: once per policy
+            known = self._cpu_keepers[id(policy)] = (policy, policy if isinstance(policy, KeepsCpu) else None)
+        return known[1]
 
     # -- Predicate -------------------------------------------------------------------------
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
         need = self.need(task.request)
         requests = need.gpus
         if not requests:
-            return Verdict.all(rows.size)
+            return self._predicate_no_gpu(task, rows, ssn)
         if task.gpu_select is not None and not isinstance(ssn, RestrictedView):
             return self._predicate_selected(task, rows, ssn)
         if self._node_units and need.in_units and not self.units.uniform(ssn.snapshot):
@@ -242,16 +277,24 @@ class GpuSharePlugin(
 
     def predicate_key(self, task: TaskInfo, ssn: SessionView) -> Hashable | None:
         """Row-local (`RowLocalPredicate`): the GPU fit reads the row's GPUs and GPU model alone. The
-        pods that choose GPUs by model or UUID, and those whose memory counts in units that differ
-        between nodes, keep the full call."""
+        pods that choose GPUs by model or UUID, those whose memory counts in units that differ
+        between nodes, and GPU-less pods whose policy keeps CPU from them now keep the full call."""
         need = self.need(task.request)
-        if not need.gpus:
-            return EVERY_ROW
+        if not need.gpus:  # the CPU its policy keeps reads the learned workload and other rows
+            return None if self._keeps_cpu(task) else EVERY_ROW
         if task.gpu_select is not None or (self._node_units and need.in_units and not self.units.uniform(ssn.snapshot)):
             return None
         if len(need.gpus) == 1 and task.gpu_models is None and summary_fit(need.gpus[0], self.split):
             return None  # the fit reads a per-node summary: over every row it costs less than the memo
         return (need.gpus, task.gpu_models)
+
+    def _predicate_no_gpu(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
+        """A pod asking no GPU: every row, but those whose CPU its policy keeps for their free GPUs."""
+        keeper = self._cpu_keeper(task)
+        kept = None if keeper is None else keeper.cpu_kept(self._context(ssn.table), self.shape(task.request), rows)
+        if kept is None or not kept.any():
+            return Verdict.all(rows.size)
+        return Verdict(~kept, [(REASON_CPU_KEPT, kept)])
 
     def _predicate_per_unit(
         self, task: TaskInfo, rows: Rows, ssn: SessionView, requests: tuple[GpuRequest, ...], units: Rows

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from runtimekit.scheduler.plugins.gpushare.policies.base import (
+    KeepsCpu,
     Learner,
     LearnsAt,
     PodShape,
@@ -44,6 +45,7 @@ __all__ = [
     "POLICIES",
     "FgdPolicy",
     "Fragmentation",
+    "KeepsCpu",
     "Learner",
     "LearnsAt",
     "PackFragPolicy",

@@ -19,6 +19,7 @@ from enum import Enum
 from typing import Protocol, runtime_checkable
 
 import numpy as np
+import numpy.typing as npt
 
 from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable, PodRequest
 from runtimekit.model.ledger import IntArray
@@ -112,6 +113,17 @@ class Learner(Protocol):
     learns_at: LearnsAt
 
     def learn(self, pod_type: PodType) -> None: ...
+
+
+@runtime_checkable
+class KeepsCpu(Protocol):
+    """A policy that keeps part of some nodes' CPU from pods asking no GPU (for the GPUs there)."""
+
+    def keeps_cpu(self) -> bool:
+        """Cheap: whether `cpu_kept` may hold any row back now (False: it would answer None)."""
+
+    def cpu_kept(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> npt.NDArray[np.bool_] | None:
+        """For a pod of `shape`, the rows (a mask over `rows`) whose CPU it may not take; None: none."""
 
 
 @runtime_checkable

@@ -30,6 +30,16 @@ where their memory and CPU can leave GPUs idle (on `h200-mig` gpushare100, 8-GPU
 8 idle GPUs and 14 GiB of memory; docs/results/cluster-shapes.md). A node list with GPUs everywhere
 (openb's GPU nodes) places exactly as without it.
 
+Once the learned pods ask more CPU per GPU milli than the cluster's GPU nodes have (CPU, not GPUs,
+runs out first: openb's cpu250), a pod that asks no GPU may not take a GPU node's free CPU below
+`cpu_reserve` times the learned GPU pods' CPU per GPU milli times the node's free GPU milli, nor
+spoil a kept host of a rare type (`cpu_kept`, which the gpushare plugin applies as a filter): where
+only such nodes are left it waits (Pending, "CPU kept for the node's free GPUs") instead of
+stranding GPUs behind exhausted CPU; GPU pods are never held back. With CPU to spare nothing is
+kept. On a node in MIG mode, the spare-node bonus above turns into a point less when the pod would
+leave less CPU than the node's free slices need at the same rate (a soft cap, always on: the slices
+are not in the usable capacity).
+
 FGD (fgd.py) measures the same thing with two differences: it counts a node as usable for t
 whenever one pod of t fits, however little CPU is left for more, and it adds the pod's own request
 to the score, which flattens the scores of large pods. Losses are scored as FGD scores its
@@ -54,6 +64,7 @@ import numpy.typing as npt
 
 from runtimekit.model import MILLI, GpuKind, GpuRequest, NodeTable
 from runtimekit.model.ledger import IntArray
+from runtimekit.model.migstate import MigGpuState
 from runtimekit.scheduler.plugins.gpushare.policies.base import (
     Learner,
     LearnsAt,
@@ -84,6 +95,8 @@ SMALL_COMPUTE = 16  # usable capacities up to which the per-type terms are worke
 SCORE_EDGE = 1e-9  # a score this close to an integer is floored as numpy does (see `_score_list`)
 WHOLE_WEIGHT = 0.25  # a whole-GPU type's weight per GPU, relative to a share type's (see above)
 NO_GPU_BONUS = 1  # score points a GPU-less pod gains on a node with no usable GPU (see above)
+KEEP_AFTER = 256  # pods learned before GPU nodes keep CPU for their GPUs (see `cpu_kept`)
+CPU_RESERVE = 1.0  # CPU kept per free GPU milli, in the learned GPU pods' CPU per GPU milli (see above)
 
 
 class UsableCapacity:
@@ -113,6 +126,12 @@ class UsableCapacity:
             self.rare, self.rare_share = rare_types(
                 self.whole & allowed_any, self.count, self.cpu, rarity, workload.probabilities, table
             )
+        # CPU milli the learned pods ask per GPU milli: the GPU pods', and every pod's (see `cpu_kept`)
+        probabilities = np.asarray(workload.probabilities, np.float64)
+        gpu_milli = float(probabilities @ (self.milli * self.count))
+        cpu_asked = probabilities * np.array([t.cpu_milli for t in types], np.float64)
+        self.gpu_pod_cpu_rate = float(cpu_asked[self.gpu].sum()) / gpu_milli if gpu_milli else 0.0
+        self.cpu_rate = float(cpu_asked.sum()) / gpu_milli if gpu_milli else 0.0
         # GPU milli an average pod asks: how many more pods the free GPUs hold (see `_spoiled`)
         self.pod_milli = float(np.asarray(workload.probabilities) @ (self.milli * self.count)) or float(MILLI)
         self.p = np.asarray(workload.probabilities, np.float64) * weight  # w_t p_t
@@ -308,12 +327,17 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         coverage: float = 1.0,
         whole_weight: float = WHOLE_WEIGHT,
         price_weight: float = PRICE_WEIGHT,
+        cpu_reserve: float = CPU_RESERVE,
     ) -> None:
         if whole_weight < 0:
             raise ValueError(f"packfrag: whole_weight must not be negative, got {whole_weight}")
         if price_weight < 0:
             raise ValueError(f"packfrag: price_weight must not be negative, got {price_weight}")
+        if cpu_reserve < 0:
+            raise ValueError(f"packfrag: cpu_reserve must not be negative, got {cpu_reserve}")
         self.whole_weight = whole_weight
+        self.cpu_reserve = cpu_reserve
+        self._kept_rate = 0.0  # CPU milli a GPU node keeps per free GPU milli from GPU-less pods; 0: none
         self._pricer = SharePricer(price_weight)
         self._learner = None if workload is not None else OnlineWorkload(window, relearn_every, coverage)
         self._usable: UsableCapacity | None = None
@@ -365,9 +389,47 @@ class PackFragPolicy(Learner, RowLocalPolicy):
                 self._usable.keep_from(earlier)
             self._pricer.update(self._pending, self._learner.seen if self._learner is not None else None)
             self._pending = None
+            learned = self._learner.seen if self._learner is not None else None
+            # a handful of pods says little of the workload's CPU per GPU: nothing kept until KEEP_AFTER
+            self._kept_rate = (
+                _kept_rate(self._usable, table, self.cpu_reserve) if learned is None or learned >= KEEP_AFTER else 0.0
+            )
             self._drop_caches()
         assert self._usable is not None
         return self._usable
+
+    def _slice_rate(self, capacity: UsableCapacity) -> float:
+        """CPU milli a MIG node keeps per free slice milli from GPU-less pods (see `_spare_nodes_first`)."""
+        return self.cpu_reserve * capacity.gpu_pod_cpu_rate
+
+    def keeps_cpu(self) -> bool:
+        """`KeepsCpu`: whether `cpu_kept` may hold rows back (a new workload, not weighed yet, may)."""
+        return bool(self._kept_rate) or self._pending is not None
+
+    def cpu_kept(self, ctx: PolicyContext, shape: PodShape, rows: IntArray) -> npt.NDArray[np.bool_] | None:
+        """`KeepsCpu`: for a pod asking no GPU, the rows where it would take a GPU node's free CPU
+        below what the node's free GPU milli needs at the learned GPU pods' CPU per GPU milli (times
+        `cpu_reserve`); None while the cluster's CPU is not the scarce resource (see `_kept_rate`)."""
+        if shape.gpu:
+            return None
+        table = ctx.table
+        capacity = self._capacity(shape, table)
+        rate = self._kept_rate
+        if not rate:
+            return None
+        left = table.cpu_free[rows] - shape.cpu_milli
+        kept: npt.NDArray[np.bool_] = left < rate * table.gpu_sum[rows]
+        # with fewer nodes open to it, the pod must not fall back on the kept hosts of rare types
+        spoiled = (
+            self._rare.spoiled(capacity.rare, capacity.rare_share, capacity.pod_milli, shape, table)
+            if capacity.rare
+            else None
+        )
+        if spoiled is not None:
+            marked = np.zeros(table.rows, np.bool_)
+            marked[spoiled] = True
+            kept |= marked[rows]
+        return kept
 
     # -- the policy ------------------------------------------------------------------------
     def score_key(self, ctx: PolicyContext, shape: PodShape) -> Hashable | None:
@@ -398,11 +460,11 @@ class PackFragPolicy(Learner, RowLocalPolicy):
         )
         if spoiled is None:
             scores: IntArray = cache.values(table, rows)
-            return scores if shape.gpu else _spare_nodes_first(scores, table, rows)
+            return scores if shape.gpu else _spare_nodes_first(scores, table, rows, shape, self._slice_rate(capacity))
         every = cache.value[: table.rows].copy()  # penalise by row, then pick the candidates
         every[spoiled] -= HOST_PENALTY  # the pod goes there only when no other node can take it
         picked: IntArray = every if table.all_active(rows) else every[rows]
-        return picked if shape.gpu else _spare_nodes_first(picked, table, rows)
+        return picked if shape.gpu else _spare_nodes_first(picked, table, rows, shape, self._slice_rate(capacity))
 
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
@@ -610,14 +672,44 @@ def _single_share(shape: PodShape) -> bool:
     return shape.gpu and not shape.whole and shape.count == 1 and shape.milli < MILLI
 
 
-def _spare_nodes_first(scores: IntArray, table: NodeTable, rows: IntArray) -> IntArray:
+def _spare_nodes_first(
+    scores: IntArray, table: NodeTable, rows: IntArray, shape: PodShape, slice_rate: float
+) -> IntArray:
     """A GPU-less pod's scores with `NO_GPU_BONUS` on the rows with no usable GPU (see the module
-    docstring); the scores as they were where every row has one."""
+    docstring); the scores as they were where every row has one. A node in MIG mode whose free CPU,
+    after the pod, falls short of `slice_rate` times its free slices' GPU milli loses the bonus
+    instead (its free slices keep their CPU; `MIG_SHORT`)."""
     spare = table.gpu_usable[rows] == 0
     if not spare.any():
         return scores
-    bumped: IntArray = scores + NO_GPU_BONUS * spare
+    bonus = NO_GPU_BONUS * spare.astype(np.int64)
+    if slice_rate and table.mig:
+        at = np.flatnonzero(spare)
+        free = np.array([_slice_milli(table.mig.get(r)) for r in rows[at].tolist()], np.float64)
+        short = table.cpu_free[rows[at]] - shape.cpu_milli < slice_rate * free
+        bonus[at[short]] = -NO_GPU_BONUS
+    bumped: IntArray = scores + bonus
     return bumped
+
+
+def _slice_milli(gpus: dict[int, MigGpuState] | None) -> int:
+    """The GPU milli of a node's MIG slices no pod holds (memory slices free over the GPU's slices)."""
+    if not gpus:
+        return 0
+    return sum((st.geometry.slices - st.occupied.bit_count()) * MILLI // st.geometry.slices for st in gpus.values())
+
+
+def _kept_rate(capacity: UsableCapacity, table: NodeTable, reserve: float) -> float:
+    """CPU milli per free GPU milli that GPU nodes keep from GPU-less pods: `reserve` times the
+    learned GPU pods' CPU per GPU milli, once the learned pods ask more CPU per GPU milli than the
+    cluster's GPU nodes have (CPU, not GPUs, runs out first); else 0 (nothing kept)."""
+    if not reserve or not capacity.gpu_pod_cpu_rate:
+        return 0.0
+    rows = table.active_rows()
+    gpus = table.gpu_usable[rows]
+    has = gpus > 0
+    cluster = float(table.cpu_total[rows][has].sum()) / float(gpus[has].sum() * MILLI) if has.any() else 0.0
+    return reserve * capacity.gpu_pod_cpu_rate if capacity.cpu_rate > cluster else 0.0
 
 
 def _host_rarity(capacity: UsableCapacity, table: NodeTable) -> FloatArray:
