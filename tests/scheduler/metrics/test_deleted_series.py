@@ -4,6 +4,7 @@ new pod and no session in between (they stayed until the next session, which onl
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -78,6 +79,15 @@ def pod(name: str, annotations: dict[str, str], gpus: int = 1) -> dict[str, Any]
     }
 
 
+def quiet(scheduler: Scheduler, settle: float = 0.3) -> int | None:
+    """The scheduler's session count when nothing is pending and no session ran for `settle` seconds."""
+    if len(scheduler.queue):
+        return None
+    before = scheduler.sessions
+    time.sleep(settle)
+    return before if scheduler.sessions == before and not len(scheduler.queue) else None
+
+
 def labelled(text: str, label: str, value: str) -> list[str]:
     return [line for line in text.splitlines() if re.search(rf'[{{,]{label}="{re.escape(value)}"', line)]
 
@@ -107,8 +117,10 @@ def test_the_series_of_deleted_queues_and_pod_groups_go_without_a_new_pod(http: 
 
     before = wait_for(seen, what="series of every queue and of the failing pod group")
     assert len(labelled(before, "queue_name", "team-3")) >= 10  # allocated, deserved, share, weight, ...
-    sessions = scheduler.sessions
     http.delete(f"{PODS}/too-big", GONE)
+    # the pod's deletion may start a session of its own, and the pods' and the PodGroups' watches are
+    # two streams: the counter is read once the scheduler holds nothing pending and has gone quiet
+    sessions = wait_for(lambda: quiet(scheduler), what="the scheduler idle with nothing pending")
     http.delete(f"{VOLCANO}/namespaces/default/podgroups/trainer", GONE)
     for i in (1, 2, 3):
         http.delete(f"{VOLCANO}/queues/team-{i}", GONE)
