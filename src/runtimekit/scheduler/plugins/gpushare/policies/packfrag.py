@@ -469,8 +469,9 @@ class PackFragPolicy(Learner, RowLocalPolicy):
     @staticmethod
     def _scores(loss: FloatArray) -> IntArray:
         """FGD's integer score of a fragmentation change, for losses: 50 for none, one point less per
-        about 40 milli of loss near zero."""
-        scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
+        about 40 milli of loss near zero (0 for a loss so large that its exponential overflows)."""
+        with np.errstate(over="ignore"):
+            scores: IntArray = np.floor(100.0 / (1.0 + np.exp(loss / 1000.0))).astype(np.int64)
         return scores
 
     @classmethod
