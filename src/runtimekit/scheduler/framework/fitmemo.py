@@ -23,31 +23,15 @@ from collections.abc import Callable, Hashable
 import numpy as np
 
 from runtimekit.model import NodeTable
-from runtimekit.scheduler.framework.values import Mask, Rows
-
-MAX_SIGNATURES = 256  # entries kept before the memo starts afresh (a session sees few distinct pods)
-UNCHECKED = -1  # the version of a row not checked yet (versions are never negative)
-
-
-class _Entry:
-    __slots__ = ("passed", "version")
-
-    def __init__(self, size: int) -> None:
-        self.version = np.full(size, UNCHECKED, np.int64)
-        self.passed: Mask = np.zeros(size, np.bool_)
-
-    def grow(self, size: int) -> None:
-        if self.version.size < size:
-            extra = size - self.version.size
-            self.version = np.concatenate([self.version, np.full(extra, UNCHECKED, np.int64)])
-            self.passed = np.concatenate([self.passed, np.zeros(extra, np.bool_)])
+from runtimekit.scheduler.framework.rowversions import PerSignature
+from runtimekit.scheduler.framework.values import Rows
 
 
 class FitMemo:
     """See the module docstring."""
 
     def __init__(self) -> None:
-        self._entries: dict[tuple[Hashable, ...], _Entry] = {}
+        self._entries = PerSignature(np.bool_)
 
     def rows(
         self, signature: tuple[Hashable, ...], table: NodeTable, rows: Rows, check: Callable[[Rows], Rows]
@@ -55,24 +39,17 @@ class FitMemo:
         """The rows of `rows` (the candidates, ascending) that a pod of `signature` fits: those
         unchanged since the last pod of it as kept, the others from `check` (the session's resource
         fit and predicates over the rows it is given, answering those that pass)."""
-        entry = self._entries.get(signature)
-        if entry is None:
-            if len(self._entries) >= MAX_SIGNATURES:
-                self._entries.clear()
-            entry = self._entries[signature] = _Entry(table.rows)
-        n = table.rows
-        entry.grow(n)
+        entry = self._entries.entry(signature, table)
         every = table.all_active(rows)
-        changed = entry.version[:n] != table.version[:n]
-        stale: Rows = changed.nonzero()[0] if every else rows[changed[rows]]
+        stale = entry.stale(table, rows, every)
         if stale.size:
             # every row stale (the first pod of a signature): the checks get `rows` itself, whose
             # identity lets them read views
             passing = check(rows if stale.size == rows.size else stale)
-            entry.passed[stale] = False
-            entry.passed[passing] = True
-            entry.version[stale] = table.version[stale]
-        passed = entry.passed[:n] if every else entry.passed[rows]
+            entry.values[stale] = False
+            entry.values[passing] = True
+            entry.seen(stale, table)
+        passed = entry.values[: table.rows] if every else entry.values[rows]
         if np.count_nonzero(passed) == passed.size:
             return rows
         if every:
