@@ -30,6 +30,7 @@ from runtimekit.scheduler.plugins.gpushare.fit import fitting_gpus
 from runtimekit.scheduler.plugins.gpushare.plugin import GpuSharePlugin
 from runtimekit.scheduler.plugins.gpushare.policies import PackFragPolicy, PodShape, PolicyContext, TargetWorkload
 from runtimekit.scheduler.plugins.gpushare.policies.nodestates import placements
+from runtimekit.scheduler.plugins.gpushare.policies.packfrag import OnlineWorkload
 from runtimekit.scheduler.plugins.gpushare.policies.workload import PodType
 from runtimekit.sim.runner import SimulationSpec, run_simulation
 from scheduler.helpers import rows, table_of, whole
@@ -145,6 +146,67 @@ def test_workload_is_learned_from_the_last_window_of_pods() -> None:
     policy.learn(ONE)  # the last HALF leaves the window
     assert policy.workload.types == (ONE,)
     assert policy.pods_seen == 8
+
+
+def _feed(learner: OnlineWorkload, mix: Sequence[tuple[PodType, float]], pods: int, rng: random.Random) -> list[int]:
+    """Count `pods` pods drawn from `mix`; the pod counts at which a new workload came back."""
+    types, weights = zip(*mix, strict=True)
+    used = []
+    for pod_type in rng.choices(types, weights, k=pods):
+        if learner.add(pod_type) is not None:
+            used.append(learner.seen)
+    return used
+
+
+def test_a_settled_workload_is_kept_until_it_moves() -> None:
+    rng = random.Random(7)
+    learner = OnlineWorkload(window=4096, relearn_every=256, coverage=1.0)
+    quarter = PodType(2000, 250, 1)
+    used = _feed(learner, [(HALF, 0.5), (ONE, 0.3), (quarter, 0.2)], 8192, rng)
+    # the cold start (1, 2, 4, ... 256 pods) is always used; past it the mix stands still, and the
+    # 31 later relearns move it by sampling noise: only a few are used
+    assert used[:9] == [1, 2, 4, 8, 16, 32, 64, 128, 256]
+    assert len(used) - 9 <= 4
+    kept = learner.current
+    assert kept is not None
+    got = dict(zip(kept.types, kept.probabilities.tolist(), strict=True))
+    assert got == pytest.approx({HALF: 0.5, ONE: 0.3, quarter: 0.2}, abs=0.03)
+    # the mix shifts: the first relearn after it is used, and the workload follows the new mix
+    shifted = _feed(learner, [(ONE, 0.8), (quarter, 0.2)], 4096, rng)
+    assert shifted[0] == 8192 + 256
+    assert len(shifted) >= 4
+    current = learner.current
+    assert current is not None
+    got = dict(zip(current.types, current.probabilities.tolist(), strict=True))
+    assert got == pytest.approx({ONE: 0.8, quarter: 0.2}, abs=0.03)
+
+
+def test_a_new_whole_gpu_type_is_used_at_once_however_rare() -> None:
+    rng = random.Random(7)
+    learner = OnlineWorkload(window=4096, relearn_every=256, coverage=1.0)
+    _feed(learner, [(HALF, 0.6), (ONE, 0.4)], 4096, rng)
+    eight = PodType(120_000, MILLI, 8)
+    learner.add(eight)  # one pod in 4,096: it moves the proportions by 0.0002
+    assert _feed(learner, [(HALF, 0.6), (ONE, 0.4)], 255, rng) == [4096 + 256]
+    assert learner.current is not None
+    assert eight in learner.current.types
+    # without the drift allowance every relearn is used
+    eager = OnlineWorkload(window=4096, relearn_every=256, coverage=1.0, drift=0.0)
+    assert len(_feed(eager, [(HALF, 0.6), (ONE, 0.4)], 4096, rng)) == 9 + 15  # 1, 2, 4, ... 256, then every 256
+
+
+def test_the_policy_keeps_its_caches_while_the_workload_stands() -> None:
+    table = table_of([("a", 64000, [1000, 1000, 600]), ("b", 64000, [1000, 400])])
+    policy = PackFragPolicy(window=2048, relearn_every=256)
+    ctx = PolicyContext(table, random.Random(1))
+    rng = random.Random(3)
+    capacities = []
+    for pod_type in rng.choices([HALF, ONE], [0.5, 0.5], k=4096):
+        policy.learn(pod_type)
+        policy.score(ctx, SHARE_500, rows(table, "a", "b"))
+        capacities.append(policy._usable)
+    # one UsableCapacity (and its memo) per workload used: the cold start's 9 and a few after it
+    assert 9 <= len({id(c) for c in capacities}) <= 12
 
 
 def test_a_pod_scored_before_any_was_learned_is_its_own_workload() -> None:
