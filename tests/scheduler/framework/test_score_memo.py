@@ -26,10 +26,12 @@ from runtimekit.model import (
 from runtimekit.scheduler.cache import StaticCache
 from runtimekit.scheduler.framework import parse_conf
 from runtimekit.scheduler.framework.info import Constraints, JobInfo, JobKey, NodeMeta, Taint, TaskInfo, Toleration
+from runtimekit.scheduler.framework.scorememo import ScoreMemo
 from runtimekit.scheduler.framework.session import Session
 from runtimekit.scheduler.framework.values import Rows, Scores
 from runtimekit.scheduler.framework.view import SessionView
 from runtimekit.scheduler.inprocess import FrameworkConfig, build_framework
+from runtimekit.scheduler.plugins.gpushare.plugin import GpuSharePlugin
 from runtimekit.scheduler.plugins.nodeorder import NodeOrderPlugin
 
 CONF = """\
@@ -104,10 +106,12 @@ def submit(cache: StaticCache, pods: Sequence[Pod], start: int) -> None:
         cache.add_job(job)
 
 
-def schedule(pods: Sequence[Pod], batch: int, nodes: int = 40, tainted: bool = False) -> dict[str, object]:
+def schedule(
+    pods: Sequence[Pod], batch: int, nodes: int = 40, tainted: bool = False, conf: str = CONF
+) -> dict[str, object]:
     """Each pod's node and GPU slots after scheduling `pods` in sessions of `batch`."""
     cache = cluster(nodes, tainted)
-    framework = build_framework(FrameworkConfig(parse_conf(CONF), seed=1, explain=False))
+    framework = build_framework(FrameworkConfig(parse_conf(conf), seed=1, explain=False))
     for start in range(0, len(pods), batch):
         submit(cache, pods[start : start + batch], start)
         framework.run_once(cache)
@@ -186,6 +190,31 @@ def test_same_signature_rescores_only_the_rows_that_changed(monkeypatch: pytest.
     # packfrag relearned its workload (after 1, 2, 4, 8, 16 pods: new scores everywhere); each other
     # pod only the row the last placement changed
     assert scored == [40 if i in (0, 1, 3, 7, 15, 20) else 1 for i in range(30)]
+
+
+def test_a_lone_scorer_that_keeps_its_own_row_scores_is_called_directly(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpushare alone (packfrag keeps its scores per shape and row version): no memo over it, and the
+    same placements as through the memo; beside nodeorder the memo keeps the sum."""
+    lone = 'actions: "allocate"\ntiers:\n- plugins:\n  - name: predicates\n  - name: gpushare\n'
+    pods = SAME + MIXED + SAME
+    memo_calls: list[int] = []
+    kept = ScoreMemo.scores
+
+    def counted(self: ScoreMemo, *args: object, **kwargs: object) -> Scores:
+        memo_calls.append(1)
+        return kept(self, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(ScoreMemo, "scores", counted)
+    direct = schedule(pods, 25, conf=lone)
+    assert memo_calls == []
+    with monkeypatch.context() as patch:
+        patch.setattr(GpuSharePlugin, "keeps_row_scores", False)
+        through_memo = schedule(pods, 25, conf=lone)
+    assert len(memo_calls) > len(pods) // 2
+    assert through_memo == direct
+    memo_calls.clear()
+    schedule(pods, 25)  # nodeorder beside it
+    assert len(memo_calls) > len(pods) // 2
 
 
 def test_pods_scored_against_other_pods_keep_the_full_call(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -34,6 +34,7 @@ from runtimekit.scheduler.framework.interfaces import (
     EVERY_ROW,
     JobOrder,
     JobOrderKey,
+    KeepsRowScores,
     PluginLists,
     RowLocalPredicate,
     RowLocalScores,
@@ -123,9 +124,11 @@ class Session:
         self.job_key = _job_key(plugins.job_order.flat)
         scorers = plugins.node_order.flat
         row_local = [p for p in scorers if isinstance(p, RowLocalScores)]
-        # the plugins that score nodes, when every one of them can declare a pod's scores row-local
+        # the plugins that score nodes, when every one of them can declare a pod's scores row-local,
+        # unless the only one keeps its scores per row itself
+        alone = len(scorers) == 1 and isinstance(scorers[0], KeepsRowScores) and scorers[0].keeps_row_scores
         self._row_local: list[RowLocalScores] | None = (
-            row_local if row_local and len(row_local) == len(scorers) else None
+            row_local if row_local and len(row_local) == len(scorers) and not alone else None
         )
         # kept from session to session by the framework while the nodes' metadata and capacities hold
         memos = (memos or RowMemos()).open(snapshot)

@@ -40,13 +40,13 @@ from runtimekit.scheduler.framework.interfaces import (
     DeviceAllocate,
     DeviceChoice,
     DeviceKinds,
+    KeepsRowScores,
     Mask,
     Plugin,
     PreBind,
     PrePredicate,
     Reserve,
     RowLocalPredicate,
-    RowLocalScores,
     Rows,
     Scores,
     Verdict,
@@ -117,7 +117,7 @@ class GpuSharePlugin(
     Plugin,
     PrePredicate,
     RowLocalPredicate,
-    RowLocalScores,
+    KeepsRowScores,
     DeviceAllocate,
     DeviceKinds,
     Reserve,
@@ -125,6 +125,7 @@ class GpuSharePlugin(
 ):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
+    keeps_row_scores = True  # the one row-local policy, packfrag, keeps its scores per row (`ShapeCache`)
 
     def __init__(
         self,
