@@ -208,7 +208,7 @@ def test_a_lone_scorer_that_keeps_its_own_row_scores_is_called_directly(monkeypa
     direct = schedule(pods, 25, conf=lone)
     assert memo_calls == []
     with monkeypatch.context() as patch:
-        patch.setattr(GpuSharePlugin, "keeps_row_scores", False)
+        patch.setattr(GpuSharePlugin, "keeps_row_scores", lambda self: False)
         through_memo = schedule(pods, 25, conf=lone)
     assert len(memo_calls) > len(pods) // 2
     assert through_memo == direct

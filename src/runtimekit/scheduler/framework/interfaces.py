@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from functools import cached_property
 from types import MappingProxyType
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -161,9 +162,11 @@ class KeepsRowScores(RowLocalScores, Protocol):
     """A row-local node order that keeps its own scores per row version for every pod it declares
     row-local. As a session's only node-order plugin it is called directly: the session's memo
     would keep the same scores a second time, at a cost per pod (gpushare with packfrag at 5,000
-    nodes: about 5 % of a decision). Beside other node-order plugins the memo keeps their sum."""
+    nodes: about 5 % of a decision). Beside other node-order plugins the memo keeps their sum. (A
+    method, not a flag: `isinstance` of a protocol with data members walks it on every session.)"""
 
-    keeps_row_scores: bool
+    def keeps_row_scores(self) -> bool:
+        """Whether this plugin keeps its scores per row version itself."""
 
 
 @runtime_checkable
@@ -393,3 +396,25 @@ class PluginLists:
                 ]
             )
         return cls(**lists, every=Tiered.of([[p for _, p in tier] for tier in tiers]))
+
+    # An `isinstance` of a protocol costs tens of microseconds, and a replay opens a session per pod:
+    # what the sessions ask of the plugins' kinds is worked out once per framework.
+    @cached_property
+    def row_local_scorers(self) -> list[RowLocalScores] | None:
+        """The node-order plugins, when every one of them can declare a pod's scores row-local
+        (`RowLocalScores`), unless the only one keeps its scores per row itself (`KeepsRowScores`);
+        else None (the session's score memo is not used)."""
+        scorers = self.node_order.flat
+        row_local = [p for p in scorers if isinstance(p, RowLocalScores)]
+        if not row_local or len(row_local) != len(scorers):
+            return None
+        alone = len(scorers) == 1 and isinstance(scorers[0], KeepsRowScores) and scorers[0].keeps_row_scores()
+        return None if alone else row_local
+
+    @cached_property
+    def row_local_checks(self) -> list[RowLocalPredicate] | None:
+        """The predicate plugins, when every one of them can declare a pod's verdicts row-local
+        (`RowLocalPredicate`); else None (the session's fit memo is not used)."""
+        checks = self.predicate.flat
+        fit_local = [p for p in checks if isinstance(p, RowLocalPredicate)]
+        return fit_local if len(fit_local) == len(checks) else None

@@ -34,7 +34,6 @@ from runtimekit.scheduler.framework.interfaces import (
     EVERY_ROW,
     JobOrder,
     JobOrderKey,
-    KeepsRowScores,
     PluginLists,
     RowLocalPredicate,
     RowLocalScores,
@@ -122,21 +121,14 @@ class Session:
         # once per job sorted or pushed, so a job must not change order while queued: the actions
         # change only the job they have popped
         self.job_key = _job_key(plugins.job_order.flat)
-        scorers = plugins.node_order.flat
-        row_local = [p for p in scorers if isinstance(p, RowLocalScores)]
-        # the plugins that score nodes, when every one of them can declare a pod's scores row-local,
-        # unless the only one keeps its scores per row itself
-        alone = len(scorers) == 1 and isinstance(scorers[0], KeepsRowScores) and scorers[0].keeps_row_scores
-        self._row_local: list[RowLocalScores] | None = (
-            row_local if row_local and len(row_local) == len(scorers) and not alone else None
-        )
+        # the plugins that score nodes, when every one of them can declare a pod's scores row-local
+        # (unless the only one keeps its scores per row itself)
+        self._row_local: list[RowLocalScores] | None = plugins.row_local_scorers
         # kept from session to session by the framework while the nodes' metadata and capacities hold
         memos = (memos or RowMemos()).open(snapshot)
         self._score_memo = memos.scores
-        checks = plugins.predicate.flat
-        fit_local = [p for p in checks if isinstance(p, RowLocalPredicate)]
         # the predicate plugins, when every one of them can declare a pod's verdicts row-local
-        self._fit_local: list[RowLocalPredicate] | None = fit_local if len(fit_local) == len(checks) else None
+        self._fit_local: list[RowLocalPredicate] | None = plugins.row_local_checks
         self._fit_memo = memos.fits
 
     def implementing(self, interface: type[T]) -> list[list[T]]:

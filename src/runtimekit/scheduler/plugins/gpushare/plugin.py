@@ -125,7 +125,6 @@ class GpuSharePlugin(
 ):
     name = NAME
     device_kinds: frozenset[GpuKind] = SHARED_KINDS
-    keeps_row_scores = True  # the one row-local policy, packfrag, keeps its scores per row (`ShapeCache`)
 
     def __init__(
         self,
@@ -413,6 +412,11 @@ class GpuSharePlugin(
             return None
         key = known[1].score_key(self._context(ssn.table), self.shape(task.request))
         return None if key is None else (policy, key)
+
+    def keeps_row_scores(self) -> bool:
+        """`KeepsRowScores`: the one row-local policy, packfrag, keeps its scores per shape and row
+        version (`ShapeCache`)."""
+        return True
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         shape = self.shape(task.request)
