@@ -7,6 +7,7 @@ claims without a class, and the default class the API server gives a claim."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -125,6 +126,21 @@ def test_a_prebound_claim_gets_its_volume(workloads: Workloads) -> None:
     assert "pv.kubernetes.io/bound-by-controller" not in got["metadata"]["annotations"]  # its author chose it
     w.wait(lambda: phase(get_volume(w, "pv-b")) == "Bound", "volume bound")
     assert phase(get_volume(w, "pv-a")) == "Available"
+
+
+def test_a_claim_prebound_to_a_volume_still_to_come_is_bound_when_it_comes(workloads: Workloads) -> None:
+    """The claim names a volume the controller has not seen yet (created after it, or its event still
+    on the way): Pending, then bound as soon as the volume arrives."""
+    w = workloads
+    w.http.post(CLASSES, storage_class("fast"))
+    w.http.post(CLAIMS, claim("data", volumeName="pv-later"))
+    w.wait(lambda: (c := get_claim(w, "data")) and phase(c) == "Pending", "claim pending")
+    time.sleep(0.5)  # the controller has synced the claim, the volume still missing (its phase alone
+    # does not say so: the API server gives a new claim Pending)
+    w.http.post(VOLUMES, volume("pv-later", "1Gi"))
+    got = w.wait(lambda: bound(w, "data"), "claim bound")
+    assert got["spec"]["volumeName"] == "pv-later"
+    w.wait(lambda: phase(get_volume(w, "pv-later")) == "Bound", "volume bound")
 
 
 def test_a_volume_prebound_to_a_claim_is_kept_for_it(workloads: Workloads) -> None:

@@ -94,8 +94,13 @@ class PersistentVolumeController(Controller):
         if ref.get("name"):
             self.queue.add(f"{CLAIM}{ref.get('namespace', '')}/{ref.get('name', '')}")
         if change.old is None or (change.obj.get("status") or {}).get("phase") == "Available":
-            for claim in self.claims.items():  # a new or freed volume may be the one a claim waits for
-                if not (claim.get("spec") or {}).get("volumeName"):
+            # a new or freed volume may be the one a claim waits for: any unbound claim, and a claim
+            # pre-bound to it by name that was synced before the volume reached this controller
+            # (kube's controller finds those on its periodic resync)
+            name = object_key(change.obj)
+            for claim in self.claims.items():
+                wanted = (claim.get("spec") or {}).get("volumeName")
+                if not wanted or (wanted == name and ANN_BIND_COMPLETED not in annotations_of(claim)):
                     self.queue.add(CLAIM + object_key(claim))
 
     def _on_class(self, change: Change[StorageClass]) -> None:
