@@ -32,6 +32,7 @@ import json
 import statistics
 import sys
 from pathlib import Path
+from typing import Any
 
 from cluster_shapes import find, list_inputs
 from fgd_table import trace_arguments
@@ -87,6 +88,12 @@ def compare(traces: str, name: str, policy: str, seeds: tuple[int, ...], jobs: i
                 "max": round(max(diffs), 2),
             }
     seconds = {p: sum(by[(p, s)].seconds for s in seeds) for p in ("fgd", policy)}
+    return list_row(name, cells, deltas, round(seconds[policy] / seconds["fgd"], 2))
+
+
+def list_row(name: str, cells: dict[str, Any], deltas: dict[str, Any], time_ratio: float) -> dict[str, Any]:
+    """A list's row as this script prints it: the cells per policy and column, the paired
+    differences per column, the worst of them, the time ratio (seed_rows.py builds them too)."""
     worst = min(deltas, key=lambda c: deltas[c]["mean"])
     return {
         "list": name,
@@ -94,7 +101,7 @@ def compare(traces: str, name: str, policy: str, seeds: tuple[int, ...], jobs: i
         "delta": deltas,
         "worst_column": worst,
         "worst_delta": deltas[worst]["mean"],
-        "time_ratio": round(seconds[policy] / seconds["fgd"], 2),
+        "time_ratio": time_ratio,
     }
 
 

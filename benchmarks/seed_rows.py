@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from better_than_fgd import list_row
+
 from runtimekit.sim.runner import parse_seeds
 
 COLUMNS = tuple(str(c) for c in range(50, 131))
@@ -57,16 +59,8 @@ def merge(rows: list[dict[str, Any]], name: str, policy: str) -> dict[str, Any]:
     deltas = {
         c: spread([r["delta"][c]["mean"] for r in rows], 3) for c in COLUMNS if all(c in r["delta"] for r in rows)
     }
-    worst = min(deltas, key=lambda c: deltas[c]["mean"])
-    return {
-        "list": name,
-        "cells": cells,
-        "delta": deltas,
-        "worst_column": worst,
-        "worst_delta": deltas[worst]["mean"],
-        "time_ratio": round(statistics.fmean(r["time_ratio"] for r in rows), 2),
-        "seeds": sorted(r["_seed"] for r in rows),
-    }
+    row = list_row(name, cells, deltas, round(statistics.fmean(r["time_ratio"] for r in rows), 2))
+    return {**row, "seeds": sorted(r["_seed"] for r in rows)}
 
 
 def main() -> int:
