@@ -33,6 +33,7 @@ class ProcessNvml(FakeNvml):
     def __init__(self, monkeypatch: pytest.MonkeyPatch, gpus: list[FakeGpu]) -> None:
         self.compute: dict[str, list[Any]] = {}
         self.graphics: dict[str, list[Any]] = {}
+        self.mps: dict[str, list[Any] | int] = {}  # MPS clients, or an NVML error code to raise
         self.info: dict[str, list[Any] | int] = {}  # samples, or an NVML error code to raise
         self.legacy: dict[str, list[Any] | int] = {}
         self.asked: list[tuple[str, str, int]] = []
@@ -40,6 +41,12 @@ class ProcessNvml(FakeNvml):
 
     def nvmlDeviceGetComputeRunningProcesses(self, h: Any) -> list[Any]:
         return self.compute.get(h.uuid, [])
+
+    def nvmlDeviceGetMPSComputeRunningProcesses(self, h: Any) -> list[Any]:
+        found = self.mps.get(h.uuid, [])
+        if isinstance(found, int):
+            raise err(found)
+        return found
 
     def nvmlDeviceGetGraphicsRunningProcesses(self, h: Any) -> list[Any]:
         if h.uuid not in self.graphics:
@@ -94,6 +101,23 @@ def test_processes_memory_utilization_and_mig(fake: ProcessNvml) -> None:
     ]
     assert ("info", h200, 0) in fake.asked
     assert ("legacy", t4, 0) in fake.asked
+
+
+def test_mps_clients_are_read_beside_their_server(fake: ProcessNvml) -> None:
+    """Under MPS the compute list holds the server; each client, with its own memory, is in the MPS list."""
+    h200, _, t4 = (g.uuid for g in fake.gpus)
+    fake.compute[h200] = [proc(50, 400)]  # nvidia-cuda-mps-server
+    fake.mps[h200] = [proc(100, 4096), proc(101, 2048), proc(50, 300)]
+    fake.info[h200] = [util(100, 1, 30), util(101, 1, 60)]
+    fake.compute[t4] = [proc(300, 512)]
+    fake.mps[t4] = pynvml.NVML_ERROR_NOT_SUPPORTED  # a driver without the MPS list: skipped
+    got = {(p.gpu_uuid, p.pid): (p.memory_mib, p.sm_percent) for p in backend().processes()}
+    assert got == {
+        (h200, 50): (400, 0.0),  # in both lists: once, with its largest reading
+        (h200, 100): (4096, 30.0),
+        (h200, 101): (2048, 60.0),
+        (t4, 300): (512, None),
+    }
 
 
 def test_next_interval_asks_from_the_last_seen_sample(fake: ProcessNvml) -> None:

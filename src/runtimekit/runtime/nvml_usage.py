@@ -1,9 +1,12 @@
 """The processes on each GPU through NVML, with their memory and SM utilisation (`usage.GpuProcess`).
 
-Memory: `nvmlDeviceGetComputeRunningProcesses` and `nvmlDeviceGetGraphicsRunningProcesses` (a process in
-both lists is counted once; `usedGpuMemory` None, as on WDDM, reads as 0). On a GPU in MIG mode the
-processes are read on each MIG device's handle (`nvmlDeviceGetMigDeviceHandleByIndex`), so each is
-attributed to its MIG device; the parent's handle gives only an aggregate.
+Memory: `nvmlDeviceGetComputeRunningProcesses`, `nvmlDeviceGetMPSComputeRunningProcesses` (the clients
+of an MPS server, each with its own memory; the server itself is in the first list) and
+`nvmlDeviceGetGraphicsRunningProcesses` (a process in several lists is counted once, with its largest
+reading; `usedGpuMemory` None, as on WDDM, reads as 0; a list the driver or nvidia-ml-py lacks is skipped).
+On a GPU in MIG mode the processes are read on each MIG device's handle
+(`nvmlDeviceGetMigDeviceHandleByIndex`), so each is attributed to its MIG device; the parent's handle
+gives only an aggregate.
 Utilisation over the last interval: `nvmlDeviceGetProcessesUtilizationInfo(handle, lastSeenTimeStamp)`
 where the driver has it (R550+), else `nvmlDeviceGetProcessUtilization`; the newest sample of each PID
 counts and the next call asks only for what came after the newest seen. NotFound (no sample since)
@@ -31,6 +34,11 @@ ERROR_FUNCTION_NOT_FOUND = 13
 _MIB = 1 << 20
 _UNSUPPORTED = (ERROR_NOT_SUPPORTED, ERROR_FUNCTION_NOT_FOUND)
 _NO_SAMPLE = (ERROR_SUCCESS, ERROR_NOT_FOUND)
+_PROCESS_LISTS = (
+    "nvmlDeviceGetComputeRunningProcesses",
+    "nvmlDeviceGetMPSComputeRunningProcesses",
+    "nvmlDeviceGetGraphicsRunningProcesses",
+)
 
 
 def _text(value: object) -> str:
@@ -67,13 +75,16 @@ class ProcessReader:
         self, handle: Any, gpu: GpuUUID, device: str, utilization: dict[int, float] | None
     ) -> list[GpuProcess]:
         memory: dict[int, int] = {}
-        for read in (self._nvml.nvmlDeviceGetComputeRunningProcesses, self._nvml.nvmlDeviceGetGraphicsRunningProcesses):
+        for name in _PROCESS_LISTS:
+            read = getattr(self._nvml, name, None)
+            if read is None:
+                continue  # an nvidia-ml-py older than the function
             try:
                 listed = read(handle)
             except Exception as exc:
                 if _code(exc) not in _UNSUPPORTED:
                     raise
-                continue  # graphics processes on a compute-only GPU
+                continue  # graphics processes on a compute-only GPU, MPS clients on an old driver
             for proc in listed:
                 used = int(proc.usedGpuMemory or 0) // _MIB
                 memory[int(proc.pid)] = max(memory.get(int(proc.pid), 0), used)
