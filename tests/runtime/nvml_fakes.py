@@ -13,6 +13,7 @@ import pynvml
 import pytest
 
 MIB = 1 << 20
+RESERVED_MIB = 555  # the driver's reservation on every fake GPU
 
 
 def err(code: int) -> pynvml.NVMLError:
@@ -66,10 +67,17 @@ class FakeNvml:
     def nvmlDeviceGetName(self, h: Any) -> str:
         return str(h.name)
 
-    def nvmlDeviceGetMemoryInfo(self, h: Any) -> Any:
+    def nvmlDeviceGetMemoryInfo(self, h: Any, version: int | None = None) -> Any:
+        """Version 1 counts the driver's reservation as used; version 2 gives it apart (R510+), as
+        nvidia-smi shows it; a GPU with `memory_v2` False refuses version 2 as an old driver does."""
         gpu = self._gpu(h)
-        total = gpu.memory_mib * MIB
-        return SimpleNamespace(total=total, used=total // 4, free=total - total // 4)
+        total, reserved = gpu.memory_mib * MIB, RESERVED_MIB * MIB
+        used = total // 4
+        if version is None:
+            return SimpleNamespace(total=total, used=used + reserved, free=total - used - reserved)
+        if not getattr(gpu, "memory_v2", True):
+            raise err(pynvml.NVML_ERROR_FUNCTION_NOT_FOUND)
+        return SimpleNamespace(total=total, reserved=reserved, used=used, free=total - used - reserved)
 
     def nvmlDeviceGetMinorNumber(self, h: Any) -> int:
         return int(h.index) + 10

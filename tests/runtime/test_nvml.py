@@ -9,7 +9,7 @@ from typing import Any
 
 import pynvml
 import pytest
-from nvml_fakes import FakeGpu, FakeNvml, err
+from nvml_fakes import RESERVED_MIB, FakeGpu, FakeNvml, err
 
 from runtimekit.model import MigMode
 from runtimekit.runtime.backend import BackendError, EventKind, HealthEvent
@@ -49,13 +49,24 @@ def test_enumerates_devices_and_mig(fake: FakeNvml) -> None:
     assert fake.calls == ["init", "shutdown"]
 
 
+def test_memory_in_use_leaves_out_the_drivers_reservation_where_the_driver_says_it(fake: FakeNvml) -> None:
+    """nvidia-smi and DCGM count memory in use without the driver's reservation (version 2 of the reading);
+    version 1 counts it as used, so an idle GPU would read some 500 MiB used that no process holds."""
+    fake.gpus[2].memory_v2 = False  # type: ignore[attr-defined]  # an old driver
+    backend = open_backend()
+    h200, _, t4 = backend.sample({})
+    assert h200.memory_used_mib == 143771 // 4
+    assert t4.memory_used_mib == 15360 // 4 + RESERVED_MIB  # version 1 where version 2 is refused
+    assert backend.sample({})[2].memory_used_mib == 15360 // 4 + RESERVED_MIB
+
+
 def test_samples(fake: FakeNvml) -> None:
     backend = open_backend()
     assert {d.driver_version for d in backend.devices()} == {"550.54.15"}
     h200, _, t4 = backend.sample({})
     assert (h200.utilization_percent, h200.memory_utilization_percent, h200.temperature_celsius) == (42.0, 17.0, 55.0)
     assert (h200.power_watts, h200.power_limit_watts) == (312.5, 700.0)
-    assert (h200.memory_used_mib, h200.memory_total_mib) == (143771 // 4, 143771)
+    assert (h200.memory_used_mib, h200.memory_total_mib) == (143771 // 4, 143771)  # the reservation apart
     assert (h200.ecc_corrected, h200.ecc_uncorrected) == (7, 2)
     assert (t4.ecc_corrected, t4.ecc_uncorrected) == (0, 0)  # consumer GPU: NotSupported
     assert (h200.sm_clock_mhz, h200.memory_clock_mhz, h200.energy_millijoules, h200.pcie_replays) == (

@@ -85,6 +85,7 @@ class NvmlBackend:
         self._clock = clock
         self._mig_config = mig_config or MigConfig()
         self._handles: dict[GpuUUID, Any] = {}
+        self._memory_v1: set[GpuUUID] = set()  # GPUs whose driver refuses version 2 of the memory reading
         self._tables: dict[GpuUUID, nvml_mig.MigTable] = {}
         self._devices: list[DeviceInfo] = []
         self._mig_lock = threading.Lock()
@@ -242,7 +243,7 @@ class NvmlBackend:
         handle = self._handles[info.uuid]
         try:
             util = n.nvmlDeviceGetUtilizationRates(handle)
-            memory = n.nvmlDeviceGetMemoryInfo(handle)
+            used_mib = self._memory_used_mib(handle, info.uuid)
             temperature = float(n.nvmlDeviceGetTemperature(handle, 0))  # NVML_TEMPERATURE_GPU
         except Exception as exc:
             code = nvml_error_code(exc)
@@ -256,8 +257,8 @@ class NvmlBackend:
             uuid=info.uuid,
             utilization_percent=float(util.gpu),
             memory_utilization_percent=float(util.memory),
-            memory_used_mib=int(memory.used) // _MIB,
-            memory_total_mib=int(memory.total) // _MIB,
+            memory_used_mib=used_mib,
+            memory_total_mib=info.memory_mib,
             temperature_celsius=temperature,
             power_watts=power,
             power_limit_watts=limit,
@@ -271,6 +272,20 @@ class NvmlBackend:
             encoder_utilization_percent=self._maybe_first(n.nvmlDeviceGetEncoderUtilization, handle),
             decoder_utilization_percent=self._maybe_first(n.nvmlDeviceGetDecoderUtilization, handle),
         )
+
+    def _memory_used_mib(self, handle: Any, uuid: GpuUUID) -> int:
+        """Memory in use as nvidia-smi and DCGM count it: without the driver's reservation. Version 2 of
+        `nvmlDeviceGetMemoryInfo` (R510+) gives the reservation apart; version 1 counts it as used (on an
+        idle H100 about 500 MiB), so it is the fallback only where version 2 is refused."""
+        n = self._nvml
+        if uuid not in self._memory_v1:
+            try:
+                return int(n.nvmlDeviceGetMemoryInfo(handle, version=n.nvmlMemory_v2).used) // _MIB
+            except Exception as exc:
+                if nvml_error_code(exc) is None and not isinstance(exc, (AttributeError, TypeError)):
+                    raise
+                self._memory_v1.add(uuid)  # an old driver or nvidia-ml-py: not asked again
+        return int(n.nvmlDeviceGetMemoryInfo(handle).used) // _MIB
 
     def _maybe(self, read: Callable[..., Any], *args: Any) -> int | None:
         """`int(read(*args))`, or None when NVML says no: the reading has no source on this GPU."""

@@ -4,8 +4,8 @@ The values here are the one data model of per-container usage, shared by the run
 it), its gRPC API (`ExporterGetDataList.container_usage`), the exporter and `runtimekit inspect`:
 - `GpuProcess`: one process on one GPU (or MIG device) as the driver reports it (`nvml.NvmlBackend`);
 - `ContainerUsage`: one container's use of one granted GPU or MIG device, with the share granted;
-- `GpuRemainder`: what no container accounts for on a GPU (driver reservations, processes outside
-  any pod, processes of containers the runtime has no allocation for);
+- `GpuRemainder`: what no container accounts for on a GPU (memory the driver lists under no process,
+  processes outside any pod, processes of containers the runtime has no allocation for);
 - `UsageReading`: all of them for one node at one instant.
 `attribute` joins processes (already mapped to a pod uid and container name, `cgroups`) with the
 runtime's allocations; `remainders` subtracts what containers account for from each GPU's reading.
