@@ -6,10 +6,15 @@ Checks: NVML starts; every GPU enumerates (UUIDs are `str` and start with `GPU-`
 the XID/ECC event set registers and waits without error for `--events-s`; which GPU-instance profiles
 the GPU answers for and with which NVML error the others fail (protocols.md asks for this on the
 H200); the runtime service books a share on the first GPU and returns its isolation env (bookkeeping
-only). Without a GPU or driver it prints `skipped: no NVIDIA GPU/driver` and exits 0. Exits 1 when a
-check fails.
+only). Then, where `nvidia-smi` exists (`--served`, the default): the kit as a user runs it
+(`runtimekit runtime --backend nvml` and `runtimekit exporter`, `kit.KitNode`) serves its gRPC API over
+the real GPU (devices, an Allocate and Release, the exporter's data) and its exporter is scraped, while
+`nvidia-smi -q -x` is read at the same moment; the runtime's readings and the exporter's metrics are held
+against nvidia-smi's (`smi.compare`: UUID, PCI bus id, memory, utilisation, temperature, power, clocks),
+and NVML's raw memory readings (v1 and v2, with the reserved memory) are kept beside them. Without a GPU
+or driver it prints `skipped: no NVIDIA GPU/driver` and exits 0. Exits 1 when a check fails.
 
-Usage: python benchmarks/gpu/check_nvml.py [--events-s 2]
+Usage: python benchmarks/gpu/check_nvml.py [--events-s 2] [--no-served]
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import threading
@@ -24,14 +30,18 @@ import time
 from pathlib import Path
 from typing import Any
 
-from runtimekit.api.runtime_client import Share
-from runtimekit.protocol import KitProtocol
-from runtimekit.runtime.allocations import PodRef
-from runtimekit.runtime.backend import BackendError, DeviceInfo
-from runtimekit.runtime.isolation import make_isolation
-from runtimekit.runtime.nvml import NvmlBackend, nvml_error_code
-from runtimekit.runtime.service import NodeRuntime
-from runtimekit.runtime.values import AllocateInput, RuntimeSettings
+MIB = 1 << 20
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from runtimekit.api.runtime_client import Share  # noqa: E402
+from runtimekit.protocol import KitProtocol  # noqa: E402
+from runtimekit.runtime.allocations import PodRef  # noqa: E402
+from runtimekit.runtime.backend import BackendError, DeviceInfo  # noqa: E402
+from runtimekit.runtime.isolation import make_isolation  # noqa: E402
+from runtimekit.runtime.nvml import NvmlBackend, nvml_error_code  # noqa: E402
+from runtimekit.runtime.service import NodeRuntime  # noqa: E402
+from runtimekit.runtime.values import AllocateInput, RuntimeSettings  # noqa: E402
 
 
 def gi_profiles(nvml: Any, handle: Any) -> dict[str, str]:
@@ -110,9 +120,114 @@ def describe(nvml: Any, device: DeviceInfo, failures: list[str]) -> dict[str, An
     }
 
 
+def raw_memory(nvml: Any, handle: Any) -> dict[str, Any]:
+    """NVML's memory readings both ways: v1 (`used` counts the driver's reservation) and v2 (apart)."""
+    out: dict[str, Any] = {}
+    v1 = nvml.nvmlDeviceGetMemoryInfo(handle)
+    out["v1"] = {"total": v1.total >> 20, "used": v1.used >> 20, "free": v1.free >> 20}
+    try:
+        v2 = nvml.nvmlDeviceGetMemoryInfo(handle, version=nvml.nvmlMemory_v2)
+        out["v2"] = {k: getattr(v2, k) >> 20 for k in ("total", "reserved", "used", "free")}
+    except Exception as exc:
+        out["v2"] = f"{type(exc).__name__}"
+    try:
+        out["pci_bus_id"] = _text(nvml.nvmlDeviceGetPciInfo(handle).busId)
+    except Exception as exc:
+        out["pci_bus_id"] = f"{type(exc).__name__}"
+    return out
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def metric_values(text: str, name: str) -> dict[str, float]:
+    """The exporter's values of one metric by `uuid` label."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return {
+        s.labels.get("uuid", ""): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+        if s.name == name
+    }
+
+
+def served(nvml: Any, failures: list[str]) -> dict[str, Any]:
+    """The kit's runtime and exporter over the real GPU, held against nvidia-smi read at the same time."""
+    from google.protobuf.json_format import MessageToDict
+    from kit import KitNode
+    from smi import compare, parse_query
+
+    report: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory() as folder, KitNode(Path(folder), "none") as node:
+        devices = node.client.list_devices()
+        report["grpc_devices"] = [MessageToDict(d, preserving_proto_field_name=True) for d in devices]
+        answer = node.client.allocate("default", "served", "uid-served", "main", [Share(devices[0].uuid, 250, 2048)])
+        report["grpc_allocate_envs"] = dict(answer.envs)
+        report["grpc_allocations"] = len(node.client.list_allocations())
+        node.client.exporter_data()
+        data = node.client.exporter_data()
+        xml = subprocess.run(["nvidia-smi", "-q", "-x"], capture_output=True, text=True, check=True).stdout
+        metrics = node.scrape()
+        report["grpc_released"] = node.client.release("uid-served")
+    driver, smi_gpus = parse_query(xml)
+    report["nvidia_smi_driver"] = driver
+    report["nvidia_smi"] = {u: g.__dict__ for u, g in smi_gpus.items()}
+    report["raw_nvml"] = {}
+    gpus = {g.uuid: g for g in data.gpus}
+    report["grpc_gpus"] = {u: MessageToDict(g, preserving_proto_field_name=True) for u, g in gpus.items()}
+    scraped = {
+        "memory_used_mib": {u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_used_bytes").items()},
+        "memory_total_mib": {
+            u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_total_bytes").items()
+        },
+        "temperature_celsius": metric_values(metrics, "runtimekit_gpu_temperature_celsius"),
+        "power_watts": metric_values(metrics, "runtimekit_gpu_power_watts"),
+        "power_limit_watts": metric_values(metrics, "runtimekit_gpu_power_limit_watts"),
+        "utilization_percent": {
+            u: v * 100 for u, v in metric_values(metrics, "runtimekit_gpu_utilization_ratio").items()
+        },
+    }
+    report["metric_families"] = sorted({line.split()[2] for line in metrics.splitlines() if line.startswith("# TYPE")})
+    report["differences"] = {}
+    for index in range(nvml.nvmlDeviceGetCount()):
+        handle = nvml.nvmlDeviceGetHandleByIndex(index)
+        uuid = _text(nvml.nvmlDeviceGetUUID(handle))
+        raw = raw_memory(nvml, handle)
+        report["raw_nvml"][uuid] = raw
+        smi = smi_gpus.get(uuid)
+        if smi is None:
+            failures.append(f"GPU {uuid}: not in nvidia-smi -q -x")
+            continue
+        g = gpus.get(uuid)
+        kit = {}
+        if g is not None:
+            kit = {
+                "uuid": g.uuid,
+                "memory_total_mib": g.memory_total_mib,
+                "memory_used_mib": g.memory_used_mib,
+                "temperature_celsius": g.temperature_celsius,
+                "power_watts": g.power_watts,
+                "power_limit_watts": g.power_limit_watts,
+                "utilization_percent": g.utilization_percent,
+                "memory_utilization_percent": g.memory_utilization_percent,
+                "sm_clock_mhz": g.sm_clock_mhz if g.HasField("sm_clock_mhz") else None,
+                "memory_clock_mhz": g.memory_clock_mhz if g.HasField("memory_clock_mhz") else None,
+            }
+        kit["pci_bus_id"] = raw["pci_bus_id"]
+        grpc_differences = compare(kit, smi)
+        metric_differences = compare({k: v.get(uuid) for k, v in scraped.items()}, smi)
+        report["differences"][uuid] = {"runtime": grpc_differences, "exporter": metric_differences}
+        failures += [f"GPU {index} runtime: {d}" for d in grpc_differences]
+        failures += [f"GPU {index} exporter: {d}" for d in metric_differences]
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--events-s", type=float, default=2.0, help="how long to wait on the event set")
+    parser.add_argument("--no-served", action="store_true", help="skip the served runtime and exporter")
     args = parser.parse_args()
     started = time.perf_counter()
     try:
@@ -120,6 +235,16 @@ def main() -> int:
     except (BackendError, ImportError) as exc:
         print(json.dumps({"check": "nvml", "result": "skipped: no NVIDIA GPU/driver", "reason": str(exc)}, indent=2))
         return 0
+    if not args.no_served and shutil.which("nvidia-smi") is not None:
+        import pynvml
+
+        pynvml.nvmlInit()
+        try:
+            report["served"] = served(pynvml, failures)
+        except Exception as exc:
+            failures.append(f"served: {type(exc).__name__}: {exc}")
+        finally:
+            pynvml.nvmlShutdown()
     report |= {"check": "nvml", "result": "failed" if failures else "ok", "failures": failures}
     report["seconds"] = round(time.perf_counter() - started, 2)
     print(json.dumps(report, indent=2, default=str))

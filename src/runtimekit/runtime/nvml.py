@@ -275,8 +275,9 @@ class NvmlBackend:
 
     def _memory_used_mib(self, handle: Any, uuid: GpuUUID) -> int:
         """Memory in use as nvidia-smi and DCGM count it: without the driver's reservation. Version 2 of
-        `nvmlDeviceGetMemoryInfo` (R510+) gives the reservation apart; version 1 counts it as used (on an
-        idle H100 about 500 MiB), so it is the fallback only where version 2 is refused."""
+        `nvmlDeviceGetMemoryInfo` (R510+) gives the reservation apart; version 1 counts it as used (390 MiB
+        of an 8 GiB GPU in tests/data/gpu/nvidia-smi-q-575.xml), so it is the fallback only where version 2
+        is refused."""
         n = self._nvml
         if uuid not in self._memory_v1:
             try:

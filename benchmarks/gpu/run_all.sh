@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Every GPU check in one run, for the GPU machine (docs/results/gpu-h200.md says how it was run).
+# Writes into $OUT (default out/gpu): env.txt (the machine), nvidia-smi-q.xml (raw, for the tests),
+# nvml.json, mig.json, mps.json, hami.json, hami-build.log, stderr.log. Builds HAMi-core from the
+# source folder named by HAMI_SRC (default .hami, a checkout of Project-HAMi/HAMi-core) into
+# /usr/local/vgpu, where the runtime's HAMi-core environment expects it. Never changes GPU settings.
+set -u
+OUT=${OUT:-out/gpu}
+mkdir -p "$OUT"
+PY=${PYTHON:-python3}
+HAMI_SRC=${HAMI_SRC:-.hami}
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+ERR="$OUT/stderr.log"
+{
+  date -u; uname -a; nvidia-smi; nvidia-smi -L; command -v nvidia-cuda-mps-control nvcc cmake
+  nvcc --version | tail -2; cmake --version | head -1; mount | grep cgroup; ls /sys/fs/cgroup | head -30
+  "$PY" -c "import sys, torch, grpc, google.protobuf as p, pynvml, prometheus_client as pc; print(sys.version, torch.__version__, grpc.__version__, p.__version__, pc.__version__)"
+} >"$OUT/env.txt" 2>&1
+nvidia-smi -q -x >"$OUT/nvidia-smi-q.xml" 2>>"$ERR"
+
+build_hami() {
+  local cuda; cuda=$(dirname "$(dirname "$(command -v nvcc)")")
+  rm -rf /tmp/hami && cp -r "$HAMI_SRC" /tmp/hami && cd /tmp/hami || return 1
+  sed -i 's/^add_subdirectory(test)/# &/' CMakeLists.txt  # the library only
+  export CUDA_HOME=$cuda LIBRARY_PATH="$cuda/lib64/stubs:$cuda/lib64:/usr/local/nvidia/lib64${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  mkdir -p build && cd build || return 1
+  cmake .. -DDLSYM_HOOK_ENABLE=1 -DMULTIPROCESS_LIMIT_ENABLE=1 -DHOOK_MEMINFO_ENABLE=1 -DHOOK_NVML_ENABLE=1 \
+    -DCMAKE_BUILD_TYPE=Release && make -j8 vgpu && mkdir -p /usr/local/vgpu && cp libvgpu.so /usr/local/vgpu/
+}
+( time build_hami ) >"$OUT/hami-build.log" 2>&1 &
+BUILD=$!
+
+echo "== nvml" >>"$ERR"; timeout 150 "$PY" benchmarks/gpu/check_nvml.py >"$OUT/nvml.json" 2>>"$ERR"
+echo "== mig" >>"$ERR"; timeout 60 "$PY" benchmarks/gpu/check_mig.py >"$OUT/mig.json" 2>>"$ERR"
+echo "== mps" >>"$ERR"; timeout 240 "$PY" benchmarks/gpu/check_sharing.py --isolation mps --window 6 --fault \
+  >"$OUT/mps.json" 2>>"$ERR"
+wait $BUILD
+mkdir -p /tmp/vgpulock  # HAMi-core's lock folder
+echo "== hami-core" >>"$ERR"; timeout 200 "$PY" benchmarks/gpu/check_sharing.py --isolation hami-core --window 6 \
+  >"$OUT/hami.json" 2>>"$ERR"
+nvidia-smi >>"$OUT/env.txt" 2>&1
+for f in "$OUT"/*.json; do echo "$f: $("$PY" -c "import json,sys; print(json.load(open(sys.argv[1])).get('result'))" "$f" 2>&1)"; done
