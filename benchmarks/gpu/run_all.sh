@@ -22,10 +22,11 @@ build_hami() {
   local cuda; cuda=$(dirname "$(dirname "$(command -v nvcc)")")
   rm -rf /tmp/hami && cp -r "$HAMI_SRC" /tmp/hami && cd /tmp/hami || return 1
   sed -i 's/^add_subdirectory(test)/# &/' CMakeLists.txt  # the library only
+  # CMake 4 refuses a cmake_minimum_required below 3.5 (HAMi-core asks 2.8.11) unless told the policy floor
   export CUDA_HOME=$cuda LIBRARY_PATH="$cuda/lib64/stubs:$cuda/lib64:/usr/local/nvidia/lib64${LIBRARY_PATH:+:$LIBRARY_PATH}"
   mkdir -p build && cd build || return 1
   cmake .. -DDLSYM_HOOK_ENABLE=1 -DMULTIPROCESS_LIMIT_ENABLE=1 -DHOOK_MEMINFO_ENABLE=1 -DHOOK_NVML_ENABLE=1 \
-    -DCMAKE_BUILD_TYPE=Release && make -j8 vgpu && mkdir -p /usr/local/vgpu && cp libvgpu.so /usr/local/vgpu/
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_POLICY_VERSION_MINIMUM=3.5 && make -j8 vgpu && mkdir -p /usr/local/vgpu && cp libvgpu.so /usr/local/vgpu/
 }
 ( time build_hami ) >"$OUT/hami-build.log" 2>&1 &
 BUILD=$!
