@@ -182,6 +182,9 @@ def served(nvml: Any, failures: list[str]) -> dict[str, Any]:
         "memory_total_mib": {
             u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_total_bytes").items()
         },
+        "memory_reserved_mib": {
+            u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_reserved_bytes").items()
+        },
         "temperature_celsius": metric_values(metrics, "runtimekit_gpu_temperature_celsius"),
         "power_watts": metric_values(metrics, "runtimekit_gpu_power_watts"),
         "power_limit_watts": metric_values(metrics, "runtimekit_gpu_power_limit_watts"),
@@ -207,6 +210,7 @@ def served(nvml: Any, failures: list[str]) -> dict[str, Any]:
                 "uuid": g.uuid,
                 "memory_total_mib": g.memory_total_mib,
                 "memory_used_mib": g.memory_used_mib,
+                "memory_reserved_mib": g.memory_reserved_mib if g.HasField("memory_reserved_mib") else None,
                 "temperature_celsius": g.temperature_celsius,
                 "power_watts": g.power_watts,
                 "power_limit_watts": g.power_limit_watts,

@@ -151,6 +151,7 @@ def parse_pmon(text: str) -> dict[int, dict[str, Any]]:
 TOLERANCE: dict[str, tuple[float, float]] = {
     "memory_total_mib": (1.0, 0.0),
     "memory_used_mib": (64.0, 0.02),
+    "memory_reserved_mib": (1.0, 0.0),
     "temperature_celsius": (3.0, 0.0),
     "power_watts": (25.0, 0.15),
     "power_limit_watts": (1.0, 0.0),

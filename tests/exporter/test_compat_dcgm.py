@@ -58,8 +58,9 @@ def test_every_family_is_the_counters_files_with_its_type_and_help(shared: Node)
     expected = counters_file()
     families = {f.name: f for f in text_string_to_metric_families(scrape(shared, ("dcgm",)))}
     written = {name for name in families if name.startswith("DCGM_")}
-    # the simulated GPUs give every reading but the video engines'
-    assert written == {name for name, *_ in FAMILIES} - {"DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL"}
+    # the simulated GPUs give every reading but the video engines' and the driver's reservation
+    unsimulated = {"DCGM_FI_DEV_ENC_UTIL", "DCGM_FI_DEV_DEC_UTIL", "DCGM_FI_DEV_FB_RESERVED"}
+    assert written == {name for name, *_ in FAMILIES} - unsimulated
     for name, kind, doc, _ in FAMILIES:
         assert (kind, doc) == expected[name], name
         if name in written:
@@ -143,6 +144,18 @@ def test_a_reading_without_a_source_leaves_its_family_out() -> None:
     assert "DCGM_FI_DEV_POWER_USAGE" not in unread
     full = {f.name for f in dcgm_families(Sample("n", (_reading(sm_clock_mhz=1590.0, encoder_utilization=0.1),)))}
     assert {"DCGM_FI_DEV_SM_CLOCK", "DCGM_FI_DEV_ENC_UTIL"} <= full
+
+
+def test_free_memory_leaves_out_the_drivers_reservation_where_the_runtime_reads_it() -> None:
+    """As DCGM and nvidia-smi count it: free = total - used - reserved (used already leaves it out)."""
+    mib = 1024.0 * 1024.0
+    reading = _reading(memory_total_bytes=8188 * mib, memory_used_bytes=2026 * mib, memory_reserved_bytes=390 * mib)
+    values = {f.name: f.samples[0].value for f in dcgm_families(Sample("n", (reading,)))}
+    assert (values["DCGM_FI_DEV_FB_USED"], values["DCGM_FI_DEV_FB_FREE"]) == (2026, 5772)
+    assert values["DCGM_FI_DEV_FB_RESERVED"] == 390
+    unknown = {f.name: f for f in dcgm_families(Sample("n", (replace(reading, memory_reserved_bytes=None),)))}
+    assert "DCGM_FI_DEV_FB_RESERVED" not in unknown  # an old driver: no such figure, not zero
+    assert unknown["DCGM_FI_DEV_FB_FREE"].samples[0].value == 8188 - 2026
 
 
 def test_the_driver_version_and_product_name_label_the_series_where_nvml_gives_them() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 import pynvml
 import pytest
-from nvml_fakes import RESERVED_MIB, FakeGpu, FakeNvml, err
+from nvml_fakes import MIB, RESERVED_MIB, FakeGpu, FakeNvml, err
 
 from runtimekit.model import MigMode
 from runtimekit.runtime.backend import BackendError, EventKind, HealthEvent
@@ -55,8 +55,9 @@ def test_memory_in_use_leaves_out_the_drivers_reservation_where_the_driver_says_
     fake.gpus[2].memory_v2 = False  # type: ignore[attr-defined]  # an old driver
     backend = open_backend()
     h200, _, t4 = backend.sample({})
-    assert h200.memory_used_mib == 143771 // 4
+    assert (h200.memory_used_mib, h200.memory_reserved_mib) == (143771 // 4, RESERVED_MIB)
     assert t4.memory_used_mib == 15360 // 4 + RESERVED_MIB  # version 1 where version 2 is refused
+    assert t4.memory_reserved_mib is None  # and the reservation is not known
     assert backend.sample({})[2].memory_used_mib == 15360 // 4 + RESERVED_MIB
 
 
@@ -159,3 +160,41 @@ def test_gpu_check_script_runs_on_patched_nvml(
     assert report["devices"][0]["gpu_instance_profiles"]["0"].startswith("MIG 1g.18gb id=19")
     assert "NVMLError_NotSupported" in report["devices"][0]["gpu_instance_profiles"]["2"]
     assert report["runtime_allocate_env"]["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "50"
+
+
+def test_the_reservation_reaches_the_exporter_over_grpc(fake: FakeNvml, tmp_path: Any) -> None:
+    """The runtime serves the reservation (an optional field: absent where the driver gives none) and the
+    exporter writes it as its own family and as dcgm-exporter's FB_RESERVED, with FB_FREE leaving it out."""
+    from runtimekit.api.runtime_client import RuntimeClient
+    from runtimekit.exporter.collector import gpu_families
+    from runtimekit.exporter.compat_dcgm import dcgm_families
+    from runtimekit.exporter.sample import read_sample
+    from runtimekit.protocol import KitProtocol
+    from runtimekit.runtime.daemon import RuntimeDaemon
+    from runtimekit.runtime.isolation import make_isolation
+    from runtimekit.runtime.service import NodeRuntime
+    from runtimekit.runtime.values import RuntimeSettings
+
+    fake.gpus[2].memory_v2 = False  # type: ignore[attr-defined]  # the T4 on an old driver
+    settings = RuntimeSettings("node-a", tmp_path / "state", KitProtocol.default())
+    runtime = NodeRuntime(settings, open_backend(), make_isolation("none"))
+    daemon = RuntimeDaemon(runtime, str(tmp_path / "rt.sock"), reconcile_interval_s=0).start()
+    client = RuntimeClient(daemon.socket_path, timeout_s=5.0)
+    try:
+        served = {g.model: g for g in client.exporter_data().gpus}
+        sample = read_sample(client, "node-a")
+    finally:
+        client.close()
+        daemon.stop()
+    assert served["H200"].memory_reserved_mib == RESERVED_MIB
+    assert not served["T4"].HasField("memory_reserved_mib")
+    reserved = {
+        s.labels["model"]: s.value
+        for f in gpu_families(sample)
+        if f.name == "runtimekit_gpu_memory_reserved_bytes"
+        for s in f.samples
+    }
+    assert reserved == {"H200": RESERVED_MIB * MIB, "A100-80GB": RESERVED_MIB * MIB}  # none for the T4, not 0
+    dcgm = {(f.name, s.labels["gpu"]): s.value for f in dcgm_families(sample) for s in f.samples}
+    assert dcgm["DCGM_FI_DEV_FB_FREE", "0"] == 143771 - 143771 // 4 - RESERVED_MIB
+    assert ("DCGM_FI_DEV_FB_RESERVED", "2") not in dcgm

@@ -141,6 +141,7 @@ def gpu_families(sample: Sample) -> Iterator[GaugeMetricFamily | CounterMetricFa
     mem_util = gauge("runtimekit_gpu_memory_utilization_ratio", "GPU memory controller utilization (0-1)")
     used = gauge("runtimekit_gpu_memory_used_bytes", "GPU memory in use")
     total = gauge("runtimekit_gpu_memory_total_bytes", "GPU memory in total")
+    reserved = gauge("runtimekit_gpu_memory_reserved_bytes", "GPU memory the driver reserves (not in use, not free)")
     temp = gauge("runtimekit_gpu_temperature_celsius", "GPU temperature")
     power = gauge("runtimekit_gpu_power_watts", "GPU power draw")
     limit = gauge("runtimekit_gpu_power_limit_watts", "GPU enforced power limit")
@@ -162,6 +163,7 @@ def gpu_families(sample: Sample) -> Iterator[GaugeMetricFamily | CounterMetricFa
             (mem_util, g.memory_utilization),
             (used, g.memory_used_bytes),
             (total, g.memory_total_bytes),
+            (reserved, g.memory_reserved_bytes),
             (temp, g.temperature_celsius),
             (power, g.power_watts),
             (limit, g.power_limit_watts),
@@ -175,7 +177,7 @@ def gpu_families(sample: Sample) -> Iterator[GaugeMetricFamily | CounterMetricFa
         if g.healthy is not None:
             healthy.add_metric(labels, 1.0 if g.healthy else 0.0)
         mig.add_metric([*labels, g.mig_mode], 1.0)
-    yield from (util, mem_util, used, total, temp, power, limit, ecc, xid, last_xid, healthy, mig)
+    yield from (util, mem_util, used, total, reserved, temp, power, limit, ecc, xid, last_xid, healthy, mig)
     reasons = GaugeMetricFamily(
         "runtimekit_gpu_unhealthy_reason", "1 with the reason of an unhealthy GPU", labels=[*GPU_LABELS, "reason"]
     )

@@ -37,9 +37,15 @@ def _percent(value: float | None) -> float | None:
 
 
 def _free_mib(g: GpuReading) -> float | None:
+    """Free as DCGM and nvidia-smi count it: total less used less the driver's reservation."""
     if g.memory_total_bytes is None or g.memory_used_bytes is None:
         return None
-    return max(g.memory_total_bytes - g.memory_used_bytes, 0.0) / _MIB
+    reserved = g.memory_reserved_bytes or 0.0
+    return max(g.memory_total_bytes - g.memory_used_bytes - reserved, 0.0) / _MIB
+
+
+def _reserved_mib(g: GpuReading) -> float | None:
+    return None if g.memory_reserved_bytes is None else g.memory_reserved_bytes / _MIB
 
 
 def _used_mib(g: GpuReading) -> float | None:
@@ -71,12 +77,12 @@ FAMILIES: Sequence[tuple[str, str, str, Reading]] = (
     ),
     ("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).", _free_mib),
     ("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).", _used_mib),
+    ("DCGM_FI_DEV_FB_RESERVED", "gauge", "Framebuffer memory reserved (in MiB).", _reserved_mib),
 )
 
 # Families of the default counters file with no source here, and why (docs/user-guide/exporter.md).
 OMITTED = {
     "DCGM_FI_DEV_MEMORY_TEMP": "NVML gives memory temperature only as a field value the runtime does not read",
-    "DCGM_FI_DEV_FB_RESERVED": "the runtime reads NVML's memory info v1, which has no reserved figure",
     "DCGM_FI_DEV_NVLINK_BANDWIDTH_TOTAL": "NVLink counters are not read by the runtime",
     "DCGM_FI_DEV_VGPU_LICENSE_STATUS": "vGPU (GRID) licensing does not apply to the GPUs the kit shares",
     "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": "row remapping is not read by the runtime",

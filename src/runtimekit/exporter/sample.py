@@ -64,6 +64,7 @@ class GpuReading:
     decoder_utilization: float | None = None
     product: str = ""  # NVML's product name; "" from a runtime too old to send it
     driver_version: str = ""
+    memory_reserved_bytes: float | None = None  # the driver's reservation (not in memory_used_bytes)
 
 
 @dataclass(frozen=True)
@@ -187,6 +188,9 @@ def read_sample(client: RuntimeClient, node_name: str = "") -> Sample:
                 ),
                 product=g.product,
                 driver_version=g.driver_version,
+                memory_reserved_bytes=(
+                    float(g.memory_reserved_mib) * mib if g.HasField("memory_reserved_mib") else None
+                ),
             )
         )
     allocations = []

@@ -106,6 +106,7 @@ class GpuSample:
     pcie_replays: int | None = None
     encoder_utilization_percent: float | None = None
     decoder_utilization_percent: float | None = None
+    memory_reserved_mib: int | None = None  # the driver's reservation, left out of memory_used_mib
 
 
 class EventKind(StrEnum):

@@ -314,6 +314,7 @@ class ExporterServicer(pb_grpc.ExporterServiceServicer):
                     decoder_utilization_percent=s.decoder_utilization_percent,
                     product=info.product,
                     driver_version=info.driver_version,
+                    memory_reserved_mib=s.memory_reserved_mib,
                 )
             )
         instances = {m.uuid: m.gpu_instance_id for g in data.gpus for m in g.view.info.mig_devices}

@@ -243,7 +243,7 @@ class NvmlBackend:
         handle = self._handles[info.uuid]
         try:
             util = n.nvmlDeviceGetUtilizationRates(handle)
-            used_mib = self._memory_used_mib(handle, info.uuid)
+            used_mib, reserved_mib = self._memory_used_mib(handle, info.uuid)
             temperature = float(n.nvmlDeviceGetTemperature(handle, 0))  # NVML_TEMPERATURE_GPU
         except Exception as exc:
             code = nvml_error_code(exc)
@@ -259,6 +259,7 @@ class NvmlBackend:
             memory_utilization_percent=float(util.memory),
             memory_used_mib=used_mib,
             memory_total_mib=info.memory_mib,
+            memory_reserved_mib=reserved_mib,
             temperature_celsius=temperature,
             power_watts=power,
             power_limit_watts=limit,
@@ -273,20 +274,21 @@ class NvmlBackend:
             decoder_utilization_percent=self._maybe_first(n.nvmlDeviceGetDecoderUtilization, handle),
         )
 
-    def _memory_used_mib(self, handle: Any, uuid: GpuUUID) -> int:
-        """Memory in use as nvidia-smi and DCGM count it: without the driver's reservation. Version 2 of
-        `nvmlDeviceGetMemoryInfo` (R510+) gives the reservation apart; version 1 counts it as used (390 MiB
-        of an 8 GiB GPU in tests/data/gpu/nvidia-smi-q-575.xml), so it is the fallback only where version 2
-        is refused."""
+    def _memory_used_mib(self, handle: Any, uuid: GpuUUID) -> tuple[int, int | None]:
+        """(memory in use, the driver's reservation) as nvidia-smi and DCGM count them: in use without the
+        reservation. Version 2 of `nvmlDeviceGetMemoryInfo` (R510+) gives the reservation apart; version 1
+        counts it as used (390 MiB of an 8 GiB GPU in tests/data/gpu/nvidia-smi-q-575.xml), so it is the
+        fallback only where version 2 is refused, and then the reservation is unknown (None)."""
         n = self._nvml
         if uuid not in self._memory_v1:
             try:
-                return int(n.nvmlDeviceGetMemoryInfo(handle, version=n.nvmlMemory_v2).used) // _MIB
+                memory = n.nvmlDeviceGetMemoryInfo(handle, version=n.nvmlMemory_v2)
+                return int(memory.used) // _MIB, int(memory.reserved) // _MIB
             except Exception as exc:
                 if nvml_error_code(exc) is None and not isinstance(exc, (AttributeError, TypeError)):
                     raise
                 self._memory_v1.add(uuid)  # an old driver or nvidia-ml-py: not asked again
-        return int(n.nvmlDeviceGetMemoryInfo(handle).used) // _MIB
+        return int(n.nvmlDeviceGetMemoryInfo(handle).used) // _MIB, None
 
     def _maybe(self, read: Callable[..., Any], *args: Any) -> int | None:
         """`int(read(*args))`, or None when NVML says no: the reading has no source on this GPU."""
