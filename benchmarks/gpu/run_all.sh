@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check in one run, for the GPU machine (docs/results/gpu-h200.md says how it was run).
+# Every real-GPU check in one run on a machine with an NVIDIA GPU (docs/user-guide/runtime.md, "Checking on a real GPU").
 # Writes into $OUT (default out/gpu): env.txt (the machine), nvidia-smi-q.xml (raw, for the tests),
 # nvml.json, mig.json, mps.json, hami.json, hami-build.log, stderr.log. Builds HAMi-core from the
 # source folder named by HAMI_SRC (default .hami, a checkout of Project-HAMi/HAMi-core) into
@@ -10,6 +10,7 @@ mkdir -p "$OUT"
 PY=${PYTHON:-python3}
 HAMI_SRC=${HAMI_SRC:-.hami}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PATH="$PATH:/usr/local/nvidia/bin:/usr/local/cuda/bin"  # the driver's tools (nvidia-cuda-mps-control) where a VM mounts them
 ERR="$OUT/stderr.log"
 {
   date -u; uname -a; nvidia-smi; nvidia-smi -L; command -v nvidia-cuda-mps-control nvcc cmake

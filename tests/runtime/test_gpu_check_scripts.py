@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -267,3 +268,32 @@ def test_a_dry_run_drives_the_runtime_and_exporter_processes(tmp_path: Path) -> 
     assert raw["exit_codes"]["c70"] == 0
     assert {u["pod"] for u in raw["readings"]["20+30+50"]["runtime"]} == {"c20", "c30", "c50"}
     assert "runtimekit_gpu_memory_used_bytes" in raw["readings"]["30+70"]["metrics"]
+
+
+def test_the_whole_run_writes_its_files_and_skips_without_a_driver(tmp_path: Path) -> None:
+    if shutil.which("nvidia-smi"):
+        pytest.skip("a GPU is here: run_all.sh would run the real checks")
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "HAMI_SRC": str(tmp_path / "no-hami")}
+    done = subprocess.run(
+        ["bash", str(ROOT / "benchmarks" / "gpu" / "run_all.sh")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
+    assert written == [
+        "env.txt",
+        "hami-build.log",
+        "hami.json",
+        "mig.json",
+        "mps.json",
+        "nvidia-smi-q.xml",
+        "nvml.json",
+        "stderr.log",
+    ]
+    for name in ("nvml.json", "mig.json", "mps.json", "hami.json"):
+        assert json.loads((tmp_path / name).read_text())["result"].startswith("skipped"), name
