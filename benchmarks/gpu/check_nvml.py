@@ -157,7 +157,6 @@ def served(nvml: Any, failures: list[str]) -> dict[str, Any]:
     """The kit's runtime and exporter over the real GPU, held against nvidia-smi read at the same time."""
     from google.protobuf.json_format import MessageToDict
     from kit import KitNode
-    from smi import compare, parse_query
 
     report: dict[str, Any] = {}
     with tempfile.TemporaryDirectory() as folder, KitNode(Path(folder), "none") as node:
@@ -171,60 +170,82 @@ def served(nvml: Any, failures: list[str]) -> dict[str, Any]:
         xml = subprocess.run(["nvidia-smi", "-q", "-x"], capture_output=True, text=True, check=True).stdout
         metrics = node.scrape()
         report["grpc_released"] = node.client.release("uid-served")
-    driver, smi_gpus = parse_query(xml)
-    report["nvidia_smi_driver"] = driver
-    report["nvidia_smi"] = {u: g.__dict__ for u, g in smi_gpus.items()}
-    report["raw_nvml"] = {}
-    gpus = {g.uuid: g for g in data.gpus}
-    report["grpc_gpus"] = {u: MessageToDict(g, preserving_proto_field_name=True) for u, g in gpus.items()}
-    scraped = {
-        "memory_used_mib": {u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_used_bytes").items()},
-        "memory_total_mib": {
-            u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_total_bytes").items()
-        },
-        "memory_reserved_mib": {
-            u: v / MIB for u, v in metric_values(metrics, "runtimekit_gpu_memory_reserved_bytes").items()
-        },
-        "temperature_celsius": metric_values(metrics, "runtimekit_gpu_temperature_celsius"),
-        "power_watts": metric_values(metrics, "runtimekit_gpu_power_watts"),
-        "power_limit_watts": metric_values(metrics, "runtimekit_gpu_power_limit_watts"),
-        "utilization_percent": {
-            u: v * 100 for u, v in metric_values(metrics, "runtimekit_gpu_utilization_ratio").items()
-        },
-    }
-    report["metric_families"] = sorted({line.split()[2] for line in metrics.splitlines() if line.startswith("# TYPE")})
-    report["differences"] = {}
+    raw = {}
     for index in range(nvml.nvmlDeviceGetCount()):
         handle = nvml.nvmlDeviceGetHandleByIndex(index)
-        uuid = _text(nvml.nvmlDeviceGetUUID(handle))
-        raw = raw_memory(nvml, handle)
-        report["raw_nvml"][uuid] = raw
+        raw[_text(nvml.nvmlDeviceGetUUID(handle))] = raw_memory(nvml, handle)
+    return report | held_against_smi(data, metrics, xml, raw, failures)
+
+
+def kit_readings(g: Any) -> dict[str, Any]:
+    """A served `GpuSample` message's readings under smi.compare's names (None where the field is unset)."""
+
+    def optional(name: str) -> Any:
+        return getattr(g, name) if g.HasField(name) else None
+
+    return {
+        "uuid": g.uuid,
+        "memory_total_mib": g.memory_total_mib,
+        "memory_used_mib": g.memory_used_mib,
+        "memory_reserved_mib": optional("memory_reserved_mib"),
+        "temperature_celsius": g.temperature_celsius,
+        "power_watts": g.power_watts,
+        "power_limit_watts": g.power_limit_watts,
+        "utilization_percent": g.utilization_percent,
+        "memory_utilization_percent": g.memory_utilization_percent,
+        "sm_clock_mhz": optional("sm_clock_mhz"),
+        "memory_clock_mhz": optional("memory_clock_mhz"),
+    }
+
+
+def scraped_readings(metrics: str) -> dict[str, dict[str, float]]:
+    """The exporter's GPU families, per reading name and GPU UUID, in smi.compare's units."""
+
+    def family(name: str, scale: float = 1.0) -> dict[str, float]:
+        return {u: v * scale for u, v in metric_values(metrics, name).items()}
+
+    return {
+        "memory_used_mib": family("runtimekit_gpu_memory_used_bytes", 1 / MIB),
+        "memory_total_mib": family("runtimekit_gpu_memory_total_bytes", 1 / MIB),
+        "memory_reserved_mib": family("runtimekit_gpu_memory_reserved_bytes", 1 / MIB),
+        "temperature_celsius": family("runtimekit_gpu_temperature_celsius"),
+        "power_watts": family("runtimekit_gpu_power_watts"),
+        "power_limit_watts": family("runtimekit_gpu_power_limit_watts"),
+        "utilization_percent": family("runtimekit_gpu_utilization_ratio", 100.0),
+    }
+
+
+def held_against_smi(
+    data: Any, metrics: str, xml: str, raw: dict[str, dict[str, Any]], failures: list[str]
+) -> dict[str, Any]:
+    """The runtime's served readings (an `ExporterGetDataListResponse`) and the exporter's scrape, each
+    against `nvidia-smi -q -x` (`xml`), per GPU; `raw`: NVML's own memory readings and bus id by UUID.
+    Pure, so the tests run it on a simulated runtime and a recorded nvidia-smi output."""
+    from google.protobuf.json_format import MessageToDict
+    from smi import compare, parse_query
+
+    driver, smi_gpus = parse_query(xml)
+    gpus = {g.uuid: g for g in data.gpus}
+    scraped = scraped_readings(metrics)
+    report: dict[str, Any] = {
+        "nvidia_smi_driver": driver,
+        "nvidia_smi": {u: g.__dict__ for u, g in smi_gpus.items()},
+        "raw_nvml": raw,
+        "grpc_gpus": {u: MessageToDict(g, preserving_proto_field_name=True) for u, g in gpus.items()},
+        "metric_families": sorted({line.split()[2] for line in metrics.splitlines() if line.startswith("# TYPE")}),
+        "differences": {},
+    }
+    for uuid, g in gpus.items():
         smi = smi_gpus.get(uuid)
         if smi is None:
-            failures.append(f"GPU {uuid}: not in nvidia-smi -q -x")
+            failures.append(f"GPU {g.index} ({uuid}): not in nvidia-smi -q -x")
             continue
-        g = gpus.get(uuid)
-        kit = {}
-        if g is not None:
-            kit = {
-                "uuid": g.uuid,
-                "memory_total_mib": g.memory_total_mib,
-                "memory_used_mib": g.memory_used_mib,
-                "memory_reserved_mib": g.memory_reserved_mib if g.HasField("memory_reserved_mib") else None,
-                "temperature_celsius": g.temperature_celsius,
-                "power_watts": g.power_watts,
-                "power_limit_watts": g.power_limit_watts,
-                "utilization_percent": g.utilization_percent,
-                "memory_utilization_percent": g.memory_utilization_percent,
-                "sm_clock_mhz": g.sm_clock_mhz if g.HasField("sm_clock_mhz") else None,
-                "memory_clock_mhz": g.memory_clock_mhz if g.HasField("memory_clock_mhz") else None,
-            }
-        kit["pci_bus_id"] = raw["pci_bus_id"]
-        grpc_differences = compare(kit, smi)
-        metric_differences = compare({k: v.get(uuid) for k, v in scraped.items()}, smi)
-        report["differences"][uuid] = {"runtime": grpc_differences, "exporter": metric_differences}
-        failures += [f"GPU {index} runtime: {d}" for d in grpc_differences]
-        failures += [f"GPU {index} exporter: {d}" for d in metric_differences]
+        kit = kit_readings(g) | {"pci_bus_id": raw.get(uuid, {}).get("pci_bus_id")}
+        runtime = compare(kit, smi)
+        exporter = compare({name: values.get(uuid) for name, values in scraped.items()}, smi)
+        report["differences"][uuid] = {"runtime": runtime, "exporter": exporter}
+        failures += [f"GPU {g.index} runtime: {d}" for d in runtime]
+        failures += [f"GPU {g.index} exporter: {d}" for d in exporter]
     return report
 
 

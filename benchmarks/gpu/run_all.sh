@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # Every real-GPU check in one run on a machine with an NVIDIA GPU (docs/user-guide/runtime.md, "Checking on a real GPU").
 # Writes into $OUT (default out/gpu): env.txt (the machine), nvidia-smi-q.xml (raw, for the tests),
-# nvml.json, mig.json, mps.json, hami.json, hami-build.log, stderr.log. Builds HAMi-core from the
-# source folder named by HAMI_SRC (default .hami, a checkout of Project-HAMi/HAMi-core) into
-# /usr/local/vgpu, where the runtime's HAMi-core environment expects it. Never changes GPU settings.
+# nvml.json, mig.json, mps.json, hami.json, hami-build.log, stderr.log. Uses what prepare.sh gathered in
+# .gpu-carry (CARRY): the kit's compiled dependencies as wheels, installed into /tmp/site when there; and
+# HAMi-core's source with NVML's header, built into /usr/local/vgpu, where the runtime's HAMi-core
+# environment expects libvgpu.so. Never changes GPU settings.
 set -u
 OUT=${OUT:-out/gpu}
 mkdir -p "$OUT"
 PY=${PYTHON:-python3}
-HAMI_SRC=${HAMI_SRC:-.hami}
+CARRY=${CARRY:-.gpu-carry}
+HAMI_SRC=${HAMI_SRC:-$CARRY/hami-core}
 export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 export PATH="$PATH:/usr/local/nvidia/bin:/usr/local/cuda/bin"  # the driver's tools (nvidia-cuda-mps-control) where a VM mounts them
+if compgen -G "$CARRY/wheels/*.whl" >/dev/null; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    "$CARRY"/wheels/*.whl && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
 ERR="$OUT/stderr.log"
 {
   date -u; uname -a; nvidia-smi; nvidia-smi -L; command -v nvidia-cuda-mps-control nvcc cmake
@@ -20,14 +26,29 @@ ERR="$OUT/stderr.log"
 nvidia-smi -q -x >"$OUT/nvidia-smi-q.xml" 2>>"$ERR"
 
 build_hami() {
-  local cuda; cuda=$(dirname "$(dirname "$(command -v nvcc)")")
+  local nvcc cuda extra=/tmp/hami-extra lib so
+  nvcc=$(command -v nvcc) || { echo "no nvcc"; return 1; }
+  # the toolkit is the folder with include/cuda.h (nvcc may be a wrapper script elsewhere)
+  for cuda in "${CUDA_HOME:-}" /usr/local/cuda /usr/local/cuda-* "$(dirname "$(dirname "$(readlink -f "$nvcc")")")"; do
+    [ -f "$cuda/include/cuda.h" ] && break
+  done
+  echo "CUDA toolkit: $cuda"
+  mkdir -p "$extra/include" "$extra/lib"
+  [ -f "$cuda/include/nvml.h" ] || cp "$CARRY/include/nvml.h" "$extra/include/"  # a toolkit without NVML's header
+  for lib in libcuda libnvidia-ml; do  # link against the driver's own libraries where no stubs are
+    so=$(ldconfig -p | awk -v l="$lib.so.1" '$1 == l {print $NF; exit}')
+    [ -n "$so" ] || so=$(find /usr/local/nvidia /usr/lib /usr/lib64 -name "$lib.so.1" 2>/dev/null | head -1)
+    [ -n "$so" ] && ln -sf "$so" "$extra/lib/$lib.so" && echo "linking $so"
+  done
   rm -rf /tmp/hami && cp -r "$HAMI_SRC" /tmp/hami && cd /tmp/hami || return 1
   sed -i 's/^add_subdirectory(test)/# &/' CMakeLists.txt  # the library only
   # CMake 4 refuses a cmake_minimum_required below 3.5 (HAMi-core asks 2.8.11) unless told the policy floor
-  export CUDA_HOME=$cuda LIBRARY_PATH="$cuda/lib64/stubs:$cuda/lib64:/usr/local/nvidia/lib64${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  export CUDA_HOME=$cuda CFLAGS="-I$extra/include"
+  export LIBRARY_PATH="$extra/lib:$cuda/lib64/stubs:$cuda/lib64${LIBRARY_PATH:+:$LIBRARY_PATH}"
   mkdir -p build && cd build || return 1
   cmake .. -DDLSYM_HOOK_ENABLE=1 -DMULTIPROCESS_LIMIT_ENABLE=1 -DHOOK_MEMINFO_ENABLE=1 -DHOOK_NVML_ENABLE=1 \
-    -DCMAKE_BUILD_TYPE=Release -DCMAKE_POLICY_VERSION_MINIMUM=3.5 && make -j8 vgpu && mkdir -p /usr/local/vgpu && cp libvgpu.so /usr/local/vgpu/
+    -DCMAKE_BUILD_TYPE=Release -DCMAKE_POLICY_VERSION_MINIMUM=3.5 && make -j8 vgpu && mkdir -p /usr/local/vgpu &&
+    cp libvgpu.so /usr/local/vgpu/
 }
 ( time build_hami ) >"$OUT/hami-build.log" 2>&1 &
 BUILD=$!

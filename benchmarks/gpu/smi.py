@@ -60,6 +60,8 @@ class SmiGpu:
     sm_clock_mhz: float | None
     memory_clock_mhz: float | None
     mig_mode: str
+    max_sm_clock_mhz: float | None = None
+    max_memory_clock_mhz: float | None = None
 
 
 def parse_query(xml: str) -> tuple[str, dict[str, SmiGpu]]:
@@ -97,6 +99,8 @@ def parse_query(xml: str) -> tuple[str, dict[str, SmiGpu]]:
             sm_clock_mhz=number(_find(gpu, "clocks/sm_clock")),
             memory_clock_mhz=number(_find(gpu, "clocks/mem_clock")),
             mig_mode=_find(gpu, "mig_mode/current_mig") or "N/A",
+            max_sm_clock_mhz=number(_find(gpu, "max_clocks/sm_clock")),
+            max_memory_clock_mhz=number(_find(gpu, "max_clocks/mem_clock")),
         )
     return _find(root, "driver_version") or "", gpus
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -273,7 +274,7 @@ def test_a_dry_run_drives_the_runtime_and_exporter_processes(tmp_path: Path) -> 
 def test_the_whole_run_writes_its_files_and_skips_without_a_driver(tmp_path: Path) -> None:
     if shutil.which("nvidia-smi"):
         pytest.skip("a GPU is here: run_all.sh would run the real checks")
-    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "HAMI_SRC": str(tmp_path / "no-hami")}
+    env = {**os.environ, "OUT": str(tmp_path), "PYTHON": sys.executable, "CARRY": str(tmp_path / "no-carry")}
     done = subprocess.run(
         ["bash", str(ROOT / "benchmarks" / "gpu" / "run_all.sh")],
         cwd=ROOT,
@@ -297,3 +298,124 @@ def test_the_whole_run_writes_its_files_and_skips_without_a_driver(tmp_path: Pat
     ]
     for name in ("nvml.json", "mig.json", "mps.json", "hami.json"):
         assert json.loads((tmp_path / name).read_text())["result"].startswith("skipped"), name
+
+
+# -- the served check and the results page -----------------------------------------------------------
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Any:
+    """A runtime on one simulated H200 served over gRPC: (exporter data, the exporter's scrape)."""
+    from prometheus_client import CollectorRegistry
+
+    from runtimekit.api.runtime_client import RuntimeClient
+    from runtimekit.exporter.collector import RuntimeCollector
+    from runtimekit.exporter.exposition import Exposition
+    from runtimekit.protocol import KitProtocol
+    from runtimekit.runtime.daemon import RuntimeDaemon
+    from runtimekit.runtime.isolation import make_isolation
+    from runtimekit.runtime.service import NodeRuntime
+    from runtimekit.runtime.simulated import SimulatedBackend
+    from runtimekit.runtime.values import RuntimeSettings
+
+    settings = RuntimeSettings("node-a", tmp_path / "state", KitProtocol.default())
+    runtime = NodeRuntime(settings, SimulatedBackend("node-a", [("H200", 1)], seed=3), make_isolation("none"))
+    daemon = RuntimeDaemon(runtime, str(tmp_path / "rt.sock"), reconcile_interval_s=0).start()
+    client = RuntimeClient(daemon.socket_path, timeout_s=5.0)
+    try:
+        data = client.exporter_data()  # an idle GPU: its readings hold still between the two reads
+        registry = CollectorRegistry()
+        registry.register(RuntimeCollector(client, KitProtocol.default(), "node-a"))
+        metrics = Exposition(registry).render().decode()
+    finally:
+        client.close()
+        daemon.stop()
+    return data, metrics
+
+
+def recorded_as(gpu: Any) -> str:
+    """The recorded nvidia-smi output, rewritten to say what a served GPU reads (its UUID and values)."""
+    xml = RECORDED.read_text().replace("GPU-529b3263-c96d-b557-bc75-697f04917eda", gpu.uuid)
+    for element, value in (
+        ("total", f"{gpu.memory_total_mib} MiB"),
+        ("used", f"{gpu.memory_used_mib} MiB"),
+        ("gpu_util", f"{gpu.utilization_percent:.0f} %"),
+        ("memory_util", f"{gpu.memory_utilization_percent:.0f} %"),
+        ("gpu_temp", f"{gpu.temperature_celsius:.0f} C"),
+        ("instant_power_draw", f"{gpu.power_watts:.2f} W"),
+        ("current_power_limit", f"{gpu.power_limit_watts:.2f} W"),
+        ("sm_clock", f"{gpu.sm_clock_mhz:.0f} MHz"),
+        ("mem_clock", f"{gpu.memory_clock_mhz:.0f} MHz"),
+    ):
+        xml = re.sub(rf"<{element}>[^<]*</{element}>", f"<{element}>{value}</{element}>", xml, count=1)
+    return xml
+
+
+def test_the_served_readings_are_held_against_nvidia_smi(served: Any) -> None:
+    import check_nvml
+
+    data, metrics = served
+    (gpu,) = data.gpus
+    raw = {gpu.uuid: {"pci_bus_id": "00000000:01:00.0", "v1": {}, "v2": {}}}
+    failures: list[str] = []
+    agreeing = check_nvml.held_against_smi(data, metrics, recorded_as(gpu), raw, failures)
+    assert failures == []
+    assert agreeing["differences"][gpu.uuid] == {"runtime": [], "exporter": []}
+    assert "runtimekit_gpu_memory_used_bytes" in agreeing["metric_families"]
+    # the recorded laptop GPU as it is: another card than the simulated H200, every difference named
+    other = RECORDED.read_text().replace("GPU-529b3263-c96d-b557-bc75-697f04917eda", gpu.uuid)
+    report = check_nvml.held_against_smi(data, metrics, other, raw, failures)
+    runtime = report["differences"][gpu.uuid]["runtime"]
+    assert f"memory_total_mib: kit {gpu.memory_total_mib} against nvidia-smi 8188.0" in runtime
+    assert any(d.startswith("power_limit_watts: kit 700.0") for d in runtime)
+    assert report["differences"][gpu.uuid]["exporter"]  # the scrape differs the same way
+    assert any(f.startswith("GPU 0 exporter: memory_total_mib") for f in failures)
+
+
+def test_a_gpu_nvidia_smi_does_not_list_is_a_failure(served: Any) -> None:
+    import check_nvml
+
+    data, metrics = served
+    failures: list[str] = []
+    check_nvml.held_against_smi(data, metrics, RECORDED.read_text(), {}, failures)
+    assert failures == [f"GPU 0 ({data.gpus[0].uuid}): not in nvidia-smi -q -x"]
+
+
+def test_the_results_page_from_one_runs_files(served: Any, tmp_path: Path) -> None:
+    """report.py renders what a run wrote: the readings, the simulator's assumptions against the real
+    GPU (the recorded laptop GPU here, so they differ), each isolation's windows, and every failure."""
+    import check_nvml
+    import report as page
+
+    data, metrics = served
+    (gpu,) = data.gpus
+    failures: list[str] = []
+    xml = RECORDED.read_text().replace("GPU-529b3263-c96d-b557-bc75-697f04917eda", gpu.uuid)
+    held = check_nvml.held_against_smi(data, metrics, xml, {gpu.uuid: {"pci_bus_id": "x"}}, failures)
+    nvml = {
+        "result": "failed",
+        "failures": failures,
+        "devices": [{"index": 0, "uuid": gpu.uuid, "model": "H200", "memory_mib": 8188}],
+        "served": held,
+    }
+    (tmp_path / "nvml.json").write_text(json.dumps(nvml))
+    (tmp_path / "nvidia-smi-q.xml").write_text(xml)
+    (tmp_path / "env.txt").write_text("NVIDIA-SMI 575.51.02\n")
+    sharing = report(GOOD | {"30+70": {"c30": 50.0, "c70": 50.0}})
+    sharing["readings"]["30+70"] = {
+        "runtime": [],
+        "runtime_unattributed": [{"gpu_uuid": gpu.uuid, "memory_mib": "512"}],
+        "compute_apps": "",
+        "pmon": "",
+    }
+    sharing["pids"] = {"c30": 1, "c70": 2}
+    sharing |= {"result": "failed", "verdict": check_sharing.evaluate(sharing)}
+    (tmp_path / "hami.json").write_text(json.dumps(sharing))
+    text = page.render(tmp_path)
+    assert "| memory_total_mib | 143771 | 8188.0 |" in text  # runtime against nvidia-smi
+    assert "| memory_total_mib | 143771.0 | 8188 | differs |" in text  # simulator against the real GPU
+    assert "| used_beyond_containers_mib | 300.0 | 512.0 | differs |" in text
+    assert "| 30+70 | c30 | 0.3 | 0.5 | 50.0 | **no** |" in text
+    assert "## MPS isolation\n\nCheck: missing: no mps.json." in text
+    assert "- HAMi-core: 30+70: c30 ran at 0.500 of the GPU against a share of 0.3" in text
+    assert "- simulated: H200 memory_total_mib: simulated 143771.0, real 8188" in text

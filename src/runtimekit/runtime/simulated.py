@@ -67,6 +67,24 @@ _STATE_VERSION = 1
 DRIVER_RESERVED_MIB = 300  # memory a GPU with any container on it reads as used beyond the containers'
 
 
+def assumptions(model: str) -> dict[str, float]:
+    """What this backend assumes of a real GPU of `model` (a built-in name or alias), to hold against one:
+    memory, power limit and idle draw, maximum and idle SM clock, memory clock, and the memory a GPU
+    with containers reads as used beyond theirs. Raises KeyError for an unknown model."""
+    spec = gpu_model(model)
+    limit = _TDP_WATTS.get(spec.name, 300.0)
+    max_sm, memory_clock = _CLOCKS_MHZ.get(spec.name, (1500.0, 1500.0))
+    return {
+        "memory_total_mib": float(spec.memory_mib),
+        "power_limit_watts": limit,
+        "idle_power_watts": limit * _IDLE_WATTS,
+        "max_sm_clock_mhz": max_sm,
+        "idle_sm_clock_mhz": _IDLE_SM_MHZ,
+        "memory_clock_mhz": memory_clock,
+        "used_beyond_containers_mib": float(DRIVER_RESERVED_MIB),
+    }
+
+
 def parse_gpu_spec(text: str) -> list[tuple[str, int]]:
     """`8xH200` or `4xA100-80GB,4xT4` -> [(model, count), ...]. Raises ValueError naming the bad part."""
     groups: list[tuple[str, int]] = []
