@@ -132,7 +132,8 @@ def test_pods_are_admitted_through_kubelet_with_their_assigned_gpus(make_stack: 
     options = kl.admit_pod(share)["main"]
     assert options.envs["NVIDIA_VISIBLE_DEVICES"] == g[2]
     assert options.envs["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] == "25"
-    assert list(options.mounts) == ["/run/lj-runtimekit/mps/pipe"]  # one mount although two resources returned it
+    # each mount once although two resources returned it: the pipe folder and the daemon's shared memory
+    assert list(options.mounts) == ["/run/lj-runtimekit/mps/pipe", "/dev/shm"]
     assert options.cdi_devices == [f"nvidia.com/gpu={g[2]}"]
     options = kl.admit_pod(whole)["main"]
     assert options.envs["NVIDIA_VISIBLE_DEVICES"] == f"{g[1]},{g[3]}"

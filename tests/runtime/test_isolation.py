@@ -143,12 +143,21 @@ def test_every_backend_returns_cdi_names_and_device_nodes(isolation: str) -> Non
     ("isolation", "mounts"),
     [
         ("none", []),
-        ("mps", [("/run/mps", "/run/mps", False)]),
+        # the MPS daemon's shared memory too: its clients talk to its server through /dev/shm
+        ("mps", [("/run/mps", "/run/mps", False), ("/dev/shm", "/dev/shm", False)]),
         ("hami-core", [("/usr/local/vgpu", "/opt/vgpu", True)]),
     ],
 )
 def test_mounts_per_backend(isolation: str, mounts: list[tuple[str, str, bool]]) -> None:
     assert [(m.container_path, m.host_path, m.read_only) for m in edits(isolation, SHARE).mounts] == mounts
+
+
+def test_the_mps_daemons_shared_memory_can_be_a_folder_of_its_own() -> None:
+    """As NVIDIA's MPS daemon runs with a tmpfs of its own as /dev/shm, so that GPU containers do not
+    share the host's: the container's /dev/shm is then that folder."""
+    isolation = make_isolation("mps", mps_pipe_dir="/run/mps", mps_shm_dir="/run/lj-runtimekit/mps/shm")
+    (shm,) = [m for m in isolation.edits(SHARE, DEVICES).mounts if m.container_path == "/dev/shm"]
+    assert (shm.host_path, shm.read_only) == ("/run/lj-runtimekit/mps/shm", False)
 
 
 def test_unknown_isolation_is_refused() -> None:

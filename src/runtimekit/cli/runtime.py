@@ -20,7 +20,13 @@ from runtimekit.cli.socketflags import socket_path
 from runtimekit.protocol import ProtocolError, load_protocol
 from runtimekit.runtime.backend import BackendError
 from runtimekit.runtime.daemon import BACKENDS, RuntimeDaemon, RuntimeOptions, build_runtime
-from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, ISOLATIONS
+from runtimekit.runtime.isolation import (
+    DEFAULT_HAMI_LIB_DIR,
+    DEFAULT_MPS_LOG_DIR,
+    DEFAULT_MPS_PIPE_DIR,
+    DEFAULT_MPS_SHM_DIR,
+    ISOLATIONS,
+)
 from runtimekit.runtime.pods import PodResourcesSource
 
 if TYPE_CHECKING:
@@ -85,6 +91,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--mps-pipe-dir", default=DEFAULT_MPS_PIPE_DIR)
     parser.add_argument("--mps-log-dir", default=DEFAULT_MPS_LOG_DIR)
+    parser.add_argument(
+        "--mps-shm-dir",
+        default=DEFAULT_MPS_SHM_DIR,
+        help="host folder that is the MPS daemon's /dev/shm, mounted at /dev/shm in each MPS container "
+        "(default: the host's /dev/shm, the runtime's own under hostIPC)",
+    )
     parser.add_argument("--hami-lib-dir", default=DEFAULT_HAMI_LIB_DIR, help="host folder holding libvgpu.so")
 
 
@@ -122,6 +134,7 @@ def run(args: argparse.Namespace) -> int:
         seed=args.seed,
         mps_pipe_dir=args.mps_pipe_dir,
         mps_log_dir=args.mps_log_dir,
+        mps_shm_dir=args.mps_shm_dir,
         hami_lib_dir=args.hami_lib_dir,
         reconcile_interval_s=args.reconcile_interval,
         reconcile_grace_s=args.reconcile_grace,

@@ -18,7 +18,13 @@ from runtimekit.protocol import KitProtocol
 from runtimekit.runtime.attribution import AttributedUsage
 from runtimekit.runtime.backend import FaultInjector, GpuBackend, MigControl
 from runtimekit.runtime.grpc_server import RuntimeServer, exporter_socket, serve
-from runtimekit.runtime.isolation import DEFAULT_HAMI_LIB_DIR, DEFAULT_MPS_LOG_DIR, DEFAULT_MPS_PIPE_DIR, make_isolation
+from runtimekit.runtime.isolation import (
+    DEFAULT_HAMI_LIB_DIR,
+    DEFAULT_MPS_LOG_DIR,
+    DEFAULT_MPS_PIPE_DIR,
+    DEFAULT_MPS_SHM_DIR,
+    make_isolation,
+)
 from runtimekit.runtime.mig import parse_mig_config
 from runtimekit.runtime.mps import MpsDaemon
 from runtimekit.runtime.nvml import NvmlBackend
@@ -46,6 +52,7 @@ class RuntimeOptions:
     seed: int = 0
     mps_pipe_dir: str = DEFAULT_MPS_PIPE_DIR
     mps_log_dir: str = DEFAULT_MPS_LOG_DIR
+    mps_shm_dir: str = DEFAULT_MPS_SHM_DIR
     hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR
     reconcile_interval_s: float = 30.0
     reconcile_grace_s: float = 30.0
@@ -91,7 +98,11 @@ def build_runtime(
     events: EventSink | None = None,
 ) -> NodeRuntime:
     isolation = make_isolation(
-        options.isolation, options.mps_pipe_dir, options.hami_lib_dir, options.protocol.rules.memory_scaling
+        options.isolation,
+        options.mps_pipe_dir,
+        options.hami_lib_dir,
+        options.protocol.rules.memory_scaling,
+        options.mps_shm_dir,
     )
     backend, injector, mig = build_backend(options)
     mps = MpsDaemon(options.mps_pipe_dir, options.mps_log_dir) if options.isolation == "mps" else None

@@ -8,7 +8,9 @@ devices). Then:
 - `mps`: `CUDA_MPS_ACTIVE_THREAD_PERCENTAGE` (the smallest compute share, in percent, at least 1; 100
   when the shares name no compute, memory-only),
   `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT` (`0=<N>M,1=<N>M`, MiB per ordinal as the container sees it),
-  `CUDA_MPS_PIPE_DIRECTORY` and a mount of the host pipe folder (protocols.md §5.1);
+  `CUDA_MPS_PIPE_DIRECTORY` and a mount of the host pipe folder (protocols.md §5.1), and the MPS daemon's
+  shared memory at `/dev/shm` (MPS clients talk to its server through it, so a container with a
+  `/dev/shm` of its own cannot connect; NVIDIA's device plugin mounts its MPS daemon's the same way);
 - `hami-core`: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<N>m` per ordinal and `CUDA_DEVICE_SM_LIMIT` (percent;
   0, HAMi-core's "no limit", when the shares name no compute, as HAMi's device plugin writes a pod's
   `gpucores` of 0), with HAMi-core's library folder mounted and preloaded, and
@@ -31,6 +33,7 @@ CDI_KIND = "nvidia.com/gpu"
 CONTROL_DEVICES = ("/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools")
 DEFAULT_MPS_PIPE_DIR = "/run/lj-runtimekit/mps/pipe"
 DEFAULT_MPS_LOG_DIR = "/run/lj-runtimekit/mps/log"
+DEFAULT_MPS_SHM_DIR = "/dev/shm"  # the daemon's own /dev/shm: the host's where the runtime runs with hostIPC
 DEFAULT_HAMI_LIB_DIR = "/usr/local/vgpu"
 HAMI_LIBRARY = "libvgpu.so"
 MPS_UNLIMITED = 100  # CUDA_MPS_ACTIVE_THREAD_PERCENTAGE of all of the GPU's threads
@@ -130,8 +133,9 @@ def _shares(grants: Sequence[Grant]) -> list[tuple[int, Grant]]:
 class MpsIsolation:
     name = "mps"
 
-    def __init__(self, pipe_dir: str = DEFAULT_MPS_PIPE_DIR) -> None:
+    def __init__(self, pipe_dir: str = DEFAULT_MPS_PIPE_DIR, shm_dir: str = DEFAULT_MPS_SHM_DIR) -> None:
         self.pipe_dir = pipe_dir
+        self.shm_dir = shm_dir
 
     def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
         shares = _shares(grants)
@@ -143,7 +147,8 @@ class MpsIsolation:
             "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT": limits,
             "CUDA_MPS_PIPE_DIRECTORY": self.pipe_dir,
         }
-        return _with(visibility(grants, devices), envs, (MountSpec(self.pipe_dir, self.pipe_dir),))
+        mounts = (MountSpec(self.pipe_dir, self.pipe_dir), MountSpec("/dev/shm", self.shm_dir))
+        return _with(visibility(grants, devices), envs, mounts)
 
 
 class HamiCoreIsolation:
@@ -174,11 +179,13 @@ def make_isolation(
     mps_pipe_dir: str = DEFAULT_MPS_PIPE_DIR,
     hami_lib_dir: str = DEFAULT_HAMI_LIB_DIR,
     memory_scaling: float = 1.0,
+    mps_shm_dir: str = DEFAULT_MPS_SHM_DIR,
 ) -> Isolation:
     """The isolation backend called `name`; ValueError lists the known ones. `memory_scaling` is the
-    protocol's `rules.memoryScaling`: above 1, memory is oversubscribed."""
+    protocol's `rules.memoryScaling`: above 1, memory is oversubscribed. `mps_shm_dir`: the host folder
+    that is the MPS daemon's `/dev/shm`."""
     if name == "mps":
-        return MpsIsolation(mps_pipe_dir)
+        return MpsIsolation(mps_pipe_dir, mps_shm_dir)
     if name == "hami-core":
         return HamiCoreIsolation(hami_lib_dir, oversubscribe=memory_scaling > 1)
     if name == "none":
