@@ -6,7 +6,8 @@
 3. Each client is a container to the runtime: the check calls the runtime's gRPC Allocate for it
    (a GPU share: compute milli and memory MiB), starts `gpu_client.py` with exactly the environment the
    answer holds (`CUDA_MPS_ACTIVE_THREAD_PERCENTAGE`, `CUDA_MPS_PINNED_DEVICE_MEM_LIMIT`, or HAMi-core's
-   `CUDA_DEVICE_SM_LIMIT`, `CUDA_DEVICE_MEMORY_LIMIT_0` and `LD_PRELOAD`), and puts it in a kubelet-shaped
+   `CUDA_DEVICE_SM_LIMIT`, `CUDA_DEVICE_MEMORY_LIMIT_0`, `CUDA_DEVICE_MEMORY_SHARED_CACHE` and
+   `LD_PRELOAD`), and puts it in a kubelet-shaped
    cgroup (`/kubepods/besteffort/pod<uid>/<id>`) so the runtime's own attribution finds its container.
 4. The clients run a schedule of windows (`SCHEDULE`): a memory-only share alone, each compute share
    alone, 30/70 together, 20/30/50 together, a client asking beyond its memory limit beside a busy one,
@@ -275,9 +276,6 @@ def check(
         envs: dict[str, dict[str, str]] = {}
         for name in clients:  # one at a time: each client's environment as the runtime writes it
             envs |= hold([name])
-        for name in envs:
-            if isolation == "hami-core":  # each container has its own /tmp, so its own HAMi-core region
-                envs[name]["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = str(folder / f"{name}.cache")
         report["envs"] = envs
         plans: dict[str, dict[str, Any]] = {name: {"windows": []} for name in envs}
         for index, (_, members) in enumerate(windows):
@@ -458,7 +456,8 @@ def main() -> int:
         return 0
     folder = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="gpu-sharing-"))
     try:
-        report = check(args.isolation, args.window, args.fault, args.size, args.hami_lib_dir, folder, args.dry_run)
+        lib = str(folder / "vgpu") if args.dry_run else args.hami_lib_dir  # a dry run writes nothing outside
+        report = check(args.isolation, args.window, args.fault, args.size, lib, folder, args.dry_run)
     except Exception as exc:
         print(json.dumps({"check": f"sharing-{args.isolation}", "result": "failed", "error": repr(exc)}, indent=2))
         return 1

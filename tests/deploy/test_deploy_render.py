@@ -357,3 +357,18 @@ def test_the_values_schema_refuses_a_plugin_that_is_not_a_module_file_name(helm_
     done = helm(helm_home, "template", "x", str(CHART), "--set", "scheduler.plugins.my-plugin=X")
     assert done.returncode != 0
     assert "invalid propertyName 'my-plugin'" in done.stderr
+
+
+@pytest.mark.parametrize(("isolation", "mounted"), [("hami-core", True), ("mps", False), ("none", False)])
+def test_under_hami_core_the_runtime_sees_the_library_folder_at_the_hosts_path(isolation: str, mounted: bool) -> None:
+    """The runtime makes each container's HAMi-core folder in `/usr/local/vgpu` (its default
+    `--hami-lib-dir`), so the chart mounts that host folder at the same path, only under hami-core."""
+    objs = documents(render_chart("--set", f"runtime.isolation={isolation}"))
+    (ds,) = [o for o in objs if o["kind"] == "DaemonSet" and o["metadata"]["name"] == "lj-runtimekit-runtime-ds"]
+    spec = ds["spec"]["template"]["spec"]
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    mounts = {m["name"]: m for m in spec["containers"][0]["volumeMounts"]}
+    assert ("hami-lib" in volumes, "hami-lib" in mounts) == (mounted, mounted)
+    if mounted:
+        assert volumes["hami-lib"]["hostPath"] == {"path": "/usr/local/vgpu", "type": "DirectoryOrCreate"}
+        assert mounts["hami-lib"]["mountPath"] == "/usr/local/vgpu"

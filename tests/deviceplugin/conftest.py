@@ -39,7 +39,7 @@ def make_stack() -> Iterator[StackFactory]:
         runtime = NodeRuntime(
             RuntimeSettings(NODE, root / "state", protocol, "0.1.0"),
             backend,
-            make_isolation(isolation),
+            make_isolation(isolation, hami_lib_dir=str(root / "vgpu")),
             injector=backend,
             mig=backend,
         )

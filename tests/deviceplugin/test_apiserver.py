@@ -84,6 +84,7 @@ def test_pods_are_admitted_through_plugin_and_runtime_on_the_embedded_cluster(
         state_dir=short_dir / "state",
         node_name=NODE,
         isolation="hami-core",
+        hami_lib_dir=str(short_dir / "vgpu"),
         simulate_gpus="2xH200",
         reconcile_grace_s=0,
     )

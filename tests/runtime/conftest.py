@@ -67,7 +67,9 @@ def make_runtime(short_dir: Path, clock: FakeClock) -> Iterator[RuntimeFactory]:
         runtime = NodeRuntime(
             settings,
             backend,
-            make_isolation(isolation, memory_scaling=protocol.rules.memory_scaling),
+            make_isolation(
+                isolation, hami_lib_dir=str(short_dir / "vgpu"), memory_scaling=protocol.rules.memory_scaling
+            ),
             mps=mps,
             pods=pods,
             kubelet=kubelet,

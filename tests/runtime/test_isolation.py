@@ -7,7 +7,7 @@ import pytest
 from runtimekit.model import GpuUUID, MigMode
 from runtimekit.runtime.allocations import Grant
 from runtimekit.runtime.backend import DeviceInfo
-from runtimekit.runtime.isolation import ContainerEdits, make_isolation
+from runtimekit.runtime.isolation import ContainerEdits, make_isolation, owner_name
 
 DEVICES = {
     f"GPU-{i}": DeviceInfo(i, GpuUUID(f"GPU-{i}"), "H200", "NVIDIA H200", 143771, minor=i, mig_mode=MigMode.OFF)
@@ -158,6 +158,24 @@ def test_the_mps_daemons_shared_memory_can_be_a_folder_of_its_own() -> None:
     isolation = make_isolation("mps", mps_pipe_dir="/run/mps", mps_shm_dir="/run/lj-runtimekit/mps/shm")
     (shm,) = [m for m in isolation.edits(SHARE, DEVICES).mounts if m.container_path == "/dev/shm"]
     assert (shm.host_path, shm.read_only) == ("/run/lj-runtimekit/mps/shm", False)
+
+
+def test_hami_core_names_each_containers_folder_as_hami_does() -> None:
+    """With the container's name on the node, `/usr/local/vgpu` is its own folder of the library's host
+    folder, holding HAMi-core's shared region; without one (no owner), the library folder as is."""
+    isolation = make_isolation("hami-core", hami_lib_dir="/opt/vgpu")
+    owner = owner_name("uid-1", "main")
+    result = isolation.edits(SHARE, DEVICES, owner)
+    assert owner == "uid-1_main"
+    assert result.envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"] == "/usr/local/vgpu/uid-1_main.cache"
+    assert [(m.container_path, m.host_path, m.read_only) for m in result.mounts] == [
+        ("/usr/local/vgpu", "/opt/vgpu/containers/uid-1_main", False),
+        ("/usr/local/vgpu/libvgpu.so", "/opt/vgpu/libvgpu.so", True),
+    ]
+    assert isolation.host_folders(SHARE, owner) == ("/opt/vgpu/containers/uid-1_main",)
+    assert isolation.host_folders(SHARE, "") == ()
+    for other in ("mps", "none"):
+        assert make_isolation(other).host_folders(SHARE, owner) == ()
 
 
 def test_unknown_isolation_is_refused() -> None:

@@ -225,6 +225,7 @@ def _start_runtime(cluster: NodeHost, node: SimulatedNode, folder: Path, pod_res
         seed=options.seed + node.index,
         mps_pipe_dir=str(folder / "mps" / "pipe"),
         mps_log_dir=str(folder / "mps" / "log"),
+        hami_lib_dir=str(folder / "vgpu"),  # the simulated node's: HAMi-core's per-container folders go here
         reconcile_interval_s=options.reconcile_s,
         reconcile_grace_s=RECONCILE_GRACE_S,
     )

@@ -13,7 +13,10 @@ devices). Then:
   `/dev/shm` of its own cannot connect; NVIDIA's device plugin mounts its MPS daemon's the same way);
 - `hami-core`: `CUDA_DEVICE_MEMORY_LIMIT_<i>=<N>m` per ordinal and `CUDA_DEVICE_SM_LIMIT` (percent;
   0, HAMi-core's "no limit", when the shares name no compute, as HAMi's device plugin writes a pod's
-  `gpucores` of 0), with HAMi-core's library folder mounted and preloaded, and
+  `gpucores` of 0), with HAMi-core's library mounted and preloaded; as HAMi's device plugin does, the
+  container's `/usr/local/vgpu` is a host folder of its own, `<lib dir>/containers/<pod uid>_<container>`
+  (`host_folders`, which the runtime makes), holding HAMi-core's shared region
+  (`CUDA_DEVICE_MEMORY_SHARED_CACHE`), where node tools such as HAMi's monitor read the container's use; and
   `CUDA_OVERSUBSCRIBE=true` when the GPUs offer more memory than they have (`rules.memoryScaling` above
   1, HAMi's deviceMemoryScaling), so HAMi-core lets the excess spill to host memory as HAMi's does;
 - `none`: visibility only.
@@ -69,9 +72,20 @@ class Isolation(Protocol):
     @property
     def name(self) -> str: ...
 
-    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
-        """Edits for grants (ordered as the container's device ordinals); `devices` maps GPU UUIDs."""
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo], owner: str = "") -> ContainerEdits:
+        """Edits for grants (ordered as the container's device ordinals); `devices` maps GPU UUIDs; `owner`
+        names the container on the node (`owner_name`), "" where there is none."""
         ...
+
+    def host_folders(self, grants: Sequence[Grant], owner: str) -> tuple[str, ...]:
+        """Host folders the container's edits mount that the runtime must make first (and may remove
+        once the container's allocation is released)."""
+        ...
+
+
+def owner_name(pod_uid: str, container: str) -> str:
+    """A container's name on the node, as HAMi names its per-container folders: `<pod uid>_<container>`."""
+    return f"{pod_uid}_{container}"
 
 
 def visibility(grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
@@ -121,8 +135,11 @@ def _with(base: ContainerEdits, envs: Mapping[str, str], mounts: tuple[MountSpec
 class NoIsolation:
     name = "none"
 
-    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo], owner: str = "") -> ContainerEdits:
         return visibility(grants, devices)
+
+    def host_folders(self, grants: Sequence[Grant], owner: str) -> tuple[str, ...]:
+        return ()
 
 
 def _shares(grants: Sequence[Grant]) -> list[tuple[int, Grant]]:
@@ -137,7 +154,10 @@ class MpsIsolation:
         self.pipe_dir = pipe_dir
         self.shm_dir = shm_dir
 
-    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+    def host_folders(self, grants: Sequence[Grant], owner: str) -> tuple[str, ...]:
+        return ()
+
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo], owner: str = "") -> ContainerEdits:
         shares = _shares(grants)
         if not shares:
             return visibility(grants, devices)
@@ -158,7 +178,10 @@ class HamiCoreIsolation:
         self.lib_dir = lib_dir
         self.oversubscribe = oversubscribe
 
-    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo]) -> ContainerEdits:
+    def host_folders(self, grants: Sequence[Grant], owner: str) -> tuple[str, ...]:
+        return (f"{self.lib_dir}/containers/{owner}",) if owner and _shares(grants) else ()
+
+    def edits(self, grants: Sequence[Grant], devices: Mapping[str, DeviceInfo], owner: str = "") -> ContainerEdits:
         shares = _shares(grants)
         if not shares:
             return visibility(grants, devices)
@@ -167,7 +190,14 @@ class HamiCoreIsolation:
         envs["LD_PRELOAD"] = f"{DEFAULT_HAMI_LIB_DIR}/{HAMI_LIBRARY}"
         if self.oversubscribe:
             envs["CUDA_OVERSUBSCRIBE"] = "true"
-        mounts = (MountSpec(DEFAULT_HAMI_LIB_DIR, self.lib_dir, read_only=True),)
+        if not owner:
+            return _with(visibility(grants, devices), envs, (MountSpec(DEFAULT_HAMI_LIB_DIR, self.lib_dir, True),))
+        envs["CUDA_DEVICE_MEMORY_SHARED_CACHE"] = f"{DEFAULT_HAMI_LIB_DIR}/{owner}.cache"
+        (folder,) = self.host_folders(grants, owner)
+        mounts = (  # the folder first: the library is mounted into it
+            MountSpec(DEFAULT_HAMI_LIB_DIR, folder),
+            MountSpec(f"{DEFAULT_HAMI_LIB_DIR}/{HAMI_LIBRARY}", f"{self.lib_dir}/{HAMI_LIBRARY}", read_only=True),
+        )
         return _with(visibility(grants, devices), envs, mounts)
 
 

@@ -23,10 +23,13 @@ Thread-safe: one lock around allocation state; device health has its own (see `D
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from pathlib import Path
 
 from runtimekit.api.podresources_client import ListedPod
 from runtimekit.api.runtime_features import API_LEVEL, FEATURES
@@ -46,7 +49,7 @@ from runtimekit.runtime.backend import (
 )
 from runtimekit.runtime.claimusers import as_consumers
 from runtimekit.runtime.devices import DeviceSnapshot, DeviceTable, DeviceView, offered
-from runtimekit.runtime.isolation import Isolation
+from runtimekit.runtime.isolation import Isolation, owner_name
 from runtimekit.runtime.migdevices import Made, MigDevices
 from runtimekit.runtime.mps import MpsDaemon, MpsState
 from runtimekit.runtime.names import check_allocate, check_release
@@ -260,6 +263,8 @@ class NodeRuntime:
             if refusal:
                 raise ServiceError(Code.UNAVAILABLE, refusal)
             grants = self._book.grants_for(request.shares)
+            owner = owner_name(pod.uid, request.container)
+            self._make_folders(self._isolation.host_folders(grants, owner))
             names = (request.resource_name,) if request.resource_name else ()
             wanted = Allocation(pod, request.container, grants, self._now_ms(), request.device_ids, names)
             held = self._book.get(pod.uid, request.container)
@@ -268,7 +273,7 @@ class NodeRuntime:
             else:
                 allocation = self._allocate_new(wanted)
             infos = self._infos
-        edits = self._isolation.edits(allocation.grants, infos)
+        edits = self._isolation.edits(allocation.grants, infos, owner)
         if held is None:
             log.info("allocated %s to %s/%s", _describe(allocation), pod, request.container)
         return AllocateResult(allocation, edits)
@@ -326,9 +331,24 @@ class NodeRuntime:
             log.info("released %s of %s/%s", _describe(allocation), allocation.pod, allocation.container)
         return released
 
+    @staticmethod
+    def _make_folders(folders: Sequence[str]) -> None:
+        """Make the host folders a container's edits mount (HAMi-core's per-container folder), open to
+        whatever user the container runs as, as HAMi's device plugin makes them."""
+        for folder in folders:
+            try:
+                Path(folder).mkdir(parents=True, exist_ok=True)
+                os.chmod(folder, 0o777)  # the container's user, unknown here, writes its region there
+            except OSError as exc:
+                raise ServiceError(Code.UNAVAILABLE, f"cannot make the container's folder {folder}: {exc}") from None
+
     def _destroy_migs(self, released: Sequence[Allocation]) -> None:
         """Destroy the dynamic MIG devices of released allocations (after the checkpoint forgot them:
-        a crash in between leaves a device no allocation holds, which `_collect_migs` destroys)."""
+        a crash in between leaves a device no allocation holds, which `_collect_migs` destroys), and
+        remove the host folders their edits mounted."""
+        for a in released:
+            for folder in self._isolation.host_folders(a.grants, owner_name(a.pod.uid, a.container)):
+                shutil.rmtree(folder, ignore_errors=True)
         dynamic = [g for a in released for g in a.grants if g.mig_dynamic]
         if dynamic:
             self._migs.destroy(dynamic)
