@@ -53,13 +53,28 @@ build_hami() {
 ( time build_hami ) >"$OUT/hami-build.log" 2>&1 &
 BUILD=$!
 
-echo "== nvml" >>"$ERR"; timeout 150 "$PY" benchmarks/gpu/check_nvml.py >"$OUT/nvml.json" 2>>"$ERR"
-echo "== mig" >>"$ERR"; timeout 60 "$PY" benchmarks/gpu/check_mig.py >"$OUT/mig.json" 2>>"$ERR"
-echo "== mps" >>"$ERR"; timeout 240 "$PY" benchmarks/gpu/check_sharing.py --isolation mps --window 6 --fault \
-  >"$OUT/mps.json" 2>>"$ERR"
-wait $BUILD
+# After a check, whatever it left running (a check stopped by its timeout leaves its clients, runtime and
+# exporter behind, and the MPS daemon, which would hold the GPU in the next check)
+leftovers() {
+  command -v nvidia-smi >/dev/null || return 0  # no GPU: the checks skipped and started nothing
+  pkill -9 -f benchmarks/gpu/gpu_client.py; pkill -f "from runtimekit.cli.main import main; sys.exit"  # kit.LAUNCH
+  if [ -d "$1/kit/mps-pipe" ]; then
+    echo quit | CUDA_MPS_PIPE_DIRECTORY="$1/kit/mps-pipe" timeout 20 nvidia-cuda-mps-control
+  fi
+  return 0
+}
+
+echo "== nvml" >>"$ERR"; timeout 80 "$PY" benchmarks/gpu/check_nvml.py >"$OUT/nvml.json" 2>>"$ERR"
+leftovers /nonexistent
+echo "== mig" >>"$ERR"; timeout 40 "$PY" benchmarks/gpu/check_mig.py >"$OUT/mig.json" 2>>"$ERR"
+echo "== mps" >>"$ERR"; timeout 190 "$PY" benchmarks/gpu/check_sharing.py --isolation mps --window 6 --fault \
+  --keep /tmp/gpu-check-mps >"$OUT/mps.json" 2>>"$ERR"
+leftovers /tmp/gpu-check-mps
+for _ in $(seq 60); do kill -0 $BUILD 2>/dev/null || break; sleep 1; done  # the build had minutes already
+kill $BUILD 2>/dev/null
 mkdir -p /tmp/vgpulock  # HAMi-core's lock folder
-echo "== hami-core" >>"$ERR"; timeout 200 "$PY" benchmarks/gpu/check_sharing.py --isolation hami-core --window 6 \
-  >"$OUT/hami.json" 2>>"$ERR"
+echo "== hami-core" >>"$ERR"; timeout 160 "$PY" benchmarks/gpu/check_sharing.py --isolation hami-core --window 6 \
+  --keep /tmp/gpu-check-hami >"$OUT/hami.json" 2>>"$ERR"
+leftovers /tmp/gpu-check-hami
 nvidia-smi >>"$OUT/env.txt" 2>&1
 for f in "$OUT"/*.json; do echo "$f: $("$PY" -c "import json,sys; print(json.load(open(sys.argv[1])).get('result'))" "$f" 2>&1)"; done
