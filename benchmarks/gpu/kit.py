@@ -49,7 +49,7 @@ class KitNode:
         runtime_args = [
             "runtime",
             f"--backend={backend}",
-            "--simulate-gpus=1xH200",
+            *(["--simulate-gpus=1xH200"] if backend == "simulated" else []),
             f"--isolation={isolation}",
             f"--socket={self.socket}",
             f"--exporter-socket={self.exporter_socket}",
