@@ -234,21 +234,17 @@ def test_the_checks_skip_without_a_driver() -> None:
         assert json.loads(done.stdout)["result"].startswith("skipped")
 
 
-@pytest.mark.slow
-def test_a_dry_run_drives_the_runtime_and_exporter_processes(tmp_path: Path) -> None:
-    """The simulated backend and CPU clients stand in for the GPU: the environment each client gets is
-    what the runtime's Allocate wrote, every window of the schedule has its records, the crash client
-    died by SIGKILL, and usage was read from the runtime while 30+70 and 20+30+50 ran."""
+def dry_run(isolation: str, folder: Path) -> dict[str, Any]:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
     done = subprocess.run(
         [
             sys.executable,
             str(ROOT / "benchmarks" / "gpu" / "check_sharing.py"),
-            "--isolation=mps",
+            f"--isolation={isolation}",
             "--dry-run",
             "--window=0.5",
             "--size=32",
-            f"--keep={tmp_path}",
+            f"--keep={folder}",
         ],
         capture_output=True,
         text=True,
@@ -256,8 +252,17 @@ def test_a_dry_run_drives_the_runtime_and_exporter_processes(tmp_path: Path) -> 
         timeout=240,
         check=False,
     )
-    raw = json.loads(done.stdout)
+    raw: dict[str, Any] = json.loads(done.stdout)
     assert "error" not in raw, raw.get("error")
+    return raw
+
+
+@pytest.mark.slow
+def test_a_dry_run_drives_the_runtime_and_exporter_processes(tmp_path: Path) -> None:
+    """The simulated backend and CPU clients stand in for the GPU: the environment each client gets is
+    what the runtime's Allocate wrote, every window of the schedule has its records, the crash client
+    died by SIGKILL, and usage was read from the runtime while 30+70 and 20+30+50 ran."""
+    raw = dry_run("mps", tmp_path)
     shares = {name: env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] for name, env in raw["envs"].items()}
     assert shares == {"mem-only": "100", "c30": "30", "c70": "70", "c20": "20", "c50": "50", "oom": "30", "crash": "30"}
     assert raw["envs"]["oom"]["CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"] == "0=2048M"
@@ -269,6 +274,20 @@ def test_a_dry_run_drives_the_runtime_and_exporter_processes(tmp_path: Path) -> 
     assert raw["exit_codes"]["c70"] == 0
     assert {u["pod"] for u in raw["readings"]["20+30+50"]["runtime"]} == {"c20", "c30", "c50"}
     assert "runtimekit_gpu_memory_used_bytes" in raw["readings"]["30+70"]["metrics"]
+
+
+@pytest.mark.slow
+def test_a_dry_run_under_hami_core_gives_each_client_the_runtimes_environment(tmp_path: Path) -> None:
+    """Under hami-core each client runs with HAMi-core's limits and its own shared region, as the
+    runtime writes them (the dry run keeps the runtime's library folder inside its scratch folder)."""
+    raw = dry_run("hami-core", tmp_path)
+    limits = {name: env["CUDA_DEVICE_SM_LIMIT"] for name, env in raw["envs"].items()}
+    assert limits == {"mem-only": "0", "c30": "30", "c70": "70", "c20": "20", "c50": "50", "oom": "30", "crash": "30"}
+    regions = {env["CUDA_DEVICE_MEMORY_SHARED_CACHE"] for env in raw["envs"].values()}
+    assert len(regions) == len(raw["envs"])  # one region per container
+    assert raw["envs"]["oom"]["CUDA_DEVICE_MEMORY_LIMIT_0"] == "2048m"
+    assert raw["exit_codes"]["crash"] == -9
+    assert not list((tmp_path / "vgpu" / "containers").iterdir())  # every folder removed at release
 
 
 def test_the_whole_run_writes_its_files_and_skips_without_a_driver(tmp_path: Path) -> None:
