@@ -195,6 +195,7 @@ def usage_reading(node: Any, pynvml: Any) -> dict[str, Any]:
     node.client.exporter_data()  # starts the utilisation interval
     time.sleep(1.0)
     data = node.client.exporter_data()
+    served = MessageToDict(data, preserving_proto_field_name=True)
     lists: dict[str, Any] = {}
     handle = pynvml.nvmlDeviceGetHandleByIndex(0) if pynvml is not None else None
     for name in (
@@ -220,8 +221,8 @@ def usage_reading(node: Any, pynvml: Any) -> dict[str, Any]:
     except Exception as exc:
         lists["nvmlDeviceGetProcessUtilization"] = f"{type(exc).__name__}"
     return {
-        "runtime": MessageToDict(data, preserving_proto_field_name=True).get("container_usage", []),
-        "runtime_unattributed": MessageToDict(data, preserving_proto_field_name=True).get("unattributed", []),
+        "runtime": served.get("container_usage", []),
+        "runtime_unattributed": served.get("unattributed", []),
         "usage_source": data.usage_source,
         "nvml_lists": lists,
         "compute_apps": run(["nvidia-smi", f"--query-compute-apps={APPS}", "--format=csv,noheader,nounits"])

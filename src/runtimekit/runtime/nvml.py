@@ -243,7 +243,7 @@ class NvmlBackend:
         handle = self._handles[info.uuid]
         try:
             util = n.nvmlDeviceGetUtilizationRates(handle)
-            used_mib, reserved_mib = self._memory_used_mib(handle, info.uuid)
+            used_mib, reserved_mib = self._memory_mib(handle, info.uuid)
             temperature = float(n.nvmlDeviceGetTemperature(handle, 0))  # NVML_TEMPERATURE_GPU
         except Exception as exc:
             code = nvml_error_code(exc)
@@ -274,7 +274,7 @@ class NvmlBackend:
             decoder_utilization_percent=self._maybe_first(n.nvmlDeviceGetDecoderUtilization, handle),
         )
 
-    def _memory_used_mib(self, handle: Any, uuid: GpuUUID) -> tuple[int, int | None]:
+    def _memory_mib(self, handle: Any, uuid: GpuUUID) -> tuple[int, int | None]:
         """(memory in use, the driver's reservation) as nvidia-smi and DCGM count them: in use without the
         reservation. Version 2 of `nvmlDeviceGetMemoryInfo` (R510+) gives the reservation apart; version 1
         counts it as used (390 MiB of an 8 GiB GPU in tests/data/gpu/nvidia-smi-q-575.xml), so it is the

@@ -326,7 +326,7 @@ class NodeRuntime:
             released = self._book.release(uid, container)
             if released:
                 self._save()
-                self._destroy_migs(released)
+                self._after_release(released)
         for allocation in released:
             log.info("released %s of %s/%s", _describe(allocation), allocation.pod, allocation.container)
         return released
@@ -342,10 +342,10 @@ class NodeRuntime:
             except OSError as exc:
                 raise ServiceError(Code.UNAVAILABLE, f"cannot make the container's folder {folder}: {exc}") from None
 
-    def _destroy_migs(self, released: Sequence[Allocation]) -> None:
-        """Destroy the dynamic MIG devices of released allocations (after the checkpoint forgot them:
-        a crash in between leaves a device no allocation holds, which `_collect_migs` destroys), and
-        remove the host folders their edits mounted."""
+    def _after_release(self, released: Sequence[Allocation]) -> None:
+        """Once the checkpoint has forgotten released allocations: remove the host folders their edits
+        mounted, and destroy their dynamic MIG devices (a crash in between leaves a device no allocation
+        holds, which `_collect_migs` destroys)."""
         for a in released:
             for folder in self._isolation.host_folders(a.grants, owner_name(a.pod.uid, a.container)):
                 shutil.rmtree(folder, ignore_errors=True)
@@ -468,7 +468,7 @@ class NodeRuntime:
             if stale or rebuilt or self._state.torn_bytes:
                 self._save()
                 self._state.torn_bytes = 0  # the rewrite left the torn line behind
-                self._destroy_migs([a for a, _ in stale])
+                self._after_release([a for a, _ in stale])
             self._collect_migs()
             message = f"released {len(stale)}" + (f", rebuilt {len(rebuilt)}" if rebuilt else "")
             self._reconciled = (self._now_ms(), message + (f"; could not ask {', '.join(notes)}" if notes else ""))

@@ -67,13 +67,22 @@ _STATE_VERSION = 1
 DRIVER_RESERVED_MIB = 300  # memory a GPU with any container on it reads as used beyond the containers'
 
 
+def _power_limit(model: str) -> float:
+    return _TDP_WATTS.get(model, 300.0)
+
+
+def _clocks(model: str) -> tuple[float, float]:
+    """(maximum SM clock, memory clock) of a model, in MHz."""
+    return _CLOCKS_MHZ.get(model, (1500.0, 1500.0))
+
+
 def assumptions(model: str) -> dict[str, float]:
     """What this backend assumes of a real GPU of `model` (a built-in name or alias), to hold against one:
     memory, power limit and idle draw, maximum and idle SM clock, memory clock, and the memory a GPU
     with containers reads as used beyond theirs. Raises KeyError for an unknown model."""
     spec = gpu_model(model)
-    limit = _TDP_WATTS.get(spec.name, 300.0)
-    max_sm, memory_clock = _CLOCKS_MHZ.get(spec.name, (1500.0, 1500.0))
+    limit = _power_limit(spec.name)
+    max_sm, memory_clock = _clocks(spec.name)
     return {
         "memory_total_mib": float(spec.memory_mib),
         "power_limit_watts": limit,
@@ -167,7 +176,7 @@ class SimulatedBackend:
                 index = len(self._gpus)
                 mode = modes.get(index, MigMode.STATIC if index in layouts else MigMode.OFF)
                 info = self._device(node, index, spec.name, mode, layouts.get(index, ()))
-                limit = _TDP_WATTS.get(spec.name, 300.0)
+                limit = _power_limit(spec.name)
                 self._gpus.append(_GpuState(info, limit, self._rng.uniform(0.6, 0.95)))
         self._load_dynamic()
 
@@ -241,7 +250,7 @@ class SimulatedBackend:
         if gpu.sampled_at is not None and now > gpu.sampled_at:
             gpu.energy_millijoules += drawn * (now - gpu.sampled_at) * 1000.0
         gpu.sampled_at = now
-        max_sm, memory_clock = _CLOCKS_MHZ.get(info.model, (1500.0, 1500.0))
+        max_sm, memory_clock = _clocks(info.model)
         return GpuSample(
             uuid=info.uuid,
             utilization_percent=round(gpu.utilization, 1),
