@@ -9,8 +9,12 @@ change no bound there). With --floor POLICY it also has the floor limit (sim/flo
 most a policy can reach that never falls more than --floor-slack points behind POLICY's replay at
 any column from 50 on ("floor_upper", the column whose floor gave it, and POLICY's own column as
 "reference"); with --set POLICY, the set limit: the most a packing keeping every pod that POLICY's
-replay placed can reach ("set_upper", and POLICY's column as "policy"). Per list and column the
-summary gives mean [min, max] over seeds. On a node list with nodes in MIG mode (cluster_shapes.py's
+replay placed can reach ("set_upper", and POLICY's column as "policy"), and the pods beyond them that
+the LP behind that limit places ("set_adds", GPU-equivalents per kind: what the kept pods, packed
+anew, leave room for). Per list and column the summary gives mean [min, max] over seeds, and with
+--floor, the share of the gap from the floor's policy (reference) to the upper bound closed by
+POLICY, its set limit and the floor limit ("policy_gap_closed", "set_gap_closed",
+"floor_gap_closed", from the means). On a node list with nodes in MIG mode (cluster_shapes.py's
 `h200-mig`) the upper bound is the plain nodes' plus the most the MIG instances can hold, and the
 lower one leaves the slices empty (runtimekit.sim.bound); --floor and --set refuse such a list.
 Usage: .venv/bin/python benchmarks/offline_bound.py [--traces DIR[,DIR]] [--lists default,...]
@@ -66,10 +70,11 @@ def one(task: Task) -> dict[str, object]:
                 cells[column]["reference"] = reference.columns[column]
     if keep:
         policy = replay(cluster, arrivals, keep, seed, workload)
-        for column, mean in set_columns(nodes, arrivals.pods, policy.placed, columns).items():
+        for column, limit in set_columns(nodes, arrivals.pods, policy.placed, columns).items():
             if column in cells:
-                upper = min(mean, float(cells[column]["upper"] or 0.0))
+                upper = min(limit.upper, float(cells[column]["upper"] or 0.0))
                 cells[column].update(set_upper=round(upper, 3), policy=policy.columns[column])
+                cells[column]["set_adds"] = {k: round(v / 1000, 1) for k, v in limit.added.items()}  # type: ignore[assignment]
     print(f"{name} seed {seed}: {json.dumps(cells)} {result.seconds:.0f} s", file=sys.stderr)
     return {"list": name, "seed": seed, "columns": cells, "seconds": round(result.seconds, 1)}
 
@@ -95,6 +100,26 @@ def summary(rows: list[dict[str, object]], columns: tuple[int, ...]) -> dict[str
                 values = [c[field] for c in cells if c.get(field) is not None]
                 if values:
                     out[name][column][f"{field}_mean"] = round(statistics.fmean(values), 3)
+            out[name][column].update(gap_closed(out[name][column]))
+            adds = [c["set_adds"] for c in cells if "set_adds" in c]
+            if adds:
+                labels = sorted({k for a in adds for k in a}, key=lambda k: -sum(a.get(k, 0.0) for a in adds))
+                out[name][column]["set_adds_mean"] = {  # type: ignore[assignment]
+                    k: round(sum(a.get(k, 0.0) for a in adds) / len(adds), 1) for k in labels
+                }
+    return out
+
+
+def gap_closed(cell: dict[str, float]) -> dict[str, float]:
+    """How much of the gap from the reference (fgd) to the offline bound the policy, its set limit and the
+    floor limit each close, from the means over the seeds (only those present)."""
+    reference, upper = cell.get("reference_mean"), cell["upper_mean"]
+    if reference is None or upper <= reference:
+        return {}
+    out = {}
+    for field, name in (("policy_mean", "policy"), ("set_upper_mean", "set"), ("floor_upper_mean", "floor")):
+        if field in cell:
+            out[f"{name}_gap_closed"] = round((cell[field] - reference) / (upper - reference), 3)
     return out
 
 
@@ -113,13 +138,16 @@ def markdown(table: dict[str, dict[str, dict[str, float]]]) -> str:
     if limits:
         lines += [
             "",
-            "| list | col | reference | floor limit | policy | set limit | offline bound |",
-            "|---|---|---|---|---|---|---|",
+            "| list | col | reference | floor limit | policy | set limit | offline bound "
+            "| gap closed: policy / set limit / floor limit |",
+            "|---|---|---|---|---|---|---|---|",
         ]
         for name, column, c in limits:
             cells = [c.get(f) for f in ("reference_mean", "floor_upper_mean", "policy_mean", "set_upper_mean")]
             text = " | ".join("–" if v is None else f"{v:.2f}" for v in cells)
-            lines.append(f"| {name} | {column} | {text} | {c['upper_mean']:.2f} |")
+            shares = [c.get(f"{f}_gap_closed") for f in ("policy", "set", "floor")]
+            closed = " / ".join("–" if v is None else f"{100 * v:.0f} %" for v in shares)
+            lines.append(f"| {name} | {column} | {text} | {c['upper_mean']:.2f} | {closed} |")
     return "\n".join(lines) + "\n"
 
 

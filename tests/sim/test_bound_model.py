@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from runtimekit.model.knapsack import best_pattern
-from runtimekit.model.trace import TraceNode
+from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.bound_model import Relaxation, build_instance
 from sim.helpers import optimum, share
 
@@ -34,3 +34,16 @@ def test_the_lp_bound_holds_at_every_iteration_and_tightens() -> None:
     first = relaxation.upper
     relaxation.solve_lp()
     assert optimum(nodes, pods) <= relaxation.upper <= first
+
+
+def test_the_lp_says_how_many_pods_of_each_kind_it_places() -> None:
+    """Three 470s and a whole-GPU pod on one two-GPU node: the LP places two 470s on one GPU and
+    the whole pod on the other (1,940 milli); the third 470 has no room."""
+    nodes = [TraceNode("n", 64_000, 65_536, 2, "T4")]
+    pods = [share("a", 470), share("b", 470), share("c", 470), TracePod("w", 1000, 1024, 1, 1000)]
+    relaxation = Relaxation(build_instance(nodes, pods))
+    relaxation.solve_lp()
+    kinds = relaxation.instance.kinds
+    by_milli = {(kinds[k].count, kinds[k].milli): n for k, n in relaxation.placed.items()}
+    assert by_milli == pytest.approx({(1, 470): 2.0, (1, 1000): 1.0})
+    assert sum(n * kinds[k].value for k, n in relaxation.placed.items()) == pytest.approx(relaxation.lp_value)

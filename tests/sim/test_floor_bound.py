@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import Arrivals
 from runtimekit.sim.columns import bucket_columns
-from runtimekit.sim.floor_bound import floor_columns, kept_relaxation, kept_upper, set_upper
+from runtimekit.sim.floor_bound import SetLimit, floor_columns, kept_relaxation, kept_upper, set_limit, set_upper
 from runtimekit.sim.replay import replay, target_workload
 from sim.helpers import instances, optimum, share, whole
 
@@ -76,3 +76,18 @@ def test_the_reference_meets_its_own_floor() -> None:
             assert limit.upper <= max(arrived) + 1e-9
     free = kept_upper(nodes, pods, [], 0) / 80
     assert max(limit.upper for limit in limits.values()) <= free + 1e-9
+
+
+def test_the_set_limit_names_the_pods_a_better_packing_of_the_kept_ones_leaves_room_for() -> None:
+    """Two 470s on two GPUs of a two-GPU node leave no GPU for a whole-GPU pod; packed onto one GPU
+    they leave one, so the limit adds that pod (and the 60 milli left beside the 470s fit nothing)."""
+    node = [TraceNode("n", 32_000, 65_536, 2, "T4")]
+    pods = [share("a", 470), share("b", 470), whole("w", 1)]
+    limit = set_limit(node, pods, [0, 1])
+    assert (limit.upper, limit.added) == (1940, {"1 GPU": 1000})
+    # keeping the whole-GPU pod as well: nothing left to add
+    assert set_limit(node, pods, [0, 1, 2]).added == {}
+    # with an 810 kept on one GPU and a 470 on the other, a 4-GPU pod never fits the node: no kind of
+    # it, so nothing is added, whatever the packing
+    big = [share("a", 810), share("b", 470), whole("w", 4)]
+    assert set_limit(node, big, [0, 1]) == SetLimit(1280, {})

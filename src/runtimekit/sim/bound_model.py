@@ -183,6 +183,7 @@ class Relaxation:
     iterations: int = 0
     keep: tuple[int, ...] = ()  # per kind: how many must be placed, less what `slack` lets go
     slack: int = 0  # milli of the kept pods that may be dropped after all
+    placed: dict[int, float] = field(default_factory=dict)  # per kind: pods the last LP placed (fractional)
 
     def __post_init__(self) -> None:
         inst = self.instance
@@ -277,13 +278,14 @@ class Relaxation:
         return obj, a, b, columns
 
     def solve_lp(self, max_iterations: int = 200) -> float:
-        """Column generation to LP optimality; sets `lp_value` and `upper` (a valid bound)."""
+        """Column generation to LP optimality; sets `lp_value`, `upper` (a valid bound) and `placed` (the
+        last restricted LP's pods per kind: an optimal solution once no pattern prices out)."""
         from scipy.optimize import linprog
         from scipy.sparse import coo_matrix
 
         inst = self.instance
         if not inst.kinds:  # no pod fits any node
-            self.lp_value, self.upper = 0.0, 0
+            self.lp_value, self.upper, self.placed = 0.0, 0, {}
             return 0.0
         nc, ns = len(inst.classes), len(inst.sizes)
         best_bound = math.inf
@@ -298,6 +300,7 @@ class Relaxation:
             if res.status != 0:
                 raise RuntimeError(f"offline bound: the LP failed ({res.message})")
             value = -float(res.fun)
+            self.placed = self._placed_by_kind(res.x)
             duals = np.maximum(-np.asarray(res.ineqlin.marginals) * scale, 0.0)  # per unit of the original rows
             added = 0
             delta = np.zeros(nc)  # per class: how far the best pattern violates its dual constraint
@@ -323,6 +326,14 @@ class Relaxation:
         # a small tolerance against the solver's rounding, then down to the grain (values are multiples)
         self.upper = math.floor((best_bound + 1e-6 * max(1.0, best_bound)) / g + 1e-9) * g
         return best_bound
+
+    def _placed_by_kind(self, x: np.ndarray) -> dict[int, float]:
+        """Per kind, the pods the LP solution `x` places over all classes (kinds it places none of left out)."""
+        out: dict[int, float] = defaultdict(float)
+        for (_, _, ki), v in zip(self._var, x[: len(self._var)].tolist(), strict=True):
+            if v > 0:
+                out[ki] += v
+        return dict(out)
 
     def _dual_bound(self, obj: np.ndarray, a: coo_matrix, b: np.ndarray, duals: np.ndarray, delta: np.ndarray) -> float:
         """b.y of a dual-feasible y made from the LP's duals: each class's GPU price raised by its

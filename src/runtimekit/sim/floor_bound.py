@@ -28,13 +28,14 @@ Callers: benchmarks/offline_bound.py, tests.
 from __future__ import annotations
 
 import math
+from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import accumulate
 
 from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.bound import column_events
-from runtimekit.sim.bound_model import Relaxation, build_instance
+from runtimekit.sim.bound_model import PodKind, Relaxation, build_instance
 
 CANDIDATES = 2  # columns each side of the reference's first failure whose floors are tried
 
@@ -71,28 +72,62 @@ def kept_upper(
     return min(sum(p.total_gpu_milli for p in pods), relaxation.upper)
 
 
+@dataclass(frozen=True)
+class SetLimit:
+    upper: int  # GPU milli: no packing keeping the pods does better
+    added: dict[str, int]  # GPU milli the LP behind it places beyond the kept pods, per kind ("1 GPU", "share 370")
+
+
+@dataclass(frozen=True)
+class SetColumn:
+    upper: float  # % of cluster GPUs, mean over the column's events
+    added: dict[str, int]  # `SetLimit.added` at the column's last event
+
+
+def kind_label(kind: PodKind) -> str:
+    if kind.whole:
+        return "1 GPU" if kind.count == 1 else f"{kind.count} GPUs"
+    return f"share {kind.milli}" if kind.count == 1 else f"{kind.count} x share {kind.milli}"
+
+
+def set_limit(nodes: Sequence[TraceNode], pods: Sequence[TracePod], placed: Iterable[int]) -> SetLimit:
+    """An upper bound (GPU milli) on any packing of `pods` that keeps every pod of `placed`, and which
+    pods beyond them the LP that gives it places: what the kept pods, packed anew, leave room for."""
+    placed = list(placed)
+    relaxation = kept_relaxation(nodes, pods, placed, sum(pods[i].total_gpu_milli for i in placed), cpu_only=True)
+    relaxation.solve_lp()
+    added: dict[str, float] = defaultdict(float)
+    for ki, n in relaxation.placed.items():
+        kind = relaxation.instance.kinds[ki]
+        if kind.value:
+            added[kind_label(kind)] += max(0.0, n - relaxation.keep[ki]) * kind.value
+    upper = min(sum(p.total_gpu_milli for p in pods), relaxation.upper)
+    ranked = sorted(added.items(), key=lambda item: -item[1])
+    return SetLimit(upper, {label: round(v) for label, v in ranked if round(v)})
+
+
 def set_upper(nodes: Sequence[TraceNode], pods: Sequence[TracePod], placed: Iterable[int]) -> int:
     """An upper bound (GPU milli) on any packing of `pods` that keeps every pod of `placed`."""
-    placed = list(placed)
-    return kept_upper(nodes, pods, placed, sum(pods[i].total_gpu_milli for i in placed), cpu_only=True)
+    return set_limit(nodes, pods, placed).upper
 
 
 def set_columns(
     nodes: Sequence[TraceNode], pods: Sequence[TracePod], placed: Iterable[int], columns: Sequence[int]
-) -> dict[str, float]:
+) -> dict[str, SetColumn]:
     """Per column, the set limit of a replay that placed `placed` (ReplayResult.placed): the pods it
-    had placed by the column's last event kept, packed anew (% of cluster GPUs, mean over the events)."""
+    had placed by the column's last event kept, packed anew (% of cluster GPUs, mean over the events),
+    and the pods the limit adds to them there."""
     _no_mig(nodes)
     total_gpus = sum(n.gpus for n in nodes)
     arrived = list(accumulate(p.total_gpu_milli for p in pods))
     placed = sorted(placed)
-    out: dict[str, float] = {}
+    out: dict[str, SetColumn] = {}
     for column in columns:
         events = column_events(arrived, total_gpus, column)
         if events:
             last = events[-1]
-            upper = set_upper(nodes, pods[: last + 1], [i for i in placed if i <= last])
-            out[str(column)] = _capped_mean(arrived, events, upper, total_gpus)
+            limit = set_limit(nodes, pods[: last + 1], [i for i in placed if i <= last])
+            out[str(column)] = SetColumn(_capped_mean(arrived, events, limit.upper, total_gpus), limit.added)
     return out
 
 
