@@ -8,7 +8,8 @@ with some pods' placement required (docs/results/offline-bound.md, "Limits with 
 * **The set limit**: the most a packing can allocate when it must keep every pod that one policy's
   replay had placed by then (it may move them): what is left above the policy's own figure is lost
   to *where* it placed its pods, and the rest of the gap to the offline bound to *which* pods it
-  took.
+  took. The LP behind it also says which pods, beyond the kept ones, packing them anew makes room
+  for (`SetLimit.added`; an LP solution, so fractional counts, summed as GPU milli per kind).
 
 Why the floor is a valid constraint: let column c's events be e_0 < ... < e_m (sim/columns.py).
 A policy's allocation U never falls and grows at most by the arrivals, so its column mean is at most
