@@ -19,7 +19,6 @@ import argparse
 import json
 from collections import Counter
 from collections.abc import Sequence
-from itertools import accumulate
 
 from cluster_shapes import list_inputs
 from fgd_table import OPENB_DIR
@@ -123,8 +122,7 @@ def main() -> None:
         for seed in seeds:
             arrivals = build_arrivals(pods, nodes, seed, 1.3)
             result = replay(cluster, arrivals, policy, seed, workload if policy == "fgd" else None, record=True)
-            arrived = list(accumulate(p.total_gpu_milli for p in arrivals.pods))
-            events = column_events(arrived, total_gpus, args.column)
+            events = column_events(result.arrived_milli, total_gpus, args.column)
             last = events[-1] if events else len(arrivals.pods) - 1
             states.append(state_at(nodes, arrivals.pods, result.where, last))
             failed += failed_before(arrivals.pods, result.arrived_milli, result.used_milli, total_gpus * 1000)

@@ -29,6 +29,7 @@ import json
 import multiprocessing
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 from cluster_shapes import list_inputs
@@ -103,9 +104,9 @@ def summary(rows: list[dict[str, object]], columns: tuple[int, ...]) -> dict[str
             out[name][column].update(gap_closed(out[name][column]))
             adds = [c["set_adds"] for c in cells if "set_adds" in c]
             if adds:
-                labels = sorted({k for a in adds for k in a}, key=lambda k: -sum(a.get(k, 0.0) for a in adds))
+                totals: Counter[str] = sum((Counter(a) for a in adds), Counter())
                 out[name][column]["set_adds_mean"] = {  # type: ignore[assignment]
-                    k: round(sum(a.get(k, 0.0) for a in adds) / len(adds), 1) for k in labels
+                    k: round(v / len(adds), 1) for k, v in totals.most_common()
                 }
     return out
 

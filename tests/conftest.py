@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -18,6 +21,13 @@ BUNDLED = ROOT / "src" / "runtimekit" / "data"
 @pytest.fixture
 def protocol() -> KitProtocol:
     return KitProtocol.default()
+
+
+@pytest.fixture
+def bench_script(monkeypatch: pytest.MonkeyPatch) -> Callable[[str], ModuleType]:
+    """Imports a script of benchmarks/ by module name (benchmarks/ on sys.path for the test only)."""
+    monkeypatch.syspath_prepend(str(ROOT / "benchmarks"))
+    return importlib.import_module
 
 
 @pytest.fixture

@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable, Iterator
 from types import ModuleType
 from typing import Any
 
@@ -27,15 +26,11 @@ from runtimekit.scheduler.framework import parse_conf
 from runtimekit.scheduler.framework.conf import DEFAULT_CONF_TEXT
 
 P = KitProtocol.default()
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture
-def perf(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import scheduler_perf
-
-    return scheduler_perf
+def perf(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("scheduler_perf")
 
 
 def by_name(perf: ModuleType, name: str) -> Any:

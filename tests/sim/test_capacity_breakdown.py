@@ -3,8 +3,7 @@ replay put each pod."""
 
 from __future__ import annotations
 
-import importlib
-from pathlib import Path
+from collections.abc import Callable
 from types import ModuleType
 
 import pytest
@@ -13,13 +12,10 @@ from runtimekit.model.trace import TraceNode, TracePod
 from runtimekit.sim.arrivals import build_arrivals
 from runtimekit.sim.replay import Placed, replay, target_workload
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture
-def breakdown(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return importlib.import_module("capacity_breakdown")
+def breakdown(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("capacity_breakdown")
 
 
 def test_the_state_counts_free_gpus_leftovers_and_gpus_stranded_behind_cpu(breakdown: ModuleType) -> None:

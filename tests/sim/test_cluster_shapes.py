@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -10,7 +10,6 @@ import pytest
 
 from runtimekit.model.trace import read_node_list, read_pod_list
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 POD_LIST = """name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos
 p0,8000,81106,1,500,G2|T4,LS
 p1,4000,1000,0,0,,BE
@@ -18,9 +17,8 @@ p1,4000,1000,0,0,,BE
 
 
 @pytest.fixture
-def shapes(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return importlib.import_module("cluster_shapes")
+def shapes(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("cluster_shapes")
 
 
 @pytest.mark.parametrize(

@@ -3,7 +3,7 @@ pod asks for, replays with gpushare and mig side by side, and the bound that kno
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -17,15 +17,13 @@ from runtimekit.sim.bound import bound_columns
 from runtimekit.sim.mig_nodes import MigRule, mig_inventory
 from runtimekit.sim.replay import Cluster, replay, target_workload
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 BALANCED = ("1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb")  # NVIDIA's all-balanced on an H200
 HEADER = "sn,cpu_milli,memory_mib,gpu,model,mig\n"
 
 
 @pytest.fixture
-def shapes(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return importlib.import_module("cluster_shapes")
+def shapes(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("cluster_shapes")
 
 
 def share(name: str, milli: int, gpus: int = 1) -> TracePod:

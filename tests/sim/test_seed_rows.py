@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-import importlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
-
 
 @pytest.fixture
-def seed_rows(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    return importlib.import_module("seed_rows")
+def seed_rows(bench_script: Callable[[str], ModuleType]) -> ModuleType:
+    return bench_script("seed_rows")
 
 
 def one_seed_run(path: Path, seed: str, name: str, fgd: float, dip: float, ratio: float) -> str:

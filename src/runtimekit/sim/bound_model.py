@@ -289,6 +289,7 @@ class Relaxation:
             return 0.0
         nc, ns = len(inst.classes), len(inst.sizes)
         best_bound = math.inf
+        solution = np.zeros(0)
         for it in range(max_iterations):
             obj, a, b, _ = self._matrix()
             # scale CPU/memory rows so HiGHS sees numbers of similar size (duals rescaled below)
@@ -300,7 +301,7 @@ class Relaxation:
             if res.status != 0:
                 raise RuntimeError(f"offline bound: the LP failed ({res.message})")
             value = -float(res.fun)
-            self.placed = self._placed_by_kind(res.x)
+            solution = res.x
             duals = np.maximum(-np.asarray(res.ineqlin.marginals) * scale, 0.0)  # per unit of the original rows
             added = 0
             delta = np.zeros(nc)  # per class: how far the best pattern violates its dual constraint
@@ -322,15 +323,17 @@ class Relaxation:
             self.lp_value = value
             if not added:
                 break
+        self.placed = self._placed_by_kind(solution)
         g = inst.grain
         # a small tolerance against the solver's rounding, then down to the grain (values are multiples)
         self.upper = math.floor((best_bound + 1e-6 * max(1.0, best_bound)) / g + 1e-9) * g
         return best_bound
 
     def _placed_by_kind(self, x: np.ndarray) -> dict[int, float]:
-        """Per kind, the pods the LP solution `x` places over all classes (kinds it places none of left out)."""
+        """Per kind, the pods the LP solution `x` places over all classes (kinds it places none of left out;
+        nothing where no LP was solved, `x` empty)."""
         out: dict[int, float] = defaultdict(float)
-        for (_, _, ki), v in zip(self._var, x[: len(self._var)].tolist(), strict=True):
+        for (_, _, ki), v in zip(self._var, x[: len(self._var)].tolist(), strict=False):
             if v > 0:
                 out[ki] += v
         return dict(out)
