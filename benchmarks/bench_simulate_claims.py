@@ -4,8 +4,9 @@ device-plugin path, on the first `--nodes-count` nodes of the openb GPU node lis
 Prints JSON: per policy the seconds of one replay each way, the time per arriving pod (µs) each way,
 their ratio, and whether the two placed the same pods on the same nodes and GPUs with the same
 columns. The nodes and their ResourceSlices are built once beforehand (as `runtimekit simulate` does
-for all its seeds and policies). The claim path's cost grows with nodes × claims allocated (the
-allocator reads every allocated claim per node it tries), so the full list is for patient runs.
+for all its seeds and policies). The claim path runs the structured allocator on every node a pod
+could go to, so its cost per pod grows with the nodes (not with the claims allocated: what they hold
+is kept per pool, read again only for the claims that changed); the full list is for patient runs.
 Usage: .venv/bin/python benchmarks/bench_simulate_claims.py [--nodes-count 40] [--policies bestfit,fgd,packfrag]
 """
 

@@ -60,6 +60,7 @@ if TYPE_CHECKING:
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
+_VERDICT_LIMIT = 500_000  # selector verdicts a DevicePools remembers before it starts again
 _BUDGET = 200_000  # devices tried before a search gives up (kube bounds its search by a timeout)
 _SHARE_NAMESPACE = uuid.UUID("6f1d0c52-6a8e-4c59-9a55-3c3f5d3b2a10")
 
@@ -76,26 +77,93 @@ class InUse:
     exclusive: set[DeviceKey] = field(default_factory=set)
     consumed: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
     shared: set[DeviceKey] = field(default_factory=set)
+    _by_pool: dict[tuple[str, str], list[DeviceKey]] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, claims: Iterable[ResourceClaim]) -> InUse:
         held = cls()
         for claim in claims:
-            for result in (((claim.get("status") or {}).get("allocation") or {}).get("devices") or {}).get(
-                "results"
-            ) or []:
-                if result.get("adminAccess"):
-                    continue
-                key = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
-                if "shareID" in result or "consumedCapacity" in result:
-                    held.shared.add(key)
-                    used = held.consumed.setdefault(key, {})
-                    for name, amount in (result.get("consumedCapacity") or {}).items():
-                        full = _qualify(name, key[0])
-                        used[full] = used.get(full, Fraction(0)) + parse_quantity(amount)
-                else:
-                    held.exclusive.add(key)
+            held._add((claim.get("status") or {}).get("allocation"))
         return held
+
+    def _add(self, allocation: AllocationResult | None) -> None:
+        for result in ((allocation or {}).get("devices") or {}).get("results") or []:
+            if result.get("adminAccess"):
+                continue
+            key = (result.get("driver", ""), result.get("pool", ""), result.get("device", ""))
+            if "shareID" in result or "consumedCapacity" in result:
+                self.shared.add(key)
+                used = self.consumed.setdefault(key, {})
+                for name, amount in (result.get("consumedCapacity") or {}).items():
+                    full = _qualify(name, key[0])
+                    used[full] = used.get(full, Fraction(0)) + parse_quantity(amount)
+            else:
+                self.exclusive.add(key)
+
+    def in_pools(self, pools: Iterable[tuple[str, str]]) -> InUse:
+        """A copy holding only the devices of these (driver, pool)s: what one node's allocation reads
+        (its candidates' devices, and their pools' counter sets). The devices are indexed by pool on
+        the first call, so an `InUse` asked this must not be changed afterwards."""
+        if self._by_pool is None:
+            self._by_pool = {}
+            for key in self.exclusive | self.shared | self.consumed.keys():
+                self._by_pool.setdefault(key[:2], []).append(key)
+        out = InUse()
+        for pool in pools:
+            for key in self._by_pool.get(pool, ()):
+                if key in self.exclusive:
+                    out.exclusive.add(key)
+                if key in self.shared:
+                    out.shared.add(key)
+                if key in self.consumed:
+                    out.consumed[key] = dict(self.consumed[key])
+        return out
+
+    @classmethod
+    def merged(cls, parts: Iterable[InUse]) -> InUse:
+        """A new one holding what all the parts hold."""
+        out = cls()
+        for part in parts:
+            out.exclusive |= part.exclusive
+            out.shared |= part.shared
+            for key, amounts in part.consumed.items():
+                used = out.consumed.setdefault(key, {})
+                for name, amount in amounts.items():
+                    used[name] = used.get(name, Fraction(0)) + amount
+        return out
+
+
+@dataclass(frozen=True)
+class InUseByPool:
+    """What allocated claims hold, kept per (driver, pool), so that one node's allocation merges only
+    its pools' parts however many claims the cluster has; a part is never changed once made (a new
+    version replaces the parts whose pools changed and shares the rest)."""
+
+    parts: Mapping[tuple[str, str], InUse] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, claims: Iterable[ResourceClaim]) -> InUseByPool:
+        return cls.split(InUse.of(claims))
+
+    @classmethod
+    def split(cls, in_use: InUse) -> InUseByPool:
+        pools = {key[:2] for key in in_use.exclusive | in_use.shared | in_use.consumed.keys()}
+        return cls({pool: in_use.in_pools([pool]) for pool in pools})
+
+    def in_pools(self, pools: Iterable[tuple[str, str]]) -> InUse:
+        """What the devices of these pools hold (a new `InUse`, the caller's to change)."""
+        return InUse.merged(self.parts[p] for p in pools if p in self.parts)
+
+    def with_allocations(self, allocations: Iterable[AllocationResult]) -> InUseByPool:
+        """A new version holding also what these allocations hold."""
+        held = InUse()
+        for allocation in allocations:
+            held._add(allocation)
+        extra = InUseByPool.split(held)
+        parts = dict(self.parts)
+        for pool, part in extra.parts.items():
+            parts[pool] = InUse.merged([parts[pool], part]) if pool in parts else part
+        return InUseByPool(parts)
 
 
 def _qualify(name: str, driver: str) -> str:
@@ -507,6 +575,8 @@ class DevicePools:
             if context is None:
                 variable = dracel.device_variable(candidate.key[0], candidate.device)
                 context = self._contexts[candidate.key] = dracel.device_context(variable)
+            if len(self._verdicts) >= _VERDICT_LIMIT:  # an index kept long meets ever new selectors
+                self._verdicts.clear()
             verdict = self._verdicts[memo] = dracel.matches(selector, context)
         return verdict
 
@@ -609,18 +679,23 @@ def allocate(
     node_labels: Mapping[str, str],
     classes: Mapping[str, DeviceClass],
     slices: Sequence[ResourceSlice] | DevicePools,
-    allocated: Iterable[ResourceClaim] = (),
+    allocated: Iterable[ResourceClaim] | InUse | InUseByPool = (),
     prefer: Callable[[DeviceKey, InUse], int] | None = None,
     held: Mapping[DeviceKey, Mapping[str, Fraction]] | None = None,
 ) -> list[AllocationResult] | None:
     """Allocations for `claims` (not yet allocated) on the node, or None when they do not fit there.
-    `slices` may be a `DevicePools` built once for many calls. `prefer`: a rank per device (lower is
-    tried first, ties in pool order) instead of kube's first fit; whether the claims fit does not
-    depend on it, only which devices they get. `held`: capacity granted outside DRA (the device
-    plugin's shares of the same GPU), by fully qualified capacity name: consumed, the device in use."""
+    `slices` may be a `DevicePools` built once for many calls; `allocated` likewise an `InUse` or
+    `InUseByPool` read once for the claims allocated already, which is not changed. `prefer`: a rank per
+    device (lower is tried first, ties in pool order) instead of kube's first fit; whether the claims
+    fit does not depend on it, only which devices they get. `held`: capacity granted outside DRA (the
+    device plugin's shares of the same GPU), by fully qualified capacity name: consumed, the device
+    in use."""
     pools = slices if isinstance(slices, DevicePools) else DevicePools(slices)
     candidates, incomplete = pools.reach(node_name, node_labels)
-    in_use = InUse.of(allocated)
+    # only the node's pools count, so the work per node does not grow with the cluster's claims
+    reached = {c.key[:2] for c in candidates}
+    known = allocated if isinstance(allocated, InUse | InUseByPool) else InUse.of(allocated)
+    in_use = known.in_pools(reached)
     for key, amounts in (held or {}).items():
         in_use.shared.add(key)
         granted = in_use.consumed.setdefault(key, {})

@@ -21,6 +21,7 @@ from typing import Protocol, cast
 from runtimekit.kube.objects import DeviceClass, KubeObject, ResourceClaim, ResourceSlice, meta
 from runtimekit.kube.semantics.draalloc import DevicePools
 from runtimekit.scheduler.kubesem.dra import EMPTY_DRA, DraCatalog
+from runtimekit.scheduler.kubesem.draholdings import HoldingsTracker
 
 CLAIMS, CLASSES, SLICES = "resourceclaims", "deviceclasses", "resourceslices"
 GROUP = "/apis/resource.k8s.io/v1"
@@ -36,6 +37,7 @@ class DraStore:
         self._frozen = EMPTY_DRA
         self._slices_version = 0
         self._pools: tuple[int, DevicePools] = (-1, DevicePools(()))
+        self._holdings = HoldingsTracker()
         self._lock = threading.Lock()
 
     def apply(self, resource: str, kind: str, obj: KubeObject) -> None:
@@ -59,24 +61,28 @@ class DraStore:
         with self._lock:
             if self._frozen.version != self._version:
                 objects = self._objects
+                claims = cast("dict[str, ResourceClaim]", dict(objects[CLAIMS]))
+                pools = self._indexed()  # a claim's change keeps the slices' index and its selector memo
                 self._frozen = DraCatalog(
-                    cast("dict[str, ResourceClaim]", dict(objects[CLAIMS])),
+                    claims,
                     cast("dict[str, DeviceClass]", dict(objects[CLASSES])),
                     tuple(cast("ResourceSlice", objects[SLICES][k]) for k in sorted(objects[SLICES])),
                     self._version,
+                    pools,
+                    self._holdings.read(claims, pools),  # only the claims changed since are read again
                 )
             return self._frozen
 
     def pools(self) -> DevicePools:
         """The slices as last seen, indexed (the same object until a slice changes)."""
         with self._lock:
-            if self._pools[0] != self._slices_version:
-                slices = self._objects[SLICES]
-                self._pools = (
-                    self._slices_version,
-                    DevicePools(cast("ResourceSlice", slices[k]) for k in sorted(slices)),
-                )
-            return self._pools[1]
+            return self._indexed()
+
+    def _indexed(self) -> DevicePools:
+        if self._pools[0] != self._slices_version:
+            slices = self._objects[SLICES]
+            self._pools = (self._slices_version, DevicePools(cast("ResourceSlice", slices[k]) for k in sorted(slices)))
+        return self._pools[1]
 
     def claims(self) -> Mapping[str, ResourceClaim]:
         """The claims by namespace/name as last seen: the store's own map, to read under the cache's

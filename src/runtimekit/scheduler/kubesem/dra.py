@@ -9,13 +9,15 @@ Callers: the `dynamicresources` plugin (`plugins/dra.py`), the live cache (`cach
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 
 from runtimekit.kube.objects import DeviceClass, Pod, ResourceClaim, ResourceSlice
 from runtimekit.kube.semantics.draalloc import DeviceKey, DevicePools
-from runtimekit.scheduler.kubesem.draledger import GpuUse, gpu_uses, uuid_devices
+from runtimekit.scheduler.kubesem.draholdings import Holdings
+from runtimekit.scheduler.kubesem.draledger import uuid_devices
 
 
 @dataclass(frozen=True, eq=False)
@@ -26,27 +28,33 @@ class DraCatalog:
     classes: Mapping[str, DeviceClass] = field(default_factory=dict)
     slices: tuple[ResourceSlice, ...] = ()
     version: int = 0
+    indexed: DevicePools | None = None  # `slices` indexed already (the store's, kept while no slice changes)
+    holdings: Holdings | None = None  # what `claims` hold, read against `indexed` (the store's tracker)
 
     @cached_property
     def pools(self) -> DevicePools:
-        """The slices indexed once per version (the allocator's selector memo lives there too)."""
-        return DevicePools(self.slices)
+        """The slices indexed (the allocator's selector memo lives there too): `indexed`, else once per
+        version."""
+        return self.indexed if self.indexed is not None else DevicePools(self.slices)
 
     @cached_property
-    def gpu_uses(self) -> tuple[GpuUse, ...]:
-        """What the allocated claims take of GPUs with a `uuid` (what the cache books in the ledger)."""
+    def held(self) -> Holdings:
+        """What the allocated claims hold (devices per pool, GPU uses per UUID): `holdings` where the
+        store kept them up to date, else read once per version."""
+        return self.holdings if self.holdings is not None else Holdings.of(self.claims, self.pools)
+
+    @cached_property
+    def by_uuid(self) -> Mapping[str, tuple[DeviceKey, ...]]:
+        """Devices with a `uuid` attribute by that UUID (what the GPU ledger is matched with), read
+        once per indexed slices."""
         pools = self.pools
-        uses: list[GpuUse] = []
-        for claim in self.claims.values():
-            allocation = (claim.get("status") or {}).get("allocation")
-            if allocation is not None:
-                uses.extend(gpu_uses(allocation, pools))
-        return tuple(uses)
+        found = _UUIDS.get(pools)
+        if found is None:
+            found = _UUIDS[pools] = uuid_devices(pools)
+        return found
 
-    @cached_property
-    def by_uuid(self) -> dict[str, tuple[DeviceKey, ...]]:
-        """Devices with a `uuid` attribute by that UUID (what the GPU ledger is matched with)."""
-        return uuid_devices(self.pools)
+
+_UUIDS: weakref.WeakKeyDictionary[DevicePools, dict[str, tuple[DeviceKey, ...]]] = weakref.WeakKeyDictionary()
 
 
 EMPTY_DRA = DraCatalog()

@@ -32,13 +32,14 @@ from __future__ import annotations
 
 import copy
 import logging
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from runtimekit.kube.objects import AllocationResult, ResourceClaim, ResourceClaimConsumerReference
-from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, allocate
+from runtimekit.kube.semantics.draalloc import AllocationError, DeviceKey, InUse, InUseByPool, allocate
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
 from runtimekit.kube.semantics.podclaims import uses_claims
 from runtimekit.model import GpuKind, GpuRequest, PodKey
@@ -62,7 +63,7 @@ from runtimekit.scheduler.framework.interfaces import Reserve as ReservePoint
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.status import SKIP, SUCCESS, Status, error
 from runtimekit.scheduler.kubesem.dra import DraCatalog, pod_claims
-from runtimekit.scheduler.kubesem.draledger import booked_by_uuid, gpu_uses, ledger_consumed
+from runtimekit.scheduler.kubesem.draledger import GpuUse, booked_by_uuid, gpu_uses, ledger_consumed
 from runtimekit.scheduler.kubesem.drarequest import KIT_CLASS, claim_container, is_claim_container, split_container
 
 log = logging.getLogger(__name__)
@@ -81,6 +82,17 @@ class _Held:
     written_in: int = -1  # sessions opened when PreBind had written them all (-1: not yet)
 
 
+@dataclass(frozen=True)
+class _Known:
+    """What one pod's claims meet on every node (`DynamicResources._known`): the devices in use, the
+    allocations reserved in flight by claim key, and the GPU uses of those a placement holds in the
+    node table (by UUID)."""
+
+    in_use: InUseByPool
+    in_flight: Mapping[str, AllocationResult]
+    table_uses: Mapping[str, tuple[GpuUse, ...]]
+
+
 def _allocation(claim: ResourceClaim) -> AllocationResult | None:
     return (claim.get("status") or {}).get("allocation")
 
@@ -93,6 +105,7 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
 
     def __init__(self) -> None:
         self.held: dict[PodKey, _Held] = {}
+        self._lock = threading.Lock()  # `held` changes on the loop thread (Reserve) and binder threads
         self.opened = 0  # sessions opened so far
 
     def on_session_open(self, ssn: SessionView) -> None:
@@ -101,8 +114,9 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         # saw it: sessions only open when there is work) would hold its devices for ever
         self.opened += 1
         claims = ssn.snapshot.dra.claims
-        for key in [k for k, h in self.held.items() if h.written and self._seen(h, claims)]:
-            self.held.pop(key, None)
+        with self._lock:
+            for key in [k for k, h in self.held.items() if h.written and self._seen(h, claims)]:
+                self.held.pop(key, None)
 
     def _seen(self, held: _Held, claims: Mapping[str, ResourceClaim]) -> bool:
         """Whether the session's claims show what PreBind wrote, or what came after it: each claim
@@ -115,29 +129,28 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         return all(c not in claims or _allocation(claims[c]) is not None for c, _ in held.claims)
 
     # -- what is in use --------------------------------------------------------------------------
-    def _in_use(self, catalog: DraCatalog, skip: frozenset[str]) -> list[ResourceClaim]:
-        allocated = [c for k, c in catalog.claims.items() if k not in skip and _allocation(c) is not None]
-        seen = {k for k, c in catalog.claims.items() if _allocation(c) is not None}
-        for held in self.held.values():
+    def _known(self, catalog: DraCatalog) -> _Known:
+        """What one pod's claims meet on every node it tries, read once for them all: the claims
+        allocated, and the allocations reserved in flight whose claims do not show them yet."""
+        with self._lock:
+            helds = list(self.held.values())
+        in_flight: dict[str, AllocationResult] = {}
+        table_uses: dict[str, list[GpuUse]] = {}
+        for held in helds:
             for key, result in held.claims:
-                if result is not None and key not in seen and key not in skip:
-                    allocated.append({"status": {"allocation": result}})
-                    seen.add(key)
-        return allocated
-
-    def _current(self, key: str, catalog: DraCatalog) -> AllocationResult | None:
-        """The claim's allocation: written, or reserved in flight by another pod."""
-        found = _allocation(catalog.claims[key])
-        if found is not None:
-            return found
-        for held in self.held.values():
-            for other, result in held.claims:
-                if other == key and result is not None:
-                    return result
-        return None
+                claim = catalog.claims.get(key)
+                if result is None or (claim is not None and _allocation(claim) is not None):
+                    continue
+                in_flight.setdefault(key, result)
+                if held.in_table:
+                    for use in gpu_uses(result, catalog.pools):
+                        table_uses.setdefault(use.uuid, []).append(use)
+        allocated = catalog.held.in_use
+        in_use = allocated.with_allocations(in_flight.values()) if in_flight else allocated
+        return _Known(in_use, in_flight, {u: tuple(uses) for u, uses in table_uses.items()})
 
     def _booked(
-        self, catalog: DraCatalog, table: NodeTable, name: str, own: Mapping[str, tuple[int, int]]
+        self, catalog: DraCatalog, table: NodeTable, name: str, own: Mapping[str, tuple[int, int]], known: _Known
     ) -> dict[str, tuple[int, int]]:
         """(milli, MiB) per GPU UUID of the node that DRA allocations hold in the node table: allocated
         claims (the cache books them), the in-flight allocations of pods placed with their claims'
@@ -146,13 +159,12 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
             return {}
         row = table.row(name)
         totals = {str(gpu.uuid): int(table.gmem_total[row, c]) for c, gpu in enumerate(table.inventory(name).gpus)}
-        uses = list(catalog.gpu_uses)
-        for held in self.held.values():
-            if held.in_table:
-                for key, result in held.claims:
-                    claim = catalog.claims.get(key)
-                    if result is not None and (claim is None or _allocation(claim) is None):
-                        uses.extend(gpu_uses(result, catalog.pools))
+        uses = [
+            use
+            for uuid in totals
+            for found in (catalog.held.uses.get(uuid, ()), known.table_uses.get(uuid, ()))
+            for use in found
+        ]
         booked = booked_by_uuid(uses, totals)
         for uuid, (milli, mib) in own.items():
             had = booked.get(uuid, (0, 0))
@@ -167,13 +179,17 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         name: str,
         labels: dict[str, str],
         table: NodeTable,
+        known: _Known,
         chosen: Mapping[str, _Chosen] | None = None,
     ) -> list[tuple[str, AllocationResult | None]] | None:
         """The claims' allocations on the node, or None when they do not fit (AllocationError raised)."""
         pending: list[str] = []
         out: list[tuple[str, AllocationResult | None]] = []
         for key in keys:
-            current = self._current(key, catalog)
+            # the claim's allocation: written, or reserved in flight by another pod
+            current = _allocation(catalog.claims[key])
+            if current is None:
+                current = known.in_flight.get(key)
             if current is None:
                 pending.append(key)
                 out.append((key, None))
@@ -184,14 +200,13 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
             out.append((key, None))
         if not pending:
             return out
-        in_use = self._in_use(catalog, frozenset(pending))
         # the device plugin's shares of the same GPUs (the gpushare ledger's row) are consumed capacity,
         # less what DRA allocations hold there themselves (booked in the row by the cache)
         own = {u: a for c in (chosen or {}).values() for u, a in c.amounts.items()}
-        booked = self._booked(catalog, table, name, own) if catalog.by_uuid else {}
+        booked = self._booked(catalog, table, name, own, known) if catalog.by_uuid else {}
         held = ledger_consumed(table, name, catalog.pools, catalog.by_uuid, booked)
         claims = [_shaped(catalog.claims[k], k, task, table, name, chosen) for k in pending]
-        results = allocate(claims, name, labels, catalog.classes, catalog.pools, in_use, _packing, held)
+        results = allocate(claims, name, labels, catalog.classes, catalog.pools, known.in_use, _packing, held)
         if results is None:
             return None
         allocated = dict(zip(pending, results, strict=True))
@@ -214,12 +229,14 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
             return Verdict(none, [(claims.waiting, ~none)], ~none)
         passed = none.copy()
         metas = ssn.snapshot.meta
+        known = self._known(catalog)
         try:
             for i, row in enumerate(rows.tolist()):
                 node = metas[row]
                 if node is not None:
                     passed[i] = (
-                        self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table) is not None
+                        self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table, known)
+                        is not None
                     )
         except AllocationError as exc:
             return Verdict(none, [(str(exc), ~none)], ~none)
@@ -239,16 +256,19 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
             return error(f"node {task.node} is gone")
         chosen = _chosen(choice, ssn.table, node.name)
         try:
-            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table, chosen)
+            known = self._known(catalog)
+            fit = self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table, known, chosen)
         except AllocationError as exc:
             return error(str(exc))
         if fit is None:
             return error(f"{CANNOT_ALLOCATE} on node {task.node}")
-        self.held[task.key] = _Held(fit, in_table=bool(chosen))
+        with self._lock:
+            self.held[task.key] = _Held(fit, in_table=bool(chosen))
         return SUCCESS
 
     def unreserve(self, task: TaskInfo) -> None:
-        held = self.held.pop(task.key, None)
+        with self._lock:
+            held = self.held.pop(task.key, None)
         if held is None or not held.written or held.access is None:
             return
         for key in held.written:
@@ -260,7 +280,8 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
     # -- PreBind ---------------------------------------------------------------------------------
     def pre_bind(self, binding: Binding) -> Status:
         task = binding.task
-        held = self.held.get(task.key)
+        with self._lock:
+            held = self.held.get(task.key)
         if held is None:
             return SUCCESS
         access = binding.claims
