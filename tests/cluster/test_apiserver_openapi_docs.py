@@ -204,6 +204,29 @@ def test_kubectl_validation_and_server_dry_run(kubectl: Kubectl) -> None:
     assert kubectl("get", "configmap", "dry", check=False).returncode == 1
 
 
+def _claim_template_list(name: str, exactly: str = "") -> str:
+    """A `kind: List` holding a ResourceClaimTemplate: kubectl validates a List's items on the client,
+    from /openapi/v2."""
+    return (
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: resource.k8s.io/v1\n  kind: ResourceClaimTemplate\n"
+        f"  metadata: {{name: {name}}}\n  spec:\n    spec:\n      devices:\n        requests:\n"
+        f"        - name: gpu\n          exactly: {{deviceClassName: gpu.example.com{exactly}}}\n"
+    )
+
+
+def test_resource_k8s_io_kinds_are_described_whatever_version_is_reported(kubectl: Kubectl) -> None:
+    """resource.k8s.io v1 is served even where the reported release lacks it: its kinds are published
+    with the newest release's definitions, so kubectl's client-side validation of a List and `explain`
+    from v2 know their fields (before, the List was refused: unknown field "spec")."""
+    made = kubectl("apply", "-f", "-", stdin=_claim_template_list("quarter"))
+    assert made.stdout.strip() == "resourceclaimtemplate.resource.k8s.io/quarter created"
+    bad = kubectl("apply", "-f", "-", stdin=_claim_template_list("bad", ", bogus: 1"), check=False)
+    assert bad.returncode == 1
+    assert 'unknown field "bogus" in io.k8s.api.resource.v1.ExactDeviceRequest' in bad.stderr
+    explained = kubectl("explain", "resourceclaimtemplate.spec.spec.devices", "--output", "plaintext-openapiv2")
+    assert "requests\t<[]Object>" in explained.stdout
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("version", sorted(KUBECTL_BINARIES))
 def test_each_kubectl_version(kubectl: Kubectl, version: str) -> None:

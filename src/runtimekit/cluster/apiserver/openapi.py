@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import gzip
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from importlib import resources
@@ -181,7 +182,18 @@ def schema_version(major: int, minor: int) -> str:
     return older[-1] if older else versions[0]
 
 
-_BACKFILLED = "resource.k8s.io/"
+BACKFILLED = "resource.k8s.io/"
+
+
+@functools.cache
+def backfilled_kinds(version: str) -> Mapping[str, str]:
+    """`group/version/Kind` -> definition name of the kinds `version` lacks that the kit serves all
+    the same: resource.k8s.io v1/v1beta2/v1beta1, whatever version the server reports, described by
+    the newest release's definitions (decoding and the published OpenAPI documents alike)."""
+    document = _document()
+    newest = available_versions()[-1]
+    own = document["kinds"][version]
+    return {k: n for k, n in document["kinds"][newest].items() if k.startswith(BACKFILLED) and k not in own}
 
 
 @functools.cache
@@ -190,12 +202,8 @@ def shapes_for(version: str) -> ShapeSet:
     document = _document()
     compiler = _Compiler(document["pool"], document["versions"][version])
     roots = {key: compiler.definition(name) for key, name in document["kinds"][version].items()}
-    newest = available_versions()[-1]
-    if version != newest:
-        # the kit serves resource.k8s.io v1/v1beta2/v1beta1 whatever version it reports: the versions a
-        # release lacks are decoded with the newest release's definitions
-        newer = _Compiler(document["pool"], document["versions"][newest])
-        for key, name in document["kinds"][newest].items():
-            if key.startswith(_BACKFILLED) and key not in roots:
-                roots[key] = newer.definition(name)
+    backfilled = backfilled_kinds(version)
+    if backfilled:
+        newer = _Compiler(document["pool"], document["versions"][available_versions()[-1]])
+        roots.update({key: newer.definition(name) for key, name in backfilled.items()})
     return ShapeSet(version, roots)

@@ -22,7 +22,7 @@ from importlib import resources
 from typing import Any, TypedDict, cast
 
 from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
-from runtimekit.cluster.apiserver.openapi import Schema, definitions_document
+from runtimekit.cluster.apiserver.openapi import Schema, available_versions, backfilled_kinds, definitions_document
 from runtimekit.cluster.apiserver.resources import ResourceInfo
 from runtimekit.kube.objects import JsonObject
 
@@ -111,7 +111,16 @@ def builtin_definitions(version: str) -> Mapping[str, JsonObject]:
             if "$ref" in sub and len(sub) > 1:  # OpenAPI 3.0 ignores a $ref's siblings: kube wraps it
                 schema["properties"][prop] = {"allOf": [{"$ref": sub.pop("$ref")}], **sub}
         out[name] = schema
+    if backfilled_kinds(version):  # and the definitions the served resource.k8s.io kinds reach there
+        newest = builtin_definitions(available_versions()[-1])
+        out.update({name: schema for name, schema in newest.items() if name not in out})
     return out
+
+
+def builtin_kinds(version: str) -> Mapping[str, str]:
+    """`apps/v1/Deployment` -> its shipped definition name, for the kinds a server reporting
+    `version` describes as built in (`backfilled_kinds` too)."""
+    return {**definitions_document()["kinds"][version], **backfilled_kinds(version)}
 
 
 def custom_name(group: str, version: str, kind: str) -> str:

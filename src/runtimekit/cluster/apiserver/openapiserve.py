@@ -28,7 +28,6 @@ from aiohttp import web
 from runtimekit.cluster.apiserver import openapidocs, openapiv2
 from runtimekit.cluster.apiserver.crds import CustomResourceDefinition
 from runtimekit.cluster.apiserver.crschema import bundled_crds
-from runtimekit.cluster.apiserver.openapi import definitions_document
 from runtimekit.cluster.apiserver.resources import ResourceTable
 from runtimekit.cluster.apiserver.store import Store
 from runtimekit.kube.objects import JsonObject
@@ -81,7 +80,7 @@ def build(table: ResourceTable, store: Store, schema_version: str, git_version: 
     schemas = openapidocs.crd_version_schemas([*bundled_crds(), *stored])  # a stored CRD wins
     documents = openapidocs.group_version_documents(
         table.all(),
-        definitions_document()["kinds"][schema_version],
+        openapidocs.builtin_kinds(schema_version),
         openapidocs.builtin_definitions(schema_version),
         schemas,
         git_version,
