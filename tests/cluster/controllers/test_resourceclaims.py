@@ -19,6 +19,7 @@ from runtimekit.cluster.apiserver import ApiServer
 from runtimekit.cluster.controllers.manager import ControllerManager, default_controllers
 from runtimekit.cluster.controllers.resourceclaims import ResourceClaimController, generate_name
 from runtimekit.kube.http import KubeHttp
+from runtimekit.kube.informers import Informers
 
 NS = "default"
 CLAIMS = f"/apis/resource.k8s.io/v1/namespaces/{NS}/resourceclaims"
@@ -168,3 +169,33 @@ def test_runtimekit_ups_controller_manager_makes_claims(apiserver: ApiServer) ->
     finally:
         manager.stop()
         http.close()
+
+
+@pytest.mark.parametrize("pod_exists", [True, False])
+def test_a_reserving_pod_the_informer_has_not_seen_is_looked_up(apiserver: ApiServer, pod_exists: bool) -> None:
+    """A pod made just now may be reserved for and bound before the controller's pod informer hears
+    of it: its reservation (and the allocation) stays when the API server has the pod, as kube's
+    controller checks there before dropping one, and goes when the pod is not there either."""
+    http = KubeHttp.connect(server=apiserver.url)
+    cluster = Cluster(http)
+    pod = cluster.pod("fresh")
+    if not pod_exists:
+        http.delete(f"{PODS}/fresh")
+    claim = http.post(
+        CLAIMS, {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "c"}, "spec": SPEC}
+    )
+    claim["status"] = {
+        "allocation": {"devices": {"results": []}},
+        "reservedFor": [{"resource": "pods", "name": "fresh", "uid": pod["metadata"]["uid"]}],
+    }
+    claim = http.put(f"{CLAIMS}/c/status", claim)
+    controller = ResourceClaimController(http, Informers(http))  # not started: its caches saw nothing
+    controller.claims.written(claim)
+    controller.sync(f"claim:{NS}/c")
+    status = http.get(f"{CLAIMS}/c").get("status") or {}
+    if pod_exists:
+        assert [r["name"] for r in status["reservedFor"]] == ["fresh"]
+        assert "allocation" in status
+    else:
+        assert status == {}
+    http.close()

@@ -9,9 +9,10 @@ templates, and the clean-up of claims whose consumers are gone. Level-based, two
   pod's `status.resourceClaimStatuses` then names it. A missing template gets a `FailedResourceClaimCreation`
   Warning on the pod and is looked at again when templates change. Finished or deleted pods get none;
 - a claim (`claim:<ns>/<name>`): `status.reservedFor` keeps only pods that exist (same UID), are not
-  finished and are not being deleted before they were scheduled; once no consumer is left the
-  allocation is dropped (the devices go back to the pool), and a claim made for a pod that will not
-  run any more is deleted.
+  finished and are not being deleted before they were scheduled (a pod the informer has not seen
+  yet is looked up on the API server first: it may be one made just now that the scheduler binds);
+  once no consumer is left the allocation is dropped (the devices go back to the pool), and a claim
+  made for a pod that will not run any more is deleted.
 
 The scheduler writes the allocation and the reservation (`runtimekit.scheduler.dra`). Callers: the
 controller manager (`default_controllers`), tests.
@@ -25,12 +26,14 @@ from typing import cast
 
 from runtimekit.cluster.controllers.base import Controller
 from runtimekit.cluster.controllers.pods import FINISHED, is_terminating, owner_ref, phase
+from runtimekit.kube.errors import KubeError
 from runtimekit.kube.http import KubeHttp, object_path
 from runtimekit.kube.informers import Change, Informers
 from runtimekit.kube.objects import (
     Pod,
     PodResourceClaimStatus,
     ResourceClaim,
+    ResourceClaimConsumerReference,
     ResourceClaimStatus,
     ResourceClaimTemplate,
     meta,
@@ -176,6 +179,23 @@ class ResourceClaimController(Controller):
         }
         return self.create(API, "resourceclaims", claim, self.claims)
 
+    def _consumer(self, ref: ResourceClaimConsumerReference, namespace: str, pods_by_uid: dict[str, Pod]) -> Pod | None:
+        """The reserving pod: from the informer's cache, else (a pod made just now, not seen yet, which
+        the scheduler may be binding) from the API server, as kube's controller makes sure before it
+        drops a reservation; None when it is gone or another pod has its name."""
+        uid = ref.get("uid", "")
+        if uid in pods_by_uid:
+            return pods_by_uid[uid]
+        if self.pods.get(f"{namespace}/{ref.get('name', '')}") is not None:
+            return None  # the cache has a pod of that name: another incarnation
+        try:
+            pod = cast(Pod, self.http.get(object_path("v1", "pods", namespace, str(ref.get("name", "")))))
+        except KubeError as exc:
+            if exc.code == 404:
+                return None
+            raise  # the claim is synced again later
+        return pod if meta(pod).get("uid") == uid else None
+
     def _sync_claim(self, key: str) -> None:
         claim = self.claims.get(key)
         if claim is None:
@@ -185,7 +205,9 @@ class ResourceClaimController(Controller):
         reserved = status.get("reservedFor") or []
         pods_by_uid = {meta(p).get("uid", ""): p for p in self.pods.items(namespace)}
         valid = [
-            r for r in reserved if r.get("resource") != "pods" or not _will_not_run(pods_by_uid.get(r.get("uid", "")))
+            r
+            for r in reserved
+            if r.get("resource") != "pods" or not _will_not_run(self._consumer(r, namespace, pods_by_uid))
         ]
         if len(valid) != len(reserved) or (not valid and status.get("allocation")):
             # no consumer left: the allocation (and what the driver reported about it) goes
