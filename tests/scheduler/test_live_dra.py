@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -79,9 +80,9 @@ def cluster(http: KubeHttp) -> Iterator[KubeHttp]:
         scheduler.stop()
 
 
-def start(http: KubeHttp) -> Scheduler:
+def start(http: KubeHttp, conf: str = CONF) -> Scheduler:
     config = SchedulerConfig(
-        kube=http, conf=parse_conf(CONF), protocol=P, keys=AssignmentKeys(required=False), period=0.02
+        kube=http, conf=parse_conf(conf), protocol=P, keys=AssignmentKeys(required=False), period=0.02
     )
     scheduler = build_scheduler(config).start()
     assert scheduler.synced(10)
@@ -251,5 +252,34 @@ def test_device_plugin_shares_count_against_dra_shares_of_the_same_gpu(http: Kub
         assert result["consumedCapacity"]["core"] == "30"
         assert not node_of(http, "dra-40")
         assert not claim(http, "c40").get("status", {}).get("allocation")
+    finally:
+        scheduler.stop()
+
+
+def test_volcanos_dra_switch_allocates_claims(http: KubeHttp) -> None:
+    """Volcano's guide conf turns DRA on with `predicate.DynamicResourceAllocationEnable: true` and
+    names no dynamicresources plugin: a pod's claim of another driver's device is allocated all the
+    same, and a second pod for the same (exclusive) device waits."""
+    other = "gpu.example.com"
+    http.post("/api/v1/nodes", gpu_node("n1", 1))
+    selector = {"cel": {"expression": f'device.driver == "{other}"'}}
+    http.post(f"{RES}/deviceclasses", {"metadata": {"name": other}, "spec": {"selectors": [selector]}})
+    spec = {"driver": other, "nodeName": "n1", "pool": {"name": "n1", "generation": 1}, "devices": [{"name": "gpu-0"}]}
+    http.post(f"{RES}/resourceslices", {"metadata": {"name": "n1-example"}, "spec": spec})
+    conf = (Path(__file__).parent / "volcano_confs" / "guide-dra.conf").read_text()
+    scheduler = start(http, conf)
+    try:
+        for name in ("a", "b"):
+            body = {
+                "metadata": {"name": name},
+                "spec": {"devices": {"requests": [{"name": "gpu", "exactly": {"deviceClassName": other}}]}},
+            }
+            http.post(CLAIMS, body)
+        http.post(PODS, claim_pod("first", claim="a"))
+        wait_for(lambda: node_of(http, "first") == "n1", what="the pod bound")
+        (result,) = claim(http, "a")["status"]["allocation"]["devices"]["results"]
+        assert (result["driver"], result["device"]) == (other, "gpu-0")
+        http.post(PODS, claim_pod("second", claim="b"))
+        wait_for(lambda: "cannot allocate all claims" in scheduled_message(http, "second"), what="the second waits")
     finally:
         scheduler.stop()

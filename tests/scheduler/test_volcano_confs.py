@@ -16,15 +16,11 @@ CONFS = Path(__file__).parent / "volcano_confs"
 EXPECTED: dict[str, list[str]] = {
     "helm-default.conf": [],
     "helm-agent.conf": [],
-    "helm-ci.conf": ["predicate.DynamicResourceAllocationEnable", "'network-topology-aware'"],
-    "helm-capacity-card-ci.conf": [
-        "predicate.DynamicResourceAllocationEnable",
-        "'capacity-card'",
-        "'network-topology-aware'",
-    ],
-    "helm-namespacequeue-ci.conf": ["predicate.DynamicResourceAllocationEnable", "'network-topology-aware'"],
+    "helm-ci.conf": ["'network-topology-aware'"],
+    "helm-capacity-card-ci.conf": ["'capacity-card'", "'network-topology-aware'"],
+    "helm-namespacequeue-ci.conf": ["'network-topology-aware'"],
     "guide-configure-scheduler.conf": [],
-    "guide-dra.conf": ["predicate.DynamicResourceAllocationEnable"],
+    "guide-dra.conf": [],
     "guide-capacity.conf": [],
     "guide-capacity-hierarchy.conf": [],
     "guide-cdp.conf": ["'cdp'", "'task-topology'"],
@@ -65,6 +61,17 @@ def test_volcanos_conf_loads_with_a_warning_for_each_thing_it_cannot_mean_here(n
     for expected in EXPECTED[name]:
         assert any(expected in w for w in warnings), (expected, warnings)
     assert framework.actions
+
+
+@pytest.mark.parametrize("name", ["guide-dra.conf", "helm-ci.conf", "helm-capacity-card-ci.conf"])
+def test_volcanos_dra_switch_runs_dynamicresources_after_predicates(name: str) -> None:
+    """`predicate.DynamicResourceAllocationEnable: true` is how Volcano turns DRA on (kube's
+    DynamicResources inside predicates): here the dynamicresources plugin runs right after predicates,
+    so pods' ResourceClaims are allocated as in Volcano."""
+    framework = Framework(load_conf(CONFS / name), builtin_registry(), BuildContext())
+    names = [p.name for p in framework.plugins.predicate.flat]
+    assert names[names.index("predicates") + 1] == "dynamicresources"
+    assert "resourceclaims" in framework.watched
 
 
 def test_gpu_sharing_confs_place_gpu_pods() -> None:

@@ -12,6 +12,7 @@ from runtimekit.scheduler.framework.known_names import (
     VOLCANO_PLUGINS,
     check_action,
     check_plugin,
+    implied_plugins,
     unsupported_arguments,
 )
 
@@ -59,12 +60,26 @@ def test_a_name_neither_knows_stops_the_build_naming_it() -> None:
 
 def test_arguments_whose_feature_is_absent_here_are_taken_out_and_warn_only_when_turned_on() -> None:
     arguments = {
-        "predicate.DynamicResourceAllocationEnable": True,
+        "predicate.GPUNumberEnable": True,
         "predicate.GPUSharingEnable": "false",
         "predicate.NodeAffinityEnable": True,
     }
     kept, warnings = unsupported_arguments("predicates", arguments)
     assert kept == {"predicate.NodeAffinityEnable": True}
     (warning,) = warnings
-    assert "predicate.DynamicResourceAllocationEnable" in warning
+    assert "predicate.GPUNumberEnable" in warning
     assert unsupported_arguments("gang", arguments) == (arguments, [])
+
+
+@pytest.mark.parametrize(
+    ("value", "implied", "kept"),
+    [(True, ["dynamicresources"], False), ("true", ["dynamicresources"], False), (False, [], False), ("yes", [], True)],
+)
+def test_volcanos_dra_switch_implies_the_dynamicresources_plugin(value: object, implied: list[str], kept: bool) -> None:
+    """The switch is taken out (true: the plugin it turns on); a value that is not a boolean stays, for
+    predicates to refuse by name."""
+    arguments = {"predicate.DynamicResourceAllocationEnable": value, "predicate.NodeAffinityEnable": True}
+    left, on = implied_plugins("predicates", arguments)
+    assert on == implied
+    assert ("predicate.DynamicResourceAllocationEnable" in left) == kept
+    assert implied_plugins("gang", arguments) == (arguments, [])

@@ -18,7 +18,13 @@ from runtimekit.scheduler.framework.action import Action
 from runtimekit.scheduler.framework.arguments import ArgumentError
 from runtimekit.scheduler.framework.conf import PluginOption, SchedulerConf
 from runtimekit.scheduler.framework.interfaces import Plugin
-from runtimekit.scheduler.framework.known_names import NameCheck, check_action, check_plugin, unsupported_arguments
+from runtimekit.scheduler.framework.known_names import (
+    NameCheck,
+    check_action,
+    check_plugin,
+    implied_plugins,
+    unsupported_arguments,
+)
 from runtimekit.scheduler.framework.problems import ConfError, Problems
 from runtimekit.scheduler.framework.registry import BuildContext, Kind, Registry, RegistryError
 
@@ -61,8 +67,9 @@ def build_tiers(
 ) -> list[list[BuiltPlugin]]:
     """The conf's plugins tier by tier; a plugin that cannot be built is reported and left out."""
     tiers: list[list[BuiltPlugin]] = []
+    named = {option.name for tier in conf.tiers for option in tier.plugins}
     for i, tier in enumerate(conf.tiers):
-        built = []
+        built: list[BuiltPlugin] = []
         for j, option in enumerate(tier.plugins):
             where = f"{source}: tiers[{i}].plugins[{j}] ({option.name})"
             if not _provided(registry, option.name, "plugin", problems, where):
@@ -72,17 +79,33 @@ def build_tiers(
             arguments, dropped = unsupported_arguments(option.name, option.arguments)
             for warning in dropped:
                 context.warn(warning)
-            try:
-                plugin = registry.build_plugin(option.name, arguments, context)
-                plugin.flags = dict(option.flags)
-                if option.flags.get("enableHierarchy") and not plugin.hierarchy:
-                    context.warn("enableHierarchy has no effect here (only capacity has hierarchical queues)")
-                built.append(BuiltPlugin(option, plugin))
-            except Exception as exc:
-                _report(problems, where, exc)
-            _carry(context, problems, where)
+            arguments, implied = implied_plugins(option.name, arguments)
+            _build_one(PluginOption(option.name, arguments, option.flags), registry, context, problems, where, built)
+            for name in implied:  # Volcano's switch for what is a plugin here, as if named right after
+                if name not in named:
+                    named.add(name)
+                    _build_one(PluginOption(name), registry, context, problems, f"{where}: {name}", built)
         tiers.append(built)
     return tiers
+
+
+def _build_one(
+    option: PluginOption,
+    registry: Registry,
+    context: BuildContext,
+    problems: Problems,
+    where: str,
+    built: list[BuiltPlugin],
+) -> None:
+    try:
+        plugin = registry.build_plugin(option.name, option.arguments, context)
+        plugin.flags = dict(option.flags)
+        if option.flags.get("enableHierarchy") and not plugin.hierarchy:
+            context.warn("enableHierarchy has no effect here (only capacity has hierarchical queues)")
+        built.append(BuiltPlugin(option, plugin))
+    except Exception as exc:
+        _report(problems, where, exc)
+    _carry(context, problems, where)
 
 
 def _provided(registry: Registry, name: str, kind: Kind, problems: Problems, where: str) -> bool:

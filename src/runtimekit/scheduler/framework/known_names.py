@@ -11,9 +11,10 @@ Volcano registers its actions and plugins by name at start (`pkg/scheduler/actio
 `check_plugin` and `check_action` give that verdict for one name; the framework builder and the
 conf checker both call them, so the two never disagree. `unsupported_arguments` takes out of a
 plugin's arguments the Volcano keys whose feature does not exist here, or lives in another plugin
-(dynamic resource allocation, volume binding; predicates' GPU sharing of Volcano up to v1.8),
-with a warning when they turn it on, before the plugin sees them. A leaf module: it imports nothing
-of the framework.
+(volume binding; predicates' GPU sharing of Volcano up to v1.8),
+with a warning when they turn it on, before the plugin sees them; `implied_plugins` those that turn
+on a plugin of its own here (Volcano's DRA switch of predicates: `dynamicresources`). A leaf module:
+it imports nothing of the framework.
 """
 
 from __future__ import annotations
@@ -100,13 +101,33 @@ def check_action(name: str, known: Collection[str]) -> NameCheck:
 # Volcano arguments of plugins built here whose feature this scheduler does not have: key -> why.
 UNSUPPORTED_ARGUMENTS: dict[str, dict[str, str]] = {
     "predicates": {
-        "predicate.DynamicResourceAllocationEnable": "dynamic resource allocation (DRA) is not supported here",
         # Volcano (up to v1.8) shared GPUs in predicates; here the gpushare plugin (or deviceshare) does
         "predicate.GPUSharingEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
         "predicate.GPUNumberEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
         "predicate.VGPUEnable": "GPUs are placed by the gpushare plugin here (or deviceshare); add it",
     },
 }
+
+
+# Volcano arguments that turn on what is a plugin of its own here: plugin -> key -> that plugin. Volcano
+# runs kube's DynamicResources inside predicates when `predicate.DynamicResourceAllocationEnable` is
+# true; here `dynamicresources` does, as if the conf named it right after predicates.
+IMPLIED_PLUGINS: dict[str, dict[str, str]] = {
+    "predicates": {"predicate.DynamicResourceAllocationEnable": "dynamicresources"},
+}
+
+
+def implied_plugins(plugin: str, arguments: Arguments) -> tuple[dict[str, Any], list[str]]:
+    """The arguments without the keys of `IMPLIED_PLUGINS`, and the plugins those set to true turn on
+    (a value that is not true or false is left in, for the plugin to refuse by name)."""
+    known = IMPLIED_PLUGINS.get(plugin, {})
+    kept = {k: v for k, v in arguments.items() if k not in known or not _flag(v)}
+    on = [known[k] for k, v in arguments.items() if k in known and _flag(v) and str(v).lower() == "true"]
+    return kept, on
+
+
+def _flag(value: Any) -> bool:
+    return isinstance(value, bool) or (isinstance(value, str) and value.lower() in ("true", "false"))
 
 
 def unsupported_arguments(plugin: str, arguments: Arguments) -> tuple[dict[str, Any], list[str]]:

@@ -14,9 +14,10 @@
   `volumebinding.weight` (1; the plugin scores nothing, as kube-scheduler's without its storage
   capacity scoring gate) and `volumebinding.shape` (accepted; capacity scoring is not done here),
   Volcano's keys of its predicates plugin;
-- DRA and Volcano's predicate-level GPU sharing (`DynamicResourceAllocationEnable`,
-  `GPUSharingEnable`, `GPUNumberEnable`, `VGPUEnable`) are not part of this scheduler: false is
-  accepted, true refused.
+- Volcano's predicate-level GPU sharing (`GPUSharingEnable`, `GPUNumberEnable`, `VGPUEnable`) is
+  not part of this plugin: false is accepted, true refused. `DynamicResourceAllocationEnable` true
+  turns on the `dynamicresources` plugin; the conf builder takes it out before this plugin sees it
+  (`known_names.IMPLIED_PLUGINS`), so here only a value that is not true or false is refused.
 Any other key is refused by name.
 """
 
@@ -44,7 +45,7 @@ SWITCHES = {
     "VolumeRestrictionsEnable": "volume_restrictions",
 }
 NOT_HERE = {
-    "DynamicResourceAllocationEnable": "dynamic resource allocation is not part of this scheduler",
+    "DynamicResourceAllocationEnable": "dynamic resource allocation is the dynamicresources plugin here",
     "GPUSharingEnable": "GPU sharing is the gpushare plugin's here",
     "GPUNumberEnable": "GPU sharing is the gpushare plugin's here",
     "VGPUEnable": "GPU sharing is the gpushare plugin's here",
