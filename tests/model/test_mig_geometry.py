@@ -15,8 +15,9 @@ from runtimekit.model import (
     PodKey,
     Slot,
 )
-from runtimekit.model.gpu import Gpu, MigInstance, simulated_uuid
+from runtimekit.model.gpu import GPU_MODELS, Gpu, MigInstance, simulated_uuid
 from runtimekit.model.mig import MIG_GEOMETRY, geometry, layout_from_names, mask, placeable
+from runtimekit.runtime.nvml import short_model
 
 CAP = NodeCapacity(64000, 1 << 40, 110)
 
@@ -112,3 +113,29 @@ def test_changing_mig_mode_under_booked_slices_drops_the_booking() -> None:
     ledger.reserve(PodKey("a"), Placement(NodeName("m"), 0, 0, (Slot(0, 0, 9728, "1g.10gb", 0),)))
     dropped = ledger.set_node(mig_node(MigMode.OFF), CAP)
     assert [pod for pod, _ in dropped] == ["a"]
+
+
+@pytest.mark.parametrize(
+    ("product", "board", "sxm"),
+    [
+        ("NVIDIA H200 NVL", "H200-NVL", "H200"),
+        ("NVIDIA H100 PCIe", "H100-PCIe", "H100-80GB"),
+        ("NVIDIA A100 80GB PCIe", "A100-80GB-PCIe", "A100-80GB"),
+        ("NVIDIA A100-PCIE-40GB", "A100-PCIE-40GB", "A100-40GB"),
+    ],
+)
+def test_pcie_and_nvl_boards_have_their_sxm_boards_mig_layout(product: str, board: str, sxm: str) -> None:
+    """The runtime names a real GPU by its product name (an H200 NVL is `H200-NVL`): the scheduler must
+    know that board's MIG layout, or a node of them in MIG mode offers no MIG slot at all."""
+    assert short_model(product) == board
+    geo, same = geometry(board), geometry(sxm)
+    assert geo is not None
+    assert same is not None
+    assert (geo.model, geo.slices, geo.profiles) == (board, same.slices, same.profiles)
+    gpu = Gpu(0, simulated_uuid("nvl", 0), board, GPU_MODELS[board].memory_mib, mig_mode=MigMode.DYNAMIC)
+    ledger = Ledger()
+    ledger.set_node(NodeInventory(NodeName("nvl"), (gpu,)), CAP)
+    state = ledger.table.mig[ledger.table.row("nvl")][0]
+    assert state is not None
+    smallest = geo.profiles[0]
+    assert state.options(smallest.name) == list(smallest.starts)

@@ -47,6 +47,12 @@ GPU_MODELS: Mapping[str, GpuModelSpec] = {
         GpuModelSpec("H100-80GB", 81559, "NVIDIA H100 80GB HBM3", mig_capable=True),
         GpuModelSpec("A100-80GB", 81920, "NVIDIA A100-SXM4-80GB", mig_capable=True),
         GpuModelSpec("A100-40GB", 40960, "NVIDIA A100-SXM4-40GB", mig_capable=True),
+        # the PCIe and NVL boards of the same chips and memory: their own names (what the runtime
+        # labels them, `short_model`), the same MIG layout as the SXM board (`model.mig`)
+        GpuModelSpec("H200-NVL", 143771, "NVIDIA H200 NVL", mig_capable=True),
+        GpuModelSpec("H100-PCIe", 81559, "NVIDIA H100 PCIe", mig_capable=True),
+        GpuModelSpec("A100-80GB-PCIe", 81920, "NVIDIA A100 80GB PCIe", mig_capable=True),
+        GpuModelSpec("A100-PCIE-40GB", 40960, "NVIDIA A100-PCIE-40GB", mig_capable=True),
         GpuModelSpec("A30", 24576, "NVIDIA A30", mig_capable=True),
         GpuModelSpec("L40S", 46068, "NVIDIA L40S"),
         GpuModelSpec("L4", 23034, "NVIDIA L4"),

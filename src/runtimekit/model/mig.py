@@ -60,7 +60,7 @@ def _seven(model: str, sizes: Sequence[tuple[str, int]]) -> MigGeometry:
     )
 
 
-MIG_GEOMETRY: Mapping[str, MigGeometry] = {
+_BY_CHIP: Mapping[str, MigGeometry] = {
     g.model: g
     for g in (
         _seven(
@@ -117,6 +117,20 @@ MIG_GEOMETRY: Mapping[str, MigGeometry] = {
             ),
         ),
     )
+}
+
+
+# Boards whose chip and memory are an SXM board's have its MIG layout (NVIDIA's MIG user guide lists
+# the same profiles for them): the PCIe and NVL boards the runtime names by their own product names.
+SAME_LAYOUT: Mapping[str, str] = {
+    "H200-NVL": "H200",
+    "H100-PCIe": "H100-80GB",
+    "A100-80GB-PCIe": "A100-80GB",
+    "A100-PCIE-40GB": "A100-40GB",
+}
+MIG_GEOMETRY: Mapping[str, MigGeometry] = {
+    **_BY_CHIP,
+    **{board: MigGeometry(board, _BY_CHIP[sxm].slices, _BY_CHIP[sxm].profiles) for board, sxm in SAME_LAYOUT.items()},
 }
 
 

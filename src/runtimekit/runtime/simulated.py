@@ -51,7 +51,18 @@ log = logging.getLogger(__name__)
 
 _GROUP_RE = re.compile(r"^\s*(\d+)\s*[xX]\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*$")
 _IDLE_WATTS = 0.12  # idle power as a share of the power limit
-_TDP_WATTS = {"H200": 700.0, "H100-80GB": 700.0, "A100-80GB": 400.0, "A100-40GB": 400.0, "T4": 70.0, "L4": 72.0}
+_TDP_WATTS = {
+    "H200": 700.0,
+    "H200-NVL": 600.0,
+    "H100-80GB": 700.0,
+    "H100-PCIe": 350.0,
+    "A100-80GB": 400.0,
+    "A100-80GB-PCIe": 300.0,
+    "A100-40GB": 400.0,
+    "A100-PCIE-40GB": 250.0,
+    "T4": 70.0,
+    "L4": 72.0,
+}
 # Maximum SM clock and memory clock (MHz) of each model, as NVML reports them on the real card; the
 # simulated SM clock runs from _IDLE_SM_MHZ up to the maximum with utilisation.
 _CLOCKS_MHZ = {
