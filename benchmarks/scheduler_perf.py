@@ -35,6 +35,8 @@ import os
 import re
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -42,6 +44,10 @@ from typing import Any
 import yaml
 from e2e_harness import apiserver, cpu_seconds, rss_bytes, scheduler
 from scheduler_perf_ops import SUPPORTED, Measured, Runner, percentile, substitute
+
+from runtimekit.cluster.controllers.manager import ControllerManager
+from runtimekit.cluster.controllers.resourceclaims import ResourceClaimController
+from runtimekit.kube.http import KubeHttp
 
 DATA = Path(__file__).resolve().parent / "scheduler_perf"
 MIB = 1024 * 1024
@@ -108,11 +114,36 @@ def select(workloads: list[Workload], pattern: str, label: str) -> tuple[list[Wo
 
 
 def scale(w: Workload, nodes: int) -> Workload:
-    """Every param times nodes / the workload's node count (at least 1)."""
+    """Every count param times nodes / the workload's node count (at least 1); per-node counts
+    (`maxClaimsPerNode`) and durations are kept."""
     factor = nodes / max(1, w.nodes())
     if factor >= 1:
         return w
-    return replace(w, params={k: max(1, round(v * factor)) for k, v in w.params.items()}, scaled=True)
+    params = {
+        k: v if not isinstance(v, int) or "PerNode" in k else max(1, round(v * factor)) for k, v in w.params.items()
+    }
+    return replace(w, params=params, scaled=True)
+
+
+def uses_claims(w: Workload) -> bool:
+    """A DRA workload: its pods' claims are made from templates by the claim controller."""
+    return any(op["opcode"] in ("createResourceDriver", "allocResourceClaims") for op in w.ops)
+
+
+@contextmanager
+def claim_controller(url: str, wanted: bool) -> Iterator[None]:
+    """kube-controller-manager's ResourceClaim controller (scheduler_perf starts it for DRA workloads),
+    in this process, while `wanted`."""
+    if not wanted:
+        yield
+        return
+    manager = ControllerManager(KubeHttp.connect(server=url), [ResourceClaimController]).start()
+    try:
+        if not manager.synced(30):
+            raise SystemExit("the claim controller did not sync")
+        yield
+    finally:
+        manager.stop()
 
 
 def figures(w: Workload, measured: Measured | None, bound: dict[str, float]) -> dict[str, Any]:
@@ -155,7 +186,11 @@ def figures(w: Workload, measured: Measured | None, bound: dict[str, float]) -> 
 
 def run(w: Workload, gpu_share: int, timeout: float, conf: str | None = None) -> dict[str, Any]:
     started = time.perf_counter()
-    with apiserver() as (url, server_pid), scheduler(url, conf, ["--scheduler-name", "default-scheduler"]) as process:
+    with (
+        apiserver() as (url, server_pid),
+        scheduler(url, conf, ["--scheduler-name", "default-scheduler"]) as process,
+        claim_controller(url, uses_claims(w)),
+    ):
         runner = Runner(
             url,
             w.base,

@@ -20,6 +20,7 @@ measured op samples, once a second, how many of its pods are bound: scheduler_pe
 from __future__ import annotations
 
 import copy
+import fnmatch
 import random
 import re
 import threading
@@ -42,7 +43,15 @@ P = KitProtocol.default()
 CREATE_WORKERS = 16  # scheduler_perf creates pods with this many goroutines (ParallelizeUntil)
 NAME_LETTERS = "bcdfghjklmnpqrstvwxz2456789"  # apimachinery's rand.String alphabet
 SUPPORTED = ("createNodes", "createNamespaces", "createPods", "createPodSets", "churn", "barrier", "deletePods")
-SUPPORTED += ("sleep",)
+SUPPORTED += ("sleep", "createAny", "createResourceDriver", "allocResourceClaims")
+INDEX = re.compile(r"\{\{\s*\.Index\s*\}\}")  # the one Go template action the copied templates keep
+RESOURCES = {  # kind -> (API group path, plural, namespaced) of what createAny makes
+    "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
+    "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
+    "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
+    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
+    "ConfigMap": ("/api/v1", "configmaps", True),
+}
 Obj = dict[str, Any]
 
 
@@ -58,6 +67,22 @@ def substitute(op: Mapping[str, Any], params: Mapping[str, int]) -> Obj:
             out[key] = substitute(value, params)
         else:
             out[key] = value
+    return out
+
+
+def indexed(template: Obj, index: int) -> Obj:
+    """The template with `{{.Index}}` replaced by `index` in every string (scheduler_perf's templating)."""
+
+    def put(value: Any) -> Any:
+        if isinstance(value, str):
+            return INDEX.sub(str(index), value)
+        if isinstance(value, dict):
+            return {k: put(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [put(v) for v in value]
+        return value
+
+    out: Obj = put(template)
     return out
 
 
@@ -125,6 +150,9 @@ class Runner:
             "barrier": self.barrier,
             "deletePods": self.delete_pods,
             "sleep": self.sleep,
+            "createAny": self.create_any,
+            "createResourceDriver": self.create_resource_driver,
+            "allocResourceClaims": self.alloc_resource_claims,
         }
         _, version = self.http.list("/api/v1/pods")
         self.version = version
@@ -198,8 +226,8 @@ class Runner:
         rng = random.Random(f"nodes-{index}")
         names: list[str] = []
         taken: set[str] = set()
-        for _ in range(op["count"]):
-            name = node["metadata"].get("name") or ""
+        for i in range(op["count"]):
+            name = str(indexed(node, i)["metadata"].get("name") or "")
             while not name or name in taken:
                 name = node["metadata"].get("generateName", "node-") + "".join(rng.choices(NAME_LETTERS, k=5))
             taken.add(name)
@@ -241,10 +269,17 @@ class Runner:
         body = copy.deepcopy(template or {"metadata": {}})
         body |= {"apiVersion": "v1", "kind": "Namespace"}
         body["metadata"] = {**body.get("metadata", {}), "name": name}
-        self.http.post("/api/v1/namespaces", body)
+        try:
+            self.http.post("/api/v1/namespaces", body)
+        except KubeError as exc:
+            if exc.code != 409:  # made already (by an earlier workload on the same server)
+                raise
         self.namespaces.add(name)
 
     def create_pods(self, index: int, op: Obj, namespace: str | None = None) -> None:
+        if op.get("steadyState"):
+            self.steady_state(index, op)
+            return
         namespace = op.get("namespace") or namespace or f"namespace-{index}"
         self._namespace(namespace)
         pod = self.template(op.get("podTemplatePath") or self.default_pod_template)
@@ -283,6 +318,120 @@ class Runner:
             done.set()
             sampler.join()
             self.measured = measured
+
+    def steady_state(self, index: int, op: Obj) -> None:
+        """scheduler_perf's steadyState createPods: `count` pods at all times for `duration`; each pod
+        deleted once it is bound and another made in its place. The bound ones are the measured pods."""
+        namespace = op.get("namespace") or f"namespace-{index}"
+        self._namespace(namespace)
+        pod = self.template(op.get("podTemplatePath") or self.default_pod_template)
+        measured = Measured()
+        keys: list[str] = []  # every pod made, for the sampler
+        live: list[str] = []
+
+        def create() -> None:
+            answer = self.http.post(f"/api/v1/namespaces/{namespace}/pods", copy.deepcopy(pod))
+            key = f"{namespace}/{answer['metadata']['name']}"
+            measured.arrived[key] = time.perf_counter()
+            keys.append(key)
+            live.append(key)
+
+        done = threading.Event()
+        sampler = threading.Thread(target=self._sample, args=(keys, measured, done), daemon=True)
+        measured.started = time.perf_counter()
+        cpu_before, apiserver_before, client_before = self.scheduler_cpu(), self.apiserver_cpu(), own_cpu_seconds()
+        sampler.start()
+        for _ in range(op["count"]):
+            create()
+        end = measured.started + go_duration(str(op["duration"]))
+        while time.perf_counter() < end:
+            bound = [key for key in live if key in self.bound]
+            for key in bound:
+                live.remove(key)
+                self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{key.split('/', 1)[1]}?gracePeriodSeconds=0")
+                create()
+            if not bound:
+                time.sleep(0.01)
+        # the pods still pending at the end were made but not measured (scheduler_perf counts the bound ones)
+        for key in live:
+            measured.arrived.pop(key, None)
+        measured.finished = time.perf_counter()
+        measured.scheduler_cpu = self.scheduler_cpu() - cpu_before
+        measured.apiserver_cpu = self.apiserver_cpu() - apiserver_before
+        measured.client_cpu = own_cpu_seconds() - client_before
+        done.set()
+        sampler.join()
+        self.created.setdefault(namespace, []).extend(keys)
+        self.measured = measured
+
+    def create_any(self, index: int, op: Obj) -> None:
+        """createAny: `count` (default 1) objects of the template, `{{.Index}}` put in, in `namespace`
+        for a namespaced kind."""
+        template = self.template(op["templatePath"])
+        group, plural, namespaced = RESOURCES[template["kind"]]
+        namespace = op.get("namespace") or f"namespace-{index}"
+        if namespaced:
+            self._namespace(namespace)
+        path = f"{group}/namespaces/{namespace}/{plural}" if namespaced else f"{group}/{plural}"
+
+        def create(i: int) -> None:
+            self.http.post(path, indexed(template, i))
+
+        with ThreadPoolExecutor(CREATE_WORKERS) as pool:
+            list(pool.map(create, range(int(op.get("count", 1)))))
+
+    def create_resource_driver(self, index: int, op: Obj) -> None:
+        """createResourceDriver: a ResourceSlice of `maxClaimsPerNode` devices (`instance-<i>`, kube's
+        test driver's attributes and 1Gi of memory) for each node whose name matches the `nodes` glob."""
+        nodes = [n["metadata"]["name"] for n in self.http.list("/api/v1/nodes")[0]]
+        driver = op["driverName"]
+        for name in [n for n in nodes if fnmatch.fnmatchcase(n, op["nodes"])]:
+            devices = [
+                {
+                    "name": f"instance-{i}",
+                    "attributes": {
+                        "model": {"string": "A100"},
+                        "family": {"string": "GPU"},
+                        "driverVersion": {"version": "1.2.3"},
+                        "dra.example.com/numa": {"int": i},
+                    },
+                    "capacity": {"memory": {"value": "1Gi"}},
+                }
+                for i in range(op["maxClaimsPerNode"])
+            ]
+            spec = {"driver": driver, "nodeName": name, "pool": {"name": name, "resourceSliceCount": 1}}
+            body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSlice", "metadata": {"name": name}}
+            self.http.post("/apis/resource.k8s.io/v1/resourceslices", body | {"spec": spec | {"devices": devices}})
+
+    def alloc_resource_claims(self, index: int, op: Obj) -> None:
+        """allocResourceClaims: every claim of `namespace` not allocated yet is allocated by the structured
+        allocator on a node picked at random among those it fits, and written (no pod uses it)."""
+        from runtimekit.kube.semantics.draalloc import DevicePools, InUse, allocate
+
+        namespace = op.get("namespace") or ""
+        where = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims" if namespace else None
+        claims = self.http.list(where or "/apis/resource.k8s.io/v1/resourceclaims")[0]
+        everything = self.http.list("/apis/resource.k8s.io/v1/resourceclaims")[0]
+        classes = {c["metadata"]["name"]: c for c in self.http.list("/apis/resource.k8s.io/v1/deviceclasses")[0]}
+        pools = DevicePools(self.http.list("/apis/resource.k8s.io/v1/resourceslices")[0])
+        nodes = self.http.list("/api/v1/nodes")[0]
+        in_use = InUse.of(everything)
+        rng = random.Random(f"alloc-{index}")
+        for claim in claims:
+            if (claim.get("status") or {}).get("allocation") is not None:
+                continue
+            rng.shuffle(nodes)
+            for node in nodes:
+                meta = node["metadata"]
+                found = allocate([claim], meta["name"], meta.get("labels") or {}, classes, pools, in_use)
+                if found:
+                    claim["status"] = {"allocation": found[0]}
+                    path = f"/apis/resource.k8s.io/v1/namespaces/{claim['metadata']['namespace']}/resourceclaims"
+                    written = self.http.put(f"{path}/{claim['metadata']['name']}/status", claim)
+                    in_use = InUse.merged([in_use, InUse.of([written])])
+                    break
+            else:
+                raise RuntimeError(f"could not allocate claim {claim['metadata']['name']}")
 
     def _sample(self, keys: list[str], measured: Measured, done: threading.Event) -> None:
         """scheduler_perf's throughputCollector over the measured pods, one sample a second."""

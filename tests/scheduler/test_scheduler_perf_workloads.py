@@ -18,7 +18,10 @@ from typing import Any
 
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.cluster.apiserver import ApiServer
+from runtimekit.cluster.controllers.manager import ControllerManager
+from runtimekit.cluster.controllers.resourceclaims import ResourceClaimController
 from runtimekit.kube.http import KubeHttp
 from runtimekit.protocol import KitProtocol
 from runtimekit.scheduler.build import AssignmentKeys, SchedulerConfig, build_scheduler
@@ -164,6 +167,57 @@ def test_smallest_workloads_bind_every_measured_pod(perf: ModuleType, live: str,
     if gpu:
         pods = KubeHttp.connect(server=live).list("/api/v1/pods")[0]
         assert all(p["spec"]["containers"][0]["resources"]["limits"][P.resources.core] in (25, "25") for p in pods)
+
+
+@pytest.fixture
+def claims_live(live: str) -> Iterator[str]:
+    """`live` with the ResourceClaim controller, which makes the pods' claims from their templates."""
+    manager = ControllerManager(KubeHttp.connect(server=live), [ResourceClaimController]).start()
+    try:
+        assert manager.synced(10)
+        yield live
+    finally:
+        manager.stop()
+
+
+def test_dra_workloads_allocate_each_pods_claim_on_its_node(perf: ModuleType, claims_live: str) -> None:
+    """kube's DRA workload (createResourceDriver, createAny, claims from a template): every measured
+    pod bound to the node whose slice its claim's device is in, reserved for it; the node without the
+    driver gets none; and allocResourceClaims fills devices without pods, which no pod is given again."""
+    from scheduler_perf_ops import Runner
+
+    w = by_name(perf, "SchedulingWithResourceClaimTemplate/fast")
+    runner = Runner(claims_live, w.base)
+    runner.timeout = 20
+    measured = runner.run(w.ops, w.params, w.default_pod_template)
+    result = perf.figures(w, measured, runner.bound)
+    assert result["bound"] == result["measured_pods"] == 10
+    http = KubeHttp.connect(server=claims_live)
+    pods = {p["metadata"]["name"]: p for p in http.list("/api/v1/namespaces/test/pods")[0]}
+    claims = http.list("/apis/resource.k8s.io/v1/namespaces/test/resourceclaims")[0]
+    assert len(claims) == 10
+    devices = set()
+    for claim in claims:
+        (owner,) = claim["metadata"]["ownerReferences"]
+        node = pods[owner["name"]]["spec"]["nodeName"]
+        assert node == "scheduler-perf-dra-0"
+        (result_,) = claim["status"]["allocation"]["devices"]["results"]
+        assert (result_["driver"], result_["pool"]) == ("test-driver.cdi.k8s.io", node)
+        devices.add(result_["device"])
+        assert [r["name"] for r in claim["status"]["reservedFor"]] == [owner["name"]]
+    assert devices == {f"instance-{i}" for i in range(10)}  # the node's ten devices, each once
+    # the pods go: their claims are deleted by the controller, so the devices are free again
+    for name in pods:
+        http.delete(f"/api/v1/namespaces/test/pods/{name}?gracePeriodSeconds=0")
+    wait_for(lambda: not http.list("/apis/resource.k8s.io/v1/namespaces/test/resourceclaims")[0], 20, "claims freed")
+    steady = by_name(perf, "SteadyStateClusterResourceClaimTemplate/fast")
+    ops = [op for op in steady.ops if op["opcode"] in ("createAny", "allocResourceClaims")][1:3]
+    runner = Runner(claims_live, steady.base)
+    runner.run(ops, {"initClaims": 4}, None)  # four claims of namespace init, allocated without pods
+    held = http.list("/apis/resource.k8s.io/v1/namespaces/init/resourceclaims")[0]
+    assert len(held) == 4
+    assert all(c["status"]["allocation"]["devices"]["results"][0]["pool"] for c in held)
+    http.close()
 
 
 @pytest.mark.slow

@@ -8,6 +8,7 @@ for a finished pod are deleted."""
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -199,3 +200,17 @@ def test_a_reserving_pod_the_informer_has_not_seen_is_looked_up(apiserver: ApiSe
     else:
         assert status == {}
     http.close()
+
+
+def test_an_allocated_claim_never_reserved_keeps_its_allocation(cluster: Cluster) -> None:
+    """kube's controller drops an allocation only when the last reservation goes: a claim allocated
+    ahead of any pod (a driver's, an admin's, scheduler_perf's allocResourceClaims) stays allocated."""
+    body = {"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim", "metadata": {"name": "ahead"}, "spec": SPEC}
+    claim = cluster.http.post(CLAIMS, body)
+    results = [{"request": "gpu", "driver": "gpu.example.com", "pool": "n1", "device": "gpu-0"}]
+    claim["status"] = {"allocation": {"devices": {"results": results}}}
+    cluster.http.put(f"{CLAIMS}/ahead/status", claim)
+    cluster.pod("marker")  # an event after the claim's: the controller has seen the claim once it sees this
+    wait_for(lambda: cluster.http.get(f"{PODS}/marker"), what="the marker pod")
+    time.sleep(0.5)
+    assert cluster.http.get(f"{CLAIMS}/ahead")["status"]["allocation"]["devices"]["results"] == results

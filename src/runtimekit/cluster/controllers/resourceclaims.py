@@ -11,8 +11,9 @@ templates, and the clean-up of claims whose consumers are gone. Level-based, two
 - a claim (`claim:<ns>/<name>`): `status.reservedFor` keeps only pods that exist (same UID), are not
   finished and are not being deleted before they were scheduled (a pod the informer has not seen
   yet is looked up on the API server first: it may be one made just now that the scheduler binds);
-  once no consumer is left the allocation is dropped (the devices go back to the pool), and a claim
-  made for a pod that will not run any more is deleted.
+  when the last consumer leaves the allocation is dropped (the devices go back to the pool; a claim
+  allocated but never reserved keeps it), and a claim made for a pod that will not run any more is
+  deleted.
 
 The scheduler writes the allocation and the reservation (`runtimekit.scheduler.dra`). Callers: the
 controller manager (`default_controllers`), tests.
@@ -209,8 +210,10 @@ class ResourceClaimController(Controller):
             for r in reserved
             if r.get("resource") != "pods" or not _will_not_run(self._consumer(r, namespace, pods_by_uid))
         ]
-        if len(valid) != len(reserved) or (not valid and status.get("allocation")):
-            # no consumer left: the allocation (and what the driver reported about it) goes
+        if len(valid) != len(reserved):
+            # the last consumer gone: the allocation (and what the driver reported about it) goes. Only
+            # on that change, as kube's controller: a claim allocated but never reserved (by a driver
+            # or an admin, ahead of its pods) keeps its allocation
             kept: ResourceClaimStatus = {**status, "reservedFor": valid} if valid else {}
             claim = self.put_status(claim, API, "resourceclaims", kept, self.claims)
         if valid or is_terminating(claim):
