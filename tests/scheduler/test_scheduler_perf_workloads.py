@@ -54,12 +54,15 @@ def test_every_workload_file_parses_and_names_templates_that_exist(perf: ModuleT
         "SchedulingWithMixedChurn",
         "TopologySpreading",
         "PreferredTopologySpreading",
+        "SchedulingWithResourceClaimTemplate",
+        "SteadyStateClusterResourceClaimTemplate",
     }
     for w in workloads:
         ops = w.resolved()  # every $param of the template is among the workload's params
         paths = [w.default_pod_template] if w.default_pod_template else []
         for op in ops:
-            paths += [op[k] for k in ("podTemplatePath", "nodeTemplatePath", "namespaceTemplatePath") if k in op]
+            keys = ("podTemplatePath", "nodeTemplatePath", "namespaceTemplatePath", "templatePath")
+            paths += [op[k] for k in keys if k in op]
             paths += op.get("templatePaths", [])
             paths += [op["createPodsOp"].get("podTemplatePath")] if "createPodsOp" in op else []
         for path in filter(None, paths):
