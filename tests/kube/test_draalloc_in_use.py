@@ -103,3 +103,36 @@ def test_with_allocations_is_a_new_version() -> None:
     more = base.with_allocations([extra])
     assert more.in_pools([(DRIVER_A, "pool-1")]).exclusive == {(DRIVER_A, "pool-1", "a"), (DRIVER_A, "pool-1", "b")}
     assert base.in_pools([(DRIVER_A, "pool-1")]).exclusive == {(DRIVER_A, "pool-1", "a")}
+
+
+def test_a_filter_asks_only_whether_claims_fit() -> None:
+    slices = [slice_("s1", NODE1, "pool-1", DRIVER_A, {"name": "gpu-0"})]
+    assert allocate([claim("c0", req())], NODE1, LABELS, CLASSES, slices, results=False) == []
+    taken = allocated((DRIVER_A, "pool-1", "gpu-0"))
+    assert allocate([claim("c0", req())], NODE1, LABELS, CLASSES, slices, taken, results=False) is None
+
+
+def test_what_a_node_reaches_and_selects_is_remembered_not_shared() -> None:
+    """The pools remember each node's devices and which of them a class selects; every caller gets
+    its own list (the allocator sorts it by preference), and a node's labels are part of the key."""
+    selector = {"nodeSelectorTerms": [{"matchExpressions": [{"key": "region", "operator": "In", "values": ["r1"]}]}]}
+    pools = DevicePools(
+        [
+            slice_("n1", NODE1, "pool-1", DRIVER_A, {"name": "a"}, {"name": "b"}),
+            slice_("shared", "", "pool-2", DRIVER_A, {"name": "remote"}, nodeSelector=selector),
+        ]
+    )
+    first, _ = pools.reach(NODE1, {"region": "r1"})
+    first.reverse()
+    again, _ = pools.reach(NODE1, {"region": "r1"})
+    assert [c.key[2] for c in again] == ["a", "b", "remote"]
+    assert [c.key[2] for c in pools.reach(NODE1, {"region": "r2"})[0]] == ["a", "b"]
+    two = req(count=2)
+    assert devices_of(allocate([claim("c0", two)], NODE1, {"region": "r1"}, CLASSES, pools)) == [
+        [("req-0", "a"), ("req-0", "b")]
+    ]
+    held = allocated((DRIVER_A, "pool-1", "a"))
+    assert devices_of(allocate([claim("c0", two)], NODE1, {"region": "r1"}, CLASSES, pools, held)) == [
+        [("req-0", "b"), ("req-0", "remote")]
+    ]
+    assert allocate([claim("c0", two)], NODE1, {"region": "r2"}, CLASSES, pools, held) is None

@@ -30,8 +30,9 @@ hold; `DevicePools` indexes the slices once for many nodes. Callers: the schedul
 
 from __future__ import annotations
 
+import functools
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -60,6 +61,7 @@ if TYPE_CHECKING:
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
+_REACH_LIMIT = 100_000  # nodes whose reach a DevicePools remembers
 _VERDICT_LIMIT = 500_000  # selector verdicts a DevicePools remembers before it starts again
 _BUDGET = 200_000  # devices tried before a search gives up (kube bounds its search by a timeout)
 _SHARE_NAMESPACE = uuid.UUID("6f1d0c52-6a8e-4c59-9a55-3c3f5d3b2a10")
@@ -210,17 +212,19 @@ class _Search:
         incomplete: set[tuple[str, str]],
         in_use: InUse,
         counters_used: dict[CounterKey, dict[str, Fraction]],
+        node: Hashable = None,
     ) -> None:
         self.claims, self.classes, self.pools, self.candidates = claims, classes, pools, candidates
+        self.node = node  # the node's name and labels (the pools' memo of selected devices is by node)
         self.incomplete, self.in_use, self.counters_used = incomplete, in_use, counters_used
         self.slots = [_Slot(i, alts) for i, claim in enumerate(claims) for alts in _alternatives(claim)]
         self.picks: list[_Pick] = []
         self.budget = _BUDGET
-        self._matching: dict[tuple[str, str], list[_Candidate]] = {}
+        self._matching: dict[int, list[_Candidate]] = {}
 
     # -- matching -------------------------------------------------------------------------------
     def matching(self, alt: _Alternative) -> list[_Candidate]:
-        cache_key = (alt.request_name, repr(sorted(alt.spec.items())))
+        cache_key = id(alt)  # the slots hold every alternative for the search's life
         found = self._matching.get(cache_key)
         if found is not None:
             return found
@@ -236,13 +240,19 @@ class _Search:
                 compiled.append(dracel.compile_selector(expression))
             except dracel.SelectorError as exc:
                 raise AllocationError(f"request {alt.result_name}: selector {expression!r}: {exc}") from exc
-        found = []
-        for candidate in self.candidates:
-            try:
-                if all(self.pools.matches(program, candidate) for program in compiled):
-                    found.append(candidate)
-            except dracel.SelectorError as exc:
-                raise AllocationError(f"request {alt.result_name}: device {'/'.join(candidate.key)}: {exc}") from exc
+        memo = (self.node, tuple(program.expression for program in compiled))
+        keys = self.pools.selected.get(memo)  # the node's devices these selectors pick, worked out before
+        if keys is None:
+            picked = set()
+            for candidate in self.candidates:
+                try:
+                    if all(self.pools.matches(program, candidate) for program in compiled):
+                        picked.add(candidate.key)
+                except dracel.SelectorError as exc:
+                    message = f"request {alt.result_name}: device {'/'.join(candidate.key)}: {exc}"
+                    raise AllocationError(message) from exc
+            keys = self.pools.remember(memo, frozenset(picked))
+        found = [candidate for candidate in self.candidates if candidate.key in keys]  # in the search's order
         self._matching[cache_key] = found
         return found
 
@@ -250,6 +260,12 @@ class _Search:
     def _consumption(self, alt: _Alternative, candidate: _Candidate) -> tuple[bool, dict[str, Fraction] | None]:
         """Whether the device can take the request now, and what it consumes if it is shared."""
         device, key = candidate.device, candidate.key
+        shared = device.get("allowMultipleAllocations")
+        # a device in use answers no before its capacities are read (most of a full node's devices)
+        if key in self.in_use.exclusive and not (alt.admin and not shared):
+            return False, None
+        if not shared and not alt.admin and key in self.in_use.shared:
+            return False, None
         requests = {
             _qualify(n, key[0]): parse_quantity(v)
             for n, v in ((alt.spec.get("capacity") or {}).get("requests") or {}).items()
@@ -511,6 +527,8 @@ class DevicePools:
         self._anywhere: list[int] = []
         self._verdicts: dict[tuple[str, DeviceKey], bool] = {}
         self._contexts: dict[DeviceKey, cel.Context] = {}
+        self.selected: dict[tuple[Hashable, tuple[str, ...]], frozenset[DeviceKey]] = {}  # see `remember`
+        self._reached: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[_Candidate], set[tuple[str, str]]]] = {}
         for pool_key in sorted(grouped):
             self._add(pool_key, grouped[pool_key])
 
@@ -548,8 +566,34 @@ class DevicePools:
     def _generation_of(item: ResourceSlice) -> int:
         return int(((item.get("spec") or {}).get("pool") or {}).get("generation", 0))
 
+    @functools.cached_property
+    def counters(self) -> bool:
+        """Whether any device consumes counters (partitionable devices); without, none are counted."""
+        return any(c.device.get("consumesCounters") for c in self.everything.values())
+
+    @staticmethod
+    def node_key(node_name: str, labels: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+        return node_name, tuple(sorted(labels.items()))
+
+    def remember(self, memo: tuple[Hashable, tuple[str, ...]], keys: frozenset[DeviceKey]) -> frozenset[DeviceKey]:
+        """Keep which of a node's devices a list of selectors picks (`selected`), bounded."""
+        if len(self.selected) >= _VERDICT_LIMIT:
+            self.selected.clear()
+        self.selected[memo] = keys
+        return keys
+
     def reach(self, node_name: str, labels: Mapping[str, str]) -> tuple[list[_Candidate], set[tuple[str, str]]]:
-        """The devices the node reaches, in pool order, and the incomplete pools among theirs."""
+        """The devices the node reaches, in pool order, and the incomplete pools among theirs (worked
+        out once per node name and labels; the caller's copies)."""
+        memo = self.node_key(node_name, labels)
+        found = self._reached.get(memo)
+        if found is None:
+            if len(self._reached) >= _REACH_LIMIT:
+                self._reached.clear()
+            found = self._reached[memo] = self._reach(node_name, labels)
+        return list(found[0]), set(found[1])
+
+    def _reach(self, node_name: str, labels: Mapping[str, str]) -> tuple[list[_Candidate], set[tuple[str, str]]]:
         candidates: list[_Candidate] = []
         incomplete: set[tuple[str, str]] = set()
         for index in sorted({*self._by_node.get(node_name, ()), *self._anywhere}):
@@ -682,6 +726,7 @@ def allocate(
     allocated: Iterable[ResourceClaim] | InUse | InUseByPool = (),
     prefer: Callable[[DeviceKey, InUse], int] | None = None,
     held: Mapping[DeviceKey, Mapping[str, Fraction]] | None = None,
+    results: bool = True,
 ) -> list[AllocationResult] | None:
     """Allocations for `claims` (not yet allocated) on the node, or None when they do not fit there.
     `slices` may be a `DevicePools` built once for many calls; `allocated` likewise an `InUse` or
@@ -689,7 +734,8 @@ def allocate(
     device (lower is tried first, ties in pool order) instead of kube's first fit; whether the claims
     fit does not depend on it, only which devices they get. `held`: capacity granted outside DRA (the
     device plugin's shares of the same GPU), by fully qualified capacity name: consumed, the device
-    in use."""
+    in use. `results` False: only whether they fit ([] when they do: a filter that tries many nodes
+    builds no allocation for each)."""
     pools = slices if isinstance(slices, DevicePools) else DevicePools(slices)
     candidates, incomplete = pools.reach(node_name, node_labels)
     # only the node's pools count, so the work per node does not grow with the cluster's claims
@@ -703,8 +749,12 @@ def allocate(
             granted[name] = granted.get(name, Fraction(0)) + amount
     if prefer is not None:
         candidates.sort(key=lambda candidate: prefer(candidate.key, in_use))
-    used = _counters_in_use(in_use, pools.everything)
-    search = _Search(claims, classes, pools, candidates, incomplete, in_use, used)
+    used = _counters_in_use(in_use, pools.everything) if pools.counters else {}
+    search = _Search(
+        claims, classes, pools, candidates, incomplete, in_use, used, pools.node_key(node_name, node_labels)
+    )
     if not search.run():
         return None
+    if not results:
+        return []
     return [_results(search, i, claim, node_name) for i, claim in enumerate(claims)]

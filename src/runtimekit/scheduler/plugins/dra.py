@@ -181,8 +181,10 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         table: NodeTable,
         known: _Known,
         chosen: Mapping[str, _Chosen] | None = None,
+        results: bool = True,
     ) -> list[tuple[str, AllocationResult | None]] | None:
-        """The claims' allocations on the node, or None when they do not fit (AllocationError raised)."""
+        """The claims' allocations on the node, or None when they do not fit (AllocationError raised);
+        `results` False: whether they fit only (the allocations left None)."""
         pending: list[str] = []
         out: list[tuple[str, AllocationResult | None]] = []
         for key in keys:
@@ -206,10 +208,10 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
         booked = self._booked(catalog, table, name, own, known) if catalog.by_uuid else {}
         held = ledger_consumed(table, name, catalog.pools, catalog.by_uuid, booked)
         claims = [_shaped(catalog.claims[k], k, task, table, name, chosen) for k in pending]
-        results = allocate(claims, name, labels, catalog.classes, catalog.pools, known.in_use, _packing, held)
-        if results is None:
+        made = allocate(claims, name, labels, catalog.classes, catalog.pools, known.in_use, _packing, held, results)
+        if made is None:
             return None
-        allocated = dict(zip(pending, results, strict=True))
+        allocated = dict(zip(pending, made, strict=True)) if results else {}
         return [(k, allocated.get(k)) for k, _ in out]
 
     # -- PrePredicate, Predicate ---------------------------------------------------------------
@@ -235,7 +237,9 @@ class DynamicResources(Plugin, PrePredicate, Predicate, ReservePoint, PreBind, W
                 node = metas[row]
                 if node is not None:
                     passed[i] = (
-                        self._fit(task, claims.keys, catalog, node.name, dict(node.labels), ssn.table, known)
+                        self._fit(
+                            task, claims.keys, catalog, node.name, dict(node.labels), ssn.table, known, results=False
+                        )
                         is not None
                     )
         except AllocationError as exc:
