@@ -19,13 +19,14 @@ measured op samples, once a second, how many of its pods are bound: scheduler_pe
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import fnmatch
 import random
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,8 +50,6 @@ RESOURCES = {  # kind -> (API group path, plural, namespaced) of what createAny 
     "DeviceClass": ("/apis/resource.k8s.io/v1", "deviceclasses", False),
     "ResourceClaim": ("/apis/resource.k8s.io/v1", "resourceclaims", True),
     "ResourceClaimTemplate": ("/apis/resource.k8s.io/v1", "resourceclaimtemplates", True),
-    "ResourceSlice": ("/apis/resource.k8s.io/v1", "resourceslices", False),
-    "ConfigMap": ("/api/v1", "configmaps", True),
 }
 Obj = dict[str, Any]
 
@@ -297,27 +296,33 @@ class Runner:
             if measured is not None:
                 measured.arrived[key] = time.perf_counter()
 
-        sampler = None
-        if measured is not None:
-            done = threading.Event()
-            sampler = threading.Thread(target=self._sample, args=(keys, measured, done), daemon=True)
-            measured.started = time.perf_counter()
-            cpu_before = self.scheduler_cpu()
-            apiserver_before, client_before = self.apiserver_cpu(), own_cpu_seconds()
-            sampler.start()
-        with ThreadPoolExecutor(CREATE_WORKERS) as pool:
-            list(pool.map(create, range(op["count"])))
-        self.created.setdefault(namespace, []).extend(keys)
-        if not op.get("skipWaitToCompletion"):
-            self._wait(keys, self.bound)
-        if measured is not None and sampler is not None:
-            measured.finished = max((self.bound.get(k, 0.0) for k in keys), default=time.perf_counter())
+        with self._measuring(keys, measured) if measured is not None else contextlib.nullcontext():
+            with ThreadPoolExecutor(CREATE_WORKERS) as pool:
+                list(pool.map(create, range(op["count"])))
+            self.created.setdefault(namespace, []).extend(keys)
+            if not op.get("skipWaitToCompletion"):
+                self._wait(keys, self.bound)
+            if measured is not None:
+                measured.finished = max((self.bound.get(k, 0.0) for k in keys), default=time.perf_counter())
+
+    @contextlib.contextmanager
+    def _measuring(self, keys: list[str], measured: Measured) -> Iterator[None]:
+        """Around the measured op: the throughput sampler over `keys`, and each process's CPU; the
+        op sets `measured.finished`."""
+        done = threading.Event()
+        sampler = threading.Thread(target=self._sample, args=(keys, measured, done), daemon=True)
+        measured.started = time.perf_counter()
+        cpu_before, apiserver_before, client_before = self.scheduler_cpu(), self.apiserver_cpu(), own_cpu_seconds()
+        sampler.start()
+        try:
+            yield
+        finally:
             measured.scheduler_cpu = self.scheduler_cpu() - cpu_before
             measured.apiserver_cpu = self.apiserver_cpu() - apiserver_before
             measured.client_cpu = own_cpu_seconds() - client_before
             done.set()
             sampler.join()
-            self.measured = measured
+        self.measured = measured
 
     def steady_state(self, index: int, op: Obj) -> None:
         """scheduler_perf's steadyState createPods: `count` pods at all times for `duration`; each pod
@@ -336,33 +341,24 @@ class Runner:
             keys.append(key)
             live.append(key)
 
-        done = threading.Event()
-        sampler = threading.Thread(target=self._sample, args=(keys, measured, done), daemon=True)
-        measured.started = time.perf_counter()
-        cpu_before, apiserver_before, client_before = self.scheduler_cpu(), self.apiserver_cpu(), own_cpu_seconds()
-        sampler.start()
-        for _ in range(op["count"]):
-            create()
-        end = measured.started + go_duration(str(op["duration"]))
-        while time.perf_counter() < end:
-            bound = [key for key in live if key in self.bound]
-            for key in bound:
-                live.remove(key)
-                self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{key.split('/', 1)[1]}?gracePeriodSeconds=0")
+        with self._measuring(keys, measured):
+            for _ in range(op["count"]):
                 create()
-            if not bound:
-                time.sleep(0.01)
-        # the pods still pending at the end were made but not measured (scheduler_perf counts the bound ones)
-        for key in live:
-            measured.arrived.pop(key, None)
-        measured.finished = time.perf_counter()
-        measured.scheduler_cpu = self.scheduler_cpu() - cpu_before
-        measured.apiserver_cpu = self.apiserver_cpu() - apiserver_before
-        measured.client_cpu = own_cpu_seconds() - client_before
-        done.set()
-        sampler.join()
+            end = measured.started + go_duration(str(op["duration"]))
+            while time.perf_counter() < end:
+                bound = [key for key in live if key in self.bound]
+                for key in bound:
+                    live.remove(key)
+                    name = key.split("/", 1)[1]
+                    self.http.delete(f"/api/v1/namespaces/{namespace}/pods/{name}?gracePeriodSeconds=0")
+                    create()
+                if not bound:
+                    time.sleep(0.01)
+            # the pods still pending at the end were made but not measured (scheduler_perf counts the bound)
+            for key in live:
+                measured.arrived.pop(key, None)
+            measured.finished = time.perf_counter()
         self.created.setdefault(namespace, []).extend(keys)
-        self.measured = measured
 
     def create_any(self, index: int, op: Obj) -> None:
         """createAny: `count` (default 1) objects of the template, `{{.Index}}` put in, in `namespace`
@@ -406,7 +402,7 @@ class Runner:
     def alloc_resource_claims(self, index: int, op: Obj) -> None:
         """allocResourceClaims: every claim of `namespace` not allocated yet is allocated by the structured
         allocator on a node picked at random among those it fits, and written (no pod uses it)."""
-        from runtimekit.kube.semantics.draalloc import DevicePools, InUse, allocate
+        from runtimekit.kube.semantics.draalloc import DevicePools, InUseByPool, allocate
 
         namespace = op.get("namespace") or ""
         where = f"/apis/resource.k8s.io/v1/namespaces/{namespace}/resourceclaims" if namespace else None
@@ -415,7 +411,7 @@ class Runner:
         classes = {c["metadata"]["name"]: c for c in self.http.list("/apis/resource.k8s.io/v1/deviceclasses")[0]}
         pools = DevicePools(self.http.list("/apis/resource.k8s.io/v1/resourceslices")[0])
         nodes = self.http.list("/api/v1/nodes")[0]
-        in_use = InUse.of(everything)
+        in_use = InUseByPool.of(everything)
         rng = random.Random(f"alloc-{index}")
         for claim in claims:
             if (claim.get("status") or {}).get("allocation") is not None:
@@ -427,8 +423,8 @@ class Runner:
                 if found:
                     claim["status"] = {"allocation": found[0]}
                     path = f"/apis/resource.k8s.io/v1/namespaces/{claim['metadata']['namespace']}/resourceclaims"
-                    written = self.http.put(f"{path}/{claim['metadata']['name']}/status", claim)
-                    in_use = InUse.merged([in_use, InUse.of([written])])
+                    self.http.put(f"{path}/{claim['metadata']['name']}/status", claim)
+                    in_use = in_use.with_allocations([found[0]])
                     break
             else:
                 raise RuntimeError(f"could not allocate claim {claim['metadata']['name']}")

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import functools
 import uuid
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 
 DeviceKey = tuple[str, str, str]  # driver, pool, device
 CounterKey = tuple[str, str, str]  # driver, pool, counter set
+NodeKey = tuple[str, tuple[tuple[str, str], ...]]  # a node's name and sorted labels
 _REACH_LIMIT = 100_000  # nodes whose reach a DevicePools remembers
 _VERDICT_LIMIT = 500_000  # selector verdicts a DevicePools remembers before it starts again
 _BUDGET = 200_000  # devices tried before a search gives up (kube bounds its search by a timeout)
@@ -79,16 +80,16 @@ class InUse:
     exclusive: set[DeviceKey] = field(default_factory=set)
     consumed: dict[DeviceKey, dict[str, Fraction]] = field(default_factory=dict)
     shared: set[DeviceKey] = field(default_factory=set)
-    _by_pool: dict[tuple[str, str], list[DeviceKey]] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(cls, claims: Iterable[ResourceClaim]) -> InUse:
         held = cls()
         for claim in claims:
-            held._add((claim.get("status") or {}).get("allocation"))
+            held.add((claim.get("status") or {}).get("allocation"))
         return held
 
-    def _add(self, allocation: AllocationResult | None) -> None:
+    def add(self, allocation: AllocationResult | None) -> None:
+        """Count what one allocation holds as well."""
         for result in ((allocation or {}).get("devices") or {}).get("results") or []:
             if result.get("adminAccess"):
                 continue
@@ -104,22 +105,14 @@ class InUse:
 
     def in_pools(self, pools: Iterable[tuple[str, str]]) -> InUse:
         """A copy holding only the devices of these (driver, pool)s: what one node's allocation reads
-        (its candidates' devices, and their pools' counter sets). The devices are indexed by pool on
-        the first call, so an `InUse` asked this must not be changed afterwards."""
-        if self._by_pool is None:
-            self._by_pool = {}
-            for key in self.exclusive | self.shared | self.consumed.keys():
-                self._by_pool.setdefault(key[:2], []).append(key)
-        out = InUse()
-        for pool in pools:
-            for key in self._by_pool.get(pool, ()):
-                if key in self.exclusive:
-                    out.exclusive.add(key)
-                if key in self.shared:
-                    out.shared.add(key)
-                if key in self.consumed:
-                    out.consumed[key] = dict(self.consumed[key])
-        return out
+        (its candidates' devices, and their pools' counter sets). Reads every device held: for many
+        nodes, `InUseByPool` keeps them by pool."""
+        wanted = set(pools)
+        return InUse(
+            {k for k in self.exclusive if k[:2] in wanted},
+            {k: dict(v) for k, v in self.consumed.items() if k[:2] in wanted},
+            {k for k in self.shared if k[:2] in wanted},
+        )
 
     @classmethod
     def merged(cls, parts: Iterable[InUse]) -> InUse:
@@ -149,8 +142,14 @@ class InUseByPool:
 
     @classmethod
     def split(cls, in_use: InUse) -> InUseByPool:
-        pools = {key[:2] for key in in_use.exclusive | in_use.shared | in_use.consumed.keys()}
-        return cls({pool: in_use.in_pools([pool]) for pool in pools})
+        parts: dict[tuple[str, str], InUse] = {}
+        for key in in_use.exclusive:
+            parts.setdefault(key[:2], InUse()).exclusive.add(key)
+        for key in in_use.shared:
+            parts.setdefault(key[:2], InUse()).shared.add(key)
+        for key, amounts in in_use.consumed.items():
+            parts.setdefault(key[:2], InUse()).consumed[key] = dict(amounts)
+        return cls(parts)
 
     def in_pools(self, pools: Iterable[tuple[str, str]]) -> InUse:
         """What the devices of these pools hold (a new `InUse`, the caller's to change)."""
@@ -160,7 +159,7 @@ class InUseByPool:
         """A new version holding also what these allocations hold."""
         held = InUse()
         for allocation in allocations:
-            held._add(allocation)
+            held.add(allocation)
         extra = InUseByPool.split(held)
         parts = dict(self.parts)
         for pool, part in extra.parts.items():
@@ -212,7 +211,7 @@ class _Search:
         incomplete: set[tuple[str, str]],
         in_use: InUse,
         counters_used: dict[CounterKey, dict[str, Fraction]],
-        node: Hashable = None,
+        node: NodeKey,
     ) -> None:
         self.claims, self.classes, self.pools, self.candidates = claims, classes, pools, candidates
         self.node = node  # the node's name and labels (the pools' memo of selected devices is by node)
@@ -527,8 +526,8 @@ class DevicePools:
         self._anywhere: list[int] = []
         self._verdicts: dict[tuple[str, DeviceKey], bool] = {}
         self._contexts: dict[DeviceKey, cel.Context] = {}
-        self.selected: dict[tuple[Hashable, tuple[str, ...]], frozenset[DeviceKey]] = {}  # see `remember`
-        self._reached: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[list[_Candidate], set[tuple[str, str]]]] = {}
+        self.selected: dict[tuple[NodeKey, tuple[str, ...]], frozenset[DeviceKey]] = {}  # see `remember`
+        self._reached: dict[NodeKey, tuple[list[_Candidate], set[tuple[str, str]]]] = {}
         for pool_key in sorted(grouped):
             self._add(pool_key, grouped[pool_key])
 
@@ -572,20 +571,23 @@ class DevicePools:
         return any(c.device.get("consumesCounters") for c in self.everything.values())
 
     @staticmethod
-    def node_key(node_name: str, labels: Mapping[str, str]) -> tuple[str, tuple[tuple[str, str], ...]]:
+    def node_key(node_name: str, labels: Mapping[str, str]) -> NodeKey:
+        """What the pools' memos of one node are keyed by: its name and labels."""
         return node_name, tuple(sorted(labels.items()))
 
-    def remember(self, memo: tuple[Hashable, tuple[str, ...]], keys: frozenset[DeviceKey]) -> frozenset[DeviceKey]:
+    def remember(self, memo: tuple[NodeKey, tuple[str, ...]], keys: frozenset[DeviceKey]) -> frozenset[DeviceKey]:
         """Keep which of a node's devices a list of selectors picks (`selected`), bounded."""
         if len(self.selected) >= _VERDICT_LIMIT:
             self.selected.clear()
         self.selected[memo] = keys
         return keys
 
-    def reach(self, node_name: str, labels: Mapping[str, str]) -> tuple[list[_Candidate], set[tuple[str, str]]]:
+    def reach(
+        self, node_name: str, labels: Mapping[str, str], key: NodeKey | None = None
+    ) -> tuple[list[_Candidate], set[tuple[str, str]]]:
         """The devices the node reaches, in pool order, and the incomplete pools among theirs (worked
-        out once per node name and labels; the caller's copies)."""
-        memo = self.node_key(node_name, labels)
+        out once per node name and labels; the caller's copies). `key`: `node_key`, if made already."""
+        memo = key or self.node_key(node_name, labels)
         found = self._reached.get(memo)
         if found is None:
             if len(self._reached) >= _REACH_LIMIT:
@@ -737,7 +739,8 @@ def allocate(
     in use. `results` False: only whether they fit ([] when they do: a filter that tries many nodes
     builds no allocation for each)."""
     pools = slices if isinstance(slices, DevicePools) else DevicePools(slices)
-    candidates, incomplete = pools.reach(node_name, node_labels)
+    node = pools.node_key(node_name, node_labels)
+    candidates, incomplete = pools.reach(node_name, node_labels, node)
     # only the node's pools count, so the work per node does not grow with the cluster's claims
     reached = {c.key[:2] for c in candidates}
     known = allocated if isinstance(allocated, InUse | InUseByPool) else InUse.of(allocated)
@@ -750,9 +753,7 @@ def allocate(
     if prefer is not None:
         candidates.sort(key=lambda candidate: prefer(candidate.key, in_use))
     used = _counters_in_use(in_use, pools.everything) if pools.counters else {}
-    search = _Search(
-        claims, classes, pools, candidates, incomplete, in_use, used, pools.node_key(node_name, node_labels)
-    )
+    search = _Search(claims, classes, pools, candidates, incomplete, in_use, used, node)
     if not search.run():
         return None
     if not results:
