@@ -301,8 +301,10 @@ def test_succeeded_jobs_are_cleaned_up_and_failed_ones_kept_within_history(
         label(http, "good", "true")
         wait_for(lambda: state(http, "good") == "enabled", what="enabled")
         wait_for(lambda: not [j for j in jobs(http) if "good" in j], what="cleanup")
-        assert not http.list(f"/api/v1/namespaces/{NS}/pods", {"labelSelector": "job-name"})[0] or all(
-            "good" not in p["metadata"]["name"] for p in http.list(f"/api/v1/namespaces/{NS}/pods")[0]
+        # the job's pods go with it, through the garbage collector (background propagation: soon, not at once)
+        wait_for(
+            lambda: all("good" not in p["metadata"]["name"] for p in http.list(f"/api/v1/namespaces/{NS}/pods")[0]),
+            what="the job's pods collected",
         )
         for i, value in enumerate(("true", "false", "true", "false", "true")):
             label(http, "bad", value)

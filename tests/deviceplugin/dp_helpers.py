@@ -51,7 +51,7 @@ class FakeNodeApi:
         self._rv = itertools.count(100)
         self._lock = threading.Condition()
 
-    def wait_node(self, predicate: Callable[[FakeNodeApi], bool], timeout_s: float = 5.0) -> bool:
+    def wait_node(self, predicate: Callable[[FakeNodeApi], bool], timeout_s: float = 30.0) -> bool:
         """Wait until `predicate(self)` holds, checked after every node patch."""
         with self._lock:
             return self._lock.wait_for(lambda: predicate(self), timeout_s)

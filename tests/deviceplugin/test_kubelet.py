@@ -9,6 +9,7 @@ import grpc
 import pytest
 from dp_helpers import NODE, PROTOCOL, RES, FakeNodeApi, Stack, StackFactory, gpu_pod
 
+from fixtures.waiting import wait_for
 from runtimekit.api import kubelet
 from runtimekit.api.podresources.v1 import podresources_pb2 as pr
 from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
@@ -98,8 +99,10 @@ def test_kubelet_restart_makes_the_plugin_register_again(make_stack: StackFactor
     assert kl.wait_for(lambda _: listed(stack))
     assert len(kl.registrations) == 3
     kl.restart()  # removes every socket in the folder, then serves a new kubelet.sock
-    assert kl.wait_for(lambda k: len(k.registrations) == 6 and listed(stack), timeout_s=5.0)
+    assert kl.wait_for(lambda k: len(k.registrations) == 6 and listed(stack), timeout_s=30.0)
     assert kl.capacity() == {RES.gpu: 2, RES.core: 200, RES.memory: 2 * UNITS}
+    # the kubelet records a registration before the plugin's Register call has returned
+    wait_for(lambda: manager.registrations == 6, timeout=10.0, what="the plugin to count its registrations")
     assert manager.registrations == 6
     sockets = sorted(p.name for p in (stack.dir / "plugins").iterdir() if p.suffix == ".sock")
     assert len(sockets) == 4  # kubelet.sock and one per resource
@@ -185,4 +188,4 @@ def test_losing_the_runtime_marks_every_device_unhealthy(make_stack: StackFactor
     assert kl is not None
     assert kl.wait_for(lambda _: listed(stack))
     stack.daemon.stop()
-    assert kl.wait_for(lambda k: k.allocatable() == {RES.gpu: 0, RES.core: 0, RES.memory: 0}, timeout_s=5.0)
+    assert kl.wait_for(lambda k: k.allocatable() == {RES.gpu: 0, RES.core: 0, RES.memory: 0}, timeout_s=30.0)

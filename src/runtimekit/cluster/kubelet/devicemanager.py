@@ -245,7 +245,7 @@ class DeviceManager:
             endpoint.devices = dict.fromkeys(endpoint.devices, kubelet.UNHEALTHY)
             self._cond.notify_all()
 
-    def wait_for(self, predicate: Callable[[DeviceManager], bool], timeout_s: float = 5.0) -> bool:
+    def wait_for(self, predicate: Callable[[DeviceManager], bool], timeout_s: float = 30.0) -> bool:
         """Wait until `predicate(self)` holds (checked after every change); False on timeout."""
         with self._cond:
             return self._cond.wait_for(lambda: predicate(self), timeout_s)
