@@ -13,6 +13,7 @@ from typing import Any
 import grpc
 import pytest
 
+from fixtures.waiting import wait_for
 from runtimekit.api import kubelet
 from runtimekit.api.podresources.v1 import podresources_pb2 as pr
 from runtimekit.api.podresources.v1 import podresources_pb2_grpc as pr_grpc
@@ -274,3 +275,28 @@ def test_device_counts_are_read_as_quantities() -> None:
     assert _resource_amounts(container) == {"example.com/mem": 3000, "example.com/gpu": 2}
     with pytest.raises(AdmissionError, match="not a whole number"):
         _resource_amounts({"resources": {"limits": {"example.com/gpu": "1500m"}}})
+
+
+def test_the_health_of_held_devices_and_who_is_told_when_it_changes(rig: Rig) -> None:
+    """KEP-4680's device plugin half: a pod's held IDs with their latest health; a change to a held device
+    tells the listeners which pods hold it, a change to a free one tells nobody; a stream that ends
+    makes every held device unhealthy."""
+    told: list[set[str]] = []
+    rig.kubelet.on_health.append(told.append)
+    rig.register()
+    assert rig.listed(4)
+    rig.plugin.preferred_answer = ["d1", "d2"]
+    rig.kubelet.admit_pod(pod("a", 2))
+    rig.plugin.preferred_answer = ["d0"]
+    rig.kubelet.admit_pod(pod("b", 1))
+    assert rig.kubelet.container_health("uid-a") == {"c": {RESOURCE: {"d1": "Healthy", "d2": "Healthy"}}}
+    assert rig.kubelet.container_health("nobody") == {}
+    rig.plugin.set_health("d3", kubelet.UNHEALTHY)  # nobody holds d3
+    assert rig.kubelet.wait_for(lambda k: k.devices(RESOURCE)["d3"] == kubelet.UNHEALTHY)
+    rig.plugin.set_health("d2", kubelet.UNHEALTHY)
+    assert rig.kubelet.wait_for(lambda k: k.container_health("uid-a")["c"][RESOURCE]["d2"] == kubelet.UNHEALTHY)
+    wait_for(lambda: told == [{"uid-a"}], what="the holder of d2 told")  # listeners run after the lock
+    assert rig.kubelet.container_health("uid-b") == {"c": {RESOURCE: {"d0": "Healthy"}}}
+    rig.plugin.end_streams()
+    assert rig.kubelet.wait_for(lambda k: k.container_health("uid-b")["c"][RESOURCE]["d0"] == kubelet.UNHEALTHY)
+    wait_for(lambda: told[-1] == {"uid-a", "uid-b"}, what="both holders told")  # d1 and d0 went with the stream

@@ -217,3 +217,35 @@ def test_allocatable_follows_device_health(cluster: EmbeddedCluster, http: KubeH
         finally:
             runtime.set_device_health(simulated_uuid(NODE, 1), True, "test: recovered")
         wait_for(lambda: resources("allocatable") == ("2", "200"), what="allocatable with the GPU back")
+
+
+def test_a_pods_status_reports_the_health_of_the_devices_it_holds(cluster: EmbeddedCluster, http: KubeHttp) -> None:
+    """kubelet's allocatedResourcesStatus (KEP-4680, beta in 1.36): per container and resource, every
+    device ID the pod holds with its health, written again when the device plugin reports a change."""
+    submit(cluster, http, "watched", SHARE, gpu=1)
+    phase(http, "watched", "Running")
+    node = cluster.node(NODE)
+    assert node.runtime_socket is not None
+    sick = simulated_uuid(NODE, 1)
+
+    def reported() -> dict[str, set[tuple[str, str]]]:
+        [status] = http.get(f"{PODS}/watched")["status"]["containerStatuses"]
+        return {
+            r["name"]: {(h["resourceID"].split("::")[0], h["health"]) for h in r["resources"]}
+            for r in status.get("allocatedResourcesStatus") or []
+        }
+
+    wait_for(lambda: reported() == {RES.core: {(sick, "Healthy")}, RES.memory: {(sick, "Healthy")}}, what="healthy")
+    [status] = http.get(f"{PODS}/watched")["status"]["containerStatuses"]
+    assert [len(r["resources"]) for r in status["allocatedResourcesStatus"]] == [50, 20]  # one entry per device ID
+    with RuntimeClient(node.runtime_socket) as runtime:
+        runtime.set_device_health(sick, False, "test: XID 79")
+        try:
+            wait_for(
+                lambda: reported() == {RES.core: {(sick, "Unhealthy")}, RES.memory: {(sick, "Unhealthy")}},
+                what="the pod's devices reported unhealthy",
+            )
+            assert phase(http, "watched", "Running")  # the pod keeps running, as with kubelet
+        finally:
+            runtime.set_device_health(sick, True, "test: recovered")
+    wait_for(lambda: reported() == {RES.core: {(sick, "Healthy")}, RES.memory: {(sick, "Healthy")}}, what="recovered")

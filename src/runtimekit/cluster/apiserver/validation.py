@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from runtimekit.cluster.apiserver.errors import (
     Cause,
@@ -171,9 +172,81 @@ def _mutable_masked(spec: PodSpec) -> dict[str, object]:
     return masked
 
 
+HEALTH_VALUES = ("Healthy", "Unhealthy", "Unknown")
+CLAIM_STATUS_MSG = (
+    "must match one of the container's resource claims in a format 'claim:<claimName>/<request>' or "
+    "'claim:<claimName>' if request is empty"
+)
+
+
+def _status_names(container: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+    """The resource names and the `claim:<claim>[/<request>]` names a container's status may report."""
+    resources = container.get("resources") or {}
+    claims = {
+        f"claim:{c.get('name', '')}" + (f"/{c['request']}" if c.get("request") else "")
+        for c in resources.get("claims") or []
+    }
+    return set(resources.get("requests") or {}), claims
+
+
+def check_allocated_resources_status(pod: Pod) -> list[Cause]:
+    """kube's validateContainerStatusAllocatedResourcesStatus (KEP-4680): each reported resource is one
+    the container asks for (a request, or `claim:` one of its claims), its resource IDs are unique and
+    each health is Healthy, Unhealthy or Unknown; ephemeral containers report none."""
+    spec: Mapping[str, Any] = pod.get("spec") or {}
+    status: Mapping[str, Any] = pod.get("status") or {}
+    causes: list[Cause] = []
+    for field, kind in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
+        containers = {str(c.get("name", "")): c for c in spec.get(kind) or [] if isinstance(c, Mapping)}
+        for i, container_status in enumerate(status.get(field) or []):
+            for j, reported in enumerate(container_status.get("allocatedResourcesStatus") or []):
+                where = f"status.{field}[{i}].allocatedResourcesStatus[{j}]"
+                container = containers.get(str(container_status.get("name", "")))
+                name = str(reported.get("name", ""))
+                if container is not None:  # a status without its container is not this check's to refuse
+                    requests, claims = _status_names(container)
+                    if name.startswith("claim:") and name not in claims:
+                        causes.append(field_invalid(f"{where}.name", name, CLAIM_STATUS_MSG))
+                    elif not name.startswith("claim:") and name not in requests:
+                        causes.append(
+                            field_invalid(f"{where}.name", name, "must match one of the container's resource requests")
+                        )
+                seen: set[str] = set()
+                for k, health in enumerate(reported.get("resources") or []):
+                    value, resource_id = str(health.get("health", "")), str(health.get("resourceID", ""))
+                    if value not in HEALTH_VALUES:
+                        causes.append(field_unsupported(f"{where}.resources[{k}].health", value, HEALTH_VALUES))
+                    if resource_id in seen:
+                        causes.append(
+                            Cause(
+                                "FieldValueDuplicate",
+                                f'Duplicate value: "{resource_id}"',
+                                f"{where}.resources[{k}].resourceID",
+                            )
+                        )
+                    seen.add(resource_id)
+    for i, container_status in enumerate(status.get("ephemeralContainerStatuses") or []):
+        if container_status.get("allocatedResourcesStatus"):
+            where = f"status.ephemeralContainerStatuses[{i}].allocatedResourcesStatus"
+            causes.append(field_forbidden(where, "must not be specified in container status"))
+    return causes
+
+
+def _reported_health(pod: Pod) -> list[object]:
+    status: Mapping[str, Any] = pod.get("status") or {}
+    return [
+        s.get("allocatedResourcesStatus")
+        for field in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
+        for s in status.get(field) or []
+    ]
+
+
 def check_pod_update(old: Pod, new: Pod) -> list[Cause]:
-    """A pod's spec is immutable except images, deadlines, added tolerations and scheduling gates."""
+    """A pod's spec is immutable except images, deadlines, added tolerations and scheduling gates; the
+    status's device health must name what the containers ask for."""
     causes = check_pod(new)
+    if _reported_health(new) != _reported_health(old):
+        causes += check_allocated_resources_status(new)
     old_spec, new_spec = old.get("spec") or {}, new.get("spec") or {}
     if _mutable_masked(old_spec) != _mutable_masked(new_spec):
         causes.append(field_forbidden("spec", POD_UPDATE_MSG))

@@ -16,7 +16,12 @@
   PodResources listing taken during an Allocate shows the pod without them;
 - `restart()` simulates a kubelet restart: plugins are dropped, every socket in the folder is
   removed (not the checkpoint, not folders), a new `kubelet.sock` is served, allocations come back
-  from the checkpoint.
+  from the checkpoint;
+- the health of the devices a pod holds (`container_health`), for kubelet's `allocatedResourcesStatus`
+  (KEP-4680, beta and on by default since 1.36): per container and resource, each held ID's health in
+  the latest answer (`Healthy` for an ID no longer listed, as kubelet has it); when a ListAndWatch answer
+  (or the end of the stream) changes the health of held devices, the `on_health` listeners get the
+  UIDs of the pods holding them (kubelet's resource-update channel).
 It must not import the device plugin or the runtime; both sides share only `runtimekit.api`.
 Thread-safe; `wait_for(predicate)` lets tests await a state without sleeping.
 """
@@ -124,6 +129,10 @@ class _Registration(dp_grpc.RegistrationServicer):
         return dp.Empty()
 
 
+def _health(devices: dict[str, str], device_id: str) -> str:
+    return kubelet.UNHEALTHY if devices.get(device_id, kubelet.HEALTHY) != kubelet.HEALTHY else kubelet.HEALTHY
+
+
 def _resource_amounts(container: Container) -> dict[str, int]:
     resources = container.get("resources") or {}
     amounts = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
@@ -155,6 +164,7 @@ class DeviceManager:
         self._admit_lock = threading.Lock()
         self._pending: tuple[PodIdentity, tuple[str, ...]] | None = None
         self.registrations: list[str] = []  # resource names, in order of successful Register calls
+        self.on_health: list[Callable[[set[str]], None]] = []  # pod UIDs whose held devices changed health
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> DeviceManager:
@@ -231,19 +241,34 @@ class DeviceManager:
         try:
             endpoint.call = endpoint.stub.ListAndWatch(dp.Empty())
             for reply in endpoint.call:
-                with self._cond:
-                    endpoint.devices = {d.ID: d.health for d in reply.devices}
-                    endpoint.updates += 1
-                    endpoint.connected = True
-                    self._cond.notify_all()
+                self._set_devices(endpoint, {d.ID: d.health for d in reply.devices}, connected=True)
         except grpc.RpcError as exc:
             log.info(
                 "ListAndWatch of %s ended: %s", endpoint.resource, exc.code() if isinstance(exc, grpc.Call) else exc
             )
+        self._set_devices(endpoint, dict.fromkeys(endpoint.devices, kubelet.UNHEALTHY), connected=False)
+
+    def _set_devices(self, endpoint: _Endpoint, devices: dict[str, str], connected: bool) -> None:
+        """Take a device list; tell the health listeners which pods hold devices whose health changed."""
         with self._cond:
-            endpoint.connected = False
-            endpoint.devices = dict.fromkeys(endpoint.devices, kubelet.UNHEALTHY)
+            before = endpoint.devices
+            endpoint.devices = devices
+            endpoint.connected = connected
+            if connected:
+                endpoint.updates += 1
+            changed = {i for i in devices.keys() | before.keys() if _health(devices, i) != _health(before, i)}
+            pods = {
+                held.pod.uid
+                for held in self._allocated.values()
+                if held.resource == endpoint.resource and changed.intersection(held.device_ids)
+            }
             self._cond.notify_all()
+        if pods:
+            for listener in list(self.on_health):
+                try:
+                    listener(pods)
+                except Exception:  # one listener's failure must not stop the stream
+                    log.exception("device health listener")
 
     def wait_for(self, predicate: Callable[[DeviceManager], bool], timeout_s: float = 30.0) -> bool:
         """Wait until `predicate(self)` holds (checked after every change); False on timeout."""
@@ -277,6 +302,19 @@ class DeviceManager:
     def allocations(self) -> list[ContainerDevices]:
         with self._cond:
             return list(self._allocated.values())
+
+    def container_health(self, pod_uid: str) -> dict[str, dict[str, dict[str, str]]]:
+        """Container -> resource -> held device ID -> `Healthy` or `Unhealthy` (kubelet's
+        UpdateAllocatedResourcesStatus: an ID the plugin no longer lists counts as healthy)."""
+        out: dict[str, dict[str, dict[str, str]]] = {}
+        with self._cond:
+            for held in self._allocated.values():
+                if held.pod.uid != pod_uid:
+                    continue
+                endpoint = self._endpoints.get(held.resource)
+                listed = endpoint.devices if endpoint is not None else {}
+                out.setdefault(held.container, {})[held.resource] = {i: _health(listed, i) for i in held.device_ids}
+        return out
 
     # -- admission -----------------------------------------------------------------------------
     def admit_pod(self, pod: Pod) -> dict[str, ContainerOptions]:

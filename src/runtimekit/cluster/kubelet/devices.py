@@ -13,15 +13,17 @@ Two implementations of `NodeDevices`:
   and writes the node devices annotation, the GPU labels and the
   memory unit label itself; admission allocates nothing and gives a container
   `NVIDIA_VISIBLE_DEVICES` from the pod's assignment annotation.
+`health(pod)` gives, per container, the `allocatedResourcesStatus` kubelet reports (KEP-4680) for what
+the pod holds, and `watch_health` the pods whose devices changed health, so the kubelet writes it again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError, DeviceManager
-from runtimekit.kube.objects import Pod, annotations_of
+from runtimekit.kube.objects import Pod, ResourceStatus, annotations_of, meta
 from runtimekit.model import Assignment, AssignmentError, NodeInventory
 from runtimekit.model.gpu import offered_inventory
 from runtimekit.protocol import KitProtocol
@@ -56,6 +58,22 @@ class NodeDevices(Protocol):
         """Free the devices of a pod that ended or was deleted; idempotent."""
         ...
 
+    def health(self, pod: Pod) -> dict[str, list[ResourceStatus]]:
+        """Per container, the `allocatedResourcesStatus` of what the pod holds (empty without devices)."""
+        ...
+
+    def watch_health(self, listener: Callable[[set[str]], None]) -> None:
+        """Call `listener` with the UIDs of pods whose held devices changed health."""
+        ...
+
+
+def resource_statuses(held: Mapping[str, Mapping[str, str]]) -> list[ResourceStatus]:
+    """Resource name -> device ID -> health, as `allocatedResourcesStatus` entries in a stable order."""
+    return [
+        {"name": name, "resources": [{"resourceID": i, "health": h} for i, h in sorted(devices.items())]}
+        for name, devices in sorted(held.items())
+    ]
+
 
 class PrepareFailed(AdmissionError):
     """The pod is admitted (its device-plugin devices held) but its ResourceClaims could not be prepared:
@@ -89,6 +107,13 @@ class PluginDevices:
 
     def release(self, pod_uid: str) -> None:
         self.manager.remove_pod(pod_uid)
+
+    def health(self, pod: Pod) -> dict[str, list[ResourceStatus]]:
+        held = self.manager.container_health(str(meta(pod).get("uid", "")))
+        return {container: resource_statuses(resources) for container, resources in held.items()}
+
+    def watch_health(self, listener: Callable[[set[str]], None]) -> None:
+        self.manager.on_health.append(listener)
 
 
 class DirectDevices:
@@ -138,4 +163,10 @@ class DirectDevices:
         }
 
     def release(self, pod_uid: str) -> None:
+        return None
+
+    def health(self, pod: Pod) -> dict[str, list[ResourceStatus]]:
+        return {}  # no device IDs are allocated here
+
+    def watch_health(self, listener: Callable[[set[str]], None]) -> None:
         return None

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
@@ -29,7 +29,7 @@ from runtimekit.cluster.kubelet.devicemanager import AdmissionError
 from runtimekit.cluster.kubelet.devices import FAILED_PREPARE, ContainerEnv, NodeDevices, PrepareFailed
 from runtimekit.cluster.kubelet.draplugins import ClaimKey, ClaimResult, DraPluginWatcher, cdi_ids_for
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.objects import Pod, meta
+from runtimekit.kube.objects import Pod, ResourceStatus, meta
 from runtimekit.kube.objects.dra import ResourceClaim
 from runtimekit.kube.semantics.podclaims import pod_claims
 
@@ -82,6 +82,12 @@ class DraDevices:
 
     def node_metadata(self) -> tuple[dict[str, str], dict[str, str]]:
         return self.inner.node_metadata()
+
+    def health(self, pod: Pod) -> dict[str, list[ResourceStatus]]:
+        return self.inner.health(pod)
+
+    def watch_health(self, listener: Callable[[set[str]], None]) -> None:
+        self.inner.watch_health(listener)
 
     def admit(self, pod: Pod) -> ContainerEnv:
         env = self.inner.admit(pod)

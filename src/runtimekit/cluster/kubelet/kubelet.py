@@ -27,6 +27,9 @@
   protocol's `annotations.simulatedRuntime`, a `runtimekit …` container when its container runner
   returns (`runner.py`); the pod ends when no container will run again;
 - answers the API server's `pods/log` from what each container's run printed (`container_log`);
+- reports the health of the devices each container holds (`allocatedResourcesStatus`, KEP-4680:
+  `NodeDevices.health`) in every status it writes, and writes a running pod's status again when the
+  health of its devices changes;
 - frees a pod's devices when it ends or is deleted, then calls `on_pod_stopped` listeners (the
   embedded cluster uses one to let the node runtime reconcile at once);
 - carries out graceful deletion: it implements the API server's `KubeletHook` (`manages(node)`),
@@ -76,6 +79,7 @@ from runtimekit.cluster.kubelet.status import (
     phase_of,
     rejected_status,
     running_status,
+    with_resource_health,
 )
 from runtimekit.cluster.kubelet.volumes import api_reader, unready_volumes
 from runtimekit.kube.errors import KubeError
@@ -180,6 +184,7 @@ class SimulatedKubelet:
         self._images: set[str] = set()  # pulled on this node
         # uid → (container, reason, message) → the first Event's name, its count, its first time
         self._event_names: dict[str, dict[tuple[str, str, str], tuple[str, int, str]]] = {}
+        devices.watch_health(lambda uids: self._put("health", set(uids)))
 
     # -- life cycle ----------------------------------------------------------------------------
     def start(self) -> SimulatedKubelet:
@@ -254,6 +259,8 @@ class SimulatedKubelet:
         for kind, item in batch:
             if kind == "container-done":
                 self._guarded(self._container_done, *item)
+            elif kind == "health":
+                self._guarded(self._health_changed, item)
             elif kind == "DELETED":
                 new.pop(str(meta(item).get("uid", "")), None)
                 self._guarded(self._forget, item)
@@ -331,6 +338,7 @@ class SimulatedKubelet:
         assert record.containers is not None
         with self._cond:
             statuses = record.containers.statuses()
+        statuses = with_resource_health(statuses, self.devices.health(pod))
         status, ready = running_status(pod, now, self.options.shape.address, ip), lifecycle_status(statuses, None, now)
         status["containerStatuses"] = statuses
         kept = [c for c in status.get("conditions") or [] if c.get("type") not in ("Ready", "ContainersReady")]
@@ -568,11 +576,19 @@ class SimulatedKubelet:
         else:
             self._arm(0.0, record.identity.uid, name, "start")
 
+    def _health_changed(self, uids: set[str]) -> None:
+        """Devices some pods hold changed health: their statuses again (kubelet's resource updates)."""
+        for uid in sorted(uids):
+            record = self._pods.get(uid)
+            if record is not None and not record.finished and record.containers is not None:
+                self._write_status(record)
+
     def _write_status(self, record: _Pod) -> None:
         """The containers' statuses; when no container will run again the pod is done and its devices go."""
         assert record.containers is not None
         with self._cond:
             statuses, phase = record.containers.statuses(), record.containers.phase_if_done()
+        statuses = with_resource_health(statuses, self.devices.health(record.manifest))
         self._patch_status(record.identity, lifecycle_status(statuses, phase, rfc3339(self.clock())))
         if phase:
             log.info("kubelet %s: pod %s/%s %s", self.node, record.identity.namespace, record.identity.name, phase)

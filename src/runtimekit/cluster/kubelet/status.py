@@ -6,7 +6,8 @@ capacity and allocatable, addresses and nodeInfo; pod phase, conditions (Initial
 ContainersReady, PodScheduled kept), the Ready conditions the containers' statuses make
 (`lifecycle_status`; the statuses themselves come from `containers.py`), the `ContainerCreating`
 status of a pod waiting for its volumes, and the rejection status of a pod that failed admission
-(`reason`, `Pod was rejected: …`).
+(`reason`, `Pod was rejected: …`), and the health of the devices each container holds
+(`with_resource_health`: `allocatedResourcesStatus`).
 Callers: `SimulatedKubelet` (sends them as strategic merge patches of the status subresource).
 """
 
@@ -26,6 +27,7 @@ from runtimekit.kube.objects import (
     Pod,
     PodStatus,
     Quantity,
+    ResourceStatus,
     meta,
 )
 
@@ -229,3 +231,14 @@ def lifecycle_status(statuses: list[ContainerStatus], phase: str | None, now: st
     if phase:
         status["phase"] = phase
     return status
+
+
+def with_resource_health(
+    statuses: list[ContainerStatus], health: Mapping[str, list[ResourceStatus]]
+) -> list[ContainerStatus]:
+    """The containers' statuses with the health of what each holds (`allocatedResourcesStatus`)."""
+    out: list[ContainerStatus] = []
+    for status in statuses:
+        held = health.get(str(status.get("name", "")))
+        out.append({**status, "allocatedResourcesStatus": held} if held else status)
+    return out

@@ -207,6 +207,21 @@ class PodSpec(TypedDict, total=False):
     resourceClaims: list[PodResourceClaim]
 
 
+class ResourceHealth(TypedDict, total=False):
+    """One device of a ResourceStatus (KEP-4680): its ID and `Healthy`, `Unhealthy` or `Unknown`."""
+
+    resourceID: str
+    health: str
+    message: str
+
+
+class ResourceStatus(TypedDict, total=False):
+    """An entry of `allocatedResourcesStatus`: a resource name, or `claim:<claim>[/<request>]` for DRA."""
+
+    name: str
+    resources: list[ResourceHealth]
+
+
 class ContainerStatus(TypedDict, total=False):
     name: str
     image: str
@@ -217,6 +232,7 @@ class ContainerStatus(TypedDict, total=False):
     restartCount: int
     state: JsonObject  # one of waiting, running, terminated
     lastState: JsonObject
+    allocatedResourcesStatus: list[ResourceStatus]
 
 
 class PodIP(TypedDict, total=False):
