@@ -19,7 +19,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 SRC = ROOT / "src" / "runtimekit"
-GENERATED = ("api/v1beta1", "api/podresources", "api/runtimekit", "api/dra", "api/pluginregistration")
+GENERATED = ("api/v1beta1", "api/podresources", "api/runtimekit", "api/dra", "api/drahealth", "api/pluginregistration")
 UNTYPED = re.compile(r"(?:Mapping|MutableMapping|dict)\[str, *Any\]")
 IGNORE = re.compile(r"#\s*type:\s*ignore")
 

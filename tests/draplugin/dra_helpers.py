@@ -92,9 +92,11 @@ class DraStack:
         """The plugin as it comes back after a restart: its checkpoint read from the same file."""
         return _service(self.dir, self.client, self.claims, self.devices)
 
-    def serve(self, services: tuple[str, ...] | None = None) -> DraPluginWatcher:
-        """Serve the plugin's sockets and register it with a simulated kubelet's watcher."""
-        self.server = PluginServer(self.service, self.dir / "plugins", self.dir / "registry")
+    def serve(self, services: tuple[str, ...] | None = None, health: bool = False) -> DraPluginWatcher:
+        """Serve the plugin's sockets (with `health`, the health stream too) and register it with a
+        simulated kubelet's watcher."""
+        devices = self.devices if health else None
+        self.server = PluginServer(self.service, self.dir / "plugins", self.dir / "registry", devices)
         self.server.start()
         self.closers.append(self.server.stop)
         watcher = (

@@ -81,5 +81,18 @@ def test_a_pod_with_a_share_of_a_gpu_through_a_claim_runs() -> None:
             same = client.allocate("default", "x", "x-uid", "main", [Share(simulated_uuid(NODE, 1), 250, 16384)])
             client.release("x-uid")
             assert env == dict(same.envs)
+
+            def reported() -> list[tuple[str, str]]:
+                [status] = http.get("/api/v1/namespaces/default/pods/p1").json()["status"]["containerStatuses"]
+                return [
+                    (r["name"], h["health"]) for r in status.get("allocatedResourcesStatus", []) for h in r["resources"]
+                ]
+
+            # KEP-4680: the plugin's health stream reaches the pod's status through the kubelet
+            wait_for(lambda: reported() == [("claim:gpu", "Healthy")], 30, "the claim's device reported healthy")
+            client.set_device_health(simulated_uuid(NODE, 1), False, "test: XID 79")
+            wait_for(lambda: reported() == [("claim:gpu", "Unhealthy")], 30, "the claim's device reported unhealthy")
+            client.set_device_health(simulated_uuid(NODE, 1), True, "test: recovered")
+            wait_for(lambda: reported() == [("claim:gpu", "Healthy")], 30, "healthy again")
             assert http.delete("/api/v1/namespaces/default/pods/p1?gracePeriodSeconds=0").status_code == 200
             wait_for(lambda: not client.list_allocations(), 30, "the claim unprepared")

@@ -36,6 +36,7 @@ STUB_MODULES = (
     "dra/v1/dra",
     "dra/v1beta1/dra",
     "pluginregistration/v1/registration",
+    "drahealth/v1alpha1/health",
 )
 GENERATED = tuple(f"runtimekit/api/{m}{suffix}" for m in STUB_MODULES for suffix in ("_pb2", "_pb2_grpc"))
 # every module that needs the generated stubs, and so fails without them

@@ -90,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
             CdiWriter(Path(args.cdi_dir), names.cdi_kind),
             Checkpoint(state_dir / "prepared-claims.json"),
         )
-        server = PluginServer(service, Path(args.plugin_dir), Path(args.registry_dir))
+        server = PluginServer(service, Path(args.plugin_dir), Path(args.registry_dir), devices)
         publisher = SlicePublisher(kube, names.driver, args.node_name)
         manager = DraPluginManager(devices, client.watch_devices, server, publisher).start(args.startup_timeout)
     except (RuntimeCallError, FeatureUnavailable, TimeoutError, OSError, ValueError) as exc:

@@ -46,7 +46,7 @@ def install_device_classes(server: ApiServer, protocol: KitProtocol) -> list[str
     return created
 
 
-def kubelet_dra_devices(inner: NodeDevices, http: KubeHttp, sockets: Path, folder: Path) -> NodeDevices:
+def kubelet_dra_devices(inner: NodeDevices, http: KubeHttp, sockets: Path, folder: Path) -> DraDevices:
     """A simulated kubelet's devices that also prepare pods' claims through the node's DRA plugin."""
     watcher = DraPluginWatcher(sockets / "registry")
     return DraDevices(inner, watcher, KubeDraApi(http), folder / "cdi")
@@ -69,7 +69,7 @@ def start_dra_plugin(
         CdiWriter(folder / "cdi", names.cdi_kind),
         Checkpoint(folder / "dra" / "prepared-claims.json"),
     )
-    server = PluginServer(service, sockets / "dra", sockets / "registry")
+    server = PluginServer(service, sockets / "dra", sockets / "registry", devices)
     manager = DraPluginManager(devices, client.watch_devices, server, SlicePublisher(kube, names.driver, node))
     manager.start()
 

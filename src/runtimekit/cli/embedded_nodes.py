@@ -170,8 +170,9 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
     manager = DeviceManager(sockets / "plugins").start()
     options = _kubelet_options(cluster, name, index, folder, runtime_socket)
     devices: NodeDevices = PluginDevices(manager)
+    dra_devices = None
     if cluster.node_options.dra:
-        devices = kubelet_dra_devices(devices, http, sockets, folder)
+        devices = dra_devices = kubelet_dra_devices(devices, http, sockets, folder)
     kubelet = SimulatedKubelet(http, devices, options, cluster.node_options.runner)
     node = SimulatedNode(name, index, folder, kubelet, http, runtime_socket, parts=[manager.stop])
     try:
@@ -189,6 +190,8 @@ def start_plugin_node(cluster: NodeHost, name: str, index: int) -> SimulatedNode
             node.parts.insert(
                 0, start_dra_plugin(cluster.protocol, node.name, runtime_socket, http_dra, sockets, folder)
             )
+        if dra_devices is not None:
+            node.parts.insert(0, dra_devices.close)  # the health streams go before the plugin does
         kubelet.on_pod_stopped.append(lambda _pod: _reconcile_now(node))
     except BaseException:
         cluster.api.remove_kubelet_hook(kubelet)

@@ -19,7 +19,7 @@ Unhealthy GPUs and MIG devices are left out. Attributes follow NVIDIA's driver (
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from runtimekit.api.runtimekit.v1 import runtime_pb2 as pb
@@ -80,28 +80,38 @@ def _healthy(device: pb.Device) -> bool:
     return device.health != pb.HEALTH_UNHEALTHY
 
 
-def targets(devices: Sequence[pb.Device]) -> dict[str, Target]:
-    """Every published device name and what it stands for."""
-    found: dict[str, Target] = {}
+def _named(devices: Sequence[pb.Device]) -> Iterator[tuple[Target, bool]]:
+    """Every device name the node has while its GPUs are healthy, what it stands for, and whether it is
+    healthy now (a GPU's health is its parts' too)."""
     for gpu in devices:
-        if not _healthy(gpu):
-            continue
+        ok = _healthy(gpu)
         whole = Target(f"gpu-{gpu.index}", gpu.uuid, gpu.uuid, gpu.memory_mib, shareable=True)
         if gpu.mig_mode == pb.MIG_MODE_STATIC:
             for mig in gpu.mig_devices:
-                if mig.health != pb.HEALTH_UNHEALTHY and not mig.dynamic:
+                if not mig.dynamic:
                     name = mig_name(gpu.index, mig.profile, mig.start)
-                    found[name] = Target(name, gpu.uuid, mig.uuid, mig.memory_mib, mig.profile, mig.start)
+                    target = Target(name, gpu.uuid, mig.uuid, mig.memory_mib, mig.profile, mig.start)
+                    yield target, ok and mig.health != pb.HEALTH_UNHEALTHY
             continue
         if gpu.mig_mode == pb.MIG_MODE_DYNAMIC:
-            found[whole.name] = Target(whole.name, gpu.uuid, gpu.uuid, gpu.memory_mib)
+            yield Target(whole.name, gpu.uuid, gpu.uuid, gpu.memory_mib), ok
             for profile in gpu.mig_profiles:
                 for start in profile.starts:
                     name = mig_name(gpu.index, profile.name, start)
-                    found[name] = Target(name, gpu.uuid, "", profile.memory_mib, profile.name, start)
+                    yield Target(name, gpu.uuid, "", profile.memory_mib, profile.name, start), ok
             continue
-        found[whole.name] = whole
-    return found
+        yield whole, ok
+
+
+def targets(devices: Sequence[pb.Device]) -> dict[str, Target]:
+    """Every published device name and what it stands for."""
+    return {target.name: target for target, ok in _named(devices) if ok}
+
+
+def device_health(devices: Sequence[pb.Device]) -> dict[str, bool]:
+    """Every device name, published or left out for its health, and whether it is healthy: what the
+    plugin reports to kubelet's health stream (a claim's device that turned unhealthy is still named)."""
+    return {target.name: ok for target, ok in _named(devices)}
 
 
 def _attributes(gpu: pb.Device, kind: str) -> dict[str, DeviceAttribute]:

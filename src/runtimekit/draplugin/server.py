@@ -3,7 +3,8 @@
 kubelet's plugin watcher finds `<registry>/<driver>-reg.sock`, calls Registration.GetInfo (type
 `DRAPlugin`, name = the driver, endpoint = the DRA socket, supported versions `v1.DRAPlugin` and
 `v1beta1.DRAPlugin`: kubelet 1.34+ picks v1, 1.32–1.33 v1beta1) and reports the outcome with
-NotifyRegistrationStatus; it then calls NodePrepareResources / NodeUnprepareResources on the endpoint.
+NotifyRegistrationStatus; it then calls NodePrepareResources / NodeUnprepareResources on the endpoint,
+and watches the devices' health there (`DRAResourceHealth/NodeWatchResources`, `health.py`).
 The two DRAPlugin versions have the same messages in different packages, so one translation serves
 both. The service is served before the registration socket appears, as kubelet expects.
 """
@@ -23,10 +24,12 @@ from runtimekit.api.dra.v1 import dra_pb2 as v1
 from runtimekit.api.dra.v1 import dra_pb2_grpc as v1_grpc
 from runtimekit.api.dra.v1beta1 import dra_pb2 as v1beta1
 from runtimekit.api.dra.v1beta1 import dra_pb2_grpc as v1beta1_grpc
+from runtimekit.api.drahealth.v1alpha1 import health_pb2_grpc as hp_grpc
 from runtimekit.api.pluginregistration.v1 import registration_pb2 as reg
 from runtimekit.api.pluginregistration.v1 import registration_pb2_grpc as reg_grpc
 from runtimekit.base.rpcerrors import grpc_method
 from runtimekit.base.unixsockets import check_path
+from runtimekit.draplugin.health import HealthServicer, WatchedDevices
 from runtimekit.draplugin.service import ClaimRef, DraService
 
 log = logging.getLogger(__name__)
@@ -160,12 +163,16 @@ class _Socket:
 
 
 class PluginServer:
-    """The DRA service on `<plugin-dir>/<driver>/dra.sock`, registration on `<registry>/<driver>-reg.sock`."""
+    """The DRA service on `<plugin-dir>/<driver>/dra.sock`, registration on `<registry>/<driver>-reg.sock`;
+    with `devices`, the DRA endpoint serves kubelet's resource health stream too (`health.py`)."""
 
-    def __init__(self, service: DraService, plugin_dir: Path, registry_dir: Path) -> None:
+    def __init__(
+        self, service: DraService, plugin_dir: Path, registry_dir: Path, devices: WatchedDevices | None = None
+    ) -> None:
         self.endpoint = plugin_dir / service.driver / kubelet_dra.DRA_SOCKET_NAME
         self.registration = RegistrationServicer(service.driver, self.endpoint)
         self._service = service
+        self._health = HealthServicer(service.node, devices) if devices is not None else None
         self._dra = _Socket(self.endpoint, "the DRA socket")
         self._reg = _Socket(
             registry_dir / kubelet_dra.registration_socket_name(service.driver), "the registration socket"
@@ -183,6 +190,8 @@ class PluginServer:
     def _add_dra(self, server: grpc.Server) -> None:
         v1_grpc.add_DRAPluginServicer_to_server(DraV1Servicer(self._service), server)
         v1beta1_grpc.add_DRAPluginServicer_to_server(DraV1beta1Servicer(self._service), server)
+        if self._health is not None:
+            hp_grpc.add_DRAResourceHealthServicer_to_server(self._health, server)
 
     def ensure(self) -> bool:
         """Serve again any socket that was deleted (kubelet's restart may clear the registry); True if one was."""

@@ -12,6 +12,9 @@ unprepares it. A claim that cannot be prepared (not made or not allocated yet, i
 registered, the driver's error) does not reject the pod: as kubelet's pod worker does, `admit` raises
 `PrepareFailed`, the pod keeps what it holds and the kubelet retries after a back-off
 (`FailedPrepareDynamicResources` Events) until the claims are prepared or the pod goes.
+Once a driver has registered, its health stream is watched (`drahealth.py`); `health(pod)` reports
+each claim a container names with its devices' health (`allocatedResourcesStatus`, KEP-4680), and a
+change of a prepared device's health tells the `watch_health` listeners which pods hold it.
 """
 
 from __future__ import annotations
@@ -27,9 +30,16 @@ from typing import Protocol
 
 from runtimekit.cluster.kubelet.devicemanager import AdmissionError
 from runtimekit.cluster.kubelet.devices import FAILED_PREPARE, ContainerEnv, NodeDevices, PrepareFailed
-from runtimekit.cluster.kubelet.draplugins import ClaimKey, ClaimResult, DraPluginWatcher, cdi_ids_for
+from runtimekit.cluster.kubelet.drahealth import DeviceKey, DraHealthWatch, HealthCache
+from runtimekit.cluster.kubelet.draplugins import (
+    ClaimKey,
+    ClaimResult,
+    DraPluginWatcher,
+    PreparedDevice,
+    cdi_ids_for,
+)
 from runtimekit.kube.errors import KubeError
-from runtimekit.kube.objects import Pod, ResourceStatus, meta
+from runtimekit.kube.objects import Pod, ResourceHealth, ResourceStatus, meta
 from runtimekit.kube.objects.dra import ResourceClaim
 from runtimekit.kube.semantics.podclaims import pod_claims
 
@@ -73,6 +83,10 @@ class DraDevices:
         self._lock = threading.Lock()
         self._pods: dict[str, list[_Prepared]] = {}  # pod uid -> the claims it holds
         self._users: dict[str, int] = defaultdict(int)  # claim uid -> admitted pods using it
+        self._devices: dict[str, tuple[tuple[str, PreparedDevice], ...]] = {}  # claim uid -> (driver, device)
+        self._listeners: list[Callable[[set[str]], None]] = []
+        self.health_cache = HealthCache()
+        self._health = DraHealthWatch(self.health_cache, self._health_changed)
 
     def capacity(self) -> dict[str, int]:
         return self.inner.capacity()
@@ -84,10 +98,51 @@ class DraDevices:
         return self.inner.node_metadata()
 
     def health(self, pod: Pod) -> dict[str, list[ResourceStatus]]:
-        return self.inner.health(pod)
+        """The inner devices' health, and per container `claim:<claim>[/<request>]` for every claim it
+        names: each device of the claim (its first CDI device ID, else `<driver>/<pool>/<device>`) with
+        the health its driver last reported (Unknown without one), as kubelet's DRA manager has it."""
+        out = self.inner.health(pod)
+        named = pod_claims(pod)
+        with self._lock:
+            held = {p.key.name: p.key.uid for p in self._pods.get(str(meta(pod).get("uid", "")), [])}
+            devices = {uid: self._devices.get(uid, ()) for uid in held.values()}
+        for container in pod.get("spec", {}).get("containers", []):
+            statuses: list[ResourceStatus] = []
+            for ref in container.get("resources", {}).get("claims", []):
+                uid = held.get(named.get(str(ref.get("name", ""))) or "")
+                resources: dict[str, ResourceHealth] = {}
+                for driver, device in devices.get(uid or "", ()):
+                    resource_id = device.cdi_ids[0] if device.cdi_ids else f"{driver}/{device.pool}/{device.device}"
+                    health = self.health_cache.get(driver, device.pool, device.device)
+                    resources.setdefault(resource_id, {"resourceID": resource_id, "health": health})
+                if resources:
+                    request = ref.get("request")
+                    name = f"claim:{ref.get('name', '')}" + (f"/{request}" if request else "")
+                    statuses.append({"name": name, "resources": list(resources.values())})
+            if statuses:
+                out[str(container.get("name", ""))] = [*out.get(str(container.get("name", "")), []), *statuses]
+        return out
 
     def watch_health(self, listener: Callable[[set[str]], None]) -> None:
         self.inner.watch_health(listener)
+        self._listeners.append(listener)
+
+    def _health_changed(self, changed: set[DeviceKey]) -> None:
+        """Some drivers' devices changed health: tell the listeners which admitted pods' claims hold them."""
+        with self._lock:
+            claims = {
+                uid
+                for uid, devices in self._devices.items()
+                if any((driver, d.pool, d.device) in changed for driver, d in devices)
+            }
+            pods = {pod for pod, held in self._pods.items() if any(p.key.uid in claims for p in held)}
+        if pods:
+            for listener in list(self._listeners):
+                listener(pods)
+
+    def close(self) -> None:
+        """Stop watching the drivers' health."""
+        self._health.stop()
 
     def admit(self, pod: Pod) -> ContainerEnv:
         env = self.inner.admit(pod)
@@ -139,7 +194,10 @@ class DraDevices:
             for driver in sorted(drivers):
                 by_driver[driver].append(key)
         self.watcher.scan()
+        for registered in list(self.watcher.plugins.values()):
+            self._health.watch(registered.driver, registered.endpoint)  # as kubelet does once a driver registers
         results: dict[str, ClaimResult] = {}
+        prepared: dict[str, list[tuple[str, PreparedDevice]]] = defaultdict(list)
         for driver, claims in by_driver.items():
             plugin = self.watcher.plugins.get(driver)
             if plugin is None:
@@ -159,6 +217,11 @@ class DraDevices:
                     )
                 previous = results.get(key.uid)
                 results[key.uid] = ClaimResult((*(previous.devices if previous else ()), *answer.devices))
+                prepared[key.uid] += [(driver, device) for device in answer.devices]
+        with self._lock:
+            for claim_uid, devices in prepared.items():
+                if claim_uid in self._users:  # not released meanwhile
+                    self._devices[claim_uid] = tuple(devices)
         return {pod_name: results[key.uid] for pod_name, key in keys.items()}
 
     def release(self, pod_uid: str) -> None:
@@ -170,6 +233,7 @@ class DraDevices:
                 self._users[prepared.key.uid] -= 1
                 if self._users[prepared.key.uid] <= 0:
                     del self._users[prepared.key.uid]
+                    self._devices.pop(prepared.key.uid, None)
                     done.append(prepared)
         for prepared in done:
             plugin = self.watcher.plugins.get(prepared.driver)
