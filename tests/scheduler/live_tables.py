@@ -81,6 +81,8 @@ def load(http: KubeHttp, case: Case, protocol: KitProtocol = P) -> None:
             http.patch(f"{VOLCANO}/namespaces/{ns}/podgroups/{name}/status", {"status": group["status"]})
     for node in case.nodes:
         _create(http, "/api/v1/nodes", {**node, "metadata": {k: v for k, v in node["metadata"].items() if k != "uid"}})
+    for claim in case.claims:
+        _create(http, f"/apis/resource.k8s.io/v1/namespaces/{claim['metadata']['namespace']}/resourceclaims", claim)
     for pod in case.pods:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         http.post(_pod_path(ns), _for_server(pod, protocol))

@@ -24,7 +24,7 @@ EXPECTED: dict[str, list[str]] = {
     "guide-capacity.conf": [],
     "guide-capacity-hierarchy.conf": [],
     "guide-cdp.conf": ["'cdp'", "'task-topology'"],
-    "guide-dra-quota.conf": ["capacity.DynamicResourceAllocationEnable", "capacity.DRAConsumableCapacityEnable"],
+    "guide-dra-quota.conf": [],
     "guide-network-topology.conf": ["'network-topology-aware'"],
     "guide-resource-strategy-fit.conf": ["'resource-strategy-fit'"],
     "guide-queue-admission.conf": [],
@@ -71,6 +71,12 @@ def test_volcanos_dra_switch_runs_dynamicresources_after_predicates(name: str) -
     framework = Framework(load_conf(CONFS / name), builtin_registry(), BuildContext())
     names = [p.name for p in framework.plugins.predicate.flat]
     assert names[names.index("predicates") + 1] == "dynamicresources"
+    assert "resourceclaims" in framework.watched
+
+
+def test_volcanos_dra_quota_guide_conf_keeps_queue_quotas_of_claims() -> None:
+    """The DRA quota guide's conf turns on the capacity plugin's DRA quotas: it reads pods' claims."""
+    framework = Framework(load_conf(CONFS / "guide-dra-quota.conf"), builtin_registry(), BuildContext())
     assert "resourceclaims" in framework.watched
 
 

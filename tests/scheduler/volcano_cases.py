@@ -159,6 +159,7 @@ class Case:
     groups: Sequence[dict[str, Any]] = ()
     queues: Sequence[dict[str, Any]] = ()
     classes: Sequence[dict[str, Any]] = field(default_factory=list)
+    claims: Sequence[dict[str, Any]] = ()  # ResourceClaims (resource.k8s.io/v1), made before the pods
 
 
 def run(case: Case, sessions: int = 1) -> tuple[RecordingApi, LiveCache]:

@@ -701,7 +701,6 @@ MISSING = [
         2,
         "enableTopologyAwarePreemption",
     ),
-    ("volcano/capacity", "TestCapacityPluginDRA", 5, "dynamic resource allocation (ResourceClaims)"),
 ]
 
 

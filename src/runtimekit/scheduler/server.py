@@ -208,6 +208,7 @@ class Scheduler:
         framework.sampler = self.sampler
         # actions that look at running pods (preempt, reclaim, print, ...) say so (`NeedsRunning`)
         self.live.include_running = framework.needs_running
+        self.live.include_claim_users = framework.needs_claim_users
         self.framework = framework
 
     def _watch(self, framework: Framework) -> None:

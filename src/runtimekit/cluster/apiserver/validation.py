@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from functools import lru_cache
-from typing import Any
 
 from runtimekit.cluster.apiserver.errors import (
     Cause,
@@ -21,7 +20,16 @@ from runtimekit.cluster.apiserver.errors import (
 )
 from runtimekit.cluster.apiserver.resourcerules import check_containers
 from runtimekit.cluster.apiserver.resources import NameRule
-from runtimekit.kube.objects import Binding, Container, ObjectMeta, Pod, PodSpec, PodTemplateSpec
+from runtimekit.kube.objects import (
+    Binding,
+    Container,
+    ObjectMeta,
+    Pod,
+    PodSpec,
+    PodStatus,
+    PodTemplateSpec,
+    ResourceStatus,
+)
 from runtimekit.kube.semantics.names import check_qualified_name
 
 _LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -179,7 +187,7 @@ CLAIM_STATUS_MSG = (
 )
 
 
-def _status_names(container: Mapping[str, Any]) -> tuple[set[str], set[str]]:
+def _status_names(container: Container) -> tuple[set[str], set[str]]:
     """The resource names and the `claim:<claim>[/<request>]` names a container's status may report."""
     resources = container.get("resources") or {}
     claims = {
@@ -189,42 +197,43 @@ def _status_names(container: Mapping[str, Any]) -> tuple[set[str], set[str]]:
     return set(resources.get("requests") or {}), claims
 
 
+def _reported(where: str, reported: ResourceStatus, container: Container | None) -> list[Cause]:
+    causes: list[Cause] = []
+    name = str(reported.get("name", ""))
+    if container is not None:  # a status without its container is not this check's to refuse
+        requests, claims = _status_names(container)
+        if name.startswith("claim:") and name not in claims:
+            causes.append(field_invalid(f"{where}.name", name, CLAIM_STATUS_MSG))
+        elif not name.startswith("claim:") and name not in requests:
+            causes.append(field_invalid(f"{where}.name", name, "must match one of the container's resource requests"))
+    seen: set[str] = set()
+    for k, health in enumerate(reported.get("resources") or []):
+        value, resource_id = str(health.get("health", "")), str(health.get("resourceID", ""))
+        if value not in HEALTH_VALUES:
+            causes.append(field_unsupported(f"{where}.resources[{k}].health", value, HEALTH_VALUES))
+        if resource_id in seen:
+            path = f"{where}.resources[{k}].resourceID"
+            causes.append(Cause("FieldValueDuplicate", f'Duplicate value: "{resource_id}"', path))
+        seen.add(resource_id)
+    return causes
+
+
 def check_allocated_resources_status(pod: Pod) -> list[Cause]:
     """kube's validateContainerStatusAllocatedResourcesStatus (KEP-4680): each reported resource is one
     the container asks for (a request, or `claim:` one of its claims), its resource IDs are unique and
     each health is Healthy, Unhealthy or Unknown; ephemeral containers report none."""
-    spec: Mapping[str, Any] = pod.get("spec") or {}
-    status: Mapping[str, Any] = pod.get("status") or {}
+    spec: PodSpec = pod.get("spec") or {}
+    status: PodStatus = pod.get("status") or {}
     causes: list[Cause] = []
-    for field, kind in (("containerStatuses", "containers"), ("initContainerStatuses", "initContainers")):
-        containers = {str(c.get("name", "")): c for c in spec.get(kind) or [] if isinstance(c, Mapping)}
-        for i, container_status in enumerate(status.get(field) or []):
+    for field, statuses, containers in (
+        ("containerStatuses", status.get("containerStatuses"), spec.get("containers")),
+        ("initContainerStatuses", status.get("initContainerStatuses"), spec.get("initContainers")),
+    ):
+        by_name = {str(c.get("name", "")): c for c in containers or []}
+        for i, container_status in enumerate(statuses or []):
+            container = by_name.get(str(container_status.get("name", "")))
             for j, reported in enumerate(container_status.get("allocatedResourcesStatus") or []):
-                where = f"status.{field}[{i}].allocatedResourcesStatus[{j}]"
-                container = containers.get(str(container_status.get("name", "")))
-                name = str(reported.get("name", ""))
-                if container is not None:  # a status without its container is not this check's to refuse
-                    requests, claims = _status_names(container)
-                    if name.startswith("claim:") and name not in claims:
-                        causes.append(field_invalid(f"{where}.name", name, CLAIM_STATUS_MSG))
-                    elif not name.startswith("claim:") and name not in requests:
-                        causes.append(
-                            field_invalid(f"{where}.name", name, "must match one of the container's resource requests")
-                        )
-                seen: set[str] = set()
-                for k, health in enumerate(reported.get("resources") or []):
-                    value, resource_id = str(health.get("health", "")), str(health.get("resourceID", ""))
-                    if value not in HEALTH_VALUES:
-                        causes.append(field_unsupported(f"{where}.resources[{k}].health", value, HEALTH_VALUES))
-                    if resource_id in seen:
-                        causes.append(
-                            Cause(
-                                "FieldValueDuplicate",
-                                f'Duplicate value: "{resource_id}"',
-                                f"{where}.resources[{k}].resourceID",
-                            )
-                        )
-                    seen.add(resource_id)
+                causes += _reported(f"status.{field}[{i}].allocatedResourcesStatus[{j}]", reported, container)
     for i, container_status in enumerate(status.get("ephemeralContainerStatuses") or []):
         if container_status.get("allocatedResourcesStatus"):
             where = f"status.ephemeralContainerStatuses[{i}].allocatedResourcesStatus"
@@ -233,12 +242,13 @@ def check_allocated_resources_status(pod: Pod) -> list[Cause]:
 
 
 def _reported_health(pod: Pod) -> list[object]:
-    status: Mapping[str, Any] = pod.get("status") or {}
-    return [
-        s.get("allocatedResourcesStatus")
-        for field in ("containerStatuses", "initContainerStatuses", "ephemeralContainerStatuses")
-        for s in status.get(field) or []
+    status: PodStatus = pod.get("status") or {}
+    statuses = [
+        *(status.get("containerStatuses") or []),
+        *(status.get("initContainerStatuses") or []),
+        *(status.get("ephemeralContainerStatuses") or []),
     ]
+    return [s.get("allocatedResourcesStatus") for s in statuses]
 
 
 def check_pod_update(old: Pod, new: Pod) -> list[Cause]:

@@ -246,6 +246,7 @@ class PodStatus(TypedDict, total=False):
     conditions: list[Condition]
     containerStatuses: list[ContainerStatus]
     initContainerStatuses: list[ContainerStatus]
+    ephemeralContainerStatuses: list[ContainerStatus]
     hostIP: str
     hostIPs: list[PodIP]
     podIP: str

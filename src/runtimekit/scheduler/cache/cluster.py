@@ -85,6 +85,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
 )
 from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuota
+from runtimekit.scheduler.kubesem.draquota import QueueClaims, pod_demands, status_entries
 from runtimekit.scheduler.kubesem.drarequest import KIT_CLASS, is_claim_container, with_claims
 from runtimekit.scheduler.kubesem.podbook import PodBook
 from runtimekit.scheduler.scheduling_queue import SchedulingQueue
@@ -136,6 +137,7 @@ class ClusterCache:
         self.groups: dict[str, PodGroup] = {}  # namespace/name -> PodGroup
         self.queues: dict[str, QueueInfo] = {}
         self.queue_allocated: dict[str, Resources] = {}
+        self.claim_pods: dict[str, set[PodKey]] = {}  # per queue, its bound pods that use ResourceClaims
         self.conflicts: dict[PodKey, str] = {}
         self.assumed: dict[PodKey, float] = {}  # pods this scheduler bound, not yet seen bound
         # which assignments count (`signed`: their signatures are checked before their events come here,
@@ -387,6 +389,14 @@ class ClusterCache:
         now = self.queue_allocated[queue] = current + delta if sign > 0 else current - delta
         if sign < 0 and now.is_empty and queue not in self.queues and queue not in (*ALWAYS, self.default_queue):
             del self.queue_allocated[queue]  # a deleted queue's last pod left
+        if uses_claims(task.pod):  # the DRA devices its queue holds (Volcano's capacity DRA quotas)
+            users = self.claim_pods.setdefault(queue, set())
+            if sign > 0:
+                users.add(task.key)
+            else:
+                users.discard(task.key)
+                if not users:
+                    del self.claim_pods[queue]
 
     def _release(self, uid: PodKey) -> None:
         task = self.running.pop(uid, None)
@@ -639,13 +649,22 @@ class ClusterCache:
         return phases
 
     def queue_statuses(self) -> dict[str, QueueStatus]:
-        """Each Queue object's status as Volcano's queue controller reports it."""
+        """Each Queue object's status as Volcano's queue controller reports it, with the DRA devices its
+        pods' claims hold (`deviceclass/<class>` keys, each claim once) where the claims are watched."""
         with self.lock:
             phases = self.job_phases(self.default_queue)
-            return {
-                name: queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)
-                for name, q in self.queues.items()
-            }
+            claims = self.dra.claims() if self.claim_pods else {}
+            out = {}
+            for name, q in self.queues.items():
+                status = queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)
+                held = QueueClaims()
+                for key in sorted(self.claim_pods.get(name, ())) if claims else ():
+                    task = self.running.get(key)
+                    if task is not None and task.pod is not None:
+                        held.add(pod_demands(task.pod, claims))
+                status["allocated"] = {**status.get("allocated", {}), **status_entries(held.allocated)}
+                out[name] = status
+            return out
 
     # -- introspection ---------------------------------------------------------------------
     def booked(self) -> dict[PodKey, Placement]:

@@ -53,6 +53,7 @@ class LiveCache:
         self.queue, self.cache, self.binder = queue, cache, binder
         self.signatures = signatures  # held here, beside the binder's signer, never by the cluster cache
         self.include_running = False  # preempt/reclaim need every running task in the snapshot
+        self.include_claim_users = False  # capacity's DRA quotas need each queue's pods that use claims
 
     def on_pod(self, kind: str, obj: Pod) -> None:
         """The pods informer's handler: the cluster cache's, with each bound pod's assignment
@@ -61,7 +62,7 @@ class LiveCache:
         self.cache.on_pod(kind, obj, seal)
 
     def snapshot(self) -> Snapshot:
-        snapshot, missing_groups = take_snapshot(self.cache, self.include_running)
+        snapshot, missing_groups = take_snapshot(self.cache, self.include_running, self.include_claim_users)
         for task, message in missing_groups:
             self.binder.report(task, False, "FailedScheduling", message)
         self.write_notices()

@@ -55,6 +55,7 @@ from runtimekit.scheduler.framework.info import (
     TaskStatus,
     Toleration,
 )
+from runtimekit.scheduler.kubesem.draquota import is_dra_key, parse_limits
 from runtimekit.scheduler.kubesem.pods import same_spec_but_node
 
 GROUP_ANNOTATIONS = ("scheduling.k8s.io/group-name", "scheduling.volcano.sh/group-name")
@@ -464,14 +465,18 @@ def queue_info(queue: Queue, protocol: KitProtocol) -> QueueInfo:
     weight = spec.get("weight", 1)
     priority = spec.get("priority")
     guarantee = resources_of((spec.get("guarantee") or {}).get("resource"), protocol)
+    capability = spec.get("capability")
+    named = [*(capability or {}), *(spec.get("deserved") or {}), *((spec.get("guarantee") or {}).get("resource") or {})]
     return QueueInfo(
         name=str(meta(queue).get("name", "")),
         weight=weight if isinstance(weight, int) and weight > 0 else 1,
-        capability=capability_of(spec.get("capability"), protocol),
+        capability=capability_of(capability, protocol),
         guarantee=guarantee or Resources(),
         reclaimable=spec.get("reclaimable") is not False,
         priority=priority if isinstance(priority, int) else 0,
         state=str(status.get("state") or "Open"),
         deserved=resources_of(spec.get("deserved"), protocol),
         parent=str(spec.get("parent") or ""),
+        dra_capability=parse_limits(capability),
+        has_dra=any(is_dra_key(str(name)) for name in named),
     )

@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from runtimekit.kube.objects import Pod
 from runtimekit.kube.semantics.podclaims import uses_claims
 from runtimekit.model.ledger import IntArray
 from runtimekit.model.scalars import combine
@@ -38,16 +39,23 @@ from runtimekit.scheduler.kubesem.drarequest import with_claims
 from runtimekit.scheduler.scheduling_queue import PendingPod
 
 
-def take_snapshot(cache: ClusterCache, include_running: bool) -> tuple[Snapshot, list[tuple[TaskInfo, str]]]:
+def take_snapshot(
+    cache: ClusterCache, include_running: bool, include_claim_users: bool = False
+) -> tuple[Snapshot, list[tuple[TaskInfo, str]]]:
     """The session's copy: jobs with an active pod (with `include_running`, every job with pods; a
-    gang whose PodGroup has not arrived, none), and the pods to tell, once, that their PodGroup
-    does not exist yet."""
+    gang whose PodGroup has not arrived, none), with `include_claim_users` each queue's pods that use
+    claims, and the pods to tell, once, that their PodGroup does not exist yet."""
     with cache.lock:
         missing_groups: list[tuple[TaskInfo, str]] = []
-        return _snapshot(cache, include_running, missing_groups), missing_groups
+        return _snapshot(cache, include_running, missing_groups, include_claim_users), missing_groups
 
 
-def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[tuple[TaskInfo, str]]) -> Snapshot:
+def _snapshot(
+    cache: ClusterCache,
+    include_running: bool,
+    missing_groups: list[tuple[TaskInfo, str]],
+    include_claim_users: bool = False,
+) -> Snapshot:
     queue = cache.queue
     now = cache.clock()
     table = cache.ledger.table.copy()
@@ -105,7 +113,25 @@ def _snapshot(cache: ClusterCache, include_running: bool, missing_groups: list[t
         pod_facts=cache.pods.facts,
         volumes=cache.volumes.frozen(),
         dra=cache.dra.frozen(),
+        claim_users=claim_users(cache) if include_claim_users else None,
     )
+
+
+def claim_users(cache: ClusterCache) -> dict[str, tuple[Pod, ...]]:
+    """Per queue, the manifests of its bound pods and of the pods this scheduler is binding that use
+    ResourceClaims (what its DRA quota holds). Call under the cluster cache's lock."""
+    out: dict[str, list[Pod]] = {}
+    for queue, keys in cache.claim_pods.items():
+        out[queue] = [t.pod for k in sorted(keys) if (t := cache.running.get(k)) is not None and t.pod is not None]
+    pending, running = cache.queue.pending, cache.running
+    for key in cache.assumed:
+        entry = pending.get(key)
+        if entry is None or not entry.binding or key in running or not uses_claims(entry.task.pod):
+            continue
+        job = cache.jobs.get(entry.task.job)
+        queue = queue_of(entry.task.pod, job.group if job is not None else None, cache.default_queue)
+        out.setdefault(queue, []).append(entry.task.pod)
+    return {queue: tuple(pods) for queue, pods in out.items() if pods}
 
 
 def queue_allocated(cache: ClusterCache) -> dict[str, Resources]:

@@ -57,6 +57,8 @@ class Framework:
         # what the live scheduler reads of the cluster for these actions and plugins, said once
         self.needs_running = any(a.needs_running for a in self.actions if isinstance(a, NeedsRunning))
         self.watched = frozenset(kind for plugin in self.plugins.watches.flat for kind in plugin.watches)
+        # a plugin that counts the claims each queue's bound pods hold (capacity's DRA quotas) says so
+        self.needs_claim_users = any(getattr(p, "needs_claim_users", False) for p in self.plugins.every.flat)
         self.observer: Observer | None = None  # told how long things take (the scheduler's metrics)
         self.sampler: NodeSampler | None = None  # how many feasible nodes to score (None: all)
         self.queue_figures: Mapping[str, QueueFigures] = {}  # the latest session's, from ReportsQueues plugins

@@ -26,6 +26,7 @@ from runtimekit.scheduler.framework.policy import DisruptionBudget, NamespaceQuo
 from runtimekit.scheduler.kubesem import nodeaffinity
 from runtimekit.scheduler.kubesem import taints as kube_taints
 from runtimekit.scheduler.kubesem.dra import EMPTY_DRA, DraCatalog
+from runtimekit.scheduler.kubesem.draquota import DraLimit
 from runtimekit.scheduler.kubesem.podbook import EMPTY as EMPTY_PODS
 from runtimekit.scheduler.kubesem.podbook import PodSet
 from runtimekit.scheduler.kubesem.pods import PodFactsMemo
@@ -325,6 +326,10 @@ class QueueInfo:
     state: str = "Open"
     deserved: Resources | None = None  # spec.deserved (the `capacity` plugin's share); None: not set
     parent: str = ""  # spec.parent (hierarchical queues); "": under root
+    # DRA quota (`deviceclass/<class>` keys of spec.capability) by DeviceClass, and whether the spec
+    # names any DRA key at all (capability, deserved or guarantee): Volcano's capacity keeps DRA state then
+    dra_capability: Mapping[str, DraLimit] = field(default_factory=dict)
+    has_dra: bool = False
 
     def clone(self) -> QueueInfo:
         return _shallow(self)
@@ -377,6 +382,9 @@ class Snapshot:
     # PersistentVolumeClaims, PersistentVolumes, StorageClasses and CSINodes (when a plugin asks for them)
     volumes: VolumeCatalog = EMPTY_CATALOG
     dra: DraCatalog = EMPTY_DRA  # ResourceClaims, DeviceClasses, ResourceSlices (when a plugin asks for them)
+    # per queue, the manifests of its bound and binding pods that use ResourceClaims (DRA quotas); None
+    # where the cache does not keep them (then the session's jobs say which pods hold claims)
+    claim_users: Mapping[str, tuple[Pod, ...]] | None = None
 
     @property
     def pods(self) -> PodSet:

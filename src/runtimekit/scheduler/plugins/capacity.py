@@ -16,6 +16,9 @@ beyond every queue's guarantee, plus its own guarantee, capped by its capability
   nothing the victim uses), and the victim uses something the reclaimer asks for.
 - EventHandler: keeps what each queue holds up to date within the session.
 
+With `capacity.DynamicResourceAllocationEnable: true` queues also limit the DRA devices their pods'
+claims hold (`deviceclass/<class>` keys of the capability; `capacity_dra.py`).
+
 With `enableHierarchy: true` queues form a tree under `root` (`spec.parent`): jobs run in leaf queues
 only, every check holds for the queue and all its ancestors, children inherit unset capabilities,
 and queues are ordered by the share of their branch. Argument `ancestorReclaimLevel` (0): also check
@@ -43,9 +46,11 @@ from runtimekit.scheduler.framework.interfaces import (
     Reclaimable,
     VictimQueueOrder,
     Vote,
+    Watches,
 )
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.view import SessionView
+from runtimekit.scheduler.plugins.capacity_dra import EXCEEDED, DraQuotas
 from runtimekit.scheduler.plugins.capacity_tree import (
     BASE,
     MIN,
@@ -119,6 +124,7 @@ class Capacity(
         self.jobs: Mapping[JobKey, JobInfo] = {}
         self.ready = True
         self.tree = False
+        self.dra = DraQuotas(args.dra_consumable_capacity_enable) if args.dynamic_resource_allocation_enable else None
 
     def on_session_open(self, ssn: SessionView) -> None:
         self.tree = bool(self.flags.get("enableHierarchy", False))
@@ -132,6 +138,8 @@ class Capacity(
             if self.ready:
                 log.error("capacity: %s; nothing is admitted until the queues form a tree under root", exc)
             self.attrs, self.ready = {}, False
+        if self.dra is not None:
+            self.dra.open(snapshot.dra.claims, self.attrs, list(ssn.jobs.values()), snapshot.claim_users, self._chain)
 
     def _chain(self, attr: Attr) -> list[Attr]:
         """The queue and its ancestors, the queue first."""
@@ -176,8 +184,14 @@ class Capacity(
             return True
         if not self._leaf(attr):
             return False
+        chain = self._chain(attr)
+        if self.dra is not None:
+            why = self.dra.allocatable(chain, task)
+            if why:
+                log.info("capacity: %s/%s waits for DRA quota: %s", task.namespace, task.name, why)
+                return False
         request = vec(task.resources)
-        return all(fits_on(request, add(a.allocated, request), a.real) for a in self._chain(attr))
+        return all(fits_on(request, add(a.allocated, request), a.real) for a in chain)
 
     def job_enqueueable(self, job: JobInfo) -> Vote:
         attr = self.attrs.get(job.queue)
@@ -199,6 +213,10 @@ class Capacity(
                     a.name,
                 )
                 return Vote.REJECT
+        why = self.dra.enqueueable(self._chain(attr), job) if self.dra is not None else ""
+        if why:
+            log.info("capacity: pod group %s/%s waits: %s (%s)", job.namespace, job.name, EXCEEDED, why)
+            return Vote.REJECT
         return Vote.PERMIT
 
     def job_enqueued(self, job: JobInfo) -> None:
@@ -206,6 +224,8 @@ class Capacity(
         if attr is not None and job.min_resources is not None:
             for a in self._chain(attr):
                 a.inqueue = add(a.inqueue, vec(job.min_resources))
+        if attr is not None and self.dra is not None:
+            self.dra.enqueued(self._chain(attr), job)
 
     # -- reclaim ---------------------------------------------------------------------------
     def preemptive(self, queue: QueueInfo, task: TaskInfo) -> bool:
@@ -304,9 +324,12 @@ class Capacity(
         if attr is None:
             return
         amount = vec(task.resources)
-        for a in self._chain(attr):
+        chain = self._chain(attr)
+        for a in chain:
             a.allocated = add(a.allocated, amount) if sign > 0 else sub(a.allocated, amount)
             a.update_share()
+        if self.dra is not None:
+            self.dra.move(chain, task, sign)
 
 
 def _compare(left: Attr, right: Attr) -> int:
@@ -330,12 +353,15 @@ def build(arguments: Arguments, context: BuildContext) -> Capacity:
     if args.ancestor_reclaim_level < 0:
         context.warn(f"{NAME}: ancestorReclaimLevel must not be negative, got {args.ancestor_reclaim_level}; 0 is used")
         args = CapacityArgs(0, args.dynamic_resource_allocation_enable, args.dra_consumable_capacity_enable)
-    for key, on in (
-        ("DynamicResourceAllocationEnable", args.dynamic_resource_allocation_enable),
-        ("DRAConsumableCapacityEnable", args.dra_consumable_capacity_enable),
-    ):
-        if on:
-            context.warn(
-                f"{NAME}: {NAME}.{key}: quotas of dynamic resource allocation (DRA) are not kept here; ignored"
-            )
-    return Capacity(args)
+    if args.dra_consumable_capacity_enable and not args.dynamic_resource_allocation_enable:
+        context.warn(
+            f"{NAME}: {NAME}.DRAConsumableCapacityEnable has no effect without {NAME}.DynamicResourceAllocationEnable"
+        )
+    return DraCapacity(args) if args.dynamic_resource_allocation_enable else Capacity(args)
+
+
+class DraCapacity(Capacity, Watches):
+    """`capacity` with DRA quotas on: it reads the ResourceClaims its queues' pods use."""
+
+    watches: tuple[str, ...] = ("resourceclaims",)
+    needs_claim_users = True  # the snapshot's claim_users: what each queue's bound pods' claims hold
