@@ -649,20 +649,23 @@ class ClusterCache:
         return phases
 
     def queue_statuses(self) -> dict[str, QueueStatus]:
-        """Each Queue object's status as Volcano's queue controller reports it, with the DRA devices its
-        pods' claims hold (`deviceclass/<class>` keys, each claim once) where the claims are watched."""
+        """Each Queue object's status as Volcano's queue controller reports it; a queue whose spec names
+        DRA quota keys also gets the DRA devices its bound pods' claims hold (`deviceclass/<class>`,
+        each claim once), where the claims are watched."""
         with self.lock:
             phases = self.job_phases(self.default_queue)
-            claims = self.dra.claims() if self.claim_pods else {}
             out = {}
             for name, q in self.queues.items():
                 status = queue_status(q.state, phases[name], self.queue_allocated.get(name, Resources()), self.protocol)
-                held = QueueClaims()
-                for key in sorted(self.claim_pods.get(name, ())) if claims else ():
-                    task = self.running.get(key)
-                    if task is not None and task.pod is not None:
-                        held.add(pod_demands(task.pod, claims))
-                status["allocated"] = {**status.get("allocated", {}), **status_entries(held.allocated)}
+                users = self.claim_pods.get(name) if q.has_dra else None
+                if users:
+                    held = QueueClaims()
+                    claims = self.dra.claims()
+                    for key in sorted(users):
+                        task = self.running.get(key)
+                        if task is not None and task.pod is not None:
+                            held.add(pod_demands(task.pod, claims))
+                    status["allocated"] = {**status.get("allocated", {}), **status_entries(held.allocated)}
                 out[name] = status
             return out
 
