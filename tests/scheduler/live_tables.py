@@ -65,6 +65,7 @@ def _for_server(pod: Mapping[str, Any], protocol: KitProtocol) -> dict[str, Any]
 def load(http: KubeHttp, case: Case, protocol: KitProtocol = P) -> None:
     """Create the case's objects, in the order informers would list them in Volcano's test."""
     namespaces = {p["metadata"]["namespace"] for p in case.pods} | {g["metadata"]["namespace"] for g in case.groups}
+    namespaces |= {c["metadata"]["namespace"] for c in case.claims}
     for ns in sorted(namespaces - {"default"}):
         _create(http, "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}})
     for pc in case.classes:
@@ -81,8 +82,12 @@ def load(http: KubeHttp, case: Case, protocol: KitProtocol = P) -> None:
             http.patch(f"{VOLCANO}/namespaces/{ns}/podgroups/{name}/status", {"status": group["status"]})
     for node in case.nodes:
         _create(http, "/api/v1/nodes", {**node, "metadata": {k: v for k, v in node["metadata"].items() if k != "uid"}})
+    for device_class in case.device_classes:  # in the order Volcano's test harness makes them
+        _create(http, "/apis/resource.k8s.io/v1/deviceclasses", device_class)
     for claim in case.claims:
         _create(http, f"/apis/resource.k8s.io/v1/namespaces/{claim['metadata']['namespace']}/resourceclaims", claim)
+    for made in case.slices:
+        _create(http, "/apis/resource.k8s.io/v1/resourceslices", made)
     for pod in case.pods:
         ns, name = pod["metadata"]["namespace"], pod["metadata"]["name"]
         http.post(_pod_path(ns), _for_server(pod, protocol))

@@ -160,6 +160,8 @@ class Case:
     queues: Sequence[dict[str, Any]] = ()
     classes: Sequence[dict[str, Any]] = field(default_factory=list)
     claims: Sequence[dict[str, Any]] = ()  # ResourceClaims (resource.k8s.io/v1), made before the pods
+    device_classes: Sequence[dict[str, Any]] = ()  # DeviceClasses, made before the claims
+    slices: Sequence[dict[str, Any]] = ()  # ResourceSlices, made after the claims
 
 
 def run(case: Case, sessions: int = 1) -> tuple[RecordingApi, LiveCache]:

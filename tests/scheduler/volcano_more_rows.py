@@ -693,7 +693,6 @@ MISSING = [
         2,
         "PersistentVolumeClaims bound by the scheduler's volume binder: its tables cover them",
     ),
-    ("volcano/allocate", "TestAllocateWithDRA", 2, "dynamic resource allocation (ResourceClaims)"),
     ("volcano/allocate", "allocate_shard_test.go", 1, "scheduler sharding (NodeShard)"),
     (
         "volcano/preempt",
