@@ -116,3 +116,48 @@ tiers:
     framework = Framework(parse_conf(conf), builtin_registry(), BuildContext())
     (warning,) = framework.warnings
     assert warning.endswith(f"({name}): plugin {name!r} is one of Volcano's but not built here; skipped")
+
+
+def test_action_and_dra_arguments_of_newer_volcano_load() -> None:
+    """Keys Volcano 1.12-1.16 reads that change nothing here are accepted, not refused: the DRA filter's
+    timeout, the predicate-error cache of backfill and reclaim, preempt's worker count."""
+    conf = """
+actions: "enqueue, allocate, backfill, reclaim, preempt"
+tiers:
+- plugins:
+  - name: predicates
+    arguments:
+      predicate.DynamicResourceAllocationEnable: true
+      dynamicresources.filterTimeoutSeconds: 10
+configurations:
+- name: backfill
+  arguments:
+    predicateErrorCacheEnable: true
+- name: reclaim
+  arguments:
+    predicateErrorCacheEnable: false
+- name: preempt
+  arguments:
+    topologyAwarePreemptWorkerNum: 16
+"""
+    framework = Framework(parse_conf(conf), builtin_registry(), BuildContext())
+    assert framework.warnings == []
+    assert "dynamicresources" in [p.name for p in framework.plugins.predicate.flat]
+    bad = conf.replace("filterTimeoutSeconds: 10", "filterTimeoutSeconds: -1")
+    with pytest.raises(Exception, match="filterTimeoutSeconds must not be negative"):
+        Framework(parse_conf(bad), builtin_registry(), BuildContext())
+
+
+def test_a_volcano_1_5_conf_with_elect_and_reserve_loads_with_warnings() -> None:
+    conf = """
+actions: "enqueue, elect, allocate, backfill, reserve"
+tiers:
+- plugins:
+  - name: priority
+  - name: gang
+  - name: reservation
+"""
+    framework = Framework(parse_conf(conf), builtin_registry(), BuildContext())
+    assert framework.action_names == ("enqueue", "allocate", "backfill")
+    assert len(framework.warnings) == 3, framework.warnings
+    assert all(any(name in w for w in framework.warnings) for name in ("'elect'", "'reserve'", "'reservation'"))

@@ -92,5 +92,5 @@ def _backfill_gang(ssn: Session, job: JobInfo, tasks: list[TaskInfo]) -> None:
 
 
 def build(arguments: Arguments, context: BuildContext) -> Backfill:
-    no_arguments("backfill", arguments)
+    no_arguments("backfill", arguments, ("predicateErrorCacheEnable",))  # Volcano's speed switch: no effect here
     return Backfill()

@@ -42,6 +42,7 @@ def build(arguments: Arguments, context: BuildContext) -> Preempt:
         arguments,
         (
             "predicateErrorCacheEnable",
+            "topologyAwarePreemptWorkerNum",  # Volcano's parallel workers for it: one loop here
             "enableTopologyAwarePreemption",
             "minCandidateNodesPercentage",
             "minCandidateNodesAbsolute",

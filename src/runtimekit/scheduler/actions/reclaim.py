@@ -39,5 +39,5 @@ class Reclaim(NeedsRunning):
 
 
 def build(arguments: Arguments, context: BuildContext) -> Reclaim:
-    no_arguments("reclaim", arguments)
+    no_arguments("reclaim", arguments, ("predicateErrorCacheEnable",))  # Volcano's speed switch: no effect here
     return Reclaim()

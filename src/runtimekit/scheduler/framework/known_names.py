@@ -61,8 +61,20 @@ VOLCANO_PLUGINS = frozenset(
 )
 
 # pkg/scheduler/actions/factory.go of current Volcano (each action's Name()).
+# `elect` and `reserve` are Volcano 1.1-1.5's (with its `reservation` plugin), gone since 1.6
 VOLCANO_ACTIONS = frozenset(
-    {"allocate", "backfill", "enqueue", "gangpreempt", "gangreclaim", "preempt", "reclaim", "shuffle"}
+    {
+        "allocate",
+        "backfill",
+        "elect",
+        "enqueue",
+        "gangpreempt",
+        "gangreclaim",
+        "preempt",
+        "reclaim",
+        "reserve",
+        "shuffle",
+    }
 )
 
 

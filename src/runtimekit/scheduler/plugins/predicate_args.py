@@ -17,7 +17,10 @@
 - Volcano's predicate-level GPU sharing (`GPUSharingEnable`, `GPUNumberEnable`, `VGPUEnable`) is
   not part of this plugin: false is accepted, true refused. `DynamicResourceAllocationEnable` true
   turns on the `dynamicresources` plugin; the conf builder takes it out before this plugin sees it
-  (`known_names.IMPLIED_PLUGINS`), so here only a value that is not true or false is refused.
+  (`known_names.IMPLIED_PLUGINS`), so here only a value that is not true or false is refused;
+  `dynamicresources.filterTimeoutSeconds` (Volcano's, 10, at least 0: how long kube's DRA filter may
+  search one node) is accepted: the device search here is bounded by a number of steps, not a clock,
+  so a node is judged the same however busy the scheduler's machine is.
 Any other key is refused by name.
 """
 
@@ -31,6 +34,7 @@ from runtimekit.scheduler.framework.arguments import ArgumentError, Arguments
 
 PREFIX = "predicate."
 VOLUME_BINDING = "volumebinding."
+DRA_FILTER_TIMEOUT = "dynamicresources.filterTimeoutSeconds"
 SWITCHES = {
     "NodeAffinityEnable": "node_affinity",
     "NodePortsEnable": "node_ports",
@@ -141,10 +145,14 @@ def parse_predicates_args(arguments: Arguments, gpu_resource: str = "") -> Predi
             rate_keys[key] = value
         elif key.startswith(VOLUME_BINDING):
             values.update(_volume_binding(key, value))
+        elif key == DRA_FILTER_TIMEOUT:
+            if _whole(key, value) < 0:
+                raise ArgumentError(f"predicates: {key} must not be negative, got {value!r}")
         else:
             known = sorted(PREFIX + k for k in (*SWITCHES, *NOT_HERE, "resources")) + [
                 VOLUME_BINDING + k for k in ("bindTimeoutSeconds", "shape", "weight")
             ]
+            known.append(DRA_FILTER_TIMEOUT)
             raise ArgumentError(f"predicates: unknown argument {key!r}; known: {', '.join(known)}")
     resources = values.get("resources", ())
     rates: dict[str, list[float]] = {name: [1.0, 1.0] for name in resources}
