@@ -26,7 +26,7 @@ EXPECTED: dict[str, list[str]] = {
     "guide-cdp.conf": ["'cdp'", "'task-topology'"],
     "guide-dra-quota.conf": [],
     "guide-network-topology.conf": ["'network-topology-aware'"],
-    "guide-resource-strategy-fit.conf": ["'resource-strategy-fit'"],
+    "guide-resource-strategy-fit.conf": [],
     "guide-queue-admission.conf": [],
     "guide-task-topology.conf": ["'task-topology'"],
     "guide-vnpu-hami.conf": [

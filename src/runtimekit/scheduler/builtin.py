@@ -25,6 +25,7 @@ from runtimekit.scheduler.plugins import (
     proportion,
     resourcequota,
     sla,
+    strategyfit,
 )
 from runtimekit.scheduler.plugins.gpushare import plugin as gpushare
 
@@ -53,6 +54,7 @@ PLUGINS: dict[str, PluginBuilder] = {
     "resourcequota": resourcequota.build,
     "pdb": pdb.build,
     "dynamicresources": dra.build,
+    "resource-strategy-fit": strategyfit.build,
 }
 # The seed design's names for the GPU plugins, which confs written for it use: each builds the plugin
 # it names (under that plugin's own name), so such a conf runs unchanged.
