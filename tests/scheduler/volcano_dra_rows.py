@@ -15,7 +15,7 @@ from typing import Any
 
 from scheduler.live_tables import Outcome, Row
 from scheduler.volcano_cases import Case, build_node, build_pod, build_pod_group, build_queue
-from scheduler.volcano_more_rows import only
+from scheduler.volcano_more_rows import only, tiers
 
 T = "volcano/capacity"
 FLAGS = {
@@ -25,18 +25,12 @@ FLAGS = {
 }
 
 
-def _conf() -> str:
-    flags = only(FLAGS, *FLAGS)
-    lines = ['actions: "enqueue, allocate"', "tiers:", "- plugins:"]
-    for name in FLAGS:
-        lines.append(f"  - name: {name}")
-        lines += [f"    {flag}: {str(value).lower()}" for flag, value in flags[name].items()]
-        if name == "capacity":
-            lines += ["    arguments:", "      capacity.DynamicResourceAllocationEnable: true"]
-    return "\n".join(lines) + "\n"
-
-
-CONF = _conf()
+CONF = tiers(
+    *FLAGS,
+    flags=only(FLAGS, *FLAGS),
+    actions="enqueue, allocate",
+    arguments={"capacity": {"capacity.DynamicResourceAllocationEnable": True}},
+)
 
 
 def queue(name: str, **counts: int) -> dict[str, Any]:
@@ -77,17 +71,6 @@ ALLOCATE_FLAGS = {
     "gang": ("enableJobReady", "enablePredicate", "enableJobPipelined", "enableTaskOrder"),
     "predicates": ("enablePredicate",),
 }
-
-
-def _allocate_conf() -> str:
-    flags = only(ALLOCATE_FLAGS, *ALLOCATE_FLAGS)
-    lines = ['actions: "allocate"', "tiers:", "- plugins:"]
-    for name in ALLOCATE_FLAGS:
-        lines.append(f"  - name: {name}")
-        lines += [f"    {flag}: {str(value).lower()}" for flag, value in flags[name].items()]
-        if name == "predicates":
-            lines += ["    arguments:", "      predicate.DynamicResourceAllocationEnable: true"]
-    return "\n".join(lines) + "\n"
 
 
 def allocate_case(name: str, expression: str) -> Case:
@@ -142,7 +125,12 @@ def allocate_case(name: str, expression: str) -> Case:
     )
 
 
-ALLOCATE_CONF = _allocate_conf()
+ALLOCATE_CONF = tiers(
+    *ALLOCATE_FLAGS,
+    flags=only(ALLOCATE_FLAGS, *ALLOCATE_FLAGS),
+    actions="allocate",
+    arguments={"predicates": {"predicate.DynamicResourceAllocationEnable": True}},
+)
 
 
 def _still_inqueue(got: Outcome) -> str:

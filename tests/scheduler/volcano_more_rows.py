@@ -6,6 +6,7 @@ counted apart with the reason. Facts of pkg/scheduler/{actions,plugins}/*/*_test
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from runtimekit.scheduler.framework.conf import PLUGIN_FLAGS
@@ -37,13 +38,20 @@ def with_class(pc: dict[str, Any], policy: str) -> dict[str, Any]:
     return {**pc, "preemptionPolicy": policy}
 
 
-def tiers(*plugins: str, flags: dict[str, dict[str, bool]] | None = None, actions: str = "") -> str:
-    """A conf of one tier; `flags` per plugin as Volcano's PluginOption sets them."""
+def tiers(
+    *plugins: str,
+    flags: dict[str, dict[str, bool]] | None = None,
+    actions: str = "",
+    arguments: dict[str, dict[str, Any]] | None = None,
+) -> str:
+    """A conf of one tier; `flags` per plugin as Volcano's PluginOption sets them, and its `arguments`."""
     lines = [f'actions: "{actions}"', "tiers:", "- plugins:"]
     for name in plugins:
         lines.append(f"  - name: {name}")
         for flag, value in (flags or {}).get(name, {}).items():
             lines.append(f"    {flag}: {str(value).lower()}")
+        if (arguments or {}).get(name):
+            lines.append(f"    arguments: {json.dumps((arguments or {})[name])}")
     return "\n".join(lines) + "\n"
 
 

@@ -6,12 +6,11 @@ pod and a CPU pod to the CPU node holding none."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from scheduler.live_tables import Row
 from scheduler.volcano_cases import Case, build_node, build_pod, build_pod_group, build_queue
-from scheduler.volcano_more_rows import only
+from scheduler.volcano_more_rows import only, tiers
 
 T = "volcano/resource-strategy-fit"
 FLAGS = {
@@ -31,18 +30,7 @@ ARGUMENTS = {
 }
 
 
-def _conf() -> str:
-    flags = only(FLAGS, *FLAGS)
-    lines = ['actions: "allocate"', "tiers:", "- plugins:"]
-    for name in FLAGS:
-        lines.append(f"  - name: {name}")
-        lines += [f"    {flag}: {str(value).lower()}" for flag, value in flags[name].items()]
-        if name == "resource-strategy-fit":
-            lines.append(f"    arguments: {json.dumps(ARGUMENTS)}")
-    return "\n".join(lines) + "\n"
-
-
-CONF = _conf()
+CONF = tiers(*FLAGS, flags=only(FLAGS, *FLAGS), actions="allocate", arguments={"resource-strategy-fit": ARGUMENTS})
 
 
 def node(name: str, kind: str, gpus: str = "") -> dict[str, Any]:
