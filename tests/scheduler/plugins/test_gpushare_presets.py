@@ -16,7 +16,7 @@ from runtimekit.protocol.presets import preset_protocol
 from runtimekit.scheduler.builtin import builtin_registry
 from runtimekit.scheduler.cache.cluster import PEER_NAME_REASON
 from runtimekit.scheduler.cache.live import LiveCache, live_cache
-from runtimekit.scheduler.framework import BuildContext, Framework, load_conf
+from runtimekit.scheduler.framework import BuildContext, Framework, load_conf, parse_conf
 from scheduler.fake_api import FakeApi, node_object, pod_object
 
 HAMI = preset_protocol("hami")
@@ -193,7 +193,9 @@ def test_hami_node_and_gpu_policies(
     assert policy == f"{node_policy}/{gpu_policy}"
 
 
-def test_an_unknown_policy_value_is_named_with_its_annotation(api: FakeApi) -> None:
+def test_a_policy_value_named_nowhere_here_falls_back_to_the_default_part(api: FakeApi) -> None:
+    """HAMi falls back to its defaults for a policy it does not know; here the default part of the
+    scheduler's policy takes over (`topology-aware` needs NVLink scores the kit's nodes do not publish)."""
     cache, framework = make(api)
     api.add_pod(
         pod_object(
@@ -204,9 +206,51 @@ def test_an_unknown_policy_value_is_named_with_its_annotation(api: FakeApi) -> N
         )
     )
     schedule(cache, framework)
-    assert placed(api, "p") == ("", [])
-    [message] = reasons(api, "p")[:1]
-    assert "unknown placement policy 'topology-aware' in annotation hami.io/gpu-scheduler-policy" in message
+    assert placed(api, "p")[0] in ("a100-node", "h200-node")
+    policy = json.loads(api.pods["default/p"]["metadata"]["annotations"][HAMI.annotations.assignment])["policy"]
+    assert policy == "packfrag/packfrag"  # the conf's default for both parts
+
+
+@pytest.mark.parametrize(
+    ("annotations", "same_node", "same_gpu", "policy"),
+    [
+        ({}, True, False, "binpack/spread"),  # HAMi's defaults: binpack nodes, spread cards
+        ({"hami.io/node-scheduler-policy": "spread"}, False, True, "spread/spread"),  # the GPU part from the default
+        ({"hami.io/gpu-scheduler-policy": "binpack"}, True, True, "binpack/binpack"),  # the node part from it
+    ],
+    ids=["no-annotation", "node-policy-only", "gpu-policy-only"],
+)
+def test_a_split_default_policy_is_hamis_binpack_nodes_and_spread_cards(
+    api: FakeApi, annotations: dict[str, str], same_node: bool, same_gpu: bool, policy: str
+) -> None:
+    names = (HAMI.scheduler_name, *HAMI.scheduler_aliases)
+    live = live_cache(HAMI, names, api, bind_workers=2, retry_seconds=0.0)
+    api.attach(live.cache)
+    for node in api.nodes.values():
+        live.cache.on_node("ADDED", node)
+    conf = parse_conf(
+        'actions: "enqueue, allocate"\ntiers:\n- plugins:\n  - name: gang\n  - name: predicates\n'
+        "  - name: gpushare\n    arguments: {gpushare.policy: binpack/spread}\n"
+    )
+    framework = Framework(conf, builtin_registry(), BuildContext(protocol=HAMI))
+    limits = {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 2000, "nvidia.com/gpucores": 20}
+    for name in ("first", "second"):
+        api.add_pod(pod_object(name, limits, scheduler="hami-scheduler", annotations=annotations))
+        schedule(live, framework)
+    (node1, [share1]), (node2, [share2]) = placed(api, "first"), placed(api, "second")
+    assert (node1 == node2) == same_node
+    assert (uuids(node1).index(share1["uuid"]) == uuids(node2).index(share2["uuid"])) == same_gpu
+    assert (
+        json.loads(api.pods["default/second"]["metadata"]["annotations"][HAMI.annotations.assignment])["policy"]
+        == policy
+    )
+
+
+def test_a_policy_naming_no_policy_here_is_refused_in_the_conf() -> None:
+    plugin = "  - name: gpushare\n    arguments: {gpushare.policy: binpack/topology-aware}\n"
+    conf = parse_conf(f'actions: "allocate"\ntiers:\n- plugins:\n{plugin}')
+    with pytest.raises(Exception, match="unknown policy 'binpack/topology-aware'"):
+        Framework(conf, builtin_registry(), BuildContext(protocol=HAMI))
 
 
 def test_a_hami_pod_under_the_default_protocol_is_warned_about_each_name(api: FakeApi) -> None:

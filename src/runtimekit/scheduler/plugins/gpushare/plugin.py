@@ -64,7 +64,7 @@ from runtimekit.scheduler.plugins.gpushare.fit import (
     slots_for,
     summary_fit,
 )
-from runtimekit.scheduler.plugins.gpushare.podpolicy import is_split, resolve
+from runtimekit.scheduler.plugins.gpushare.podpolicy import defaults, is_split, resolve
 from runtimekit.scheduler.plugins.gpushare.policies import (
     DEFAULT_POLICY,
     POLICIES,
@@ -102,8 +102,12 @@ class GpuShareArgs:
     cpu_reserve: float = CPU_RESERVE
 
     def __post_init__(self) -> None:
-        if self.policy not in POLICIES:
-            raise ArgumentError(f"{NAME}: unknown policy {self.policy!r}; known: {', '.join(POLICIES)}")
+        for name in set(defaults(self.policy)):
+            if name not in POLICIES:
+                known = ", ".join(POLICIES)
+                raise ArgumentError(
+                    f"{NAME}: unknown policy {self.policy!r}; known: {known} (or <node policy>/<GPU policy>)"
+                )
         if self.weight < 0:
             raise ArgumentError(f"{NAME}: weight must not be negative, got {self.weight}")
         if self.learn_every < 1:
@@ -137,11 +141,13 @@ class GpuSharePlugin(
         self.device_kinds = kinds  # the kinds of GPU request this plugin places (MIG slices are mig's)
         self.rng = context.rng
         self.policies: dict[str, Policy] = {name: make() for name, make in POLICIES.items()}
+        self._splits: dict[str, Policy] = {}  # split policies built, by the value asked
         if args.cpu_reserve != CPU_RESERVE:
             self.policies[PackFragPolicy.name] = PackFragPolicy(cpu_reserve=args.cpu_reserve)
-        configured = self.policies[args.policy]
-        if isinstance(configured, PackFragPolicy):  # its LP solver's import, at start-up, not mid-decision
-            configured.load_solver()
+        for part in set(defaults(args.policy)):
+            configured = self.policies[part]
+            if isinstance(configured, PackFragPolicy):  # its LP solver's import, at start-up, not mid-decision
+                configured.load_solver()
         # per policy (by id, with the policy to tell a reused id): the policy as a RowLocalPolicy, or None
         self._row_local_policies: dict[int, tuple[Policy, RowLocalPolicy | None]] = {}
         self._cpu_keepers: dict[int, tuple[Policy, KeepsCpu | None]] = {}  # the same, as a `KeepsCpu`
@@ -150,7 +156,6 @@ class GpuSharePlugin(
             self.set_workload(workload)
         self._pod_policy_key = context.protocol.annotations.policy
         self._split_keys = (context.protocol.annotations.node_policy, context.protocol.annotations.gpu_policy)
-        self._splits: dict[str, Policy] = {}
         self._observed: set[str] = set()  # pods the SCORE learners were told of
         self._learned: set[str] = set()  # pods the FILTER learners were told of
         self._needs: dict[int, _Need] = {}
@@ -212,6 +217,15 @@ class GpuSharePlugin(
         self._filter_learners, self._score_learners = self._learners()
         self._row_local_policies.clear()  # which policies learn at scoring may have changed
         self._cpu_keepers.clear()
+        self._splits.clear()  # they hold the policies replaced
+
+    def _default(self) -> Policy:
+        """The plugin's policy (`gpushare.policy`), a split one built from the current policies."""
+        if not is_split(self.args.policy):
+            return self.policies[self.args.policy]
+        found = self._split(self.args.policy)
+        assert not isinstance(found, str), found  # both parts were checked when the arguments were read
+        return found
 
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
@@ -220,7 +234,7 @@ class GpuSharePlugin(
             found = self._split(task.policy)
             if not isinstance(found, str):
                 return found
-        return self.policies[self.args.policy]
+        return self._default()
 
     def _split(self, asked: str) -> Policy | str:
         if len(self._splits) > 1024:
