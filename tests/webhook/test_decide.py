@@ -104,3 +104,33 @@ def test_the_answer_carries_the_patch_in_base64_and_the_refusal_as_a_status() ->
     assert status["message"].startswith(f"spec.containers[0].resources.limits[{P.resources.core}]: Invalid value")
     assert status["details"]["causes"][0]["field"] == f"spec.containers[0].resources.limits[{P.resources.core}]"
     assert "patch" not in refused
+
+
+def test_under_hamis_rules_a_gpu_pod_with_a_privileged_container_is_refused() -> None:
+    """HAMi's webhook denies a GPU pod with a privileged container (it would see every GPU of the node);
+    the kit's own protocol leaves that to the cluster's policy, and a pod without GPUs is no concern."""
+    from runtimekit.protocol.presets import preset_protocol
+
+    hami = WebhookSettings(preset_protocol("hami"))
+    pod = {
+        "metadata": {"name": "p"},
+        "spec": {
+            "containers": [
+                {"name": "app", "resources": {"limits": {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "30"}}},
+                {"name": "debug", "securityContext": {"privileged": True}},
+            ]
+        },
+    }
+    decision = decide.validate(request("CREATE", pod), hami, FLEET)
+    assert not decision.allowed
+    assert [(p.field, p.message) for p in decision.problems] == [
+        ("spec.containers[1].securityContext.privileged", "Forbidden: container debug is privileged")
+    ]
+    assert decide.validate(request("UPDATE", pod, pod), hami, FLEET).allowed  # admitted before: never refused later
+    plain = {
+        "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "x", "securityContext": {"privileged": True}}]},
+    }
+    assert decide.validate(request("CREATE", plain), hami, FLEET).allowed
+    kit = {**pod, "spec": {"containers": [gpu_pod()["spec"]["containers"][0], pod["spec"]["containers"][1]]}}
+    assert decide.validate(request("CREATE", kit), SETTINGS, FLEET).allowed

@@ -2,7 +2,9 @@
 
 `mutate` handles pod creates (`mutation`); `validate` handles pod creates and updates (what the pod
 asks for, unless HAMi's opt-out label says to leave it alone, and who wrote the scheduler's
-annotations) and `pods/binding` creates (who binds with the scheduler's annotations). Anything else
+annotations) and `pods/binding` creates (who binds with the scheduler's annotations). Under HAMi's
+rules a GPU pod with a privileged container is refused at creation, as HAMi's webhook refuses it (a
+privileged container sees every GPU of the node, so no share holds). Anything else
 is allowed unchanged: a configuration that sends more than these is not an error. The request checks
 run on updates too, but only when the containers' resources or the annotations changed, so a pod
 admitted before a node left is never refused a label change. Pure; `server` calls it.
@@ -17,7 +19,7 @@ from runtimekit.webhook.annotations import annotation_problems
 from runtimekit.webhook.authority import written_problems
 from runtimekit.webhook.fleet import Fleet
 from runtimekit.webhook.mutation import opted_out, pod_patch
-from runtimekit.webhook.podrequests import pod_problems
+from runtimekit.webhook.podrequests import pod_problems, privileged_problems
 from runtimekit.webhook.review import ALLOW, Decision, refuse
 from runtimekit.webhook.settings import WebhookSettings
 
@@ -65,6 +67,7 @@ def _validate_pod(request: AdmissionRequest, settings: WebhookSettings, fleet: F
     problems = [
         *pod_problems(pod, settings.protocol, fleet, old is None),
         *annotation_problems(annotations_of(pod), settings.protocol),
+        *(privileged_problems(pod, settings.protocol) if settings.hami and old is None else []),
     ]
     return refuse(problems) if problems else ALLOW
 

@@ -126,6 +126,23 @@ def container_problems(container: Container, path: str, protocol: KitProtocol, f
     return []
 
 
+def privileged_problems(pod: Pod, protocol: KitProtocol) -> list[Problem]:
+    """HAMi's rule: a pod asking for GPUs has no privileged container (it would see every GPU)."""
+    spec = pod.get("spec") or {}
+    containers = [("initContainers", spec.get("initContainers") or []), ("containers", spec.get("containers") or [])]
+    asks = any(
+        kit_amounts(c, f"spec.{kind}[{i}]", protocol) for kind, listed in containers for i, c in enumerate(listed)
+    )
+    if not asks:
+        return []
+    return [
+        forbidden(f"spec.{kind}[{i}].securityContext.privileged", f"container {c.get('name', '')} is privileged")
+        for kind, listed in containers
+        for i, c in enumerate(listed)
+        if ((c.get("securityContext") or {}).get("privileged")) is True
+    ]
+
+
 def pod_problems(pod: Pod, protocol: KitProtocol, fleet: Fleet, created: bool) -> list[Problem]:
     """Everything wrong with what the pod asks for (empty when a node could give it)."""
     spec = pod.get("spec") or {}

@@ -50,6 +50,14 @@ class VolumeMount(TypedDict, total=False):
     readOnly: bool
 
 
+class SecurityContext(TypedDict, total=False):
+    """A container's security context: what the kit reads of it."""
+
+    privileged: bool
+    runAsUser: int
+    runAsNonRoot: bool
+
+
 class Container(TypedDict, total=False):
     name: str
     image: str
@@ -63,6 +71,7 @@ class Container(TypedDict, total=False):
     imagePullPolicy: str  # Always, IfNotPresent, Never
     terminationMessagePath: str
     terminationMessagePolicy: str
+    securityContext: SecurityContext
 
 
 class Toleration(TypedDict, total=False):
