@@ -62,6 +62,9 @@ def test_the_kubelet_follows_the_plugins_health_stream(dra_stack: Factory) -> No
         wait_for(lambda: cache.get(DRIVER, NODE, "gpu-0") == "Unknown", what="the devices forgotten")
         wait_for(lambda: (DRIVER, NODE, "gpu-0") in changes[-1], what="the listener told")
         assert DRIVER not in watch.unsupported
+        stack.server.start()  # back on the same endpoint: the kubelet opens the stream again
+        wait_for(lambda: cache.get(DRIVER, NODE, "gpu-0") == "Healthy", 30, "the stream opened again")
+        assert cache.get(DRIVER, NODE, "gpu-1") == "Unhealthy"
     finally:
         watch.stop()
 
