@@ -111,3 +111,31 @@ def test_pod_patch(name: str, settings: WebhookSettings, given: Pod, operations:
 
 def test_pointers_escape_slashes_and_tildes() -> None:
     assert pointer("spec", "a/b", "c~d") == "/spec/a~1b/c~0d"
+
+
+def test_hamis_runtime_class_and_overwrite_env_knobs() -> None:
+    """HAMi's `runtimeClassName` (a GPU pod naming no RuntimeClass gets it) and `overwriteEnv` (every
+    container asking for no GPU, in any pod, gets NVIDIA_VISIBLE_DEVICES=none), applied as the API
+    server applies the JSONPatch."""
+    from runtimekit.cluster.apiserver.patch import json_patch
+
+    settings = WebhookSettings(preset_protocol("hami"), runtime_class="nvidia", overwrite_env=True)
+    gpu = pod({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "4000"}, {"cpu": "1"})
+    gpu["spec"]["containers"][1]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
+    gpu["spec"]["initContainers"] = [{"name": "init", "image": "busybox"}]
+    patched = json_patch(gpu, pod_patch(gpu, settings))
+    spec = patched["spec"]
+    assert spec["runtimeClassName"] == "nvidia"
+    assert spec["schedulerName"] == KIT_NAME
+    assert "env" not in spec["containers"][0]  # the GPU container sees its GPUs
+    assert spec["containers"][1]["env"][-1] == {"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}  # the later wins
+    assert spec["initContainers"][0]["env"] == [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"}]
+    own = pod({"nvidia.com/gpu": "1"})
+    own["spec"]["runtimeClassName"] = "kata"
+    assert json_patch(own, pod_patch(own, settings))["spec"]["runtimeClassName"] == "kata"  # the pod's own kept
+    plain = pod({"cpu": "1"})
+    assert json_patch(plain, pod_patch(plain, settings))["spec"]["containers"][0]["env"][0]["value"] == "none"
+    assert "runtimeClassName" not in json_patch(plain, pod_patch(plain, settings))["spec"]
+    assert pod_patch(plain, HAMI) == []  # both off by default
+    ignored = pod({"cpu": "1"}, labels={"hami.io/webhook": "ignore"})
+    assert pod_patch(ignored, settings) == []

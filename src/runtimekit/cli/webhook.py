@@ -49,6 +49,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "for a cluster whose own kube-scheduler calls the extender)",
     )
     parser.add_argument(
+        "--runtime-class-name",
+        default="",
+        metavar="NAME",
+        help="the RuntimeClass a GPU pod naming none is given (HAMi's runtimeClassName; default: none), for nodes "
+        "whose default container runtime is not NVIDIA's",
+    )
+    parser.add_argument(
+        "--overwrite-env",
+        action="store_true",
+        help="containers asking for no GPU get NVIDIA_VISIBLE_DEVICES=none (HAMi's overwriteEnv), so NVIDIA's "
+        "runtime shows them no GPU whatever their image says",
+    )
+    parser.add_argument(
         "--scheduler-username",
         action="append",
         default=[],
@@ -89,7 +102,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     users = frozenset(args.scheduler_username or [SCHEDULER_USER])
-    settings = WebhookSettings(protocol, SchedulerMode(args.scheduler_mode), users, args.extender_profile)
+    settings = WebhookSettings(
+        protocol,
+        SchedulerMode(args.scheduler_mode),
+        users,
+        args.extender_profile,
+        args.runtime_class_name,
+        args.overwrite_env,
+    )
     view = FleetView(protocol)
     nodes = Informer(http, "/api/v1/nodes", view.on_event, name="nodes").start()
     try:

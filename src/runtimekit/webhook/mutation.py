@@ -6,14 +6,22 @@
 - Under HAMi's names, HAMi's webhook rule: an app container whose limits give GPU memory, cores or a
   memory percentage but no GPU count gets `nvidia.com/gpu: 1` (HAMi's `DefaultGPUNum`), so that
   kubelet allocates it (HAMi's memory is not a resource kubelet knows).
+- With a RuntimeClass set (`--runtime-class-name`, HAMi's `runtimeClassName`), a GPU pod that names
+  none gets it: on a node whose default container runtime is not NVIDIA's, that is what gives the
+  container its GPUs.
+- With `--overwrite-env` (HAMi's `overwriteEnv`), every container, init containers included, that asks
+  for none of the kit's GPU resources gets `NVIDIA_VISIBLE_DEVICES=none` appended to its environment,
+  in any pod, so NVIDIA's runtime shows it no GPU whatever its image says.
 Under HAMi's names a pod or namespace labelled `hami.io/webhook: ignore` is left alone (the namespace
 through the configuration's namespaceSelector, as HAMi's chart does). Pure.
 """
 
 from __future__ import annotations
 
-from runtimekit.kube.objects import JsonObject, Pod, labels_of
+from runtimekit.kube.objects import Container, JsonObject, Pod, labels_of
 from runtimekit.webhook.settings import DEFAULT_SCHEDULER, HAMI_OPT_OUT, WebhookSettings
+
+VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
 
 
 def pointer(*parts: str) -> str:
@@ -41,20 +49,46 @@ def _count_defaults(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
 
 def asks_for_gpus(pod: Pod, settings: WebhookSettings) -> bool:
     spec = pod.get("spec") or {}
-    for container in (*(spec.get("containers") or ()), *(spec.get("initContainers") or ())):
-        resources = container.get("resources") or {}
-        names = (*(resources.get("limits") or {}), *(resources.get("requests") or {}))
-        if any(settings.protocol.manages(name) for name in names):
-            return True
-    return False
+    containers = (*(spec.get("containers") or ()), *(spec.get("initContainers") or ()))
+    return any(_container_asks(container, settings) for container in containers)
+
+
+def _container_asks(container: Container, settings: WebhookSettings) -> bool:
+    resources = container.get("resources") or {}
+    names = (*(resources.get("limits") or {}), *(resources.get("requests") or {}))
+    return any(settings.protocol.manages(name) for name in names)
+
+
+def _hide_gpus(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
+    """`NVIDIA_VISIBLE_DEVICES=none` for each container asking for no GPU (HAMi's overwriteEnv)."""
+    spec = pod.get("spec") or {}
+    operations: list[JsonObject] = []
+    for kind, listed in (("initContainers", spec.get("initContainers")), ("containers", spec.get("containers"))):
+        for index, container in enumerate(listed or ()):
+            if _container_asks(container, settings):
+                continue
+            entry = {"name": VISIBLE_DEVICES, "value": "none"}
+            if container.get("env"):
+                operations.append({"op": "add", "path": pointer("spec", kind, str(index), "env", "-"), "value": entry})
+            else:
+                operations.append({"op": "add", "path": pointer("spec", kind, str(index), "env"), "value": [entry]})
+    return operations
 
 
 def pod_patch(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
-    """The operations for a pod being created (none for a pod that asks for no GPU)."""
-    if opted_out(pod, settings) or not asks_for_gpus(pod, settings):
+    """The operations for a pod being created (none for a pod that asks for no GPU, unless
+    `overwrite_env` hides GPUs from its containers)."""
+    if opted_out(pod, settings):
         return []
+    hidden = _hide_gpus(pod, settings) if settings.overwrite_env else []
+    if not asks_for_gpus(pod, settings):
+        return hidden
     operations = _count_defaults(pod, settings) if settings.hami else []
+    operations += hidden
     spec = pod.get("spec") or {}
+    if settings.runtime_class and not spec.get("runtimeClassName"):
+        op = "replace" if "runtimeClassName" in spec else "add"
+        operations.append({"op": op, "path": "/spec/runtimeClassName", "value": settings.runtime_class})
     named = spec.get("schedulerName")
     wanted = settings.scheduler_for_gpu_pods
     if named in (None, "", DEFAULT_SCHEDULER) and wanted != (named or DEFAULT_SCHEDULER):

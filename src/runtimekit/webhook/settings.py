@@ -31,6 +31,11 @@ class WebhookSettings:
     # extender mode: the kube-scheduler profile whose configuration calls the kit's extender ("": the
     # protocol's scheduler name, as deploy/scheduler/extender names the profile)
     extender_profile: str = ""
+    # HAMi's `runtimeClassName`: the RuntimeClass a GPU pod naming none is given ("": none)
+    runtime_class: str = ""
+    # HAMi's `overwriteEnv`: containers that ask for no GPU get NVIDIA_VISIBLE_DEVICES=none, so a node
+    # whose default container runtime is NVIDIA's shows them no GPU (an image may say `all`)
+    overwrite_env: bool = False
     hami: bool = field(init=False)  # HAMi's webhook rules apply: its GPU count default and its opt-out label
 
     def __post_init__(self) -> None:
