@@ -139,3 +139,19 @@ def test_hamis_runtime_class_and_overwrite_env_knobs() -> None:
     assert pod_patch(plain, HAMI) == []  # both off by default
     ignored = pod({"cpu": "1"}, labels={"hami.io/webhook": "ignore"})
     assert pod_patch(ignored, settings) == []
+
+
+def test_hamis_task_priority_becomes_cuda_task_priority_beside_hidden_gpus() -> None:
+    """Under HAMi's names `nvidia.com/priority` in a container's limits gives it CUDA_TASK_PRIORITY, which
+    HAMi-core reads; with overwrite_env on too, both land in the same env list."""
+    from runtimekit.cluster.apiserver.patch import json_patch
+
+    settings = WebhookSettings(preset_protocol("hami"), overwrite_env=True)
+    asked = pod({"nvidia.com/gpu": "1", "nvidia.com/priority": "1"}, {"nvidia.com/priority": "0"})
+    spec = json_patch(asked, pod_patch(asked, settings))["spec"]
+    assert spec["containers"][0]["env"] == [{"name": "CUDA_TASK_PRIORITY", "value": "1"}]
+    assert spec["containers"][1]["env"] == [
+        {"name": "CUDA_TASK_PRIORITY", "value": "0"},
+        {"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"},
+    ]
+    assert not [op for op in pod_patch(pod({"aliyun.com/gpu": "1"}), KIT) if "env" in op["path"]]

@@ -41,7 +41,7 @@ from runtimekit.kube.semantics.resources import pod_amounts
 from runtimekit.model.scalars import LIMIT, Scalars, combine, peak, scalar_amount, scalars_of
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.memo import PerProtocol
-from runtimekit.protocol.presets import speaks_hami
+from runtimekit.protocol.presets import passed_resources, speaks_hami
 
 MILLI_PER_GPU = 1000
 # No node has more GPUs, or more memory units on one GPU: larger amounts are refused as beyond any
@@ -284,9 +284,10 @@ def _amounts_of(amounts: ResourceList, protocol: KitProtocol) -> _Amounts:
     if cpu >= LIMIT or mem >= LIMIT:
         raise ValueError("cpu or memory beyond any node")
     scalars: dict[str, int] = {}
+    passed = passed_resources(protocol)
     for key, value in amounts.items():
         resource = str(key)
-        if resource in ("cpu", "memory") or protocol.manages(resource):
+        if resource in ("cpu", "memory") or protocol.manages(resource) or resource in passed:
             continue
         scalars[resource] = scalar_amount(resource, value)
     return _Amounts(cpu, mem, scalars_of(scalars))

@@ -22,13 +22,12 @@ from dataclasses import dataclass
 from runtimekit.kube.objects import Pod, annotations_of
 from runtimekit.protocol.loader import RESOURCE_KINDS, KitProtocol
 from runtimekit.protocol.memo import PerProtocol
-from runtimekit.protocol.presets import PRESETS, preset_protocol
+from runtimekit.protocol.presets import PRESETS, passed_resources, preset_protocol
 
 RESOURCE, ANNOTATION = "resource", "annotation"
 
 # Names the peers document that no preset reads: (kind, name, system, what it does there).
 UNREAD: tuple[tuple[str, str, str, str], ...] = (
-    (RESOURCE, "nvidia.com/priority", "HAMi", "task priority"),
     (ANNOTATION, "nvidia.com/vgpu-mode", "HAMi", "sharing mode (hami-core, mig, mps)"),
     (ANNOTATION, "nvidia.com/numa-bind", "HAMi", "GPUs of one NUMA node"),
     (ANNOTATION, "hami.io/device-scoring-weights", "HAMi", "GPU scoring weights"),
@@ -76,7 +75,7 @@ class _Read:
 
 
 def _read(protocol: KitProtocol) -> _Read:
-    resources = frozenset(n for kind in RESOURCE_KINDS for n in protocol.names(kind))
+    resources = frozenset(n for kind in RESOURCE_KINDS for n in protocol.names(kind)) | passed_resources(protocol)
     annotations = frozenset(
         protocol.values[f"annotations.{key}"] for key in _ANNOTATION_KEYS if protocol.values[f"annotations.{key}"]
     )

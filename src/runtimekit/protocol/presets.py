@@ -129,6 +129,20 @@ def preset_protocol(name: str) -> KitProtocol:
     return parse_protocol_mapping({"version": str(PROTOCOL_VERSION), **preset(name).keys}, f"preset {name}")
 
 
+HAMI_PRIORITY = "nvidia.com/priority"  # HAMi's task priority (its chart's resourcePriority)
+HAMI_PRIORITY_ENV = "CUDA_TASK_PRIORITY"  # what HAMi's webhook makes of it, for HAMi-core
+
+
+def passed_resources(protocol: KitProtocol) -> frozenset[str]:
+    """Resources a pod may name that no node offers and no scheduler counts (HAMi's
+    `ignoredByScheduler`): HAMi's task priority under HAMi's names, which its webhook turns into the
+    container's `CUDA_TASK_PRIORITY`."""
+    return _HAMI_PASSED if speaks_hami(protocol) else frozenset()
+
+
+_HAMI_PASSED = frozenset({HAMI_PRIORITY})
+
+
 def speaks_hami(protocol: KitProtocol) -> bool:
     """Whether the protocol has HAMi's resource names (the `hami` preset, or a file copied from it), so
     that HAMi's own readings apply where they differ from Volcano vGPU's (`gpucores` above 100)."""

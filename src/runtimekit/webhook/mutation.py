@@ -5,7 +5,9 @@
   other scheduler keeps it. Extender mode leaves every pod to kube-scheduler.
 - Under HAMi's names, HAMi's webhook rule: an app container whose limits give GPU memory, cores or a
   memory percentage but no GPU count gets `nvidia.com/gpu: 1` (HAMi's `DefaultGPUNum`), so that
-  kubelet allocates it (HAMi's memory is not a resource kubelet knows).
+  kubelet allocates it (HAMi's memory is not a resource kubelet knows); and a container whose limits
+  give HAMi's task priority (`nvidia.com/priority`) gets `CUDA_TASK_PRIORITY` set to it, which
+  HAMi-core reads (no scheduler or node counts the resource itself).
 - With a RuntimeClass set (`--runtime-class-name`, HAMi's `runtimeClassName`), a GPU pod that names
   none gets it: on a node whose default container runtime is not NVIDIA's, that is what gives the
   container its GPUs.
@@ -18,7 +20,11 @@ through the configuration's namespaceSelector, as HAMi's chart does). Pure.
 
 from __future__ import annotations
 
+import contextlib
+
 from runtimekit.kube.objects import Container, JsonObject, Pod, labels_of
+from runtimekit.kube.semantics.quantity import whole_number
+from runtimekit.protocol.presets import HAMI_PRIORITY, HAMI_PRIORITY_ENV
 from runtimekit.webhook.settings import DEFAULT_SCHEDULER, HAMI_OPT_OUT, WebhookSettings
 
 VISIBLE_DEVICES = "NVIDIA_VISIBLE_DEVICES"
@@ -59,19 +65,33 @@ def _container_asks(container: Container, settings: WebhookSettings) -> bool:
     return any(settings.protocol.manages(name) for name in names)
 
 
-def _hide_gpus(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
-    """`NVIDIA_VISIBLE_DEVICES=none` for each container asking for no GPU (HAMi's overwriteEnv)."""
+def _env_entries(container: Container, settings: WebhookSettings, app: bool) -> list[JsonObject]:
+    """The environment the webhook appends to one container: HAMi's task priority (an app container's,
+    under HAMi's names) and, with `overwrite_env`, NVIDIA_VISIBLE_DEVICES=none where it asks for no GPU."""
+    entries: list[JsonObject] = []
+    value = ((container.get("resources") or {}).get("limits") or {}).get(HAMI_PRIORITY)
+    if app and settings.hami and value is not None:
+        with contextlib.suppress(ValueError):  # not a whole number: nothing to tell HAMi-core
+            entries.append({"name": HAMI_PRIORITY_ENV, "value": str(whole_number(value))})
+    if settings.overwrite_env and not _container_asks(container, settings):
+        entries.append({"name": VISIBLE_DEVICES, "value": "none"})
+    return entries
+
+
+def _env(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
+    """Operations appending `_env_entries` to each container (one `add` of the list where it has none)."""
     spec = pod.get("spec") or {}
     operations: list[JsonObject] = []
     for kind, listed in (("initContainers", spec.get("initContainers")), ("containers", spec.get("containers"))):
         for index, container in enumerate(listed or ()):
-            if _container_asks(container, settings):
+            entries = _env_entries(container, settings, kind == "containers")
+            if not entries:
                 continue
-            entry = {"name": VISIBLE_DEVICES, "value": "none"}
             if container.get("env"):
-                operations.append({"op": "add", "path": pointer("spec", kind, str(index), "env", "-"), "value": entry})
+                path = pointer("spec", kind, str(index), "env", "-")
+                operations += [{"op": "add", "path": path, "value": entry} for entry in entries]
             else:
-                operations.append({"op": "add", "path": pointer("spec", kind, str(index), "env"), "value": [entry]})
+                operations.append({"op": "add", "path": pointer("spec", kind, str(index), "env"), "value": entries})
     return operations
 
 
@@ -80,11 +100,10 @@ def pod_patch(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
     `overwrite_env` hides GPUs from its containers)."""
     if opted_out(pod, settings):
         return []
-    hidden = _hide_gpus(pod, settings) if settings.overwrite_env else []
     if not asks_for_gpus(pod, settings):
-        return hidden
+        return _env(pod, settings) if settings.overwrite_env else []
     operations = _count_defaults(pod, settings) if settings.hami else []
-    operations += hidden
+    operations += _env(pod, settings)
     spec = pod.get("spec") or {}
     if settings.runtime_class and not spec.get("runtimeClassName"):
         op = "replace" if "runtimeClassName" in spec else "add"

@@ -281,3 +281,14 @@ def test_gpu_memory_alone_without_cpu_is_not_held_back_by_queue_fairness(api: Fa
         api.add_pod(pod)
         schedule(cache, framework)
     assert all(placed(api, n)[0] for n in ("first", "second", "third")), api.events
+
+
+def test_hamis_task_priority_is_no_resource_the_scheduler_counts(api: FakeApi) -> None:
+    """`nvidia.com/priority` (HAMi's task priority, `ignoredByScheduler` in HAMi's chart) does not keep
+    the pod Pending as an extended resource no node offers, and draws no UnsupportedName warning."""
+    cache, framework = make(api)
+    limits = {"nvidia.com/gpu": 1, "nvidia.com/gpumem": 2000, "nvidia.com/priority": 1}
+    api.add_pod(pod_object("prio", limits, scheduler="hami-scheduler"))
+    schedule(cache, framework)
+    assert placed(api, "prio")[0] in ("a100-node", "h200-node")
+    assert not [m for pod, reason, m in api.events if pod == "prio" and reason == PEER_NAME_REASON]

@@ -10,6 +10,7 @@ from runtimekit.kube.objects import Pod
 from runtimekit.model.mig import MIG_GEOMETRY
 from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.loader import RESOURCE_KINDS
+from runtimekit.protocol.presets import passed_resources
 
 
 def asks_kit_resources(pod: Pod, protocol: KitProtocol) -> bool:
@@ -31,4 +32,5 @@ def managed_resources(protocol: KitProtocol) -> list[str]:
     names = [n for kind in RESOURCE_KINDS for n in protocol.names(kind)]
     profiles = sorted({p for geometry in MIG_GEOMETRY.values() for p in geometry.names})
     names += [f"{protocol.resources.mig_prefix}{p}" for p in profiles]
+    names += sorted(passed_resources(protocol))  # HAMi's task priority: kube-scheduler must not count it either
     return list(dict.fromkeys(names))
