@@ -155,3 +155,43 @@ def test_hamis_task_priority_becomes_cuda_task_priority_beside_hidden_gpus() -> 
         {"name": "NVIDIA_VISIBLE_DEVICES", "value": "none"},
     ]
     assert not [op for op in pod_patch(pod({"aliyun.com/gpu": "1"}), KIT) if "env" in op["path"]]
+
+
+@pytest.mark.parametrize(
+    ("limits", "requests", "limit_cores", "request_cores"),
+    [
+        ({"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "100"}, None, "100", None),
+        (None, {"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "100"}, "100", None),
+        ({"nvidia.com/gpu": "1", "nvidia.com/gpumem-percentage": "50"}, None, None, None),
+        ({"nvidia.com/gpu": "1"}, None, "100", None),
+        ({"nvidia.com/gpu": "1", "nvidia.com/gpucores": "70"}, None, "70", None),
+        (None, {"nvidia.com/gpu": "1", "nvidia.com/gpucores": "55"}, None, "55"),
+        ({"nvidia.com/gpu": "1", "nvidia.com/gpumem": "8192"}, None, None, None),
+        ({"nvidia.com/gpumem-percentage": "100"}, None, "100", None),  # the count defaulted first, then all cores
+    ],
+    ids=[
+        "exclusive via percentage",
+        "exclusive via percentage in requests only",
+        "non-exclusive percentage",
+        "no memory fields defaults to exclusive",
+        "explicit cores remains unchanged",
+        "explicit cores in requests remains unchanged",
+        "memory size present treated as shareable",
+        "percentage alone: count and cores",
+    ],
+)
+def test_hamis_exclusive_core_default(
+    limits: dict[str, str] | None, requests: dict[str, str] | None, limit_cores: str | None, request_cores: str | None
+) -> None:
+    """HAMi's TestMutateAdmissionDefaultsExclusiveCore: a card whose memory is all of it takes all its cores."""
+    from runtimekit.cluster.apiserver.patch import json_patch
+
+    resources: dict[str, Any] = {}
+    if limits is not None:
+        resources["limits"] = dict(limits)
+    if requests is not None:
+        resources["requests"] = dict(requests)
+    made = cast(Pod, {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "resources": resources}]}})
+    patched = json_patch(made, pod_patch(made, HAMI))["spec"]["containers"][0]["resources"]
+    assert (patched.get("limits") or {}).get("nvidia.com/gpucores") == limit_cores
+    assert (patched.get("requests") or {}).get("nvidia.com/gpucores") == request_cores

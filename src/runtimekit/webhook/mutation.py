@@ -5,7 +5,9 @@
   other scheduler keeps it. Extender mode leaves every pod to kube-scheduler.
 - Under HAMi's names, HAMi's webhook rule: an app container whose limits give GPU memory, cores or a
   memory percentage but no GPU count gets `nvidia.com/gpu: 1` (HAMi's `DefaultGPUNum`), so that
-  kubelet allocates it (HAMi's memory is not a resource kubelet knows); and a container whose limits
+  kubelet allocates it (HAMi's memory is not a resource kubelet knows); a container with a GPU count
+  and no cores whose memory is all of the card (a percentage of 100, or no memory) gets all of its
+  cores, `nvidia.com/gpucores: 100` (HAMi's defaultExclusiveCoreIfNeeded); and a container whose limits
   give HAMi's task priority (`nvidia.com/priority`) gets `CUDA_TASK_PRIORITY` set to it, which
   HAMi-core reads (no scheduler or node counts the resource itself).
 - With a RuntimeClass set (`--runtime-class-name`, HAMi's `runtimeClassName`), a GPU pod that names
@@ -22,8 +24,9 @@ from __future__ import annotations
 
 import contextlib
 
-from runtimekit.kube.objects import Container, JsonObject, Pod, labels_of
+from runtimekit.kube.objects import Container, JsonObject, Pod, ResourceRequirements, labels_of
 from runtimekit.kube.semantics.quantity import whole_number
+from runtimekit.protocol import KitProtocol
 from runtimekit.protocol.presets import HAMI_PRIORITY, HAMI_PRIORITY_ENV
 from runtimekit.webhook.settings import DEFAULT_SCHEDULER, HAMI_OPT_OUT, WebhookSettings
 
@@ -40,16 +43,47 @@ def opted_out(pod: Pod, settings: WebhookSettings) -> bool:
     return settings.hami and labels_of(pod).get(key) == value
 
 
+def _exclusive(resources: ResourceRequirements, protocol: KitProtocol, counted: bool) -> bool:
+    """HAMi's defaultExclusiveCoreIfNeeded: a container with a GPU count (given, or just defaulted) and
+    no cores, whose memory is all of the card (a percentage of 100, or no memory named), takes all of
+    the card's cores too."""
+    named = {**(resources.get("requests") or {}), **(resources.get("limits") or {})}
+    if not counted and not any(n in named for n in protocol.names("gpu")):
+        return False
+    if any(n in named for n in protocol.names("core")):
+        return False
+    percent = next((named[n] for n in protocol.names("memoryPercent") if n in named), None)
+    if percent is not None:
+        try:
+            return whole_number(percent) == 100
+        except ValueError:
+            return False
+    return not any(n in named for n in protocol.names("memory"))
+
+
 def _count_defaults(pod: Pod, settings: WebhookSettings) -> list[JsonObject]:
+    """HAMi's webhook defaults: a GPU count of 1 where a container names shares but no count, and all of
+    the card's cores where its memory is all of the card (`_exclusive`)."""
     protocol = settings.protocol
     shares = {n for kind in ("core", "memory", "memoryPercent") for n in protocol.names(kind)}
     counts = set(protocol.names("gpu"))
     operations: list[JsonObject] = []
     for index, container in enumerate((pod.get("spec") or {}).get("containers") or ()):
-        limits = (container.get("resources") or {}).get("limits") or {}
+        resources = container.get("resources") or {}
+        limits = resources.get("limits") or {}
+        counted = False
         if shares.intersection(limits) and not counts.intersection(limits):
             path = pointer("spec", "containers", str(index), "resources", "limits", protocol.resources.gpu)
             operations.append({"op": "add", "path": path, "value": "1"})
+            counted = True
+        if _exclusive(resources, protocol, counted):
+            core = protocol.resources.core
+            if "limits" in resources:
+                path = pointer("spec", "containers", str(index), "resources", "limits", core)
+                operations.append({"op": "add", "path": path, "value": "100"})
+            else:
+                path = pointer("spec", "containers", str(index), "resources", "limits")
+                operations.append({"op": "add", "path": path, "value": {core: "100"}})
     return operations
 
 
