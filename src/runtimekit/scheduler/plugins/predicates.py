@@ -60,6 +60,7 @@ from runtimekit.scheduler.kubesem.index import PodIndex
 from runtimekit.scheduler.kubesem.pods import PodFacts
 from runtimekit.scheduler.plugins import kubestate
 from runtimekit.scheduler.plugins.predicate_args import PredicatesArgs, parse_predicates_args
+from runtimekit.scheduler.plugins.proportional import proportional_shortfalls
 from runtimekit.scheduler.plugins.volumes import filters as volume_filters
 from runtimekit.scheduler.plugins.volumes.assumed import shared_assumptions
 from runtimekit.scheduler.plugins.volumes.binder import VolumeBinder
@@ -267,23 +268,10 @@ class Predicates(kubestate.FollowsPlacements, RowLocalPredicate):
     def _proportional(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Codes:
         """Volcano's proportional predicate: a pod that asks for none of the listed resources must
         leave the CPU and memory the node's idle ones are entitled to."""
-        args, request, table = self.args, task.request, ssn.table
-        asked = dict(request.scalars)
-        if any(asked.get(name, 0) > 0 for name in args.resources) or (
-            args.gpu_resource in args.resources and request.uses_gpu
-        ):
-            return np.zeros(rows.size, np.int16)
+        args = self.args
         out = np.zeros(rows.size, np.int16)
-        cpu_left = table.cpu_free[rows] - request.cpu_milli
-        mem_left = table.mem_free[rows] - request.memory_bytes
-        for name in args.resources:
-            column = table.gpu_whole if name == args.gpu_resource else table.scalar_free.get(name)
-            if column is None:
-                continue
-            idle = column[rows].astype(np.float64)
-            cpu_rate, mem_rate = args.rates.get(name, (1.0, 1.0))
-            short = (cpu_left < idle * cpu_rate * 1000) | (mem_left < idle * mem_rate * 1e9)
-            out[(out == 0) & short] = self._code(f"proportional of resource {name} check failed")
+        for name, short in proportional_shortfalls(ssn.table, rows, task.request, args.rates, (args.gpu_resource,)):
+            out[short] = self._code(f"proportional of resource {name} check failed")
         return out
 
 

@@ -48,6 +48,7 @@ from runtimekit.scheduler.framework.interfaces import Plugin, RowLocalPredicate,
 from runtimekit.scheduler.framework.registry import BuildContext
 from runtimekit.scheduler.framework.values import Mask, Verdict
 from runtimekit.scheduler.framework.view import SessionView
+from runtimekit.scheduler.plugins.proportional import proportional_shortfalls
 
 NAME = "resource-strategy-fit"
 log = logging.getLogger(__name__)
@@ -278,27 +279,12 @@ class ProportionalStrategyFit(ResourceStrategyFit, RowLocalPredicate):
         return ("proportional", task.request)
 
     def predicate(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Verdict:
-        rates = self.args.proportional or {}
-        asked = self.asked(task)
-        if any(asked.get(name, 0) > 0 for name in rates):
-            return Verdict.all(rows.size)
-        table, request = ssn.table, task.request
-        cpu_left = table.cpu_free[rows] - request.cpu_milli
-        mem_left = table.mem_free[rows] - request.memory_bytes
-        failed: list[tuple[str, Mask]] = []
-        short_any = np.zeros(rows.size, np.bool_)
-        for name, (cpu_rate, mem_rate) in rates.items():
-            if name in self.gpu_names:
-                idle = table.gpu_whole[rows].astype(np.float64)
-            elif name in table.scalar_free:
-                idle = table.scalar_free[name][rows].astype(np.float64)
-            else:
-                continue
-            short = ~short_any & ((cpu_left < idle * cpu_rate * 1000) | (mem_left < idle * mem_rate * 1e9))
-            if short.any():
-                failed.append((f"proportional of resource {name} check failed", short))
-                short_any |= short
-        return Verdict(~short_any, failed, short_any)
+        found = proportional_shortfalls(ssn.table, rows, task.request, self.args.proportional or {}, self.gpu_names)
+        failed: list[tuple[str, Mask]] = [(f"proportional of resource {name} check failed", m) for name, m in found]
+        short = np.zeros(rows.size, np.bool_)
+        for _, mask in failed:
+            short |= mask
+        return Verdict(~short, failed, short)
 
 
 def build(arguments: Arguments, context: BuildContext) -> ResourceStrategyFit:
