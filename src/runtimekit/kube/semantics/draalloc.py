@@ -54,7 +54,7 @@ from runtimekit.kube.objects import (
 )
 from runtimekit.kube.semantics import dracel
 from runtimekit.kube.semantics.nodeaffinity import required_matches, selector_terms
-from runtimekit.kube.semantics.quantity import number_quantity, parse_quantity
+from runtimekit.kube.semantics.quantity import parse_quantity, quantity_text
 
 if TYPE_CHECKING:
     import cel
@@ -658,17 +658,10 @@ def _node_selector(picks: Sequence[_Pick], node_name: str) -> NodeSelector | Non
     return None
 
 
-_BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
-
-
 def _quantity_text(amount: Fraction, like: object) -> str:
-    """`amount` as resource.Quantity writes it, in the format (binary or decimal SI) of the capacity's
-    published value: 30Gi stays "30Gi", 50 cores "50"."""
-    if amount.denominator == 1 and str(like).endswith("i"):
-        for suffix, power in _BINARY:
-            if amount.numerator and amount.numerator % (1 << power) == 0:
-                return f"{amount.numerator >> power}{suffix}"
-    return number_quantity(amount.numerator if amount.denominator == 1 else float(amount))
+    """`amount` in the format (binary or decimal SI) of the capacity's published value: 30Gi stays
+    "30Gi", 50 cores "50"."""
+    return quantity_text(amount, str(like).endswith("i"))
 
 
 def _results(search: _Search, claim_index: int, claim: ResourceClaim, node_name: str) -> AllocationResult:

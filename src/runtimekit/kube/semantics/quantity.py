@@ -203,3 +203,16 @@ def _suffixed(mantissa: int, exponent: int) -> str:
         mantissa //= 1000
         exponent += 3
     return f"{mantissa}{_DECIMAL_SUFFIXES[exponent]}"
+
+
+_BINARY = (("Ei", 60), ("Pi", 50), ("Ti", 40), ("Gi", 30), ("Mi", 20), ("Ki", 10))
+
+
+def quantity_text(amount: Fraction, binary: bool) -> str:
+    """`amount` as resource.Quantity writes it: with `binary`, a whole multiple of 1Ki in the largest
+    binary suffix that keeps it whole (30Gi); otherwise, or when none does, decimal SI (50, 500m)."""
+    if binary and amount.denominator == 1:
+        for suffix, power in _BINARY:
+            if amount.numerator and amount.numerator % (1 << power) == 0:
+                return f"{amount.numerator >> power}{suffix}"
+    return number_quantity(amount.numerator if amount.denominator == 1 else float(amount))

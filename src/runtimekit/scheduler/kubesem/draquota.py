@@ -29,7 +29,7 @@ from fractions import Fraction
 
 from runtimekit.kube.objects import Pod, ResourceClaim, meta
 from runtimekit.kube.semantics.podclaims import pod_claims
-from runtimekit.kube.semantics.quantity import number_quantity, parse_quantity
+from runtimekit.kube.semantics.quantity import parse_quantity, quantity_text
 
 COUNT_PREFIX = "deviceclass/"
 CAPACITY_SEP = ".deviceclass/"
@@ -222,11 +222,4 @@ def status_entries(allocated: Mapping[str, DraAmount]) -> dict[str, str]:
 
 
 def _text(amount: Fraction) -> str:
-    """A quantity as kube writes it: binary suffixes for whole multiples of 1024, else decimal."""
-    if amount.denominator == 1:
-        whole = int(amount)
-        for suffix, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-            if whole >= size and whole % size == 0:
-                return f"{whole // size}{suffix}"
-        return str(whole)
-    return number_quantity(float(amount))
+    return quantity_text(amount, binary=True)
