@@ -223,31 +223,28 @@ class GpuSharePlugin(
         """The plugin's policy (`gpushare.policy`), a split one built from the current policies."""
         if not is_split(self.args.policy):
             return self.policies[self.args.policy]
-        found = self._split(self.args.policy)
-        assert not isinstance(found, str), found  # both parts were checked when the arguments were read
-        return found
+        return self._split(self.args.policy)
 
     def policy_for(self, task: TaskInfo) -> Policy:
         if self.args.allow_pod_policy and task.policy in self.policies:
             return self.policies[task.policy]
         if self.args.allow_pod_policy and is_split(task.policy):
-            found = self._split(task.policy)
-            if not isinstance(found, str):
-                return found
+            return self._split(task.policy)
         return self._default()
 
-    def _split(self, asked: str) -> Policy | str:
+    def _split(self, asked: str) -> Policy:
         if len(self._splits) > 1024:
             self._splits.clear()
         return resolve(asked, self.policies, self.args.policy, self._split_keys, self._splits)
 
     # -- PrePredicate ----------------------------------------------------------------------
     def pre_predicate(self, task: TaskInfo) -> Status:
-        if task.policy and is_split(task.policy) and self.args.allow_pod_policy:
-            found = self._split(task.policy)
-            if isinstance(found, str):
-                return unresolvable(found)
-        elif task.policy and task.policy not in self.policies and self.args.allow_pod_policy:
+        if (
+            task.policy
+            and not is_split(task.policy)
+            and task.policy not in self.policies
+            and self.args.allow_pod_policy
+        ):
             return unresolvable(f"unknown placement policy {task.policy!r} in annotation {self._pod_policy_key}")
         learner = self._filter_learners.get(self.policy_for(task).name)
         if learner is not None and task.key not in self._learned:

@@ -62,10 +62,10 @@ def defaults(policy: str) -> tuple[str, str]:
 
 def resolve(
     asked: str, policies: Mapping[str, Policy], default: str, keys: tuple[str, str], cache: dict[str, Policy]
-) -> Policy | str:
-    """The policy a pod's `asked` value stands for, or why it stands for none (a message naming the
-    annotation). `default` is the plugin's policy (an empty part takes its part of it); `keys` are the
-    node and GPU annotation names; `cache` keeps built split policies."""
+) -> Policy:
+    """The policy a pod's `asked` value stands for. `default` is the plugin's policy (an empty part, or
+    one naming no policy here, takes its part of it); `keys` are the node and GPU annotation names;
+    `cache` keeps built split policies."""
     found = cache.get(asked)
     if found is not None:
         return found
