@@ -18,7 +18,7 @@ from runtimekit.kube.objects import AdmissionRequest, Binding, Pod, annotations_
 from runtimekit.webhook.annotations import annotation_problems
 from runtimekit.webhook.authority import written_problems
 from runtimekit.webhook.fleet import Fleet
-from runtimekit.webhook.mutation import opted_out, pod_patch
+from runtimekit.webhook.mutation import asks_for_gpus, opted_out, pod_patch
 from runtimekit.webhook.podrequests import pod_problems, privileged_problems
 from runtimekit.webhook.review import ALLOW, Decision, refuse
 from runtimekit.webhook.settings import WebhookSettings
@@ -67,7 +67,7 @@ def _validate_pod(request: AdmissionRequest, settings: WebhookSettings, fleet: F
     problems = [
         *pod_problems(pod, settings.protocol, fleet, old is None),
         *annotation_problems(annotations_of(pod), settings.protocol),
-        *(privileged_problems(pod, settings.protocol) if settings.hami and old is None else []),
+        *(privileged_problems(pod) if settings.hami and old is None and asks_for_gpus(pod, settings) else []),
     ]
     return refuse(problems) if problems else ALLOW
 

@@ -126,19 +126,13 @@ def container_problems(container: Container, path: str, protocol: KitProtocol, f
     return []
 
 
-def privileged_problems(pod: Pod, protocol: KitProtocol) -> list[Problem]:
-    """HAMi's rule: a pod asking for GPUs has no privileged container (it would see every GPU)."""
+def privileged_problems(pod: Pod) -> list[Problem]:
+    """HAMi's rule for a pod asking for GPUs: no privileged container (it would see every GPU)."""
     spec = pod.get("spec") or {}
-    containers = [("initContainers", spec.get("initContainers") or []), ("containers", spec.get("containers") or [])]
-    asks = any(
-        kit_amounts(c, f"spec.{kind}[{i}]", protocol) for kind, listed in containers for i, c in enumerate(listed)
-    )
-    if not asks:
-        return []
     return [
         forbidden(f"spec.{kind}[{i}].securityContext.privileged", f"container {c.get('name', '')} is privileged")
-        for kind, listed in containers
-        for i, c in enumerate(listed)
+        for kind, listed in (("initContainers", spec.get("initContainers")), ("containers", spec.get("containers")))
+        for i, c in enumerate(listed or [])
         if ((c.get("securityContext") or {}).get("privileged")) is True
     ]
 
