@@ -135,14 +135,15 @@ class DraQuotas:
 
     def least_need(self, job: JobInfo) -> Demand:
         """The DRA devices the pod group needs at least (Volcano's GetMinDRAResources)."""
+        tasks = sorted(job.tasks.values(), key=_order)
         if job.min_task_member:
             need: Demand = {}
             for role, count in sorted(job.min_task_member.items()):
-                one = next((t for t in sorted(job.tasks.values(), key=_order) if t.role == role), None)
+                one = next((t for t in tasks if t.role == role), None)
                 if count > 0 and one is not None:
                     need = add_demand(need, total_demand(self.of(one)), times=count)
             return need
-        users = [t for t in sorted(job.tasks.values(), key=_order) if self.of(t)]
+        users = [t for t in tasks if self.of(t)]
         need = {}
         for task in users[: job.min_member]:
             need = add_demand(need, total_demand(self.of(task)))

@@ -223,18 +223,19 @@ class ResourceStrategyFit(Plugin, RowLocalScores):
 
     def node_order(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
         total = np.zeros(rows.size)
+        asked = self.asked(task)
         if self.args.weight > 0:
-            total += self._strategy_scores(task, rows, ssn)
+            total += self._strategy_scores(task, asked, rows, ssn)
         if self.args.sra_weight > 0:
-            total += self._sra_scores(task, rows, ssn)
+            total += self._sra_scores(asked, rows, ssn)
         return total
 
-    def _strategy_scores(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
+    def _strategy_scores(self, task: TaskInfo, asked: Mapping[str, int], rows: Rows, ssn: SessionView) -> Scores:
         own = self._pod_strategies(task)
         if own == {}:
             return np.zeros(rows.size)
         score, weights, broken = np.zeros(rows.size), 0, np.zeros(rows.size, np.bool_)
-        for name, amount in self.asked(task).items():
+        for name, amount in asked.items():
             strategy = own.get(name) if own is not None else _configured(name, self.args.resources)
             if strategy is None:
                 continue
@@ -254,9 +255,9 @@ class ResourceStrategyFit(Plugin, RowLocalScores):
         score[broken] = 0.0
         return score
 
-    def _sra_scores(self, task: TaskInfo, rows: Rows, ssn: SessionView) -> Scores:
+    def _sra_scores(self, asked: Mapping[str, int], rows: Rows, ssn: SessionView) -> Scores:
         lacking = np.zeros(rows.size, np.bool_)
-        for name in self.asked(task):
+        for name in asked:
             cap, _ = self._columns(name, rows, ssn)
             lacking |= cap <= 0
         held = np.zeros(rows.size)
